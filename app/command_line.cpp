@@ -1,0 +1,158 @@
+// The command line, parsed with CLI11: one string option per deck key, generated from the key
+// table, so a new key is a flag (and a line of --help) without touching this file.
+#include "app/command_line.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+namespace {
+
+// Key foo_bar is the flag --foo-bar.
+std::string flag_name(std::string_view key) {
+    std::string flag = "--" + std::string(key);
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    return flag;
+}
+
+std::string read_deck(const std::string& path) {
+    const auto fail = [&](int error_number) {
+        return usage_error("cannot read input deck '" + path + "': " + std::strerror(error_number));
+    };
+    const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                               &std::fclose);
+    if (!file) throw fail(errno);
+    std::string text;
+    std::array<char, 4096> buffer{};
+    std::size_t got = 0;
+    while ((got = std::fread(buffer.data(), 1, buffer.size(), file.get())) > 0) {
+        text.append(buffer.data(), got);
+    }
+    // fopen succeeds on a directory; the read is what fails (EISDIR).
+    if (std::ferror(file.get())) throw fail(errno);
+    return text;
+}
+
+// The message for the first argument CLI11 did not recognise.
+Error unexpected_argument(const std::string& argument) {
+    if (argument.size() < 2 || argument[0] != '-') {
+        return usage_error("unexpected argument '" + argument +
+                           "': gpurelay takes no positional arguments (use --input DECK)");
+    }
+    const std::string option = argument.substr(0, argument.find('='));
+    std::string message = "unknown option " + option;
+    if (option.starts_with("--")) {
+        std::vector<std::string> flags = {"--input", "--print-config", "--version", "--help"};
+        for (const ConfigKey& key : config_keys()) flags.push_back(flag_name(key.name));
+        const std::vector<std::string_view> candidates(flags.begin(), flags.end());
+        if (const std::string hint = closest_name(option, candidates); !hint.empty()) {
+            message += " (did you mean " + hint + "?)";
+        }
+    }
+    return usage_error(message);
+}
+
+}  // namespace
+
+CommandLine parse_command_line(int argc, const char* const* argv) {
+    CommandLine result;
+    CLI::App app(
+        "gpurelay: a GPU relay mini-app that times a ring of tensor exchanges between "
+        "MPI ranks, overlapped with compute, and checks every result.",
+        "gpurelay");
+    app.set_help_flag("-h,--help", "print this help and exit");
+    app.footer(
+        "Every key of the input deck is also a flag: key foo_bar is --foo-bar VALUE, and flags "
+        "override the deck. Sizes take k, K, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti (powers "
+        "of 1024), e.g. 64Mi.");
+    // Unknown arguments are collected rather than rejected by CLI11, so that the error can say
+    // which flag was probably meant.
+    app.allow_extras();
+    // Every option keeps all its occurrences; a repeat is reported below, by name.
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+
+    CLI::Option* input = app.add_option("--input")
+                             ->description("input deck (TOML); flags override its keys")
+                             ->option_text("DECK");
+    CLI::Option* print_config =
+        app.add_flag("--print-config")->description("print the resolved deck as TOML and exit");
+    CLI::Option* version = app.add_flag("--version")->description("print the version and exit");
+
+    const Config defaults;
+    std::vector<std::pair<const CLI::Option*, std::string_view>> key_options;
+    for (const ConfigKey& key : config_keys()) {
+        const std::string default_text = config_value_text(defaults, key.name);
+        CLI::Option* option =
+            app.add_option(flag_name(key.name))->description(std::string(key.help));
+        // option_text is what --help shows after the flag: the kind of value and its default.
+        option->option_text(std::string(key.value_hint) +
+                            (default_text.empty() ? "" : "=" + default_text));
+        if (key.is_bool) {
+            // CLI11 gives an option whose value is optional its default_str when the value is
+            // left out, so a bare --overwrite reads as "true".
+            option->expected(0, 1)->default_str("true");
+        }
+        key_options.emplace_back(option, key.name);
+    }
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        result.show_help = true;
+        result.help_text = app.help();
+        return result;
+    } catch (const CLI::ArgumentMismatch& e) {
+        // CLI11 says "--depth: 1 required <type> missing"; say it in words.
+        const std::string message = e.what();
+        const std::size_t colon = message.find(':');
+        if (message.starts_with("--") && colon != std::string::npos &&
+            message.ends_with("missing")) {
+            throw usage_error("option " + message.substr(0, colon) + " needs a value");
+        }
+        throw usage_error(message);
+    } catch (const CLI::ParseError& e) {
+        throw usage_error(e.what());
+    }
+    if (version->count() > 0) {
+        result.show_version = true;
+        return result;
+    }
+    if (const std::vector<std::string> extras = app.remaining(); !extras.empty()) {
+        throw unexpected_argument(extras.front());
+    }
+    const std::vector<const CLI::Option*> order(app.parse_order().begin(), app.parse_order().end());
+    for (const CLI::Option* option : order) {
+        if (option->count() > 1) {
+            throw usage_error("option " + option->get_name() + " given more than once");
+        }
+    }
+
+    result.print_config = print_config->count() > 0;
+    // The deck first, whatever the position of --input: flags override it.
+    if (input->count() > 0) {
+        result.deck_path = input->results().front();
+        if (result.deck_path.empty()) throw usage_error("--input needs a file name");
+        result.config = config_from_toml(read_deck(result.deck_path), result.deck_path);
+    }
+    // Flags in the order typed, so that the first bad one is the one reported.
+    for (const CLI::Option* option : order) {
+        const auto key_option =
+            std::find_if(key_options.begin(), key_options.end(),
+                         [&](const auto& entry) { return entry.first == option; });
+        if (key_option == key_options.end()) continue;
+        set_config_value(result.config, key_option->second, option->results().front(),
+                         option->get_name());
+    }
+    return result;
+}
+
+}  // namespace gpurelay

@@ -1,0 +1,26 @@
+// The command line: an optional input deck, then one flag per deck key on top of it.
+#pragma once
+
+#include <string>
+
+#include "app/config.hpp"
+
+namespace gpurelay {
+
+struct CommandLine {
+    Config config;
+    bool print_config = false;  // --print-config: print the resolved deck and exit 0
+    bool show_version = false;  // --version
+    bool show_help = false;     // --help / -h
+    std::string help_text;      // filled when show_help
+    std::string deck_path;      // --input, empty when none
+};
+
+// Reads --input DECK first, then every key as a flag (key foo_bar is --foo-bar VALUE), flags
+// override the deck; boolean keys also accept the bare flag (--overwrite means true).
+// Throws usage_error on anything wrong: an unknown flag (with a did-you-mean), a missing or
+// unreadable deck, a flag given twice, a positional argument or a bad value. Does not call
+// validate_config: the caller does, once. With --help or --version nothing else is read.
+CommandLine parse_command_line(int argc, const char* const* argv);
+
+}  // namespace gpurelay

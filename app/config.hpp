@@ -1,0 +1,101 @@
+// The typed run configuration: every input-deck key, its default, parsing and validation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpurelay {
+
+enum class DeviceKind { auto_select, cuda, cpu };
+enum class TransportKind { auto_select, nccl, mpi };
+enum class DType { float32, float64 };
+enum class OverlapMode { on, off, compare };
+enum class Pairing { adjacent, split };
+enum class WriteMode { all, last, none, every };
+
+// One run's settings. Field names are the deck keys; each is also the flag --key-name.
+struct Config {
+    DeviceKind device = DeviceKind::auto_select;
+    TransportKind transport = TransportKind::auto_select;
+    std::uint64_t elements = 1ull << 20;  // per tensor
+    DType dtype = DType::float32;
+    std::int64_t steps = 20;  // total steps, warm-up included
+    std::int64_t warmup = 2;  // first steps left out of the timings (step 0 is the cold step)
+    std::int64_t depth = 2;   // slots in the ring
+    OverlapMode overlap = OverlapMode::compare;
+    bool blocking = false;
+    std::uint64_t c_elements = 1ull << 20;
+    std::int64_t c_iterations = 64;
+    double alpha = 2.0;
+    std::uint32_t seed = 12345;
+    Pairing pairing = Pairing::adjacent;
+    std::uint64_t chunk = 4ull << 20;  // bytes per staged MPI message piece
+    std::string output = "outputs/gpurelay.h5";
+    bool overwrite = false;
+    WriteMode write = WriteMode::last;
+    std::int64_t write_every = 0;  // K of write = "every:K"
+    std::int64_t flush_every = 0;  // flush the file every K written rows (0: only at the end)
+    std::string summary_json;      // empty: none
+    std::string results_csv;       // empty: none
+    double timeout_s = 300.0;      // longest a rank waits on a peer before giving up
+    bool quiet = false;
+    bool debug_skip_reuse_wait = false;  // tests only: drop the slot-reuse wait to show it matters
+    std::string tag;                     // free-text label stored with the results
+
+    bool operator==(const Config&) const = default;
+
+    // Bytes of one tensor of `elements` values of `dtype`.
+    std::uint64_t tensor_bytes() const;
+    // Steps that count in the timings.
+    std::int64_t timed_steps() const { return steps - warmup; }
+    // Whether step s (0-based) is kept in /y.
+    bool writes_step(std::int64_t step) const;
+    // The steps kept in /y, in order.
+    std::vector<std::int64_t> written_steps() const;
+};
+
+// Description of one key, for --help, --print-config and the did-you-mean hint.
+struct ConfigKey {
+    std::string_view name;
+    std::string_view help;
+    std::string_view value_hint;  // what the value looks like, e.g. "SIZE" or "on|off|compare"
+    bool is_bool = false;         // a bare --flag means true
+};
+const std::vector<ConfigKey>& config_keys();
+
+// Sets one key from its text form (a deck value or a flag's argument); throws a usage error.
+void set_config_value(Config& config, std::string_view key, std::string_view value);
+// As above, but errors name the value as `label` (e.g. "--c-elements") instead of the key.
+void set_config_value(Config& config, std::string_view key, std::string_view value,
+                      std::string_view label);
+// The value of one key as plain text, the form a flag takes (strings unquoted).
+std::string config_value_text(const Config& config, std::string_view key);
+// The value of one key as TOML literal text (strings quoted).
+std::string config_value_toml(const Config& config, std::string_view key);
+
+// Cross-key checks run once everything is set; throws a usage error naming the keys.
+void validate_config(const Config& config);
+
+// The resolved deck as TOML that, read back, gives the same Config.
+std::string config_to_toml(const Config& config);
+// Reads a deck from TOML text on top of `base`; `origin` names the source in errors.
+Config config_from_toml(std::string_view toml_text, std::string_view origin, Config base = {});
+
+// Parses "64Mi", "1G", "4096" into a count; throws a usage error naming `key`.
+std::uint64_t parse_size(std::string_view key, std::string_view text);
+// The closest known key to `unknown`, or empty when nothing is close.
+std::string closest_key(std::string_view unknown);
+// The candidate nearest to `unknown` (edit distance at most max(2, length/3)), or empty.
+std::string closest_name(std::string_view unknown, const std::vector<std::string_view>& candidates);
+
+std::string_view to_string(DeviceKind v);
+std::string_view to_string(TransportKind v);
+std::string_view to_string(DType v);
+std::string_view to_string(OverlapMode v);
+std::string_view to_string(Pairing v);
+std::string_view to_string(WriteMode v);  // "every" without its K; see config_value_text
+std::size_t dtype_size(DType v);
+
+}  // namespace gpurelay

@@ -1,0 +1,320 @@
+#include "app/pipeline.hpp"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Spot-check samples taken on the host from the last tensor of a pass.
+constexpr std::uint64_t kSpotSamples = 4096;
+
+const char* const kPhaseNames[kPhaseCount] = {"a", "send", "recv", "c", "wait", "b", "step"};
+
+// The events that time one step. The host reads step s's times R-1 steps later, from a ring of
+// R sets, so it never waits on work it has just queued and host memory does not grow with steps.
+struct StepMarks {
+    std::unique_ptr<Event> a_start, a_end, send_end;            // producer stream
+    std::unique_ptr<Event> recv_start, recv_end;                // comm stream
+    std::unique_ptr<Event> c_start, c_end, b_start, b_end, done;  // compute stream
+};
+
+double now_ms() {
+    return std::chrono::duration<double, std::milli>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+}  // namespace
+
+const char* const* phase_names() { return kPhaseNames; }
+
+double phase_value(const StepTimes& t, int phase) {
+    switch (phase) {
+        case 0: return t.a;
+        case 1: return t.send;
+        case 2: return t.recv;
+        case 3: return t.c;
+        case 4: return t.wait;
+        case 5: return t.b;
+        default: return t.period;
+    }
+}
+
+struct Pipeline::Impl {
+    Impl(const Config& cfg, Device& dev, Transport& tr, const PairPlacement& place)
+        : config(cfg),
+          device(dev),
+          transport(tr),
+          placement(place),
+          producer(place.role != Role::consumer),
+          consumer(place.role != Role::producer),
+          bytes(cfg.tensor_bytes()),
+          depth(static_cast<std::size_t>(cfg.depth)),
+          ring(depth + 2) {
+        if (producer) {
+            producer_stream = device.make_stream(false, stream_label("producer stream"));
+            for (std::size_t k = 0; k < depth; ++k) send_slots.push_back(device.allocate(bytes));
+        }
+        if (consumer) {
+            // The comm stream gets the higher priority: the compute stream's B waits on it, and
+            // C must not delay the transfer it is meant to hide.
+            comm_stream = device.make_stream(true, stream_label("comm stream"));
+            compute_stream = device.make_stream(false, stream_label("compute stream"));
+            io_stream = device.make_stream(false, stream_label("io stream"));
+            for (std::size_t k = 0; k < depth; ++k) {
+                recv_slots.push_back(device.allocate(bytes));
+                y_slots.push_back(device.allocate(bytes));
+                recv_done.push_back(device.make_event(EventUse::ordering));
+                x_free.push_back(device.make_event(EventUse::ordering));
+                y_free.push_back(device.make_event(EventUse::ordering));
+            }
+            c_buffer = device.allocate(cfg.c_elements * sizeof(std::uint32_t));
+            counters = device.allocate(depth * 2 * sizeof(Counter));
+            counters_host = device.allocate_host(ring * 2 * sizeof(Counter));
+        }
+        for (std::size_t r = 0; r < ring; ++r) {
+            StepMarks m;
+            auto timing = [&] { return device.make_event(EventUse::timing); };
+            if (producer) {
+                m.a_start = timing();
+                m.a_end = timing();
+                m.send_end = timing();
+            }
+            if (consumer) {
+                m.recv_start = timing();
+                m.recv_end = timing();
+                m.c_start = timing();
+                m.c_end = timing();
+                m.b_start = timing();
+                m.b_end = timing();
+                m.done = device.make_event(EventUse::ordering);
+            }
+            marks.push_back(std::move(m));
+        }
+        poison_slots();
+    }
+
+    std::string stream_label(const char* what) const {
+        return "rank " + std::to_string(world_rank()) + " " + std::string(to_string(placement.role)) +
+               ": " + what;
+    }
+    static int world_rank() {
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        return rank;
+    }
+
+    // NaN bytes in every receive and result slot, so a read of data that never arrived is a
+    // mismatch rather than a stale right answer.
+    void poison_slots() {
+        if (!consumer) return;
+        for (std::size_t k = 0; k < depth; ++k) {
+            device.fill_async(recv_slots[k].data(), 0xff, bytes, *compute_stream);
+            device.fill_async(y_slots[k].data(), 0xff, bytes, *compute_stream);
+        }
+        compute_stream->synchronize();
+    }
+
+    void synchronize_all() {
+        if (producer) producer_stream->synchronize();
+        if (consumer) {
+            comm_stream->synchronize();
+            compute_stream->synchronize();
+            io_stream->synchronize();
+        }
+    }
+
+    template <typename T>
+    void queue_step(std::int64_t s, bool overlap, ResultWriter* writer, std::uint64_t& next_row) {
+        const std::size_t k = static_cast<std::size_t>(s) % depth;
+        StepMarks& m = marks[static_cast<std::size_t>(s) % ring];
+        const auto step = static_cast<std::uint64_t>(s);
+        Stream* comm = overlap ? comm_stream.get() : compute_stream.get();
+
+        if (producer) {
+            m.a_start->record(*producer_stream);
+            launch_a(send_slots[k].as<T>(), step, config.seed, *producer_stream);
+            m.a_end->record(*producer_stream);
+        }
+        if (consumer) {
+            // Slot k's x may be overwritten only once B of step s-depth, its last reader, is done.
+            if (!config.debug_skip_reuse_wait) comm->wait(*x_free[k]);
+            m.recv_start->record(*comm);
+        }
+        // A rank that sends to itself must queue the send and the receive as one group.
+        transport.group_begin();
+        if (producer) transport.send(send_slots[k].data(), bytes, placement.peer, *producer_stream);
+        if (consumer) transport.recv(recv_slots[k].data(), bytes, placement.peer, *comm);
+        transport.group_end();
+        if (producer) m.send_end->record(*producer_stream);
+        if (!consumer) return;
+        m.recv_end->record(*comm);
+        recv_done[k]->record(*comm);
+
+        Stream& compute = *compute_stream;
+        auto* slot_counters = counters.as<Counter>().data() + 2 * k;
+        device.fill_async(slot_counters, 0, 2 * sizeof(Counter), compute);
+        m.c_start->record(compute);
+        launch_c(c_buffer.as<std::uint32_t>(), step, config.seed,
+                 static_cast<std::uint32_t>(config.c_iterations), compute);
+        m.c_end->record(compute);
+        // The GPU, not the host, waits for the tensor to arrive; and for slot k's previous y to
+        // be copied out before B overwrites it.
+        compute.wait(*recv_done[k]);
+        compute.wait(*y_free[k]);
+        m.b_start->record(compute);
+        launch_b(Span<const T>(recv_slots[k].as<T>()), y_slots[k].as<T>(), static_cast<T>(config.alpha),
+                 step, config.seed, slot_counters, compute);
+        m.b_end->record(compute);
+        x_free[k]->record(compute);
+        launch_verify_c(Span<const std::uint32_t>(c_buffer.as<std::uint32_t>()), step, config.seed,
+                        static_cast<std::uint32_t>(config.c_iterations), slot_counters + 1, compute);
+        auto* host_counters = counters_host.as<Counter>().data() + 2 * (static_cast<std::size_t>(s) % ring);
+        device.copy_async(host_counters, slot_counters, 2 * sizeof(Counter), compute);
+        m.done->record(compute);
+
+        if (writer != nullptr && config.writes_step(s)) {
+            const ResultWriter::Slot slot = writer->acquire();
+            io_stream->wait(*x_free[k]);  // B of this step has written y
+            device.copy_async(slot.host, y_slots[k].data(), bytes, *io_stream);
+            slot.ready->record(*io_stream);
+            y_free[k]->record(*io_stream);
+            writer->submit(slot, next_row++, s);
+        }
+    }
+
+    // Reads step s's times and counts (the host blocks here only if the GPU is R-1 steps behind).
+    void retire(std::int64_t s, PassResult& result) {
+        const std::size_t r = static_cast<std::size_t>(s) % ring;
+        const std::size_t prev = static_cast<std::size_t>(s + static_cast<std::int64_t>(ring) - 1) % ring;
+        StepMarks& m = marks[r];
+        StepTimes t{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN};
+        if (producer) {
+            m.send_end->synchronize();
+            t.a = m.a_end->elapsed_ms_since(*m.a_start);
+            t.send = m.send_end->elapsed_ms_since(*m.a_end);
+            if (s > 0) t.period = m.send_end->elapsed_ms_since(*marks[prev].send_end);
+        }
+        if (consumer) {
+            m.done->synchronize();
+            t.recv = m.recv_end->elapsed_ms_since(*m.recv_start);
+            t.c = m.c_end->elapsed_ms_since(*m.c_start);
+            t.wait = m.b_start->elapsed_ms_since(*m.c_end);
+            t.b = m.b_end->elapsed_ms_since(*m.b_start);
+            t.period = s > 0 ? m.b_end->elapsed_ms_since(*marks[prev].b_end) : kNaN;
+            const Counter* host_counters = counters_host.as<Counter>().data() + 2 * r;
+            result.x_mismatches[static_cast<std::size_t>(s)] = host_counters[0];
+            result.c_mismatches[static_cast<std::size_t>(s)] = host_counters[1];
+        }
+        result.steps[static_cast<std::size_t>(s)] = t;
+    }
+
+    template <typename T>
+    void spot_check_last(PassResult& result) {
+        const std::int64_t last = config.steps - 1;
+        const std::size_t k = static_cast<std::size_t>(last) % depth;
+        Buffer host = device.allocate_host(bytes);
+        device.copy_async(host.data(), y_slots[k].data(), bytes, *compute_stream);
+        compute_stream->synchronize();
+        result.spot_checked += std::min<std::uint64_t>(kSpotSamples, config.elements);
+        result.spot_mismatches +=
+            spot_check_y(Span<const T>(host.as<T>()), static_cast<T>(config.alpha),
+                         static_cast<std::uint64_t>(last), config.seed, kSpotSamples);
+    }
+
+    template <typename T>
+    PassResult run(bool overlap, ResultWriter* writer, const StepCallback& on_step) {
+        PassResult result;
+        result.overlap = overlap;
+        const auto steps = static_cast<std::size_t>(config.steps);
+        result.steps.resize(steps);
+        result.x_mismatches.assign(steps, 0);
+        result.c_mismatches.assign(steps, 0);
+        const auto lag = static_cast<std::int64_t>(ring) - 1;
+        std::uint64_t next_row = 0;
+        double timed_start = 0;
+
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        for (std::int64_t s = 0; s < config.steps; ++s) {
+            if (s >= lag) retire(s - lag, result);
+            if (s == config.warmup) {
+                // The timed region starts with every rank idle and in step.
+                synchronize_all();
+                MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+                timed_start = now_ms();
+            }
+            const double queued_at = now_ms();
+            queue_step<T>(s, overlap, writer, next_row);
+            if (config.blocking) {
+                // The blocking style: the host waits for this step's send and receive.
+                if (producer) producer_stream->synchronize();
+                if (consumer) (overlap ? comm_stream : compute_stream)->synchronize();
+            }
+            if (s == 0) {
+                // The cold step: the first transfer between two peers sets up its connections.
+                synchronize_all();
+                result.cold_step_ms = now_ms() - queued_at;
+            }
+            if (on_step) on_step(s);
+        }
+        for (std::int64_t s = std::max<std::int64_t>(0, config.steps - lag); s < config.steps; ++s) {
+            retire(s, result);
+        }
+        synchronize_all();
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        result.timed_wall_ms = now_ms() - timed_start;
+        if (writer != nullptr) {
+            writer->drain();
+            result.write_wait_ms = writer->waited_ms();
+            result.spot_checked += writer->checked();
+            result.spot_mismatches += writer->mismatches();
+        }
+        if (consumer) spot_check_last<T>(result);
+        return result;
+    }
+
+    const Config& config;
+    Device& device;
+    Transport& transport;
+    PairPlacement placement;
+    bool producer;
+    bool consumer;
+    std::size_t bytes;
+    std::size_t depth;
+    std::size_t ring;
+    std::unique_ptr<Stream> producer_stream, comm_stream, compute_stream, io_stream;
+    std::vector<Buffer> send_slots, recv_slots, y_slots;
+    Buffer c_buffer, counters, counters_host;
+    std::vector<std::unique_ptr<Event>> recv_done, x_free, y_free;
+    std::vector<StepMarks> marks;
+};
+
+Pipeline::Pipeline(const Config& config, Device& device, Transport& transport,
+                   const PairPlacement& placement)
+    : impl_(std::make_unique<Impl>(config, device, transport, placement)) {}
+
+Pipeline::~Pipeline() = default;
+
+PassResult Pipeline::run(bool overlap, ResultWriter* writer, const StepCallback& on_step) {
+    return impl_->config.dtype == DType::float32 ? impl_->run<float>(overlap, writer, on_step)
+                                                 : impl_->run<double>(overlap, writer, on_step);
+}
+
+std::uint64_t Pipeline::device_bytes() const {
+    std::uint64_t total = 0;
+    for (const auto* slots : {&impl_->send_slots, &impl_->recv_slots, &impl_->y_slots}) {
+        for (const auto& b : *slots) total += b.bytes();
+    }
+    return total + impl_->c_buffer.bytes() + impl_->counters.bytes();
+}
+
+std::uint64_t Pipeline::host_bytes() const { return impl_->counters_host.bytes(); }
+
+}  // namespace gpurelay

@@ -1,0 +1,72 @@
+// The producer -> consumer pipeline: the timed work of a run. Set-up, reporting and file output
+// live elsewhere; this file only queues A, the transfer, C and B on the right streams in the
+// right order, and reads back what the streams measured.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/config.hpp"
+#include "app/result_writer.hpp"
+#include "comm/pairing.hpp"
+#include "comm/transport.hpp"
+#include "kernels/kernels.hpp"
+#include "runtime/device.hpp"
+
+namespace gpurelay {
+
+// One step's phase times in milliseconds, as the streams measured them; NaN where the phase is
+// not this rank's (A and send on producers; recv, C, wait and B on consumers).
+struct StepTimes {
+    double a = 0, send = 0, recv = 0, c = 0, wait = 0, b = 0;
+    double period = 0;  // from the previous step's end to this one's (NaN for step 0)
+};
+
+inline constexpr int kPhaseCount = 7;
+// Phase names in StepTimes order, as the report, JSON and HDF5 file use them.
+const char* const* phase_names();
+double phase_value(const StepTimes& t, int phase);
+
+// What one pass (overlap on or off) measured on this rank.
+struct PassResult {
+    bool overlap = true;
+    std::vector<StepTimes> steps;       // every step, warm-up included
+    std::vector<Counter> x_mismatches;  // per step (consumer; zeros elsewhere)
+    std::vector<Counter> c_mismatches;  // per step (consumer)
+    double cold_step_ms = 0;            // step 0, from queueing to completion
+    double timed_wall_ms = 0;           // the steps after warm-up, end to end
+    std::uint64_t spot_checked = 0;     // host spot-check samples
+    std::uint64_t spot_mismatches = 0;
+    double write_wait_ms = 0;  // pipeline blocked on the result writer
+};
+
+// Called on the host after each step is queued (for progress output).
+using StepCallback = std::function<void(std::int64_t step)>;
+
+class Pipeline {
+  public:
+    // Allocates every buffer, stream and event the run needs (reported by device_bytes()).
+    Pipeline(const Config& config, Device& device, Transport& transport,
+             const PairPlacement& placement);
+    ~Pipeline();
+    Pipeline(const Pipeline&) = delete;
+    Pipeline& operator=(const Pipeline&) = delete;
+
+    // Runs all steps once; `writer` (consumers, may be null) receives the rows `config.write`
+    // selects; `on_step` runs after each step is queued.
+    PassResult run(bool overlap, ResultWriter* writer, const StepCallback& on_step);
+
+    // Memory the pipeline holds on the device (or the host, on the CPU path).
+    std::uint64_t device_bytes() const;
+    std::uint64_t host_bytes() const;
+
+    struct Impl;
+
+  private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpurelay

@@ -1,0 +1,83 @@
+// Combining every rank's measurements into one summary, and presenting it: the report on rank 0,
+// the JSON summary and the results CSV row.
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "app/config.hpp"
+#include "app/pipeline.hpp"
+#include "comm/pairing.hpp"
+
+namespace gpurelay {
+
+struct PhaseStats {
+    double median, min, max;
+};
+
+struct PairFigures {
+    int pair, producer, consumer;
+    double step_ms;      // median step period on the consumer
+    double transfer_ms;  // median transfer time
+    double transfer_gbps;
+};
+
+struct PassSummary {
+    bool overlap = true;
+    std::array<PhaseStats, kPhaseCount> phases{};  // over every rank's timed steps
+    double transfer_ms = 0, transfer_gbps = 0, aggregate_gbps = 0;
+    double a_gbps = 0, b_gbps = 0, c_giter_per_s = 0;
+    double time_per_step_ms = 0, steps_per_s = 0, cold_step_ms = 0, write_wait_ms = 0;
+    std::uint64_t x_checked = 0, x_mismatches = 0, c_checked = 0, c_mismatches = 0;
+    std::uint64_t spot_checked = 0, spot_mismatches = 0;
+    std::vector<PairFigures> pairs;
+    bool verified() const { return x_mismatches == 0 && c_mismatches == 0 && spot_mismatches == 0; }
+};
+
+struct RankInfo {
+    std::string host, device, bus_id, role;
+    int pair = 0;
+};
+
+struct RunSummary {
+    Config config;
+    std::string backend;         // "cuda" or "cpu"
+    std::string transport;       // as the transport names itself
+    std::string transport_note;  // why auto chose it, when it had to choose
+    int world_size = 1, pairs = 1;
+    std::vector<RankInfo> ranks;
+    std::vector<PassSummary> passes;  // in run order
+    double overlap_speedup = 0;       // compare only: time per step off / on (0 otherwise)
+    std::uint64_t device_bytes = 0, host_bytes = 0;  // largest rank
+    double write_gbps = 0;
+    std::string versions;  // "gpurelay 0.1.0 (git) CUDA ... NCCL ... MPI ... HDF5 ..."
+    std::string timestamp, git_hash;
+
+    bool verified() const;
+    const PassSummary& main_pass() const { return passes.back(); }
+};
+
+// Collective over `comm`: every rank's step times gathered and reduced. The whole summary is
+// valid on rank 0; the verification totals on every rank (so all agree on the exit code).
+PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacement& placement,
+                           const PassResult& result);
+
+// Collective: host, device and role of every rank, valid on rank 0.
+std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine);
+
+void print_report(std::FILE* out, const RunSummary& summary);
+std::string summary_json(const RunSummary& summary);
+// Appends one row (and the header when the file is new or empty) under an exclusive lock, so
+// the tasks of a job array can share one file.
+void append_results_csv(const std::string& path, const RunSummary& summary);
+// The CSV header, one line without newline.
+std::string results_csv_header();
+// Writes `text` to `path` through a temporary file and a rename: readers never see half of it.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+}  // namespace gpurelay

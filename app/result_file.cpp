@@ -1,0 +1,656 @@
+#include "app/result_file.hpp"
+
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <exception>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string_view>
+#include <system_error>
+
+#include "app/h5_handle.hpp"
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view complete_attribute = "complete";
+
+// Turns HDF5's automatic error printing off while a ResultFile call runs: a failure becomes one
+// exception with one line of text, not a stack dump on stderr from every rank. Restores the
+// previous handler, so code elsewhere that relies on HDF5's printing keeps it.
+class QuietHdf5Errors {
+  public:
+    QuietHdf5Errors() noexcept {
+        if (H5Eget_auto2(H5E_DEFAULT, &function_, &client_data_) < 0) {
+            function_ = nullptr;
+            client_data_ = nullptr;
+        }
+        H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    }
+    ~QuietHdf5Errors() { H5Eset_auto2(H5E_DEFAULT, function_, client_data_); }
+    QuietHdf5Errors(const QuietHdf5Errors&) = delete;
+    QuietHdf5Errors& operator=(const QuietHdf5Errors&) = delete;
+
+  private:
+    H5E_auto2_t function_ = nullptr;
+    void* client_data_ = nullptr;
+};
+
+struct ErrorStackEntry {
+    std::string description;
+    hid_t minor;
+};
+
+herr_t collect_error_entry(unsigned /*depth*/, const H5E_error2_t* error, void* client_data) {
+    auto* entries = static_cast<std::vector<ErrorStackEntry>*>(client_data);
+    entries->push_back({error->desc != nullptr ? error->desc : "", error->min_num});
+    return 0;
+}
+
+// The innermost description on HDF5's error stack (where the failure was first seen), as one
+// line; when that is only MPI's error string, the step that reported it comes first
+// ("MPI_File_open failed: MPI_ERR_NO_SUCH_FILE: ..."). Clears the stack.
+std::string hdf5_error_detail() {
+    std::vector<ErrorStackEntry> entries;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, collect_error_entry, &entries);
+    H5Eclear2(H5E_DEFAULT);
+    if (entries.empty()) {
+        return "no details on the HDF5 error stack";
+    }
+    std::string detail = entries[0].description;
+    if (entries[0].minor == H5E_MPIERRSTR && entries.size() > 1) {
+        detail = entries[1].description + ": " + detail;
+    }
+    std::replace(detail.begin(), detail.end(), '\n', ' ');
+    return detail;
+}
+
+// Returns `result` (an id, herr_t or htri_t) or, when it is negative, throws a runtime error
+// "HDF5 error in <call>: <innermost message>". `call` names the call and what it acted on.
+template <typename Result>
+Result h5_check(Result result, const std::string& call) {
+    if (result < 0) {
+        throw runtime_error("HDF5 error in " + call + ": " + hdf5_error_detail());
+    }
+    return result;
+}
+
+// The duplicated communicator keeps MPI's default handler (errors are fatal), but a handler that
+// returns must still give an exception.
+void mpi_check(int code, const char* call) {
+    if (code == MPI_SUCCESS) {
+        return;
+    }
+    char text[MPI_MAX_ERROR_STRING] = {};
+    int length = 0;
+    MPI_Error_string(code, text, &length);
+    throw runtime_error(std::string("MPI error in ") + call + ": " +
+                        std::string(text, static_cast<std::size_t>(length)));
+}
+
+using Outcome = std::optional<Error>;
+
+// Runs `step` and returns its error, if any, instead of throwing it: a rank that failed must still
+// reach the next agree() so that no other rank waits for it in a collective.
+template <typename Step>
+Outcome capture(Step&& step) {
+    try {
+        step();
+        return std::nullopt;
+    } catch (const Error& error) {
+        return error;
+    } catch (const std::exception& error) {
+        return runtime_error(error.what());
+    } catch (...) {
+        return runtime_error("unknown error while writing the result file");
+    }
+}
+
+// capture() on rank 0 only; the other ranks have nothing to report.
+template <typename Step>
+Outcome capture_on_rank0(int rank, Step&& step) {
+    return rank == 0 ? capture(std::forward<Step>(step)) : std::nullopt;
+}
+
+// Collective: every rank brings its own outcome and all leave with the error of the lowest failing
+// rank (same code, same text), or return when none failed. Doubles as a barrier.
+void agree(MPI_Comm comm, const Outcome& local) {
+    int rank = 0;
+    int size = 0;
+    mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+    int first_failed = local ? rank : size;
+    mpi_check(MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, comm),
+              "MPI_Allreduce(first failed rank)");
+    if (first_failed == size) {
+        return;
+    }
+    std::string message;
+    long long header[2] = {0, 0};  // exit code, message length
+    if (rank == first_failed) {
+        message = local->what();
+        header[0] = static_cast<long long>(local->code());
+        header[1] = static_cast<long long>(message.size());
+    }
+    mpi_check(MPI_Bcast(header, 2, MPI_LONG_LONG, first_failed, comm), "MPI_Bcast(error header)");
+    message.resize(static_cast<std::size_t>(header[1]));
+    mpi_check(MPI_Bcast(message.data(), static_cast<int>(header[1]), MPI_CHAR, first_failed, comm),
+              "MPI_Bcast(error message)");
+    throw Error(static_cast<ExitCode>(header[0]), message);
+}
+
+hid_t file_type(ElementType type) {
+    switch (type) {
+        case ElementType::float32:
+            return H5T_IEEE_F32LE;
+        case ElementType::float64:
+            return H5T_IEEE_F64LE;
+        case ElementType::uint64:
+            return H5T_STD_U64LE;
+        case ElementType::int64:
+            return H5T_STD_I64LE;
+    }
+    throw runtime_error("unknown element type");
+}
+
+hid_t memory_type(ElementType type) {
+    switch (type) {
+        case ElementType::float32:
+            return H5T_NATIVE_FLOAT;
+        case ElementType::float64:
+            return H5T_NATIVE_DOUBLE;
+        case ElementType::uint64:
+            return H5T_NATIVE_UINT64;
+        case ElementType::int64:
+            return H5T_NATIVE_INT64;
+    }
+    throw runtime_error("unknown element type");
+}
+
+// "a/b" and "/a/b" name the same matrix.
+std::string matrix_key(std::string_view path) {
+    const auto first = path.find_first_not_of('/');
+    return first == std::string_view::npos ? std::string() : std::string(path.substr(first));
+}
+
+// Checks that need no communication, so a bad layout fails on every rank at the same point.
+void validate_layout(const ResultFileLayout& layout) {
+    std::vector<std::string> keys;
+    for (const MatrixSpec& spec : layout.matrices) {
+        std::string key = matrix_key(spec.path);
+        if (key.empty()) {
+            throw runtime_error("result file: matrix path '" + spec.path + "' is empty");
+        }
+        if (!layout.written_steps.empty() && (key == "y" || key == "step")) {
+            throw runtime_error("result file: matrix path '" + spec.path + "' is reserved");
+        }
+        if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
+            throw runtime_error("result file: matrix '" + spec.path + "' is declared twice");
+        }
+        keys.push_back(std::move(key));
+    }
+}
+
+void validate_attributes(const Attributes& attributes) {
+    for (const auto& [name, value] : attributes) {
+        if (name.empty()) {
+            throw runtime_error("result file: an attribute has an empty name");
+        }
+        if (name == complete_attribute) {
+            throw runtime_error("result file: attribute name 'complete' is reserved");
+        }
+    }
+}
+
+// Rank 0 only, before any rank touches the file.
+void check_output_path(const std::string& path, const std::string& partial_path, bool overwrite) {
+    if (path.empty()) {
+        throw usage_error("output file name is empty");
+    }
+    std::error_code error;
+    const fs::file_status status = fs::status(path, error);
+    if (fs::exists(status)) {
+        if (!overwrite) {
+            throw usage_error("output file '" + path + "' exists (use --overwrite to replace it)");
+        }
+        if (fs::is_directory(status)) {
+            throw usage_error("output path '" + path + "' is a directory");
+        }
+    }
+    // The default output lies in a folder ("outputs/") that a fresh checkout lacks.
+    fs::path directory = fs::path(path).parent_path();
+    if (directory.empty()) {
+        directory = ".";
+    }
+    if (!fs::is_directory(directory, error)) {
+        fs::create_directories(directory, error);
+        if (error) {
+            throw usage_error("cannot create output directory '" + directory.string() +
+                              "': " + error.message());
+        }
+    }
+    if (::access(directory.c_str(), W_OK | X_OK) != 0) {
+        throw usage_error("output directory '" + directory.string() + "' is not writable");
+    }
+    // A .partial file left by a run that died is replaced.
+    if (fs::exists(fs::symlink_status(partial_path, error)) &&
+        !fs::is_directory(fs::symlink_status(partial_path, error))) {
+        fs::remove(partial_path, error);
+        if (error) {
+            throw runtime_error("cannot remove stale '" + partial_path + "': " + error.message());
+        }
+    }
+}
+
+// Rank 0 only, after every rank closed the file: gives the finished file its final name.
+void publish(const std::string& partial_path, const std::string& path, bool overwrite) {
+    std::error_code error;
+    // The check at create time does not cover a file that appeared during the run.
+    if (!overwrite && fs::exists(fs::symlink_status(path, error))) {
+        throw usage_error("output file '" + path +
+                          "' appeared during the run (use --overwrite to replace it); the "
+                          "results stay in '" +
+                          partial_path + "'");
+    }
+    fs::rename(partial_path, path, error);
+    if (error) {
+        throw runtime_error("cannot rename '" + partial_path + "' to '" + path +
+                            "': " + error.message());
+    }
+}
+
+void set_fill_value(hid_t dataset_create, ElementType type, const std::string& path) {
+    const float nan32 = std::numeric_limits<float>::quiet_NaN();
+    const double nan64 = std::numeric_limits<double>::quiet_NaN();
+    const std::uint64_t zero_unsigned = 0;
+    const std::int64_t zero_signed = 0;
+    const void* value = nullptr;
+    switch (type) {
+        case ElementType::float32:
+            value = &nan32;
+            break;
+        case ElementType::float64:
+            value = &nan64;
+            break;
+        case ElementType::uint64:
+            value = &zero_unsigned;
+            break;
+        case ElementType::int64:
+            value = &zero_signed;
+            break;
+    }
+    h5_check(H5Pset_fill_value(dataset_create, memory_type(type), value),
+             "H5Pset_fill_value(" + path + ")");
+    h5_check(H5Pset_fill_time(dataset_create, H5D_FILL_TIME_ALLOC),
+             "H5Pset_fill_time(" + path + ")");
+}
+
+// Contiguous storage allocated at creation: rows are then plain offsets in the file, and
+// independent writes never have to allocate (allocation is collective in parallel HDF5).
+H5PropertyList contiguous_early(const std::string& path) {
+    H5PropertyList dataset_create(
+        h5_check(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate(dataset create, " + path + ")"));
+    h5_check(H5Pset_layout(dataset_create.get(), H5D_CONTIGUOUS), "H5Pset_layout(" + path + ")");
+    h5_check(H5Pset_alloc_time(dataset_create.get(), H5D_ALLOC_TIME_EARLY),
+             "H5Pset_alloc_time(" + path + ")");
+    return dataset_create;
+}
+
+H5Dataset create_dataset(hid_t file, const std::string& path, ElementType type, int rank,
+                         const hsize_t* dims, hid_t link_create, hid_t dataset_create) {
+    H5Dataspace space(
+        h5_check(H5Screate_simple(rank, dims, nullptr), "H5Screate_simple(" + path + ")"));
+    return H5Dataset(h5_check(H5Dcreate2(file, path.c_str(), file_type(type), space.get(),
+                                         link_create, dataset_create, H5P_DEFAULT),
+                              "H5Dcreate2(" + path + ")"));
+}
+
+// Collective (every rank writes the same attribute metadata). Replaces an attribute of that name.
+void write_attribute(hid_t object, const std::string& name, const AttributeValue& value) {
+    const std::string what = "attribute '" + name + "'";
+    if (h5_check(H5Aexists(object, name.c_str()), "H5Aexists(" + what + ")") > 0) {
+        h5_check(H5Adelete(object, name.c_str()), "H5Adelete(" + what + ")");
+    }
+    H5Dataspace scalar(h5_check(H5Screate(H5S_SCALAR), "H5Screate(scalar)"));
+    if (const auto* text = std::get_if<std::string>(&value)) {
+        // Variable-length UTF-8: h5py reads it as str, and a long value (a whole config deck)
+        // lives on the global heap instead of hitting the 64 KiB object-header limit.
+        H5Datatype type(h5_check(H5Tcopy(H5T_C_S1), "H5Tcopy(string)"));
+        h5_check(H5Tset_size(type.get(), H5T_VARIABLE), "H5Tset_size(variable)");
+        h5_check(H5Tset_cset(type.get(), H5T_CSET_UTF8), "H5Tset_cset(UTF-8)");
+        H5Attribute attribute(h5_check(
+            H5Acreate2(object, name.c_str(), type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT),
+            "H5Acreate2(" + what + ")"));
+        const char* characters = text->c_str();
+        h5_check(H5Awrite(attribute.get(), type.get(), &characters), "H5Awrite(" + what + ")");
+        h5_check(attribute.close(), "H5Aclose(" + what + ")");
+    } else if (const auto* integer = std::get_if<std::int64_t>(&value)) {
+        H5Attribute attribute(h5_check(
+            H5Acreate2(object, name.c_str(), H5T_STD_I64LE, scalar.get(), H5P_DEFAULT, H5P_DEFAULT),
+            "H5Acreate2(" + what + ")"));
+        h5_check(H5Awrite(attribute.get(), H5T_NATIVE_INT64, integer), "H5Awrite(" + what + ")");
+        h5_check(attribute.close(), "H5Aclose(" + what + ")");
+    } else {
+        const double real = std::get<double>(value);
+        H5Attribute attribute(h5_check(H5Acreate2(object, name.c_str(), H5T_IEEE_F64LE,
+                                                  scalar.get(), H5P_DEFAULT, H5P_DEFAULT),
+                                       "H5Acreate2(" + what + ")"));
+        h5_check(H5Awrite(attribute.get(), H5T_NATIVE_DOUBLE, &real), "H5Awrite(" + what + ")");
+        h5_check(attribute.close(), "H5Aclose(" + what + ")");
+    }
+}
+
+// Writes the hyperslab start[..] + count[..] of `dataset` from `values` contiguous values in
+// memory: no staging copy, the buffer goes straight to MPI-IO.
+void write_hyperslab(hid_t dataset, const hsize_t* start, const hsize_t* count, hsize_t values,
+                     hid_t type, hid_t transfer, const void* data, const std::string& what) {
+    if (values == 0) {
+        return;
+    }
+    if (data == nullptr) {
+        throw runtime_error("result file: no data for " + what);
+    }
+    H5Dataspace file_space(h5_check(H5Dget_space(dataset), "H5Dget_space(" + what + ")"));
+    h5_check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr),
+             "H5Sselect_hyperslab(" + what + ")");
+    H5Dataspace memory_space(
+        h5_check(H5Screate_simple(1, &values, nullptr), "H5Screate_simple(" + what + ")"));
+    h5_check(H5Dwrite(dataset, type, memory_space.get(), file_space.get(), transfer, data),
+             "H5Dwrite(" + what + ")");
+}
+
+}  // namespace
+
+struct ResultFile::State {
+    struct Matrix {
+        H5Dataset dataset;
+        ElementType type;
+        std::uint64_t rows;
+        std::uint64_t cols;
+    };
+
+    std::string path;
+    std::string partial_path;
+    bool overwrite = false;
+    // Our own duplicate, so that agreeing on outcomes never meets the caller's collectives.
+    MPI_Comm comm = MPI_COMM_NULL;
+    int rank = 0;
+
+    std::uint64_t pairs = 0;
+    std::uint64_t rows = 0;
+    std::uint64_t elements = 0;
+    ElementType y_type = ElementType::float32;
+
+    // Declared first, so destroyed last: the file closes only after its datasets.
+    H5File file;
+    H5PropertyList independent_transfer;
+    H5Dataset y;
+    H5Dataset step;
+    std::map<std::string, Matrix> matrices;
+    bool closed = false;
+
+    State() = default;
+    State(const State&) = delete;
+    State& operator=(const State&) = delete;
+
+    ~State() {
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (finalized != 0) {
+            // MPI_Finalize already shut HDF5 down (and closed its files); touching either library
+            // now would fail. Forget the ids.
+            for (auto& entry : matrices) {
+                entry.second.dataset.release();
+            }
+            y.release();
+            step.release();
+            independent_transfer.release();
+            file.release();
+            return;
+        }
+        QuietHdf5Errors quiet;
+        close_objects();
+        file.reset();
+        if (comm != MPI_COMM_NULL) {
+            MPI_Comm_free(&comm);
+        }
+    }
+
+    void close_objects() noexcept {
+        for (auto& entry : matrices) {
+            entry.second.dataset.reset();
+        }
+        y.reset();
+        step.reset();
+        independent_transfer.reset();
+    }
+
+    // Collective: creates the file and every dataset and attribute (all metadata).
+    void create_objects(const ResultFileLayout& layout, const Attributes& attributes) {
+        H5PropertyList file_access(h5_check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)"));
+        h5_check(H5Pset_fapl_mpio(file_access.get(), comm, MPI_INFO_NULL), "H5Pset_fapl_mpio");
+        // Metadata reads by one rank broadcast to the others, and rank 0 alone writes it out
+        // collectively: fewer small requests on a parallel file system.
+        h5_check(H5Pset_all_coll_metadata_ops(file_access.get(), true),
+                 "H5Pset_all_coll_metadata_ops");
+        h5_check(H5Pset_coll_metadata_write(file_access.get(), true), "H5Pset_coll_metadata_write");
+        file = H5File(
+            h5_check(H5Fcreate(partial_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, file_access.get()),
+                     "H5Fcreate('" + partial_path + "')"));
+
+        // Rows are written by one rank at its own pace, so raw data goes independently.
+        independent_transfer =
+            H5PropertyList(h5_check(H5Pcreate(H5P_DATASET_XFER), "H5Pcreate(dataset transfer)"));
+        h5_check(H5Pset_dxpl_mpio(independent_transfer.get(), H5FD_MPIO_INDEPENDENT),
+                 "H5Pset_dxpl_mpio(independent)");
+
+        if (!layout.written_steps.empty()) {
+            // Every element of /y gets written (or the run is incomplete): filling it first would
+            // write the whole tensor twice.
+            H5PropertyList y_create = contiguous_early("/y");
+            h5_check(H5Pset_fill_time(y_create.get(), H5D_FILL_TIME_NEVER), "H5Pset_fill_time(/y)");
+            const hsize_t y_dims[3] = {pairs, rows, elements};
+            y = create_dataset(file.get(), "/y", y_type, 3, y_dims, H5P_DEFAULT, y_create.get());
+            H5PropertyList step_create = contiguous_early("/step");
+            h5_check(H5Pset_fill_time(step_create.get(), H5D_FILL_TIME_NEVER),
+                     "H5Pset_fill_time(/step)");
+            const hsize_t step_dims[1] = {rows};
+            step = create_dataset(file.get(), "/step", ElementType::int64, 1, step_dims,
+                                  H5P_DEFAULT, step_create.get());
+        }
+
+        H5PropertyList link_create(h5_check(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate(link create)"));
+        h5_check(H5Pset_create_intermediate_group(link_create.get(), 1),
+                 "H5Pset_create_intermediate_group");
+        for (const MatrixSpec& spec : layout.matrices) {
+            std::string key = matrix_key(spec.path);
+            const std::string name = "/" + key;
+            H5PropertyList matrix_create = contiguous_early(name);
+            set_fill_value(matrix_create.get(), spec.type, name);
+            const hsize_t dims[2] = {spec.rows, spec.cols};
+            H5Dataset dataset = create_dataset(file.get(), name, spec.type, 2, dims,
+                                               link_create.get(), matrix_create.get());
+            matrices.emplace(std::move(key),
+                             Matrix{std::move(dataset), spec.type, spec.rows, spec.cols});
+        }
+
+        write_root_attributes(attributes);
+        write_attribute(file.get(), std::string(complete_attribute), std::int64_t{0});
+    }
+
+    void write_root_attributes(const Attributes& attributes) {
+        for (const auto& [name, value] : attributes) {
+            write_attribute(file.get(), name, value);
+        }
+    }
+
+    void require_open(const char* call) const {
+        if (closed) {
+            throw runtime_error(std::string("result file: ") + call + " after close of '" +
+                                partial_path + "'");
+        }
+    }
+};
+
+ResultFile::ResultFile(std::unique_ptr<State> state) noexcept : state_(std::move(state)) {}
+ResultFile::ResultFile(ResultFile&&) noexcept = default;
+ResultFile& ResultFile::operator=(ResultFile&&) noexcept = default;
+ResultFile::~ResultFile() = default;
+
+ResultFile ResultFile::create(MPI_Comm comm, const std::string& path, bool overwrite,
+                              const ResultFileLayout& layout, const Attributes& attributes) {
+    QuietHdf5Errors quiet;
+    // Same layout on every rank, so these fail everywhere or nowhere, before any collective.
+    validate_layout(layout);
+    validate_attributes(attributes);
+
+    auto state = std::make_unique<State>();
+    state->path = path;
+    state->partial_path = path + ".partial";
+    state->overwrite = overwrite;
+    state->pairs = layout.pairs;
+    state->rows = layout.written_steps.size();
+    state->elements = layout.elements;
+    state->y_type = layout.y_type;
+    mpi_check(MPI_Comm_dup(comm, &state->comm), "MPI_Comm_dup");
+    mpi_check(MPI_Comm_rank(state->comm, &state->rank), "MPI_Comm_rank");
+
+    // One rank looks at the file system, so every rank reports the same thing.
+    agree(state->comm, capture_on_rank0(state->rank, [&] {
+              check_output_path(state->path, state->partial_path, overwrite);
+          }));
+    agree(state->comm, capture([&] { state->create_objects(layout, attributes); }));
+    // The step numbers are known now; one rank writes them.
+    if (state->step) {
+        agree(state->comm, capture_on_rank0(state->rank, [&] {
+                  const hsize_t start[1] = {0};
+                  const hsize_t count[1] = {state->rows};
+                  write_hyperslab(state->step.get(), start, count, state->rows, H5T_NATIVE_INT64,
+                                  state->independent_transfer.get(), layout.written_steps.data(),
+                                  "/step");
+              }));
+    }
+    // The structure reaches the disk now, so a job that dies later leaves a readable .partial.
+    agree(state->comm, capture([&] {
+              h5_check(H5Fflush(state->file.get(), H5F_SCOPE_GLOBAL),
+                       "H5Fflush('" + state->partial_path + "')");
+          }));
+    return ResultFile(std::move(state));
+}
+
+void ResultFile::write_y_row(std::uint64_t pair, std::uint64_t row, const void* data) {
+    if (!state_) {
+        throw runtime_error("result file: write_y_row on a moved-from file");
+    }
+    State& state = *state_;
+    state.require_open("write_y_row");
+    if (!state.y) {
+        throw runtime_error("result file: write_y_row, but the file has no /y (no written steps)");
+    }
+    if (pair >= state.pairs || row >= state.rows) {
+        throw runtime_error("result file: /y row (pair " + std::to_string(pair) + ", row " +
+                            std::to_string(row) + ") is outside [" + std::to_string(state.pairs) +
+                            ", " + std::to_string(state.rows) + "]");
+    }
+    QuietHdf5Errors quiet;
+    const hsize_t start[3] = {pair, row, 0};
+    const hsize_t count[3] = {1, 1, state.elements};
+    write_hyperslab(state.y.get(), start, count, state.elements, memory_type(state.y_type),
+                    state.independent_transfer.get(), data,
+                    "/y pair " + std::to_string(pair) + " row " + std::to_string(row));
+}
+
+void ResultFile::write_matrix_row(const std::string& path, std::uint64_t row, const void* data) {
+    if (!state_) {
+        throw runtime_error("result file: write_matrix_row on a moved-from file");
+    }
+    State& state = *state_;
+    state.require_open("write_matrix_row");
+    const auto found = state.matrices.find(matrix_key(path));
+    if (found == state.matrices.end()) {
+        throw runtime_error("result file: no matrix '" + path + "' in the layout");
+    }
+    const State::Matrix& matrix = found->second;
+    if (row >= matrix.rows) {
+        throw runtime_error("result file: row " + std::to_string(row) + " of '" + path +
+                            "' is outside [" + std::to_string(matrix.rows) + ", " +
+                            std::to_string(matrix.cols) + "]");
+    }
+    QuietHdf5Errors quiet;
+    const hsize_t start[2] = {row, 0};
+    const hsize_t count[2] = {1, matrix.cols};
+    write_hyperslab(matrix.dataset.get(), start, count, matrix.cols, memory_type(matrix.type),
+                    state.independent_transfer.get(), data, path + " row " + std::to_string(row));
+}
+
+void ResultFile::flush() {
+    if (!state_) {
+        throw runtime_error("result file: flush on a moved-from file");
+    }
+    State& state = *state_;
+    state.require_open("flush");
+    QuietHdf5Errors quiet;
+    agree(state.comm, capture([&] {
+              h5_check(H5Fflush(state.file.get(), H5F_SCOPE_GLOBAL),
+                       "H5Fflush('" + state.partial_path + "')");
+          }));
+}
+
+void ResultFile::close(bool complete, const Attributes& attributes) {
+    if (!state_) {
+        throw runtime_error("result file: close on a moved-from file");
+    }
+    State& state = *state_;
+    state.require_open("close");
+    validate_attributes(attributes);
+    QuietHdf5Errors quiet;
+
+    const Outcome attributes_written = capture([&] {
+        state.write_root_attributes(attributes);
+        write_attribute(state.file.get(), std::string(complete_attribute),
+                        std::int64_t{complete ? 1 : 0});
+    });
+    // The file is closed whatever happened above; H5Fclose writes the last metadata.
+    state.closed = true;
+    const Outcome file_closed = capture([&] {
+        state.close_objects();
+        h5_check(state.file.close(), "H5Fclose('" + state.partial_path + "')");
+    });
+    // Also the barrier that lets rank 0 rename only after every rank closed the file.
+    agree(state.comm, attributes_written ? attributes_written : file_closed);
+
+    if (complete) {
+        agree(state.comm, capture_on_rank0(state.rank, [&] {
+                  publish(state.partial_path, state.path, state.overwrite);
+              }));
+    }
+    mpi_check(MPI_Comm_free(&state.comm), "MPI_Comm_free");
+}
+
+const std::string& ResultFile::path() const {
+    static const std::string none;
+    return state_ ? state_->path : none;
+}
+
+const std::string& ResultFile::partial_path() const {
+    static const std::string none;
+    return state_ ? state_->partial_path : none;
+}
+
+std::string hdf5_version() {
+    unsigned major = 0;
+    unsigned minor = 0;
+    unsigned release = 0;
+    QuietHdf5Errors quiet;
+    h5_check(H5get_libversion(&major, &minor, &release), "H5get_libversion");
+    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
+}
+
+}  // namespace gpurelay

@@ -1,0 +1,104 @@
+// The run's HDF5 result file, written with parallel HDF5 (MPI-IO) by every rank of a communicator:
+// /y [pairs, rows, elements], /step [rows], 2-D matrices that ranks fill row by row, and root
+// attributes (provenance and `complete`). The file is written as PATH.partial and renamed to PATH
+// only when the run completes, so PATH never names a half-written file.
+//
+// Collective calls (create, flush, close, the destructor) must be made by every rank of the
+// communicator, in the same order, with the same arguments. HDF5 here is not thread-safe: make all
+// calls on one file from one thread at a time.
+#pragma once
+
+// gpurelay uses MPI's C API only; Open MPI's deprecated C++ bindings (pulled in by mpi.h) do not
+// compile cleanly under -Wextra.
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace gpurelay {
+
+// Element type of a dataset; stored little-endian IEEE / two's complement.
+enum class ElementType { float32, float64, uint64, int64 };
+
+// A 2-D dataset [rows, cols] that ranks fill row by row (timings per rank and step, counts per
+// pair and step). `path` may name groups ("timings/step_s"); they are created as needed.
+struct MatrixSpec {
+    std::string path;
+    ElementType type;
+    std::uint64_t rows;
+    std::uint64_t cols;
+};
+
+// Root attribute values: a UTF-8 string (variable length), an int64 or a float64.
+using AttributeValue = std::variant<std::string, std::int64_t, double>;
+using Attributes = std::vector<std::pair<std::string, AttributeValue>>;
+
+// What datasets the file holds; must be the same on every rank.
+struct ResultFileLayout {
+    std::uint64_t pairs = 1;
+    std::vector<std::int64_t>
+        written_steps;  // /step: which step each row of /y holds; empty → no /y
+    std::uint64_t elements = 0;
+    ElementType y_type = ElementType::float32;
+    std::vector<MatrixSpec> matrices;  // created in this order; intermediate groups made as needed
+};
+
+class ResultFile {
+  public:
+    // Collective over `comm`. Rank 0 checks the path first and every rank leaves with the same
+    // outcome: an existing `path` without `overwrite` is a usage error; a stale PATH.partial is
+    // replaced. Creates PATH.partial with /y [pairs, rows, elements] (contiguous, not filled),
+    // /step [rows] int64, every matrix (NaN for floats, 0 for integers), the root `attributes` and
+    // `complete` = 0 (int64), then flushes, so the .partial file is readable even after a crash.
+    static ResultFile create(MPI_Comm comm, const std::string& path, bool overwrite,
+                             const ResultFileLayout& layout, const Attributes& attributes);
+
+    // Independent (only the calling rank): writes row `row` (index into written_steps) of pair
+    // `pair` in /y from `elements` values of y_type at `data`. Throws a runtime error on this rank
+    // only, for a bad index or a failed write.
+    void write_y_row(std::uint64_t pair, std::uint64_t row, const void* data);
+    // Independent: writes row `row` of the matrix declared as `path`, `cols` values of its type.
+    void write_matrix_row(const std::string& path, std::uint64_t row, const void* data);
+
+    // Collective: flushes what every rank has written so far to disk.
+    void flush();
+
+    // Collective: writes `attributes` on the root (replacing those of the same name), sets
+    // `complete` to 1 when `complete` (0 otherwise), closes the file and, when `complete`, renames
+    // PATH.partial to PATH once every rank has closed it. Every rank throws the same error when any
+    // step failed on any rank; the file is closed either way.
+    void close(bool complete, const Attributes& attributes);
+
+    // The final path.
+    const std::string& path() const;
+    // The path written while the run is in progress: path() + ".partial".
+    const std::string& partial_path() const;
+
+    ResultFile(ResultFile&&) noexcept;
+    ResultFile& operator=(ResultFile&&) noexcept;
+    ResultFile(const ResultFile&) = delete;
+    ResultFile& operator=(const ResultFile&) = delete;
+    // Collective when close() was not called: closes the file quietly (never throws, no rename),
+    // leaving PATH.partial with complete = 0.
+    ~ResultFile();
+
+  private:
+    struct State;
+    explicit ResultFile(std::unique_ptr<State> state) noexcept;
+    std::unique_ptr<State> state_;
+};
+
+// Version string of the HDF5 library in use, e.g. "1.10.8".
+std::string hdf5_version();
+
+}  // namespace gpurelay

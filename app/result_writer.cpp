@@ -1,0 +1,105 @@
+#include "app/result_writer.hpp"
+
+#include <chrono>
+
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+
+ResultWriter::ResultWriter(Device& device, ResultFile& file, std::uint64_t pair,
+                           std::size_t row_bytes, int buffers, RowCheck check)
+    : device_(device), file_(file), pair_(pair), row_bytes_(row_bytes), check_(std::move(check)) {
+    for (int i = 0; i < buffers; ++i) {
+        staging_.push_back(device.allocate_host(row_bytes));
+        ready_.push_back(device.make_event(EventUse::ordering));
+        free_.push_back(i);
+    }
+    thread_ = std::thread([this] { run(); });
+}
+
+ResultWriter::~ResultWriter() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+}
+
+ResultWriter::Slot ResultWriter::acquire() {
+    std::unique_lock lock(mutex_);
+    if (free_.empty()) {
+        const auto start = std::chrono::steady_clock::now();
+        changed_.wait(lock, [this] { return !free_.empty(); });
+        waited_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
+    const int index = free_.back();
+    free_.pop_back();
+    return {index, staging_[static_cast<std::size_t>(index)].data(),
+            ready_[static_cast<std::size_t>(index)].get()};
+}
+
+void ResultWriter::submit(const Slot& slot, std::uint64_t row, std::int64_t step) {
+    {
+        std::lock_guard lock(mutex_);
+        jobs_.push_back({slot.index, row, step});
+        ++in_flight_;
+    }
+    changed_.notify_all();
+}
+
+void ResultWriter::drain() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return in_flight_ == 0; });
+}
+
+void ResultWriter::run() {
+    try {
+        device_.make_current();
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            changed_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+            if (jobs_.empty()) return;
+            const Job job = jobs_.front();
+            jobs_.pop_front();
+            lock.unlock();
+            const auto index = static_cast<std::size_t>(job.index);
+            ready_[index]->synchronize();
+            const auto start = std::chrono::steady_clock::now();
+            const std::uint64_t bad = check_ ? check_(staging_[index].data(), job.step) : 0;
+            file_.write_y_row(pair_, job.row, staging_[index].data());
+            const double seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            lock.lock();
+            write_seconds_ += seconds;
+            bytes_written_ += row_bytes_;
+            checked_ += check_ ? 1 : 0;
+            mismatches_ += bad;
+            free_.push_back(job.index);
+            --in_flight_;
+            changed_.notify_all();
+        }
+    } catch (...) {
+        // A failed write cannot be returned to the pipeline thread in time; end the job cleanly.
+        fail_fatally(std::current_exception());
+    }
+}
+
+double ResultWriter::write_seconds() const {
+    std::lock_guard lock(mutex_);
+    return write_seconds_;
+}
+std::uint64_t ResultWriter::bytes_written() const {
+    std::lock_guard lock(mutex_);
+    return bytes_written_;
+}
+std::uint64_t ResultWriter::checked() const {
+    std::lock_guard lock(mutex_);
+    return checked_;
+}
+std::uint64_t ResultWriter::mismatches() const {
+    std::lock_guard lock(mutex_);
+    return mismatches_;
+}
+
+}  // namespace gpurelay

@@ -1,0 +1,80 @@
+// Writes rows of /y from a host thread behind the pipeline, through a bounded set of host staging
+// buffers, so file I/O never stalls the streams; the pipeline waits only when every buffer is full.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "app/result_file.hpp"
+#include "runtime/device.hpp"
+
+namespace gpurelay {
+
+class ResultWriter {
+  public:
+    // Checks a row on the host before it is written; returns how many sampled elements differ.
+    using RowCheck = std::function<std::uint64_t(const void* row, std::int64_t step)>;
+
+    ResultWriter(Device& device, ResultFile& file, std::uint64_t pair, std::size_t row_bytes,
+                 int buffers, RowCheck check);
+    ~ResultWriter();
+    ResultWriter(const ResultWriter&) = delete;
+    ResultWriter& operator=(const ResultWriter&) = delete;
+
+    struct Slot {
+        int index;
+        void* host;    // where the row is copied to
+        Event* ready;  // to be recorded on the stream after the copy
+    };
+    // A free staging buffer; blocks (and counts the time as the pipeline waiting on I/O) while
+    // all are queued or being written.
+    Slot acquire();
+    // Hands `slot` to the writer thread: once `slot.ready` is reached, the row is checked and
+    // written as row `row` (holding step `step`).
+    void submit(const Slot& slot, std::uint64_t row, std::int64_t step);
+    // Blocks until every submitted row is in the file.
+    void drain();
+
+    double waited_ms() const { return waited_ms_; }
+    double write_seconds() const;
+    std::uint64_t bytes_written() const;
+    std::uint64_t checked() const;
+    std::uint64_t mismatches() const;
+
+  private:
+    struct Job {
+        int index;
+        std::uint64_t row;
+        std::int64_t step;
+    };
+    void run();
+
+    Device& device_;
+    ResultFile& file_;
+    std::uint64_t pair_;
+    std::size_t row_bytes_;
+    RowCheck check_;
+    std::vector<Buffer> staging_;
+    std::vector<std::unique_ptr<Event>> ready_;
+    mutable std::mutex mutex_;
+    std::condition_variable changed_;
+    std::vector<int> free_;
+    std::deque<Job> jobs_;
+    int in_flight_ = 0;
+    bool stopping_ = false;
+    double waited_ms_ = 0.0;
+    double write_seconds_ = 0.0;
+    std::uint64_t bytes_written_ = 0;
+    std::uint64_t checked_ = 0;
+    std::uint64_t mismatches_ = 0;
+    std::thread thread_;
+};
+
+}  // namespace gpurelay

@@ -1,0 +1,52 @@
+#include "comm/mpi_session.hpp"
+
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+
+std::string mpi_error_string(int code) {
+    char text[MPI_MAX_ERROR_STRING] = {};
+    int length = 0;
+    if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
+    return std::string(text, static_cast<std::size_t>(length));
+}
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+    int provided = 0;
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size_));
+    if (provided < MPI_THREAD_MULTIPLE) {
+        // Stream and proxy threads call MPI concurrently; anything less is unsafe.
+        throw runtime_error("this MPI does not provide MPI_THREAD_MULTIPLE, which gpurelay needs");
+    }
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank_, MPI_INFO_NULL,
+                                  &node));
+    MPI_CHECK(MPI_Comm_rank(node, &local_rank_));
+    MPI_CHECK(MPI_Comm_size(node, &local_size_));
+    MPI_Comm_free(&node);
+    char name[MPI_MAX_PROCESSOR_NAME] = {};
+    int length = 0;
+    MPI_CHECK(MPI_Get_processor_name(name, &length));
+    host_name_.assign(name, static_cast<std::size_t>(length));
+}
+
+MpiSession::~MpiSession() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+}
+
+std::string mpi_version_string() {
+    char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+    int length = 0;
+    MPI_Get_library_version(text, &length);
+    std::string version(text, static_cast<std::size_t>(length));
+    // Open MPI appends a build line and a newline; keep the first line.
+    const auto end = version.find_first_of(",\n");
+    return version.substr(0, end);
+}
+
+}  // namespace gpurelay

@@ -1,0 +1,38 @@
+// The MPI session of one process: initialised with thread support (stream threads call MPI),
+// finalised on scope exit, and where each rank sits on its node.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+namespace gpurelay {
+
+class MpiSession {
+public:
+    // Initialises MPI with MPI_THREAD_MULTIPLE and makes MPI errors return codes on
+    // MPI_COMM_WORLD (MPI_CHECK turns them into exceptions). Throws if that thread level is missing.
+    MpiSession(int* argc, char*** argv);
+    ~MpiSession();
+    MpiSession(const MpiSession&) = delete;
+    MpiSession& operator=(const MpiSession&) = delete;
+
+    int world_rank() const { return world_rank_; }
+    int world_size() const { return world_size_; }
+    // Rank and size among the ranks of this node (MPI_Comm_split_type shared memory).
+    int local_rank() const { return local_rank_; }
+    int local_size() const { return local_size_; }
+    const std::string& host_name() const { return host_name_; }
+
+private:
+    int world_rank_ = 0;
+    int world_size_ = 1;
+    int local_rank_ = 0;
+    int local_size_ = 1;
+    std::string host_name_;
+};
+
+// "Open MPI v4.1.4" and the like.
+std::string mpi_version_string();
+
+}  // namespace gpurelay

@@ -1,0 +1,13 @@
+// Builds without CUDA have no NCCL: asking for it is a usage error.
+#include "comm/transport.hpp"
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+
+std::unique_ptr<Transport> make_nccl_transport(MPI_Comm) {
+    throw usage_error("transport = \"nccl\" but this gpurelay was built without CUDA and NCCL");
+}
+bool nccl_built() { return false; }
+std::string nccl_version_string() { return "none"; }
+
+}  // namespace gpurelay

@@ -1,0 +1,60 @@
+// NCCL point-to-point on the caller's CUDA streams. The communicator spans the MPI communicator's
+// ranks, from an id made on its rank 0 and broadcast over MPI.
+#include <nccl.h>
+
+#include "comm/transport.hpp"
+#include "runtime/cuda_stream.hpp"
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+namespace {
+
+class NcclTransport final : public Transport {
+public:
+    explicit NcclTransport(MPI_Comm comm) {
+        int rank = 0, size = 1;
+        MPI_CHECK(MPI_Comm_rank(comm, &rank));
+        MPI_CHECK(MPI_Comm_size(comm, &size));
+        ncclUniqueId id{};
+        if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+        MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm));
+        NCCL_CHECK(ncclCommInitRank(&comm_, size, id, rank));
+    }
+    ~NcclTransport() override {
+        if (comm_ != nullptr) ncclCommDestroy(comm_);
+    }
+    NcclTransport(const NcclTransport&) = delete;
+    NcclTransport& operator=(const NcclTransport&) = delete;
+
+    std::string name() const override { return "nccl"; }
+
+    void send(const void* data, std::size_t bytes, int peer, Stream& stream) override {
+        NCCL_CHECK(ncclSend(data, bytes, ncclChar, peer, comm_, cuda_handle(stream)));
+    }
+    void recv(void* data, std::size_t bytes, int peer, Stream& stream) override {
+        NCCL_CHECK(ncclRecv(data, bytes, ncclChar, peer, comm_, cuda_handle(stream)));
+    }
+    void group_begin() override { NCCL_CHECK(ncclGroupStart()); }
+    void group_end() override { NCCL_CHECK(ncclGroupEnd()); }
+
+private:
+    ncclComm_t comm_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_nccl_transport(MPI_Comm comm) {
+    return std::make_unique<NcclTransport>(comm);
+}
+
+bool nccl_built() { return true; }
+
+std::string nccl_version_string() {
+    int version = 0;
+    if (ncclGetVersion(&version) != ncclSuccess) return "unknown";
+    // NCCL >= 2.9 encodes major*10000 + minor*100 + patch.
+    return std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
+           std::to_string(version % 100);
+}
+
+}  // namespace gpurelay

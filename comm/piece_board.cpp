@@ -1,0 +1,25 @@
+#include "comm/piece_board.hpp"
+
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+
+void PieceBoard::mark(std::uint64_t ticket, std::size_t piece) {
+    {
+        std::lock_guard lock(mutex_);
+        if (ticket > done_[piece]) done_[piece] = ticket;
+    }
+    changed_.notify_all();
+}
+
+void PieceBoard::wait(std::uint64_t ticket, std::size_t piece, std::chrono::milliseconds timeout,
+                      const char* what) {
+    std::unique_lock lock(mutex_);
+    if (!changed_.wait_for(lock, timeout, [&] { return done_[piece] >= ticket; })) {
+        throw runtime_error(std::string(what) + " did not complete within " +
+                            std::to_string(timeout.count() / 1000) +
+                            " s (timeout_s): the peer stopped or is stuck");
+    }
+}
+
+}  // namespace gpurelay

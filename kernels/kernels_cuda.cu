@@ -1,0 +1,138 @@
+// CUDA kernels A, B (with fused verification), C and C's check. Memory-bound kernels move 16 bytes
+// per thread per access, coalesced across the warp, over a grid sized to fill the GPU.
+#include <algorithm>
+
+#include "kernels/formula.hpp"
+#include "kernels/kernels_cuda.hpp"
+#include "runtime/error.hpp"
+
+namespace gpurelay::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// Values per 16-byte vector, and the vector type itself.
+template <typename T>
+struct alignas(16) Vec {
+    static constexpr int kWidth = 16 / sizeof(T);
+    T v[kWidth];
+};
+
+// Enough blocks to cover `work` items, capped at a few waves so a grid-stride loop takes the rest.
+int grid_for(std::size_t work) {
+    static const int cap = [] {
+        int device = 0, sms = 0;
+        CUDA_CHECK(cudaGetDevice(&device));
+        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+        return sms * 8;
+    }();
+    const std::size_t blocks = (work + kThreads - 1) / kThreads;
+    return static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(blocks, cap)));
+}
+
+template <typename T>
+__global__ void a_kernel(Span<T> x, std::uint64_t step, std::uint32_t seed) {
+    constexpr int W = Vec<T>::kWidth;
+    const std::size_t vectors = x.size() / W;
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+    auto* xv = reinterpret_cast<Vec<T>*>(x.data());
+    for (std::size_t v = blockIdx.x * blockDim.x + threadIdx.x; v < vectors; v += stride) {
+        Vec<T> out;
+#pragma unroll
+        for (int k = 0; k < W; ++k) {
+            out.v[k] = a_value<T>(step, static_cast<std::uint32_t>(v * W + k), seed);
+        }
+        xv[v] = out;
+    }
+    for (std::size_t i = vectors * W + blockIdx.x * blockDim.x + threadIdx.x; i < x.size();
+         i += stride) {
+        x[i] = a_value<T>(step, static_cast<std::uint32_t>(i), seed);
+    }
+}
+
+template <typename T>
+__global__ void b_kernel(Span<const T> x, Span<T> y, T alpha, std::uint64_t step,
+                         std::uint32_t seed, Counter* x_mismatches) {
+    constexpr int W = Vec<T>::kWidth;
+    const std::size_t vectors = x.size() / W;
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+    const auto* xv = reinterpret_cast<const Vec<T>*>(x.data());
+    auto* yv = reinterpret_cast<Vec<T>*>(y.data());
+    Counter bad = 0;
+    for (std::size_t v = blockIdx.x * blockDim.x + threadIdx.x; v < vectors; v += stride) {
+        const Vec<T> in = xv[v];
+        Vec<T> out;
+#pragma unroll
+        for (int k = 0; k < W; ++k) {
+            bad += in.v[k] != a_value<T>(step, static_cast<std::uint32_t>(v * W + k), seed);
+            out.v[k] = b_value(alpha, in.v[k]);
+        }
+        yv[v] = out;
+    }
+    for (std::size_t i = vectors * W + blockIdx.x * blockDim.x + threadIdx.x; i < x.size();
+         i += stride) {
+        const T xi = x[i];
+        bad += xi != a_value<T>(step, static_cast<std::uint32_t>(i), seed);
+        y[i] = b_value(alpha, xi);
+    }
+    // Mismatches are the rare case: a correct run issues no atomics at all.
+    if (bad != 0) atomicAdd(x_mismatches, bad);
+}
+
+__global__ void c_kernel(Span<std::uint32_t> z, std::uint64_t step, std::uint32_t seed,
+                         std::uint32_t iterations) {
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+    for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < z.size(); i += stride) {
+        z[i] = c_iterate(c_start(step, static_cast<std::uint32_t>(i), seed), iterations);
+    }
+}
+
+__global__ void verify_c_kernel(Span<const std::uint32_t> z, std::uint64_t step,
+                                std::uint32_t seed, AffineMap jump, Counter* z_mismatches) {
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+    Counter bad = 0;
+    for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < z.size(); i += stride) {
+        bad += z[i] != c_expected(jump, step, static_cast<std::uint32_t>(i), seed);
+    }
+    if (bad != 0) atomicAdd(z_mismatches, bad);
+}
+
+}  // namespace
+
+template <typename T>
+void run_a(Span<T> x, std::uint64_t step, std::uint32_t seed, cudaStream_t stream) {
+    a_kernel<T><<<grid_for(x.size() / Vec<T>::kWidth + 1), kThreads, 0, stream>>>(x, step, seed);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void run_b(Span<const T> x, Span<T> y, T alpha, std::uint64_t step, std::uint32_t seed,
+           Counter* x_mismatches, cudaStream_t stream) {
+    b_kernel<T><<<grid_for(x.size() / Vec<T>::kWidth + 1), kThreads, 0, stream>>>(
+        x, y, alpha, step, seed, x_mismatches);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void run_c(Span<std::uint32_t> z, std::uint64_t step, std::uint32_t seed, std::uint32_t iterations,
+           cudaStream_t stream) {
+    if (z.size() == 0) return;
+    c_kernel<<<grid_for(z.size()), kThreads, 0, stream>>>(z, step, seed, iterations);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void run_verify_c(Span<const std::uint32_t> z, std::uint64_t step, std::uint32_t seed,
+                  std::uint32_t iterations, Counter* z_mismatches, cudaStream_t stream) {
+    if (z.size() == 0) return;
+    verify_c_kernel<<<grid_for(z.size()), kThreads, 0, stream>>>(z, step, seed,
+                                                                 lcg_jump(iterations), z_mismatches);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+template void run_a<float>(Span<float>, std::uint64_t, std::uint32_t, cudaStream_t);
+template void run_a<double>(Span<double>, std::uint64_t, std::uint32_t, cudaStream_t);
+template void run_b<float>(Span<const float>, Span<float>, float, std::uint64_t, std::uint32_t,
+                           Counter*, cudaStream_t);
+template void run_b<double>(Span<const double>, Span<double>, double, std::uint64_t,
+                            std::uint32_t, Counter*, cudaStream_t);
+
+}  // namespace gpurelay::cuda

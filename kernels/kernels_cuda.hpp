@@ -1,0 +1,22 @@
+// The CUDA launches behind kernels.hpp (CUDA builds only). Each checks cudaGetLastError().
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/kernels.hpp"
+
+namespace gpurelay::cuda {
+
+template <typename T>
+void run_a(Span<T> x, std::uint64_t step, std::uint32_t seed, cudaStream_t stream);
+template <typename T>
+void run_b(Span<const T> x, Span<T> y, T alpha, std::uint64_t step, std::uint32_t seed,
+           Counter* x_mismatches, cudaStream_t stream);
+void run_c(Span<std::uint32_t> z, std::uint64_t step, std::uint32_t seed, std::uint32_t iterations,
+           cudaStream_t stream);
+void run_verify_c(Span<const std::uint32_t> z, std::uint64_t step, std::uint32_t seed,
+                  std::uint32_t iterations, Counter* z_mismatches, cudaStream_t stream);
+
+}  // namespace gpurelay::cuda

@@ -1,0 +1,143 @@
+#include <nvtx3/nvToolsExtCudaRt.h>
+
+#include <string>
+
+#include "runtime/cuda_stream.hpp"
+#include "runtime/device.hpp"
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+
+CudaStream::CudaStream(bool high_priority) {
+    int least = 0, greatest = 0;
+    CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking,
+                                            high_priority ? greatest : least));
+}
+
+CudaStream::~CudaStream() {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+void CudaStream::wait(Event& event) {
+    CUDA_CHECK(cudaStreamWaitEvent(stream_, dynamic_cast<CudaEvent&>(event).handle(), 0));
+}
+
+void CudaStream::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+CudaEvent::CudaEvent(EventUse use) {
+    // Ordering-only events skip the timestamp, which makes record and wait cheaper.
+    CUDA_CHECK(cudaEventCreateWithFlags(
+        &event_, use == EventUse::timing ? cudaEventDefault : cudaEventDisableTiming));
+}
+
+CudaEvent::~CudaEvent() {
+    if (event_ != nullptr) cudaEventDestroy(event_);
+}
+
+void CudaEvent::record(Stream& stream) { CUDA_CHECK(cudaEventRecord(event_, cuda_handle(stream))); }
+
+void CudaEvent::synchronize() { CUDA_CHECK(cudaEventSynchronize(event_)); }
+
+double CudaEvent::elapsed_ms_since(Event& start) {
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, dynamic_cast<CudaEvent&>(start).handle(), event_));
+    return ms;
+}
+
+cudaStream_t cuda_handle(Stream& stream) { return dynamic_cast<CudaStream&>(stream).handle(); }
+
+namespace {
+
+void free_device(void* p) noexcept { cudaFree(p); }
+void free_pinned(void* p) noexcept { cudaFreeHost(p); }
+
+class CudaDevice final : public Device {
+public:
+    explicit CudaDevice(int ordinal) : ordinal_(ordinal) { CUDA_CHECK(cudaSetDevice(ordinal)); }
+
+    Backend backend() const override { return Backend::cuda; }
+    void make_current() override { CUDA_CHECK(cudaSetDevice(ordinal_)); }
+
+    DeviceInfo info() const override {
+        cudaDeviceProp prop{};
+        CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal_));
+        char bus_id[32] = {};
+        CUDA_CHECK(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, ordinal_));
+        std::size_t free_bytes = 0, total_bytes = 0;
+        CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+        return {prop.name, bus_id, ordinal_, total_bytes, free_bytes};
+    }
+
+    std::unique_ptr<Stream> make_stream(bool high_priority, std::string_view label) override {
+        auto stream = std::make_unique<CudaStream>(high_priority);
+        nvtxNameCudaStreamA(stream->handle(), std::string(label).c_str());
+        return stream;
+    }
+    std::unique_ptr<Event> make_event(EventUse use) override {
+        return std::make_unique<CudaEvent>(use);
+    }
+    Buffer allocate(std::size_t bytes) override {
+        void* p = nullptr;
+        CUDA_CHECK(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
+        return Buffer(p, bytes, free_device);
+    }
+    Buffer allocate_host(std::size_t bytes) override {
+        void* p = nullptr;
+        CUDA_CHECK(cudaMallocHost(&p, bytes == 0 ? 1 : bytes));
+        return Buffer(p, bytes, free_pinned);
+    }
+    void copy_async(void* dst, const void* src, std::size_t bytes, Stream& stream) override {
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cuda_handle(stream)));
+    }
+    void fill_async(void* dst, int byte, std::size_t bytes, Stream& stream) override {
+        CUDA_CHECK(cudaMemsetAsync(dst, byte, bytes, cuda_handle(stream)));
+    }
+    void enqueue_host(std::function<void()> fn, Stream& stream) override {
+        auto* heap_fn = new std::function<void()>(std::move(fn));
+        CUDA_CHECK(cudaLaunchHostFunc(
+            cuda_handle(stream),
+            [](void* arg) {
+                std::unique_ptr<std::function<void()>> owned(
+                    static_cast<std::function<void()>*>(arg));
+                try {
+                    (*owned)();
+                } catch (...) {
+                    // Nothing can catch an exception from the CUDA callback thread.
+                    fail_fatally(std::current_exception());
+                }
+            },
+            heap_fn));
+    }
+
+private:
+    int ordinal_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> make_cuda_device(int ordinal) { return std::make_unique<CudaDevice>(ordinal); }
+
+int cuda_device_count() {
+    int count = 0;
+    // No driver or no GPU both mean "no GPU here": the caller decides whether that is an error.
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return count;
+}
+
+bool cuda_built() { return true; }
+
+std::string cuda_version_string() {
+    int runtime = 0, driver = 0;
+    cudaRuntimeGetVersion(&runtime);
+    cudaDriverGetVersion(&driver);
+    auto fmt = [](int v) {
+        return v == 0 ? std::string("none") : std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+    };
+    return fmt(runtime) + " (driver " + fmt(driver) + ")";
+}
+
+}  // namespace gpurelay

@@ -1,0 +1,45 @@
+// CUDA streams and events behind the Stream/Event interface. Only CUDA builds include this.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "runtime/stream.hpp"
+
+namespace gpurelay {
+
+class CudaStream final : public Stream {
+public:
+    explicit CudaStream(bool high_priority);
+    ~CudaStream() override;
+    CudaStream(const CudaStream&) = delete;
+    CudaStream& operator=(const CudaStream&) = delete;
+
+    Backend backend() const override { return Backend::cuda; }
+    void wait(Event& event) override;
+    void synchronize() override;
+    cudaStream_t handle() const { return stream_; }
+
+private:
+    cudaStream_t stream_ = nullptr;
+};
+
+class CudaEvent final : public Event {
+public:
+    explicit CudaEvent(EventUse use);
+    ~CudaEvent() override;
+    CudaEvent(const CudaEvent&) = delete;
+    CudaEvent& operator=(const CudaEvent&) = delete;
+
+    void record(Stream& stream) override;
+    void synchronize() override;
+    double elapsed_ms_since(Event& start) override;
+    cudaEvent_t handle() const { return event_; }
+
+private:
+    cudaEvent_t event_ = nullptr;
+};
+
+// The CUDA stream behind `stream`; throws if it is a host stream.
+cudaStream_t cuda_handle(Stream& stream);
+
+}  // namespace gpurelay

@@ -1,0 +1,16 @@
+// The answers that do not depend on a CUDA build being present.
+#include "runtime/device.hpp"
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+
+#if !defined(GPURELAY_HAVE_CUDA)
+std::unique_ptr<Device> make_cuda_device(int) {
+    throw usage_error("device = \"cuda\" but this gpurelay was built without CUDA");
+}
+int cuda_device_count() { return 0; }
+bool cuda_built() { return false; }
+std::string cuda_version_string() { return "none"; }
+#endif
+
+}  // namespace gpurelay

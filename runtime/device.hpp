@@ -1,0 +1,60 @@
+// The device a rank drives: the CPU (host queues, host memory) or one CUDA GPU. The orchestration
+// makes its streams, events and buffers here and never asks which one it has.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "runtime/buffer.hpp"
+#include "runtime/stream.hpp"
+
+namespace gpurelay {
+
+struct DeviceInfo {
+    std::string name;        // "NVIDIA H200" or "host CPU"
+    std::string pci_bus_id;  // empty on the CPU
+    int ordinal = -1;        // CUDA device number as this process sees it; -1 on the CPU
+    std::size_t total_memory = 0;
+    std::size_t free_memory = 0;
+};
+
+class Device {
+public:
+    virtual ~Device() = default;
+    virtual Backend backend() const = 0;
+    virtual DeviceInfo info() const = 0;
+    // Makes this device current on the calling thread (a thread other than the one that made it).
+    virtual void make_current() {}
+    // `high_priority` for streams whose work others wait on (the comm stream); `label` names the
+    // stream in profiles.
+    virtual std::unique_ptr<Stream> make_stream(bool high_priority, std::string_view label) = 0;
+    virtual std::unique_ptr<Event> make_event(EventUse use) = 0;
+    // Memory the kernels of this device read and write.
+    virtual Buffer allocate(std::size_t bytes) = 0;
+    // Host memory this device copies to and from at full speed (pinned on a GPU).
+    virtual Buffer allocate_host(std::size_t bytes) = 0;
+    // Queues a copy of `bytes` (either side device or host memory) on `stream`.
+    virtual void copy_async(void* dst, const void* src, std::size_t bytes, Stream& stream) = 0;
+    // Queues a byte fill on `stream`.
+    virtual void fill_async(void* dst, int byte, std::size_t bytes, Stream& stream) = 0;
+    // Queues a host function on `stream`: it runs once earlier work is done, and later work waits
+    // for it to return. It must not call CUDA.
+    virtual void enqueue_host(std::function<void()> fn, Stream& stream) = 0;
+};
+
+// The CPU path. `wait_timeout` bounds every queued wait (a peer that never delivers).
+std::unique_ptr<Device> make_host_device(std::chrono::milliseconds wait_timeout);
+// CUDA device `ordinal` (made current on this thread). Throws when built without CUDA.
+std::unique_ptr<Device> make_cuda_device(int ordinal);
+// How many GPUs this process can see: 0 when built without CUDA or when there are none.
+int cuda_device_count();
+// Whether this build has the CUDA path.
+bool cuda_built();
+// "13.0 (driver 13.0)", or "none" when built without CUDA.
+std::string cuda_version_string();
+
+}  // namespace gpurelay

@@ -1,0 +1,117 @@
+#include "runtime/host_stream.hpp"
+
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+
+HostStream::HostStream(std::chrono::milliseconds wait_timeout)
+    : wait_timeout_(wait_timeout), worker_([this] { run(); }) {}
+
+HostStream::~HostStream() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    work_ready_.notify_all();
+    worker_.join();
+}
+
+void HostStream::enqueue(std::function<void()> op) {
+    {
+        std::lock_guard lock(mutex_);
+        queue_.push_back(std::move(op));
+    }
+    work_ready_.notify_one();
+}
+
+void HostStream::wait(Event& event) {
+    auto& host_event = dynamic_cast<HostEvent&>(event);
+    // The target is fixed now, as cudaStreamWaitEvent fixes it at the call.
+    const std::uint64_t target = host_event.recorded_generation();
+    if (target == 0) return;
+    enqueue([&host_event, target] { host_event.wait_for(target); });
+}
+
+void HostStream::synchronize() {
+    std::unique_lock lock(mutex_);
+    drained_.wait(lock, [this] { return queue_.empty() && !busy_; });
+    if (failure_) std::rethrow_exception(failure_);
+}
+
+void HostStream::run() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping, nothing left
+        auto op = std::move(queue_.front());
+        queue_.pop_front();
+        busy_ = true;
+        const bool skip = static_cast<bool>(failure_);
+        lock.unlock();
+        if (!skip) {
+            try {
+                op();
+            } catch (...) {
+                // With a handler installed the job ends now, so no peer waits on this stream
+                // until its timeout; without one (unit tests), synchronize() rethrows.
+                if (fatal_handler() != nullptr) fail_fatally(std::current_exception());
+                lock.lock();
+                failure_ = std::current_exception();
+                lock.unlock();
+            }
+        }
+        lock.lock();
+        busy_ = false;
+        if (queue_.empty()) drained_.notify_all();
+    }
+}
+
+void HostEvent::record(Stream& stream) {
+    auto& host_stream = dynamic_cast<HostStream&>(stream);
+    std::uint64_t generation;
+    {
+        std::lock_guard lock(mutex_);
+        generation = ++recorded_;
+    }
+    host_stream.enqueue([this, generation] {
+        {
+            std::lock_guard lock(mutex_);
+            if (generation > completed_) {
+                completed_ = generation;
+                completed_at_ = std::chrono::steady_clock::now();
+            }
+        }
+        reached_.notify_all();
+    });
+}
+
+std::uint64_t HostEvent::recorded_generation() {
+    std::lock_guard lock(mutex_);
+    return recorded_;
+}
+
+void HostEvent::wait_for(std::uint64_t generation) {
+    std::unique_lock lock(mutex_);
+    if (!reached_.wait_for(lock, wait_timeout_, [&] { return completed_ >= generation; })) {
+        throw runtime_error("timed out after " + std::to_string(wait_timeout_.count() / 1000) +
+                            " s waiting for a stream event (a peer stopped or the run is stuck)");
+    }
+}
+
+void HostEvent::synchronize() { wait_for(recorded_generation()); }
+
+double HostEvent::elapsed_ms_since(Event& start) {
+    auto& other = dynamic_cast<HostEvent&>(start);
+    std::chrono::steady_clock::time_point begin, end;
+    {
+        std::lock_guard lock(other.mutex_);
+        begin = other.completed_at_;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        end = completed_at_;
+    }
+    return std::chrono::duration<double, std::milli>(end - begin).count();
+}
+
+}  // namespace gpurelay

@@ -1,0 +1,555 @@
+// Unit tests of the typed Config: key parsing, TOML in and out, the command line and validation.
+#include "app/config.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "app/command_line.hpp"
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+namespace {
+
+// Runs `action`, which must throw a usage error, and returns its message.
+std::string usage_message(const std::function<void()>& action) {
+    try {
+        action();
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ExitCode::usage) << e.what();
+        const std::string message = e.what();
+        EXPECT_EQ(message.find('\n'), std::string::npos) << "not one line: " << message;
+        return message;
+    }
+    ADD_FAILURE() << "expected a usage error";
+    return {};
+}
+
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+CommandLine parse(std::vector<std::string> args) {
+    args.insert(args.begin(), "gpurelay");
+    std::vector<const char*> argv;
+    for (const std::string& arg : args) argv.push_back(arg.c_str());
+    return parse_command_line(static_cast<int>(argv.size()), argv.data());
+}
+
+// A deck file in a fresh temporary directory, removed with the fixture.
+class DeckFile {
+  public:
+    explicit DeckFile(const std::string& text) {
+        const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+        dir_ = std::filesystem::temp_directory_path() /
+               ("gpurelay_config_test_" + std::string(test->name()) + "_" +
+                std::to_string(::getpid()));
+        std::filesystem::create_directories(dir_);
+        path_ = (dir_ / "deck.toml").string();
+        std::ofstream(path_) << text;
+    }
+    ~DeckFile() {
+        std::error_code ignored;
+        std::filesystem::remove_all(dir_, ignored);
+    }
+    const std::string& path() const { return path_; }
+
+  private:
+    std::filesystem::path dir_;
+    std::string path_;
+};
+
+// A config in which every key differs from its default, including awkward strings and doubles.
+Config everything_changed() {
+    Config c;
+    const std::vector<std::pair<std::string, std::string>> values = {
+        {"device", "cpu"},
+        {"transport", "mpi"},
+        {"elements", "4Ki"},
+        {"dtype", "float64"},
+        {"steps", "11"},
+        {"warmup", "3"},
+        {"depth", "5"},
+        {"overlap", "off"},
+        {"blocking", "true"},
+        {"c_elements", "0"},
+        {"c_iterations", "7"},
+        {"alpha", "0.1"},
+        {"seed", "4294967295"},
+        {"pairing", "split"},
+        {"chunk", "18446744073709551615"},  // above INT64_MAX: written as a string
+        {"output", "out dir/\"quoted\" \\back\\ \ttab\nline \x01 \x7f \xc3\xa9.h5"},
+        {"overwrite", "true"},
+        {"write", "every:4"},
+        {"flush_every", "9"},
+        {"summary_json", "s.json"},
+        {"results_csv", "r.csv"},
+        {"timeout_s", "0.3333333333333333"},
+        {"quiet", "true"},
+        {"debug_skip_reuse_wait", "true"},
+        {"tag", "run #1 = 'a' [b]"},
+    };
+    for (const auto& [key, value] : values) set_config_value(c, key, value);
+    return c;
+}
+
+// --- Defaults and the key table ------------------------------------------------------------------
+
+TEST(Config, Defaults) {
+    const Config c;
+    EXPECT_EQ(c.device, DeviceKind::auto_select);
+    EXPECT_EQ(c.transport, TransportKind::auto_select);
+    EXPECT_EQ(c.elements, 1u << 20);
+    EXPECT_EQ(c.dtype, DType::float32);
+    EXPECT_EQ(c.steps, 20);
+    EXPECT_EQ(c.warmup, 2);
+    EXPECT_EQ(c.depth, 2);
+    EXPECT_EQ(c.overlap, OverlapMode::compare);
+    EXPECT_FALSE(c.blocking);
+    EXPECT_EQ(c.c_elements, 1u << 20);
+    EXPECT_EQ(c.c_iterations, 64);
+    EXPECT_EQ(c.alpha, 2.0);
+    EXPECT_EQ(c.seed, 12345u);
+    EXPECT_EQ(c.pairing, Pairing::adjacent);
+    EXPECT_EQ(c.chunk, 4u << 20);
+    EXPECT_EQ(c.output, "outputs/gpurelay.h5");
+    EXPECT_FALSE(c.overwrite);
+    EXPECT_EQ(c.write, WriteMode::last);
+    EXPECT_EQ(c.flush_every, 0);
+    EXPECT_TRUE(c.summary_json.empty());
+    EXPECT_TRUE(c.results_csv.empty());
+    EXPECT_EQ(c.timeout_s, 300.0);
+    EXPECT_FALSE(c.quiet);
+    EXPECT_FALSE(c.debug_skip_reuse_wait);
+    EXPECT_TRUE(c.tag.empty());
+    EXPECT_EQ(c.tensor_bytes(), 4u << 20);
+    EXPECT_EQ(c.timed_steps(), 18);
+    EXPECT_NO_THROW(validate_config(c));
+}
+
+TEST(Config, KeyTable) {
+    const std::vector<std::string> expected = {
+        "device",      "transport",  "elements",     "dtype",
+        "steps",       "warmup",     "depth",        "overlap",
+        "blocking",    "c_elements", "c_iterations", "alpha",
+        "seed",        "pairing",    "chunk",        "output",
+        "overwrite",   "write",      "flush_every",  "summary_json",
+        "results_csv", "timeout_s",  "quiet",        "debug_skip_reuse_wait",
+        "tag"};
+    std::vector<std::string> names;
+    for (const ConfigKey& key : config_keys()) {
+        names.emplace_back(key.name);
+        EXPECT_FALSE(key.help.empty()) << key.name;
+        EXPECT_FALSE(key.value_hint.empty()) << key.name;
+    }
+    EXPECT_EQ(names, expected);
+}
+
+// --- Sizes ---------------------------------------------------------------------------------------
+
+TEST(ParseSize, Suffixes) {
+    EXPECT_EQ(parse_size("elements", "0"), 0u);
+    EXPECT_EQ(parse_size("elements", "4096"), 4096u);
+    EXPECT_EQ(parse_size("elements", "64Mi"), 67108864u);
+    EXPECT_EQ(parse_size("elements", "1G"), 1000000000u);
+    EXPECT_EQ(parse_size("elements", "4Ki"), 4096u);
+    EXPECT_EQ(parse_size("elements", "3k"), 3000u);
+    EXPECT_EQ(parse_size("elements", "3K"), 3000u);
+    EXPECT_EQ(parse_size("elements", "2M"), 2000000u);
+    EXPECT_EQ(parse_size("elements", "2Gi"), 2ull << 30);
+    EXPECT_EQ(parse_size("elements", "5T"), 5000000000000u);
+    EXPECT_EQ(parse_size("elements", "5Ti"), 5ull << 40);
+    EXPECT_EQ(parse_size("elements", "18446744073709551615"), 18446744073709551615ull);
+    EXPECT_EQ(parse_size("elements", "16777215Ti"), 16777215ull << 40);
+}
+
+TEST(ParseSize, Rejects) {
+    for (const char* bad :
+         {"1.5Mi", "-4", "12Q", "", "Mi", "4 Ki", "4ki", "+4", " 4", "4Mi ", "0x10", "4MiB"}) {
+        const std::string message = usage_message([&] { parse_size("chunk", bad); });
+        EXPECT_TRUE(contains(message, "chunk: expected a size")) << bad << ": " << message;
+    }
+    for (const char* huge : {"99999999999Ti", "18446744073709551616", "16777216Ti"}) {
+        const std::string message = usage_message([&] { parse_size("chunk", huge); });
+        EXPECT_TRUE(contains(message, "chunk:") && contains(message, "too large")) << message;
+    }
+}
+
+// --- Values of single keys -----------------------------------------------------------------------
+
+TEST(SetValue, IntegersAndFloats) {
+    Config c;
+    set_config_value(c, "steps", "7");
+    EXPECT_EQ(c.steps, 7);
+    EXPECT_EQ(usage_message([&] { set_config_value(c, "steps", "abc"); }),
+              "steps: expected a positive integer, got 'abc'");
+    EXPECT_EQ(usage_message([&] { set_config_value(c, "steps", "0"); }),
+              "steps: expected a positive integer, got '0'");
+    for (const char* bad : {"12abc", " 12", "12 ", "1.5", "+3", "", "1e3"}) {
+        usage_message([&] { set_config_value(c, "steps", bad); });
+    }
+    EXPECT_TRUE(contains(usage_message([&] { set_config_value(c, "warmup", "-1"); }),
+                         "warmup: expected a non-negative integer"));
+    EXPECT_TRUE(contains(
+        usage_message([&] { set_config_value(c, "steps", "99999999999999999999"); }), "too large"));
+    EXPECT_EQ(c.steps, 7) << "a rejected value must leave the field alone";
+
+    set_config_value(c, "alpha", "-2.5e-3");
+    EXPECT_EQ(c.alpha, -2.5e-3);
+    for (const char* bad : {"nan", "inf", "-inf", "1e999", "2.0x", "two"}) {
+        EXPECT_TRUE(contains(usage_message([&] { set_config_value(c, "alpha", bad); }),
+                             "alpha: expected a finite number"))
+            << bad;
+    }
+    EXPECT_TRUE(contains(usage_message([&] { set_config_value(c, "timeout_s", "0"); }),
+                         "timeout_s: expected a positive number"));
+    set_config_value(c, "seed", "0");
+    EXPECT_EQ(c.seed, 0u);
+    EXPECT_TRUE(contains(usage_message([&] { set_config_value(c, "seed", "4294967296"); }),
+                         "seed: expected an integer from 0 to 4294967295"));
+}
+
+TEST(SetValue, ChoicesBooleansAndWrite) {
+    Config c;
+    EXPECT_EQ(usage_message([&] { set_config_value(c, "overlap", "maybe"); }),
+              "overlap: expected one of on|off|compare, got 'maybe'");
+    EXPECT_EQ(usage_message([&] { set_config_value(c, "blocking", "yes"); }),
+              "blocking: expected true or false, got 'yes'");
+    set_config_value(c, "device", "cuda");
+    EXPECT_EQ(c.device, DeviceKind::cuda);
+    set_config_value(c, "blocking", "true");
+    EXPECT_TRUE(c.blocking);
+
+    set_config_value(c, "write", "every:3");
+    EXPECT_EQ(c.write, WriteMode::every);
+    EXPECT_EQ(c.write_every, 3);
+    EXPECT_EQ(config_value_text(c, "write"), "every:3");
+    set_config_value(c, "write", "all");
+    EXPECT_EQ(c.write, WriteMode::all);
+    EXPECT_EQ(c.write_every, 0);
+    for (const char* bad : {"every:0", "every:", "every:-2", "every:2x", "every", "some"}) {
+        EXPECT_TRUE(contains(usage_message([&] { set_config_value(c, "write", bad); }),
+                             "write: expected all, last, none or every:K"))
+            << bad;
+    }
+    EXPECT_EQ(usage_message([&] { set_config_value(c, "dept", "3"); }),
+              "unknown key 'dept' (did you mean 'depth'?)");
+}
+
+TEST(ClosestKey, Distances) {
+    EXPECT_EQ(closest_key("dept"), "depth");
+    EXPECT_EQ(closest_key("ovrelap"), "overlap");
+    EXPECT_EQ(closest_key("summary-json"), "summary_json");
+    EXPECT_EQ(closest_key("debug_skip_reuse"), "debug_skip_reuse_wait");  // 5 edits, length 16
+    EXPECT_EQ(closest_key("zzzzzzz"), "");
+    EXPECT_EQ(closest_key("x"), "");
+}
+
+// --- TOML ----------------------------------------------------------------------------------------
+
+TEST(Toml, RoundTripDefaults) {
+    const Config defaults;
+    EXPECT_EQ(config_from_toml(config_to_toml(defaults), "defaults.toml", Config{}), defaults);
+}
+
+TEST(Toml, RoundTripEveryKey) {
+    const Config c = everything_changed();
+    // Guard: a key added later must be changed above too, or this test would not cover it.
+    const Config defaults;
+    for (const ConfigKey& key : config_keys()) {
+        EXPECT_NE(config_value_text(c, key.name), config_value_text(defaults, key.name))
+            << key.name << " is not covered by everything_changed()";
+    }
+    const std::string text = config_to_toml(c);
+    const Config back = config_from_toml(text, "resolved.toml");
+    EXPECT_EQ(back, c) << text;
+    EXPECT_EQ(back.output, c.output);
+    EXPECT_EQ(back.alpha, 0.1);
+    EXPECT_EQ(back.chunk, 18446744073709551615ull);
+    EXPECT_EQ(back.write_every, 4);
+
+    // One key at a time, so a failure names the key.
+    for (const ConfigKey& key : config_keys()) {
+        const std::string line = std::string(key.name) + " = " + config_value_toml(c, key.name);
+        const Config one = config_from_toml(line, "one.toml");
+        EXPECT_EQ(config_value_text(one, key.name), config_value_text(c, key.name)) << line;
+    }
+}
+
+TEST(Toml, RoundTripDoubles) {
+    for (const double value : {0.1, 1.0 / 3.0, 1e-300, 5e-324, 1e300, -0.0, 2.0, 123456789.0, 1e22,
+                               0.30000000000000004}) {
+        Config c;
+        c.alpha = value;
+        c.timeout_s = std::fabs(value) > 0 ? std::fabs(value) : 1.0;
+        const Config back = config_from_toml(config_to_toml(c), "d.toml");
+        EXPECT_EQ(back.alpha, value) << config_value_toml(c, "alpha");
+        EXPECT_EQ(std::signbit(back.alpha), std::signbit(value));
+        EXPECT_EQ(back.timeout_s, c.timeout_s);
+    }
+}
+
+TEST(Toml, OutputLayout) {
+    const std::string text = config_to_toml(Config{});
+    ASSERT_FALSE(text.empty());
+    EXPECT_EQ(text[0], '#');
+    std::size_t position = text.find('\n');
+    for (const ConfigKey& key : config_keys()) {
+        const std::string line = "\n" + std::string(key.name) + " = ";
+        const std::size_t found = text.find(line, position);
+        ASSERT_NE(found, std::string::npos) << key.name;
+        position = found + 1;
+    }
+    EXPECT_TRUE(contains(text, "\nelements = 1048576\n"));
+    EXPECT_TRUE(contains(text, "\ndevice = \"auto\"\n"));
+    EXPECT_TRUE(contains(text, "\nalpha = 2.0\n"));
+    EXPECT_TRUE(contains(text, "\nwrite = \"last\"\n"));
+    EXPECT_TRUE(contains(text, "\nsummary_json = \"\"\n"));
+}
+
+TEST(Toml, ValueTypes) {
+    const Config c = config_from_toml(
+        "elements = \"64Mi\"\nc_elements = 4096\nblocking = true\nalpha = 3\n"
+        "steps = \"30\"\ntag = \"x\"\n",
+        "deck.toml");
+    EXPECT_EQ(c.elements, 67108864u);
+    EXPECT_EQ(c.c_elements, 4096u);
+    EXPECT_TRUE(c.blocking);
+    EXPECT_EQ(c.alpha, 3.0);
+    EXPECT_EQ(c.steps, 30);
+    EXPECT_EQ(c.tag, "x");
+
+    Config base;
+    base.depth = 9;
+    EXPECT_EQ(config_from_toml("steps = 4\n", "deck.toml", base).depth, 9) << "base is kept";
+}
+
+TEST(Toml, WrongTypes) {
+    const auto deck_error = [](const std::string& text) {
+        return usage_message([&] { config_from_toml(text, "deck.toml"); });
+    };
+    EXPECT_EQ(deck_error("steps = \"abc\"\n"),
+              "deck.toml: steps: expected a positive integer, got 'abc'");
+    EXPECT_TRUE(contains(deck_error("steps = 1.5\n"), "deck.toml: steps: expected a positive"));
+    EXPECT_TRUE(contains(deck_error("steps = 2.0\n"), "deck.toml: steps: expected a positive"));
+    EXPECT_TRUE(contains(deck_error("elements = 1e6\n"), "deck.toml: elements: expected a size"));
+    EXPECT_TRUE(contains(deck_error("elements = -4\n"), "deck.toml: elements: expected a size"));
+    EXPECT_EQ(deck_error("blocking = \"yes\"\n"),
+              "deck.toml: blocking: expected true or false, got 'yes'");
+    EXPECT_TRUE(contains(deck_error("blocking = 1\n"), "blocking: expected true or false"));
+    EXPECT_TRUE(contains(deck_error("alpha = nan\n"), "alpha: expected a finite number"));
+    EXPECT_TRUE(contains(deck_error("depth = true\n"), "depth: expected a positive integer"));
+    EXPECT_EQ(deck_error("[x]\na = 1\n"), "deck.toml: 'x' must be a plain value, not a table");
+    EXPECT_EQ(deck_error("depth = [1, 2]\n"),
+              "deck.toml: 'depth' must be a plain value, not an array");
+    EXPECT_EQ(deck_error("depth = { a = 1 }\n"),
+              "deck.toml: 'depth' must be a plain value, not a table");
+    EXPECT_TRUE(contains(deck_error("tag = 1979-05-27\n"), "'tag' must be a plain value"));
+}
+
+TEST(Toml, UnknownKeyAndParseError) {
+    EXPECT_EQ(usage_message([] { config_from_toml("steps = 4\ndept = 3\n", "deck.toml"); }),
+              "deck.toml: unknown key 'dept' (did you mean 'depth'?)");
+    EXPECT_EQ(usage_message([] { config_from_toml("xyzzy = 3\n", "deck.toml"); }),
+              "deck.toml: unknown key 'xyzzy'");
+    // The first problem in file order is the one reported, not the first in key order.
+    EXPECT_TRUE(contains(
+        usage_message([] { config_from_toml("zeta = 1\nalfa = 2\n", "deck.toml"); }), "'zeta'"));
+
+    const std::string parse_error =
+        usage_message([] { config_from_toml("steps = 4\nsteps = = 3\n", "deck.toml"); });
+    EXPECT_TRUE(parse_error.starts_with("deck.toml:2:")) << parse_error;
+    const std::string duplicate =
+        usage_message([] { config_from_toml("steps = 4\nsteps = 5\n", "deck.toml"); });
+    EXPECT_TRUE(duplicate.starts_with("deck.toml:2:")) << duplicate;
+}
+
+// --- Validation ----------------------------------------------------------------------------------
+
+TEST(Validate, Failures) {
+    const auto invalid = [](const std::function<void(Config&)>& change) {
+        Config c;
+        change(c);
+        return usage_message([&] { validate_config(c); });
+    };
+    EXPECT_EQ(invalid([](Config& c) {
+                  c.steps = 5;
+                  c.warmup = 5;
+              }),
+              "warmup (5) must be less than steps (5): no step would be timed");
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.steps = 0; }), "steps"));
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.warmup = -1; }), "warmup"));
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.depth = 0; }), "depth (0)"));
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.depth = 65; }), "depth (65)"));
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.elements = 0; }), "elements (0)"));
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.elements = 1ull << 32; }), "elements"));
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.c_elements = 1ull << 32; }), "c_elements"));
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.c_iterations = -1; }), "c_iterations"));
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.alpha = NAN; }), "alpha"));
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.chunk = 4095; }), "chunk (4095)"));
+    EXPECT_TRUE(contains(invalid([](Config& c) {
+                             c.write = WriteMode::every;
+                             c.write_every = 0;
+                         }),
+                         "write"));
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.flush_every = -1; }), "flush_every"));
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.timeout_s = 0; }), "timeout_s"));
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.output.clear(); }), "output"));
+}
+
+TEST(Validate, Limits) {
+    Config c;
+    c.steps = 1;
+    c.warmup = 0;
+    c.depth = 64;
+    c.elements = 4294967295u;
+    c.c_elements = 0;
+    c.c_iterations = 0;
+    c.chunk = 4096;
+    EXPECT_NO_THROW(validate_config(c));
+}
+
+// --- Which steps are written ---------------------------------------------------------------------
+
+TEST(WriteSteps, EachMode) {
+    Config c;
+    c.steps = 6;
+    c.write = WriteMode::all;
+    EXPECT_EQ(c.written_steps(), (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5}));
+    c.write = WriteMode::last;
+    EXPECT_EQ(c.written_steps(), (std::vector<std::int64_t>{5}));
+    EXPECT_TRUE(c.writes_step(5));
+    EXPECT_FALSE(c.writes_step(4));
+    c.write = WriteMode::none;
+    EXPECT_TRUE(c.written_steps().empty());
+    set_config_value(c, "write", "every:2");
+    EXPECT_EQ(c.written_steps(), (std::vector<std::int64_t>{1, 3, 5}));
+    set_config_value(c, "write", "every:4");
+    EXPECT_EQ(c.written_steps(), (std::vector<std::int64_t>{3}));
+    set_config_value(c, "write", "every:7");
+    EXPECT_TRUE(c.written_steps().empty());
+    c.write = WriteMode::all;
+    EXPECT_FALSE(c.writes_step(-1));
+    EXPECT_FALSE(c.writes_step(6));
+}
+
+TEST(Config, TensorBytes) {
+    Config c;
+    c.elements = 1000;
+    EXPECT_EQ(c.tensor_bytes(), 4000u);
+    c.dtype = DType::float64;
+    EXPECT_EQ(c.tensor_bytes(), 8000u);
+}
+
+// --- Command line --------------------------------------------------------------------------------
+
+TEST(CommandLine, NoArguments) {
+    const CommandLine cl = parse({});
+    EXPECT_EQ(cl.config, Config{});
+    EXPECT_FALSE(cl.print_config);
+    EXPECT_FALSE(cl.show_help);
+    EXPECT_FALSE(cl.show_version);
+    EXPECT_TRUE(cl.deck_path.empty());
+}
+
+TEST(CommandLine, DeckThenFlagsOverride) {
+    const DeckFile deck("steps = 10\ndepth = 4\nelements = \"64Mi\"\noutput = \"deck.h5\"\n");
+    // --input after the flags: the deck is still read first.
+    const CommandLine cl =
+        parse({"--depth", "8", "--c-elements=2Ki", "--print-config", "--input", deck.path()});
+    EXPECT_EQ(cl.deck_path, deck.path());
+    EXPECT_TRUE(cl.print_config);
+    EXPECT_EQ(cl.config.steps, 10);
+    EXPECT_EQ(cl.config.depth, 8);
+    EXPECT_EQ(cl.config.elements, 67108864u);
+    EXPECT_EQ(cl.config.c_elements, 2048u);
+    EXPECT_EQ(cl.config.output, "deck.h5");
+}
+
+TEST(CommandLine, EveryKeyIsAFlag) {
+    const Config target = everything_changed();
+    std::vector<std::string> args;
+    for (const ConfigKey& key : config_keys()) {
+        std::string flag = "--" + std::string(key.name);
+        std::replace(flag.begin(), flag.end(), '_', '-');
+        args.push_back(flag);
+        args.push_back(config_value_text(target, key.name));
+    }
+    EXPECT_EQ(parse(args).config, target);
+}
+
+TEST(CommandLine, BareBooleanFlag) {
+    const CommandLine bare = parse({"--overwrite", "--quiet", "--steps", "3"});
+    EXPECT_TRUE(bare.config.overwrite);
+    EXPECT_TRUE(bare.config.quiet);
+    EXPECT_EQ(bare.config.steps, 3);
+    const DeckFile deck("overwrite = true\nblocking = true\n");
+    const CommandLine off =
+        parse({"--input", deck.path(), "--overwrite", "false", "--blocking=false"});
+    EXPECT_FALSE(off.config.overwrite);
+    EXPECT_FALSE(off.config.blocking);
+    EXPECT_EQ(usage_message([] {
+                  parse({"--overwrite", "yes"});
+              }),
+              "--overwrite: expected true or false, got 'yes'");
+}
+
+TEST(CommandLine, Errors) {
+    EXPECT_EQ(usage_message([] {
+                  parse({"--dept", "3"});
+              }),
+              "unknown option --dept (did you mean --depth?)");
+    EXPECT_EQ(usage_message([] { parse({"--c_elements=3"}); }),
+              "unknown option --c_elements (did you mean --c-elements?)");
+    EXPECT_EQ(usage_message([] {
+                  parse({"--inptu", "x.toml"});
+              }),
+              "unknown option --inptu (did you mean --input?)");
+    EXPECT_EQ(usage_message([] { parse({"--frobnicate"}); }), "unknown option --frobnicate");
+    EXPECT_EQ(usage_message([] {
+                  parse({"--overlap", "maybe"});
+              }),
+              "--overlap: expected one of on|off|compare, got 'maybe'");
+    EXPECT_EQ(usage_message([] {
+                  parse({"--c-elements", "1.5Mi"});
+              }).substr(0, 33),
+              "--c-elements: expected a size (an");
+    EXPECT_EQ(usage_message([] {
+                  parse({"--depth", "3", "--depth", "4"});
+              }),
+              "option --depth given more than once");
+    EXPECT_TRUE(
+        contains(usage_message([] { parse({"deck.toml"}); }), "unexpected argument 'deck.toml'"));
+    EXPECT_EQ(usage_message([] { parse({"--steps"}); }), "option --steps needs a value");
+    EXPECT_EQ(usage_message([] {
+                  parse({"--input", "/nonexistent/x.toml"});
+              }),
+              "cannot read input deck '/nonexistent/x.toml': No such file or directory");
+    const DeckFile deck("dept = 2\n");
+    EXPECT_EQ(usage_message([&] {
+                  parse({"--input", deck.path()});
+              }),
+              deck.path() + ": unknown key 'dept' (did you mean 'depth'?)");
+    // Values are checked here; cross-key validation is left to the caller.
+    EXPECT_NO_THROW(parse({"--steps", "2", "--warmup", "5"}));
+}
+
+TEST(CommandLine, HelpAndVersion) {
+    const CommandLine help = parse({"--help"});
+    EXPECT_TRUE(help.show_help);
+    EXPECT_TRUE(contains(help.help_text, "--depth"));
+    EXPECT_TRUE(contains(help.help_text, "--debug-skip-reuse-wait"));
+    EXPECT_TRUE(contains(help.help_text, "outputs/gpurelay.h5")) << "defaults are shown";
+    EXPECT_TRUE(parse({"-h"}).show_help);
+    EXPECT_TRUE(parse({"--version"}).show_version);
+}
+
+}  // namespace
+}  // namespace gpurelay

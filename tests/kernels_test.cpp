@@ -1,0 +1,110 @@
+// The host twins of A, B and C against the formulas written out independently here.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kernels/formula.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/kernels_host.hpp"
+
+namespace gpurelay {
+namespace {
+
+// The README's formula, spelled out with explicit 32-bit wrapping.
+double reference_x(std::uint64_t step, std::uint32_t i, std::uint32_t seed) {
+    const std::uint32_t u = static_cast<std::uint32_t>(i * 2654435761ull) ^
+                            static_cast<std::uint32_t>(static_cast<std::uint32_t>(step) * 2654435769ull + seed);
+    return std::ldexp(static_cast<double>(u >> 8), -24);
+}
+
+TEST(KernelA, MatchesTheFormulaExactlyInBothTypes) {
+    std::vector<float> xf(1000);
+    std::vector<double> xd(1000);
+    host::run_a(Span<float>{xf.data(), xf.size()}, 7, 12345);
+    host::run_a(Span<double>{xd.data(), xd.size()}, 7, 12345);
+    for (std::uint32_t i = 0; i < 1000; ++i) {
+        ASSERT_EQ(static_cast<double>(xf[i]), reference_x(7, i, 12345)) << i;
+        ASSERT_EQ(xd[i], reference_x(7, i, 12345)) << i;
+        ASSERT_GE(xd[i], 0.0);
+        ASSERT_LT(xd[i], 1.0);
+    }
+}
+
+TEST(KernelA, DiffersBetweenStepsAndSeeds) {
+    int same_step = 0, same_seed = 0, same_low_bits = 0;
+    for (std::uint32_t i = 0; i < 1000; ++i) {
+        same_step += a_value<double>(1, i, 5) == a_value<double>(2, i, 5);
+        same_seed += a_value<double>(1, i, 5) == a_value<double>(1, i, 5 + 256);
+        // u >> 8 drops the low 8 bits, so seeds that differ only there give the same tensor
+        // (README says so).
+        same_low_bits += a_value<double>(1, i, 5) == a_value<double>(1, i, 6);
+    }
+    EXPECT_LT(same_step, 5);
+    EXPECT_LT(same_seed, 5);
+    EXPECT_EQ(same_low_bits, 1000);
+}
+
+TEST(KernelB, ScalesAndCountsWrongInputs) {
+    const std::size_t n = 513;
+    std::vector<float> x(n), y(n, -1.0f);
+    host::run_a(Span<float>{x.data(), n}, 3, 9);
+    x[0] = 0.123f;
+    x[100] = std::numeric_limits<float>::quiet_NaN();
+    Counter bad = 0;
+    host::run_b(Span<const float>{x.data(), n}, Span<float>{y.data(), n}, 2.5f, 3, 9, &bad);
+    EXPECT_EQ(bad, 2u);
+    for (std::uint32_t i = 1; i < n; ++i) {
+        if (i == 100) continue;
+        ASSERT_EQ(y[i], static_cast<float>(2.5 * reference_x(3, i, 9))) << i;
+    }
+}
+
+TEST(KernelB, ChecksAgainstTheStepItWasGiven) {
+    std::vector<double> x(64), y(64);
+    host::run_a(Span<double>{x.data(), 64}, 4, 1);
+    Counter bad = 0;
+    host::run_b(Span<const double>{x.data(), 64}, Span<double>{y.data(), 64}, 2.0, 5, 1, &bad);
+    EXPECT_GT(bad, 60u);  // step 4's data read as step 5's: a stale slot is caught
+}
+
+TEST(KernelC, ClosedFormMatchesIteration) {
+    for (std::uint32_t iterations : {0u, 1u, 2u, 3u, 64u, 1000u, 65537u}) {
+        const AffineMap jump = lcg_jump(iterations);
+        for (std::uint32_t i = 0; i < 50; ++i) {
+            ASSERT_EQ(c_expected(jump, 11, i, 3), c_iterate(c_start(11, i, 3), iterations))
+                << iterations << " " << i;
+        }
+    }
+}
+
+TEST(KernelC, VerifyCountsCorruptedElements) {
+    std::vector<std::uint32_t> z(300);
+    host::run_c(Span<std::uint32_t>{z.data(), z.size()}, 2, 77, 40);
+    Counter bad = 0;
+    host::run_verify_c(Span<const std::uint32_t>{z.data(), z.size()}, 2, 77, 40, &bad);
+    EXPECT_EQ(bad, 0u);
+    z[17] ^= 1u;
+    z[299] += 1u;
+    host::run_verify_c(Span<const std::uint32_t>{z.data(), z.size()}, 2, 77, 40, &bad);
+    EXPECT_EQ(bad, 2u);
+}
+
+TEST(SpotCheck, FindsAWrongSampleAndCoversBothEnds) {
+    const std::size_t n = 10000;
+    std::vector<float> x(n), y(n);
+    host::run_a(Span<float>{x.data(), n}, 0, 2);
+    Counter unused = 0;
+    host::run_b(Span<const float>{x.data(), n}, Span<float>{y.data(), n}, 2.0f, 0, 2, &unused);
+    EXPECT_EQ(spot_check_y(Span<const float>{y.data(), n}, 2.0f, 0, 2, 100), 0u);
+    y[n - 1] = -1.0f;
+    EXPECT_EQ(spot_check_y(Span<const float>{y.data(), n}, 2.0f, 0, 2, 100), 1u);
+    y[0] = -1.0f;
+    EXPECT_EQ(spot_check_y(Span<const float>{y.data(), n}, 2.0f, 0, 2, 100), 2u);
+    EXPECT_EQ(spot_check_y(Span<const float>{y.data(), n}, 2.0f, 0, 2, n), 2u);
+}
+
+}  // namespace
+}  // namespace gpurelay
