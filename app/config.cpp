@@ -305,6 +305,10 @@ const std::vector<KeySpec>& key_table() {
                    "adjacent|split", &Config::pairing,
                    std::array{Pairing::adjacent, Pairing::split}),
         size_key("chunk", "bytes per staged MPI message piece (at least 4096)", &Config::chunk),
+        choice_key("staging",
+                   "MPI through host staging buffers: auto (on the GPU path) or on (also on the "
+                   "CPU path, to exercise the staging pipeline without a GPU)",
+                   "auto|on", &Config::staging, std::array{Staging::auto_select, Staging::on}),
         text_key("output", "HDF5 result file", "PATH", &Config::output),
         bool_key("overwrite", "replace an existing output file", &Config::overwrite),
         write_key(),
@@ -314,7 +318,7 @@ const std::vector<KeySpec>& key_table() {
         text_key("results_csv", "CSV timings file (empty: none)", "PATH", &Config::results_csv),
         real_key("timeout_s", "longest a rank waits on a peer, in seconds", &Config::timeout_s,
                  true),
-        bool_key("quiet", "print nothing but errors", &Config::quiet),
+        bool_key("quiet", "no progress lines (the report is still printed)", &Config::quiet),
         bool_key("debug_skip_reuse_wait", "tests only: drop the slot-reuse wait",
                  &Config::debug_skip_reuse_wait),
         text_key("tag", "free-text label stored with the results", "TEXT", &Config::tag),
@@ -424,6 +428,16 @@ std::string_view to_string(Pairing v) {
             return "adjacent";
         case Pairing::split:
             return "split";
+    }
+    return "?";
+}
+
+std::string_view to_string(Staging v) {
+    switch (v) {
+        case Staging::auto_select:
+            return "auto";
+        case Staging::on:
+            return "on";
     }
     return "?";
 }

@@ -13,6 +13,7 @@ enum class TransportKind { auto_select, nccl, mpi };
 enum class DType { float32, float64 };
 enum class OverlapMode { on, off, compare };
 enum class Pairing { adjacent, split };
+enum class Staging { auto_select, on };
 enum class WriteMode { all, last, none, every };
 
 // One run's settings. Field names are the deck keys; each is also the flag --key-name.
@@ -32,6 +33,7 @@ struct Config {
     std::uint32_t seed = 12345;
     Pairing pairing = Pairing::adjacent;
     std::uint64_t chunk = 4ull << 20;  // bytes per staged MPI message piece
+    Staging staging = Staging::auto_select;  // MPI through pinned staging: on the GPU, or always
     std::string output = "outputs/gpurelay.h5";
     bool overwrite = false;
     WriteMode write = WriteMode::last;
@@ -95,6 +97,7 @@ std::string_view to_string(TransportKind v);
 std::string_view to_string(DType v);
 std::string_view to_string(OverlapMode v);
 std::string_view to_string(Pairing v);
+std::string_view to_string(Staging v);
 std::string_view to_string(WriteMode v);  // "every" without its K; see config_value_text
 std::size_t dtype_size(DType v);
 

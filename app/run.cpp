@@ -134,6 +134,9 @@ std::unique_ptr<Transport> open_transport(Setup& setup, int world_size,
         if (config.transport == TransportKind::nccl) {
             throw usage_error("transport = \"nccl\" needs the CUDA path, but this run is on the CPU");
         }
+        if (config.staging == Staging::on) {
+            return make_mpi_staged_transport(MPI_COMM_WORLD, *setup.device, options);
+        }
         return make_mpi_host_transport(MPI_COMM_WORLD, options);
     }
     if (world_size == 1) {

@@ -1,30 +1,73 @@
 #include "comm/mpi_wait.hpp"
 
-#include <algorithm>
+#include <condition_variable>
+#include <list>
+#include <mutex>
 #include <thread>
 
 #include "runtime/error.hpp"
 
 namespace gpurelay {
+namespace {
+
+// Deadlines of the waits in progress, checked by one thread for the whole process.
+class Watchdog {
+public:
+    using Clock = std::chrono::steady_clock;
+    struct Entry {
+        Clock::time_point deadline;
+        std::chrono::milliseconds timeout;
+        std::string what;
+    };
+
+    static Watchdog& instance() {
+        static Watchdog* watchdog = new Watchdog();  // never destroyed: its thread runs to exit
+        return *watchdog;
+    }
+
+    std::list<Entry>::iterator arm(std::chrono::milliseconds timeout, const std::string& what) {
+        std::lock_guard lock(mutex_);
+        return entries_.insert(entries_.end(), {Clock::now() + timeout, timeout, what});
+    }
+    void disarm(std::list<Entry>::iterator entry) {
+        std::lock_guard lock(mutex_);
+        entries_.erase(entry);
+    }
+
+private:
+    Watchdog() : thread_([this] { run(); }) { thread_.detach(); }
+
+    void run() {
+        for (;;) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            std::unique_lock lock(mutex_);
+            for (const Entry& entry : entries_) {
+                if (Clock::now() > entry.deadline) {
+                    const std::string message =
+                        entry.what + " did not complete within " +
+                        std::to_string(entry.timeout.count() / 1000) +
+                        " s (timeout_s): the peer stopped or is stuck";
+                    lock.unlock();
+                    fail_fatally(std::make_exception_ptr(runtime_error(message)));
+                }
+            }
+        }
+    }
+
+    std::mutex mutex_;
+    std::list<Entry> entries_;
+    std::thread thread_;
+};
+
+}  // namespace
 
 void wait_all(MPI_Request* requests, int count, std::chrono::milliseconds timeout,
               const std::string& what) {
-    using clock = std::chrono::steady_clock;
-    const auto deadline = clock::now() + timeout;
-    auto pause = std::chrono::microseconds(0);
-    for (;;) {
-        int done = 0;
-        MPI_CHECK(MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE));
-        if (done) return;
-        if (clock::now() > deadline) {
-            throw runtime_error(what + " did not complete within " +
-                                std::to_string(timeout.count() / 1000) +
-                                " s (timeout_s): the peer stopped or is stuck");
-        }
-        // Spin briefly for latency, then back off to at most 1 ms between polls.
-        if (pause.count() > 0) std::this_thread::sleep_for(pause);
-        pause = std::min(std::chrono::microseconds(1000), pause + std::chrono::microseconds(20));
-    }
+    Watchdog& watchdog = Watchdog::instance();
+    const auto entry = watchdog.arm(timeout, what);
+    const int status = MPI_Waitall(count, requests, MPI_STATUSES_IGNORE);
+    watchdog.disarm(entry);
+    MPI_CHECK(status);
 }
 
 }  // namespace gpurelay

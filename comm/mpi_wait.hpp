@@ -9,8 +9,9 @@
 
 namespace gpurelay {
 
-// Waits for `count` requests, polling with a growing pause (so idle threads leave the cores to
-// the ranks that work); throws a runtime error naming `what` once `timeout` has passed.
+// Waits for `count` requests in MPI_Waitall, which keeps MPI's progress engine running (polling
+// with pauses in between starves large transfers). A watchdog thread ends the job through the
+// fatal handler, naming `what`, if the wait outlasts `timeout`.
 void wait_all(MPI_Request* requests, int count, std::chrono::milliseconds timeout,
               const std::string& what);
 

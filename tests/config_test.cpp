@@ -85,6 +85,7 @@ Config everything_changed() {
         {"seed", "4294967295"},
         {"pairing", "split"},
         {"chunk", "18446744073709551615"},  // above INT64_MAX: written as a string
+        {"staging", "on"},
         {"output", "out dir/\"quoted\" \\back\\ \ttab\nline \x01 \x7f \xc3\xa9.h5"},
         {"overwrite", "true"},
         {"write", "every:4"},
@@ -139,7 +140,7 @@ TEST(Config, KeyTable) {
         "device",      "transport",  "elements",     "dtype",
         "steps",       "warmup",     "depth",        "overlap",
         "blocking",    "c_elements", "c_iterations", "alpha",
-        "seed",        "pairing",    "chunk",        "output",
+        "seed",        "pairing",    "chunk",        "staging",      "output",
         "overwrite",   "write",      "flush_every",  "summary_json",
         "results_csv", "timeout_s",  "quiet",        "debug_skip_reuse_wait",
         "tag"};

@@ -1,0 +1,415 @@
+"""Plots a gpurelay results CSV (one row per run) as PNG figures.
+
+  bandwidth_vs_size.png  transfer_gbps vs tensor_bytes, one line per transport/backend
+  overlap.png            time_per_step_ms and overlap_speedup vs c_iterations, one line per
+                         overlap mode / transport
+  scaling.png            aggregate_gbps vs pairs, one line per transport/backend
+
+Each title lists the configuration held fixed in the plotted rows; a configuration column that
+varies and is not the x axis splits the lines further (shown in the legend), so no point mixes
+different configurations. Repeated runs of one configuration are plotted as their median.
+A figure whose x column has a single value is skipped with a message.
+"""
+
+import argparse
+import csv
+import math
+import os
+import statistics
+import sys
+import textwrap
+
+EXIT_USAGE = 2
+
+# The columns that describe a run's configuration (the rest are measurements or provenance).
+CONFIG_COLUMNS = [
+    "world_size", "pairs", "backend", "transport", "gpu_name", "dtype", "elements",
+    "tensor_bytes", "steps", "warmup", "depth", "overlap", "blocking", "c_elements",
+    "c_iterations", "pairing", "chunk",
+]
+# Columns that follow from others (tensor_bytes = elements x dtype size, world_size = 2 x pairs):
+# never listed on their own, never a reason to split a line.
+DERIVED = {"tensor_bytes": "elements", "world_size": "pairs"}
+SIZE_COLUMNS = {"elements", "c_elements"}  # counts, shown as 256Ki
+BYTE_COLUMNS = {"tensor_bytes", "chunk"}    # bytes, shown as 1 MiB
+
+
+class UsageError(Exception):
+    pass
+
+
+def as_float(text):
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return math.nan
+    return value
+
+
+def format_count(value):
+    value = int(value)
+    for suffix, scale in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+        if value >= scale and value % scale == 0:
+            return f"{value // scale}{suffix}"
+    return str(value)
+
+
+def format_bytes(value):
+    value = float(value)
+    for suffix, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= scale:
+            number = value / scale
+            text = f"{number:.0f}" if number == int(number) else f"{number:.3g}"
+            return f"{text} {suffix}"
+    return f"{value:.0f} B"
+
+
+def format_value(column, text):
+    number = as_float(text)
+    if column in SIZE_COLUMNS and not math.isnan(number):
+        return format_count(number)
+    if column in BYTE_COLUMNS and not math.isnan(number):
+        return format_bytes(number).replace(" ", "")
+    return text
+
+
+def read_rows(path, include_failed):
+    if not os.path.exists(path):
+        raise UsageError(f"{path} not found")
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames is None:
+            raise UsageError(f"{path} is empty")
+        rows = list(reader)
+    if not rows:
+        raise UsageError(f"{path} has a header but no rows")
+    if not include_failed and "verified" in reader.fieldnames:
+        kept = [r for r in rows if r.get("verified") == "ok"]
+        if len(kept) < len(rows):
+            print(f"left out {len(rows) - len(kept)} rows whose verified is not 'ok' "
+                  "(--include-failed keeps them)")
+        if not kept:
+            raise UsageError(f"{path}: no rows with verified=ok")
+        rows = kept
+    return rows, reader.fieldnames
+
+
+def select_rows(rows, fieldnames, conditions, path):
+    for condition in conditions:
+        column, equals, value = condition.partition("=")
+        if not equals or not column:
+            raise UsageError(f"--where '{condition}': expected COLUMN=VALUE")
+        if column not in fieldnames:
+            raise UsageError(f"--where '{condition}': no column {column} in {path}")
+        rows = [r for r in rows if r.get(column) == value]
+        if not rows:
+            raise UsageError(f"--where '{condition}': no rows left")
+    return rows
+
+
+def require(fieldnames, columns, path):
+    missing = [c for c in columns if c not in fieldnames]
+    if missing:
+        raise UsageError(f"{path}: missing column(s) {', '.join(missing)}; is it a gpurelay "
+                         "results CSV?")
+
+
+def distinct(rows, column):
+    return sorted({r.get(column, "") for r in rows})
+
+
+def fixed_config(rows, x_column):
+    """'key=value ...' for the configuration columns that are the same in every row."""
+    parts = []
+    for column in CONFIG_COLUMNS:
+        if column == x_column or column in DERIVED or DERIVED.get(x_column) == column:
+            continue
+        values = distinct(rows, column)
+        if len(values) == 1 and values[0] != "":
+            parts.append(f"{column}={format_value(column, values[0])}")
+    return " ".join(parts)
+
+
+def split_columns(rows, x_column, base_columns):
+    """The line key: base_columns, then every other config column that varies."""
+    columns = list(base_columns)
+    for column in CONFIG_COLUMNS:
+        if column in columns or column == x_column or column in DERIVED:
+            continue
+        if DERIVED.get(x_column) == column:
+            continue
+        if len(distinct(rows, column)) > 1:
+            columns.append(column)
+    return columns
+
+
+def rows_on_lines(name, rows, x_column, y_column, base_columns):
+    """The rows of configurations measured at two or more x values: a configuration seen at
+    one x only (another study's row in a shared CSV) would be a lone dot, so it is left out."""
+    columns = split_columns(rows, x_column, base_columns)
+    xs_of = {}
+    for row in rows:
+        x, y = as_float(row.get(x_column)), as_float(row.get(y_column))
+        if not (math.isnan(x) or math.isnan(y)):
+            xs_of.setdefault(tuple(row.get(c, "") for c in columns), set()).add(x)
+    kept_keys = {key for key, xs in xs_of.items() if len(xs) > 1}
+    if not kept_keys:
+        # Every configuration is a lone dot: show them all rather than nothing.
+        print(f"{name}: no configuration was measured at two {x_column} values; "
+              "plotting single points")
+        return rows
+    left_out = len(xs_of) - len(kept_keys)
+    if left_out:
+        print(f"{name}: left out {left_out} configuration(s) measured at one {x_column} only")
+    return [r for r in rows if tuple(r.get(c, "") for c in columns) in kept_keys]
+
+
+def series(rows, x_column, y_column, line_columns):
+    """{line label: ([x], [median y])}, x ascending; and how many points were medians."""
+    groups = {}
+    for row in rows:
+        x, y = as_float(row.get(x_column)), as_float(row.get(y_column))
+        if math.isnan(x) or math.isnan(y):
+            continue
+        key = tuple(row.get(c, "") for c in line_columns)
+        groups.setdefault(key, {}).setdefault(x, []).append(y)
+    result = {}
+    medians = 0
+    for key in sorted(groups, key=natural_key):
+        points = groups[key]
+        xs = sorted(points)
+        medians += sum(1 for x in xs if len(points[x]) > 1)
+        result[line_label(line_columns, key)] = (xs, [statistics.median(points[x]) for x in xs])
+    return result, medians
+
+
+def natural_key(values):
+    """Sorts line keys with numbers in numeric order (c_iterations 8 before 64)."""
+    return tuple((0, as_float(v), "") if not math.isnan(as_float(v)) else (1, 0.0, v)
+                 for v in values)
+
+
+def line_label(columns, values):
+    head = [v for c, v in zip(columns, values) if c in ("transport", "backend", "overlap")]
+    rest = [f"{c}={format_value(c, v)}" for c, v in zip(columns, values)
+            if c not in ("transport", "backend", "overlap")]
+    return " ".join(filter(None, ["/".join(head)] + rest)) or "all rows"
+
+
+def title_text(ax_or_fig, title, fixed, is_figure=False):
+    text = title
+    if fixed:
+        text += "\n" + "\n".join(textwrap.wrap(fixed, 90))
+    if is_figure:
+        ax_or_fig.suptitle(text, fontsize=10)
+    else:
+        ax_or_fig.set_title(text, fontsize=10)
+
+
+def bytes_axis(ax, xs):
+    """log2 axis with KiB/MiB/GiB tick labels at powers of two (at most ~10 of them)."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+    ax.set_xscale("log", base=2)
+    low = math.floor(math.log2(min(xs)))
+    high = math.ceil(math.log2(max(xs)))
+    step = max(1, math.ceil((high - low + 1) / 10))
+    ticks = [2.0 ** e for e in range(low, high + 1, step)]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([format_bytes(t) for t in ticks], rotation=30, ha="right")
+
+
+def count_axis(ax, xs):
+    """log2 for a wide range of positive values, else linear; ticks at the values used."""
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+    values = sorted(set(xs))
+    if values[0] > 0 and values[-1] / values[0] >= 8:
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_minor_locator(NullLocator())
+    if len(values) <= 12:
+        ax.xaxis.set_major_locator(FixedLocator(values))
+    formatter = ScalarFormatter()
+    formatter.set_scientific(False)
+    ax.xaxis.set_major_formatter(formatter)
+
+
+def x_values(all_series):
+    return sorted({x for xs, _ in all_series.values() for x in xs})
+
+
+def skip_single(name, x_column, rows, y_column):
+    """True (with a message) when the rows hold fewer than two values of x_column."""
+    xs = sorted({as_float(r.get(x_column)) for r in rows
+                 if not math.isnan(as_float(r.get(x_column)))
+                 and not math.isnan(as_float(r.get(y_column)))})
+    if len(xs) <= 1:
+        shown = ""
+        if xs:
+            value = int(xs[0]) if xs[0] == int(xs[0]) else xs[0]
+            shown = f" ({format_value(x_column, str(value))})"
+        print(f"skip {name}: {x_column} has {len(xs)} distinct value{shown} in the rows; "
+              "nothing to plot against")
+        return True
+    return False
+
+
+def note_medians(name, medians):
+    if medians:
+        print(f"{name}: {medians} points are medians of repeated runs")
+
+
+def plot_bandwidth(rows, out_dir, plt):
+    name = "bandwidth_vs_size.png"
+    if skip_single(name, "tensor_bytes", rows, "transfer_gbps"):
+        return None
+    rows = rows_on_lines(name, rows, "tensor_bytes", "transfer_gbps", ["transport", "backend"])
+    lines = split_columns(rows, "tensor_bytes", ["transport", "backend"])
+    data, medians = series(rows, "tensor_bytes", "transfer_gbps", lines)
+    xs = x_values(data)
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    for label, (x, y) in data.items():
+        ax.plot(x, y, marker="o", label=label)
+    bytes_axis(ax, xs)
+    ax.set_xlabel("tensor size (bytes, log2 scale)")
+    ax.set_ylabel("transfer bandwidth (GB/s, 1 GB = 1e9 bytes)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    title_text(ax, "Transfer bandwidth vs tensor size", fixed_config(rows, "tensor_bytes"))
+    note_medians(name, medians)
+    return save(fig, out_dir, name, plt)
+
+
+def plot_overlap(rows, out_dir, plt):
+    name = "overlap.png"
+    x_column = "c_iterations"
+    if skip_single(name, x_column, rows, "time_per_step_ms"):
+        return None
+    rows = rows_on_lines(name, rows, x_column, "time_per_step_ms", ["overlap", "transport"])
+    lines = split_columns(rows, x_column, ["overlap", "transport"])
+    data, medians = series(rows, x_column, "time_per_step_ms", lines)
+    compare_rows = [r for r in rows if r.get("overlap") == "compare"]
+    sequential, _ = series(compare_rows, x_column, "time_per_step_no_overlap_ms", lines)
+    xs = x_values(data)
+    fig, (time_ax, speedup_ax) = plt.subplots(1, 2, figsize=(12, 5.5))
+    # A compare run's no-overlap time shares its line's colour, dashed.
+    colours = {}
+    for label, (x, y) in data.items():
+        shown = label + (" (overlapped)" if label in sequential else "")
+        (line,) = time_ax.plot(x, y, marker="o", label=shown)
+        colours[label] = line.get_color()
+    for label, (x, y) in sequential.items():
+        time_ax.plot(x, y, marker="s", linestyle="--", color=colours.get(label),
+                     label=label + " (no overlap)")
+    time_ax.set_xlabel("kernel C iterations (c_iterations)")
+    time_ax.set_ylabel("time per step (ms)")
+    time_ax.set_ylim(bottom=0)
+    time_ax.set_title("Time per step", fontsize=10)
+
+    speedup_lines = split_columns(compare_rows, x_column, ["transport"]) if compare_rows else []
+    speedup, _ = series(compare_rows, x_column, "overlap_speedup", speedup_lines)
+    for label, (x, y) in speedup.items():
+        speedup_ax.plot(x, y, marker="o", label=label)
+    if speedup:
+        speedup_ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
+        speedup_ax.legend(fontsize=8)
+    else:
+        speedup_ax.text(0.5, 0.5, "no overlap=compare rows", ha="center", va="center",
+                        transform=speedup_ax.transAxes)
+    speedup_ax.set_xlabel("kernel C iterations (c_iterations)")
+    speedup_ax.set_ylabel("overlap speedup (no-overlap time / overlapped time, ×)")
+    speedup_ax.set_title("Overlap speedup (overlap=compare)", fontsize=10)
+    for ax in (time_ax, speedup_ax):
+        count_axis(ax, xs)
+        ax.grid(True, alpha=0.3)
+    time_ax.legend(fontsize=8)
+    title_text(fig, "Overlap of the transfer with kernel C", fixed_config(rows, x_column),
+               is_figure=True)
+    note_medians(name, medians)
+    return save(fig, out_dir, name, plt)
+
+
+def plot_scaling(rows, out_dir, plt):
+    name = "scaling.png"
+    if skip_single(name, "pairs", rows, "aggregate_gbps"):
+        return None
+    rows = rows_on_lines(name, rows, "pairs", "aggregate_gbps", ["transport", "backend"])
+    lines = split_columns(rows, "pairs", ["transport", "backend"])
+    data, medians = series(rows, "pairs", "aggregate_gbps", lines)
+    xs = x_values(data)
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    for label, (x, y) in data.items():
+        ax.plot(x, y, marker="o", label=label)
+    count_axis(ax, xs)
+    ax.set_xlabel("pairs of ranks (world_size / 2)")
+    ax.set_ylabel("aggregate bandwidth over all pairs (GB/s, 1 GB = 1e9 bytes)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    title_text(ax, "Aggregate bandwidth vs pairs", fixed_config(rows, "pairs"))
+    note_medians(name, medians)
+    return save(fig, out_dir, name, plt)
+
+
+def save(fig, out_dir, name, plt):
+    path = os.path.join(out_dir, name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return path
+
+
+def main(argv):
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    parser = argparse.ArgumentParser(
+        prog="scripts/plot", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="exit status: 0 figures written (or skipped), 2 missing/empty CSV or bad "
+               "arguments.\nexample: scripts/plot --csv outputs/sweep/results.csv")
+    parser.add_argument("--csv", required=True, help="results CSV written by gpurelay")
+    parser.add_argument("--out-dir", default=os.path.join(root, "outputs", "plots"),
+                        help="where the PNGs go (default: outputs/plots in the repository)")
+    parser.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
+                        help="plot only rows whose COLUMN is VALUE, as written in the CSV "
+                             "(repeatable), e.g. --where transport=nccl --where pairs=1")
+    parser.add_argument("--include-failed", action="store_true",
+                        help="also plot rows whose verified column is not 'ok'")
+    args = parser.parse_args(argv)
+
+    try:
+        rows, fieldnames = read_rows(args.csv, args.include_failed)
+        rows = select_rows(rows, fieldnames, args.where, args.csv)
+        require(fieldnames, CONFIG_COLUMNS + [
+            "transfer_gbps", "aggregate_gbps", "time_per_step_ms",
+            "time_per_step_no_overlap_ms", "overlap_speedup"], args.csv)
+    except UsageError as err:
+        print(f"plot: {err}", file=sys.stderr)
+        return EXIT_USAGE
+
+    try:
+        import matplotlib
+        matplotlib.use("Agg")  # files only: no display on clusters and CI
+        import matplotlib.pyplot as plt
+    except ImportError as err:
+        print(f"plot: {err}; install python3-matplotlib (scripts/install-deps.sh) or point "
+              "GPURELAY_PYTHON at a Python that has it", file=sys.stderr)
+        return EXIT_USAGE
+
+    os.makedirs(args.out_dir, exist_ok=True)
+    written = []
+    for plot in (plot_bandwidth, plot_overlap, plot_scaling):
+        path = plot(rows, args.out_dir, plt)
+        if path:
+            written.append(path)
+    if written:
+        print("wrote:")
+        for path in written:
+            print(f"  {path}")
+    else:
+        print("no figures written: every x column has a single value in these rows")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

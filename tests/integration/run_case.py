@@ -1,0 +1,154 @@
+"""Runs gpurelay under mpirun and checks what it did: exit code, messages, and the HDF5 file read
+back element by element against the formula.
+
+usage: run_case.py --binary B --mpirun "mpirun ..." --np N [--expect-exit C] [--expect-message TEXT]
+                   [--timeout S] [--existing-output] -- GPURELAY_ARGS...
+"""
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from formula import y_values  # noqa: E402
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def check_file(path, expect_rows_for, np_ranks):
+    with h5py.File(path, "r") as f:
+        attrs = f.attrs
+        if int(attrs["complete"]) != 1:
+            fail("complete attribute is not 1")
+        if int(attrs["verified"]) != 1:
+            fail("verified attribute is not 1")
+        elements = int(attrs["elements"])
+        seed = int(attrs["seed"])
+        alpha = float(attrs["alpha"])
+        steps = int(attrs["steps"])
+        dtype = np.float32 if attrs["dtype"] == "float32" else np.float64
+        pairs = max(1, np_ranks // 2)
+        if int(attrs["pair_count"]) != pairs:
+            fail(f"pair_count {attrs['pair_count']} != {pairs}")
+        rows = expect_rows_for(steps, attrs["write"])
+        if rows:
+            step_index = f["step"][...]
+            if list(step_index) != rows:
+                fail(f"/step {list(step_index)} != expected {rows}")
+            y = f["y"]
+            if y.shape != (pairs, len(rows), elements) or y.dtype != dtype:
+                fail(f"/y shape {y.shape} {y.dtype}, expected {(pairs, len(rows), elements)} {dtype}")
+            for r, step in enumerate(rows):
+                expected = y_values(step, elements, seed, alpha, dtype)
+                for pair in range(pairs):
+                    got = y[pair, r, :]
+                    wrong = np.count_nonzero(got != expected)
+                    if wrong:
+                        fail(f"/y pair {pair} row {r} (step {step}): {wrong} of {elements} wrong")
+        elif "y" in f:
+            fail("/y exists though write = none")
+        for name in f["verification"]:
+            for what in ("x_mismatches", "c_mismatches"):
+                counts = f["verification"][name][what][...]
+                if counts.shape != (pairs, steps) or counts.any():
+                    fail(f"verification/{name}/{what}: shape {counts.shape}, sum {counts.sum()}")
+            for phase in ("a", "send", "recv", "c", "wait", "b", "step"):
+                t = f["timings"][name][phase][...]
+                if t.shape != (np_ranks, steps):
+                    fail(f"timings/{name}/{phase} shape {t.shape}")
+            # Every rank filed its row: producers have A, consumers have B, each step.
+            a = f["timings"][name]["a"][...]
+            b = f["timings"][name]["b"][...]
+            if np.isnan(np.nanmax(a, axis=0)).any() or np.isnan(np.nanmax(b, axis=0)).any():
+                fail(f"timings/{name}: a step without an A or a B time")
+        for key in ("gpurelay_version", "mpi_version", "hdf5_version", "config_toml", "rank_hosts"):
+            if key not in attrs:
+                fail(f"attribute {key} missing")
+
+
+def rows_for(steps, write):
+    if write == "all":
+        return list(range(steps))
+    if write == "last":
+        return [steps - 1]
+    if write == "none":
+        return []
+    k = int(write.split(":")[1])
+    return [s for s in range(steps) if (s + 1) % k == 0]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--np", type=int, required=True)
+    parser.add_argument("--expect-exit", type=int, default=0)
+    parser.add_argument("--expect-message", default="")
+    parser.add_argument("--expect-stdout", default="")
+    parser.add_argument("--timeout", type=float, default=120)
+    parser.add_argument("--existing-output", action="store_true",
+                        help="create the output file first (it must survive untouched)")
+    parser.add_argument("args", nargs=argparse.REMAINDER)
+    opts = parser.parse_args()
+    args = [a for a in opts.args if a != "--"]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        output = os.path.join(tmp, "out.h5")
+        args = [a.replace("@TMP@", tmp) for a in args]
+        if not any(a == "--output" for a in args):
+            args += ["--output", output]
+        else:
+            output = args[args.index("--output") + 1]
+        if opts.existing_output:
+            with open(output, "w") as f:
+                f.write("precious")
+        command = shlex.split(opts.mpirun) + ["-np", str(opts.np), opts.binary] + args + ["--quiet"]
+        print("+ " + " ".join(shlex.quote(c) for c in command), flush=True)
+        start = time.monotonic()
+        try:
+            run = subprocess.run(command, capture_output=True, text=True, timeout=opts.timeout)
+        except subprocess.TimeoutExpired:
+            fail(f"no exit within {opts.timeout} s: a rank hangs")
+        elapsed = time.monotonic() - start
+        print(run.stdout)
+        print(run.stderr, file=sys.stderr)
+        if run.returncode != opts.expect_exit:
+            fail(f"exit code {run.returncode}, expected {opts.expect_exit}")
+        ours = [line for line in run.stderr.splitlines() if line.startswith("gpurelay:")]
+        if opts.expect_exit == 2:
+            if len(ours) != 1:
+                fail(f"expected one error line from one rank, got {len(ours)}: {ours}")
+            if opts.expect_message not in ours[0]:
+                fail(f"error line {ours[0]!r} does not contain {opts.expect_message!r}")
+            leftovers = [p for p in (output + ".partial",) if os.path.exists(p)]
+            if opts.existing_output:
+                if open(output).read() != "precious":
+                    fail("the existing output file was changed")
+            elif os.path.exists(output):
+                leftovers.append(output)
+            if leftovers:
+                fail(f"bad input left files behind: {leftovers}")
+            if elapsed > 30:
+                fail(f"bad input took {elapsed:.1f} s to end every rank")
+        elif opts.expect_message and not any(opts.expect_message in line for line in ours):
+            fail(f"no stderr line contains {opts.expect_message!r}")
+        if opts.expect_stdout and opts.expect_stdout not in run.stdout:
+            fail(f"stdout does not contain {opts.expect_stdout!r}")
+        if opts.expect_exit == 0 and "--print-config" not in args:
+            check_file(output, rows_for, opts.np)
+            if os.path.exists(output + ".partial"):
+                fail(".partial left after a complete run")
+    print(f"ok ({elapsed:.2f} s)")
+
+
+if __name__ == "__main__":
+    main()

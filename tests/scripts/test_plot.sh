@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Tests scripts/plot: a hand-written results CSV (the exact gpurelay header, rows across
+# elements, c_iterations and pairs) gives three valid PNGs; a missing or empty CSV is refused
+# with exit 2; a figure whose x has one value is skipped; and a CSV written by a real sweep
+# with the gpurelay binary plots too.
+# Usage: tests/scripts/test_plot.sh GPURELAY_BINARY REPO_ROOT
+set -euo pipefail
+
+if [[ $# -ne 2 || "$1" == -h || "$1" == --help ]]; then
+    echo "Usage: $0 GPURELAY_BINARY REPO_ROOT" >&2
+    exit 2
+fi
+binary="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+root="$(cd "$2" && pwd)"
+plot="$root/scripts/plot"
+[[ -x "$binary" ]] || { echo "FAIL: $binary is not an executable" >&2; exit 1; }
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+# A PNG starts with the 8 bytes 89 50 4E 47 0D 0A 1A 0A.
+check_png() {
+    [[ -s "$1" ]] || fail "$1 missing or empty"
+    [[ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" == 89504e470d0a1a0a ]] ||
+        fail "$1 is not a PNG"
+}
+
+header='tag,timestamp,git_hash,world_size,pairs,backend,transport,gpu_name,dtype'
+header+=',elements,tensor_bytes,steps,warmup,depth,overlap,blocking,c_elements'
+header+=',c_iterations,pairing,chunk,time_per_step_ms,step_ms_median,step_ms_min'
+header+=',step_ms_max,steps_per_s,a_ms,send_ms,recv_ms,c_ms,wait_ms,b_ms,transfer_gbps'
+header+=',aggregate_gbps,a_gbps,b_gbps,cold_step_ms,time_per_step_no_overlap_ms'
+header+=',overlap_speedup,x_checked,x_mismatches,c_mismatches,verified'
+
+# row TAG WORLD PAIRS TRANSPORT ELEMENTS OVERLAP C_ITER TIME_MS NO_OVERLAP_MS SPEEDUP GBPS AGG_GBPS
+row() {
+    local tag=$1 world=$2 pairs=$3 transport=$4 elements=$5 overlap=$6 citer=$7
+    local t=$8 seq=$9 speedup=${10} gbps=${11} agg=${12}
+    printf '"%s",2025-01-01T00:00:00Z,0123456789ab,%s,%s,cuda,%s,NVIDIA H200,float32,%s,%s,' \
+        "$tag" "$world" "$pairs" "$transport" "$elements" "$((elements * 4))"
+    printf '50,5,2,%s,false,16777216,%s,adjacent,4194304,' "$overlap" "$citer"
+    printf '%s,%s,%s,%s,%s,0.1,%s,%s,%s,0.0,0.1,%s,%s,300,300,%s,%s,%s,%s,0,0,ok\n' \
+        "$t" "$t" "$t" "$t" "100" "$t" "$t" "$t" "$gbps" "$agg" "$t" "$seq" "$speedup" "$elements"
+}
+
+csv="$tmp/results.csv"
+{
+    echo "$header"
+    # Bandwidth study: elements across 2^10..2^26, nccl and mpi, overlap off, one pair.
+    for e in 1024 16384 262144 4194304 67108864; do
+        nccl_gbps=$((e / 1048576 + 5)) mpi_gbps=$((e / 2097152 + 2))
+        row "bw nccl $e" 2 1 nccl "$e" off 64 1.0 "" "" "$nccl_gbps" "$nccl_gbps"
+        row "bw mpi $e" 2 1 mpi "$e" off 64 2.0 "" "" "$mpi_gbps" "$mpi_gbps"
+    done
+    # Overlap study: c_iterations across 8..512 at 64Mi elements, overlap on and compare.
+    for c in 8 32 128 512; do
+        row "ov on $c" 2 1 nccl 67108864 on "$c" "$((c / 8 + 3))" "" "" 40 40
+        row "ov cmp $c" 2 1 nccl 67108864 compare "$c" "$((c / 8 + 3))" "$((c / 4 + 6))" 1.6 40 40
+    done
+    # Scaling: pairs 1..4 at 64Mi elements.
+    for p in 2 4; do
+        row "sc $p" "$((2 * p))" "$p" nccl 67108864 off 64 3.0 "" "" 40 "$((40 * p))"
+    done
+} >"$csv"
+
+echo "== three figures from a hand-written CSV"
+"$plot" --csv "$csv" --out-dir "$tmp/plots" | tee "$tmp/log1" || fail "plot exited non-zero"
+for png in bandwidth_vs_size overlap scaling; do
+    check_png "$tmp/plots/$png.png"
+    grep -q "$tmp/plots/$png.png" "$tmp/log1" || fail "$png.png not listed as written"
+done
+
+echo "== --where narrows the rows; one-valued x columns are skipped, not errors"
+"$plot" --csv "$csv" --out-dir "$tmp/where" --where overlap=off --where pairs=1 |
+    tee "$tmp/log2" || fail "plot --where exited non-zero"
+check_png "$tmp/where/bandwidth_vs_size.png"
+grep -q '^skip overlap.png' "$tmp/log2" || fail "overlap.png not reported as skipped"
+grep -q '^skip scaling.png' "$tmp/log2" || fail "scaling.png not reported as skipped"
+[[ ! -e "$tmp/where/scaling.png" ]] || fail "scaling.png written from one value of pairs"
+
+echo "== missing and empty CSVs: exit 2"
+for bad in "$tmp/none.csv" "$tmp/empty.csv" "$tmp/header-only.csv"; do
+    : >"$tmp/empty.csv"
+    echo "$header" >"$tmp/header-only.csv"
+    status=0
+    "$plot" --csv "$bad" --out-dir "$tmp/bad" 2>"$tmp/err.txt" || status=$?
+    [[ $status -eq 2 ]] || fail "$bad: expected exit 2, got $status"
+    cat "$tmp/err.txt"
+done
+
+echo "== a CSV written by gpurelay itself (through scripts/sweep)"
+cat >"$tmp/deck.toml" <<'EOF'
+device = "cpu"
+transport = "mpi"
+steps = 4
+warmup = 1
+overlap = "compare"
+c_elements = "1Ki"
+c_iterations = 1
+write = "none"
+timeout_s = 60.0
+EOF
+"$root/scripts/sweep" --deck "$tmp/deck.toml" --csv "$tmp/real.csv" --np 2 --binary "$binary" \
+    --out-dir "$tmp/sweep" elements=1Ki,4Ki || fail "sweep for the real CSV failed"
+real_header="$(head -n 1 "$tmp/real.csv" | tr -d '\r')"
+[[ "$real_header" == "$header" ]] ||
+    fail "gpurelay's CSV header differs from the documented one: $real_header"
+"$plot" --csv "$tmp/real.csv" --out-dir "$tmp/real" | tee "$tmp/log3" ||
+    fail "plot of the real CSV exited non-zero"
+check_png "$tmp/real/bandwidth_vs_size.png"
+
+echo "PASS: test_plot"

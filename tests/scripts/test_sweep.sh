@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Tests scripts/sweep against a gpurelay binary: a 2x2 grid runs 4 points, a second run skips
+# all 4, a grid with one new point runs only it, a failing point makes the sweep fail, and a
+# malformed KEY=V argument is refused with exit 2.
+# Usage: tests/scripts/test_sweep.sh GPURELAY_BINARY REPO_ROOT
+set -euo pipefail
+
+if [[ $# -ne 2 || "$1" == -h || "$1" == --help ]]; then
+    echo "Usage: $0 GPURELAY_BINARY REPO_ROOT" >&2
+    exit 2
+fi
+binary="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+root="$(cd "$2" && pwd)"
+python="${GPURELAY_PYTHON:-/usr/bin/python3}"
+[[ -x "$binary" ]] || { echo "FAIL: $binary is not an executable" >&2; exit 1; }
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+# Tags of the CSV's data rows, one per line (parsed as CSV: a tag holds spaces and may be quoted).
+csv_tags() {
+    "$python" -c 'import csv, sys
+for row in csv.DictReader(open(sys.argv[1])): print(row["tag"])' "$1"
+}
+csv_rows() {
+    csv_tags "$1" | wc -l
+}
+
+# Tiny, CPU-only, nothing written to HDF5 but the file itself: seconds per point.
+cat >"$tmp/deck.toml" <<'EOF'
+device = "cpu"
+transport = "mpi"
+elements = "1Ki"
+steps = 4
+warmup = 1
+depth = 2
+overlap = "on"
+c_elements = "1Ki"
+c_iterations = 1
+write = "none"
+timeout_s = 60.0
+EOF
+
+csv="$tmp/results.csv"
+sweep=("$root/scripts/sweep" --deck "$tmp/deck.toml" --csv "$csv" --np 2 --binary "$binary"
+    --out-dir "$tmp/out")
+
+echo "== 2x2 grid: 4 points run"
+"${sweep[@]}" elements=1Ki,2Ki c_iterations=1,2 | tee "$tmp/log1" ||
+    fail "first sweep exited non-zero"
+[[ "$(csv_rows "$csv")" -eq 4 ]] || fail "expected 4 rows, got $(csv_rows "$csv")"
+expected_tags="$(printf '%s\n' \
+    "elements=1Ki c_iterations=1" "elements=1Ki c_iterations=2" \
+    "elements=2Ki c_iterations=1" "elements=2Ki c_iterations=2")"
+[[ "$(csv_tags "$csv" | sort)" == "$(sort <<<"$expected_tags")" ]] ||
+    fail "tags differ: got [$(csv_tags "$csv" | tr '\n' '|')]"
+[[ "$(grep -c '^run \[' "$tmp/log1")" -eq 4 ]] || fail "expected 4 'run' lines"
+[[ "$(find "$tmp/out" -name '*.h5' | wc -l)" -eq 4 ]] || fail "expected 4 HDF5 files in $tmp/out"
+
+echo "== same grid again: all 4 skipped"
+"${sweep[@]}" elements=1Ki,2Ki c_iterations=1,2 | tee "$tmp/log2" ||
+    fail "second sweep exited non-zero"
+[[ "$(grep -c '^skip (done): ' "$tmp/log2")" -eq 4 ]] || fail "expected 4 'skip (done)' lines"
+if grep -q '^run \[' "$tmp/log2"; then fail "a point ran again"; fi
+[[ "$(csv_rows "$csv")" -eq 4 ]] || fail "expected still 4 rows, got $(csv_rows "$csv")"
+
+echo "== one new point: only it runs"
+"${sweep[@]}" elements=1Ki,2Ki,4Ki c_iterations=1 | tee "$tmp/log3" ||
+    fail "third sweep exited non-zero"
+[[ "$(grep -c '^skip (done): ' "$tmp/log3")" -eq 2 ]] || fail "expected 2 skips"
+[[ "$(grep -c '^run \[' "$tmp/log3")" -eq 1 ]] || fail "expected 1 run"
+grep -qx 'run \[1/1\]: elements=4Ki c_iterations=1' "$tmp/log3" || fail "the new point did not run"
+[[ "$(csv_rows "$csv")" -eq 5 ]] || fail "expected 5 rows, got $(csv_rows "$csv")"
+csv_tags "$csv" | grep -qx 'elements=4Ki c_iterations=1' || fail "no row for the new point"
+
+echo "== a failing point: the sweep goes on and exits non-zero, naming it"
+status=0
+"${sweep[@]}" dtype=float16,float32 >"$tmp/log4" 2>&1 || status=$?
+cat "$tmp/log4"
+[[ $status -ne 0 ]] || fail "a sweep with a failing point exited 0"
+grep -q '^  [0-9].*: dtype=float16$' "$tmp/log4" || fail "the failed point is not listed"
+csv_tags "$csv" | grep -qx 'dtype=float32' || fail "the point after the failure did not run"
+
+echo "== bad arguments: exit 2 with one line"
+for bad in elements= elements=1Ki,,2Ki elements notakey=1; do
+    status=0
+    "${sweep[@]}" "$bad" >"$tmp/out.txt" 2>"$tmp/err.txt" || status=$?
+    [[ $status -eq 2 ]] || fail "'$bad': expected exit 2, got $status"
+    [[ "$(wc -l <"$tmp/err.txt")" -eq 1 ]] || fail "'$bad': expected one error line"
+    cat "$tmp/err.txt"
+done
+
+echo "PASS: test_sweep"

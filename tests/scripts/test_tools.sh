@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Tests the user-facing tools in scripts/: each answers --help with exit 0 and a usage line,
+# shell scripts pass bash -n (and shellcheck, when installed), Python tools compile.
+# Usage: tests/scripts/test_tools.sh GPURELAY_BINARY REPO_ROOT   (the binary is not used)
+set -euo pipefail
+
+if [[ $# -ne 2 || "$1" == -h || "$1" == --help ]]; then
+    echo "Usage: $0 GPURELAY_BINARY REPO_ROOT" >&2
+    exit 2
+fi
+root="$(cd "$2" && pwd)"
+python="${GPURELAY_PYTHON:-/usr/bin/python3}"
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+tools=(install-deps.sh build run test sweep plot profile)
+for tool in "${tools[@]}"; do
+    path="$root/scripts/$tool"
+    [[ -x "$path" ]] || fail "scripts/$tool missing or not executable"
+    out="$("$path" --help 2>&1)" || fail "scripts/$tool --help exited non-zero"
+    grep -qi '^usage:' <<<"$out" || fail "scripts/$tool --help prints no usage line"
+    echo "scripts/$tool --help: ok"
+done
+
+shell_files=("$root"/scripts/{install-deps.sh,build,run,test,sweep,plot,profile}
+    "$root"/scripts/slurm/*.sbatch "$root"/tests/scripts/*.sh)
+for file in "${shell_files[@]}"; do
+    bash -n "$file" || fail "bash -n $file"
+    head -n 30 "$file" | grep -q 'set -euo pipefail' || fail "$file: no 'set -euo pipefail'"
+done
+echo "bash -n and set -euo pipefail: ${#shell_files[@]} files ok"
+if command -v shellcheck >/dev/null 2>&1; then
+    shellcheck -s bash "${shell_files[@]}" || fail "shellcheck"
+    echo "shellcheck: ok"
+else
+    echo "shellcheck not installed: skipped"
+fi
+
+for file in "$root"/scripts/lib/*.py; do
+    "$python" -c 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])' "$file" ||
+        fail "$file does not parse"
+done
+echo "Python tools parse: ok"
+
+echo "PASS: test_tools"
