@@ -277,6 +277,42 @@ KeySpec write_key() {
         }};
 }
 
+KeySpec profile_steps_key() {
+    constexpr std::string_view kWhat = "A:B with 0 <= A <= B, or empty for no capture range";
+    return {{"profile_steps",
+             "steps A to B (0-based, warm-up included) inside cudaProfilerStart/Stop, for nsys "
+             "--capture-range=cudaProfilerApi (empty: no range)",
+             "A:B", false},
+            TomlForm::quoted,
+            [kWhat](Config& c, std::string_view text, std::string_view label) {
+                if (text.empty()) {
+                    c.profile_first = c.profile_last = -1;
+                    return;
+                }
+                const auto parse = [&](std::string_view part) {
+                    std::int64_t value = 0;
+                    const auto [end, ec] =
+                        std::from_chars(part.data(), part.data() + part.size(), value);
+                    if (part.empty() || ec != std::errc() || end != part.data() + part.size() ||
+                        value < 0) {
+                        throw_expected(label, kWhat, text);
+                    }
+                    return value;
+                };
+                const std::size_t colon = text.find(':');
+                if (colon == std::string_view::npos) throw_expected(label, kWhat, text);
+                const std::int64_t first = parse(text.substr(0, colon));
+                const std::int64_t last = parse(text.substr(colon + 1));
+                if (first > last) throw_expected(label, kWhat, text);
+                c.profile_first = first;
+                c.profile_last = last;
+            },
+            [](const Config& c) {
+                if (!c.profiles()) return std::string();
+                return std::to_string(c.profile_first) + ":" + std::to_string(c.profile_last);
+            }};
+}
+
 // The one table of keys, in deck order.
 const std::vector<KeySpec>& key_table() {
     using DK = DeviceKind;
@@ -312,7 +348,7 @@ const std::vector<KeySpec>& key_table() {
         text_key("output", "HDF5 result file", "PATH", &Config::output),
         bool_key("overwrite", "replace an existing output file", &Config::overwrite),
         write_key(),
-        int_key("flush_every", "flush the file every K written rows (0: only at the end)",
+        int_key("flush_every", "flush the file every K steps of the last pass (0: only at the end)",
                 &Config::flush_every, 0),
         text_key("summary_json", "JSON summary file (empty: none)", "PATH", &Config::summary_json),
         text_key("results_csv", "CSV timings file (empty: none)", "PATH", &Config::results_csv),
@@ -322,6 +358,7 @@ const std::vector<KeySpec>& key_table() {
         bool_key("debug_skip_reuse_wait", "tests only: drop the slot-reuse wait",
                  &Config::debug_skip_reuse_wait),
         text_key("tag", "free-text label stored with the results", "TEXT", &Config::tag),
+        profile_steps_key(),
     };
     return table;
 }
@@ -632,6 +669,12 @@ void validate_config(const Config& c) {
         fail("timeout_s (" + format_real(c.timeout_s) + ") must be a positive number of seconds");
     }
     if (c.output.empty()) fail("output must not be empty: it names the HDF5 result file");
+    if ((c.profile_first != -1 || c.profile_last != -1) &&
+        (c.profile_first < 0 || c.profile_first > c.profile_last || c.profile_last >= c.steps)) {
+        fail("profile_steps (" + std::to_string(c.profile_first) + ":" +
+             std::to_string(c.profile_last) + ") must satisfy 0 <= A <= B < steps (" +
+             std::to_string(c.steps) + ")");
+    }
 }
 
 // --- TOML ---------------------------------------------------------------------------------------

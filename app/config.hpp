@@ -38,18 +38,23 @@ struct Config {
     bool overwrite = false;
     WriteMode write = WriteMode::last;
     std::int64_t write_every = 0;  // K of write = "every:K"
-    std::int64_t flush_every = 0;  // flush the file every K written rows (0: only at the end)
+    std::int64_t flush_every = 0;  // flush the file every K steps of the last pass (0: only at the end)
     std::string summary_json;      // empty: none
     std::string results_csv;       // empty: none
     double timeout_s = 300.0;      // longest a rank waits on a peer before giving up
     bool quiet = false;
     bool debug_skip_reuse_wait = false;  // tests only: drop the slot-reuse wait to show it matters
     std::string tag;                     // free-text label stored with the results
+    // profile_steps = "A:B": the profiler capture range covers steps A to B (-1: no range).
+    std::int64_t profile_first = -1;
+    std::int64_t profile_last = -1;
 
     bool operator==(const Config&) const = default;
 
     // Bytes of one tensor of `elements` values of `dtype`.
     std::uint64_t tensor_bytes() const;
+    // Whether profile_steps asks for a profiler capture range.
+    bool profiles() const { return profile_first >= 0; }
     // Steps that count in the timings.
     std::int64_t timed_steps() const { return steps - warmup; }
     // Whether step s (0-based) is kept in /y.

@@ -2,11 +2,15 @@
 
 #include <mpi.h>
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "runtime/error.hpp"
+#include "runtime/nvtx.hpp"
+#include "runtime/profiler.hpp"
 
 namespace gpurelay {
 namespace {
@@ -24,6 +28,48 @@ struct StepMarks {
     std::unique_ptr<Event> recv_start, recv_end;                // comm stream
     std::unique_ptr<Event> c_start, c_end, b_start, b_end, done;  // compute stream
 };
+
+// The NVTX ranges of a step, one colour each so a timeline reads at a glance.
+enum class RangePhase : std::uint8_t { a, send, recv, c, wait, b, verify, write };
+constexpr const char* kRangeNames[] = {"A", "send", "recv", "C", "wait", "B", "verify", "write"};
+constexpr std::uint32_t kRangeColours[] = {
+    0xff4e79a7,  // A: blue
+    0xfff28e2b,  // send: orange
+    0xffe15759,  // recv: red
+    0xff76b7b2,  // C: teal
+    0xffbab0ac,  // wait: grey
+    0xff59a14f,  // B: green
+    0xffb07aa1,  // verify: purple
+    0xffedc948,  // write: yellow
+};
+constexpr std::uint32_t kPassColour = 0xff9c755f;  // brown
+
+// One range to open: small and trivially copyable, so a queued lambda holding it fits in
+// std::function's inline storage and queueing it does not allocate.
+struct StepRange {
+    std::int64_t step;
+    RangePhase phase;
+    bool warmup;
+};
+
+// Opens `range` on the calling thread as "step 12 B" or "warm-up step 1 B" (no heap: the tool
+// copies the text during the call).
+void push_range(const StepRange& range) {
+    char text[64];
+    char* out = text;
+    const auto append = [&](const char* part) {
+        const std::size_t n = std::strlen(part);
+        std::memcpy(out, part, n);
+        out += n;
+    };
+    append(range.warmup ? "warm-up step " : "step ");
+    // Room is left for the phase name (at most 6 characters), the space and the terminator.
+    out = std::to_chars(out, text + sizeof text - 8, range.step).ptr;
+    *out++ = ' ';
+    append(kRangeNames[static_cast<std::size_t>(range.phase)]);
+    *out = '\0';
+    nvtx::push(text, kRangeColours[static_cast<std::size_t>(range.phase)]);
+}
 
 double now_ms() {
     return std::chrono::duration<double, std::milli>(
@@ -131,6 +177,29 @@ struct Pipeline::Impl {
         }
     }
 
+    // Opens `phase`'s range of step `step` where its timing events are recorded: on a host
+    // stream, by host ops on the stream's worker thread in queue order, so the range spans what
+    // the events time; on a CUDA stream, on this thread around the calls that queue the phase
+    // (Nsight Systems projects them onto the GPU work those calls launch).
+    void begin_range(RangePhase phase, std::int64_t step, Stream& stream) {
+        if constexpr (!nvtx::kBuilt) return;
+        const StepRange range{step, phase, step < config.warmup};
+        if (stream.backend() == Backend::host) {
+            device.enqueue_host([range] { push_range(range); }, stream);
+        } else {
+            push_range(range);
+        }
+    }
+    // Closes the range begin_range opened last on `stream`.
+    void end_range(Stream& stream) {
+        if constexpr (!nvtx::kBuilt) return;
+        if (stream.backend() == Backend::host) {
+            device.enqueue_host([] { nvtx::pop(); }, stream);
+        } else {
+            nvtx::pop();
+        }
+    }
+
     template <typename T>
     void queue_step(std::int64_t s, bool overlap, ResultWriter* writer, std::uint64_t& next_row) {
         const std::size_t k = static_cast<std::size_t>(s) % depth;
@@ -140,7 +209,9 @@ struct Pipeline::Impl {
 
         if (producer) {
             m.a_start->record(*producer_stream);
+            begin_range(RangePhase::a, s, *producer_stream);
             launch_a(send_slots[k].as<T>(), step, config.seed, *producer_stream);
+            end_range(*producer_stream);
             m.a_end->record(*producer_stream);
         }
         if (consumer) {
@@ -148,12 +219,19 @@ struct Pipeline::Impl {
             if (!config.debug_skip_reuse_wait) comm->wait(*x_free[k]);
             m.recv_start->record(*comm);
         }
+        // On a CUDA stream both ranges are host ranges around the group, so they nest.
+        if (producer) begin_range(RangePhase::send, s, *producer_stream);
+        if (consumer) begin_range(RangePhase::recv, s, *comm);
         // A rank that sends to itself must queue the send and the receive as one group.
         transport.group_begin();
         if (producer) transport.send(send_slots[k].data(), bytes, placement.peer, *producer_stream);
         if (consumer) transport.recv(recv_slots[k].data(), bytes, placement.peer, *comm);
         transport.group_end();
-        if (producer) m.send_end->record(*producer_stream);
+        if (consumer) end_range(*comm);
+        if (producer) {
+            end_range(*producer_stream);
+            m.send_end->record(*producer_stream);
+        }
         if (!consumer) return;
         m.recv_end->record(*comm);
         recv_done[k]->record(*comm);
@@ -162,20 +240,28 @@ struct Pipeline::Impl {
         auto* slot_counters = counters.as<Counter>().data() + 2 * k;
         device.fill_async(slot_counters, 0, 2 * sizeof(Counter), compute);
         m.c_start->record(compute);
+        begin_range(RangePhase::c, s, compute);
         launch_c(c_buffer.as<std::uint32_t>(), step, config.seed,
                  static_cast<std::uint32_t>(config.c_iterations), compute);
+        end_range(compute);
         m.c_end->record(compute);
         // The GPU, not the host, waits for the tensor to arrive; and for slot k's previous y to
         // be copied out before B overwrites it.
+        begin_range(RangePhase::wait, s, compute);
         compute.wait(*recv_done[k]);
         compute.wait(*y_free[k]);
+        end_range(compute);
         m.b_start->record(compute);
+        begin_range(RangePhase::b, s, compute);
         launch_b(Span<const T>(recv_slots[k].as<T>()), y_slots[k].as<T>(), static_cast<T>(config.alpha),
                  step, config.seed, slot_counters, compute);
+        end_range(compute);
         m.b_end->record(compute);
         x_free[k]->record(compute);
+        begin_range(RangePhase::verify, s, compute);
         launch_verify_c(Span<const std::uint32_t>(c_buffer.as<std::uint32_t>()), step, config.seed,
                         static_cast<std::uint32_t>(config.c_iterations), slot_counters + 1, compute);
+        end_range(compute);
         auto* host_counters = counters_host.as<Counter>().data() + 2 * (static_cast<std::size_t>(s) % ring);
         device.copy_async(host_counters, slot_counters, 2 * sizeof(Counter), compute);
         m.done->record(compute);
@@ -183,7 +269,9 @@ struct Pipeline::Impl {
         if (writer != nullptr && config.writes_step(s)) {
             const ResultWriter::Slot slot = writer->acquire();
             io_stream->wait(*x_free[k]);  // B of this step has written y
+            begin_range(RangePhase::write, s, *io_stream);
             device.copy_async(slot.host, y_slots[k].data(), bytes, *io_stream);
+            end_range(*io_stream);
             slot.ready->record(*io_stream);
             y_free[k]->record(*io_stream);
             writer->submit(slot, next_row++, s);
@@ -231,6 +319,8 @@ struct Pipeline::Impl {
 
     template <typename T>
     PassResult run(bool overlap, ResultWriter* writer, const StepCallback& on_step) {
+        // The whole pass on the main thread's row, so passes of a compare run are easy to tell apart.
+        const NvtxRange pass_range(overlap ? "pass overlap=on" : "pass overlap=off", kPassColour);
         PassResult result;
         result.overlap = overlap;
         const auto steps = static_cast<std::size_t>(config.steps);
@@ -250,12 +340,18 @@ struct Pipeline::Impl {
                 MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
                 timed_start = now_ms();
             }
+            if (s == config.profile_first) profiler_start(device.backend());
             const double queued_at = now_ms();
             queue_step<T>(s, overlap, writer, next_row);
             if (config.blocking) {
                 // The blocking style: the host waits for this step's send and receive.
                 if (producer) producer_stream->synchronize();
                 if (consumer) (overlap ? comm_stream : compute_stream)->synchronize();
+            }
+            if (s == config.profile_last) {
+                // The capture ends once the last profiled step has run, not when it was queued.
+                synchronize_all();
+                profiler_stop(device.backend());
             }
             if (s == 0) {
                 // The cold step: the first transfer between two peers sets up its connections.

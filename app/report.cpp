@@ -161,23 +161,29 @@ std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
     MPI_Comm_size(comm, &size);
     // One fixed-width record per rank keeps this to a single gather.
     constexpr int kField = 128;
-    std::string record(4 * kField, '\0');
-    const std::string fields[4] = {mine.host, mine.device, mine.bus_id, mine.role};
-    for (int f = 0; f < 4; ++f) {
+    constexpr int kFields = 5;
+    std::string record(kFields * kField, '\0');
+    const std::string fields[kFields] = {mine.host, mine.device, mine.bus_id, mine.role,
+                                         mine.peer_link};
+    for (int f = 0; f < kFields; ++f) {
         record.replace(static_cast<std::size_t>(f * kField),
                        std::min<std::size_t>(fields[f].size(), kField - 1),
                        fields[f].substr(0, kField - 1));
     }
-    record.resize(4 * kField);
+    record.resize(kFields * kField);
     std::vector<char> all(rank == 0 ? record.size() * static_cast<std::size_t>(size) : 0);
     std::vector<int> pairs(rank == 0 ? static_cast<std::size_t>(size) : 0);
-    MPI_CHECK(MPI_Gather(record.data(), 4 * kField, MPI_CHAR, all.data(), 4 * kField, MPI_CHAR, 0, comm));
+    MPI_CHECK(MPI_Gather(record.data(), kFields * kField, MPI_CHAR, all.data(), kFields * kField,
+                         MPI_CHAR, 0, comm));
     MPI_CHECK(MPI_Gather(&mine.pair, 1, MPI_INT, pairs.data(), 1, MPI_INT, 0, comm));
     std::vector<RankInfo> ranks;
     for (int r = 0; rank == 0 && r < size; ++r) {
         RankInfo info;
-        std::string* out[4] = {&info.host, &info.device, &info.bus_id, &info.role};
-        for (int f = 0; f < 4; ++f) *out[f] = std::string(all.data() + (r * 4 + f) * kField);
+        std::string* out[kFields] = {&info.host, &info.device, &info.bus_id, &info.role,
+                                     &info.peer_link};
+        for (int f = 0; f < kFields; ++f) {
+            *out[f] = std::string(all.data() + (r * kFields + f) * kField);
+        }
         info.pair = pairs[static_cast<std::size_t>(r)];
         ranks.push_back(info);
     }
@@ -193,9 +199,9 @@ void print_report(std::FILE* out, const RunSummary& s) {
     std::fprintf(out, "versions: %s\n", s.versions.c_str());
     for (std::size_t r = 0; r < s.ranks.size(); ++r) {
         const RankInfo& info = s.ranks[r];
-        std::fprintf(out, "rank %zu: pair %d %s on %s, %s%s%s\n", r, info.pair, info.role.c_str(),
-                     info.host.c_str(), info.device.c_str(), info.bus_id.empty() ? "" : " ",
-                     info.bus_id.c_str());
+        std::fprintf(out, "rank %zu: pair %d %s on %s, %s%s%s; to its peer: %s\n", r, info.pair,
+                     info.role.c_str(), info.host.c_str(), info.device.c_str(),
+                     info.bus_id.empty() ? "" : " ", info.bus_id.c_str(), info.peer_link.c_str());
     }
     std::fprintf(out, "memory per rank (largest): device %s (%lld slots of %s and C's %s), host %s\n",
                  human_bytes(static_cast<double>(s.device_bytes)).c_str(),
@@ -328,7 +334,7 @@ std::string summary_json(const RunSummary& s) {
     j["config_toml"] = config_to_toml(s.config);
     for (const RankInfo& r : s.ranks) {
         j["ranks"].push_back({{"host", r.host}, {"device", r.device}, {"bus_id", r.bus_id},
-                              {"role", r.role}, {"pair", r.pair}});
+                              {"role", r.role}, {"pair", r.pair}, {"peer_link", r.peer_link}});
     }
     for (const PassSummary& p : s.passes) j["passes"].push_back(pass_json(p));
     if (s.overlap_speedup > 0) j["overlap_speedup"] = s.overlap_speedup;

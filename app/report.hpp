@@ -41,6 +41,7 @@ struct PassSummary {
 
 struct RankInfo {
     std::string host, device, bus_id, role;
+    std::string peer_link;  // how this rank's GPU reaches its peer's
     int pair = 0;
 };
 

@@ -26,6 +26,7 @@
 #include "kernels/kernels.hpp"
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
+#include "runtime/nvtx.hpp"
 
 namespace gpurelay {
 namespace {
@@ -229,6 +230,19 @@ std::vector<std::string> allgather_strings(const std::string& mine, int size) {
     return out;
 }
 
+// How this rank's device reaches its peer's, for the report (users check for NVLink here).
+std::string peer_link(const Setup& setup, const std::vector<std::string>& hosts,
+                      const std::vector<std::string>& gpu_keys, const std::string& my_host) {
+    const PairPlacement& p = setup.placement;
+    if (p.role == Role::both) return "itself (one rank plays both roles)";
+    const auto peer = static_cast<std::size_t>(p.peer);
+    if (hosts[peer] != my_host) return "network (" + hosts[peer] + ")";
+    if (setup.device->backend() == Backend::host) return "host memory (CPU path)";
+    // gpu_keys hold "host bus-id".
+    const std::string peer_bus = gpu_keys[peer].substr(gpu_keys[peer].rfind(' ') + 1);
+    return describe_peer_link(setup.device_info.pci_bus_id, peer_bus);
+}
+
 // Progress on rank 0: a refreshed line on a terminal, a line every 10 s in a batch log.
 class Progress {
 public:
@@ -261,6 +275,8 @@ int run(MpiSession& mpi, int argc, char** argv) {
     const int rank = mpi.world_rank();
     const int size = mpi.world_size();
     Setup setup;
+    // Named like the streams ("rank 1 consumer: comm stream"), so the timeline rows line up.
+    nvtx::name_current_thread(("rank " + std::to_string(rank) + " main").c_str());
 
     // Rank 0 alone reads the deck and flags; every rank agrees on the outcome.
     enum Action : int { kRun = 0, kPrintConfig, kVersion, kHelp };
@@ -391,8 +407,16 @@ int run(MpiSession& mpi, int argc, char** argv) {
     RunSummary summary;
     for (std::size_t i = 0; i < passes.size(); ++i) {
         const bool last = i + 1 == passes.size();
-        PassResult result = pipeline->run(passes[i], last ? writer.get() : nullptr,
-                                          [&](std::int64_t) { progress.step_done(); });
+        // Every rank passes the same step boundaries, so the collective flush lines up; the
+        // writer is drained first because only one thread may be inside HDF5 at a time.
+        auto on_step = [&](std::int64_t s) {
+            progress.step_done();
+            if (last && config.flush_every > 0 && (s + 1) % config.flush_every == 0) {
+                if (writer) writer->drain();
+                file->flush();
+            }
+        };
+        PassResult result = pipeline->run(passes[i], last ? writer.get() : nullptr, on_step);
         // Each rank files its own rows: timings under its rank, counts under its pair.
         const std::string label = pass_label(passes[i]);
         for (int p = 0; p < kPhaseCount; ++p) {
@@ -418,8 +442,10 @@ int run(MpiSession& mpi, int argc, char** argv) {
     summary.world_size = size;
     summary.pairs = setup.placement.pairs;
     summary.ranks = gather_rank_info(
-        MPI_COMM_WORLD, {mpi.host_name(), setup.device_info.name, setup.device_info.pci_bus_id,
-                         std::string(to_string(setup.placement.role)), setup.placement.pair});
+        MPI_COMM_WORLD,
+        {mpi.host_name(), setup.device_info.name, setup.device_info.pci_bus_id,
+         std::string(to_string(setup.placement.role)),
+         peer_link(setup, hosts, gpu_keys, mpi.host_name()), setup.placement.pair});
     if (passes.size() == 2) {
         summary.overlap_speedup = summary.passes[0].time_per_step_ms / summary.passes[1].time_per_step_ms;
     }

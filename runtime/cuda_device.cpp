@@ -130,6 +130,26 @@ int cuda_device_count() {
 
 bool cuda_built() { return true; }
 
+std::string describe_peer_link(const std::string& mine, const std::string& peer) {
+    if (mine == peer) return "same GPU";
+    int a = -1, b = -1;
+    // Each lookup fails when the GPU is hidden from this process (e.g. srun --gpus-per-task=1).
+    if (cudaDeviceGetByPCIBusId(&a, mine.c_str()) != cudaSuccess ||
+        cudaDeviceGetByPCIBusId(&b, peer.c_str()) != cudaSuccess) {
+        cudaGetLastError();
+        return "unknown (the peer's GPU is not visible to this rank)";
+    }
+    int access = 0, atomics = 0;
+    if (cudaDeviceGetP2PAttribute(&access, cudaDevP2PAttrAccessSupported, a, b) != cudaSuccess ||
+        cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, a, b) != cudaSuccess) {
+        cudaGetLastError();
+        return "unknown (peer query failed)";
+    }
+    if (!access) return "no peer access (through host memory)";
+    // PCIe peer links do not carry native atomics; NVLink does.
+    return atomics ? "peer access with native atomics (NVLink)" : "peer access over PCIe";
+}
+
 std::string cuda_version_string() {
     int runtime = 0, driver = 0;
     cudaRuntimeGetVersion(&runtime);

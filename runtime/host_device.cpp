@@ -20,8 +20,8 @@ public:
     Backend backend() const override { return Backend::host; }
     DeviceInfo info() const override { return {"host CPU", "", -1, 0, 0}; }
 
-    std::unique_ptr<Stream> make_stream(bool, std::string_view) override {
-        return std::make_unique<HostStream>(wait_timeout_);
+    std::unique_ptr<Stream> make_stream(bool, std::string_view label) override {
+        return std::make_unique<HostStream>(wait_timeout_, std::string(label));
     }
     std::unique_ptr<Event> make_event(EventUse) override {
         return std::make_unique<HostEvent>(wait_timeout_);

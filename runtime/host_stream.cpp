@@ -1,11 +1,12 @@
 #include "runtime/host_stream.hpp"
 
 #include "runtime/error.hpp"
+#include "runtime/nvtx.hpp"
 
 namespace gpurelay {
 
-HostStream::HostStream(std::chrono::milliseconds wait_timeout)
-    : wait_timeout_(wait_timeout), worker_([this] { run(); }) {}
+HostStream::HostStream(std::chrono::milliseconds wait_timeout, std::string label)
+    : wait_timeout_(wait_timeout), label_(std::move(label)), worker_([this] { run(); }) {}
 
 HostStream::~HostStream() {
     {
@@ -39,6 +40,7 @@ void HostStream::synchronize() {
 }
 
 void HostStream::run() {
+    if (!label_.empty()) nvtx::name_current_thread(label_.c_str());
     std::unique_lock lock(mutex_);
     for (;;) {
         work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });

@@ -9,6 +9,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "runtime/stream.hpp"
@@ -17,8 +18,10 @@ namespace gpurelay {
 
 class HostStream final : public Stream {
 public:
-    // `wait_timeout` bounds how long a queued wait may hold before the run is declared stuck.
-    explicit HostStream(std::chrono::milliseconds wait_timeout = std::chrono::minutes(5));
+    // `wait_timeout` bounds how long a queued wait may hold before the run is declared stuck;
+    // `label`, when not empty, names the worker thread in profiles (as CUDA streams are named).
+    explicit HostStream(std::chrono::milliseconds wait_timeout = std::chrono::minutes(5),
+                        std::string label = {});
     ~HostStream() override;
     HostStream(const HostStream&) = delete;
     HostStream& operator=(const HostStream&) = delete;
@@ -35,6 +38,7 @@ private:
     void run();
 
     std::chrono::milliseconds wait_timeout_;
+    std::string label_;
     std::mutex mutex_;
     std::condition_variable work_ready_;
     std::condition_variable drained_;

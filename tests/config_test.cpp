@@ -96,6 +96,7 @@ Config everything_changed() {
         {"quiet", "true"},
         {"debug_skip_reuse_wait", "true"},
         {"tag", "run #1 = 'a' [b]"},
+        {"profile_steps", "3:10"},
     };
     for (const auto& [key, value] : values) set_config_value(c, key, value);
     return c;
@@ -130,6 +131,8 @@ TEST(Config, Defaults) {
     EXPECT_FALSE(c.quiet);
     EXPECT_FALSE(c.debug_skip_reuse_wait);
     EXPECT_TRUE(c.tag.empty());
+    EXPECT_FALSE(c.profiles());
+    EXPECT_EQ(config_value_text(c, "profile_steps"), "");
     EXPECT_EQ(c.tensor_bytes(), 4u << 20);
     EXPECT_EQ(c.timed_steps(), 18);
     EXPECT_NO_THROW(validate_config(c));
@@ -143,7 +146,7 @@ TEST(Config, KeyTable) {
         "seed",        "pairing",    "chunk",        "staging",      "output",
         "overwrite",   "write",      "flush_every",  "summary_json",
         "results_csv", "timeout_s",  "quiet",        "debug_skip_reuse_wait",
-        "tag"};
+        "tag",         "profile_steps"};
     std::vector<std::string> names;
     for (const ConfigKey& key : config_keys()) {
         names.emplace_back(key.name);
@@ -403,6 +406,30 @@ TEST(Validate, Failures) {
     EXPECT_TRUE(contains(invalid([](Config& c) { c.flush_every = -1; }), "flush_every"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.timeout_s = 0; }), "timeout_s"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.output.clear(); }), "output"));
+    EXPECT_TRUE(contains(invalid([](Config& c) {
+                             c.steps = 6;
+                             c.profile_first = 2;
+                             c.profile_last = 6;
+                         }),
+                         "profile_steps (2:6)"));
+}
+
+TEST(Config, ProfileSteps) {
+    Config c;
+    set_config_value(c, "profile_steps", "4:9");
+    EXPECT_EQ(c.profile_first, 4);
+    EXPECT_EQ(c.profile_last, 9);
+    EXPECT_EQ(config_value_text(c, "profile_steps"), "4:9");
+    EXPECT_NO_THROW(validate_config(c));
+    set_config_value(c, "profile_steps", "19:19");  // the last of the default 20 steps
+    EXPECT_NO_THROW(validate_config(c));
+    set_config_value(c, "profile_steps", "");
+    EXPECT_FALSE(c.profiles());
+    for (const char* bad : {"4", "4:", ":9", "9:4", "-1:3", "a:b", "1:2:3", " 1:2"}) {
+        const std::string message =
+            usage_message([&] { set_config_value(c, "profile_steps", bad); });
+        EXPECT_TRUE(contains(message, "profile_steps: expected A:B")) << bad << ": " << message;
+    }
 }
 
 TEST(Validate, Limits) {

@@ -1,0 +1,300 @@
+// The host-staged MPI transport between two ranks, rank 0 sending and rank 1 receiving, next to
+// pinned D2H and H2D copies on rank 0 (GPU only) as its ceiling: a staged message can go no faster
+// than the slower of those copies.
+//
+//   mpirun -np 2 bench_transport --benchmark_out=transport.json --benchmark_out_format=json
+//
+// Both ranks run the same benchmarks with fixed iteration counts, so they stay in lock-step; only
+// rank 0 reports. An iteration is timed on rank 0 from before the send until rank 1's zero-byte
+// acknowledgement arrives, so it covers delivery into rank 1's buffer, not just the send.
+// Without a GPU both ranks use the host device (the same transport, on host memory).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench/bench_support.hpp"
+#include "comm/mpi_session.hpp"
+#include "comm/transport.hpp"
+#include "kernels/kernels.hpp"
+#include "runtime/device.hpp"
+#include "runtime/error.hpp"
+
+namespace gpurelay::bench {
+namespace {
+
+constexpr std::uint64_t kStep = 3;
+constexpr std::uint32_t kSeed = 20240611;
+constexpr int kSender = 0;
+constexpr int kReceiver = 1;
+constexpr int kAckTag = 901;
+constexpr int kVerdictTag = 902;
+constexpr auto kWaitTimeout = std::chrono::minutes(5);
+
+// About 1 GiB moved per benchmark (well under a second on an H200 node), at least 5 iterations
+// for the largest messages and at most 200 for the smallest.
+benchmark::IterationCount iterations_for(std::size_t bytes) {
+    const std::size_t budget = std::size_t{1} << 30;
+    return static_cast<benchmark::IterationCount>(std::clamp<std::size_t>(budget / bytes, 5, 200));
+}
+
+// Prints nothing: every rank but 0 runs with it.
+class NullReporter final : public benchmark::BenchmarkReporter {
+  public:
+    bool ReportContext(const Context&) override { return true; }
+    void ReportRuns(const std::vector<Run>&) override {}
+};
+
+struct TransportBench {
+    TransportBench(int rank_in, bool use_gpu, int gpu_ordinal, std::size_t max_bytes)
+        : rank(rank_in),
+          on_gpu(use_gpu),
+          device(use_gpu ? make_cuda_device(gpu_ordinal) : make_host_device(kWaitTimeout)),
+          stream(device->make_stream(true, "bench comm")),
+          start(device->make_event(EventUse::timing)),
+          stop(device->make_event(EventUse::timing)),
+          message(device->allocate(max_bytes)),
+          counter(device->allocate(sizeof(Counter))),
+          counter_host(device->allocate_host(sizeof(Counter))) {
+        if (rank == kSender) {
+            // Real data: A's values, which the receiver checks after each benchmark.
+            launch_a(message.as<float>(), kStep, kSeed, *stream);
+            if (on_gpu) pinned = device->allocate_host(max_bytes);
+        } else {
+            scratch = device->allocate(max_bytes);
+        }
+        stream->synchronize();
+        TransportOptions options;
+        options.max_message_bytes = max_bytes;
+        options.timeout = kWaitTimeout;
+        // Collective (it duplicates the communicator): every rank makes it here, in this order.
+        transport = make_mpi_staged_transport(MPI_COMM_WORLD, *device, options);
+    }
+
+    // Rank 1: how many of the first `bytes` received differ from A's values (B with alpha 1
+    // counts them; its output goes to scratch).
+    Counter count_wrong(std::size_t bytes) {
+        device->fill_async(counter.data(), 0, sizeof(Counter), *stream);
+        launch_b(Span<const float>{message.as<float>().data(), bytes / 4},
+                 Span<float>{scratch.as<float>().data(), bytes / 4}, 1.0f, kStep, kSeed,
+                 counter.as<Counter>().data(), *stream);
+        device->copy_async(counter_host.data(), counter.data(), sizeof(Counter), *stream);
+        stream->synchronize();
+        return *counter_host.as<Counter>().data();
+    }
+
+    int rank;
+    bool on_gpu;
+    std::unique_ptr<Device> device;
+    std::unique_ptr<Stream> stream;
+    std::unique_ptr<Event> start;
+    std::unique_ptr<Event> stop;
+    Buffer message;  // rank 0: what it sends; rank 1: where it lands
+    Buffer scratch;  // rank 1: B's output while checking
+    Buffer pinned;   // rank 0 on a GPU: the host side of the ceiling copies
+    Buffer counter;
+    Buffer counter_host;
+    // Declared last: destroyed first, while the buffers its queued work used still exist.
+    std::unique_ptr<Transport> transport;
+};
+
+void barrier() { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+
+// One message from rank 0 to rank 1, finished on both sides: rank 0 returns when rank 1 has it.
+void one_message(TransportBench& tb, std::size_t bytes) {
+    if (tb.rank == kSender) {
+        tb.transport->send(tb.message.data(), bytes, kReceiver, *tb.stream);
+        tb.stream->synchronize();
+        MPI_CHECK(
+            MPI_Recv(nullptr, 0, MPI_BYTE, kReceiver, kAckTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    } else {
+        tb.transport->recv(tb.message.data(), bytes, kSender, *tb.stream);
+        tb.stream->synchronize();
+        MPI_CHECK(MPI_Send(nullptr, 0, MPI_BYTE, kSender, kAckTag, MPI_COMM_WORLD));
+    }
+}
+
+void transport_staged(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
+    barrier();
+    if (tb.rank == kReceiver) {
+        // Stale data from an earlier benchmark must not pass the check below.
+        tb.device->fill_async(tb.message.data(), 0xff, bytes, *tb.stream);
+        tb.stream->synchronize();
+    }
+    one_message(tb, bytes);  // warm-up
+    barrier();
+    for (auto _ : state) {
+        const auto begin = std::chrono::steady_clock::now();
+        one_message(tb, bytes);
+        const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - begin;
+        state.SetIterationTime(elapsed.count());
+    }
+    // Rank 1 checks what arrived and tells rank 0, which reports.
+    std::uint64_t wrong = 0;
+    if (tb.rank == kReceiver) {
+        wrong = tb.count_wrong(bytes);
+        MPI_CHECK(MPI_Send(&wrong, 1, MPI_UINT64_T, kSender, kVerdictTag, MPI_COMM_WORLD));
+    } else {
+        MPI_CHECK(MPI_Recv(&wrong, 1, MPI_UINT64_T, kReceiver, kVerdictTag, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
+    }
+    if (wrong != 0) {
+        fail(state, "rank 1 received " + std::to_string(wrong) + " wrong values");
+    }
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
+                            static_cast<std::int64_t>(bytes));
+}
+
+enum class CopyDirection { device_to_host, host_to_device };
+
+// A pinned copy on rank 0, timed with events; rank 1 only keeps in step.
+void pinned_copy(benchmark::State& state, TransportBench& tb, std::size_t bytes,
+                 CopyDirection direction) {
+    barrier();
+    if (tb.rank != kSender) {
+        for (auto _ : state) state.SetIterationTime(0.0);
+        barrier();
+        return;
+    }
+    void* dst = direction == CopyDirection::device_to_host ? tb.pinned.data() : tb.message.data();
+    const void* src =
+        direction == CopyDirection::device_to_host ? tb.message.data() : tb.pinned.data();
+    tb.device->copy_async(dst, src, bytes, *tb.stream);  // warm-up
+    tb.stream->synchronize();
+    for (auto _ : state) {
+        tb.start->record(*tb.stream);
+        tb.device->copy_async(dst, src, bytes, *tb.stream);
+        tb.stop->record(*tb.stream);
+        tb.stop->synchronize();
+        state.SetIterationTime(tb.stop->elapsed_ms_since(*tb.start) * 1e-3);
+    }
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
+                            static_cast<std::int64_t>(bytes));
+    barrier();
+}
+
+void register_all(TransportBench& tb, const std::vector<std::size_t>& sizes) {
+    const std::string staged = tb.on_gpu ? "transport/mpi_staged_gpu" : "transport/mpi_staged_host";
+    for (const std::size_t bytes : sizes) {
+        benchmark::RegisterBenchmark(
+            staged.c_str(),
+            [&tb, bytes](benchmark::State& state) { transport_staged(state, tb, bytes); })
+            ->Arg(static_cast<std::int64_t>(bytes))
+            ->Iterations(iterations_for(bytes))
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+    }
+    if (!tb.on_gpu) return;
+    const std::pair<const char*, CopyDirection> copies[] = {
+        {"gpu/copy_d2h", CopyDirection::device_to_host},
+        {"gpu/copy_h2d", CopyDirection::host_to_device},
+    };
+    for (const auto& [name, direction] : copies) {
+        for (const std::size_t bytes : sizes) {
+            benchmark::RegisterBenchmark(name,
+                                         [&tb, bytes, direction = direction](benchmark::State& s) {
+                                             pinned_copy(s, tb, bytes, direction);
+                                         })
+                ->Arg(static_cast<std::int64_t>(bytes))
+                ->Iterations(iterations_for(bytes))
+                ->UseManualTime()
+                ->Unit(benchmark::kMicrosecond);
+        }
+    }
+}
+
+// Errors where nothing can catch them (a proxy thread) and errors that reach main: one line, then
+// the whole job ends, since the other rank would otherwise wait for ever.
+[[noreturn]] void abort_job(const Error& error) noexcept {
+    int rank = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::fprintf(stderr, "bench_transport: error on rank %d: %s\n", rank, error.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, static_cast<int>(error.code()));
+    std::_Exit(static_cast<int>(error.code()));
+}
+
+int run(MpiSession& session, int argc, char** argv) {
+    // Only rank 0 writes --benchmark_out: the others would truncate the same file.
+    std::vector<char*> args;
+    for (int i = 0; i < argc; ++i) {
+        if (session.world_rank() != 0 &&
+            std::string_view(argv[i]).rfind("--benchmark_out", 0) == 0) {
+            continue;
+        }
+        args.push_back(argv[i]);
+    }
+    int arg_count = static_cast<int>(args.size());
+    args.push_back(nullptr);
+    benchmark::Initialize(&arg_count, args.data());
+    if (benchmark::ReportUnrecognizedArguments(arg_count, args.data())) {
+        return static_cast<int>(ExitCode::usage);
+    }
+    if (session.world_size() != 2) {
+        if (session.world_rank() == 0) {
+            std::fprintf(stderr, "bench_transport: needs exactly 2 ranks (mpirun -np 2), got %d\n",
+                         session.world_size());
+        }
+        return static_cast<int>(ExitCode::usage);
+    }
+    const std::size_t max_bytes = max_bytes_from_env();
+    const auto sizes = bench_sizes(max_bytes);
+
+    // Both ranks must agree on the device kind, or their benchmark lists would differ.
+    const int gpus = cuda_device_count();
+    int all_have_gpu = gpus > 0 ? 1 : 0;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_have_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    const int ordinal = gpus > 0 ? session.local_rank() % gpus : -1;
+    TransportBench tb(session.world_rank(), all_have_gpu == 1, ordinal, max_bytes);
+
+    add_provenance_context();
+    benchmark::AddCustomContext("max_bytes", std::to_string(max_bytes));
+    benchmark::AddCustomContext("device", tb.device->info().name);
+    benchmark::AddCustomContext("transport", tb.transport->name());
+    benchmark::AddCustomContext("mpi", mpi_version_string());
+    register_all(tb, sizes);
+
+    if (session.world_rank() == 0) {
+        benchmark::RunSpecifiedBenchmarks();
+    } else {
+        NullReporter quiet;
+        benchmark::RunSpecifiedBenchmarks(&quiet);
+    }
+    benchmark::Shutdown();
+    // Every rank ends with the same code.
+    int failed = any_failed() ? 1 : 0;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    if (failed != 0) {
+        if (session.world_rank() == 0) {
+            std::fprintf(stderr,
+                         "bench_transport: a benchmark failed its check (see ERROR above)\n");
+        }
+        return static_cast<int>(ExitCode::verification);
+    }
+    return 0;
+}
+
+}  // namespace
+}  // namespace gpurelay::bench
+
+int main(int argc, char** argv) {
+    using gpurelay::Error;
+    std::unique_ptr<gpurelay::MpiSession> session;
+    try {
+        session = std::make_unique<gpurelay::MpiSession>(&argc, &argv);
+        gpurelay::set_fatal_handler(gpurelay::bench::abort_job);
+        return gpurelay::bench::run(*session, argc, argv);
+    } catch (const Error& error) {
+        gpurelay::bench::abort_job(error);
+    } catch (const std::exception& error) {
+        gpurelay::bench::abort_job(gpurelay::runtime_error(error.what()));
+    }
+}

@@ -1,0 +1,38 @@
+// Built only with CUDA: the NVTX3 headers come with the toolkit.
+#include "runtime/nvtx.hpp"
+
+#include <nvtx3/nvToolsExt.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace gpurelay::nvtx {
+namespace {
+
+// Created on first use, so a run without ranges never touches NVTX; the tool, if any, is
+// loaded here.
+nvtxDomainHandle_t domain() {
+    static const nvtxDomainHandle_t handle = nvtxDomainCreateA("gpurelay");
+    return handle;
+}
+
+}  // namespace
+
+void push(const char* message, std::uint32_t argb) {
+    nvtxEventAttributes_t attributes{};
+    attributes.version = NVTX_VERSION;
+    attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    attributes.colorType = NVTX_COLOR_ARGB;
+    attributes.color = argb;
+    attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    attributes.message.ascii = message;
+    nvtxDomainRangePushEx(domain(), &attributes);
+}
+
+void pop() { nvtxDomainRangePop(domain()); }
+
+void name_current_thread(const char* name) {
+    // NVTX names OS threads by their kernel id (what Nsight Systems shows as the TID).
+    nvtxNameOsThreadA(static_cast<std::uint32_t>(::syscall(SYS_gettid)), name);
+}
+
+}  // namespace gpurelay::nvtx
