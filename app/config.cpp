@@ -347,6 +347,10 @@ const std::vector<KeySpec>& key_table() {
                    "auto|on", &Config::staging, std::array{Staging::auto_select, Staging::on}),
         text_key("output", "HDF5 result file", "PATH", &Config::output),
         bool_key("overwrite", "replace an existing output file", &Config::overwrite),
+        bool_key("resume",
+                 "continue OUTPUT.partial, left by a run stopped with SIGTERM or SIGINT, from "
+                 "the step where it stopped",
+                 &Config::resume),
         write_key(),
         int_key("flush_every", "flush the file every K steps of the last pass (0: only at the end)",
                 &Config::flush_every, 0),

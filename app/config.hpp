@@ -36,6 +36,7 @@ struct Config {
     Staging staging = Staging::auto_select;  // MPI through pinned staging: on the GPU, or always
     std::string output = "outputs/gpurelay.h5";
     bool overwrite = false;
+    bool resume = false;  // continue OUTPUT.partial from the step where it stopped
     WriteMode write = WriteMode::last;
     std::int64_t write_every = 0;  // K of write = "every:K"
     std::int64_t flush_every = 0;  // flush the file every K steps of the last pass (0: only at the end)

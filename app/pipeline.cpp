@@ -280,6 +280,7 @@ struct Pipeline::Impl {
 
     // Reads step s's times and counts (the host blocks here only if the GPU is R-1 steps behind).
     void retire(std::int64_t s, PassResult& result) {
+        const bool has_previous = s > result.first_step;
         const std::size_t r = static_cast<std::size_t>(s) % ring;
         const std::size_t prev = static_cast<std::size_t>(s + static_cast<std::int64_t>(ring) - 1) % ring;
         StepMarks& m = marks[r];
@@ -288,7 +289,7 @@ struct Pipeline::Impl {
             m.send_end->synchronize();
             t.a = m.a_end->elapsed_ms_since(*m.a_start);
             t.send = m.send_end->elapsed_ms_since(*m.a_end);
-            if (s > 0) t.period = m.send_end->elapsed_ms_since(*marks[prev].send_end);
+            if (has_previous) t.period = m.send_end->elapsed_ms_since(*marks[prev].send_end);
         }
         if (consumer) {
             m.done->synchronize();
@@ -296,7 +297,7 @@ struct Pipeline::Impl {
             t.c = m.c_end->elapsed_ms_since(*m.c_start);
             t.wait = m.b_start->elapsed_ms_since(*m.c_end);
             t.b = m.b_end->elapsed_ms_since(*m.b_start);
-            t.period = s > 0 ? m.b_end->elapsed_ms_since(*marks[prev].b_end) : kNaN;
+            t.period = has_previous ? m.b_end->elapsed_ms_since(*marks[prev].b_end) : kNaN;
             const Counter* host_counters = counters_host.as<Counter>().data() + 2 * r;
             result.x_mismatches[static_cast<std::size_t>(s)] = host_counters[0];
             result.c_mismatches[static_cast<std::size_t>(s)] = host_counters[1];
@@ -306,7 +307,7 @@ struct Pipeline::Impl {
 
     template <typename T>
     void spot_check_last(PassResult& result) {
-        const std::int64_t last = config.steps - 1;
+        const std::int64_t last = result.end_step - 1;
         const std::size_t k = static_cast<std::size_t>(last) % depth;
         Buffer host = device.allocate_host(bytes);
         device.copy_async(host.data(), y_slots[k].data(), bytes, *compute_stream);
@@ -318,23 +319,30 @@ struct Pipeline::Impl {
     }
 
     template <typename T>
-    PassResult run(bool overlap, ResultWriter* writer, const StepCallback& on_step) {
+    PassResult run(bool overlap, ResultWriter* writer, const StepCallback& on_step,
+                   std::int64_t first_step) {
         // The whole pass on the main thread's row, so passes of a compare run are easy to tell apart.
         const NvtxRange pass_range(overlap ? "pass overlap=on" : "pass overlap=off", kPassColour);
         PassResult result;
         result.overlap = overlap;
+        result.first_step = first_step;
+        // The first step a pass runs is cold (new connections), so a resumed pass times from
+        // the step after it.
+        result.timed_from = std::max(config.warmup, first_step == 0 ? 0 : first_step + 1);
         const auto steps = static_cast<std::size_t>(config.steps);
-        result.steps.resize(steps);
+        result.steps.assign(steps, StepTimes{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN});
         result.x_mismatches.assign(steps, 0);
         result.c_mismatches.assign(steps, 0);
         const auto lag = static_cast<std::int64_t>(ring) - 1;
         std::uint64_t next_row = 0;
-        double timed_start = 0;
+        for (std::int64_t s = 0; s < first_step; ++s) next_row += config.writes_step(s) ? 1 : 0;
+        double timed_start = now_ms();
 
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-        for (std::int64_t s = 0; s < config.steps; ++s) {
-            if (s >= lag) retire(s - lag, result);
-            if (s == config.warmup) {
+        std::int64_t end = config.steps;
+        for (std::int64_t s = first_step; s < config.steps; ++s) {
+            if (s - lag >= first_step) retire(s - lag, result);
+            if (s == result.timed_from) {
                 // The timed region starts with every rank idle and in step.
                 synchronize_all();
                 MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
@@ -353,19 +361,21 @@ struct Pipeline::Impl {
                 synchronize_all();
                 profiler_stop(device.backend());
             }
-            if (s == 0) {
+            if (s == first_step) {
                 // The cold step: the first transfer between two peers sets up its connections.
                 synchronize_all();
                 result.cold_step_ms = now_ms() - queued_at;
             }
-            if (on_step) on_step(s);
+            if (on_step && on_step(s)) {
+                end = s + 1;
+                break;
+            }
         }
-        for (std::int64_t s = std::max<std::int64_t>(0, config.steps - lag); s < config.steps; ++s) {
-            retire(s, result);
-        }
+        result.end_step = end;
+        for (std::int64_t s = std::max(first_step, end - lag); s < end; ++s) retire(s, result);
         synchronize_all();
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-        result.timed_wall_ms = now_ms() - timed_start;
+        result.timed_wall_ms = end > result.timed_from ? now_ms() - timed_start : 0.0;
         if (writer != nullptr) {
             writer->drain();
             result.write_wait_ms = writer->waited_ms();
@@ -398,9 +408,11 @@ Pipeline::Pipeline(const Config& config, Device& device, Transport& transport,
 
 Pipeline::~Pipeline() = default;
 
-PassResult Pipeline::run(bool overlap, ResultWriter* writer, const StepCallback& on_step) {
-    return impl_->config.dtype == DType::float32 ? impl_->run<float>(overlap, writer, on_step)
-                                                 : impl_->run<double>(overlap, writer, on_step);
+PassResult Pipeline::run(bool overlap, ResultWriter* writer, const StepCallback& on_step,
+                         std::int64_t first_step) {
+    return impl_->config.dtype == DType::float32
+               ? impl_->run<float>(overlap, writer, on_step, first_step)
+               : impl_->run<double>(overlap, writer, on_step, first_step);
 }
 
 std::uint64_t Pipeline::device_bytes() const {

@@ -33,6 +33,9 @@ double phase_value(const StepTimes& t, int phase);
 // What one pass (overlap on or off) measured on this rank.
 struct PassResult {
     bool overlap = true;
+    std::int64_t first_step = 0;   // where this pass started (after a resume, not 0)
+    std::int64_t end_step = 0;     // one past the last step run (less than steps if stopped)
+    std::int64_t timed_from = 0;   // first step in the timings (warm-up and cold steps excluded)
     std::vector<StepTimes> steps;       // every step, warm-up included
     std::vector<Counter> x_mismatches;  // per step (consumer; zeros elsewhere)
     std::vector<Counter> c_mismatches;  // per step (consumer)
@@ -44,7 +47,8 @@ struct PassResult {
 };
 
 // Called on the host after each step is queued (for progress output).
-using StepCallback = std::function<void(std::int64_t step)>;
+// Returns true to stop after that step (every rank must answer alike for the same step).
+using StepCallback = std::function<bool(std::int64_t step)>;
 
 class Pipeline {
   public:
@@ -56,8 +60,10 @@ class Pipeline {
     Pipeline& operator=(const Pipeline&) = delete;
 
     // Runs all steps once; `writer` (consumers, may be null) receives the rows `config.write`
-    // selects; `on_step` runs after each step is queued.
-    PassResult run(bool overlap, ResultWriter* writer, const StepCallback& on_step);
+    // selects; `on_step` runs after each step is queued and may stop the pass there. Steps
+    // before `first_step` are skipped (a resumed run).
+    PassResult run(bool overlap, ResultWriter* writer, const StepCallback& on_step,
+                   std::int64_t first_step = 0);
 
     // Memory the pipeline holds on the device (or the host, on the CPU path).
     std::uint64_t device_bytes() const;

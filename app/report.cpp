@@ -74,12 +74,17 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     const auto steps = static_cast<std::size_t>(config.steps);
-    const auto warmup = static_cast<std::size_t>(config.warmup);
-    const std::size_t timed = steps - warmup;
+    // The steps this pass timed: after warm-up (and after the cold first step of a resumed
+    // pass), up to where it stopped.
+    const auto warmup = static_cast<std::size_t>(result.timed_from);
+    const auto end = static_cast<std::size_t>(result.end_step);
+    const std::size_t timed = end > warmup ? end - warmup : 0;
     const double bytes = static_cast<double>(config.tensor_bytes());
 
     PassSummary summary;
     summary.overlap = result.overlap;
+    summary.timed_steps = static_cast<std::int64_t>(timed);
+    summary.timed_from = result.timed_from;
 
     // Every rank's step times to rank 0: steps x phases doubles each.
     std::vector<double> mine(steps * kPhaseCount);
@@ -104,13 +109,14 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     double worst[3];
     MPI_CHECK(MPI_Allreduce(walls, worst, 3, MPI_DOUBLE, MPI_MAX, comm));
 
-    summary.x_checked = config.elements * steps * static_cast<std::uint64_t>(placement.pairs);
-    summary.c_checked = config.c_elements * steps * static_cast<std::uint64_t>(placement.pairs);
+    const auto ran = static_cast<std::uint64_t>(result.end_step - result.first_step);
+    summary.x_checked = config.elements * ran * static_cast<std::uint64_t>(placement.pairs);
+    summary.c_checked = config.c_elements * ran * static_cast<std::uint64_t>(placement.pairs);
     summary.x_mismatches = totals[0];
     summary.c_mismatches = totals[1];
     summary.spot_checked = totals[2];
     summary.spot_mismatches = totals[3];
-    summary.time_per_step_ms = worst[0] / static_cast<double>(timed);
+    summary.time_per_step_ms = timed > 0 ? worst[0] / static_cast<double>(timed) : kNaN;
     summary.steps_per_s = 1000.0 / summary.time_per_step_ms;
     summary.cold_step_ms = worst[1];
     summary.write_wait_ms = worst[2];
@@ -122,7 +128,7 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     for (int p = 0; p < kPhaseCount; ++p) {
         std::vector<double> samples;
         for (int r = 0; r < size; ++r) {
-            for (std::size_t s = warmup; s < steps; ++s) samples.push_back(value(r, s, p));
+            for (std::size_t s = warmup; s < end; ++s) samples.push_back(value(r, s, p));
         }
         summary.phases[static_cast<std::size_t>(p)] = stats_of(std::move(samples));
     }
@@ -134,7 +140,7 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     for (int pair = 0; pair < placement.pairs; ++pair) {
         const PairPlacement p = place_pairs(size == 1 ? 0 : (split ? pair : 2 * pair), size, split);
         std::vector<double> transfers, periods;
-        for (std::size_t s = warmup; s < steps; ++s) {
+        for (std::size_t s = warmup; s < end; ++s) {
             transfers.push_back(std::min(value(p.producer, s, 1), value(p.consumer, s, 2)));
             periods.push_back(value(p.consumer, s, 6));
         }
@@ -209,10 +215,10 @@ void print_report(std::FILE* out, const RunSummary& s) {
                  human_bytes(static_cast<double>(c.c_elements * 4)).c_str(),
                  human_bytes(static_cast<double>(s.host_bytes)).c_str());
     for (const PassSummary& p : s.passes) {
-        std::fprintf(out, "\n%s: %lld timed steps after %lld warm-up (ms; step = period between "
+        std::fprintf(out, "\n%s: %lld timed steps from step %lld (ms; step = period between "
                      "completed steps)\n",
-                     pass_name(p.overlap), static_cast<long long>(c.timed_steps()),
-                     static_cast<long long>(c.warmup));
+                     pass_name(p.overlap), static_cast<long long>(p.timed_steps),
+                     static_cast<long long>(p.timed_from));
         std::fprintf(out, "  %-6s %11s %11s %11s\n", "phase", "median", "min", "max");
         for (int ph = 0; ph < kPhaseCount; ++ph) {
             const PhaseStats& st = p.phases[static_cast<std::size_t>(ph)];

@@ -29,6 +29,7 @@ struct PairFigures {
 
 struct PassSummary {
     bool overlap = true;
+    std::int64_t timed_steps = 0, timed_from = 0;
     std::array<PhaseStats, kPhaseCount> phases{};  // over every rank's timed steps
     double transfer_ms = 0, transfer_gbps = 0, aggregate_gbps = 0;
     double a_gbps = 0, b_gbps = 0, c_giter_per_s = 0;

@@ -209,8 +209,8 @@ void validate_attributes(const Attributes& attributes) {
     }
 }
 
-// Rank 0 only, before any rank touches the file.
-void check_output_path(const std::string& path, const std::string& partial_path, bool overwrite) {
+// Rank 0 only: the final name may be taken only with `overwrite`, and never from a directory.
+void check_final_path(const std::string& path, bool overwrite) {
     if (path.empty()) {
         throw usage_error("output file name is empty");
     }
@@ -224,6 +224,12 @@ void check_output_path(const std::string& path, const std::string& partial_path,
             throw usage_error("output path '" + path + "' is a directory");
         }
     }
+}
+
+// Rank 0 only: the folder of `path` must exist (it is made if missing) and take new names, for the
+// .partial file and for the rename at close.
+void check_output_directory(const std::string& path) {
+    std::error_code error;
     // The default output lies in a folder ("outputs/") that a fresh checkout lacks.
     fs::path directory = fs::path(path).parent_path();
     if (directory.empty()) {
@@ -239,6 +245,13 @@ void check_output_path(const std::string& path, const std::string& partial_path,
     if (::access(directory.c_str(), W_OK | X_OK) != 0) {
         throw usage_error("output directory '" + directory.string() + "' is not writable");
     }
+}
+
+// Rank 0 only, before any rank touches the file.
+void check_output_path(const std::string& path, const std::string& partial_path, bool overwrite) {
+    check_final_path(path, overwrite);
+    check_output_directory(path);
+    std::error_code error;
     // A .partial file left by a run that died is replaced.
     if (fs::exists(fs::symlink_status(partial_path, error)) &&
         !fs::is_directory(fs::symlink_status(partial_path, error))) {
@@ -366,6 +379,222 @@ void write_hyperslab(hid_t dataset, const hsize_t* start, const hsize_t* count, 
              "H5Dwrite(" + what + ")");
 }
 
+const char* element_type_name(ElementType type) {
+    switch (type) {
+        case ElementType::float32:
+            return "float32";
+        case ElementType::float64:
+            return "float64";
+        case ElementType::uint64:
+            return "uint64";
+        case ElementType::int64:
+            return "int64";
+    }
+    return "unknown";
+}
+
+// The ElementType name of a stored type, or "an unsupported type".
+std::string stored_type_name(hid_t type) {
+    for (ElementType candidate :
+         {ElementType::float32, ElementType::float64, ElementType::uint64, ElementType::int64}) {
+        if (H5Tequal(type, file_type(candidate)) > 0) {
+            return element_type_name(candidate);
+        }
+    }
+    return "an unsupported type";
+}
+
+// "[2, 3, 1000]".
+std::string shape_text(const std::vector<hsize_t>& dims) {
+    std::string text = "[";
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+        text += (i == 0 ? "" : ", ") + std::to_string(dims[i]);
+    }
+    return text + "]";
+}
+
+// One dataset that a layout declares: where it lies, what it holds and its exact shape.
+struct DeclaredDataset {
+    std::string name;  // absolute ("/timings/step_s")
+    ElementType type;
+    std::vector<hsize_t> dims;
+};
+
+// /y and /step (when the layout has written steps), then the matrices in declaration order.
+std::vector<DeclaredDataset> declared_datasets(const ResultFileLayout& layout) {
+    std::vector<DeclaredDataset> datasets;
+    if (!layout.written_steps.empty()) {
+        const hsize_t rows = layout.written_steps.size();
+        datasets.push_back({"/y", layout.y_type, {layout.pairs, rows, layout.elements}});
+        datasets.push_back({"/step", ElementType::int64, {rows}});
+    }
+    for (const MatrixSpec& spec : layout.matrices) {
+        datasets.push_back({"/" + matrix_key(spec.path), spec.type, {spec.rows, spec.cols}});
+    }
+    return datasets;
+}
+
+// Whether `name` ("/a/b/c") exists: H5Lexists fails, rather than answering no, when a group on
+// the way is missing, so each step is asked in turn.
+bool link_exists(hid_t file, const std::string& name) {
+    std::size_t end = 0;
+    do {
+        end = name.find('/', end + 1);
+        const std::string prefix = name.substr(0, end);
+        if (h5_check(H5Lexists(file, prefix.c_str(), H5P_DEFAULT), "H5Lexists(" + prefix + ")") <=
+            0) {
+            return false;
+        }
+    } while (end != std::string::npos);
+    return true;
+}
+
+// Opens the declared dataset in `file` (named `file_path` in messages); a usage error naming the
+// dataset when it is missing or its type or shape differs from the declaration.
+H5Dataset open_declared_dataset(hid_t file, const std::string& file_path,
+                                const DeclaredDataset& declared) {
+    const std::string prefix = "cannot resume '" + file_path + "': " + declared.name;
+    if (!link_exists(file, declared.name)) {
+        throw usage_error(prefix + " does not exist");
+    }
+    H5Dataset dataset(H5Dopen2(file, declared.name.c_str(), H5P_DEFAULT));
+    if (!dataset) {
+        H5Eclear2(H5E_DEFAULT);
+        throw usage_error(prefix + " is not a dataset");
+    }
+    H5Datatype type(h5_check(H5Dget_type(dataset.get()), "H5Dget_type(" + declared.name + ")"));
+    if (h5_check(H5Tequal(type.get(), file_type(declared.type)),
+                 "H5Tequal(" + declared.name + ")") <= 0) {
+        throw usage_error(prefix + " has type " + stored_type_name(type.get()) +
+                          " but this run needs " + element_type_name(declared.type));
+    }
+    H5Dataspace space(h5_check(H5Dget_space(dataset.get()), "H5Dget_space(" + declared.name + ")"));
+    const int rank = h5_check(H5Sget_simple_extent_ndims(space.get()),
+                              "H5Sget_simple_extent_ndims(" + declared.name + ")");
+    std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+    h5_check(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr),
+             "H5Sget_simple_extent_dims(" + declared.name + ")");
+    if (dims != declared.dims) {
+        throw usage_error(prefix + " has shape " + shape_text(dims) + " but this run needs " +
+                          shape_text(declared.dims));
+    }
+    return dataset;
+}
+
+// Reads a scalar attribute as the AttributeValue alternative of its class: any string (variable
+// or fixed length), any integer (as int64), any float (as double). `what` names it in messages.
+AttributeValue read_attribute(hid_t object, const std::string& name, const std::string& what) {
+    H5Attribute attribute(
+        h5_check(H5Aopen(object, name.c_str(), H5P_DEFAULT), "H5Aopen(" + what + ")"));
+    H5Dataspace space(h5_check(H5Aget_space(attribute.get()), "H5Aget_space(" + what + ")"));
+    if (H5Sget_simple_extent_type(space.get()) != H5S_SCALAR) {
+        throw usage_error(what + " is not a scalar");
+    }
+    H5Datatype type(h5_check(H5Aget_type(attribute.get()), "H5Aget_type(" + what + ")"));
+    switch (H5Tget_class(type.get())) {
+        case H5T_STRING: {
+            H5Datatype memory(h5_check(H5Tcopy(H5T_C_S1), "H5Tcopy(string)"));
+            h5_check(H5Tset_cset(memory.get(), H5Tget_cset(type.get())),
+                     "H5Tset_cset(" + what + ")");
+            if (h5_check(H5Tis_variable_str(type.get()), "H5Tis_variable_str(" + what + ")") > 0) {
+                h5_check(H5Tset_size(memory.get(), H5T_VARIABLE), "H5Tset_size(variable)");
+                char* text = nullptr;
+                h5_check(H5Aread(attribute.get(), memory.get(), &text), "H5Aread(" + what + ")");
+                std::string value = text != nullptr ? text : "";
+                H5free_memory(text);
+                return value;
+            }
+            const std::size_t size = H5Tget_size(type.get());
+            if (size == 0) {
+                throw runtime_error("HDF5 error in H5Tget_size(" + what +
+                                    "): " + hdf5_error_detail());
+            }
+            // NULLPAD keeps every stored byte (NULLTERM would drop the last to make room).
+            h5_check(H5Tset_size(memory.get(), size), "H5Tset_size(" + what + ")");
+            h5_check(H5Tset_strpad(memory.get(), H5T_STR_NULLPAD), "H5Tset_strpad(" + what + ")");
+            std::string value(size, '\0');
+            h5_check(H5Aread(attribute.get(), memory.get(), value.data()), "H5Aread(" + what + ")");
+            value.resize(std::min(value.find('\0'), value.size()));
+            return value;
+        }
+        case H5T_INTEGER: {
+            std::int64_t value = 0;
+            h5_check(H5Aread(attribute.get(), H5T_NATIVE_INT64, &value), "H5Aread(" + what + ")");
+            return value;
+        }
+        case H5T_FLOAT: {
+            double value = 0;
+            h5_check(H5Aread(attribute.get(), H5T_NATIVE_DOUBLE, &value), "H5Aread(" + what + ")");
+            return value;
+        }
+        default:
+            throw usage_error(what + " is neither a string, an integer nor a float");
+    }
+}
+
+// Opens `path` read-only with the default (serial) driver; a usage error "cannot <verb> 'path':
+// not an HDF5 file" when it is not one.
+H5File open_serial_read_only(const std::string& path, const std::string& verb) {
+    if (H5Fis_hdf5(path.c_str()) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        throw usage_error("cannot " + verb + " '" + path + "': not an HDF5 file");
+    }
+    return H5File(
+        h5_check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "H5Fopen('" + path + "')"));
+}
+
+// Rank 0 only, serially, before any rank opens the file for writing: the existing PATH.partial
+// must be an unfinished result file with every dataset of `layout`, /step holding its steps.
+void check_resumable(const std::string& partial_path, const ResultFileLayout& layout) {
+    H5File file = open_serial_read_only(partial_path, "resume");
+    const std::string prefix = "cannot resume '" + partial_path + "': ";
+    const std::string complete_name(complete_attribute);
+    if (h5_check(H5Aexists(file.get(), complete_name.c_str()), "H5Aexists(complete)") <= 0) {
+        throw usage_error(prefix + "it has no 'complete' attribute");
+    }
+    const AttributeValue complete =
+        read_attribute(file.get(), complete_name, "attribute 'complete' of '" + partial_path + "'");
+    const auto* complete_value = std::get_if<std::int64_t>(&complete);
+    if (complete_value == nullptr) {
+        throw usage_error(prefix + "attribute 'complete' is not an integer");
+    }
+    if (*complete_value != 0) {
+        throw usage_error("nothing to resume: '" + partial_path + "' is complete");
+    }
+    for (const DeclaredDataset& declared : declared_datasets(layout)) {
+        H5Dataset dataset = open_declared_dataset(file.get(), partial_path, declared);
+        // Rows are placed by their index into written_steps, so the steps must be the same.
+        if (declared.name == "/step") {
+            std::vector<std::int64_t> steps(layout.written_steps.size());
+            h5_check(H5Dread(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                             steps.data()),
+                     "H5Dread(/step)");
+            if (steps != layout.written_steps) {
+                throw usage_error(prefix + "/step holds other steps than this run writes");
+            }
+        }
+    }
+}
+
+// File access for every rank of `comm` through MPI-IO.
+H5PropertyList parallel_file_access(MPI_Comm comm) {
+    H5PropertyList file_access(h5_check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)"));
+    h5_check(H5Pset_fapl_mpio(file_access.get(), comm, MPI_INFO_NULL), "H5Pset_fapl_mpio");
+    // Metadata reads by one rank broadcast to the others, and rank 0 alone writes it out
+    // collectively: fewer small requests on a parallel file system.
+    h5_check(H5Pset_all_coll_metadata_ops(file_access.get(), true), "H5Pset_all_coll_metadata_ops");
+    h5_check(H5Pset_coll_metadata_write(file_access.get(), true), "H5Pset_coll_metadata_write");
+    return file_access;
+}
+
+// Rows are written by one rank at its own pace, so raw data goes independently.
+H5PropertyList independent_transfer_list() {
+    H5PropertyList transfer(h5_check(H5Pcreate(H5P_DATASET_XFER), "H5Pcreate(dataset transfer)"));
+    h5_check(H5Pset_dxpl_mpio(transfer.get(), H5FD_MPIO_INDEPENDENT),
+             "H5Pset_dxpl_mpio(independent)");
+    return transfer;
+}
+
 }  // namespace
 
 struct ResultFile::State {
@@ -432,24 +661,28 @@ struct ResultFile::State {
         independent_transfer.reset();
     }
 
+    // Not collective: the fields every open file starts from, and our own duplicate of `comm`.
+    static std::unique_ptr<State> make(MPI_Comm comm, const std::string& path, bool overwrite,
+                                       const ResultFileLayout& layout) {
+        auto state = std::make_unique<State>();
+        state->path = path;
+        state->partial_path = path + ".partial";
+        state->overwrite = overwrite;
+        state->pairs = layout.pairs;
+        state->rows = layout.written_steps.size();
+        state->elements = layout.elements;
+        state->y_type = layout.y_type;
+        mpi_check(MPI_Comm_dup(comm, &state->comm), "MPI_Comm_dup");
+        mpi_check(MPI_Comm_rank(state->comm, &state->rank), "MPI_Comm_rank");
+        return state;
+    }
+
     // Collective: creates the file and every dataset and attribute (all metadata).
     void create_objects(const ResultFileLayout& layout, const Attributes& attributes) {
-        H5PropertyList file_access(h5_check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)"));
-        h5_check(H5Pset_fapl_mpio(file_access.get(), comm, MPI_INFO_NULL), "H5Pset_fapl_mpio");
-        // Metadata reads by one rank broadcast to the others, and rank 0 alone writes it out
-        // collectively: fewer small requests on a parallel file system.
-        h5_check(H5Pset_all_coll_metadata_ops(file_access.get(), true),
-                 "H5Pset_all_coll_metadata_ops");
-        h5_check(H5Pset_coll_metadata_write(file_access.get(), true), "H5Pset_coll_metadata_write");
-        file = H5File(
-            h5_check(H5Fcreate(partial_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, file_access.get()),
-                     "H5Fcreate('" + partial_path + "')"));
-
-        // Rows are written by one rank at its own pace, so raw data goes independently.
-        independent_transfer =
-            H5PropertyList(h5_check(H5Pcreate(H5P_DATASET_XFER), "H5Pcreate(dataset transfer)"));
-        h5_check(H5Pset_dxpl_mpio(independent_transfer.get(), H5FD_MPIO_INDEPENDENT),
-                 "H5Pset_dxpl_mpio(independent)");
+        file = H5File(h5_check(H5Fcreate(partial_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT,
+                                         parallel_file_access(comm).get()),
+                               "H5Fcreate('" + partial_path + "')"));
+        independent_transfer = independent_transfer_list();
 
         if (!layout.written_steps.empty()) {
             // Every element of /y gets written (or the run is incomplete): filling it first would
@@ -485,6 +718,29 @@ struct ResultFile::State {
         write_attribute(file.get(), std::string(complete_attribute), std::int64_t{0});
     }
 
+    // Collective: opens the existing .partial (checked on rank 0 already) and every dataset of
+    // `layout`, and writes `attributes`; `complete` stays 0 and /step as it is.
+    void open_objects(const ResultFileLayout& layout, const Attributes& attributes) {
+        file = H5File(
+            h5_check(H5Fopen(partial_path.c_str(), H5F_ACC_RDWR, parallel_file_access(comm).get()),
+                     "H5Fopen('" + partial_path + "')"));
+        independent_transfer = independent_transfer_list();
+        // The declared order: /y, /step, then the matrices as listed.
+        const std::vector<DeclaredDataset> declared = declared_datasets(layout);
+        std::size_t next = 0;
+        if (!layout.written_steps.empty()) {
+            y = open_declared_dataset(file.get(), partial_path, declared[next++]);
+            step = open_declared_dataset(file.get(), partial_path, declared[next++]);
+        }
+        for (const MatrixSpec& spec : layout.matrices) {
+            matrices.emplace(
+                matrix_key(spec.path),
+                Matrix{open_declared_dataset(file.get(), partial_path, declared[next++]), spec.type,
+                       spec.rows, spec.cols});
+        }
+        write_root_attributes(attributes);
+    }
+
     void write_root_attributes(const Attributes& attributes) {
         for (const auto& [name, value] : attributes) {
             write_attribute(file.get(), name, value);
@@ -511,16 +767,7 @@ ResultFile ResultFile::create(MPI_Comm comm, const std::string& path, bool overw
     validate_layout(layout);
     validate_attributes(attributes);
 
-    auto state = std::make_unique<State>();
-    state->path = path;
-    state->partial_path = path + ".partial";
-    state->overwrite = overwrite;
-    state->pairs = layout.pairs;
-    state->rows = layout.written_steps.size();
-    state->elements = layout.elements;
-    state->y_type = layout.y_type;
-    mpi_check(MPI_Comm_dup(comm, &state->comm), "MPI_Comm_dup");
-    mpi_check(MPI_Comm_rank(state->comm, &state->rank), "MPI_Comm_rank");
+    std::unique_ptr<State> state = State::make(comm, path, overwrite, layout);
 
     // One rank looks at the file system, so every rank reports the same thing.
     agree(state->comm, capture_on_rank0(state->rank, [&] {
@@ -543,6 +790,52 @@ ResultFile ResultFile::create(MPI_Comm comm, const std::string& path, bool overw
                        "H5Fflush('" + state->partial_path + "')");
           }));
     return ResultFile(std::move(state));
+}
+
+ResultFile ResultFile::reopen(MPI_Comm comm, const std::string& path, bool overwrite,
+                              const ResultFileLayout& layout, const Attributes& attributes) {
+    QuietHdf5Errors quiet;
+    validate_layout(layout);
+    validate_attributes(attributes);
+    std::unique_ptr<State> state = State::make(comm, path, overwrite, layout);
+
+    // Rank 0 reads the .partial serially and closes it again before the collective open, so every
+    // rank gets the same usage error and nobody writes to a file that does not fit.
+    agree(state->comm, capture_on_rank0(state->rank, [&] {
+              // (An empty path is reported as such by check_final_path.)
+              if (!path.empty()) {
+                  std::error_code error;
+                  if (!fs::exists(fs::status(state->partial_path, error))) {
+                      throw usage_error("nothing to resume: '" + state->partial_path +
+                                        "' does not exist");
+                  }
+              }
+              check_final_path(state->path, overwrite);
+              check_output_directory(state->path);
+              check_resumable(state->partial_path, layout);
+          }));
+    agree(state->comm, capture([&] { state->open_objects(layout, attributes); }));
+    // The new attributes reach the disk before the first row is written.
+    agree(state->comm, capture([&] {
+              h5_check(H5Fflush(state->file.get(), H5F_SCOPE_GLOBAL),
+                       "H5Fflush('" + state->partial_path + "')");
+          }));
+    return ResultFile(std::move(state));
+}
+
+std::optional<AttributeValue> ResultFile::read_root_attribute(const std::string& file_path,
+                                                              const std::string& name) {
+    QuietHdf5Errors quiet;
+    std::error_code error;
+    if (!fs::exists(fs::status(file_path, error))) {
+        return std::nullopt;
+    }
+    H5File file = open_serial_read_only(file_path, "read");
+    const std::string what = "attribute '" + name + "' of '" + file_path + "'";
+    if (h5_check(H5Aexists(file.get(), name.c_str()), "H5Aexists(" + what + ")") <= 0) {
+        return std::nullopt;
+    }
+    return read_attribute(file.get(), name, what);
 }
 
 void ResultFile::write_y_row(std::uint64_t pair, std::uint64_t row, const void* data) {

@@ -3,7 +3,7 @@
 // attributes (provenance and `complete`). The file is written as PATH.partial and renamed to PATH
 // only when the run completes, so PATH never names a half-written file.
 //
-// Collective calls (create, flush, close, the destructor) must be made by every rank of the
+// Collective calls (create, reopen, flush, close, the destructor) must be made by every rank of the
 // communicator, in the same order, with the same arguments. HDF5 here is not thread-safe: make all
 // calls on one file from one thread at a time.
 #pragma once
@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -62,6 +63,24 @@ class ResultFile {
     // `complete` = 0 (int64), then flushes, so the .partial file is readable even after a crash.
     static ResultFile create(MPI_Comm comm, const std::string& path, bool overwrite,
                              const ResultFileLayout& layout, const Attributes& attributes);
+
+    // Collective over `comm`: reopens PATH.partial, left by a run that stopped early, for writing,
+    // so that a resumed run can fill in the remaining rows. Rank 0 checks first and every rank
+    // leaves with the same usage error when PATH.partial does not exist, when `path` exists without
+    // `overwrite`, when the .partial is not HDF5 or has `complete` != 0, or when a dataset of
+    // `layout` is missing or has another shape or type (/step must also hold `written_steps`).
+    // Writes `attributes` on the root (replacing those of the same name) and flushes; /step and
+    // the rows already written are kept. The result behaves like one from create().
+    static ResultFile reopen(MPI_Comm comm, const std::string& path, bool overwrite,
+                             const ResultFileLayout& layout, const Attributes& attributes);
+
+    // Not collective; call on one rank (rank 0) while no rank has the file open: reads the root
+    // attribute `name` of `file_path` serially (default driver), e.g. `config_toml` and
+    // `stopped_at_step` of a .partial before a resume. std::nullopt when the file or the attribute
+    // does not exist; a usage error when the file is not HDF5 or the attribute is not a scalar
+    // string, integer or float.
+    static std::optional<AttributeValue> read_root_attribute(const std::string& file_path,
+                                                             const std::string& name);
 
     // Independent (only the calling rank): writes row `row` (index into written_steps) of pair
     // `pair` in /y from `elements` values of y_type at `data`. Throws a runtime error on this rank

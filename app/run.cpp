@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <variant>
 
 #include "app/agreement.hpp"
 #include "app/command_line.hpp"
@@ -19,6 +21,7 @@
 #include "app/report.hpp"
 #include "app/result_file.hpp"
 #include "app/result_writer.hpp"
+#include "app/stop_request.hpp"
 #include "app/version.hpp"
 #include "comm/mpi_session.hpp"
 #include "comm/pairing.hpp"
@@ -95,6 +98,39 @@ void check_output_paths(const Config& config) {
     }
     if (!config.summary_json.empty()) check_folder("summary_json", config.summary_json);
     if (!config.results_csv.empty()) check_folder("results_csv", config.results_csv);
+}
+
+// What a resumed run reads from the .partial file: where it stopped.
+struct ResumePoint {
+    std::int64_t pass = 0;
+    std::int64_t step = 0;
+};
+
+// A run may only continue a file whose results it would reproduce: the keys that shape /y and
+// the verification must match the deck stored in the file.
+ResumePoint find_resume_point(const Config& config) {
+    const std::string partial = config.output + ".partial";
+    const auto stored = ResultFile::read_root_attribute(partial, "config_toml");
+    if (!stored || !std::holds_alternative<std::string>(*stored)) {
+        throw usage_error("resume: nothing to resume: '" + partial + "' does not exist");
+    }
+    const Config before = config_from_toml(std::get<std::string>(*stored), partial);
+    for (const char* key : {"elements", "dtype", "steps", "warmup", "overlap", "c_elements",
+                            "c_iterations", "alpha", "seed", "pairing", "write"}) {
+        if (config_value_toml(before, key) != config_value_toml(config, key)) {
+            throw usage_error("resume: " + std::string(key) + " is " + config_value_toml(config, key) +
+                              " but '" + partial + "' was started with " +
+                              config_value_toml(before, key));
+        }
+    }
+    const auto step = ResultFile::read_root_attribute(partial, "stopped_at_step");
+    const auto pass = ResultFile::read_root_attribute(partial, "stopped_pass");
+    if (!step || !pass || !std::holds_alternative<std::int64_t>(*step) ||
+        !std::holds_alternative<std::int64_t>(*pass)) {
+        throw usage_error("resume: '" + partial +
+                          "' was not stopped by a signal (no stopped_at_step): start afresh");
+    }
+    return {std::get<std::int64_t>(*pass), std::get<std::int64_t>(*step)};
 }
 
 struct Setup {
@@ -282,6 +318,7 @@ int run(MpiSession& mpi, int argc, char** argv) {
     enum Action : int { kRun = 0, kPrintConfig, kVersion, kHelp };
     int action = kRun;
     std::string deck, help;
+    ResumePoint resume;
     agree(MPI_COMM_WORLD, [&] {
         if (rank != 0) return;
         CommandLine line = parse_command_line(argc, argv);
@@ -296,8 +333,10 @@ int run(MpiSession& mpi, int argc, char** argv) {
         }
         validate_config(line.config);
         if (line.print_config) action = kPrintConfig;
+        if (line.config.resume && !line.print_config) resume = find_resume_point(line.config);
         deck = config_to_toml(line.config);
     });
+    MPI_CHECK(MPI_Bcast(&resume, 2, MPI_INT64_T, 0, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Bcast(&action, 1, MPI_INT, 0, MPI_COMM_WORLD));
     if (action == kHelp || action == kVersion) {
         if (rank == 0) std::fputs(action == kHelp ? help.c_str() : version_text().c_str(), stdout);
@@ -377,8 +416,11 @@ int run(MpiSession& mpi, int argc, char** argv) {
         setup.device_info.name + (setup.device_info.pci_bus_id.empty() ? "" : " " + setup.device_info.pci_bus_id), size);
     std::optional<ResultFile> file;
     agree(MPI_COMM_WORLD, [&] {
-        file.emplace(ResultFile::create(MPI_COMM_WORLD, config.output, config.overwrite, layout,
-                                        root_attributes(setup, hosts, devices)));
+        file.emplace(config.resume
+                         ? ResultFile::reopen(MPI_COMM_WORLD, config.output, config.overwrite,
+                                              layout, root_attributes(setup, hosts, devices))
+                         : ResultFile::create(MPI_COMM_WORLD, config.output, config.overwrite,
+                                              layout, root_attributes(setup, hosts, devices)));
     });
 
     const bool consumer = setup.placement.role != Role::producer;
@@ -405,7 +447,10 @@ int run(MpiSession& mpi, int argc, char** argv) {
     Progress progress(rank == 0 && !config.quiet,
                       config.steps * static_cast<std::int64_t>(passes.size()));
     RunSummary summary;
-    for (std::size_t i = 0; i < passes.size(); ++i) {
+    StopVote stop_vote(MPI_COMM_WORLD);
+    int stopped_by = 0;
+    std::int64_t stopped_pass = 0, stopped_at = 0;
+    for (std::size_t i = static_cast<std::size_t>(resume.pass); i < passes.size(); ++i) {
         const bool last = i + 1 == passes.size();
         // Every rank passes the same step boundaries, so the collective flush lines up; the
         // writer is drained first because only one thread may be inside HDF5 at a time.
@@ -415,8 +460,13 @@ int run(MpiSession& mpi, int argc, char** argv) {
                 if (writer) writer->drain();
                 file->flush();
             }
+            stopped_by = stop_vote.after_step();
+            return stopped_by != 0;
         };
-        PassResult result = pipeline->run(passes[i], last ? writer.get() : nullptr, on_step);
+        const std::int64_t first_step =
+            static_cast<std::int64_t>(i) == resume.pass ? resume.step : 0;
+        PassResult result =
+            pipeline->run(passes[i], last ? writer.get() : nullptr, on_step, first_step);
         // Each rank files its own rows: timings under its rank, counts under its pair.
         const std::string label = pass_label(passes[i]);
         for (int p = 0; p < kPhaseCount; ++p) {
@@ -432,7 +482,33 @@ int run(MpiSession& mpi, int argc, char** argv) {
             file->write_matrix_row("/verification/" + label + "/c_mismatches", pair,
                                    result.c_mismatches.data());
         }
+        if (stopped_by != 0) {
+            stopped_pass = static_cast<std::int64_t>(i);
+            stopped_at = result.end_step;
+            break;
+        }
         summary.passes.push_back(summarize_pass(MPI_COMM_WORLD, config, setup.placement, result));
+    }
+    if (stopped_by != 0) {
+        // Stopped by SIGTERM/SIGINT: every completed step is in the file, which stays
+        // PATH.partial with complete = 0 and says where to resume.
+        writer.reset();
+        file->close(false, {{"stopped_at_step", stopped_at},
+                            {"stopped_pass", stopped_pass},
+                            {"stop_signal", static_cast<std::int64_t>(stopped_by)},
+                            {"finished_utc", utc_timestamp()}});
+        if (rank == 0) {
+            std::fprintf(stderr,
+                         "gpurelay: stopped by %s after step %lld of %lld (%s pass); completed "
+                         "steps are in %s.partial (complete = 0); run again with --resume to "
+                         "finish\n",
+                         stopped_by == SIGINT ? "SIGINT" : "SIGTERM",
+                         static_cast<long long>(stopped_at), static_cast<long long>(config.steps),
+                         pass_label(passes[static_cast<std::size_t>(stopped_pass)]).c_str(),
+                         config.output.c_str());
+        }
+        return static_cast<int>(stopped_by == SIGINT ? ExitCode::interrupted_int
+                                                     : ExitCode::interrupted_term);
     }
 
     summary.config = config;
@@ -446,7 +522,7 @@ int run(MpiSession& mpi, int argc, char** argv) {
         {mpi.host_name(), setup.device_info.name, setup.device_info.pci_bus_id,
          std::string(to_string(setup.placement.role)),
          peer_link(setup, hosts, gpu_keys, mpi.host_name()), setup.placement.pair});
-    if (passes.size() == 2) {
+    if (summary.passes.size() == 2) {
         summary.overlap_speedup = summary.passes[0].time_per_step_ms / summary.passes[1].time_per_step_ms;
     }
     std::uint64_t memory[2] = {pipeline->device_bytes(), pipeline->host_bytes() +
@@ -472,6 +548,8 @@ int run(MpiSession& mpi, int argc, char** argv) {
                        {"c_mismatches", static_cast<std::int64_t>(main_pass.c_mismatches)},
                        {"overlap_speedup", summary.overlap_speedup},
                        {"cold_step_ms", summary.passes.front().cold_step_ms},
+                       {"stopped_at_step", static_cast<std::int64_t>(-1)},
+                       {"resumed_from_step", config.resume ? resume.step : static_cast<std::int64_t>(-1)},
                        {"finished_utc", utc_timestamp()}});
     file.reset();
 
@@ -499,6 +577,7 @@ int run_gpurelay(int argc, char** argv) {
         return static_cast<int>(e.code());
     }
     set_fatal_handler(abort_job);
+    install_stop_handlers();
     try {
         return run(*mpi, argc, argv);
     } catch (const AgreedError& e) {

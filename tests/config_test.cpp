@@ -88,6 +88,7 @@ Config everything_changed() {
         {"staging", "on"},
         {"output", "out dir/\"quoted\" \\back\\ \ttab\nline \x01 \x7f \xc3\xa9.h5"},
         {"overwrite", "true"},
+        {"resume", "true"},
         {"write", "every:4"},
         {"flush_every", "9"},
         {"summary_json", "s.json"},
@@ -144,7 +145,7 @@ TEST(Config, KeyTable) {
         "steps",       "warmup",     "depth",        "overlap",
         "blocking",    "c_elements", "c_iterations", "alpha",
         "seed",        "pairing",    "chunk",        "staging",      "output",
-        "overwrite",   "write",      "flush_every",  "summary_json",
+        "overwrite",   "resume",   "write",      "flush_every",  "summary_json",
         "results_csv", "timeout_s",  "quiet",        "debug_skip_reuse_wait",
         "tag",         "profile_steps"};
     std::vector<std::string> names;

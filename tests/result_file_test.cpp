@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -231,23 +232,24 @@ const Attributes close_attributes = {
     {"note", std::string("done")},
 };
 
-// Every rank writes its share of /y and of each matrix; flushes halfway through.
+// This rank's share of the /y rows of `pair`, with their rows of counts/bytes.
 template <typename T>
-void write_all_rows(ResultFile& file) {
+void write_pair_rows(ResultFile& file, std::uint64_t pair) {
     const int rank = world_rank();
-    for (std::uint64_t pair = 0; pair < pairs; ++pair) {
-        for (std::uint64_t row = 0; row < written_steps.size(); ++row) {
-            if (owner(pair, row) == rank) {
-                const std::vector<T> values = y_row<T>(rank, pair, row);
-                file.write_y_row(pair, row, values.data());
-                const std::uint64_t index = pair * written_steps.size() + row;
-                const std::uint64_t bytes[2] = {(1ull << 40) + index,
-                                                static_cast<std::uint64_t>(rank)};
-                file.write_matrix_row("counts/bytes", index, bytes);
-            }
+    for (std::uint64_t row = 0; row < written_steps.size(); ++row) {
+        if (owner(pair, row) == rank) {
+            const std::vector<T> values = y_row<T>(rank, pair, row);
+            file.write_y_row(pair, row, values.data());
+            const std::uint64_t index = pair * written_steps.size() + row;
+            const std::uint64_t bytes[2] = {(1ull << 40) + index, static_cast<std::uint64_t>(rank)};
+            file.write_matrix_row("counts/bytes", index, bytes);
         }
     }
-    file.flush();
+}
+
+// This rank's own row of each per-rank matrix.
+void write_rank_rows(ResultFile& file) {
+    const int rank = world_rank();
     const auto r = static_cast<std::uint64_t>(rank);
     const double seconds[4] = {rank + 0.25, rank + 1.25, rank + 2.25, rank + 3.25};
     file.write_matrix_row("timings/step_seconds", r, seconds);
@@ -255,6 +257,16 @@ void write_all_rows(ResultFile& file) {
     file.write_matrix_row("timings/window_ms", r, window);
     const std::int64_t delta[2] = {-(rank + 1), std::numeric_limits<std::int64_t>::min() + rank};
     file.write_matrix_row("/counts/delta", r, delta);
+}
+
+// Every rank writes its share of /y and of each matrix; flushes halfway through.
+template <typename T>
+void write_all_rows(ResultFile& file) {
+    for (std::uint64_t pair = 0; pair < pairs; ++pair) {
+        write_pair_rows<T>(file, pair);
+    }
+    file.flush();
+    write_rank_rows(file);
 }
 
 template <typename T>
@@ -712,6 +724,225 @@ TEST_F(ResultFileTest, LargeRowsRoundTrip) {
             wrong += values[e] != value(row, e) ? 1 : 0;
         }
         EXPECT_EQ(wrong, 0u) << "row " << row;
+    }
+}
+
+// --- Resuming a .partial file ---------------------------------------------------------------
+
+// A run that stopped after pair 0: PATH.partial with complete = 0 and pair 1 unwritten.
+void leave_partial(const std::string& path, const ResultFileLayout& layout) {
+    ResultFile file = ResultFile::create(MPI_COMM_WORLD, path, false, layout, create_attributes);
+    write_pair_rows<float>(file, 0);
+    file.close(false, {{"stopped_at_step", std::int64_t{5}}});
+}
+
+// reopen() must fail with this usage error, the same on every rank.
+void expect_reopen_usage_error(const std::string& path, bool overwrite,
+                               const ResultFileLayout& layout, const std::string& expected) {
+    std::string message;
+    try {
+        ResultFile::reopen(MPI_COMM_WORLD, path, overwrite, layout, {});
+        ADD_FAILURE() << "reopen() succeeded; expected: " << expected;
+    } catch (const Error& error) {
+        EXPECT_EQ(error.code(), ExitCode::usage) << error.what();
+        message = error.what();
+    }
+    EXPECT_EQ(message, expected);
+    expect_same_on_every_rank(message);
+}
+
+TEST_F(ResultFileTest, ReopenFillsInTheRowsLeftByARunThatStoppedEarly) {
+    const std::string path = scratch_path("out.h5");
+    const ResultFileLayout layout = small_layout(ElementType::float32);
+    leave_partial(path, layout);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (world_rank() == 0) {
+        EXPECT_FALSE(fs::exists(path));
+        EXPECT_TRUE(fs::exists(path + ".partial"));
+    }
+
+    ResultFile file = ResultFile::reopen(
+        MPI_COMM_WORLD, path, false, layout,
+        {{"resumed_from_step", std::int64_t{5}}, {"title", std::string("gpurelay test, resumed")}});
+    EXPECT_EQ(file.path(), path);
+    EXPECT_EQ(file.partial_path(), path + ".partial");
+    write_pair_rows<float>(file, 1);
+    file.flush();
+    write_rank_rows(file);
+    file.close(true, close_attributes);
+
+    if (world_rank() != 0) {
+        return;
+    }
+    EXPECT_TRUE(fs::exists(path));
+    EXPECT_FALSE(fs::exists(path + ".partial"));
+    H5File read = open_serial(path);
+    expect_y_and_step<float>(read.get());  // pair 0 from before the reopen, pair 1 from after
+    expect_matrices(read.get());
+    EXPECT_EQ(read_int_attribute(read.get(), "complete"), 1);
+    EXPECT_EQ(read_int_attribute(read.get(), "resumed_from_step"), 5);
+    EXPECT_EQ(read_int_attribute(read.get(), "stopped_at_step"), 5);
+    EXPECT_EQ(read_string_attribute(read.get(), "title"), "gpurelay test, resumed");
+    EXPECT_EQ(read_string_attribute(read.get(), "unicode"), "µs — ✓");
+    EXPECT_EQ(read_int_attribute(read.get(), "steps"), 21);
+}
+
+TEST_F(ResultFileTest, ReopenWithoutPartialIsUsageErrorOnEveryRank) {
+    const std::string path = scratch_path("out.h5");
+    expect_reopen_usage_error(path, false, small_layout(ElementType::float32),
+                              "nothing to resume: '" + path + ".partial' does not exist");
+}
+
+TEST_F(ResultFileTest, ReopenOfACompleteFileIsUsageErrorOnEveryRank) {
+    const std::string path = scratch_path("out.h5");
+    ResultFile file = ResultFile::create(MPI_COMM_WORLD, path, false,
+                                         small_layout(ElementType::float32), create_attributes);
+    write_all_rows<float>(file);
+    file.close(true, {});
+    if (world_rank() == 0) {
+        fs::rename(path, path + ".partial");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    expect_reopen_usage_error(path, false, small_layout(ElementType::float32),
+                              "nothing to resume: '" + path + ".partial' is complete");
+}
+
+TEST_F(ResultFileTest, ReopenWithAnotherLayoutIsUsageErrorNamingTheDataset) {
+    const std::string path = scratch_path("out.h5");
+    const std::string partial = path + ".partial";
+    const ResultFileLayout layout = small_layout(ElementType::float32);
+    leave_partial(path, layout);
+
+    ResultFileLayout fewer_elements = layout;
+    fewer_elements.elements = elements - 1;
+    expect_reopen_usage_error(path, false, fewer_elements,
+                              "cannot resume '" + partial +
+                                  "': /y has shape [2, 3, 1000] but this run needs [2, 3, 999]");
+    ResultFileLayout other_type = layout;
+    other_type.y_type = ElementType::float64;
+    expect_reopen_usage_error(
+        path, false, other_type,
+        "cannot resume '" + partial + "': /y has type float32 but this run needs float64");
+    ResultFileLayout more_matrices = layout;
+    more_matrices.matrices.push_back({"extra/rows", ElementType::int64, 1, 1});
+    expect_reopen_usage_error(path, false, more_matrices,
+                              "cannot resume '" + partial + "': /extra/rows does not exist");
+    ResultFileLayout other_cols = layout;
+    other_cols.matrices[1].cols = 5;
+    expect_reopen_usage_error(path, false, other_cols,
+                              "cannot resume '" + partial + "': /timings/window_ms has shape [" +
+                                  std::to_string(world_size() + 1) + ", 3] but this run needs [" +
+                                  std::to_string(world_size() + 1) + ", 5]");
+    ResultFileLayout other_steps = layout;
+    other_steps.written_steps = {0, 5, 10};
+    expect_reopen_usage_error(
+        path, false, other_steps,
+        "cannot resume '" + partial + "': /step holds other steps than this run writes");
+
+    // Refused attempts leave the .partial as it was: the right layout still resumes it.
+    ResultFile file = ResultFile::reopen(MPI_COMM_WORLD, path, false, layout, {});
+    write_pair_rows<float>(file, 1);
+    write_rank_rows(file);
+    file.close(true, {});
+    if (world_rank() == 0) {
+        H5File read = open_serial(path);
+        expect_y_and_step<float>(read.get());
+        expect_matrices(read.get());
+    }
+}
+
+TEST_F(ResultFileTest, ReopenWhenTheFinalFileExistsNeedsOverwrite) {
+    const std::string path = scratch_path("out.h5");
+    const ResultFileLayout layout = small_layout(ElementType::float32);
+    leave_partial(path, layout);
+    const std::string sentinel = "an earlier run's results\n";
+    if (world_rank() == 0) {
+        write_text_file(path, sentinel);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    expect_reopen_usage_error(path, false, layout,
+                              "output file '" + path + "' exists (use --overwrite to replace it)");
+
+    ResultFile file = ResultFile::reopen(MPI_COMM_WORLD, path, true, layout, {});
+    write_pair_rows<float>(file, 1);
+    write_rank_rows(file);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (world_rank() == 0) {
+        EXPECT_EQ(read_text_file(path), sentinel) << "replaced before the run completed";
+    }
+    file.close(true, {});
+    if (world_rank() == 0) {
+        H5File read = open_serial(path);
+        EXPECT_EQ(read_int_attribute(read.get(), "complete"), 1);
+        expect_y_and_step<float>(read.get());
+    }
+}
+
+TEST_F(ResultFileTest, ReopenOfANonHdf5PartialIsUsageErrorOnEveryRank) {
+    const std::string path = scratch_path("out.h5");
+    if (world_rank() == 0) {
+        write_text_file(path + ".partial", "not HDF5\n");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    expect_reopen_usage_error(path, false, small_layout(ElementType::float32),
+                              "cannot resume '" + path + ".partial': not an HDF5 file");
+}
+
+// A root attribute of a type that ResultFile never writes itself, written serially.
+template <typename Value>
+void write_serial_attribute(hid_t file, const std::string& name, hid_t file_type, hid_t memory_type,
+                            const Value& value) {
+    H5Dataspace scalar(check(H5Screate(H5S_SCALAR), "scalar"));
+    H5Attribute attribute(check(
+        H5Acreate2(file, name.c_str(), file_type, scalar.get(), H5P_DEFAULT, H5P_DEFAULT), name));
+    check(H5Awrite(attribute.get(), memory_type, &value), "write " + name);
+}
+
+TEST_F(ResultFileTest, ReadRootAttributeReadsStringsIntegersAndFloats) {
+    const std::string path = scratch_path("out.h5");
+    const std::string config = "[run]\nsteps = 20\nname = \"µs\"\n";
+    ResultFile file = ResultFile::create(
+        MPI_COMM_WORLD, path, false, small_layout(ElementType::float32),
+        {{"config_toml", config}, {"stopped_at_step", std::int64_t{-7}}, {"alpha", 2.5}});
+    file.close(false, {});
+    const std::string other = scratch_path("other.h5");
+    const std::string text = scratch_path("text.h5");
+    if (world_rank() != 0) {
+        return;
+    }
+    const std::string partial = path + ".partial";
+    EXPECT_EQ(ResultFile::read_root_attribute(partial, "config_toml"), AttributeValue(config));
+    EXPECT_EQ(ResultFile::read_root_attribute(partial, "stopped_at_step"),
+              AttributeValue(std::int64_t{-7}));
+    EXPECT_EQ(ResultFile::read_root_attribute(partial, "alpha"), AttributeValue(2.5));
+    EXPECT_EQ(ResultFile::read_root_attribute(partial, "complete"),
+              AttributeValue(std::int64_t{0}));
+    EXPECT_EQ(ResultFile::read_root_attribute(partial, "no_such_attribute"), std::nullopt);
+    EXPECT_EQ(ResultFile::read_root_attribute(path, "config_toml"), std::nullopt);
+
+    // Types other tools write: fixed-length strings, narrower integers and floats.
+    {
+        H5File written(check(H5Fcreate(other.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                             "create " + other));
+        H5Datatype fixed(check(H5Tcopy(H5T_C_S1), "string type"));
+        check(H5Tset_size(fixed.get(), 8), "string size");
+        const char padded[8] = {'a', 'b', 'c'};
+        write_serial_attribute(written.get(), "fixed", fixed.get(), fixed.get(), padded);
+        write_serial_attribute(written.get(), "int32", H5T_STD_I32LE, H5T_NATIVE_INT32,
+                               std::int32_t{-12});
+        write_serial_attribute(written.get(), "float32", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 0.25f);
+    }
+    EXPECT_EQ(ResultFile::read_root_attribute(other, "fixed"), AttributeValue(std::string("abc")));
+    EXPECT_EQ(ResultFile::read_root_attribute(other, "int32"), AttributeValue(std::int64_t{-12}));
+    EXPECT_EQ(ResultFile::read_root_attribute(other, "float32"), AttributeValue(0.25));
+
+    write_text_file(text, "not HDF5\n");
+    try {
+        ResultFile::read_root_attribute(text, "config_toml");
+        ADD_FAILURE() << "read_root_attribute() read a text file";
+    } catch (const Error& error) {
+        EXPECT_EQ(error.code(), ExitCode::usage);
+        EXPECT_EQ(std::string(error.what()), "cannot read '" + text + "': not an HDF5 file");
     }
 }
 

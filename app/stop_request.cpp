@@ -1,0 +1,43 @@
+#include "app/stop_request.hpp"
+
+#include <csignal>
+
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+namespace {
+
+volatile std::sig_atomic_t received_signal = 0;
+
+extern "C" void record_signal(int signal) { received_signal = signal; }
+
+}  // namespace
+
+void install_stop_handlers() {
+    struct sigaction action {};
+    action.sa_handler = record_signal;
+    sigemptyset(&action.sa_mask);
+    // SA_RESTART: a signal must not turn the MPI or file call it interrupts into an error.
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &action, nullptr);
+    sigaction(SIGINT, &action, nullptr);
+}
+
+int stop_signal() { return received_signal; }
+
+StopVote::~StopVote() {
+    // The vote in flight must complete on every rank before the communicator is used again.
+    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+}
+
+int StopVote::after_step() {
+    if (request_ != MPI_REQUEST_NULL) {
+        MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE));
+        if (agreed_ != 0) return agreed_;
+    }
+    sent_ = stop_signal();
+    MPI_CHECK(MPI_Iallreduce(&sent_, &agreed_, 1, MPI_INT, MPI_MAX, comm_, &request_));
+    return 0;
+}
+
+}  // namespace gpurelay

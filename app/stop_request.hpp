@@ -1,0 +1,37 @@
+// Stopping early on SIGTERM or SIGINT (Slurm sends SIGTERM at the time limit, a user presses
+// Ctrl-C): the handler only records the signal; the ranks then agree, step by step and without
+// blocking, on the first step after which every rank stops, so the file is closed collectively.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+
+namespace gpurelay {
+
+// Installs the SIGTERM and SIGINT handlers (async-signal-safe: they set a flag).
+void install_stop_handlers();
+// The signal received so far (SIGTERM, SIGINT) or 0.
+int stop_signal();
+
+// One vote per step, carried by a non-blocking all-reduce that has a whole step to finish, so
+// the host loop never waits on it in the common case.
+class StopVote {
+public:
+    explicit StopVote(MPI_Comm comm) : comm_(comm) {}
+    ~StopVote();
+    StopVote(const StopVote&) = delete;
+    StopVote& operator=(const StopVote&) = delete;
+
+    // Called once per step on every rank, in step order. Returns the signal every rank agreed to
+    // stop on (the largest seen), or 0 to go on. The answer lags the signal by one step.
+    int after_step();
+
+private:
+    MPI_Comm comm_;
+    MPI_Request request_ = MPI_REQUEST_NULL;
+    int sent_ = 0;
+    int agreed_ = 0;
+};
+
+}  // namespace gpurelay

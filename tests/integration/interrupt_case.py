@@ -1,0 +1,125 @@
+"""Interrupting a run: a signal to the ranks mid-run, then (for SIGTERM) --resume.
+
+usage: interrupt_case.py --binary B --mpirun "mpirun ..." --np N --signal TERM|INT|KILL -- ARGS...
+
+TERM/INT: every rank exits 143/130 within seconds; OUTPUT.partial is a readable HDF5 file with
+complete = 0 and stopped_at_step; --resume then finishes it, and its /y equals, element by
+element, that of an uninterrupted run with the same deck. KILL (one rank): every rank ends
+within a bounded time with a non-zero code, and OUTPUT.partial is still readable with
+complete = 0.
+"""
+import argparse
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import h5py
+import numpy as np
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def rank_pids(binary, output):
+    """The gpurelay processes of this run (not mpirun): their argv[0] is the binary."""
+    found = subprocess.run(["pgrep", "-f", "^" + binary + " .*" + output], capture_output=True,
+                           text=True).stdout.split()
+    return [int(p) for p in found]
+
+
+def start(opts, args, output):
+    command = shlex.split(opts.mpirun) + ["-np", str(opts.np), opts.binary] + args + [
+        "--output", output, "--quiet"]
+    print("+ " + " ".join(shlex.quote(c) for c in command), flush=True)
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc, timeout, what):
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        fail(f"{what}: no exit within {timeout} s: a rank hangs")
+    print(out)
+    print(err, file=sys.stderr)
+    return proc.returncode, err
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--np", type=int, required=True)
+    parser.add_argument("--signal", choices=["TERM", "INT", "KILL"], required=True)
+    parser.add_argument("--after", type=float, default=1.0, help="seconds before the signal")
+    parser.add_argument("args", nargs=argparse.REMAINDER)
+    opts = parser.parse_args()
+    opts.binary = os.path.abspath(opts.binary)
+    args = [a for a in opts.args if a != "--"]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        output = os.path.join(tmp, "stopped.h5")
+        proc = start(opts, args, output)
+        time.sleep(opts.after)
+        pids = rank_pids(opts.binary, output)
+        if len(pids) != opts.np:
+            fail(f"found {len(pids)} rank processes, expected {opts.np} (did the run end early?)")
+        if opts.signal == "KILL":
+            os.kill(max(pids), signal.SIGKILL)  # one rank dies
+        else:
+            for pid in pids:  # as srun and Slurm's time limit do: every rank gets it
+                os.kill(pid, getattr(signal, "SIG" + opts.signal))
+        sent = time.monotonic()
+        code, err = finish(proc, 60, "after the signal")
+        print(f"exit {code} {time.monotonic() - sent:.1f} s after the signal")
+        partial = output + ".partial"
+        if os.path.exists(output):
+            fail("the final file exists though the run was interrupted")
+        if not os.path.exists(partial):
+            fail("no .partial file left")
+        with h5py.File(partial, "r") as f:
+            if int(f.attrs["complete"]) != 0:
+                fail("complete is not 0 in the .partial file")
+            if opts.signal == "KILL":
+                if code == 0:
+                    fail("exit code 0 after a rank was killed")
+                print("ok: every rank ended, .partial readable with complete = 0")
+                return
+            stopped = int(f.attrs["stopped_at_step"])
+            steps = int(f.attrs["steps"])
+        expected = 143 if opts.signal == "TERM" else 130
+        if code != expected:
+            fail(f"exit code {code}, expected {expected}")
+        if not any(line.startswith("gpurelay: stopped by SIG" + opts.signal) for line in err.splitlines()):
+            fail("no 'stopped by' line on stderr")
+        if not 0 < stopped < steps:
+            fail(f"stopped_at_step {stopped} is not inside the run (0..{steps})")
+
+        code, err = finish(start(opts, args + ["--resume"], output), 120, "resume")
+        if code != 0:
+            fail(f"--resume exited {code}")
+        reference = os.path.join(tmp, "uninterrupted.h5")
+        code, err = finish(start(opts, args, reference), 120, "uninterrupted run")
+        if code != 0:
+            fail(f"the uninterrupted run exited {code}")
+        with h5py.File(output, "r") as resumed, h5py.File(reference, "r") as whole:
+            if int(resumed.attrs["complete"]) != 1 or int(resumed.attrs["verified"]) != 1:
+                fail("the resumed file is not complete and verified")
+            if int(resumed.attrs["resumed_from_step"]) != stopped:
+                fail("resumed_from_step does not say where the run stopped")
+            if not np.array_equal(resumed["step"][...], whole["step"][...]):
+                fail("/step differs from the uninterrupted run")
+            a, b = resumed["y"][...], whole["y"][...]
+            if a.shape != b.shape or not np.array_equal(a, b):
+                fail(f"/y differs from the uninterrupted run: {np.count_nonzero(a != b)} elements")
+        print(f"ok: stopped at step {stopped} of {steps}, resumed, /y identical ({a.size} elements)")
+
+
+if __name__ == "__main__":
+    main()
