@@ -656,8 +656,9 @@ void validate_config(const Config& c) {
         fail("c_elements (" + std::to_string(c.c_elements) +
              ") must be at most 4294967295 (0 disables C): kernels index with 32-bit integers");
     }
-    if (c.c_iterations < 0) {
-        fail("c_iterations (" + std::to_string(c.c_iterations) + ") must not be negative");
+    if (c.c_iterations < 0 || c.c_iterations > 4294967295LL) {
+        // Kernel C counts its iterations in 32 bits.
+        fail("c_iterations (" + std::to_string(c.c_iterations) + ") must be from 0 to 4294967295");
     }
     if (!std::isfinite(c.alpha)) fail("alpha (" + format_real(c.alpha) + ") must be finite");
     if (c.chunk < 4096) {

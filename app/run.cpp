@@ -383,11 +383,32 @@ int run(MpiSession& mpi, int argc, char** argv) {
                                     : mpi.host_name() + " " + setup.device_info.pci_bus_id;
     const std::vector<std::string> gpu_keys = allgather_strings(gpu_key, size);
     agree(MPI_COMM_WORLD, [&] { setup.transport = open_transport(setup, size, gpu_keys); });
+    // Every wait on the GPU from here on is bounded by timeout_s and watches the transport.
+    setup.device->set_wait_policy(
+        {std::chrono::milliseconds(static_cast<long long>(config.timeout_s * 1000)),
+         [transport = setup.transport.get()] { transport->check_health(); },
+         [transport = setup.transport.get()] { transport->abandon(); }});
 
     std::unique_ptr<Pipeline> pipeline;
     agree(MPI_COMM_WORLD, [&] {
         pipeline = std::make_unique<Pipeline>(config, *setup.device, *setup.transport, setup.placement);
     });
+
+    // Memory, said before the run starts: slots x tensor size, C's buffer, counters.
+    std::uint64_t held[2] = {pipeline->device_bytes(), pipeline->host_bytes()};
+    std::uint64_t held_max[2];
+    MPI_CHECK(MPI_Allreduce(held, held_max, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD));
+    if (rank == 0) {
+        std::printf("gpurelay: %s memory per rank (largest): %.1f MiB for depth %lld x %.1f MiB "
+                    "slots and C's %.1f MiB; pinned host %.1f MiB before the writer's buffers\n",
+                    setup.device->backend() == Backend::cuda ? "device" : "host",
+                    static_cast<double>(held_max[0]) / 1048576.0,
+                    static_cast<long long>(config.depth),
+                    static_cast<double>(config.tensor_bytes()) / 1048576.0,
+                    static_cast<double>(config.c_elements * 4) / 1048576.0,
+                    static_cast<double>(held_max[1]) / 1048576.0);
+        std::fflush(stdout);
+    }
 
     // Passes: compare runs without overlap first, then with; /y comes from the last pass.
     std::vector<bool> passes;

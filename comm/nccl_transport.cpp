@@ -37,6 +37,23 @@ public:
     void group_begin() override { NCCL_CHECK(ncclGroupStart()); }
     void group_end() override { NCCL_CHECK(ncclGroupEnd()); }
 
+    void check_health() override {
+        if (comm_ == nullptr) return;
+        ncclResult_t state = ncclSuccess;
+        NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
+        if (state != ncclSuccess && state != ncclInProgress) {
+            const std::string reason = ncclGetErrorString(state);
+            abandon();
+            throw runtime_error("NCCL reported an asynchronous error (" + reason +
+                                "): a peer failed or the network broke");
+        }
+    }
+    void abandon() override {
+        // Aborting unblocks this rank's NCCL kernels; a plain destroy would wait for them.
+        if (comm_ != nullptr) ncclCommAbort(comm_);
+        comm_ = nullptr;
+    }
+
 private:
     ncclComm_t comm_ = nullptr;
 };

@@ -28,6 +28,10 @@ public:
     // matching receive must, or NCCL waits for ever.
     virtual void group_begin() {}
     virtual void group_end() {}
+    // Throws if the transport has failed in the background (NCCL's asynchronous errors).
+    virtual void check_health() {}
+    // Gives up on everything in flight (ncclCommAbort), so a rank that stops waiting can exit.
+    virtual void abandon() {}
 };
 
 struct TransportOptions {

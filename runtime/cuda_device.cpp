@@ -1,6 +1,9 @@
 #include <nvtx3/nvToolsExtCudaRt.h>
 
+#include <algorithm>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "runtime/cuda_stream.hpp"
 #include "runtime/device.hpp"
@@ -8,7 +11,31 @@
 
 namespace gpurelay {
 
-CudaStream::CudaStream(bool high_priority) {
+void wait_for_gpu(const std::function<cudaError_t()>& query, const WaitPolicy& policy,
+                  const char* what) {
+    // A blocking cudaStreamSynchronize would never notice a peer that died in the middle of an
+    // NCCL kernel, so the host polls, checks the transport, and gives up after the timeout.
+    const auto deadline = std::chrono::steady_clock::now() + policy.timeout;
+    auto pause = std::chrono::microseconds(0);
+    for (;;) {
+        const cudaError_t status = query();
+        if (status == cudaSuccess) return;
+        if (status != cudaErrorNotReady) CUDA_CHECK(status);
+        if (policy.poll) policy.poll();
+        if (std::chrono::steady_clock::now() > deadline) {
+            if (policy.abandon) policy.abandon();
+            throw runtime_error(std::string(what) + " did not finish within " +
+                                std::to_string(policy.timeout.count() / 1000) +
+                                " s (timeout_s): a peer stopped or the GPU is stuck");
+        }
+        // Short pauses first: most waits end within microseconds.
+        if (pause.count() > 0) std::this_thread::sleep_for(pause);
+        pause = std::min(std::chrono::microseconds(200), pause + std::chrono::microseconds(5));
+    }
+}
+
+CudaStream::CudaStream(bool high_priority, std::shared_ptr<const WaitPolicy> policy)
+    : policy_(std::move(policy)) {
     int least = 0, greatest = 0;
     CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking,
@@ -23,9 +50,12 @@ void CudaStream::wait(Event& event) {
     CUDA_CHECK(cudaStreamWaitEvent(stream_, dynamic_cast<CudaEvent&>(event).handle(), 0));
 }
 
-void CudaStream::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+void CudaStream::synchronize() {
+    wait_for_gpu([this] { return cudaStreamQuery(stream_); }, *policy_, "work on a CUDA stream");
+}
 
-CudaEvent::CudaEvent(EventUse use) {
+CudaEvent::CudaEvent(EventUse use, std::shared_ptr<const WaitPolicy> policy)
+    : policy_(std::move(policy)) {
     // Ordering-only events skip the timestamp, which makes record and wait cheaper.
     CUDA_CHECK(cudaEventCreateWithFlags(
         &event_, use == EventUse::timing ? cudaEventDefault : cudaEventDisableTiming));
@@ -37,7 +67,9 @@ CudaEvent::~CudaEvent() {
 
 void CudaEvent::record(Stream& stream) { CUDA_CHECK(cudaEventRecord(event_, cuda_handle(stream))); }
 
-void CudaEvent::synchronize() { CUDA_CHECK(cudaEventSynchronize(event_)); }
+void CudaEvent::synchronize() {
+    wait_for_gpu([this] { return cudaEventQuery(event_); }, *policy_, "work before a CUDA event");
+}
 
 double CudaEvent::elapsed_ms_since(Event& start) {
     float ms = 0.0f;
@@ -58,6 +90,9 @@ public:
 
     Backend backend() const override { return Backend::cuda; }
     void make_current() override { CUDA_CHECK(cudaSetDevice(ordinal_)); }
+    void set_wait_policy(WaitPolicy policy) override {
+        policy_ = std::make_shared<const WaitPolicy>(std::move(policy));
+    }
 
     DeviceInfo info() const override {
         cudaDeviceProp prop{};
@@ -70,12 +105,12 @@ public:
     }
 
     std::unique_ptr<Stream> make_stream(bool high_priority, std::string_view label) override {
-        auto stream = std::make_unique<CudaStream>(high_priority);
+        auto stream = std::make_unique<CudaStream>(high_priority, policy_);
         nvtxNameCudaStreamA(stream->handle(), std::string(label).c_str());
         return stream;
     }
     std::unique_ptr<Event> make_event(EventUse use) override {
-        return std::make_unique<CudaEvent>(use);
+        return std::make_unique<CudaEvent>(use, policy_);
     }
     Buffer allocate(std::size_t bytes) override {
         void* p = nullptr;
@@ -112,6 +147,7 @@ public:
 
 private:
     int ordinal_;
+    std::shared_ptr<const WaitPolicy> policy_ = std::make_shared<const WaitPolicy>();
 };
 
 }  // namespace

@@ -3,13 +3,16 @@
 
 #include <cuda_runtime.h>
 
+#include <memory>
+
+#include "runtime/device.hpp"
 #include "runtime/stream.hpp"
 
 namespace gpurelay {
 
 class CudaStream final : public Stream {
 public:
-    explicit CudaStream(bool high_priority);
+    CudaStream(bool high_priority, std::shared_ptr<const WaitPolicy> policy);
     ~CudaStream() override;
     CudaStream(const CudaStream&) = delete;
     CudaStream& operator=(const CudaStream&) = delete;
@@ -21,11 +24,12 @@ public:
 
 private:
     cudaStream_t stream_ = nullptr;
+    std::shared_ptr<const WaitPolicy> policy_;
 };
 
 class CudaEvent final : public Event {
 public:
-    explicit CudaEvent(EventUse use);
+    CudaEvent(EventUse use, std::shared_ptr<const WaitPolicy> policy);
     ~CudaEvent() override;
     CudaEvent(const CudaEvent&) = delete;
     CudaEvent& operator=(const CudaEvent&) = delete;
@@ -37,7 +41,13 @@ public:
 
 private:
     cudaEvent_t event_ = nullptr;
+    std::shared_ptr<const WaitPolicy> policy_;
 };
+
+// Waits until `query` stops answering cudaErrorNotReady, polling `policy` while it waits; throws
+// after the policy's timeout, naming `what`.
+void wait_for_gpu(const std::function<cudaError_t()>& query, const WaitPolicy& policy,
+                  const char* what);
 
 // The CUDA stream behind `stream`; throws if it is a host stream.
 cudaStream_t cuda_handle(Stream& stream);

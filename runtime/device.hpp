@@ -22,6 +22,14 @@ struct DeviceInfo {
     std::size_t free_memory = 0;
 };
 
+// How long the host may wait on device work, and what it checks while it waits: a wait that
+// outlasts `timeout` calls `abandon` (e.g. abort the NCCL communicator) and throws a runtime error.
+struct WaitPolicy {
+    std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+    std::function<void()> poll;     // may throw (e.g. NCCL reports an asynchronous error)
+    std::function<void()> abandon;  // before giving up on a wait
+};
+
 class Device {
 public:
     virtual ~Device() = default;
@@ -29,6 +37,8 @@ public:
     virtual DeviceInfo info() const = 0;
     // Makes this device current on the calling thread (a thread other than the one that made it).
     virtual void make_current() {}
+    // Applies to streams and events made after the call (the CPU path bounds its waits itself).
+    virtual void set_wait_policy(WaitPolicy policy) { (void)policy; }
     // `high_priority` for streams whose work others wait on (the comm stream); `label` names the
     // stream in profiles.
     virtual std::unique_ptr<Stream> make_stream(bool high_priority, std::string_view label) = 0;

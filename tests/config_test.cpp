@@ -397,6 +397,8 @@ TEST(Validate, Failures) {
     EXPECT_TRUE(contains(invalid([](Config& c) { c.elements = 1ull << 32; }), "elements"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.c_elements = 1ull << 32; }), "c_elements"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.c_iterations = -1; }), "c_iterations"));
+    EXPECT_TRUE(
+        contains(invalid([](Config& c) { c.c_iterations = 4294967296LL; }), "c_iterations (4294967296)"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.alpha = NAN; }), "alpha"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.chunk = 4095; }), "chunk (4095)"));
     EXPECT_TRUE(contains(invalid([](Config& c) {
