@@ -395,9 +395,10 @@ struct Pipeline::Impl {
     std::size_t bytes;
     std::size_t depth;
     std::size_t ring;
-    std::unique_ptr<Stream> producer_stream, comm_stream, compute_stream, io_stream;
     std::vector<Buffer> send_slots, recv_slots, y_slots;
     Buffer c_buffer, counters, counters_host;
+    // After the buffers: destroyed first, so no stream's queued work outlives what it uses.
+    std::unique_ptr<Stream> producer_stream, comm_stream, compute_stream, io_stream;
     std::vector<std::unique_ptr<Event>> recv_done, x_free, y_free;
     std::vector<StepMarks> marks;
 };

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <thread>
 #include <variant>
 
 #include "app/agreement.hpp"
@@ -47,6 +48,13 @@ int world_rank() {
 void abort_job(const Error& error) noexcept {
     std::fprintf(stderr, "gpurelay: error on rank %d: %s\n", world_rank(), error.what());
     std::fflush(stderr);
+    // MPI_Abort may run exit handlers, and the CUDA runtime's can wait for a kernel that never
+    // ends; this rank ends regardless after a grace period.
+    const int code = static_cast<int>(error.code());
+    std::thread([code] {
+        std::this_thread::sleep_for(std::chrono::seconds(10));
+        std::_Exit(code);
+    }).detach();
     MPI_Abort(MPI_COMM_WORLD, static_cast<int>(error.code()));
     std::_Exit(static_cast<int>(error.code()));
 }
@@ -386,8 +394,7 @@ int run(MpiSession& mpi, int argc, char** argv) {
     // Every wait on the GPU from here on is bounded by timeout_s and watches the transport.
     setup.device->set_wait_policy(
         {std::chrono::milliseconds(static_cast<long long>(config.timeout_s * 1000)),
-         [transport = setup.transport.get()] { transport->check_health(); },
-         [transport = setup.transport.get()] { transport->abandon(); }});
+         [transport = setup.transport.get()] { transport->check_health(); }});
 
     std::unique_ptr<Pipeline> pipeline;
     agree(MPI_COMM_WORLD, [&] {
@@ -486,8 +493,14 @@ int run(MpiSession& mpi, int argc, char** argv) {
         };
         const std::int64_t first_step =
             static_cast<std::int64_t>(i) == resume.pass ? resume.step : 0;
-        PassResult result =
-            pipeline->run(passes[i], last ? writer.get() : nullptr, on_step, first_step);
+        PassResult result;
+        try {
+            result = pipeline->run(passes[i], last ? writer.get() : nullptr, on_step, first_step);
+        } catch (...) {
+            // Streams, proxies and the writer may still be using the pipeline's buffers: end the
+            // job here, before unwinding frees them under running threads.
+            fail_fatally(std::current_exception());
+        }
         // Each rank files its own rows: timings under its rank, counts under its pair.
         const std::string label = pass_label(passes[i]);
         for (int p = 0; p < kPhaseCount; ++p) {

@@ -43,15 +43,12 @@ public:
         NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
         if (state != ncclSuccess && state != ncclInProgress) {
             const std::string reason = ncclGetErrorString(state);
-            abandon();
+            // Aborting unblocks this rank's NCCL kernels; a plain destroy would wait for them.
+            ncclCommAbort(comm_);
+            comm_ = nullptr;
             throw runtime_error("NCCL reported an asynchronous error (" + reason +
                                 "): a peer failed or the network broke");
         }
-    }
-    void abandon() override {
-        // Aborting unblocks this rank's NCCL kernels; a plain destroy would wait for them.
-        if (comm_ != nullptr) ncclCommAbort(comm_);
-        comm_ = nullptr;
     }
 
 private:

@@ -28,10 +28,9 @@ public:
     // matching receive must, or NCCL waits for ever.
     virtual void group_begin() {}
     virtual void group_end() {}
-    // Throws if the transport has failed in the background (NCCL's asynchronous errors).
+    // Throws if the transport has failed in the background (NCCL's asynchronous errors; the
+    // communicator is aborted first, which unblocks this rank's NCCL kernels).
     virtual void check_health() {}
-    // Gives up on everything in flight (ncclCommAbort), so a rank that stops waiting can exit.
-    virtual void abandon() {}
 };
 
 struct TransportOptions {

@@ -23,7 +23,6 @@ void wait_for_gpu(const std::function<cudaError_t()>& query, const WaitPolicy& p
         if (status != cudaErrorNotReady) CUDA_CHECK(status);
         if (policy.poll) policy.poll();
         if (std::chrono::steady_clock::now() > deadline) {
-            if (policy.abandon) policy.abandon();
             throw runtime_error(std::string(what) + " did not finish within " +
                                 std::to_string(policy.timeout.count() / 1000) +
                                 " s (timeout_s): a peer stopped or the GPU is stuck");

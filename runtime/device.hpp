@@ -23,11 +23,11 @@ struct DeviceInfo {
 };
 
 // How long the host may wait on device work, and what it checks while it waits: a wait that
-// outlasts `timeout` calls `abandon` (e.g. abort the NCCL communicator) and throws a runtime error.
+// outlasts `timeout` throws a runtime error. (It does not abort the NCCL communicator: that
+// frees device memory, which waits for the very work that is stuck; ending the process does not.)
 struct WaitPolicy {
     std::chrono::milliseconds timeout{std::chrono::minutes(5)};
-    std::function<void()> poll;     // may throw (e.g. NCCL reports an asynchronous error)
-    std::function<void()> abandon;  // before giving up on a wait
+    std::function<void()> poll;  // may throw (e.g. NCCL reports an asynchronous error)
 };
 
 class Device {

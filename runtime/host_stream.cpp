@@ -35,7 +35,11 @@ void HostStream::wait(Event& event) {
 
 void HostStream::synchronize() {
     std::unique_lock lock(mutex_);
-    drained_.wait(lock, [this] { return queue_.empty() && !busy_; });
+    if (!drained_.wait_for(lock, wait_timeout_, [this] { return queue_.empty() && !busy_; })) {
+        throw runtime_error("work on a host stream did not finish within " +
+                            std::to_string(wait_timeout_.count() / 1000) +
+                            " s (timeout_s): a peer stopped or the run is stuck");
+    }
     if (failure_) std::rethrow_exception(failure_);
 }
 
