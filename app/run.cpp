@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cmath>
@@ -44,9 +45,21 @@ int world_rank() {
     return rank;
 }
 
-// The fatal handler: one line naming the rank, then every rank of the job ends with the code.
+// The step this rank's host is working on (queueing, or waiting for) and the pass it is in, for
+// the fatal handler's message (-1 outside the passes).
+std::atomic<std::int64_t> step_in_progress{-1};
+std::atomic<int> current_pass_overlap{-1};
+
+// The fatal handler: one line naming the rank and the step, then every rank of the job ends.
 void abort_job(const Error& error) noexcept {
-    std::fprintf(stderr, "gpurelay: error on rank %d: %s\n", world_rank(), error.what());
+    const std::int64_t step = step_in_progress.load();
+    const int overlap = current_pass_overlap.load();
+    char where[96] = "";
+    if (step >= 0) {
+        std::snprintf(where, sizeof where, " at step %lld (overlap %s pass)",
+                      static_cast<long long>(step), overlap == 1 ? "on" : "off");
+    }
+    std::fprintf(stderr, "gpurelay: error on rank %d%s: %s\n", world_rank(), where, error.what());
     std::fflush(stderr);
     // MPI_Abort may run exit handlers, and the CUDA runtime's can wait for a kernel that never
     // ends; this rank ends regardless after a grace period.
@@ -482,7 +495,9 @@ int run(MpiSession& mpi, int argc, char** argv) {
         const bool last = i + 1 == passes.size();
         // Every rank passes the same step boundaries, so the collective flush lines up; the
         // writer is drained first because only one thread may be inside HDF5 at a time.
+        current_pass_overlap = passes[i] ? 1 : 0;
         auto on_step = [&](std::int64_t s) {
+            step_in_progress = std::min(s + 1, config.steps - 1);
             progress.step_done();
             if (last && config.flush_every > 0 && (s + 1) % config.flush_every == 0) {
                 if (writer) writer->drain();
@@ -494,6 +509,7 @@ int run(MpiSession& mpi, int argc, char** argv) {
         const std::int64_t first_step =
             static_cast<std::int64_t>(i) == resume.pass ? resume.step : 0;
         PassResult result;
+        step_in_progress = first_step;
         try {
             result = pipeline->run(passes[i], last ? writer.get() : nullptr, on_step, first_step);
         } catch (...) {
