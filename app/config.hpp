@@ -32,17 +32,18 @@ struct Config {
     double alpha = 2.0;
     std::uint32_t seed = 12345;
     Pairing pairing = Pairing::adjacent;
-    std::uint64_t chunk = 4ull << 20;  // bytes per staged MPI message piece
+    std::uint64_t chunk = 4ull << 20;        // bytes per staged MPI message piece
     Staging staging = Staging::auto_select;  // MPI through pinned staging: on the GPU, or always
     std::string output = "outputs/gpurelay.h5";
     bool overwrite = false;
     bool resume = false;  // continue OUTPUT.partial from the step where it stopped
     WriteMode write = WriteMode::last;
     std::int64_t write_every = 0;  // K of write = "every:K"
-    std::int64_t flush_every = 0;  // flush the file every K steps of the last pass (0: only at the end)
-    std::string summary_json;      // empty: none
-    std::string results_csv;       // empty: none
-    double timeout_s = 300.0;      // longest a rank waits on a peer before giving up
+    std::int64_t flush_every =
+        0;                     // flush the file every K steps of the last pass (0: only at the end)
+    std::string summary_json;  // empty: none
+    std::string results_csv;   // empty: none
+    double timeout_s = 300.0;  // longest a rank waits on a peer before giving up
     bool quiet = false;
     bool debug_skip_reuse_wait = false;  // tests only: drop the slot-reuse wait to show it matters
     std::string tag;                     // free-text label stored with the results

@@ -24,8 +24,8 @@ const char* const kPhaseNames[kPhaseCount] = {"a", "send", "recv", "c", "wait", 
 // The events that time one step. The host reads step s's times R-1 steps later, from a ring of
 // R sets, so it never waits on work it has just queued and host memory does not grow with steps.
 struct StepMarks {
-    std::unique_ptr<Event> a_start, a_end, send_end;            // producer stream
-    std::unique_ptr<Event> recv_start, recv_end;                // comm stream
+    std::unique_ptr<Event> a_start, a_end, send_end;              // producer stream
+    std::unique_ptr<Event> recv_start, recv_end;                  // comm stream
     std::unique_ptr<Event> c_start, c_end, b_start, b_end, done;  // compute stream
 };
 
@@ -83,13 +83,20 @@ const char* const* phase_names() { return kPhaseNames; }
 
 double phase_value(const StepTimes& t, int phase) {
     switch (phase) {
-        case 0: return t.a;
-        case 1: return t.send;
-        case 2: return t.recv;
-        case 3: return t.c;
-        case 4: return t.wait;
-        case 5: return t.b;
-        default: return t.period;
+        case 0:
+            return t.a;
+        case 1:
+            return t.send;
+        case 2:
+            return t.recv;
+        case 3:
+            return t.c;
+        case 4:
+            return t.wait;
+        case 5:
+            return t.b;
+        default:
+            return t.period;
     }
 }
 
@@ -148,8 +155,8 @@ struct Pipeline::Impl {
     }
 
     std::string stream_label(const char* what) const {
-        return "rank " + std::to_string(world_rank()) + " " + std::string(to_string(placement.role)) +
-               ": " + what;
+        return "rank " + std::to_string(world_rank()) + " " +
+               std::string(to_string(placement.role)) + ": " + what;
     }
     static int world_rank() {
         int rank = 0;
@@ -253,16 +260,18 @@ struct Pipeline::Impl {
         end_range(compute);
         m.b_start->record(compute);
         begin_range(RangePhase::b, s, compute);
-        launch_b(Span<const T>(recv_slots[k].as<T>()), y_slots[k].as<T>(), static_cast<T>(config.alpha),
-                 step, config.seed, slot_counters, compute);
+        launch_b(Span<const T>(recv_slots[k].as<T>()), y_slots[k].as<T>(),
+                 static_cast<T>(config.alpha), step, config.seed, slot_counters, compute);
         end_range(compute);
         m.b_end->record(compute);
         x_free[k]->record(compute);
         begin_range(RangePhase::verify, s, compute);
         launch_verify_c(Span<const std::uint32_t>(c_buffer.as<std::uint32_t>()), step, config.seed,
-                        static_cast<std::uint32_t>(config.c_iterations), slot_counters + 1, compute);
+                        static_cast<std::uint32_t>(config.c_iterations), slot_counters + 1,
+                        compute);
         end_range(compute);
-        auto* host_counters = counters_host.as<Counter>().data() + 2 * (static_cast<std::size_t>(s) % ring);
+        auto* host_counters =
+            counters_host.as<Counter>().data() + 2 * (static_cast<std::size_t>(s) % ring);
         device.copy_async(host_counters, slot_counters, 2 * sizeof(Counter), compute);
         m.done->record(compute);
 
@@ -282,7 +291,8 @@ struct Pipeline::Impl {
     void retire(std::int64_t s, PassResult& result) {
         const bool has_previous = s > result.first_step;
         const std::size_t r = static_cast<std::size_t>(s) % ring;
-        const std::size_t prev = static_cast<std::size_t>(s + static_cast<std::int64_t>(ring) - 1) % ring;
+        const std::size_t prev =
+            static_cast<std::size_t>(s + static_cast<std::int64_t>(ring) - 1) % ring;
         StepMarks& m = marks[r];
         StepTimes t{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN};
         if (producer) {
@@ -321,7 +331,8 @@ struct Pipeline::Impl {
     template <typename T>
     PassResult run(bool overlap, ResultWriter* writer, const StepCallback& on_step,
                    std::int64_t first_step) {
-        // The whole pass on the main thread's row, so passes of a compare run are easy to tell apart.
+        // The whole pass on the main thread's row, so passes of a compare run are easy to tell
+        // apart.
         const NvtxRange pass_range(overlap ? "pass overlap=on" : "pass overlap=off", kPassColour);
         PassResult result;
         result.overlap = overlap;

@@ -36,7 +36,7 @@ struct PassResult {
     std::int64_t first_step = 0;   // where this pass started (after a resume, not 0)
     std::int64_t end_step = 0;     // one past the last step run (less than steps if stopped)
     std::int64_t timed_from = 0;   // first step in the timings (warm-up and cold steps excluded)
-    std::vector<StepTimes> steps;       // every step, warm-up included
+    std::vector<StepTimes> steps;  // every step, warm-up included
     std::vector<Counter> x_mismatches;  // per step (consumer; zeros elsewhere)
     std::vector<Counter> c_mismatches;  // per step (consumer)
     double cold_step_ms = 0;            // step 0, from queueing to completion

@@ -21,8 +21,9 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 PhaseStats stats_of(std::vector<double> values) {
-    values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return std::isnan(v); }),
-                 values.end());
+    values.erase(
+        std::remove_if(values.begin(), values.end(), [](double v) { return std::isnan(v); }),
+        values.end());
     if (values.empty()) return {kNaN, kNaN, kNaN};
     std::sort(values.begin(), values.end());
     const std::size_t n = values.size();
@@ -65,7 +66,8 @@ std::string one_line_config(const Config& config) {
 }  // namespace
 
 bool RunSummary::verified() const {
-    return std::all_of(passes.begin(), passes.end(), [](const PassSummary& p) { return p.verified(); });
+    return std::all_of(passes.begin(), passes.end(),
+                       [](const PassSummary& p) { return p.verified(); });
 }
 
 PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacement& placement,
@@ -89,7 +91,8 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     // Every rank's step times to rank 0: steps x phases doubles each.
     std::vector<double> mine(steps * kPhaseCount);
     for (std::size_t s = 0; s < steps; ++s) {
-        for (int p = 0; p < kPhaseCount; ++p) mine[s * kPhaseCount + static_cast<std::size_t>(p)] = phase_value(result.steps[s], p);
+        for (int p = 0; p < kPhaseCount; ++p)
+            mine[s * kPhaseCount + static_cast<std::size_t>(p)] = phase_value(result.steps[s], p);
     }
     std::vector<double> all(rank == 0 ? mine.size() * static_cast<std::size_t>(size) : 0);
     MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
@@ -123,7 +126,8 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     if (rank != 0) return summary;
 
     auto value = [&](int r, std::size_t s, int p) {
-        return all[(static_cast<std::size_t>(r) * steps + s) * kPhaseCount + static_cast<std::size_t>(p)];
+        return all[(static_cast<std::size_t>(r) * steps + s) * kPhaseCount +
+                   static_cast<std::size_t>(p)];
     };
     for (int p = 0; p < kPhaseCount; ++p) {
         std::vector<double> samples;
@@ -146,8 +150,8 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
         }
         all_transfers.insert(all_transfers.end(), transfers.begin(), transfers.end());
         const double transfer_ms = stats_of(transfers).median;
-        summary.pairs.push_back({pair, p.producer, p.consumer, stats_of(periods).median, transfer_ms,
-                                 gbps(bytes, transfer_ms)});
+        summary.pairs.push_back({pair, p.producer, p.consumer, stats_of(periods).median,
+                                 transfer_ms, gbps(bytes, transfer_ms)});
     }
     summary.transfer_ms = stats_of(all_transfers).median;
     summary.transfer_gbps = gbps(bytes, summary.transfer_ms);
@@ -209,13 +213,15 @@ void print_report(std::FILE* out, const RunSummary& s) {
                      info.role.c_str(), info.host.c_str(), info.device.c_str(),
                      info.bus_id.empty() ? "" : " ", info.bus_id.c_str(), info.peer_link.c_str());
     }
-    std::fprintf(out, "memory per rank (largest): device %s (%lld slots of %s and C's %s), host %s\n",
-                 human_bytes(static_cast<double>(s.device_bytes)).c_str(),
-                 static_cast<long long>(c.depth), human_bytes(static_cast<double>(c.tensor_bytes())).c_str(),
-                 human_bytes(static_cast<double>(c.c_elements * 4)).c_str(),
-                 human_bytes(static_cast<double>(s.host_bytes)).c_str());
+    std::fprintf(
+        out, "memory per rank (largest): device %s (%lld slots of %s and C's %s), host %s\n",
+        human_bytes(static_cast<double>(s.device_bytes)).c_str(), static_cast<long long>(c.depth),
+        human_bytes(static_cast<double>(c.tensor_bytes())).c_str(),
+        human_bytes(static_cast<double>(c.c_elements * 4)).c_str(),
+        human_bytes(static_cast<double>(s.host_bytes)).c_str());
     for (const PassSummary& p : s.passes) {
-        std::fprintf(out, "\n%s: %lld timed steps from step %lld (ms; step = period between "
+        std::fprintf(out,
+                     "\n%s: %lld timed steps from step %lld (ms; step = period between "
                      "completed steps)\n",
                      pass_name(p.overlap), static_cast<long long>(p.timed_steps),
                      static_cast<long long>(p.timed_from));
@@ -230,19 +236,22 @@ void print_report(std::FILE* out, const RunSummary& s) {
                      fmt("%.4f", p.transfer_ms).c_str(), fmt("%.2f", p.transfer_gbps).c_str(),
                      fmt("%.1f", p.a_gbps).c_str(), fmt("%.1f", p.b_gbps).c_str(),
                      fmt("%.2f", p.c_giter_per_s).c_str());
-        std::fprintf(out, "  time per step %s ms (%s steps/s, aggregate %s GB/s); cold first step %s ms\n",
-                     fmt("%.4f", p.time_per_step_ms).c_str(), fmt("%.1f", p.steps_per_s).c_str(),
-                     fmt("%.2f", p.aggregate_gbps).c_str(), fmt("%.3f", p.cold_step_ms).c_str());
+        std::fprintf(
+            out, "  time per step %s ms (%s steps/s, aggregate %s GB/s); cold first step %s ms\n",
+            fmt("%.4f", p.time_per_step_ms).c_str(), fmt("%.1f", p.steps_per_s).c_str(),
+            fmt("%.2f", p.aggregate_gbps).c_str(), fmt("%.3f", p.cold_step_ms).c_str());
         if (p.pairs.size() > 1) {
             for (const PairFigures& f : p.pairs) {
-                std::fprintf(out, "  pair %d (rank %d -> %d): step %s ms, transfer %s ms = %s GB/s\n",
-                             f.pair, f.producer, f.consumer, fmt("%.4f", f.step_ms).c_str(),
-                             fmt("%.4f", f.transfer_ms).c_str(), fmt("%.2f", f.transfer_gbps).c_str());
+                std::fprintf(
+                    out, "  pair %d (rank %d -> %d): step %s ms, transfer %s ms = %s GB/s\n",
+                    f.pair, f.producer, f.consumer, fmt("%.4f", f.step_ms).c_str(),
+                    fmt("%.4f", f.transfer_ms).c_str(), fmt("%.2f", f.transfer_gbps).c_str());
             }
         }
     }
     if (s.overlap_speedup > 0) {
-        std::fprintf(out, "\noverlap speedup: %.3fx (time per step %s ms without overlap, %s ms with)\n",
+        std::fprintf(out,
+                     "\noverlap speedup: %.3fx (time per step %s ms without overlap, %s ms with)\n",
                      s.overlap_speedup, fmt("%.4f", s.passes.front().time_per_step_ms).c_str(),
                      fmt("%.4f", s.passes.back().time_per_step_ms).c_str());
     }
@@ -276,7 +285,8 @@ nlohmann::json pass_json(const PassSummary& p) {
     j["overlap"] = p.overlap;
     for (int ph = 0; ph < kPhaseCount; ++ph) {
         const PhaseStats& st = p.phases[static_cast<std::size_t>(ph)];
-        j["phases_ms"][phase_names()[ph]] = {{"median", st.median}, {"min", st.min}, {"max", st.max}};
+        j["phases_ms"][phase_names()[ph]] = {
+            {"median", st.median}, {"min", st.min}, {"max", st.max}};
     }
     j["transfer_ms"] = p.transfer_ms;
     j["transfer_gbps"] = p.transfer_gbps;
@@ -293,8 +303,11 @@ nlohmann::json pass_json(const PassSummary& p) {
                          {"spot_checked", p.spot_checked}, {"spot_mismatches", p.spot_mismatches},
                          {"passed", p.verified()}};
     for (const PairFigures& f : p.pairs) {
-        j["pairs"].push_back({{"pair", f.pair}, {"producer", f.producer}, {"consumer", f.consumer},
-                              {"step_ms", f.step_ms}, {"transfer_ms", f.transfer_ms},
+        j["pairs"].push_back({{"pair", f.pair},
+                              {"producer", f.producer},
+                              {"consumer", f.consumer},
+                              {"step_ms", f.step_ms},
+                              {"transfer_ms", f.transfer_ms},
                               {"transfer_gbps", f.transfer_gbps}});
     }
     return j;
@@ -339,8 +352,12 @@ std::string summary_json(const RunSummary& s) {
     }
     j["config_toml"] = config_to_toml(s.config);
     for (const RankInfo& r : s.ranks) {
-        j["ranks"].push_back({{"host", r.host}, {"device", r.device}, {"bus_id", r.bus_id},
-                              {"role", r.role}, {"pair", r.pair}, {"peer_link", r.peer_link}});
+        j["ranks"].push_back({{"host", r.host},
+                              {"device", r.device},
+                              {"bus_id", r.bus_id},
+                              {"role", r.role},
+                              {"pair", r.pair},
+                              {"peer_link", r.peer_link}});
     }
     for (const PassSummary& p : s.passes) j["passes"].push_back(pass_json(p));
     if (s.overlap_speedup > 0) j["overlap_speedup"] = s.overlap_speedup;
@@ -370,28 +387,54 @@ void append_results_csv(const std::string& path, const RunSummary& s) {
         c_bad += p.c_mismatches;
     }
     const bool compared = s.overlap_speedup > 0;
-    std::vector<std::string> row = {
-        csv_text(c.tag), s.timestamp, s.git_hash, std::to_string(s.world_size),
-        std::to_string(s.pairs), s.backend, s.transport.substr(0, s.transport.find(' ')),
-        csv_text(s.ranks.empty() ? "" : s.ranks.front().device), std::string(to_string(c.dtype)),
-        std::to_string(c.elements), std::to_string(c.tensor_bytes()), std::to_string(c.steps),
-        std::to_string(c.warmup), std::to_string(c.depth), std::string(to_string(c.overlap)),
-        c.blocking ? "true" : "false", std::to_string(c.c_elements), std::to_string(c.c_iterations),
-        std::string(to_string(c.pairing)), std::to_string(c.chunk),
-        csv_number(m.time_per_step_ms), csv_number(m.phases[6].median), csv_number(m.phases[6].min),
-        csv_number(m.phases[6].max), csv_number(m.steps_per_s), csv_number(m.phases[0].median),
-        csv_number(m.phases[1].median), csv_number(m.phases[2].median),
-        csv_number(m.phases[3].median), csv_number(m.phases[4].median),
-        csv_number(m.phases[5].median), csv_number(m.transfer_gbps), csv_number(m.aggregate_gbps),
-        csv_number(m.a_gbps), csv_number(m.b_gbps), csv_number(s.passes.front().cold_step_ms),
-        compared ? csv_number(s.passes.front().time_per_step_ms) : "",
-        compared ? csv_number(s.overlap_speedup) : "", std::to_string(x_checked),
-        std::to_string(x_bad), std::to_string(c_bad), s.verified() ? "ok" : "failed"};
+    std::vector<std::string> row = {csv_text(c.tag),
+                                    s.timestamp,
+                                    s.git_hash,
+                                    std::to_string(s.world_size),
+                                    std::to_string(s.pairs),
+                                    s.backend,
+                                    s.transport.substr(0, s.transport.find(' ')),
+                                    csv_text(s.ranks.empty() ? "" : s.ranks.front().device),
+                                    std::string(to_string(c.dtype)),
+                                    std::to_string(c.elements),
+                                    std::to_string(c.tensor_bytes()),
+                                    std::to_string(c.steps),
+                                    std::to_string(c.warmup),
+                                    std::to_string(c.depth),
+                                    std::string(to_string(c.overlap)),
+                                    c.blocking ? "true" : "false",
+                                    std::to_string(c.c_elements),
+                                    std::to_string(c.c_iterations),
+                                    std::string(to_string(c.pairing)),
+                                    std::to_string(c.chunk),
+                                    csv_number(m.time_per_step_ms),
+                                    csv_number(m.phases[6].median),
+                                    csv_number(m.phases[6].min),
+                                    csv_number(m.phases[6].max),
+                                    csv_number(m.steps_per_s),
+                                    csv_number(m.phases[0].median),
+                                    csv_number(m.phases[1].median),
+                                    csv_number(m.phases[2].median),
+                                    csv_number(m.phases[3].median),
+                                    csv_number(m.phases[4].median),
+                                    csv_number(m.phases[5].median),
+                                    csv_number(m.transfer_gbps),
+                                    csv_number(m.aggregate_gbps),
+                                    csv_number(m.a_gbps),
+                                    csv_number(m.b_gbps),
+                                    csv_number(s.passes.front().cold_step_ms),
+                                    compared ? csv_number(s.passes.front().time_per_step_ms) : "",
+                                    compared ? csv_number(s.overlap_speedup) : "",
+                                    std::to_string(x_checked),
+                                    std::to_string(x_bad),
+                                    std::to_string(c_bad),
+                                    s.verified() ? "ok" : "failed"};
     std::string line;
     for (const std::string& field : row) line += (line.empty() ? "" : ",") + field;
 
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd < 0) throw runtime_error("cannot open results CSV '" + path + "': " + std::strerror(errno));
+    if (fd < 0)
+        throw runtime_error("cannot open results CSV '" + path + "': " + std::strerror(errno));
     // The lock makes "is it empty? then write the header" and the append one step.
     ::flock(fd, LOCK_EX);
     std::string text;
@@ -413,7 +456,8 @@ void write_file_atomically(const std::string& path, const std::string& text) {
         if (!out.flush()) throw runtime_error("cannot write '" + temporary + "'");
     }
     if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-        throw runtime_error("cannot rename '" + temporary + "' to '" + path + "': " + std::strerror(errno));
+        throw runtime_error("cannot rename '" + temporary + "' to '" + path +
+                            "': " + std::strerror(errno));
     }
 }
 

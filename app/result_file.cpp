@@ -429,7 +429,10 @@ std::vector<DeclaredDataset> declared_datasets(const ResultFileLayout& layout) {
         datasets.push_back({"/step", ElementType::int64, {rows}});
     }
     for (const MatrixSpec& spec : layout.matrices) {
-        datasets.push_back({"/" + matrix_key(spec.path), spec.type, {spec.rows, spec.cols}});
+        // Appended rather than "/" + key: GCC 12 warns falsely (-Wrestrict) on the latter.
+        std::string name = "/";
+        name += matrix_key(spec.path);
+        datasets.push_back({std::move(name), spec.type, {spec.rows, spec.cols}});
     }
     return datasets;
 }

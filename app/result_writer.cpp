@@ -31,7 +31,9 @@ ResultWriter::Slot ResultWriter::acquire() {
     if (free_.empty()) {
         const auto start = std::chrono::steady_clock::now();
         changed_.wait(lock, [this] { return !free_.empty(); });
-        waited_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        waited_ms_ +=
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
     }
     const int index = free_.back();
     free_.pop_back();

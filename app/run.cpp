@@ -4,8 +4,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -80,8 +80,8 @@ std::string version_text() {
 
 std::string versions_line() {
     return std::string("gpurelay ") + kVersion + " (git " + kGitHash + "), CUDA " +
-           cuda_version_string() + ", NCCL " + nccl_version_string() + ", " +
-           mpi_version_string() + ", HDF5 " + hdf5_version();
+           cuda_version_string() + ", NCCL " + nccl_version_string() + ", " + mpi_version_string() +
+           ", HDF5 " + hdf5_version();
 }
 
 std::string utc_timestamp() {
@@ -104,8 +104,8 @@ void broadcast(std::string& text) {
 void check_output_paths(const Config& config) {
     namespace fs = std::filesystem;
     auto check_folder = [](const std::string& key, const std::string& path) {
-        const fs::path folder = fs::path(path).parent_path().empty() ? fs::path(".")
-                                                                      : fs::path(path).parent_path();
+        const fs::path folder =
+            fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
         if (!fs::is_directory(folder)) {
             throw usage_error(key + ": folder '" + folder.string() + "' does not exist");
         }
@@ -115,7 +115,8 @@ void check_output_paths(const Config& config) {
     };
     check_folder("output", config.output);
     if (fs::exists(config.output) && !config.overwrite) {
-        throw usage_error("output file '" + config.output + "' exists (use --overwrite to replace it)");
+        throw usage_error("output file '" + config.output +
+                          "' exists (use --overwrite to replace it)");
     }
     if (!config.summary_json.empty()) check_folder("summary_json", config.summary_json);
     if (!config.results_csv.empty()) check_folder("results_csv", config.results_csv);
@@ -139,9 +140,9 @@ ResumePoint find_resume_point(const Config& config) {
     for (const char* key : {"elements", "dtype", "steps", "warmup", "overlap", "c_elements",
                             "c_iterations", "alpha", "seed", "pairing", "write"}) {
         if (config_value_toml(before, key) != config_value_toml(config, key)) {
-            throw usage_error("resume: " + std::string(key) + " is " + config_value_toml(config, key) +
-                              " but '" + partial + "' was started with " +
-                              config_value_toml(before, key));
+            throw usage_error("resume: " + std::string(key) + " is " +
+                              config_value_toml(config, key) + " but '" + partial +
+                              "' was started with " + config_value_toml(before, key));
         }
     }
     const auto step = ResultFile::read_root_attribute(partial, "stopped_at_step");
@@ -168,15 +169,16 @@ std::unique_ptr<Device> open_device(const Config& config, int local_rank) {
     const bool want_cuda = config.device == DeviceKind::cuda ||
                            (config.device == DeviceKind::auto_select && visible > 0);
     if (!want_cuda) {
-        return make_host_device(std::chrono::milliseconds(static_cast<long long>(config.timeout_s * 1000)));
+        return make_host_device(
+            std::chrono::milliseconds(static_cast<long long>(config.timeout_s * 1000)));
     }
     if (!cuda_built()) return make_cuda_device(0);  // throws the "built without CUDA" usage error
     if (visible == 0) {
         const char* mask = std::getenv("CUDA_VISIBLE_DEVICES");
-        throw usage_error("device = \"cuda\" but no GPU is visible to rank " +
-                          std::to_string(world_rank()) +
-                          (mask ? std::string(" (CUDA_VISIBLE_DEVICES=") + mask + ")" : std::string()) +
-                          "; use device = \"cpu\" for the CPU path");
+        throw usage_error(
+            "device = \"cuda\" but no GPU is visible to rank " + std::to_string(world_rank()) +
+            (mask ? std::string(" (CUDA_VISIBLE_DEVICES=") + mask + ")" : std::string()) +
+            "; use device = \"cpu\" for the CPU path");
     }
     return make_cuda_device(select_gpu(local_rank, visible));
 }
@@ -186,11 +188,13 @@ std::unique_ptr<Transport> open_transport(Setup& setup, int world_size,
                                           const std::vector<std::string>& gpu_keys) {
     const Config& config = setup.config;
     const std::size_t bytes = config.tensor_bytes();
-    const TransportOptions options{bytes, config.chunk,
-                                   std::chrono::milliseconds(static_cast<long long>(config.timeout_s * 1000))};
+    const TransportOptions options{
+        bytes, config.chunk,
+        std::chrono::milliseconds(static_cast<long long>(config.timeout_s * 1000))};
     if (setup.device->backend() == Backend::host) {
         if (config.transport == TransportKind::nccl) {
-            throw usage_error("transport = \"nccl\" needs the CUDA path, but this run is on the CPU");
+            throw usage_error(
+                "transport = \"nccl\" needs the CUDA path, but this run is on the CPU");
         }
         if (config.staging == Staging::on) {
             return make_mpi_staged_transport(MPI_COMM_WORLD, *setup.device, options);
@@ -199,8 +203,9 @@ std::unique_ptr<Transport> open_transport(Setup& setup, int world_size,
     }
     if (world_size == 1) {
         if (config.transport == TransportKind::mpi) {
-            throw usage_error("transport = \"mpi\" needs two ranks on the CUDA path; one rank sends "
-                              "to itself with transport = \"nccl\"");
+            throw usage_error(
+                "transport = \"mpi\" needs two ranks on the CUDA path; one rank sends "
+                "to itself with transport = \"nccl\"");
         }
         return make_nccl_transport(MPI_COMM_WORLD);
     }
@@ -227,7 +232,9 @@ std::uint64_t pipeline_bytes_needed(const Config& config, Role role) {
     const std::uint64_t slots = static_cast<std::uint64_t>(config.depth) * config.tensor_bytes();
     const std::uint64_t producer = slots;
     const std::uint64_t consumer = 2 * slots + config.c_elements * 4;
-    return role == Role::producer ? producer : role == Role::consumer ? consumer : producer + consumer;
+    return role == Role::producer   ? producer
+           : role == Role::consumer ? consumer
+                                    : producer + consumer;
 }
 
 Attributes root_attributes(const Setup& setup, const std::vector<std::string>& hosts,
@@ -260,7 +267,8 @@ Attributes root_attributes(const Setup& setup, const std::vector<std::string>& h
     attrs.emplace_back("nccl_version", nccl_version_string());
     attrs.emplace_back("mpi_version", mpi_version_string());
     attrs.emplace_back("hdf5_version", hdf5_version());
-    attrs.emplace_back("backend", std::string(setup.device->backend() == Backend::cuda ? "cuda" : "cpu"));
+    attrs.emplace_back("backend",
+                       std::string(setup.device->backend() == Backend::cuda ? "cuda" : "cpu"));
     attrs.emplace_back("transport_used", setup.transport->name());
     attrs.emplace_back("world_size", static_cast<std::int64_t>(hosts.size()));
     attrs.emplace_back("pair_count", static_cast<std::int64_t>(setup.placement.pairs));
@@ -281,7 +289,8 @@ std::vector<std::string> allgather_strings(const std::string& mine, int size) {
     std::string record = mine.substr(0, kWidth - 1);
     record.resize(kWidth, '\0');
     std::vector<char> all(static_cast<std::size_t>(kWidth) * static_cast<std::size_t>(size));
-    MPI_CHECK(MPI_Allgather(record.data(), kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allgather(record.data(), kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR,
+                            MPI_COMM_WORLD));
     std::vector<std::string> out;
     for (int r = 0; r < size; ++r) out.emplace_back(all.data() + r * kWidth);
     return out;
@@ -302,10 +311,13 @@ std::string peer_link(const Setup& setup, const std::vector<std::string>& hosts,
 
 // Progress on rank 0: a refreshed line on a terminal, a line every 10 s in a batch log.
 class Progress {
-public:
+  public:
     Progress(bool enabled, std::int64_t total)
-        : enabled_(enabled), tty_(::isatty(STDOUT_FILENO) != 0), total_(total),
-          start_(std::chrono::steady_clock::now()), last_(start_) {}
+        : enabled_(enabled),
+          tty_(::isatty(STDOUT_FILENO) != 0),
+          total_(total),
+          start_(std::chrono::steady_clock::now()),
+          last_(start_) {}
     void step_done() {
         ++done_;
         if (!enabled_) return;
@@ -322,7 +334,7 @@ public:
         std::fflush(stdout);
     }
 
-private:
+  private:
     bool enabled_, tty_;
     std::int64_t total_, done_ = 0;
     std::chrono::steady_clock::time_point start_, last_;
@@ -391,9 +403,10 @@ int run(MpiSession& mpi, int argc, char** argv) {
         }
         const std::uint64_t needed = pipeline_bytes_needed(config, setup.placement.role);
         if (setup.device->backend() == Backend::cuda && needed > setup.device_info.free_memory) {
-            throw usage_error("rank " + std::to_string(rank) + " needs " + std::to_string(needed >> 20) +
-                              " MiB of GPU memory for depth " + std::to_string(config.depth) +
-                              " x " + std::to_string(config.tensor_bytes() >> 20) + " MiB slots, but " +
+            throw usage_error("rank " + std::to_string(rank) + " needs " +
+                              std::to_string(needed >> 20) + " MiB of GPU memory for depth " +
+                              std::to_string(config.depth) + " x " +
+                              std::to_string(config.tensor_bytes() >> 20) + " MiB slots, but " +
                               setup.device_info.name + " has " +
                               std::to_string(setup.device_info.free_memory >> 20) + " MiB free");
         }
@@ -411,7 +424,8 @@ int run(MpiSession& mpi, int argc, char** argv) {
 
     std::unique_ptr<Pipeline> pipeline;
     agree(MPI_COMM_WORLD, [&] {
-        pipeline = std::make_unique<Pipeline>(config, *setup.device, *setup.transport, setup.placement);
+        pipeline =
+            std::make_unique<Pipeline>(config, *setup.device, *setup.transport, setup.placement);
     });
 
     // Memory, said before the run starts: slots x tensor size, C's buffer, counters.
@@ -419,22 +433,26 @@ int run(MpiSession& mpi, int argc, char** argv) {
     std::uint64_t held_max[2];
     MPI_CHECK(MPI_Allreduce(held, held_max, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD));
     if (rank == 0) {
-        std::printf("gpurelay: %s memory per rank (largest): %.1f MiB for depth %lld x %.1f MiB "
-                    "slots and C's %.1f MiB; pinned host %.1f MiB before the writer's buffers\n",
-                    setup.device->backend() == Backend::cuda ? "device" : "host",
-                    static_cast<double>(held_max[0]) / 1048576.0,
-                    static_cast<long long>(config.depth),
-                    static_cast<double>(config.tensor_bytes()) / 1048576.0,
-                    static_cast<double>(config.c_elements * 4) / 1048576.0,
-                    static_cast<double>(held_max[1]) / 1048576.0);
+        std::printf(
+            "gpurelay: %s memory per rank (largest): %.1f MiB for depth %lld x %.1f MiB "
+            "slots and C's %.1f MiB; pinned host %.1f MiB before the writer's buffers\n",
+            setup.device->backend() == Backend::cuda ? "device" : "host",
+            static_cast<double>(held_max[0]) / 1048576.0, static_cast<long long>(config.depth),
+            static_cast<double>(config.tensor_bytes()) / 1048576.0,
+            static_cast<double>(config.c_elements * 4) / 1048576.0,
+            static_cast<double>(held_max[1]) / 1048576.0);
         std::fflush(stdout);
     }
 
     // Passes: compare runs without overlap first, then with; /y comes from the last pass.
     std::vector<bool> passes;
-    if (config.overlap == OverlapMode::compare) passes = {false, true};
-    else passes = {config.overlap == OverlapMode::on};
-    auto pass_label = [](bool overlap) { return std::string(overlap ? "overlap_on" : "overlap_off"); };
+    if (config.overlap == OverlapMode::compare)
+        passes = {false, true};
+    else
+        passes = {config.overlap == OverlapMode::on};
+    auto pass_label = [](bool overlap) {
+        return std::string(overlap ? "overlap_on" : "overlap_off");
+    };
 
     ResultFileLayout layout;
     layout.pairs = static_cast<std::uint64_t>(setup.placement.pairs);
@@ -445,7 +463,8 @@ int run(MpiSession& mpi, int argc, char** argv) {
     for (bool overlap : passes) {
         for (int p = 0; p < kPhaseCount; ++p) {
             layout.matrices.push_back({"/timings/" + pass_label(overlap) + "/" + phase_names()[p],
-                                       ElementType::float64, static_cast<std::uint64_t>(size), steps});
+                                       ElementType::float64, static_cast<std::uint64_t>(size),
+                                       steps});
         }
         for (const char* what : {"x_mismatches", "c_mismatches"}) {
             layout.matrices.push_back({"/verification/" + pass_label(overlap) + "/" + what,
@@ -454,7 +473,9 @@ int run(MpiSession& mpi, int argc, char** argv) {
     }
     const std::vector<std::string> hosts = allgather_strings(mpi.host_name(), size);
     const std::vector<std::string> devices = allgather_strings(
-        setup.device_info.name + (setup.device_info.pci_bus_id.empty() ? "" : " " + setup.device_info.pci_bus_id), size);
+        setup.device_info.name +
+            (setup.device_info.pci_bus_id.empty() ? "" : " " + setup.device_info.pci_bus_id),
+        size);
     std::optional<ResultFile> file;
     agree(MPI_COMM_WORLD, [&] {
         file.emplace(config.resume
@@ -477,8 +498,8 @@ int run(MpiSession& mpi, int argc, char** argv) {
                 return spot_check_y(Span<const float>{static_cast<const float*>(row), elements},
                                     static_cast<float>(alpha), s, seed, kRowSpotSamples);
             }
-            return spot_check_y(Span<const double>{static_cast<const double*>(row), elements}, alpha,
-                                s, seed, kRowSpotSamples);
+            return spot_check_y(Span<const double>{static_cast<const double*>(row), elements},
+                                alpha, s, seed, kRowSpotSamples);
         };
         writer = std::make_unique<ResultWriter>(*setup.device, *file,
                                                 static_cast<std::uint64_t>(setup.placement.pair),
@@ -568,15 +589,16 @@ int run(MpiSession& mpi, int argc, char** argv) {
     summary.world_size = size;
     summary.pairs = setup.placement.pairs;
     summary.ranks = gather_rank_info(
-        MPI_COMM_WORLD,
-        {mpi.host_name(), setup.device_info.name, setup.device_info.pci_bus_id,
-         std::string(to_string(setup.placement.role)),
-         peer_link(setup, hosts, gpu_keys, mpi.host_name()), setup.placement.pair});
+        MPI_COMM_WORLD, {mpi.host_name(), setup.device_info.name, setup.device_info.pci_bus_id,
+                         std::string(to_string(setup.placement.role)),
+                         peer_link(setup, hosts, gpu_keys, mpi.host_name()), setup.placement.pair});
     if (summary.passes.size() == 2) {
-        summary.overlap_speedup = summary.passes[0].time_per_step_ms / summary.passes[1].time_per_step_ms;
+        summary.overlap_speedup =
+            summary.passes[0].time_per_step_ms / summary.passes[1].time_per_step_ms;
     }
-    std::uint64_t memory[2] = {pipeline->device_bytes(), pipeline->host_bytes() +
-                                                             (writer ? kWriterBuffers * config.tensor_bytes() : 0)};
+    std::uint64_t memory[2] = {
+        pipeline->device_bytes(),
+        pipeline->host_bytes() + (writer ? kWriterBuffers * config.tensor_bytes() : 0)};
     std::uint64_t largest[2];
     MPI_CHECK(MPI_Allreduce(memory, largest, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD));
     summary.device_bytes = largest[0];
@@ -593,23 +615,26 @@ int run(MpiSession& mpi, int argc, char** argv) {
 
     const bool verified = summary.verified();
     const PassSummary& main_pass = summary.main_pass();
-    file->close(true, {{"verified", static_cast<std::int64_t>(verified ? 1 : 0)},
-                       {"x_mismatches", static_cast<std::int64_t>(main_pass.x_mismatches)},
-                       {"c_mismatches", static_cast<std::int64_t>(main_pass.c_mismatches)},
-                       {"overlap_speedup", summary.overlap_speedup},
-                       {"cold_step_ms", summary.passes.front().cold_step_ms},
-                       {"stopped_at_step", static_cast<std::int64_t>(-1)},
-                       {"resumed_from_step", config.resume ? resume.step : static_cast<std::int64_t>(-1)},
-                       {"finished_utc", utc_timestamp()}});
+    file->close(true,
+                {{"verified", static_cast<std::int64_t>(verified ? 1 : 0)},
+                 {"x_mismatches", static_cast<std::int64_t>(main_pass.x_mismatches)},
+                 {"c_mismatches", static_cast<std::int64_t>(main_pass.c_mismatches)},
+                 {"overlap_speedup", summary.overlap_speedup},
+                 {"cold_step_ms", summary.passes.front().cold_step_ms},
+                 {"stopped_at_step", static_cast<std::int64_t>(-1)},
+                 {"resumed_from_step", config.resume ? resume.step : static_cast<std::int64_t>(-1)},
+                 {"finished_utc", utc_timestamp()}});
     file.reset();
 
     if (rank == 0) {
         print_report(stdout, summary);
-        if (!config.summary_json.empty()) write_file_atomically(config.summary_json, summary_json(summary));
+        if (!config.summary_json.empty())
+            write_file_atomically(config.summary_json, summary_json(summary));
         if (!config.results_csv.empty()) append_results_csv(config.results_csv, summary);
         if (!verified) {
-            std::fprintf(stderr, "gpurelay: verification failed: results differ from the formula "
-                                 "(see the report above)\n");
+            std::fprintf(stderr,
+                         "gpurelay: verification failed: results differ from the formula "
+                         "(see the report above)\n");
         }
     }
     return static_cast<int>(verified ? ExitCode::ok : ExitCode::verification);

@@ -17,7 +17,7 @@ int stop_signal();
 // One vote per step, carried by a non-blocking all-reduce that has a whole step to finish, so
 // the host loop never waits on it in the common case.
 class StopVote {
-public:
+  public:
     explicit StopVote(MPI_Comm comm) : comm_(comm) {}
     ~StopVote();
     StopVote(const StopVote&) = delete;
@@ -27,7 +27,7 @@ public:
     // stop on (the largest seen), or 0 to go on. The answer lags the signal by one step.
     int after_step();
 
-private:
+  private:
     MPI_Comm comm_;
     MPI_Request request_ = MPI_REQUEST_NULL;
     int sent_ = 0;

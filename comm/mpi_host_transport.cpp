@@ -12,7 +12,7 @@ namespace gpurelay {
 namespace {
 
 class MpiHostTransport final : public Transport {
-public:
+  public:
     MpiHostTransport(MPI_Comm comm, const TransportOptions& options) : options_(options) {
         // A private communicator: the transport's messages never match the application's.
         MPI_CHECK(MPI_Comm_dup(comm, &comm_));
@@ -22,16 +22,15 @@ public:
     std::string name() const override { return "mpi (host memory)"; }
 
     void send(const void* data, std::size_t bytes, int peer, Stream& stream) override {
-        dynamic_cast<HostStream&>(stream).enqueue([this, data, bytes, peer] {
-            transfer(const_cast<void*>(data), bytes, peer, true);
-        });
+        dynamic_cast<HostStream&>(stream).enqueue(
+            [this, data, bytes, peer] { transfer(const_cast<void*>(data), bytes, peer, true); });
     }
     void recv(void* data, std::size_t bytes, int peer, Stream& stream) override {
         dynamic_cast<HostStream&>(stream).enqueue(
             [this, data, bytes, peer] { transfer(data, bytes, peer, false); });
     }
 
-private:
+  private:
     // Messages over INT_MAX bytes go as several; MPI keeps their order between two ranks.
     void transfer(void* data, std::size_t bytes, int peer, bool sending) {
         const std::size_t piece = std::min<std::size_t>(options_.chunk_bytes, INT_MAX);

@@ -9,9 +9,10 @@
 namespace gpurelay {
 
 class MpiSession {
-public:
+  public:
     // Initialises MPI with MPI_THREAD_MULTIPLE and makes MPI errors return codes on
-    // MPI_COMM_WORLD (MPI_CHECK turns them into exceptions). Throws if that thread level is missing.
+    // MPI_COMM_WORLD (MPI_CHECK turns them into exceptions). Throws if that thread level is
+    // missing.
     MpiSession(int* argc, char*** argv);
     ~MpiSession();
     MpiSession(const MpiSession&) = delete;
@@ -24,7 +25,7 @@ public:
     int local_size() const { return local_size_; }
     const std::string& host_name() const { return host_name_; }
 
-private:
+  private:
     int world_rank_ = 0;
     int world_size_ = 1;
     int local_rank_ = 0;

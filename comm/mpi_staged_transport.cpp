@@ -20,12 +20,14 @@ namespace {
 constexpr std::size_t kMaxTag = 32767;
 
 class MpiStagedTransport final : public Transport {
-public:
+  public:
     MpiStagedTransport(MPI_Comm comm, Device& device, const TransportOptions& options)
         : device_(device),
           options_(options),
-          piece_bytes_(std::min<std::size_t>(std::max<std::size_t>(options.chunk_bytes, 1), INT_MAX)),
-          pieces_(std::max<std::size_t>(1, (options.max_message_bytes + piece_bytes_ - 1) / piece_bytes_)),
+          piece_bytes_(
+              std::min<std::size_t>(std::max<std::size_t>(options.chunk_bytes, 1), INT_MAX)),
+          pieces_(std::max<std::size_t>(
+              1, (options.max_message_bytes + piece_bytes_ - 1) / piece_bytes_)),
           send_staging_(device.allocate_host(options.max_message_bytes)),
           recv_staging_(device.allocate_host(options.max_message_bytes)),
           send_copied_(pieces_),
@@ -83,9 +85,9 @@ public:
         auto* staging = static_cast<char*>(recv_staging_.data());
         // Which earlier message last used each staging piece: the proxy may overwrite a piece
         // only after that message's host-to-device copy of it has finished.
-        std::vector<std::uint64_t> previous_users(recv_piece_last_user_.begin(),
-                                                  recv_piece_last_user_.begin() +
-                                                      static_cast<std::ptrdiff_t>(pieces));
+        std::vector<std::uint64_t> previous_users(
+            recv_piece_last_user_.begin(),
+            recv_piece_last_user_.begin() + static_cast<std::ptrdiff_t>(pieces));
         for (std::size_t p = 0; p < pieces; ++p) recv_piece_last_user_[p] = ticket;
         recv_proxy_.enqueue([this, ticket, pieces, bytes, peer, staging, previous_users] {
             std::vector<MPI_Request> requests(pieces, MPI_REQUEST_NULL);
@@ -115,7 +117,7 @@ public:
         }
     }
 
-private:
+  private:
     void check_size(std::size_t bytes) const {
         if (bytes > options_.max_message_bytes) {
             throw runtime_error("message of " + std::to_string(bytes) +

@@ -12,7 +12,7 @@ namespace {
 
 // Deadlines of the waits in progress, checked by one thread for the whole process.
 class Watchdog {
-public:
+  public:
     using Clock = std::chrono::steady_clock;
     struct Entry {
         Clock::time_point deadline;
@@ -34,7 +34,7 @@ public:
         entries_.erase(entry);
     }
 
-private:
+  private:
     Watchdog() : thread_([this] { run(); }) { thread_.detach(); }
 
     void run() {
@@ -43,10 +43,9 @@ private:
             std::unique_lock lock(mutex_);
             for (const Entry& entry : entries_) {
                 if (Clock::now() > entry.deadline) {
-                    const std::string message =
-                        entry.what + " did not complete within " +
-                        std::to_string(entry.timeout.count() / 1000) +
-                        " s (timeout_s): the peer stopped or is stuck";
+                    const std::string message = entry.what + " did not complete within " +
+                                                std::to_string(entry.timeout.count() / 1000) +
+                                                " s (timeout_s): the peer stopped or is stuck";
                     lock.unlock();
                     fail_fatally(std::make_exception_ptr(runtime_error(message)));
                 }

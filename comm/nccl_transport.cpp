@@ -10,7 +10,7 @@ namespace gpurelay {
 namespace {
 
 class NcclTransport final : public Transport {
-public:
+  public:
     explicit NcclTransport(MPI_Comm comm) {
         int rank = 0, size = 1;
         MPI_CHECK(MPI_Comm_rank(comm, &rank));
@@ -51,7 +51,7 @@ public:
         }
     }
 
-private:
+  private:
     ncclComm_t comm_ = nullptr;
 };
 

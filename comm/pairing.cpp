@@ -8,8 +8,10 @@ PairPlacement place_pairs(int world_rank, int world_size, bool split) {
     PairPlacement p;
     if (world_size == 1) return p;
     if (world_size % 2 != 0) {
-        throw usage_error("gpurelay needs one rank or an even number of ranks (producer/consumer "
-                          "pairs), got " + std::to_string(world_size));
+        throw usage_error(
+            "gpurelay needs one rank or an even number of ranks (producer/consumer "
+            "pairs), got " +
+            std::to_string(world_size));
     }
     p.pairs = world_size / 2;
     if (split) {
@@ -30,9 +32,12 @@ int select_gpu(int local_rank, int visible) { return visible <= 0 ? -1 : local_r
 
 std::string_view to_string(Role role) {
     switch (role) {
-        case Role::producer: return "producer";
-        case Role::consumer: return "consumer";
-        case Role::both: return "producer+consumer";
+        case Role::producer:
+            return "producer";
+        case Role::consumer:
+            return "consumer";
+        case Role::both:
+            return "producer+consumer";
     }
     return "?";
 }

@@ -9,10 +9,10 @@ enum class Role { producer, consumer, both };
 
 struct PairPlacement {
     int pairs = 1;
-    int pair = 0;        // this rank's pair
+    int pair = 0;  // this rank's pair
     Role role = Role::both;
-    int peer = 0;        // world rank of the other side (itself when role is both)
-    int producer = 0;    // world ranks of the pair's two sides
+    int peer = 0;      // world rank of the other side (itself when role is both)
+    int producer = 0;  // world ranks of the pair's two sides
     int consumer = 0;
 };
 

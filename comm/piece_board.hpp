@@ -12,7 +12,7 @@
 namespace gpurelay {
 
 class PieceBoard {
-public:
+  public:
     explicit PieceBoard(std::size_t pieces) : done_(pieces, 0) {}
 
     // Piece `piece` of message `ticket` is done (tickets start at 1 and only grow).
@@ -22,7 +22,7 @@ public:
     void wait(std::uint64_t ticket, std::size_t piece, std::chrono::milliseconds timeout,
               const char* what);
 
-private:
+  private:
     std::mutex mutex_;
     std::condition_variable changed_;
     std::vector<std::uint64_t> done_;

@@ -15,7 +15,7 @@
 namespace gpurelay {
 
 class Transport {
-public:
+  public:
     virtual ~Transport() = default;
     // "nccl", "mpi (host memory)", "mpi (host-staged)": as the report names it.
     virtual std::string name() const = 0;
@@ -34,7 +34,7 @@ public:
 };
 
 struct TransportOptions {
-    std::size_t max_message_bytes = 0;  // the largest message (staging buffers are this big)
+    std::size_t max_message_bytes = 0;   // the largest message (staging buffers are this big)
     std::size_t chunk_bytes = 4u << 20;  // pieces of a staged message, pipelined
     std::chrono::milliseconds timeout{300000};  // longest wait on a peer
 };

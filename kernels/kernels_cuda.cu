@@ -87,8 +87,8 @@ __global__ void c_kernel(Span<std::uint32_t> z, std::uint64_t step, std::uint32_
     }
 }
 
-__global__ void verify_c_kernel(Span<const std::uint32_t> z, std::uint64_t step,
-                                std::uint32_t seed, AffineMap jump, Counter* z_mismatches) {
+__global__ void verify_c_kernel(Span<const std::uint32_t> z, std::uint64_t step, std::uint32_t seed,
+                                AffineMap jump, Counter* z_mismatches) {
     const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
     Counter bad = 0;
     for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < z.size(); i += stride) {
@@ -123,8 +123,8 @@ void run_c(Span<std::uint32_t> z, std::uint64_t step, std::uint32_t seed, std::u
 void run_verify_c(Span<const std::uint32_t> z, std::uint64_t step, std::uint32_t seed,
                   std::uint32_t iterations, Counter* z_mismatches, cudaStream_t stream) {
     if (z.size() == 0) return;
-    verify_c_kernel<<<grid_for(z.size()), kThreads, 0, stream>>>(z, step, seed,
-                                                                 lcg_jump(iterations), z_mismatches);
+    verify_c_kernel<<<grid_for(z.size()), kThreads, 0, stream>>>(
+        z, step, seed, lcg_jump(iterations), z_mismatches);
     CUDA_CHECK(cudaGetLastError());
 }
 
@@ -132,7 +132,7 @@ template void run_a<float>(Span<float>, std::uint64_t, std::uint32_t, cudaStream
 template void run_a<double>(Span<double>, std::uint64_t, std::uint32_t, cudaStream_t);
 template void run_b<float>(Span<const float>, Span<float>, float, std::uint64_t, std::uint32_t,
                            Counter*, cudaStream_t);
-template void run_b<double>(Span<const double>, Span<double>, double, std::uint64_t,
-                            std::uint32_t, Counter*, cudaStream_t);
+template void run_b<double>(Span<const double>, Span<double>, double, std::uint64_t, std::uint32_t,
+                            Counter*, cudaStream_t);
 
 }  // namespace gpurelay::cuda

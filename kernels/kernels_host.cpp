@@ -23,7 +23,8 @@ void run_b(Span<const T> x, Span<T> y, T alpha, std::uint64_t step, std::uint32_
     *x_mismatches += bad;
 }
 
-void run_c(Span<std::uint32_t> z, std::uint64_t step, std::uint32_t seed, std::uint32_t iterations) {
+void run_c(Span<std::uint32_t> z, std::uint64_t step, std::uint32_t seed,
+           std::uint32_t iterations) {
     for (std::size_t i = 0; i < z.size(); ++i) {
         z[i] = c_iterate(c_start(step, static_cast<std::uint32_t>(i), seed), iterations);
     }

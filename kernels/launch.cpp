@@ -70,7 +70,8 @@ void launch_c(Span<std::uint32_t> z, std::uint64_t step, std::uint32_t seed,
 void launch_verify_c(Span<const std::uint32_t> z, std::uint64_t step, std::uint32_t seed,
                      std::uint32_t iterations, Counter* z_mismatches, Stream& stream) {
     if (on_host(stream)) {
-        as_host(stream).enqueue([=] { host::run_verify_c(z, step, seed, iterations, z_mismatches); });
+        as_host(stream).enqueue(
+            [=] { host::run_verify_c(z, step, seed, iterations, z_mismatches); });
         return;
     }
 #if defined(GPURELAY_HAVE_CUDA)

@@ -9,11 +9,12 @@
 namespace gpurelay {
 
 class Buffer {
-public:
+  public:
     using FreeFn = void (*)(void*) noexcept;
 
     Buffer() = default;
-    Buffer(void* data, std::size_t bytes, FreeFn free_fn) : data_(data), bytes_(bytes), free_(free_fn) {}
+    Buffer(void* data, std::size_t bytes, FreeFn free_fn)
+        : data_(data), bytes_(bytes), free_(free_fn) {}
     ~Buffer() {
         if (data_ != nullptr) free_(data_);
     }
@@ -38,7 +39,7 @@ public:
         return {static_cast<T*>(data_), bytes_ / sizeof(T)};
     }
 
-private:
+  private:
     void* data_ = nullptr;
     std::size_t bytes_ = 0;
     FreeFn free_ = nullptr;

@@ -84,7 +84,7 @@ void free_device(void* p) noexcept { cudaFree(p); }
 void free_pinned(void* p) noexcept { cudaFreeHost(p); }
 
 class CudaDevice final : public Device {
-public:
+  public:
     explicit CudaDevice(int ordinal) : ordinal_(ordinal) { CUDA_CHECK(cudaSetDevice(ordinal)); }
 
     Backend backend() const override { return Backend::cuda; }
@@ -144,14 +144,16 @@ public:
             heap_fn));
     }
 
-private:
+  private:
     int ordinal_;
     std::shared_ptr<const WaitPolicy> policy_ = std::make_shared<const WaitPolicy>();
 };
 
 }  // namespace
 
-std::unique_ptr<Device> make_cuda_device(int ordinal) { return std::make_unique<CudaDevice>(ordinal); }
+std::unique_ptr<Device> make_cuda_device(int ordinal) {
+    return std::make_unique<CudaDevice>(ordinal);
+}
 
 int cuda_device_count() {
     int count = 0;
@@ -176,7 +178,8 @@ std::string describe_peer_link(const std::string& mine, const std::string& peer)
     }
     int access = 0, atomics = 0;
     if (cudaDeviceGetP2PAttribute(&access, cudaDevP2PAttrAccessSupported, a, b) != cudaSuccess ||
-        cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, a, b) != cudaSuccess) {
+        cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, a, b) !=
+            cudaSuccess) {
         cudaGetLastError();
         return "unknown (peer query failed)";
     }
@@ -190,7 +193,8 @@ std::string cuda_version_string() {
     cudaRuntimeGetVersion(&runtime);
     cudaDriverGetVersion(&driver);
     auto fmt = [](int v) {
-        return v == 0 ? std::string("none") : std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+        return v == 0 ? std::string("none")
+                      : std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
     };
     return fmt(runtime) + " (driver " + fmt(driver) + ")";
 }

@@ -11,7 +11,7 @@
 namespace gpurelay {
 
 class CudaStream final : public Stream {
-public:
+  public:
     CudaStream(bool high_priority, std::shared_ptr<const WaitPolicy> policy);
     ~CudaStream() override;
     CudaStream(const CudaStream&) = delete;
@@ -22,13 +22,13 @@ public:
     void synchronize() override;
     cudaStream_t handle() const { return stream_; }
 
-private:
+  private:
     cudaStream_t stream_ = nullptr;
     std::shared_ptr<const WaitPolicy> policy_;
 };
 
 class CudaEvent final : public Event {
-public:
+  public:
     CudaEvent(EventUse use, std::shared_ptr<const WaitPolicy> policy);
     ~CudaEvent() override;
     CudaEvent(const CudaEvent&) = delete;
@@ -39,7 +39,7 @@ public:
     double elapsed_ms_since(Event& start) override;
     cudaEvent_t handle() const { return event_; }
 
-private:
+  private:
     cudaEvent_t event_ = nullptr;
     std::shared_ptr<const WaitPolicy> policy_;
 };

@@ -1,5 +1,6 @@
 // The answers that do not depend on a CUDA build being present.
 #include "runtime/device.hpp"
+
 #include "runtime/error.hpp"
 
 namespace gpurelay {
@@ -11,7 +12,9 @@ std::unique_ptr<Device> make_cuda_device(int) {
 int cuda_device_count() { return 0; }
 bool cuda_built() { return false; }
 std::string cuda_version_string() { return "none"; }
-std::string describe_peer_link(const std::string&, const std::string&) { return "host memory (CPU path)"; }
+std::string describe_peer_link(const std::string&, const std::string&) {
+    return "host memory (CPU path)";
+}
 #endif
 
 }  // namespace gpurelay

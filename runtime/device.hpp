@@ -31,7 +31,7 @@ struct WaitPolicy {
 };
 
 class Device {
-public:
+  public:
     virtual ~Device() = default;
     virtual Backend backend() const = 0;
     virtual DeviceInfo info() const = 0;

@@ -20,11 +20,11 @@ enum class ExitCode : int {
 
 // An error that reaches main(): one line of text and the exit code the job ends with.
 class Error : public std::runtime_error {
-public:
+  public:
     Error(ExitCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
     ExitCode code() const noexcept { return code_; }
 
-private:
+  private:
     ExitCode code_;
 };
 
@@ -52,25 +52,25 @@ std::string mpi_error_string(int code);
 
 }  // namespace gpurelay
 
-#define GPURELAY_CHECK_IMPL(library, ok_expr, detail_expr, call)                            \
-    do {                                                                                      \
-        auto gpurelay_status_ = (call);                                                       \
-        if (!(ok_expr)) {                                                                     \
+#define GPURELAY_CHECK_IMPL(library, ok_expr, detail_expr, call)                                \
+    do {                                                                                        \
+        auto gpurelay_status_ = (call);                                                         \
+        if (!(ok_expr)) {                                                                       \
             ::gpurelay::throw_library_error(library, #call, __FILE__, __LINE__, (detail_expr)); \
-        }                                                                                     \
+        }                                                                                       \
     } while (0)
 
 // Each macro expects the library's header to be included where it is used.
-#define CUDA_CHECK(call)                                                                 \
-    GPURELAY_CHECK_IMPL("CUDA", gpurelay_status_ == cudaSuccess,                         \
-                        std::string(cudaGetErrorName(gpurelay_status_)) + ": " +          \
-                            cudaGetErrorString(gpurelay_status_),                        \
+#define CUDA_CHECK(call)                                                         \
+    GPURELAY_CHECK_IMPL("CUDA", gpurelay_status_ == cudaSuccess,                 \
+                        std::string(cudaGetErrorName(gpurelay_status_)) + ": " + \
+                            cudaGetErrorString(gpurelay_status_),                \
                         call)
-#define NCCL_CHECK(call)                                                                          \
-    GPURELAY_CHECK_IMPL("NCCL", gpurelay_status_ == ncclSuccess,                                  \
-                        std::string(ncclGetErrorString(gpurelay_status_)) + " (" +                 \
-                            ncclGetLastError(nullptr) + ")",                                      \
+#define NCCL_CHECK(call)                                                           \
+    GPURELAY_CHECK_IMPL("NCCL", gpurelay_status_ == ncclSuccess,                   \
+                        std::string(ncclGetErrorString(gpurelay_status_)) + " (" + \
+                            ncclGetLastError(nullptr) + ")",                       \
                         call)
-#define MPI_CHECK(call)                                                                  \
-    GPURELAY_CHECK_IMPL("MPI", gpurelay_status_ == MPI_SUCCESS,                          \
+#define MPI_CHECK(call)                                         \
+    GPURELAY_CHECK_IMPL("MPI", gpurelay_status_ == MPI_SUCCESS, \
                         ::gpurelay::mpi_error_string(gpurelay_status_), call)

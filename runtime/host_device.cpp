@@ -14,7 +14,7 @@ void free_aligned(void* p) noexcept { std::free(p); }
 HostStream& host_stream(Stream& stream) { return dynamic_cast<HostStream&>(stream); }
 
 class HostDevice final : public Device {
-public:
+  public:
     explicit HostDevice(std::chrono::milliseconds wait_timeout) : wait_timeout_(wait_timeout) {}
 
     Backend backend() const override { return Backend::host; }
@@ -31,7 +31,8 @@ public:
         const std::size_t rounded = (bytes + 63) / 64 * 64;
         void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
         if (p == nullptr) {
-            throw runtime_error("out of host memory allocating " + std::to_string(bytes) + " bytes");
+            throw runtime_error("out of host memory allocating " + std::to_string(bytes) +
+                                " bytes");
         }
         return Buffer(p, bytes, free_aligned);
     }
@@ -46,7 +47,7 @@ public:
         host_stream(stream).enqueue(std::move(fn));
     }
 
-private:
+  private:
     std::chrono::milliseconds wait_timeout_;
 };
 

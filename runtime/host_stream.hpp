@@ -17,7 +17,7 @@
 namespace gpurelay {
 
 class HostStream final : public Stream {
-public:
+  public:
     // `wait_timeout` bounds how long a queued wait may hold before the run is declared stuck;
     // `label`, when not empty, names the worker thread in profiles (as CUDA streams are named).
     explicit HostStream(std::chrono::milliseconds wait_timeout = std::chrono::minutes(5),
@@ -34,7 +34,7 @@ public:
     // from `op` is kept, later operations are skipped, and synchronize() rethrows it.
     void enqueue(std::function<void()> op);
 
-private:
+  private:
     void run();
 
     std::chrono::milliseconds wait_timeout_;
@@ -50,7 +50,7 @@ private:
 };
 
 class HostEvent final : public Event {
-public:
+  public:
     explicit HostEvent(std::chrono::milliseconds wait_timeout = std::chrono::minutes(5))
         : wait_timeout_(wait_timeout) {}
     void record(Stream& stream) override;
@@ -62,7 +62,7 @@ public:
     // Blocks the calling thread until `generation` is reached; throws after the wait timeout.
     void wait_for(std::uint64_t generation);
 
-private:
+  private:
     std::chrono::milliseconds wait_timeout_;
     std::mutex mutex_;
     std::condition_variable reached_;

@@ -16,7 +16,7 @@ enum class EventUse { ordering, timing };
 class Event;
 
 class Stream {
-public:
+  public:
     virtual ~Stream() = default;
     virtual Backend backend() const = 0;
     // Later work on this stream waits until `event`'s latest record (at the time of this call) is
@@ -27,7 +27,7 @@ public:
 };
 
 class Event {
-public:
+  public:
     virtual ~Event() = default;
     // Marks the current end of `stream`'s queue.
     virtual void record(Stream& stream) = 0;

@@ -140,14 +140,20 @@ TEST(Config, Defaults) {
 }
 
 TEST(Config, KeyTable) {
-    const std::vector<std::string> expected = {
-        "device",      "transport",  "elements",     "dtype",
-        "steps",       "warmup",     "depth",        "overlap",
-        "blocking",    "c_elements", "c_iterations", "alpha",
-        "seed",        "pairing",    "chunk",        "staging",      "output",
-        "overwrite",   "resume",   "write",      "flush_every",  "summary_json",
-        "results_csv", "timeout_s",  "quiet",        "debug_skip_reuse_wait",
-        "tag",         "profile_steps"};
+    const std::vector<std::string> expected = {"device",       "transport",
+                                               "elements",     "dtype",
+                                               "steps",        "warmup",
+                                               "depth",        "overlap",
+                                               "blocking",     "c_elements",
+                                               "c_iterations", "alpha",
+                                               "seed",         "pairing",
+                                               "chunk",        "staging",
+                                               "output",       "overwrite",
+                                               "resume",       "write",
+                                               "flush_every",  "summary_json",
+                                               "results_csv",  "timeout_s",
+                                               "quiet",        "debug_skip_reuse_wait",
+                                               "tag",          "profile_steps"};
     std::vector<std::string> names;
     for (const ConfigKey& key : config_keys()) {
         names.emplace_back(key.name);
@@ -397,8 +403,8 @@ TEST(Validate, Failures) {
     EXPECT_TRUE(contains(invalid([](Config& c) { c.elements = 1ull << 32; }), "elements"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.c_elements = 1ull << 32; }), "c_elements"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.c_iterations = -1; }), "c_iterations"));
-    EXPECT_TRUE(
-        contains(invalid([](Config& c) { c.c_iterations = 4294967296LL; }), "c_iterations (4294967296)"));
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.c_iterations = 4294967296LL; }),
+                         "c_iterations (4294967296)"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.alpha = NAN; }), "alpha"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.chunk = 4095; }), "chunk (4095)"));
     EXPECT_TRUE(contains(invalid([](Config& c) {

@@ -1,5 +1,7 @@
 // The CPU path's streams must behave like CUDA streams: asynchronous, in order, and ordered
 // across streams only by events.
+#include "runtime/host_stream.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "runtime/error.hpp"
-#include "runtime/host_stream.hpp"
 
 namespace gpurelay {
 namespace {

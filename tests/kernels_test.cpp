@@ -1,4 +1,6 @@
 // The host twins of A, B and C against the formulas written out independently here.
+#include "kernels/kernels.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "kernels/formula.hpp"
-#include "kernels/kernels.hpp"
 #include "kernels/kernels_host.hpp"
 
 namespace gpurelay {
@@ -15,8 +16,9 @@ namespace {
 
 // The README's formula, spelled out with explicit 32-bit wrapping.
 double reference_x(std::uint64_t step, std::uint32_t i, std::uint32_t seed) {
-    const std::uint32_t u = static_cast<std::uint32_t>(i * 2654435761ull) ^
-                            static_cast<std::uint32_t>(static_cast<std::uint32_t>(step) * 2654435769ull + seed);
+    const std::uint32_t u =
+        static_cast<std::uint32_t>(i * 2654435761ull) ^
+        static_cast<std::uint32_t>(static_cast<std::uint32_t>(step) * 2654435769ull + seed);
     return std::ldexp(static_cast<double>(u >> 8), -24);
 }
 

@@ -258,26 +258,32 @@ def note_medians(name, medians):
         print(f"{name}: {medians} points are medians of repeated runs")
 
 
-def plot_bandwidth(rows, out_dir, plt):
-    name = "bandwidth_vs_size.png"
-    if skip_single(name, "tensor_bytes", rows, "transfer_gbps"):
+def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, xlabel, ylabel, title):
+    """One line per transport and backend: y_column against x_column."""
+    if skip_single(name, x_column, rows, y_column):
         return None
-    rows = rows_on_lines(name, rows, "tensor_bytes", "transfer_gbps", ["transport", "backend"])
-    lines = split_columns(rows, "tensor_bytes", ["transport", "backend"])
-    data, medians = series(rows, "tensor_bytes", "transfer_gbps", lines)
-    xs = x_values(data)
+    rows = rows_on_lines(name, rows, x_column, y_column, ["transport", "backend"])
+    lines = split_columns(rows, x_column, ["transport", "backend"])
+    data, medians = series(rows, x_column, y_column, lines)
     fig, ax = plt.subplots(figsize=(8, 5.5))
     for label, (x, y) in data.items():
         ax.plot(x, y, marker="o", label=label)
-    bytes_axis(ax, xs)
-    ax.set_xlabel("tensor size (bytes, log2 scale)")
-    ax.set_ylabel("transfer bandwidth (GB/s, 1 GB = 1e9 bytes)")
+    axis(ax, x_values(data))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    title_text(ax, "Transfer bandwidth vs tensor size", fixed_config(rows, "tensor_bytes"))
+    title_text(ax, title, fixed_config(rows, x_column))
     note_medians(name, medians)
     return save(fig, out_dir, name, plt)
+
+
+def plot_bandwidth(rows, out_dir, plt):
+    return plot_lines(rows, out_dir, plt, "bandwidth_vs_size.png", "tensor_bytes",
+                      "transfer_gbps", bytes_axis, "tensor size (bytes, log2 scale)",
+                      "transfer bandwidth (GB/s, 1 GB = 1e9 bytes)",
+                      "Transfer bandwidth vs tensor size")
 
 
 def plot_overlap(rows, out_dir, plt):
@@ -330,25 +336,10 @@ def plot_overlap(rows, out_dir, plt):
 
 
 def plot_scaling(rows, out_dir, plt):
-    name = "scaling.png"
-    if skip_single(name, "pairs", rows, "aggregate_gbps"):
-        return None
-    rows = rows_on_lines(name, rows, "pairs", "aggregate_gbps", ["transport", "backend"])
-    lines = split_columns(rows, "pairs", ["transport", "backend"])
-    data, medians = series(rows, "pairs", "aggregate_gbps", lines)
-    xs = x_values(data)
-    fig, ax = plt.subplots(figsize=(8, 5.5))
-    for label, (x, y) in data.items():
-        ax.plot(x, y, marker="o", label=label)
-    count_axis(ax, xs)
-    ax.set_xlabel("pairs of ranks (world_size / 2)")
-    ax.set_ylabel("aggregate bandwidth over all pairs (GB/s, 1 GB = 1e9 bytes)")
-    ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    title_text(ax, "Aggregate bandwidth vs pairs", fixed_config(rows, "pairs"))
-    note_medians(name, medians)
-    return save(fig, out_dir, name, plt)
+    return plot_lines(rows, out_dir, plt, "scaling.png", "pairs", "aggregate_gbps", count_axis,
+                      "pairs of ranks (world_size / 2)",
+                      "aggregate bandwidth over all pairs (GB/s, 1 GB = 1e9 bytes)",
+                      "Aggregate bandwidth vs pairs")
 
 
 def save(fig, out_dir, name, plt):

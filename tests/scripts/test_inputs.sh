@@ -5,22 +5,8 @@
 # Usage: tests/scripts/test_inputs.sh GPURELAY_BINARY REPO_ROOT
 set -euo pipefail
 
-if [[ $# -ne 2 || "$1" == -h || "$1" == --help ]]; then
-    echo "Usage: $0 GPURELAY_BINARY REPO_ROOT" >&2
-    exit 2
-fi
-binary="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
-root="$(cd "$2" && pwd)"
-python="${GPURELAY_PYTHON:-/usr/bin/python3}"
-[[ -x "$binary" ]] || { echo "FAIL: $binary is not an executable" >&2; exit 1; }
-
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 mpirun_np() {
     local launcher=(mpirun -np "$1")

@@ -6,22 +6,9 @@
 # Usage: tests/scripts/test_plot.sh GPURELAY_BINARY REPO_ROOT
 set -euo pipefail
 
-if [[ $# -ne 2 || "$1" == -h || "$1" == --help ]]; then
-    echo "Usage: $0 GPURELAY_BINARY REPO_ROOT" >&2
-    exit 2
-fi
-binary="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
-root="$(cd "$2" && pwd)"
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 plot="$root/scripts/plot"
-[[ -x "$binary" ]] || { echo "FAIL: $binary is not an executable" >&2; exit 1; }
-
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
 
 # A PNG starts with the 8 bytes 89 50 4E 47 0D 0A 1A 0A.
 check_png() {

@@ -16,7 +16,7 @@ fail() {
     exit 1
 }
 
-tools=(install-deps.sh build run test sweep plot profile)
+tools=(install-deps.sh build run test sweep plot profile bench gpu-check)
 for tool in "${tools[@]}"; do
     path="$root/scripts/$tool"
     [[ -x "$path" ]] || fail "scripts/$tool missing or not executable"
@@ -33,7 +33,7 @@ for file in "${shell_files[@]}"; do
 done
 echo "bash -n and set -euo pipefail: ${#shell_files[@]} files ok"
 if command -v shellcheck >/dev/null 2>&1; then
-    shellcheck -s bash "${shell_files[@]}" || fail "shellcheck"
+    shellcheck -x -s bash "${shell_files[@]}" || fail "shellcheck"
     echo "shellcheck: ok"
 else
     echo "shellcheck not installed: skipped"

@@ -1,0 +1,21 @@
+# shellcheck shell=bash disable=SC2034  # the variables are for the scripts that source this
+# Shared set-up of the script tests, sourced by each: checks the two arguments
+# (GPURELAY_BINARY REPO_ROOT), sets $binary, $root, $python and a temporary $tmp removed on exit,
+# and defines fail().
+set -euo pipefail
+if [[ $# -ne 2 || "$1" == -h || "$1" == --help ]]; then
+    echo "Usage: $0 GPURELAY_BINARY REPO_ROOT" >&2
+    exit 2
+fi
+binary="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+root="$(cd "$2" && pwd)"
+python="${GPURELAY_PYTHON:-/usr/bin/python3}"
+[[ -x "$binary" ]] || { echo "FAIL: $binary is not an executable" >&2; exit 1; }
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
