@@ -12,6 +12,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "app/agreement.hpp"
 #include "app/h5_handle.hpp"
 #include "runtime/error.hpp"
 
@@ -93,57 +94,6 @@ void mpi_check(int code, const char* call) {
     MPI_Error_string(code, text, &length);
     throw runtime_error(std::string("MPI error in ") + call + ": " +
                         std::string(text, static_cast<std::size_t>(length)));
-}
-
-using Outcome = std::optional<Error>;
-
-// Runs `step` and returns its error, if any, instead of throwing it: a rank that failed must still
-// reach the next agree() so that no other rank waits for it in a collective.
-template <typename Step>
-Outcome capture(Step&& step) {
-    try {
-        step();
-        return std::nullopt;
-    } catch (const Error& error) {
-        return error;
-    } catch (const std::exception& error) {
-        return runtime_error(error.what());
-    } catch (...) {
-        return runtime_error("unknown error while writing the result file");
-    }
-}
-
-// capture() on rank 0 only; the other ranks have nothing to report.
-template <typename Step>
-Outcome capture_on_rank0(int rank, Step&& step) {
-    return rank == 0 ? capture(std::forward<Step>(step)) : std::nullopt;
-}
-
-// Collective: every rank brings its own outcome and all leave with the error of the lowest failing
-// rank (same code, same text), or return when none failed. Doubles as a barrier.
-void agree(MPI_Comm comm, const Outcome& local) {
-    int rank = 0;
-    int size = 0;
-    mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-    mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-    int first_failed = local ? rank : size;
-    mpi_check(MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, comm),
-              "MPI_Allreduce(first failed rank)");
-    if (first_failed == size) {
-        return;
-    }
-    std::string message;
-    long long header[2] = {0, 0};  // exit code, message length
-    if (rank == first_failed) {
-        message = local->what();
-        header[0] = static_cast<long long>(local->code());
-        header[1] = static_cast<long long>(message.size());
-    }
-    mpi_check(MPI_Bcast(header, 2, MPI_LONG_LONG, first_failed, comm), "MPI_Bcast(error header)");
-    message.resize(static_cast<std::size_t>(header[1]));
-    mpi_check(MPI_Bcast(message.data(), static_cast<int>(header[1]), MPI_CHAR, first_failed, comm),
-              "MPI_Bcast(error message)");
-    throw Error(static_cast<ExitCode>(header[0]), message);
 }
 
 hid_t file_type(ElementType type) {
@@ -773,25 +723,27 @@ ResultFile ResultFile::create(MPI_Comm comm, const std::string& path, bool overw
     std::unique_ptr<State> state = State::make(comm, path, overwrite, layout);
 
     // One rank looks at the file system, so every rank reports the same thing.
-    agree(state->comm, capture_on_rank0(state->rank, [&] {
-              check_output_path(state->path, state->partial_path, overwrite);
-          }));
-    agree(state->comm, capture([&] { state->create_objects(layout, attributes); }));
+    agree(state->comm, [&] {
+        if (state->rank != 0) return;
+        check_output_path(state->path, state->partial_path, overwrite);
+    });
+    agree(state->comm, [&] { state->create_objects(layout, attributes); });
     // The step numbers are known now; one rank writes them.
     if (state->step) {
-        agree(state->comm, capture_on_rank0(state->rank, [&] {
-                  const hsize_t start[1] = {0};
-                  const hsize_t count[1] = {state->rows};
-                  write_hyperslab(state->step.get(), start, count, state->rows, H5T_NATIVE_INT64,
-                                  state->independent_transfer.get(), layout.written_steps.data(),
-                                  "/step");
-              }));
+        agree(state->comm, [&] {
+            if (state->rank != 0) return;
+            const hsize_t start[1] = {0};
+            const hsize_t count[1] = {state->rows};
+            write_hyperslab(state->step.get(), start, count, state->rows, H5T_NATIVE_INT64,
+                            state->independent_transfer.get(), layout.written_steps.data(),
+                            "/step");
+        });
     }
     // The structure reaches the disk now, so a job that dies later leaves a readable .partial.
-    agree(state->comm, capture([&] {
-              h5_check(H5Fflush(state->file.get(), H5F_SCOPE_GLOBAL),
-                       "H5Fflush('" + state->partial_path + "')");
-          }));
+    agree(state->comm, [&] {
+        h5_check(H5Fflush(state->file.get(), H5F_SCOPE_GLOBAL),
+                 "H5Fflush('" + state->partial_path + "')");
+    });
     return ResultFile(std::move(state));
 }
 
@@ -804,25 +756,26 @@ ResultFile ResultFile::reopen(MPI_Comm comm, const std::string& path, bool overw
 
     // Rank 0 reads the .partial serially and closes it again before the collective open, so every
     // rank gets the same usage error and nobody writes to a file that does not fit.
-    agree(state->comm, capture_on_rank0(state->rank, [&] {
-              // (An empty path is reported as such by check_final_path.)
-              if (!path.empty()) {
-                  std::error_code error;
-                  if (!fs::exists(fs::status(state->partial_path, error))) {
-                      throw usage_error("nothing to resume: '" + state->partial_path +
-                                        "' does not exist");
-                  }
-              }
-              check_final_path(state->path, overwrite);
-              check_output_directory(state->path);
-              check_resumable(state->partial_path, layout);
-          }));
-    agree(state->comm, capture([&] { state->open_objects(layout, attributes); }));
+    agree(state->comm, [&] {
+        if (state->rank != 0) return;
+        // (An empty path is reported as such by check_final_path.)
+        if (!path.empty()) {
+            std::error_code error;
+            if (!fs::exists(fs::status(state->partial_path, error))) {
+                throw usage_error("nothing to resume: '" + state->partial_path +
+                                  "' does not exist");
+            }
+        }
+        check_final_path(state->path, overwrite);
+        check_output_directory(state->path);
+        check_resumable(state->partial_path, layout);
+    });
+    agree(state->comm, [&] { state->open_objects(layout, attributes); });
     // The new attributes reach the disk before the first row is written.
-    agree(state->comm, capture([&] {
-              h5_check(H5Fflush(state->file.get(), H5F_SCOPE_GLOBAL),
-                       "H5Fflush('" + state->partial_path + "')");
-          }));
+    agree(state->comm, [&] {
+        h5_check(H5Fflush(state->file.get(), H5F_SCOPE_GLOBAL),
+                 "H5Fflush('" + state->partial_path + "')");
+    });
     return ResultFile(std::move(state));
 }
 
@@ -893,10 +846,10 @@ void ResultFile::flush() {
     State& state = *state_;
     state.require_open("flush");
     QuietHdf5Errors quiet;
-    agree(state.comm, capture([&] {
-              h5_check(H5Fflush(state.file.get(), H5F_SCOPE_GLOBAL),
-                       "H5Fflush('" + state.partial_path + "')");
-          }));
+    agree(state.comm, [&] {
+        h5_check(H5Fflush(state.file.get(), H5F_SCOPE_GLOBAL),
+                 "H5Fflush('" + state.partial_path + "')");
+    });
 }
 
 void ResultFile::close(bool complete, const Attributes& attributes) {
@@ -908,24 +861,32 @@ void ResultFile::close(bool complete, const Attributes& attributes) {
     validate_attributes(attributes);
     QuietHdf5Errors quiet;
 
-    const Outcome attributes_written = capture([&] {
-        state.write_root_attributes(attributes);
-        write_attribute(state.file.get(), std::string(complete_attribute),
-                        std::int64_t{complete ? 1 : 0});
+    // The file is closed whatever happened before; H5Fclose writes the last metadata. The
+    // agreement is also the barrier that lets rank 0 rename only after every rank closed it.
+    agree(state.comm, [&] {
+        std::exception_ptr first_failure;
+        try {
+            state.write_root_attributes(attributes);
+            write_attribute(state.file.get(), std::string(complete_attribute),
+                            std::int64_t{complete ? 1 : 0});
+        } catch (...) {
+            first_failure = std::current_exception();
+        }
+        state.closed = true;
+        try {
+            state.close_objects();
+            h5_check(state.file.close(), "H5Fclose('" + state.partial_path + "')");
+        } catch (...) {
+            if (!first_failure) first_failure = std::current_exception();
+        }
+        if (first_failure) std::rethrow_exception(first_failure);
     });
-    // The file is closed whatever happened above; H5Fclose writes the last metadata.
-    state.closed = true;
-    const Outcome file_closed = capture([&] {
-        state.close_objects();
-        h5_check(state.file.close(), "H5Fclose('" + state.partial_path + "')");
-    });
-    // Also the barrier that lets rank 0 rename only after every rank closed the file.
-    agree(state.comm, attributes_written ? attributes_written : file_closed);
 
     if (complete) {
-        agree(state.comm, capture_on_rank0(state.rank, [&] {
-                  publish(state.partial_path, state.path, state.overwrite);
-              }));
+        agree(state.comm, [&] {
+            if (state.rank != 0) return;
+            publish(state.partial_path, state.path, state.overwrite);
+        });
     }
     mpi_check(MPI_Comm_free(&state.comm), "MPI_Comm_free");
 }
