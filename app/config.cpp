@@ -352,7 +352,7 @@ const std::vector<KeySpec>& key_table() {
                  "the step where it stopped",
                  &Config::resume),
         write_key(),
-        int_key("flush_every", "flush the file every K steps of the last pass (0: only at the end)",
+        int_key("flush_every", "flush the file every K steps (0: only at creation and the end)",
                 &Config::flush_every, 0),
         text_key("summary_json", "JSON summary file (empty: none)", "PATH", &Config::summary_json),
         text_key("results_csv", "CSV timings file (empty: none)", "PATH", &Config::results_csv),

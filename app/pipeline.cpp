@@ -347,6 +347,11 @@ struct Pipeline::Impl {
         const auto lag = static_cast<std::int64_t>(ring) - 1;
         std::uint64_t next_row = 0;
         for (std::int64_t s = 0; s < first_step; ++s) next_row += config.writes_step(s) ? 1 : 0;
+        struct {
+            double waited_ms;
+            std::uint64_t checked, mismatches;
+        } const writer_before = {writer ? writer->waited_ms() : 0.0, writer ? writer->checked() : 0,
+                                 writer ? writer->mismatches() : 0};
         double timed_start = now_ms();
 
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
@@ -388,10 +393,11 @@ struct Pipeline::Impl {
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         result.timed_wall_ms = end > result.timed_from ? now_ms() - timed_start : 0.0;
         if (writer != nullptr) {
+            // The writer lives across passes: this pass's share is the difference.
             writer->drain();
-            result.write_wait_ms = writer->waited_ms();
-            result.spot_checked += writer->checked();
-            result.spot_mismatches += writer->mismatches();
+            result.write_wait_ms = writer->waited_ms() - writer_before.waited_ms;
+            result.spot_checked += writer->checked() - writer_before.checked;
+            result.spot_mismatches += writer->mismatches() - writer_before.mismatches;
         }
         if (consumer) spot_check_last<T>(result);
         return result;

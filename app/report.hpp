@@ -61,6 +61,11 @@ struct RunSummary {
     std::string timestamp, git_hash;
 
     bool verified() const;
+    // Whether the writing pass of a compare run waited on the file writer (the off pass never
+    // writes), which makes the speedup include I/O.
+    bool speedup_includes_io() const {
+        return overlap_speedup > 0 && passes.back().write_wait_ms > 0.0;
+    }
     const PassSummary& main_pass() const { return passes.back(); }
 };
 

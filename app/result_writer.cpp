@@ -87,6 +87,10 @@ void ResultWriter::run() {
     }
 }
 
+double ResultWriter::waited_ms() const {
+    std::lock_guard lock(mutex_);
+    return waited_ms_;
+}
 double ResultWriter::write_seconds() const {
     std::lock_guard lock(mutex_);
     return write_seconds_;

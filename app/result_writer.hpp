@@ -42,7 +42,8 @@ class ResultWriter {
     // Blocks until every submitted row is in the file.
     void drain();
 
-    double waited_ms() const { return waited_ms_; }
+    // Totals since the writer was made (it serves every pass of a run).
+    double waited_ms() const;
     double write_seconds() const;
     std::uint64_t bytes_written() const;
     std::uint64_t checked() const;

@@ -513,14 +513,13 @@ int run(MpiSession& mpi, int argc, char** argv) {
     int stopped_by = 0;
     std::int64_t stopped_pass = 0, stopped_at = 0;
     for (std::size_t i = static_cast<std::size_t>(resume.pass); i < passes.size(); ++i) {
-        const bool last = i + 1 == passes.size();
         // Every rank passes the same step boundaries, so the collective flush lines up; the
         // writer is drained first because only one thread may be inside HDF5 at a time.
         current_pass_overlap = passes[i] ? 1 : 0;
         auto on_step = [&](std::int64_t s) {
             step_in_progress = std::min(s + 1, config.steps - 1);
             progress.step_done();
-            if (last && config.flush_every > 0 && (s + 1) % config.flush_every == 0) {
+            if (config.flush_every > 0 && (s + 1) % config.flush_every == 0) {
                 if (writer) writer->drain();
                 file->flush();
             }
@@ -532,7 +531,11 @@ int run(MpiSession& mpi, int argc, char** argv) {
         PassResult result;
         step_in_progress = first_step;
         try {
-            result = pipeline->run(passes[i], last ? writer.get() : nullptr, on_step, first_step);
+            // Only the last pass writes /y: file I/O in both would differ anyway (the first
+            // writes into fresh extents), so the overlap-off pass stays free of it and the
+            // report says when the writer held up the other one.
+            result = pipeline->run(passes[i], i + 1 == passes.size() ? writer.get() : nullptr,
+                                   on_step, first_step);
         } catch (...) {
             // Streams, proxies and the writer may still be using the pipeline's buffers: end the
             // job here, before unwinding frees them under running threads.
