@@ -605,6 +605,14 @@ struct ResultFile::State {
         }
     }
 
+    // Collective: what is written so far reaches the disk, so a job that dies later leaves a
+    // readable .partial; every rank learns whether it worked.
+    void flush_everywhere() {
+        agree(comm, [&] {
+            h5_check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "H5Fflush('" + partial_path + "')");
+        });
+    }
+
     void close_objects() noexcept {
         for (auto& entry : matrices) {
             entry.second.dataset.reset();
@@ -740,10 +748,7 @@ ResultFile ResultFile::create(MPI_Comm comm, const std::string& path, bool overw
         });
     }
     // The structure reaches the disk now, so a job that dies later leaves a readable .partial.
-    agree(state->comm, [&] {
-        h5_check(H5Fflush(state->file.get(), H5F_SCOPE_GLOBAL),
-                 "H5Fflush('" + state->partial_path + "')");
-    });
+    state->flush_everywhere();
     return ResultFile(std::move(state));
 }
 
@@ -772,10 +777,7 @@ ResultFile ResultFile::reopen(MPI_Comm comm, const std::string& path, bool overw
     });
     agree(state->comm, [&] { state->open_objects(layout, attributes); });
     // The new attributes reach the disk before the first row is written.
-    agree(state->comm, [&] {
-        h5_check(H5Fflush(state->file.get(), H5F_SCOPE_GLOBAL),
-                 "H5Fflush('" + state->partial_path + "')");
-    });
+    state->flush_everywhere();
     return ResultFile(std::move(state));
 }
 
@@ -846,10 +848,7 @@ void ResultFile::flush() {
     State& state = *state_;
     state.require_open("flush");
     QuietHdf5Errors quiet;
-    agree(state.comm, [&] {
-        h5_check(H5Fflush(state.file.get(), H5F_SCOPE_GLOBAL),
-                 "H5Fflush('" + state.partial_path + "')");
-    });
+    state.flush_everywhere();
 }
 
 void ResultFile::close(bool complete, const Attributes& attributes) {
