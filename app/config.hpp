@@ -1,6 +1,7 @@
 // The typed run configuration: every input-deck key, its default, parsing and validation.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -57,6 +58,10 @@ struct Config {
     std::uint64_t tensor_bytes() const;
     // Whether profile_steps asks for a profiler capture range.
     bool profiles() const { return profile_first >= 0; }
+    // timeout_s as a duration, for every wait that honours it.
+    std::chrono::milliseconds timeout() const {
+        return std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
+    }
     // Steps that count in the timings.
     std::int64_t timed_steps() const { return steps - warmup; }
     // Whether step s (0-based) is kept in /y.

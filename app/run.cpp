@@ -169,8 +169,7 @@ std::unique_ptr<Device> open_device(const Config& config, int local_rank) {
     const bool want_cuda = config.device == DeviceKind::cuda ||
                            (config.device == DeviceKind::auto_select && visible > 0);
     if (!want_cuda) {
-        return make_host_device(
-            std::chrono::milliseconds(static_cast<long long>(config.timeout_s * 1000)));
+        return make_host_device(config.timeout());
     }
     if (!cuda_built()) return make_cuda_device(0);  // throws the "built without CUDA" usage error
     if (visible == 0) {
@@ -188,9 +187,7 @@ std::unique_ptr<Transport> open_transport(Setup& setup, int world_size,
                                           const std::vector<std::string>& gpu_keys) {
     const Config& config = setup.config;
     const std::size_t bytes = config.tensor_bytes();
-    const TransportOptions options{
-        bytes, config.chunk,
-        std::chrono::milliseconds(static_cast<long long>(config.timeout_s * 1000))};
+    const TransportOptions options{bytes, config.chunk, config.timeout()};
     if (setup.device->backend() == Backend::host) {
         if (config.transport == TransportKind::nccl) {
             throw usage_error(
@@ -419,8 +416,7 @@ int run(MpiSession& mpi, int argc, char** argv) {
     agree(MPI_COMM_WORLD, [&] { setup.transport = open_transport(setup, size, gpu_keys); });
     // Every wait on the GPU from here on is bounded by timeout_s and watches the transport.
     setup.device->set_wait_policy(
-        {std::chrono::milliseconds(static_cast<long long>(config.timeout_s * 1000)),
-         [transport = setup.transport.get()] { transport->check_health(); }});
+        {config.timeout(), [transport = setup.transport.get()] { transport->check_health(); }});
 
     std::unique_ptr<Pipeline> pipeline;
     agree(MPI_COMM_WORLD, [&] {

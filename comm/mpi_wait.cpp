@@ -43,11 +43,9 @@ class Watchdog {
             std::unique_lock lock(mutex_);
             for (const Entry& entry : entries_) {
                 if (Clock::now() > entry.deadline) {
-                    const std::string message = entry.what + " did not complete within " +
-                                                std::to_string(entry.timeout.count() / 1000) +
-                                                " s (timeout_s): the peer stopped or is stuck";
+                    const Error error = timeout_error(entry.what, entry.timeout);
                     lock.unlock();
-                    fail_fatally(std::make_exception_ptr(runtime_error(message)));
+                    fail_fatally(std::make_exception_ptr(error));
                 }
             }
         }

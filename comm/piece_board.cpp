@@ -16,9 +16,7 @@ void PieceBoard::wait(std::uint64_t ticket, std::size_t piece, std::chrono::mill
                       const char* what) {
     std::unique_lock lock(mutex_);
     if (!changed_.wait_for(lock, timeout, [&] { return done_[piece] >= ticket; })) {
-        throw runtime_error(std::string(what) + " did not complete within " +
-                            std::to_string(timeout.count() / 1000) +
-                            " s (timeout_s): the peer stopped or is stuck");
+        throw timeout_error(what, timeout);
     }
 }
 

@@ -23,9 +23,7 @@ void wait_for_gpu(const std::function<cudaError_t()>& query, const WaitPolicy& p
         if (status != cudaErrorNotReady) CUDA_CHECK(status);
         if (policy.poll) policy.poll();
         if (std::chrono::steady_clock::now() > deadline) {
-            throw runtime_error(std::string(what) + " did not finish within " +
-                                std::to_string(policy.timeout.count() / 1000) +
-                                " s (timeout_s): a peer stopped or the GPU is stuck");
+            throw timeout_error(what, policy.timeout);
         }
         // Short pauses first: most waits end within microseconds.
         if (pause.count() > 0) std::this_thread::sleep_for(pause);

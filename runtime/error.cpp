@@ -10,6 +10,11 @@ void throw_library_error(const char* library, const char* call, const char* file
                         std::to_string(line) + ": " + detail);
 }
 
+Error timeout_error(const std::string& what, std::chrono::milliseconds timeout) {
+    return runtime_error(what + " did not finish within " + std::to_string(timeout.count() / 1000) +
+                         " s (timeout_s): a peer stopped or the run is stuck");
+}
+
 namespace {
 std::atomic<FatalHandler> installed_handler{nullptr};
 }

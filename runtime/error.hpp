@@ -2,6 +2,7 @@
 // CUDA_CHECK / NCCL_CHECK / MPI_CHECK macros that turn a failed library call into one.
 #pragma once
 
+#include <chrono>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -27,6 +28,9 @@ class Error : public std::runtime_error {
   private:
     ExitCode code_;
 };
+
+// A wait that outlasted `timeout` (timeout_s): exit 4, worded the same wherever it happens.
+Error timeout_error(const std::string& what, std::chrono::milliseconds timeout);
 
 // Bad input or usage: exit 2.
 inline Error usage_error(const std::string& message) { return Error(ExitCode::usage, message); }

@@ -36,9 +36,7 @@ void HostStream::wait(Event& event) {
 void HostStream::synchronize() {
     std::unique_lock lock(mutex_);
     if (!drained_.wait_for(lock, wait_timeout_, [this] { return queue_.empty() && !busy_; })) {
-        throw runtime_error("work on a host stream did not finish within " +
-                            std::to_string(wait_timeout_.count() / 1000) +
-                            " s (timeout_s): a peer stopped or the run is stuck");
+        throw timeout_error("work on a host stream", wait_timeout_);
     }
     if (failure_) std::rethrow_exception(failure_);
 }
@@ -99,8 +97,7 @@ std::uint64_t HostEvent::recorded_generation() {
 void HostEvent::wait_for(std::uint64_t generation) {
     std::unique_lock lock(mutex_);
     if (!reached_.wait_for(lock, wait_timeout_, [&] { return completed_ >= generation; })) {
-        throw runtime_error("timed out after " + std::to_string(wait_timeout_.count() / 1000) +
-                            " s waiting for a stream event (a peer stopped or the run is stuck)");
+        throw timeout_error("work before a host stream event", wait_timeout_);
     }
 }
 
