@@ -159,10 +159,15 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     summary.a_gbps = gbps(bytes, summary.phases[0].median);
     summary.b_gbps = gbps(2 * bytes, summary.phases[5].median);
     const double c_ms = summary.phases[3].median;
+    summary.step_bound_ms = step_bound_ms(phase_medians(summary), config.depth, result.overlap);
     summary.c_giter_per_s = c_ms > 0 ? static_cast<double>(config.c_elements) *
                                            static_cast<double>(config.c_iterations) / (c_ms * 1e6)
                                      : kNaN;
     return summary;
+}
+
+PhaseMedians phase_medians(const PassSummary& pass) {
+    return {pass.phases[0].median, pass.transfer_ms, pass.phases[3].median, pass.phases[5].median};
 }
 
 std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
@@ -240,6 +245,10 @@ void print_report(std::FILE* out, const RunSummary& s) {
             out, "  time per step %s ms (%s steps/s, aggregate %s GB/s); cold first step %s ms\n",
             fmt("%.4f", p.time_per_step_ms).c_str(), fmt("%.1f", p.steps_per_s).c_str(),
             fmt("%.2f", p.aggregate_gbps).c_str(), fmt("%.3f", p.cold_step_ms).c_str());
+        std::fprintf(out, "  step bound %s ms = %s of the medians; time per step %sx that\n",
+                     fmt("%.4f", p.step_bound_ms).c_str(),
+                     step_bound_formula(c.depth, p.overlap).c_str(),
+                     fmt("%.2f", p.time_per_step_ms / p.step_bound_ms).c_str());
         if (p.pairs.size() > 1) {
             for (const PairFigures& f : p.pairs) {
                 std::fprintf(
@@ -254,6 +263,12 @@ void print_report(std::FILE* out, const RunSummary& s) {
                      "\noverlap speedup: %.3fx (time per step %s ms without overlap, %s ms with)\n",
                      s.overlap_speedup, fmt("%.4f", s.passes.front().time_per_step_ms).c_str(),
                      fmt("%.4f", s.passes.back().time_per_step_ms).c_str());
+        std::fprintf(out,
+                     "  perfect overlap: %s ms per step = %s of the overlap=off medians; "
+                     "overlapped step %sx that\n",
+                     fmt("%.4f", s.overlap_ideal_ms).c_str(),
+                     step_bound_formula(c.depth, true).c_str(),
+                     fmt("%.2f", s.passes.back().time_per_step_ms / s.overlap_ideal_ms).c_str());
         if (s.speedup_includes_io()) {
             std::fprintf(out,
                          "  note: only the overlap-on pass writes /y, and it waited %.1f ms on the "
@@ -305,6 +320,7 @@ nlohmann::json pass_json(const PassSummary& p) {
     j["steps_per_s"] = p.steps_per_s;
     j["cold_step_ms"] = p.cold_step_ms;
     j["write_wait_ms"] = p.write_wait_ms;
+    j["step_bound_ms"] = p.step_bound_ms;
     j["verification"] = {{"x_checked", p.x_checked},       {"x_mismatches", p.x_mismatches},
                          {"c_checked", p.c_checked},       {"c_mismatches", p.c_mismatches},
                          {"spot_checked", p.spot_checked}, {"spot_mismatches", p.spot_mismatches},
@@ -370,6 +386,7 @@ std::string summary_json(const RunSummary& s) {
     if (s.overlap_speedup > 0) {
         j["overlap_speedup"] = s.overlap_speedup;
         j["overlap_speedup_includes_io"] = s.speedup_includes_io();
+        j["overlap_ideal_ms"] = s.overlap_ideal_ms;
     }
     j["device_bytes"] = s.device_bytes;
     j["host_bytes"] = s.host_bytes;
@@ -384,7 +401,7 @@ std::string results_csv_header() {
            "time_per_step_ms,step_ms_median,step_ms_min,step_ms_max,steps_per_s,a_ms,send_ms,"
            "recv_ms,c_ms,wait_ms,b_ms,transfer_gbps,aggregate_gbps,a_gbps,b_gbps,cold_step_ms,"
            "time_per_step_no_overlap_ms,overlap_speedup,x_checked,x_mismatches,c_mismatches,"
-           "verified";
+           "verified,step_bound_ms,overlap_ideal_ms";
 }
 
 void append_results_csv(const std::string& path, const RunSummary& s) {
@@ -438,7 +455,9 @@ void append_results_csv(const std::string& path, const RunSummary& s) {
                                     std::to_string(x_checked),
                                     std::to_string(x_bad),
                                     std::to_string(c_bad),
-                                    s.verified() ? "ok" : "failed"};
+                                    s.verified() ? "ok" : "failed",
+                                    csv_number(m.step_bound_ms),
+                                    compared ? csv_number(s.overlap_ideal_ms) : ""};
     std::string line;
     for (const std::string& field : row) line += (line.empty() ? "" : ",") + field;
 

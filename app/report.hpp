@@ -12,6 +12,7 @@
 
 #include "app/config.hpp"
 #include "app/pipeline.hpp"
+#include "app/step_bound.hpp"
 #include "comm/pairing.hpp"
 
 namespace gpurelay {
@@ -34,6 +35,7 @@ struct PassSummary {
     double transfer_ms = 0, transfer_gbps = 0, aggregate_gbps = 0;
     double a_gbps = 0, b_gbps = 0, c_giter_per_s = 0;
     double time_per_step_ms = 0, steps_per_s = 0, cold_step_ms = 0, write_wait_ms = 0;
+    double step_bound_ms = 0;  // the least time per step these phase medians allow
     std::uint64_t x_checked = 0, x_mismatches = 0, c_checked = 0, c_mismatches = 0;
     std::uint64_t spot_checked = 0, spot_mismatches = 0;
     std::vector<PairFigures> pairs;
@@ -55,6 +57,9 @@ struct RunSummary {
     std::vector<RankInfo> ranks;
     std::vector<PassSummary> passes;  // in run order
     double overlap_speedup = 0;       // compare only: time per step off / on (0 otherwise)
+    // Compare only: the time per step perfect overlap would give, the overlapped step bound
+    // from the overlap=off pass's phases (measured without the two streams contending).
+    double overlap_ideal_ms = 0;
     std::uint64_t device_bytes = 0, host_bytes = 0;  // largest rank
     double write_gbps = 0;
     std::string versions;  // "gpurelay 0.1.0 (git) CUDA ... NCCL ... MPI ... HDF5 ..."
@@ -68,6 +73,9 @@ struct RunSummary {
     }
     const PassSummary& main_pass() const { return passes.back(); }
 };
+
+// The medians step_bound_ms() takes, from a pass's phases.
+PhaseMedians phase_medians(const PassSummary& pass);
 
 // Collective over `comm`: every rank's step times gathered and reduced. The whole summary is
 // valid on rank 0; the verification totals on every rank (so all agree on the exit code).

@@ -594,6 +594,8 @@ int run(MpiSession& mpi, int argc, char** argv) {
     if (summary.passes.size() == 2) {
         summary.overlap_speedup =
             summary.passes[0].time_per_step_ms / summary.passes[1].time_per_step_ms;
+        summary.overlap_ideal_ms =
+            step_bound_ms(phase_medians(summary.passes[0]), config.depth, /*overlap=*/true);
     }
     std::uint64_t memory[2] = {
         pipeline->device_bytes(),

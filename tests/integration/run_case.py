@@ -5,6 +5,8 @@ usage: run_case.py --binary B --mpirun "mpirun ..." --np N [--expect-exit C] [--
                    [--timeout S] [--existing-output] -- GPURELAY_ARGS...
 """
 import argparse
+import json
+import math
 import os
 import shlex
 import subprocess
@@ -86,6 +88,34 @@ def rows_for(steps, write):
     return [s for s in range(steps) if (s + 1) % k == 0]
 
 
+def step_bound(a, transfer, c, b, depth, overlap):
+    """The step bound, worked out independently of app/step_bound.cpp."""
+    if not overlap:
+        consumer = transfer + c + b
+    elif depth == 1:
+        consumer = max(transfer, c) + b
+    else:
+        consumer = c + b
+    return max(a + transfer, consumer)
+
+
+def check_summary(path):
+    """The JSON summary's step bounds agree with its own phase medians."""
+    summary = json.load(open(path))
+    depth = int(summary["config"]["depth"])
+    def medians(p):
+        ph = p["phases_ms"]
+        return ph["a"]["median"], p["transfer_ms"], ph["c"]["median"], ph["b"]["median"]
+    for p in summary["passes"]:
+        expected = step_bound(*medians(p), depth, p["overlap"])
+        if not math.isclose(p["step_bound_ms"], expected, rel_tol=1e-9):
+            fail(f"pass overlap={p['overlap']}: step_bound_ms {p['step_bound_ms']} != {expected}")
+    if len(summary["passes"]) == 2:
+        expected = step_bound(*medians(summary["passes"][0]), depth, True)
+        if not math.isclose(summary["overlap_ideal_ms"], expected, rel_tol=1e-9):
+            fail(f"overlap_ideal_ms {summary['overlap_ideal_ms']} != {expected}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -97,6 +127,8 @@ def main():
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--existing-output", action="store_true",
                         help="create the output file first (it must survive untouched)")
+    parser.add_argument("--check-summary", action="store_true",
+                        help="also write the JSON summary and check its step bounds")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     opts = parser.parse_args()
     args = [a for a in opts.args if a != "--"]
@@ -108,6 +140,9 @@ def main():
             args += ["--output", output]
         else:
             output = args[args.index("--output") + 1]
+        summary = os.path.join(tmp, "summary.json")
+        if opts.check_summary:
+            args += ["--summary-json", summary]
         if opts.existing_output:
             with open(output, "w") as f:
                 f.write("precious")
@@ -145,6 +180,8 @@ def main():
             fail(f"stdout does not contain {opts.expect_stdout!r}")
         if opts.expect_exit == 0 and "--print-config" not in args:
             check_file(output, rows_for, opts.np)
+            if opts.check_summary:
+                check_summary(summary)
             if os.path.exists(output + ".partial"):
                 fail(".partial left after a complete run")
     print(f"ok ({elapsed:.2f} s)")
