@@ -24,8 +24,8 @@
 
 #if defined(GPURELAY_HAVE_CUDA)
 #include <cuda_runtime.h>
-#include <nccl.h>
 
+#include "bench/plain_nccl_comm.hpp"
 #include "runtime/cuda_stream.hpp"
 #endif
 
@@ -39,27 +39,6 @@ constexpr float kAlpha = 0.5f;
 constexpr std::uint32_t kCIterations = 64;
 // The host twins are slow; beyond this they only take time without telling more.
 constexpr std::size_t kHostMaxBytes = std::size_t{64} << 20;
-
-#if defined(GPURELAY_HAVE_CUDA)
-// A one-rank NCCL communicator (no MPI: the id never leaves this process).
-class NcclSelfComm {
-  public:
-    NcclSelfComm() {
-        ncclUniqueId id;
-        NCCL_CHECK(ncclGetUniqueId(&id));
-        NCCL_CHECK(ncclCommInitRank(&comm_, 1, id, 0));
-    }
-    ~NcclSelfComm() {
-        if (comm_ != nullptr) ncclCommDestroy(comm_);
-    }
-    NcclSelfComm(const NcclSelfComm&) = delete;
-    NcclSelfComm& operator=(const NcclSelfComm&) = delete;
-    ncclComm_t get() const { return comm_; }
-
-  private:
-    ncclComm_t comm_ = nullptr;
-};
-#endif
 
 // Everything the GPU benchmarks share, allocated once at the largest size: pinned allocations of a
 // GiB take long enough to distort a benchmark that made its own.
@@ -104,7 +83,7 @@ struct GpuBench {
     Buffer counter_host;
 #if defined(GPURELAY_HAVE_CUDA)
     // Made by the first NCCL benchmark; declared last so it goes before the buffers it used.
-    std::unique_ptr<NcclSelfComm> nccl;
+    std::unique_ptr<PlainNcclComm> nccl;  // one rank: the id never leaves this process
 #endif
 };
 
@@ -190,7 +169,7 @@ void gpu_copy_d2h(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
 void gpu_nccl_self(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
     if (!gpu.nccl) {
         try {
-            gpu.nccl = std::make_unique<NcclSelfComm>();
+            gpu.nccl = std::make_unique<PlainNcclComm>(1, 0, PlainNcclComm::new_id());
         } catch (const std::exception& error) {
             fail(state, error.what());
             return;

@@ -1,12 +1,16 @@
-// The host-staged MPI transport between two ranks, rank 0 sending and rank 1 receiving, next to
-// pinned D2H and H2D copies on rank 0 (GPU only) as its ceiling: a staged message can go no faster
-// than the slower of those copies.
+// Messages between two ranks, rank 0 sending and rank 1 receiving:
+// - the host-staged MPI transport, next to pinned D2H and H2D copies on rank 0 (GPU only) as its
+//   ceiling: a staged message can go no faster than the slower of those copies;
+// - when the two ranks drive two different GPUs, a plain ncclSend/ncclRecv loop: the reference
+//   for the pipeline's NCCL transfers between those GPUs.
 //
 //   mpirun -np 2 bench_transport --benchmark_out=transport.json --benchmark_out_format=json
 //
 // Both ranks run the same benchmarks with fixed iteration counts, so they stay in lock-step; only
-// rank 0 reports. An iteration is timed on rank 0 from before the send until rank 1's zero-byte
-// acknowledgement arrives, so it covers delivery into rank 1's buffer, not just the send.
+// rank 0 reports. A staged iteration is timed on rank 0 from before the send until rank 1's
+// zero-byte acknowledgement arrives, so it covers delivery into rank 1's buffer, not just the
+// send. An NCCL iteration is a batch of messages queued back to back, as nccl-tests times them:
+// the slower rank's wall time from a barrier until its stream has finished, over the batch.
 // Without a GPU both ranks use the host device (the same transport, on host memory).
 #include <benchmark/benchmark.h>
 
@@ -28,6 +32,11 @@
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
 
+#if GPURELAY_HAVE_CUDA
+#include "bench/plain_nccl_comm.hpp"
+#include "runtime/cuda_stream.hpp"
+#endif
+
 namespace gpurelay::bench {
 namespace {
 
@@ -38,6 +47,9 @@ constexpr int kReceiver = 1;
 constexpr int kAckTag = 901;
 constexpr int kVerdictTag = 902;
 constexpr auto kWaitTimeout = std::chrono::minutes(5);
+// NCCL messages per timed batch: enough to hide the launch of the first and the host's wake-up
+// after the last, as in a pipeline that keeps several messages in flight.
+constexpr int kNcclBatch = 16;
 
 // About 1 GiB moved per benchmark (well under a second on an H200 node), at least 5 iterations
 // for the largest messages and at most 200 for the smallest.
@@ -122,22 +134,16 @@ void one_message(TransportBench& tb, std::size_t bytes) {
     }
 }
 
-void transport_staged(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
-    barrier();
-    if (tb.rank == kReceiver) {
-        // Stale data from an earlier benchmark must not pass the check below.
-        tb.device->fill_async(tb.message.data(), 0xff, bytes, *tb.stream);
-        tb.stream->synchronize();
-    }
-    one_message(tb, bytes);  // warm-up
-    barrier();
-    for (auto _ : state) {
-        const auto begin = std::chrono::steady_clock::now();
-        one_message(tb, bytes);
-        const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - begin;
-        state.SetIterationTime(elapsed.count());
-    }
-    // Rank 1 checks what arrived and tells rank 0, which reports.
+// Rank 1 poisons its buffer, so stale data from an earlier benchmark cannot pass the check.
+void prepare_receiver(TransportBench& tb, std::size_t bytes) {
+    if (tb.rank != kReceiver) return;
+    tb.device->fill_async(tb.message.data(), 0xff, bytes, *tb.stream);
+    tb.stream->synchronize();
+}
+
+// Rank 1 checks the last message that arrived and tells rank 0, which reports; then the bytes.
+void check_delivery(benchmark::State& state, TransportBench& tb, std::size_t bytes,
+                    std::int64_t messages) {
     std::uint64_t wrong = 0;
     if (tb.rank == kReceiver) {
         wrong = tb.count_wrong(bytes);
@@ -149,9 +155,54 @@ void transport_staged(benchmark::State& state, TransportBench& tb, std::size_t b
     if (wrong != 0) {
         fail(state, "rank 1 received " + std::to_string(wrong) + " wrong values");
     }
-    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
-                            static_cast<std::int64_t>(bytes));
+    state.SetBytesProcessed(messages * static_cast<std::int64_t>(bytes));
 }
+
+void transport_staged(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
+    barrier();
+    prepare_receiver(tb, bytes);
+    one_message(tb, bytes);  // warm-up
+    barrier();
+    for (auto _ : state) {
+        const auto begin = std::chrono::steady_clock::now();
+        one_message(tb, bytes);
+        const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - begin;
+        state.SetIterationTime(elapsed.count());
+    }
+    check_delivery(state, tb, bytes, static_cast<std::int64_t>(state.iterations()));
+}
+
+#if GPURELAY_HAVE_CUDA
+// Queues one plain ncclSend (rank 0) or ncclRecv (rank 1) of `bytes`.
+void queue_nccl_message(TransportBench& tb, const PlainNcclComm& nccl, std::size_t bytes) {
+    const cudaStream_t stream = cuda_handle(*tb.stream);
+    if (tb.rank == kSender) {
+        NCCL_CHECK(ncclSend(tb.message.data(), bytes, ncclChar, kReceiver, nccl.get(), stream));
+    } else {
+        NCCL_CHECK(ncclRecv(tb.message.data(), bytes, ncclChar, kSender, nccl.get(), stream));
+    }
+}
+
+void transport_nccl_plain(benchmark::State& state, TransportBench& tb, const PlainNcclComm& nccl,
+                          std::size_t bytes) {
+    barrier();
+    prepare_receiver(tb, bytes);
+    queue_nccl_message(tb, nccl, bytes);  // warm-up (the first pair also connects)
+    tb.stream->synchronize();
+    for (auto _ : state) {
+        barrier();
+        const auto begin = std::chrono::steady_clock::now();
+        for (int i = 0; i < kNcclBatch; ++i) queue_nccl_message(tb, nccl, bytes);
+        tb.stream->synchronize();
+        double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+        // The message is delivered when the slower side is done.
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+        state.SetIterationTime(elapsed / kNcclBatch);
+    }
+    check_delivery(state, tb, bytes, static_cast<std::int64_t>(state.iterations()));
+}
+#endif
 
 enum class CopyDirection { device_to_host, host_to_device };
 
@@ -181,16 +232,21 @@ void pinned_copy(benchmark::State& state, TransportBench& tb, std::size_t bytes,
     barrier();
 }
 
+template <typename Body>
+void register_sized(const char* name, std::size_t bytes, Body body) {
+    benchmark::RegisterBenchmark(name, body)
+        ->Arg(static_cast<std::int64_t>(bytes))
+        ->Iterations(iterations_for(bytes))
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+}
+
 void register_all(TransportBench& tb, const std::vector<std::size_t>& sizes) {
     const std::string staged = tb.on_gpu ? "transport/mpi_staged_gpu" : "transport/mpi_staged_host";
     for (const std::size_t bytes : sizes) {
-        benchmark::RegisterBenchmark(
-            staged.c_str(),
-            [&tb, bytes](benchmark::State& state) { transport_staged(state, tb, bytes); })
-            ->Arg(static_cast<std::int64_t>(bytes))
-            ->Iterations(iterations_for(bytes))
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond);
+        register_sized(staged.c_str(), bytes, [&tb, bytes](benchmark::State& state) {
+            transport_staged(state, tb, bytes);
+        });
     }
     if (!tb.on_gpu) return;
     const std::pair<const char*, CopyDirection> copies[] = {
@@ -199,16 +255,35 @@ void register_all(TransportBench& tb, const std::vector<std::size_t>& sizes) {
     };
     for (const auto& [name, direction] : copies) {
         for (const std::size_t bytes : sizes) {
-            benchmark::RegisterBenchmark(name,
-                                         [&tb, bytes, direction = direction](benchmark::State& s) {
-                                             pinned_copy(s, tb, bytes, direction);
-                                         })
-                ->Arg(static_cast<std::int64_t>(bytes))
-                ->Iterations(iterations_for(bytes))
-                ->UseManualTime()
-                ->Unit(benchmark::kMicrosecond);
+            register_sized(name, bytes, [&tb, bytes, direction = direction](benchmark::State& s) {
+                pinned_copy(s, tb, bytes, direction);
+            });
         }
     }
+}
+
+#if GPURELAY_HAVE_CUDA
+void register_nccl(TransportBench& tb, const PlainNcclComm& nccl,
+                   const std::vector<std::size_t>& sizes) {
+    for (const std::size_t bytes : sizes) {
+        register_sized("transport/nccl_plain", bytes, [&tb, &nccl, bytes](benchmark::State& state) {
+            transport_nccl_plain(state, tb, nccl, bytes);
+        });
+    }
+}
+#endif
+
+// Whether the two ranks drive different GPUs (another host, or another PCI bus id on the same
+// one): NCCL refuses two ranks on one GPU.
+bool on_distinct_gpus(const MpiSession& session, const TransportBench& tb) {
+    if (!tb.on_gpu) return false;
+    constexpr std::size_t kWidth = 256;
+    std::string mine = session.host_name() + "/" + tb.device->info().pci_bus_id;
+    mine.resize(kWidth, '\0');
+    std::vector<char> all(kWidth * 2);
+    MPI_CHECK(
+        MPI_Allgather(mine.data(), kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR, MPI_COMM_WORLD));
+    return !std::equal(all.begin(), all.begin() + kWidth, all.begin() + kWidth);
 }
 
 // Errors where nothing can catch them (a proxy thread) and errors that reach main: one line, then
@@ -261,6 +336,18 @@ int run(MpiSession& session, int argc, char** argv) {
     benchmark::AddCustomContext("transport", tb.transport->name());
     benchmark::AddCustomContext("mpi", mpi_version_string());
     register_all(tb, sizes);
+    const bool distinct = on_distinct_gpus(session, tb);
+    benchmark::AddCustomContext("distinct_gpus", distinct ? "true" : "false");
+#if GPURELAY_HAVE_CUDA
+    // Collective: both ranks make it, or neither.
+    std::unique_ptr<PlainNcclComm> nccl;
+    if (distinct) {
+        ncclUniqueId id = session.world_rank() == 0 ? PlainNcclComm::new_id() : ncclUniqueId{};
+        MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
+        nccl = std::make_unique<PlainNcclComm>(session.world_size(), session.world_rank(), id);
+        register_nccl(tb, *nccl, sizes);
+    }
+#endif
 
     if (session.world_rank() == 0) {
         benchmark::RunSpecifiedBenchmarks();
