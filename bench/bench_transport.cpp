@@ -1,6 +1,7 @@
 // Messages between two ranks, rank 0 sending and rank 1 receiving:
-// - the host-staged MPI transport, next to pinned D2H and H2D copies on rank 0 (GPU only) as its
-//   ceiling: a staged message can go no faster than the slower of those copies;
+// - the host-staged MPI transport, next to its ceilings (GPU only): pinned D2H and H2D copies on
+//   rank 0, and plain MPI between pinned host buffers: a staged message can go no faster than
+//   the slowest of its three legs;
 // - when the two ranks drive two different GPUs, a plain ncclSend/ncclRecv loop: the reference
 //   for the pipeline's NCCL transfers between those GPUs.
 //
@@ -76,10 +77,11 @@ struct TransportBench {
           message(device->allocate(max_bytes)),
           counter(device->allocate(sizeof(Counter))),
           counter_host(device->allocate_host(sizeof(Counter))) {
+        if (on_gpu) pinned = device->allocate_host(max_bytes);
         if (rank == kSender) {
             // Real data: A's values, which the receiver checks after each benchmark.
             launch_a(message.as<float>(), kStep, kSeed, *stream);
-            if (on_gpu) pinned = device->allocate_host(max_bytes);
+            if (on_gpu) device->copy_async(pinned.data(), message.data(), max_bytes, *stream);
         } else {
             scratch = device->allocate(max_bytes);
         }
@@ -111,7 +113,7 @@ struct TransportBench {
     std::unique_ptr<Event> stop;
     Buffer message;  // rank 0: what it sends; rank 1: where it lands
     Buffer scratch;  // rank 1: B's output while checking
-    Buffer pinned;   // rank 0 on a GPU: the host side of the ceiling copies
+    Buffer pinned;   // on a GPU: the host side of the ceiling copies and of plain MPI
     Buffer counter;
     Buffer counter_host;
     // Declared last: destroyed first, while the buffers its queued work used still exist.
@@ -168,6 +170,39 @@ void transport_staged(benchmark::State& state, TransportBench& tb, std::size_t b
         one_message(tb, bytes);
         const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - begin;
         state.SetIterationTime(elapsed.count());
+    }
+    check_delivery(state, tb, bytes, static_cast<std::int64_t>(state.iterations()));
+}
+
+// Plain MPI between the ranks' pinned host buffers, no GPU: what the MPI library itself moves
+// between two processes, the ceiling of the staged transport's middle leg.
+void transport_mpi_pinned(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
+    const auto count = static_cast<int>(bytes);
+    auto one = [&] {
+        if (tb.rank == kSender) {
+            MPI_CHECK(MPI_Send(tb.pinned.data(), count, MPI_BYTE, kReceiver, 0, MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Recv(nullptr, 0, MPI_BYTE, kReceiver, kAckTag, MPI_COMM_WORLD,
+                               MPI_STATUS_IGNORE));
+        } else {
+            MPI_CHECK(MPI_Recv(tb.pinned.data(), count, MPI_BYTE, kSender, 0, MPI_COMM_WORLD,
+                               MPI_STATUS_IGNORE));
+            MPI_CHECK(MPI_Send(nullptr, 0, MPI_BYTE, kSender, kAckTag, MPI_COMM_WORLD));
+        }
+    };
+    barrier();
+    prepare_receiver(tb, bytes);
+    one();  // warm-up
+    barrier();
+    for (auto _ : state) {
+        const auto begin = std::chrono::steady_clock::now();
+        one();
+        state.SetIterationTime(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
+    }
+    // Rank 1 moves what arrived onto its GPU, where the usual check reads it.
+    if (tb.rank == kReceiver) {
+        tb.device->copy_async(tb.message.data(), tb.pinned.data(), bytes, *tb.stream);
+        tb.stream->synchronize();
     }
     check_delivery(state, tb, bytes, static_cast<std::int64_t>(state.iterations()));
 }
@@ -249,6 +284,11 @@ void register_all(TransportBench& tb, const std::vector<std::size_t>& sizes) {
         });
     }
     if (!tb.on_gpu) return;
+    for (const std::size_t bytes : sizes) {
+        register_sized("transport/mpi_plain_pinned", bytes, [&tb, bytes](benchmark::State& state) {
+            transport_mpi_pinned(state, tb, bytes);
+        });
+    }
     const std::pair<const char*, CopyDirection> copies[] = {
         {"gpu/copy_d2h", CopyDirection::device_to_host},
         {"gpu/copy_h2d", CopyDirection::host_to_device},
