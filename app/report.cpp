@@ -455,7 +455,8 @@ void append_results_csv(const std::string& path, const RunSummary& s) {
                                     std::to_string(c_bad),
                                     s.verified() ? "ok" : "failed"};
     std::string line;
-    for (const std::string& field : row) line += (line.empty() ? "" : ",") + field;
+    // Joined by position, not by whether the line is still empty: the tag (first) may be empty.
+    for (std::size_t i = 0; i < row.size(); ++i) line += (i == 0 ? "" : ",") + row[i];
 
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd < 0)
