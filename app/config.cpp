@@ -332,6 +332,10 @@ const std::vector<KeySpec>& key_table() {
                    "on|off|compare", &Config::overlap,
                    std::array{OverlapMode::on, OverlapMode::off, OverlapMode::compare}),
         bool_key("blocking", "wait for each exchange before the next step", &Config::blocking),
+        bool_key("graphs",
+                 "replay each step after the first as CUDA graphs, captured once (CUDA path and "
+                 "NCCL only)",
+                 &Config::graphs),
         size_key("c_elements", "values of the independent compute C (0 disables it)",
                  &Config::c_elements),
         int_key("c_iterations", "iterations of the compute C per step", &Config::c_iterations, 0),
@@ -672,6 +676,17 @@ void validate_config(const Config& c) {
     }
     if (!(c.timeout_s > 0) || !std::isfinite(c.timeout_s)) {
         fail("timeout_s (" + format_real(c.timeout_s) + ") must be a positive number of seconds");
+    }
+    // Known before any device is opened; what auto picks is checked where it picks.
+    if (c.graphs && c.device == DeviceKind::cpu) {
+        fail(
+            "graphs = true needs the CUDA path, but device = \"cpu\": host streams cannot be "
+            "captured in a CUDA graph");
+    }
+    if (c.graphs && c.transport == TransportKind::mpi) {
+        fail(
+            "graphs = true needs transport = \"nccl\": the MPI transports run host-side work "
+            "(MPI calls, staging threads) that a CUDA graph cannot capture");
     }
     if (c.output.empty()) fail("output must not be empty: it names the HDF5 result file");
     if ((c.profile_first != -1 || c.profile_last != -1) &&

@@ -28,6 +28,7 @@ struct Config {
     std::int64_t depth = 2;   // slots in the ring
     OverlapMode overlap = OverlapMode::compare;
     bool blocking = false;
+    bool graphs = false;  // replay each steady-state step as CUDA graphs (CUDA path, NCCL only)
     std::uint64_t c_elements = 1ull << 20;
     std::int64_t c_iterations = 64;
     double alpha = 2.0;

@@ -30,8 +30,9 @@ struct StepMarks {
 };
 
 // The NVTX ranges of a step, one colour each so a timeline reads at a glance.
-enum class RangePhase : std::uint8_t { a, send, recv, c, wait, b, verify, write };
-constexpr const char* kRangeNames[] = {"A", "send", "recv", "C", "wait", "B", "verify", "write"};
+enum class RangePhase : std::uint8_t { a, send, recv, c, wait, b, verify, write, graph };
+constexpr const char* kRangeNames[] = {"A", "send",   "recv",  "C",    "wait",
+                                       "B", "verify", "write", "graph"};
 constexpr std::uint32_t kRangeColours[] = {
     0xff4e79a7,  // A: blue
     0xfff28e2b,  // send: orange
@@ -41,6 +42,7 @@ constexpr std::uint32_t kRangeColours[] = {
     0xff59a14f,  // B: green
     0xffb07aa1,  // verify: purple
     0xffedc948,  // write: yellow
+    0xffff9da7,  // graph: pink
 };
 constexpr std::uint32_t kPassColour = 0xff9c755f;  // brown
 
@@ -110,7 +112,11 @@ struct Pipeline::Impl {
           consumer(place.role != Role::producer),
           bytes(cfg.tensor_bytes()),
           depth(static_cast<std::size_t>(cfg.depth)),
-          ring(depth + 2) {
+          ring(ring_size(cfg)) {
+        if (cfg.graphs) {
+            step_words_host = device.allocate_host(ring * 2 * sizeof(std::uint64_t));
+            step_words_device = device.allocate(ring * 2 * sizeof(std::uint64_t));
+        }
         if (producer) {
             producer_stream = device.make_stream(false, stream_label("producer stream"));
             for (std::size_t k = 0; k < depth; ++k) send_slots.push_back(device.allocate(bytes));
@@ -154,6 +160,15 @@ struct Pipeline::Impl {
         poison_slots();
     }
 
+    // Ring slots of timing events and host counters: the host reads a step's times R-1 steps
+    // later, so R >= depth + 2. With graphs R is also a multiple of depth, so that a ring slot
+    // fixes the tensor slot too and one set of graphs per ring slot serves every step (one per
+    // distinct pair of slots would be lcm(depth, depth + 2) sets: 2112 at depth 64).
+    static std::size_t ring_size(const Config& cfg) {
+        const auto d = static_cast<std::size_t>(cfg.depth);
+        return cfg.graphs ? (d + 2 + d - 1) / d * d : d + 2;  // the least multiple of d >= d + 2
+    }
+
     std::string stream_label(const char* what) const {
         return "rank " + std::to_string(world_rank()) + " " +
                std::string(to_string(placement.role)) + ": " + what;
@@ -190,6 +205,8 @@ struct Pipeline::Impl {
     // (Nsight Systems projects them onto the GPU work those calls launch).
     void begin_range(RangePhase phase, std::int64_t step, Stream& stream) {
         if constexpr (!nvtx::kBuilt) return;
+        // A capture queues nothing that runs now; its replays get one range per launch.
+        if (capturing) return;
         const StepRange range{step, phase, step < config.warmup};
         if (stream.backend() == Backend::host) {
             device.enqueue_host([range] { push_range(range); }, stream);
@@ -200,6 +217,7 @@ struct Pipeline::Impl {
     // Closes the range begin_range opened last on `stream`.
     void end_range(Stream& stream) {
         if constexpr (!nvtx::kBuilt) return;
+        if (capturing) return;
         if (stream.backend() == Backend::host) {
             device.enqueue_host([] { nvtx::pop(); }, stream);
         } else {
@@ -207,17 +225,36 @@ struct Pipeline::Impl {
         }
     }
 
+    // Where a step's kernels find the step number: the value itself (eager steps), or the
+    // device word a captured graph copies it into first (replayed steps).
+    struct StepSource {
+        std::uint64_t value = 0;
+        const std::uint64_t* word = nullptr;
+    };
+
     template <typename T>
     void queue_step(std::int64_t s, bool overlap, ResultWriter* writer, std::uint64_t& next_row) {
+        const StepSource step{static_cast<std::uint64_t>(s), nullptr};
+        queue_exchange<T>(s, overlap, step);
+        if (consumer) queue_compute<T>(s, step);
+        queue_write(s, writer, next_row);
+    }
+
+    // A and the send (producer stream); the receive (comm stream).
+    template <typename T>
+    void queue_exchange(std::int64_t s, bool overlap, const StepSource& step) {
         const std::size_t k = static_cast<std::size_t>(s) % depth;
         StepMarks& m = marks[static_cast<std::size_t>(s) % ring];
-        const auto step = static_cast<std::uint64_t>(s);
         Stream* comm = overlap ? comm_stream.get() : compute_stream.get();
 
         if (producer) {
             m.a_start->record(*producer_stream);
             begin_range(RangePhase::a, s, *producer_stream);
-            launch_a(send_slots[k].as<T>(), step, config.seed, *producer_stream);
+            if (step.word != nullptr) {
+                launch_a(send_slots[k].as<T>(), step.word, config.seed, *producer_stream);
+            } else {
+                launch_a(send_slots[k].as<T>(), step.value, config.seed, *producer_stream);
+            }
             end_range(*producer_stream);
             m.a_end->record(*producer_stream);
         }
@@ -242,14 +279,24 @@ struct Pipeline::Impl {
         if (!consumer) return;
         m.recv_end->record(*comm);
         recv_done[k]->record(*comm);
+    }
 
+    // C, B and the checks, and the counters' copy to the host (compute stream).
+    template <typename T>
+    void queue_compute(std::int64_t s, const StepSource& step) {
+        const std::size_t k = static_cast<std::size_t>(s) % depth;
+        StepMarks& m = marks[static_cast<std::size_t>(s) % ring];
         Stream& compute = *compute_stream;
+        const auto c_iterations = static_cast<std::uint32_t>(config.c_iterations);
         auto* slot_counters = counters.as<Counter>().data() + 2 * k;
         device.fill_async(slot_counters, 0, 2 * sizeof(Counter), compute);
         m.c_start->record(compute);
         begin_range(RangePhase::c, s, compute);
-        launch_c(c_buffer.as<std::uint32_t>(), step, config.seed,
-                 static_cast<std::uint32_t>(config.c_iterations), compute);
+        if (step.word != nullptr) {
+            launch_c(c_buffer.as<std::uint32_t>(), step.word, config.seed, c_iterations, compute);
+        } else {
+            launch_c(c_buffer.as<std::uint32_t>(), step.value, config.seed, c_iterations, compute);
+        }
         end_range(compute);
         m.c_end->record(compute);
         // The GPU, not the host, waits for the tensor to arrive; and for slot k's previous y to
@@ -260,31 +307,125 @@ struct Pipeline::Impl {
         end_range(compute);
         m.b_start->record(compute);
         begin_range(RangePhase::b, s, compute);
-        launch_b(Span<const T>(recv_slots[k].as<T>()), y_slots[k].as<T>(),
-                 static_cast<T>(config.alpha), step, config.seed, slot_counters, compute);
+        const Span<const T> x(recv_slots[k].as<T>());
+        const auto alpha = static_cast<T>(config.alpha);
+        if (step.word != nullptr) {
+            launch_b(x, y_slots[k].as<T>(), alpha, step.word, config.seed, slot_counters, compute);
+        } else {
+            launch_b(x, y_slots[k].as<T>(), alpha, step.value, config.seed, slot_counters, compute);
+        }
         end_range(compute);
         m.b_end->record(compute);
         x_free[k]->record(compute);
         begin_range(RangePhase::verify, s, compute);
-        launch_verify_c(Span<const std::uint32_t>(c_buffer.as<std::uint32_t>()), step, config.seed,
-                        static_cast<std::uint32_t>(config.c_iterations), slot_counters + 1,
-                        compute);
+        const Span<const std::uint32_t> z(c_buffer.as<std::uint32_t>());
+        if (step.word != nullptr) {
+            launch_verify_c(z, step.word, config.seed, c_iterations, slot_counters + 1, compute);
+        } else {
+            launch_verify_c(z, step.value, config.seed, c_iterations, slot_counters + 1, compute);
+        }
         end_range(compute);
         auto* host_counters =
             counters_host.as<Counter>().data() + 2 * (static_cast<std::size_t>(s) % ring);
         device.copy_async(host_counters, slot_counters, 2 * sizeof(Counter), compute);
         m.done->record(compute);
+    }
 
-        if (writer != nullptr && config.writes_step(s)) {
-            const ResultWriter::Slot slot = writer->acquire();
-            io_stream->wait(*x_free[k]);  // B of this step has written y
-            begin_range(RangePhase::write, s, *io_stream);
-            device.copy_async(slot.host, y_slots[k].data(), bytes, *io_stream);
-            end_range(*io_stream);
-            slot.ready->record(*io_stream);
-            y_free[k]->record(*io_stream);
-            writer->submit(slot, next_row++, s);
+    // y of step s to the writer (io stream), when the run keeps that step. Always queued on the
+    // host, graphs or not: which steps are written varies, and the writer's slots come from it.
+    void queue_write(std::int64_t s, ResultWriter* writer, std::uint64_t& next_row) {
+        if (!consumer || writer == nullptr || !config.writes_step(s)) return;
+        const std::size_t k = static_cast<std::size_t>(s) % depth;
+        const ResultWriter::Slot slot = writer->acquire();
+        io_stream->wait(*x_free[k]);  // B of this step has written y
+        begin_range(RangePhase::write, s, *io_stream);
+        device.copy_async(slot.host, y_slots[k].data(), bytes, *io_stream);
+        end_range(*io_stream);
+        slot.ready->record(*io_stream);
+        y_free[k]->record(*io_stream);
+        writer->submit(slot, next_row++, s);
+    }
+
+    // --- Graphs: the steady-state step, captured once per ring slot and replayed ----------------
+
+    // The graphs of one ring slot r: they serve every step s with s % ring == r (and so, ring
+    // being a multiple of depth, with the same slot k). One graph per stream that runs on its
+    // own, so that consecutive steps still overlap as the eager ones do (a graph launched on a
+    // stream runs whole, after what came before it on that stream).
+    struct StepGraphs {
+        std::unique_ptr<Graph> exchange;  // A + send and/or the receive
+        std::unique_ptr<Graph> compute;   // consumer: C, B, checks, counters
+    };
+
+    // The step words of ring slot r: [producer, consumer], pinned on the host and on the device.
+    std::uint64_t* step_word_host(std::size_t r, int role) {
+        return step_words_host.as<std::uint64_t>().data() + 2 * r + static_cast<std::size_t>(role);
+    }
+    std::uint64_t* step_word_device(std::size_t r, int role) {
+        return step_words_device.as<std::uint64_t>().data() + 2 * r +
+               static_cast<std::size_t>(role);
+    }
+    // The stream whose graph holds the exchange: the producer's (a rank sending to itself also
+    // brings its receive stream in, since NCCL joins the two streams of a group), else the
+    // stream that receives.
+    Stream& exchange_stream(bool overlap) {
+        if (producer) return *producer_stream;
+        return overlap ? *comm_stream : *compute_stream;
+    }
+
+    // Captures the graphs of the ring slots that steps `from` to `to` - 1 use (each slot once).
+    // Called while every stream is idle, so capture costs no step its timing.
+    template <typename T>
+    void capture_graphs(bool overlap, std::int64_t from, std::int64_t to, PassResult& result) {
+        const NvtxRange range("capture step graphs", kRangeColours[8]);
+        const double start = now_ms();
+        capturing = true;
+        for (std::int64_t s = from; s < std::min(to, from + static_cast<std::int64_t>(ring)); ++s) {
+            const std::size_t r = static_cast<std::size_t>(s) % ring;
+            StepGraphs& g = step_graphs[r];
+            Stream* comm = overlap ? comm_stream.get() : compute_stream.get();
+            {
+                auto capture = device.begin_capture(exchange_stream(overlap),
+                                                    producer && consumer ? comm : nullptr);
+                StepSource step;
+                if (producer) {
+                    // The first node: the step the host wrote for this launch, where A reads it.
+                    device.copy_async(step_word_device(r, 0), step_word_host(r, 0),
+                                      sizeof(std::uint64_t), *producer_stream);
+                    step.word = step_word_device(r, 0);
+                }
+                queue_exchange<T>(s, overlap, step);
+                g.exchange = capture->finish();
+            }
+            if (consumer) {
+                auto capture = device.begin_capture(*compute_stream, nullptr);
+                device.copy_async(step_word_device(r, 1), step_word_host(r, 1),
+                                  sizeof(std::uint64_t), *compute_stream);
+                queue_compute<T>(s, StepSource{0, step_word_device(r, 1)});
+                g.compute = capture->finish();
+            }
+            result.graphs_captured += consumer ? 2 : 1;
         }
+        capturing = false;
+        result.capture_ms += now_ms() - start;
+    }
+
+    // Step s as launches of its slot's graphs, in the order the eager step queues the same work,
+    // so every wait in them sees the same records it would see eagerly.
+    void launch_graphs(std::int64_t s, bool overlap, ResultWriter* writer, std::uint64_t& next_row,
+                       PassResult& result) {
+        const std::size_t r = static_cast<std::size_t>(s) % ring;
+        StepGraphs& g = step_graphs[r];
+        // Safe to overwrite: slot r's last user, step s - ring, was retired (its graphs finished)
+        // before the host queued step s - 1.
+        if (producer) *step_word_host(r, 0) = static_cast<std::uint64_t>(s);
+        if (consumer) *step_word_host(r, 1) = static_cast<std::uint64_t>(s);
+        if constexpr (nvtx::kBuilt) push_range({s, RangePhase::graph, s < config.warmup});
+        g.exchange->launch(exchange_stream(overlap));
+        if (consumer) g.compute->launch(*compute_stream);
+        if constexpr (nvtx::kBuilt) nvtx::pop();
+        ++result.graph_steps;
+        queue_write(s, writer, next_row);
     }
 
     // Reads step s's times and counts (the host blocks here only if the GPU is R-1 steps behind).
@@ -353,6 +494,10 @@ struct Pipeline::Impl {
         } const writer_before = {writer ? writer->waited_ms() : 0.0, writer ? writer->checked() : 0,
                                  writer ? writer->mismatches() : 0};
         double timed_start = now_ms();
+        // The previous pass's graphs have finished (it ended with every stream idle) and capture
+        // the other overlap mode's streams.
+        step_graphs.clear();
+        step_graphs.resize(config.graphs ? ring : 0);
 
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         std::int64_t end = config.steps;
@@ -366,7 +511,11 @@ struct Pipeline::Impl {
             }
             if (s == config.profile_first) profiler_start(device.backend());
             const double queued_at = now_ms();
-            queue_step<T>(s, overlap, writer, next_row);
+            if (config.graphs && s > first_step) {
+                launch_graphs(s, overlap, writer, next_row, result);
+            } else {
+                queue_step<T>(s, overlap, writer, next_row);
+            }
             if (config.blocking) {
                 // The blocking style: the host waits for this step's send and receive.
                 if (producer) producer_stream->synchronize();
@@ -381,6 +530,8 @@ struct Pipeline::Impl {
                 // The cold step: the first transfer between two peers sets up its connections.
                 synchronize_all();
                 result.cold_step_ms = now_ms() - queued_at;
+                // Captured now, with the connections made and before the timed steps start.
+                if (config.graphs) capture_graphs<T>(overlap, s + 1, config.steps, result);
             }
             if (on_step && on_step(s)) {
                 end = s + 1;
@@ -418,6 +569,10 @@ struct Pipeline::Impl {
     std::unique_ptr<Stream> producer_stream, comm_stream, compute_stream, io_stream;
     std::vector<std::unique_ptr<Event>> recv_done, x_free, y_free;
     std::vector<StepMarks> marks;
+    Buffer step_words_host, step_words_device;  // graphs only
+    bool capturing = false;
+    // Last: destroyed first, before the events and buffers their nodes name.
+    std::vector<StepGraphs> step_graphs;
 };
 
 Pipeline::Pipeline(const Config& config, Device& device, Transport& transport,
@@ -438,9 +593,12 @@ std::uint64_t Pipeline::device_bytes() const {
     for (const auto* slots : {&impl_->send_slots, &impl_->recv_slots, &impl_->y_slots}) {
         for (const auto& b : *slots) total += b.bytes();
     }
-    return total + impl_->c_buffer.bytes() + impl_->counters.bytes();
+    return total + impl_->c_buffer.bytes() + impl_->counters.bytes() +
+           impl_->step_words_device.bytes();
 }
 
-std::uint64_t Pipeline::host_bytes() const { return impl_->counters_host.bytes(); }
+std::uint64_t Pipeline::host_bytes() const {
+    return impl_->counters_host.bytes() + impl_->step_words_host.bytes();
+}
 
 }  // namespace gpurelay

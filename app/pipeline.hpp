@@ -15,6 +15,7 @@
 #include "comm/transport.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/device.hpp"
+#include "runtime/graph.hpp"
 
 namespace gpurelay {
 
@@ -43,7 +44,10 @@ struct PassResult {
     double timed_wall_ms = 0;           // the steps after warm-up, end to end
     std::uint64_t spot_checked = 0;     // host spot-check samples
     std::uint64_t spot_mismatches = 0;
-    double write_wait_ms = 0;  // pipeline blocked on the result writer
+    double write_wait_ms = 0;      // pipeline blocked on the result writer
+    int graphs_captured = 0;       // graphs = true: CUDA graphs captured after the cold step
+    double capture_ms = 0;         // ... and the host time capturing and instantiating them took
+    std::int64_t graph_steps = 0;  // steps run as graph launches
 };
 
 // Called on the host after each step is queued (for progress output).

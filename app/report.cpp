@@ -108,9 +108,10 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     }
     std::uint64_t totals[4];
     MPI_CHECK(MPI_Allreduce(counts, totals, 4, MPI_UINT64_T, MPI_SUM, comm));
-    double walls[3] = {result.timed_wall_ms, result.cold_step_ms, result.write_wait_ms};
-    double worst[3];
-    MPI_CHECK(MPI_Allreduce(walls, worst, 3, MPI_DOUBLE, MPI_MAX, comm));
+    double walls[5] = {result.timed_wall_ms, result.cold_step_ms, result.write_wait_ms,
+                       result.capture_ms, static_cast<double>(result.graphs_captured)};
+    double worst[5];
+    MPI_CHECK(MPI_Allreduce(walls, worst, 5, MPI_DOUBLE, MPI_MAX, comm));
 
     const auto ran = static_cast<std::uint64_t>(result.end_step - result.first_step);
     summary.x_checked = config.elements * ran * static_cast<std::uint64_t>(placement.pairs);
@@ -123,6 +124,9 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     summary.steps_per_s = 1000.0 / summary.time_per_step_ms;
     summary.cold_step_ms = worst[1];
     summary.write_wait_ms = worst[2];
+    summary.capture_ms = worst[3];
+    summary.graphs_captured = static_cast<int>(worst[4]);
+    summary.graph_steps = result.graph_steps;  // every rank replays the same steps
     if (rank != 0) return summary;
 
     auto value = [&](int r, std::size_t s, int p) {
@@ -207,9 +211,10 @@ std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
 
 void print_report(std::FILE* out, const RunSummary& s) {
     const Config& c = s.config;
-    std::fprintf(out, "gpurelay: %d rank(s), %d pair(s), %s path, transport %s%s\n", s.world_size,
+    std::fprintf(out, "gpurelay: %d rank(s), %d pair(s), %s path, transport %s%s%s\n", s.world_size,
                  s.pairs, s.backend.c_str(), s.transport.c_str(),
-                 s.transport_note.empty() ? "" : (" (" + s.transport_note + ")").c_str());
+                 s.transport_note.empty() ? "" : (" (" + s.transport_note + ")").c_str(),
+                 c.graphs ? ", graphs on" : "");
     std::fprintf(out, "config: %s\n", one_line_config(c).c_str());
     std::fprintf(out, "versions: %s\n", s.versions.c_str());
     for (std::size_t r = 0; r < s.ranks.size(); ++r) {
@@ -249,6 +254,12 @@ void print_report(std::FILE* out, const RunSummary& s) {
                      fmt("%.4f", p.step_bound_ms).c_str(),
                      step_bound_formula(c.depth, p.overlap).c_str(),
                      fmt("%.2f", p.time_per_step_ms / p.step_bound_ms).c_str());
+        if (c.graphs) {
+            std::fprintf(out,
+                         "  graphs: %d captured in %.1f ms (after the cold step, untimed), %lld "
+                         "steps replayed\n",
+                         p.graphs_captured, p.capture_ms, static_cast<long long>(p.graph_steps));
+        }
         if (p.pairs.size() > 1) {
             for (const PairFigures& f : p.pairs) {
                 std::fprintf(
@@ -321,6 +332,9 @@ nlohmann::json pass_json(const PassSummary& p) {
     j["cold_step_ms"] = p.cold_step_ms;
     j["write_wait_ms"] = p.write_wait_ms;
     j["step_bound_ms"] = p.step_bound_ms;
+    j["graphs"] = {{"captured", p.graphs_captured},
+                   {"capture_ms", p.capture_ms},
+                   {"steps_replayed", p.graph_steps}};
     j["verification"] = {{"x_checked", p.x_checked},       {"x_mismatches", p.x_mismatches},
                          {"c_checked", p.c_checked},       {"c_mismatches", p.c_mismatches},
                          {"spot_checked", p.spot_checked}, {"spot_mismatches", p.spot_mismatches},
@@ -397,11 +411,11 @@ std::string summary_json(const RunSummary& s) {
 
 std::string results_csv_header() {
     return "tag,timestamp,git_hash,world_size,pairs,backend,transport,gpu_name,dtype,elements,"
-           "tensor_bytes,steps,warmup,depth,overlap,blocking,c_elements,c_iterations,pairing,chunk,"
-           "time_per_step_ms,step_ms_median,step_ms_min,step_ms_max,steps_per_s,a_ms,send_ms,"
-           "recv_ms,c_ms,wait_ms,b_ms,transfer_gbps,aggregate_gbps,a_gbps,b_gbps,cold_step_ms,"
-           "time_per_step_no_overlap_ms,overlap_speedup,x_checked,x_mismatches,c_mismatches,"
-           "verified,step_bound_ms,overlap_ideal_ms";
+           "tensor_bytes,steps,warmup,depth,overlap,blocking,graphs,c_elements,c_iterations,"
+           "pairing,chunk,time_per_step_ms,step_ms_median,step_ms_min,step_ms_max,steps_per_s,"
+           "a_ms,send_ms,recv_ms,c_ms,wait_ms,b_ms,transfer_gbps,aggregate_gbps,a_gbps,b_gbps,"
+           "cold_step_ms,time_per_step_no_overlap_ms,overlap_speedup,x_checked,x_mismatches,"
+           "c_mismatches,verified,step_bound_ms,overlap_ideal_ms";
 }
 
 void append_results_csv(const std::string& path, const RunSummary& s) {
@@ -430,6 +444,7 @@ void append_results_csv(const std::string& path, const RunSummary& s) {
                                     std::to_string(c.depth),
                                     std::string(to_string(c.overlap)),
                                     c.blocking ? "true" : "false",
+                                    c.graphs ? "true" : "false",
                                     std::to_string(c.c_elements),
                                     std::to_string(c.c_iterations),
                                     std::string(to_string(c.pairing)),
@@ -459,7 +474,8 @@ void append_results_csv(const std::string& path, const RunSummary& s) {
                                     csv_number(m.step_bound_ms),
                                     compared ? csv_number(s.overlap_ideal_ms) : ""};
     std::string line;
-    for (const std::string& field : row) line += (line.empty() ? "" : ",") + field;
+    // Joined by position, not by whether the line is still empty: the tag (first) may be empty.
+    for (std::size_t i = 0; i < row.size(); ++i) line += (i == 0 ? "" : ",") + row[i];
 
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd < 0)

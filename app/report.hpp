@@ -38,6 +38,11 @@ struct PassSummary {
     double step_bound_ms = 0;  // the least time per step these phase medians allow
     std::uint64_t x_checked = 0, x_mismatches = 0, c_checked = 0, c_mismatches = 0;
     std::uint64_t spot_checked = 0, spot_mismatches = 0;
+    // graphs = true: CUDA graphs captured and the host time that took (the largest on any rank),
+    // and the steps run as graph launches.
+    int graphs_captured = 0;
+    double capture_ms = 0;
+    std::int64_t graph_steps = 0;
     std::vector<PairFigures> pairs;
     bool verified() const { return x_mismatches == 0 && c_mismatches == 0 && spot_mismatches == 0; }
 };

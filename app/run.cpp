@@ -189,6 +189,11 @@ std::unique_ptr<Transport> open_transport(Setup& setup, int world_size,
     const std::size_t bytes = config.tensor_bytes();
     const TransportOptions options{bytes, config.chunk, config.timeout()};
     if (setup.device->backend() == Backend::host) {
+        if (config.graphs) {
+            throw usage_error(
+                "graphs = true needs the CUDA path, but this run is on the CPU (no GPU visible): "
+                "host streams cannot be captured in a CUDA graph");
+        }
         if (config.transport == TransportKind::nccl) {
             throw usage_error(
                 "transport = \"nccl\" needs the CUDA path, but this run is on the CPU");
@@ -215,6 +220,11 @@ std::unique_ptr<Transport> open_transport(Setup& setup, int world_size,
         if (config.transport == TransportKind::nccl) {
             throw usage_error("transport = \"nccl\" cannot run two ranks on one GPU (" + shared +
                               "); give each rank its own GPU or use transport = \"mpi\"");
+        }
+        if (config.graphs) {
+            throw usage_error("graphs = true needs NCCL, but ranks share a GPU (" + shared +
+                              "), where NCCL cannot run and the MPI transport's host-side work "
+                              "cannot be captured; give each rank its own GPU");
         }
         setup.transport_note = "ranks share a GPU, which NCCL refuses: auto chose MPI";
         return make_mpi_staged_transport(MPI_COMM_WORLD, *setup.device, options);

@@ -29,6 +29,19 @@ void launch_c(Span<std::uint32_t> z, std::uint64_t step, std::uint32_t seed,
 void launch_verify_c(Span<const std::uint32_t> z, std::uint64_t step, std::uint32_t seed,
                      std::uint32_t iterations, Counter* z_mismatches, Stream& stream);
 
+// The same four launches with the step read from `*step` (device memory) when the kernel runs,
+// not when it is queued: a captured graph replays one launch for many steps, and the step it
+// works on is whatever was copied into that word first. On a host stream the twin reads it.
+template <typename T>
+void launch_a(Span<T> x, const std::uint64_t* step, std::uint32_t seed, Stream& stream);
+template <typename T>
+void launch_b(Span<const T> x, Span<T> y, T alpha, const std::uint64_t* step, std::uint32_t seed,
+              Counter* x_mismatches, Stream& stream);
+void launch_c(Span<std::uint32_t> z, const std::uint64_t* step, std::uint32_t seed,
+              std::uint32_t iterations, Stream& stream);
+void launch_verify_c(Span<const std::uint32_t> z, const std::uint64_t* step, std::uint32_t seed,
+                     std::uint32_t iterations, Counter* z_mismatches, Stream& stream);
+
 // Host reference, run now on the calling thread: mismatches of y against alpha * A's formula
 // at `samples` indices spread over y (all of them when samples >= y.size()).
 template <typename T>

@@ -82,6 +82,60 @@ void launch_verify_c(Span<const std::uint32_t> z, std::uint64_t step, std::uint3
 }
 
 template <typename T>
+void launch_a(Span<T> x, const std::uint64_t* step, std::uint32_t seed, Stream& stream) {
+    if (on_host(stream)) {
+        as_host(stream).enqueue([=] { host::run_a(x, *step, seed); });
+        return;
+    }
+#if defined(GPURELAY_HAVE_CUDA)
+    cuda::run_a(x, step, seed, as_cuda(stream));
+#else
+    no_cuda();
+#endif
+}
+
+template <typename T>
+void launch_b(Span<const T> x, Span<T> y, T alpha, const std::uint64_t* step, std::uint32_t seed,
+              Counter* x_mismatches, Stream& stream) {
+    if (on_host(stream)) {
+        as_host(stream).enqueue([=] { host::run_b(x, y, alpha, *step, seed, x_mismatches); });
+        return;
+    }
+#if defined(GPURELAY_HAVE_CUDA)
+    cuda::run_b(x, y, alpha, step, seed, x_mismatches, as_cuda(stream));
+#else
+    no_cuda();
+#endif
+}
+
+void launch_c(Span<std::uint32_t> z, const std::uint64_t* step, std::uint32_t seed,
+              std::uint32_t iterations, Stream& stream) {
+    if (on_host(stream)) {
+        as_host(stream).enqueue([=] { host::run_c(z, *step, seed, iterations); });
+        return;
+    }
+#if defined(GPURELAY_HAVE_CUDA)
+    cuda::run_c(z, step, seed, iterations, as_cuda(stream));
+#else
+    no_cuda();
+#endif
+}
+
+void launch_verify_c(Span<const std::uint32_t> z, const std::uint64_t* step, std::uint32_t seed,
+                     std::uint32_t iterations, Counter* z_mismatches, Stream& stream) {
+    if (on_host(stream)) {
+        as_host(stream).enqueue(
+            [=] { host::run_verify_c(z, *step, seed, iterations, z_mismatches); });
+        return;
+    }
+#if defined(GPURELAY_HAVE_CUDA)
+    cuda::run_verify_c(z, step, seed, iterations, z_mismatches, as_cuda(stream));
+#else
+    no_cuda();
+#endif
+}
+
+template <typename T>
 std::uint64_t spot_check_y(Span<const T> y, T alpha, std::uint64_t step, std::uint32_t seed,
                            std::uint64_t samples) {
     const std::uint64_t n = y.size();
@@ -102,6 +156,12 @@ template void launch_a<double>(Span<double>, std::uint64_t, std::uint32_t, Strea
 template void launch_b<float>(Span<const float>, Span<float>, float, std::uint64_t, std::uint32_t,
                               Counter*, Stream&);
 template void launch_b<double>(Span<const double>, Span<double>, double, std::uint64_t,
+                               std::uint32_t, Counter*, Stream&);
+template void launch_a<float>(Span<float>, const std::uint64_t*, std::uint32_t, Stream&);
+template void launch_a<double>(Span<double>, const std::uint64_t*, std::uint32_t, Stream&);
+template void launch_b<float>(Span<const float>, Span<float>, float, const std::uint64_t*,
+                              std::uint32_t, Counter*, Stream&);
+template void launch_b<double>(Span<const double>, Span<double>, double, const std::uint64_t*,
                                std::uint32_t, Counter*, Stream&);
 template std::uint64_t spot_check_y<float>(Span<const float>, float, std::uint64_t, std::uint32_t,
                                            std::uint64_t);

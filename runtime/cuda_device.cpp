@@ -5,6 +5,7 @@
 #include <string>
 #include <thread>
 
+#include "runtime/cuda_graph.hpp"
 #include "runtime/cuda_stream.hpp"
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
@@ -43,8 +44,13 @@ CudaStream::~CudaStream() {
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
+// Every event the orchestration records or waits on inside a capture crosses the graph's edge
+// (the host reads it, or another graph or stream waits on it), so a capture makes them external
+// event nodes. Without the flag a record would only become an edge inside the graph and never
+// mark the event, and a wait on an event recorded outside the capture would be an error.
 void CudaStream::wait(Event& event) {
-    CUDA_CHECK(cudaStreamWaitEvent(stream_, dynamic_cast<CudaEvent&>(event).handle(), 0));
+    CUDA_CHECK(cudaStreamWaitEvent(stream_, dynamic_cast<CudaEvent&>(event).handle(),
+                                   capturing_ ? cudaEventWaitExternal : cudaEventWaitDefault));
 }
 
 void CudaStream::synchronize() {
@@ -62,7 +68,14 @@ CudaEvent::~CudaEvent() {
     if (event_ != nullptr) cudaEventDestroy(event_);
 }
 
-void CudaEvent::record(Stream& stream) { CUDA_CHECK(cudaEventRecord(event_, cuda_handle(stream))); }
+void CudaEvent::record(Stream& stream) {
+    auto& cuda_stream = dynamic_cast<CudaStream&>(stream);
+    if (cuda_stream.capturing()) {
+        CUDA_CHECK(cudaEventRecordWithFlags(event_, cuda_stream.handle(), cudaEventRecordExternal));
+    } else {
+        CUDA_CHECK(cudaEventRecord(event_, cuda_stream.handle()));
+    }
+}
 
 void CudaEvent::synchronize() {
     wait_for_gpu([this] { return cudaEventQuery(event_); }, *policy_, "work before a CUDA event");
@@ -140,6 +153,10 @@ class CudaDevice final : public Device {
                 }
             },
             heap_fn));
+    }
+    std::unique_ptr<GraphCapture> begin_capture(Stream& origin, Stream* joined) override {
+        return begin_cuda_capture(dynamic_cast<CudaStream&>(origin),
+                                  joined ? &dynamic_cast<CudaStream&>(*joined) : nullptr);
     }
 
   private:

@@ -21,9 +21,13 @@ class CudaStream final : public Stream {
     void wait(Event& event) override;
     void synchronize() override;
     cudaStream_t handle() const { return stream_; }
+    // Whether a graph capture is recording this stream's work (set by the capture only).
+    bool capturing() const { return capturing_; }
+    void set_capturing(bool capturing) { capturing_ = capturing; }
 
   private:
     cudaStream_t stream_ = nullptr;
+    bool capturing_ = false;
     std::shared_ptr<const WaitPolicy> policy_;
 };
 

@@ -5,6 +5,10 @@
 
 namespace gpurelay {
 
+std::unique_ptr<GraphCapture> Device::begin_capture(Stream&, Stream*) {
+    throw runtime_error("graphs need the CUDA path: host streams cannot be captured");
+}
+
 #if !defined(GPURELAY_HAVE_CUDA)
 std::unique_ptr<Device> make_cuda_device(int) {
     throw usage_error("device = \"cuda\" but this gpurelay was built without CUDA");

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "runtime/buffer.hpp"
+#include "runtime/graph.hpp"
 #include "runtime/stream.hpp"
 
 namespace gpurelay {
@@ -54,6 +55,10 @@ class Device {
     // Queues a host function on `stream`: it runs once earlier work is done, and later work waits
     // for it to return. It must not call CUDA.
     virtual void enqueue_host(std::function<void()> fn, Stream& stream) = 0;
+    // Starts capturing the work queued on `origin` and, when not null, on `joined` (which joins
+    // the capture at its start and rejoins `origin` at its end), for a graph launched on
+    // `origin`. Only the CUDA path has graphs; the CPU path throws.
+    virtual std::unique_ptr<GraphCapture> begin_capture(Stream& origin, Stream* joined);
 };
 
 // The CPU path. `wait_timeout` bounds every queued wait (a peer that never delivers).

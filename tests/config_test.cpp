@@ -79,6 +79,7 @@ Config everything_changed() {
         {"depth", "5"},
         {"overlap", "off"},
         {"blocking", "true"},
+        {"graphs", "true"},
         {"c_elements", "0"},
         {"c_iterations", "7"},
         {"alpha", "0.1"},
@@ -116,6 +117,7 @@ TEST(Config, Defaults) {
     EXPECT_EQ(c.depth, 2);
     EXPECT_EQ(c.overlap, OverlapMode::compare);
     EXPECT_FALSE(c.blocking);
+    EXPECT_FALSE(c.graphs);
     EXPECT_EQ(c.c_elements, 1u << 20);
     EXPECT_EQ(c.c_iterations, 64);
     EXPECT_EQ(c.alpha, 2.0);
@@ -140,20 +142,17 @@ TEST(Config, Defaults) {
 }
 
 TEST(Config, KeyTable) {
-    const std::vector<std::string> expected = {"device",       "transport",
-                                               "elements",     "dtype",
-                                               "steps",        "warmup",
-                                               "depth",        "overlap",
-                                               "blocking",     "c_elements",
-                                               "c_iterations", "alpha",
-                                               "seed",         "pairing",
-                                               "chunk",        "staging",
-                                               "output",       "overwrite",
-                                               "resume",       "write",
-                                               "flush_every",  "summary_json",
-                                               "results_csv",  "timeout_s",
-                                               "quiet",        "debug_skip_reuse_wait",
-                                               "tag",          "profile_steps"};
+    const std::vector<std::string> expected = {
+        "device",      "transport",    "elements",
+        "dtype",       "steps",        "warmup",
+        "depth",       "overlap",      "blocking",
+        "graphs",      "c_elements",   "c_iterations",
+        "alpha",       "seed",         "pairing",
+        "chunk",       "staging",      "output",
+        "overwrite",   "resume",       "write",
+        "flush_every", "summary_json", "results_csv",
+        "timeout_s",   "quiet",        "debug_skip_reuse_wait",
+        "tag",         "profile_steps"};
     std::vector<std::string> names;
     for (const ConfigKey& key : config_keys()) {
         names.emplace_back(key.name);
@@ -421,6 +420,20 @@ TEST(Validate, Failures) {
                              c.profile_last = 6;
                          }),
                          "profile_steps (2:6)"));
+    // Graphs need the CUDA path and NCCL; what auto picks is checked where it picks.
+    EXPECT_TRUE(contains(invalid([](Config& c) {
+                             c.graphs = true;
+                             c.device = DeviceKind::cpu;
+                         }),
+                         "graphs = true needs the CUDA path"));
+    EXPECT_TRUE(contains(invalid([](Config& c) {
+                             c.graphs = true;
+                             c.transport = TransportKind::mpi;
+                         }),
+                         "host-side work"));
+    Config auto_picks;
+    auto_picks.graphs = true;
+    EXPECT_NO_THROW(validate_config(auto_picks));
 }
 
 TEST(Config, ProfileSteps) {

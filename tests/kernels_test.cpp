@@ -10,6 +10,7 @@
 
 #include "kernels/formula.hpp"
 #include "kernels/kernels_host.hpp"
+#include "runtime/host_stream.hpp"
 
 namespace gpurelay {
 namespace {
@@ -106,6 +107,30 @@ TEST(SpotCheck, FindsAWrongSampleAndCoversBothEnds) {
     y[0] = -1.0f;
     EXPECT_EQ(spot_check_y(Span<const float>{y.data(), n}, 2.0f, 0, 2, 100), 2u);
     EXPECT_EQ(spot_check_y(Span<const float>{y.data(), n}, 2.0f, 0, 2, n), 2u);
+}
+
+// A launch given a step word reads the step when the stream runs it, not when it is queued: what
+// a replayed graph relies on (the host twin stands in for the CUDA kernel here).
+TEST(StepWord, ReadWhenTheWorkRuns) {
+    HostStream stream;
+    std::uint64_t word = 0;
+    const std::size_t n = 1001;
+    std::vector<float> x(n), y(n);
+    std::vector<std::uint32_t> z(300);
+    Counter bad[2] = {0, 0};
+    stream.enqueue([&word] { word = 9; });
+    launch_a(Span<float>{x.data(), n}, &word, 4, stream);
+    launch_b(Span<const float>{x.data(), n}, Span<float>{y.data(), n}, 2.0f, &word, 4, &bad[0],
+             stream);
+    launch_c(Span<std::uint32_t>{z.data(), z.size()}, &word, 4, 16, stream);
+    launch_verify_c(Span<const std::uint32_t>{z.data(), z.size()}, &word, 4, 16, &bad[1], stream);
+    stream.synchronize();
+    EXPECT_EQ(bad[0], 0u);
+    EXPECT_EQ(bad[1], 0u);
+    EXPECT_EQ(spot_check_y(Span<const float>{y.data(), n}, 2.0f, 9, 4, n), 0u);
+    Counter stale = 0;
+    host::run_verify_c(Span<const std::uint32_t>{z.data(), z.size()}, 0, 4, 16, &stale);
+    EXPECT_GT(stale, 250u);  // C ran as step 9, not as step 0 (the word when queued)
 }
 
 }  // namespace

@@ -24,9 +24,11 @@ EXIT_USAGE = 2
 # The columns that describe a run's configuration (the rest are measurements or provenance).
 CONFIG_COLUMNS = [
     "world_size", "pairs", "backend", "transport", "gpu_name", "dtype", "elements",
-    "tensor_bytes", "steps", "warmup", "depth", "overlap", "blocking", "c_elements",
+    "tensor_bytes", "steps", "warmup", "depth", "overlap", "blocking", "graphs", "c_elements",
     "c_iterations", "pairing", "chunk",
 ]
+# Config columns added after the first CSVs were written: a CSV without them still plots.
+LATER_COLUMNS = {"graphs"}
 # Columns that follow from others (tensor_bytes = elements x dtype size, world_size = 2 x pairs):
 # never listed on their own, never a reason to split a line.
 DERIVED = {"tensor_bytes": "elements", "world_size": "pairs"}
@@ -371,7 +373,7 @@ def main(argv):
     try:
         rows, fieldnames = read_rows(args.csv, args.include_failed)
         rows = select_rows(rows, fieldnames, args.where, args.csv)
-        require(fieldnames, CONFIG_COLUMNS + [
+        require(fieldnames, [c for c in CONFIG_COLUMNS if c not in LATER_COLUMNS] + [
             "transfer_gbps", "aggregate_gbps", "time_per_step_ms",
             "time_per_step_no_overlap_ms", "overlap_speedup"], args.csv)
     except UsageError as err:

@@ -26,8 +26,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 # results_csv, tag) or name a per-run file (summary_json) that every point would overwrite.
 SWEEPABLE_KEYS = [
     "device", "transport", "elements", "dtype", "steps", "warmup", "depth", "overlap",
-    "blocking", "c_elements", "c_iterations", "alpha", "seed", "pairing", "chunk", "staging",
-    "write", "flush_every", "timeout_s",
+    "blocking", "graphs", "c_elements", "c_iterations", "alpha", "seed", "pairing", "chunk",
+    "staging", "write", "flush_every", "timeout_s",
 ]
 RESERVED_KEYS = ["output", "overwrite", "quiet", "results_csv", "tag", "summary_json"]
 # Not a deck key: the number of ranks, for scaling studies (pairs = np / 2). It goes to the

@@ -67,6 +67,18 @@ assert len(rows) == 1, rows
 assert rows[0]["verified"] == "ok", rows[0]
 assert rows[0]["tag"] == "quickstart", rows[0]["tag"]
 PY
+
+echo "== an empty tag keeps its CSV column (the row lines up with the header)"
+(cd "$root" && mpirun_np 2 "$binary" --input inputs/quickstart.toml --tag "" --steps 4 \
+    --output "$tmp/untagged.h5" --results-csv "$tmp/untagged.csv" --quiet) ||
+    fail "untagged run failed"
+"$python" - "$tmp/untagged.csv" <<'PY' || fail "untagged CSV row does not line up with the header"
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+assert len(rows) == 2 and len(rows[0]) == len(rows[1]), rows
+row = dict(zip(rows[0], rows[1]))
+assert row["tag"] == "" and row["verified"] == "ok", row
+PY
 echo "quick start: $((SECONDS - start)) s"
 
 echo "PASS: test_inputs"

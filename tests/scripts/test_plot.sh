@@ -18,7 +18,7 @@ check_png() {
 }
 
 header='tag,timestamp,git_hash,world_size,pairs,backend,transport,gpu_name,dtype'
-header+=',elements,tensor_bytes,steps,warmup,depth,overlap,blocking,c_elements'
+header+=',elements,tensor_bytes,steps,warmup,depth,overlap,blocking,graphs,c_elements'
 header+=',c_iterations,pairing,chunk,time_per_step_ms,step_ms_median,step_ms_min'
 header+=',step_ms_max,steps_per_s,a_ms,send_ms,recv_ms,c_ms,wait_ms,b_ms,transfer_gbps'
 header+=',aggregate_gbps,a_gbps,b_gbps,cold_step_ms,time_per_step_no_overlap_ms'
@@ -31,7 +31,7 @@ row() {
     local t=$8 seq=$9 speedup=${10} gbps=${11} agg=${12}
     printf '"%s",2025-01-01T00:00:00Z,0123456789ab,%s,%s,cuda,%s,NVIDIA H200,float32,%s,%s,' \
         "$tag" "$world" "$pairs" "$transport" "$elements" "$((elements * 4))"
-    printf '50,5,2,%s,false,16777216,%s,adjacent,4194304,' "$overlap" "$citer"
+    printf '50,5,2,%s,false,false,16777216,%s,adjacent,4194304,' "$overlap" "$citer"
     printf '%s,%s,%s,%s,%s,0.1,%s,%s,%s,0.0,0.1,%s,%s,300,300,%s,%s,%s,%s,0,0,ok,%s,%s\n' \
         "$t" "$t" "$t" "$t" "100" "$t" "$t" "$t" "$gbps" "$agg" "$t" "$seq" "$speedup" "$elements" \
         "$t" "$t"

@@ -1,0 +1,102 @@
+#include "runtime/cuda_graph.hpp"
+
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+namespace {
+
+class CudaGraph final : public Graph {
+  public:
+    explicit CudaGraph(cudaGraph_t graph) {
+        // The executable graph keeps what it needs (NCCL's resources included), so the graph it
+        // was made from can go at once.
+        const cudaError_t status = cudaGraphInstantiate(&exec_, graph, 0);
+        cudaGraphDestroy(graph);
+        CUDA_CHECK(status);
+    }
+    ~CudaGraph() override {
+        if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+    }
+    CudaGraph(const CudaGraph&) = delete;
+    CudaGraph& operator=(const CudaGraph&) = delete;
+
+    void launch(Stream& stream) override {
+        CUDA_CHECK(cudaGraphLaunch(exec_, cuda_handle(stream)));
+    }
+
+  private:
+    cudaGraphExec_t exec_ = nullptr;
+};
+
+// An ordering event that lives as long as the capture: it only forks and joins the streams.
+class ForkEvent {
+  public:
+    ForkEvent() { CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+    ~ForkEvent() { cudaEventDestroy(event_); }
+    ForkEvent(const ForkEvent&) = delete;
+    ForkEvent& operator=(const ForkEvent&) = delete;
+    cudaEvent_t handle() const { return event_; }
+
+  private:
+    cudaEvent_t event_ = nullptr;
+};
+
+class CudaGraphCapture final : public GraphCapture {
+  public:
+    CudaGraphCapture(CudaStream& origin, CudaStream* joined) : origin_(origin), joined_(joined) {
+        CUDA_CHECK(cudaStreamBeginCapture(origin_.handle(), cudaStreamCaptureModeThreadLocal));
+        origin_.set_capturing(true);
+        if (joined_ != nullptr) {
+            // A plain record and wait inside a capture are an edge of the graph: `joined` now
+            // captures into the same graph, its work depending on nothing captured before it.
+            CUDA_CHECK(cudaEventRecord(fork_.handle(), origin_.handle()));
+            CUDA_CHECK(cudaStreamWaitEvent(joined_->handle(), fork_.handle(), 0));
+            joined_->set_capturing(true);
+        }
+    }
+    // A capture abandoned by an exception is ended and its graph dropped; nothing throws here.
+    ~CudaGraphCapture() override {
+        if (finished_) return;
+        if (joined_ != nullptr) {
+            cudaEventRecord(join_.handle(), joined_->handle());
+            cudaStreamWaitEvent(origin_.handle(), join_.handle(), 0);
+            joined_->set_capturing(false);
+        }
+        cudaGraph_t graph = nullptr;
+        cudaStreamEndCapture(origin_.handle(), &graph);
+        if (graph != nullptr) cudaGraphDestroy(graph);
+        origin_.set_capturing(false);
+        cudaGetLastError();
+    }
+    CudaGraphCapture(const CudaGraphCapture&) = delete;
+    CudaGraphCapture& operator=(const CudaGraphCapture&) = delete;
+
+    std::unique_ptr<Graph> finish() override {
+        if (joined_ != nullptr) {
+            // A capture ends only once every stream forked into it has joined back.
+            CUDA_CHECK(cudaEventRecord(join_.handle(), joined_->handle()));
+            CUDA_CHECK(cudaStreamWaitEvent(origin_.handle(), join_.handle(), 0));
+            joined_->set_capturing(false);
+        }
+        finished_ = true;
+        origin_.set_capturing(false);
+        cudaGraph_t graph = nullptr;
+        CUDA_CHECK(cudaStreamEndCapture(origin_.handle(), &graph));
+        return std::make_unique<CudaGraph>(graph);
+    }
+
+  private:
+    CudaStream& origin_;
+    CudaStream* joined_;
+    // Made before the capture starts: nothing but stream work happens while it records.
+    ForkEvent fork_, join_;
+    bool finished_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<GraphCapture> begin_cuda_capture(CudaStream& origin, CudaStream* joined) {
+    return std::make_unique<CudaGraphCapture>(origin, joined);
+}
+
+}  // namespace gpurelay
