@@ -16,28 +16,19 @@ void wait_for_gpu(const std::function<cudaError_t()>& query, const WaitPolicy& p
                   const char* what) {
     // A blocking cudaStreamSynchronize would never notice a peer that died in the middle of an
     // NCCL kernel, so the host polls, checks the transport, and gives up after the timeout.
-    //
-    // Spin first, then sleep. A sleep, however short it is asked to be, lasts at least the
-    // kernel's timer slack (50 µs by default on Linux): longer than a whole step of a small
-    // tensor, so sleeping early made the host, not the GPU, set the pace of small steps. A wait
-    // that outlasts the spin is a long one, and sleeping keeps it off the CPU.
-    constexpr auto kSpin = std::chrono::microseconds(500);
-    const auto start = std::chrono::steady_clock::now();
-    const auto deadline = start + policy.timeout;
+    const auto deadline = std::chrono::steady_clock::now() + policy.timeout;
     auto pause = std::chrono::microseconds(0);
     for (;;) {
         const cudaError_t status = query();
         if (status == cudaSuccess) return;
         if (status != cudaErrorNotReady) CUDA_CHECK(status);
         if (policy.poll) policy.poll();
-        const auto now = std::chrono::steady_clock::now();
-        if (now > deadline) throw timeout_error(what, policy.timeout);
-        if (now - start < kSpin) {
-            std::this_thread::yield();
-            continue;
+        if (std::chrono::steady_clock::now() > deadline) {
+            throw timeout_error(what, policy.timeout);
         }
-        pause = std::min(std::chrono::microseconds(200), pause + std::chrono::microseconds(20));
-        std::this_thread::sleep_for(pause);
+        // Short pauses first: most waits end within microseconds.
+        if (pause.count() > 0) std::this_thread::sleep_for(pause);
+        pause = std::min(std::chrono::microseconds(200), pause + std::chrono::microseconds(5));
     }
 }
 
