@@ -502,7 +502,10 @@ struct Pipeline::Impl {
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         std::int64_t end = config.steps;
         for (std::int64_t s = first_step; s < config.steps; ++s) {
+            const bool timed = s >= result.timed_from;
+            const double retire_start = now_ms();
             if (s - lag >= first_step) retire(s - lag, result);
+            if (timed) result.host_retire_ms += now_ms() - retire_start;
             if (s == result.timed_from) {
                 // The timed region starts with every rank idle and in step.
                 synchronize_all();
@@ -516,6 +519,7 @@ struct Pipeline::Impl {
             } else {
                 queue_step<T>(s, overlap, writer, next_row);
             }
+            if (timed) result.host_queue_ms += now_ms() - queued_at;
             if (config.blocking) {
                 // The blocking style: the host waits for this step's send and receive.
                 if (producer) producer_stream->synchronize();
@@ -533,7 +537,10 @@ struct Pipeline::Impl {
                 // Captured now, with the connections made and before the timed steps start.
                 if (config.graphs) capture_graphs<T>(overlap, s + 1, config.steps, result);
             }
-            if (on_step && on_step(s)) {
+            const double callback_start = now_ms();
+            const bool stop = on_step && on_step(s);
+            if (timed) result.host_callback_ms += now_ms() - callback_start;
+            if (stop) {
                 end = s + 1;
                 break;
             }

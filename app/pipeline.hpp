@@ -48,6 +48,11 @@ struct PassResult {
     int graphs_captured = 0;       // graphs = true: CUDA graphs captured after the cold step
     double capture_ms = 0;         // ... and the host time capturing and instantiating them took
     std::int64_t graph_steps = 0;  // steps run as graph launches
+    // Where the host thread spent the timed steps, summed (ms): queueing each step's work,
+    // reading back the step R-1 behind (which waits if the GPU is that far behind), and the
+    // per-step callback (the ranks' stop vote). A small step whose period is close to their
+    // sum is paced by the host, not by the GPU.
+    double host_queue_ms = 0, host_retire_ms = 0, host_callback_ms = 0;
 };
 
 // Called on the host after each step is queued (for progress output).

@@ -108,10 +108,16 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     }
     std::uint64_t totals[4];
     MPI_CHECK(MPI_Allreduce(counts, totals, 4, MPI_UINT64_T, MPI_SUM, comm));
-    double walls[5] = {result.timed_wall_ms, result.cold_step_ms, result.write_wait_ms,
-                       result.capture_ms, static_cast<double>(result.graphs_captured)};
-    double worst[5];
-    MPI_CHECK(MPI_Allreduce(walls, worst, 5, MPI_DOUBLE, MPI_MAX, comm));
+    double walls[8] = {result.timed_wall_ms,
+                       result.cold_step_ms,
+                       result.write_wait_ms,
+                       result.capture_ms,
+                       static_cast<double>(result.graphs_captured),
+                       result.host_queue_ms,
+                       result.host_retire_ms,
+                       result.host_callback_ms};
+    double worst[8];
+    MPI_CHECK(MPI_Allreduce(walls, worst, 8, MPI_DOUBLE, MPI_MAX, comm));
 
     const auto ran = static_cast<std::uint64_t>(result.end_step - result.first_step);
     summary.x_checked = config.elements * ran * static_cast<std::uint64_t>(placement.pairs);
@@ -127,6 +133,10 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     summary.capture_ms = worst[3];
     summary.graphs_captured = static_cast<int>(worst[4]);
     summary.graph_steps = result.graph_steps;  // every rank replays the same steps
+    const double per_step_us = timed > 0 ? 1000.0 / static_cast<double>(timed) : kNaN;
+    summary.host_queue_us = worst[5] * per_step_us;
+    summary.host_retire_us = worst[6] * per_step_us;
+    summary.host_callback_us = worst[7] * per_step_us;
     if (rank != 0) return summary;
 
     auto value = [&](int r, std::size_t s, int p) {
@@ -250,6 +260,11 @@ void print_report(std::FILE* out, const RunSummary& s) {
             out, "  time per step %s ms (%s steps/s, aggregate %s GB/s); cold first step %s ms\n",
             fmt("%.4f", p.time_per_step_ms).c_str(), fmt("%.1f", p.steps_per_s).c_str(),
             fmt("%.2f", p.aggregate_gbps).c_str(), fmt("%.3f", p.cold_step_ms).c_str());
+        std::fprintf(out,
+                     "  host per step (slowest rank): queueing %s µs, reading back %s µs (waits "
+                     "for the GPU), stop vote %s µs\n",
+                     fmt("%.1f", p.host_queue_us).c_str(), fmt("%.1f", p.host_retire_us).c_str(),
+                     fmt("%.1f", p.host_callback_us).c_str());
         std::fprintf(out, "  step bound %s ms = %s of the medians; time per step %sx that\n",
                      fmt("%.4f", p.step_bound_ms).c_str(),
                      step_bound_formula(c.depth, p.overlap).c_str(),
@@ -332,6 +347,8 @@ nlohmann::json pass_json(const PassSummary& p) {
     j["cold_step_ms"] = p.cold_step_ms;
     j["write_wait_ms"] = p.write_wait_ms;
     j["step_bound_ms"] = p.step_bound_ms;
+    j["host_us_per_step"] = {
+        {"queue", p.host_queue_us}, {"retire", p.host_retire_us}, {"callback", p.host_callback_us}};
     j["graphs"] = {{"captured", p.graphs_captured},
                    {"capture_ms", p.capture_ms},
                    {"steps_replayed", p.graph_steps}};

@@ -41,6 +41,9 @@ struct PassSummary {
     // graphs = true: CUDA graphs captured and the host time that took (the largest on any rank),
     // and the steps run as graph launches.
     int graphs_captured = 0;
+    // Host time per timed step (µs) on the rank where it is longest: queueing, reading back
+    // (waiting for the GPU), the per-step callback. See PassResult.
+    double host_queue_us = 0, host_retire_us = 0, host_callback_us = 0;
     double capture_ms = 0;
     std::int64_t graph_steps = 0;
     std::vector<PairFigures> pairs;

@@ -107,6 +107,9 @@ def check_summary(path):
         ph = p["phases_ms"]
         return ph["a"]["median"], p["transfer_ms"], ph["c"]["median"], ph["b"]["median"]
     for p in summary["passes"]:
+        host = p["host_us_per_step"]
+        if sorted(host) != ["callback", "queue", "retire"] or min(host.values()) < 0:
+            fail(f"host_us_per_step {host} is not three non-negative times")
         expected = step_bound(*medians(p), depth, p["overlap"])
         if not math.isclose(p["step_bound_ms"], expected, rel_tol=1e-9):
             fail(f"pass overlap={p['overlap']}: step_bound_ms {p['step_bound_ms']} != {expected}")
