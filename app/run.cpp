@@ -515,7 +515,7 @@ int run(MpiSession& mpi, int argc, char** argv) {
     Progress progress(rank == 0 && !config.quiet,
                       config.steps * static_cast<std::int64_t>(passes.size()));
     RunSummary summary;
-    StopVote stop_vote(MPI_COMM_WORLD);
+    StopVote stop_vote(MPI_COMM_WORLD, config.timeout());
     int stopped_by = 0;
     std::int64_t stopped_pass = 0, stopped_at = 0;
     for (std::size_t i = static_cast<std::size_t>(resume.pass); i < passes.size(); ++i) {

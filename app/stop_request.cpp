@@ -2,6 +2,7 @@
 
 #include <csignal>
 
+#include "comm/mpi_wait.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {
@@ -32,7 +33,8 @@ StopVote::~StopVote() {
 
 int StopVote::after_step() {
     if (request_ != MPI_REQUEST_NULL) {
-        MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE));
+        // Not MPI_Wait: see wait_all, which also bounds the wait by timeout_s.
+        wait_all(&request_, 1, timeout_, "the stop vote (another rank's step loop)");
         if (agreed_ != 0) return agreed_;
     }
     sent_ = stop_signal();

@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 
 namespace gpurelay {
@@ -18,7 +19,8 @@ int stop_signal();
 // the host loop never waits on it in the common case.
 class StopVote {
   public:
-    explicit StopVote(MPI_Comm comm) : comm_(comm) {}
+    // `timeout`: the longest a vote may wait for the other ranks (their step loops).
+    StopVote(MPI_Comm comm, std::chrono::milliseconds timeout) : comm_(comm), timeout_(timeout) {}
     ~StopVote();
     StopVote(const StopVote&) = delete;
     StopVote& operator=(const StopVote&) = delete;
@@ -29,6 +31,7 @@ class StopVote {
 
   private:
     MPI_Comm comm_;
+    std::chrono::milliseconds timeout_;
     MPI_Request request_ = MPI_REQUEST_NULL;
     int sent_ = 0;
     int agreed_ = 0;

@@ -9,8 +9,11 @@
 
 namespace gpurelay {
 
-// Waits for `count` requests in MPI_Waitall, which keeps MPI's progress engine running (polling
-// with pauses in between starves large transfers). A watchdog thread ends the job through the
+// Waits for `count` requests: MPI_Testall, yielding the CPU between calls. The thread keeps MPI's
+// progress engine running (polling with pauses in between starves large transfers), yet never
+// sits inside one long MPI call: under MPI_THREAD_MULTIPLE a thread blocked in MPI_Waitall
+// starves the MPI calls of the process's other threads (a stop vote beside the staged
+// transport's proxies waited milliseconds a step). A watchdog thread ends the job through the
 // fatal handler, naming `what`, if the wait outlasts `timeout`.
 void wait_all(MPI_Request* requests, int count, std::chrono::milliseconds timeout,
               const std::string& what);
