@@ -18,28 +18,17 @@ struct alignas(16) Vec {
     T v[kWidth];
 };
 
-int multiprocessor_count() {
-    static const int sms = [] {
-        int device = 0, count = 0;
+// Enough blocks to cover `work` items, capped at a few waves so a grid-stride loop takes the rest.
+int grid_for(std::size_t work) {
+    static const int cap = [] {
+        int device = 0, sms = 0;
         CUDA_CHECK(cudaGetDevice(&device));
-        CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-        return count;
+        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+        return sms * 8;
     }();
-    return sms;
-}
-
-// Enough blocks to cover `work` items, capped at `blocks_per_sm` per multiprocessor (8 of 256
-// threads fill one) so a grid-stride loop takes the rest.
-int grid_for(std::size_t work, int blocks_per_sm = 8) {
-    const std::size_t cap = static_cast<std::size_t>(multiprocessor_count()) * blocks_per_sm;
     const std::size_t blocks = (work + kThreads - 1) / kThreads;
-    return static_cast<int>(std::max<std::size_t>(1, std::min(blocks, cap)));
+    return static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(blocks, cap)));
 }
-
-// C runs beside the transfer it is meant to hide, and its grid-stride blocks hold their SM until
-// C ends. At full occupancy they would leave NCCL's receive kernel no room to start until then;
-// half the thread slots still keep C's multiply-add chains issuing every cycle.
-constexpr int kCBlocksPerSm = 4;
 
 // How a kernel learns its step: as an argument (an eager launch), or from a word in device memory
 // (a captured graph, replayed for many steps, copies the step into the word before its kernels
@@ -145,8 +134,7 @@ template <typename Step>
 void queue_c(Span<std::uint32_t> z, Step step, std::uint32_t seed, std::uint32_t iterations,
              cudaStream_t stream) {
     if (z.size() == 0) return;
-    c_kernel<Step>
-        <<<grid_for(z.size(), kCBlocksPerSm), kThreads, 0, stream>>>(z, step, seed, iterations);
+    c_kernel<Step><<<grid_for(z.size()), kThreads, 0, stream>>>(z, step, seed, iterations);
     CUDA_CHECK(cudaGetLastError());
 }
 
