@@ -435,6 +435,34 @@ std::string results_csv_header() {
            "c_mismatches,verified,step_bound_ms,overlap_ideal_ms";
 }
 
+namespace {
+
+// The first line of the file open as `fd` (read from its start), or "" if it is empty.
+std::string first_line(int fd) {
+    std::string line;
+    char ch = 0;
+    for (off_t at = 0; ::pread(fd, &ch, 1, at) == 1 && ch != '\n'; ++at) line += ch;
+    return line;
+}
+
+std::string header_mismatch(const std::string& path) {
+    return "results_csv: '" + path +
+           "' has other columns (written by another gpurelay version?); appending would put "
+           "values under the wrong names: use a new file";
+}
+
+}  // namespace
+
+void check_results_csv_header(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) return;  // not there yet (the folder was checked)
+    const std::string found = first_line(fd);
+    ::close(fd);
+    if (!found.empty() && found != results_csv_header()) {
+        throw usage_error(header_mismatch(path));
+    }
+}
+
 void append_results_csv(const std::string& path, const RunSummary& s) {
     const Config& c = s.config;
     const PassSummary& m = s.main_pass();
@@ -494,13 +522,19 @@ void append_results_csv(const std::string& path, const RunSummary& s) {
     // Joined by position, not by whether the line is still empty: the tag (first) may be empty.
     for (std::size_t i = 0; i < row.size(); ++i) line += (i == 0 ? "" : ",") + row[i];
 
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND, 0644);
     if (fd < 0)
         throw runtime_error("cannot open results CSV '" + path + "': " + std::strerror(errno));
     // The lock makes "is it empty? then write the header" and the append one step.
     ::flock(fd, LOCK_EX);
     std::string text;
-    if (::lseek(fd, 0, SEEK_END) == 0) text = results_csv_header() + "\n";
+    if (::lseek(fd, 0, SEEK_END) == 0) {
+        text = results_csv_header() + "\n";
+    } else if (first_line(fd) != results_csv_header()) {
+        ::flock(fd, LOCK_UN);
+        ::close(fd);
+        throw runtime_error(header_mismatch(path));
+    }
     text += line + "\n";
     const ssize_t written = ::write(fd, text.data(), text.size());
     ::flock(fd, LOCK_UN);

@@ -100,6 +100,9 @@ std::string summary_json(const RunSummary& summary);
 void append_results_csv(const std::string& path, const RunSummary& summary);
 // The CSV header, one line without newline.
 std::string results_csv_header();
+// Throws a usage error if `path` holds rows under another header (another gpurelay version's
+// columns): appending would put values under the wrong names. A missing or empty file is fine.
+void check_results_csv_header(const std::string& path);
 // Writes `text` to `path` through a temporary file and a rename: readers never see half of it.
 void write_file_atomically(const std::string& path, const std::string& text);
 

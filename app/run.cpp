@@ -119,7 +119,10 @@ void check_output_paths(const Config& config) {
                           "' exists (use --overwrite to replace it)");
     }
     if (!config.summary_json.empty()) check_folder("summary_json", config.summary_json);
-    if (!config.results_csv.empty()) check_folder("results_csv", config.results_csv);
+    if (!config.results_csv.empty()) {
+        check_folder("results_csv", config.results_csv);
+        check_results_csv_header(config.results_csv);
+    }
 }
 
 // What a resumed run reads from the .partial file: where it stopped.

@@ -130,6 +130,8 @@ def main():
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--existing-output", action="store_true",
                         help="create the output file first (it must survive untouched)")
+    parser.add_argument("--write-file", action="append", default=[], metavar="NAME=TEXT",
+                        help="create @TMP@/NAME holding TEXT first (it must survive untouched)")
     parser.add_argument("--check-summary", action="store_true",
                         help="also write the JSON summary and check its step bounds")
     parser.add_argument("args", nargs=argparse.REMAINDER)
@@ -146,6 +148,13 @@ def main():
         summary = os.path.join(tmp, "summary.json")
         if opts.check_summary:
             args += ["--summary-json", summary]
+        prepared = {}
+        for spec in opts.write_file:
+            name, _, text = spec.partition("=")
+            prepared[os.path.join(tmp, name)] = text + "\n"
+        for path, text in prepared.items():
+            with open(path, "w") as f:
+                f.write(text)
         if opts.existing_output:
             with open(output, "w") as f:
                 f.write("precious")
@@ -175,6 +184,9 @@ def main():
                 leftovers.append(output)
             if leftovers:
                 fail(f"bad input left files behind: {leftovers}")
+            for path, text in prepared.items():
+                if open(path).read() != text:
+                    fail(f"bad input changed {path}")
             if elapsed > 30:
                 fail(f"bad input took {elapsed:.1f} s to end every rank")
         elif opts.expect_message and not any(opts.expect_message in line for line in ours):
