@@ -260,11 +260,12 @@ void print_report(std::FILE* out, const RunSummary& s) {
             out, "  time per step %s ms (%s steps/s, aggregate %s GB/s); cold first step %s ms\n",
             fmt("%.4f", p.time_per_step_ms).c_str(), fmt("%.1f", p.steps_per_s).c_str(),
             fmt("%.2f", p.aggregate_gbps).c_str(), fmt("%.3f", p.cold_step_ms).c_str());
-        std::fprintf(out,
-                     "  host per step (slowest rank): queueing %s µs, reading back %s µs (waits "
-                     "for the GPU), stop vote %s µs\n",
-                     fmt("%.1f", p.host_queue_us).c_str(), fmt("%.1f", p.host_retire_us).c_str(),
-                     fmt("%.1f", p.host_callback_us).c_str());
+        std::fprintf(
+            out,
+            "  host per step (the longest rank for each): queueing %s µs, reading back %s µs "
+            "(waits for the GPU), stop vote %s µs (waits for the other ranks)\n",
+            fmt("%.1f", p.host_queue_us).c_str(), fmt("%.1f", p.host_retire_us).c_str(),
+            fmt("%.1f", p.host_callback_us).c_str());
         std::fprintf(out, "  step bound %s ms = %s of the medians; time per step %sx that\n",
                      fmt("%.4f", p.step_bound_ms).c_str(),
                      step_bound_formula(c.depth, p.overlap).c_str(),
