@@ -225,16 +225,11 @@ struct Pipeline::Impl {
         }
     }
 
-    // Where a step's kernels find the step number: the value itself (eager steps), or the
-    // device word a captured graph copies it into first (replayed steps).
-    struct StepSource {
-        std::uint64_t value = 0;
-        const std::uint64_t* word = nullptr;
-    };
-
+    // Eager steps give the kernels the step number itself; a captured graph gives them the
+    // device word it copies the step into first (StepArg).
     template <typename T>
     void queue_step(std::int64_t s, bool overlap, ResultWriter* writer, std::uint64_t& next_row) {
-        const StepSource step{static_cast<std::uint64_t>(s), nullptr};
+        const StepArg step(static_cast<std::uint64_t>(s));
         queue_exchange<T>(s, overlap, step);
         if (consumer) queue_compute<T>(s, step);
         queue_write(s, writer, next_row);
@@ -242,7 +237,7 @@ struct Pipeline::Impl {
 
     // A and the send (producer stream); the receive (comm stream).
     template <typename T>
-    void queue_exchange(std::int64_t s, bool overlap, const StepSource& step) {
+    void queue_exchange(std::int64_t s, bool overlap, StepArg step) {
         const std::size_t k = static_cast<std::size_t>(s) % depth;
         StepMarks& m = marks[static_cast<std::size_t>(s) % ring];
         Stream* comm = overlap ? comm_stream.get() : compute_stream.get();
@@ -250,11 +245,7 @@ struct Pipeline::Impl {
         if (producer) {
             m.a_start->record(*producer_stream);
             begin_range(RangePhase::a, s, *producer_stream);
-            if (step.word != nullptr) {
-                launch_a(send_slots[k].as<T>(), step.word, config.seed, *producer_stream);
-            } else {
-                launch_a(send_slots[k].as<T>(), step.value, config.seed, *producer_stream);
-            }
+            launch_a(send_slots[k].as<T>(), step, config.seed, *producer_stream);
             end_range(*producer_stream);
             m.a_end->record(*producer_stream);
         }
@@ -283,7 +274,7 @@ struct Pipeline::Impl {
 
     // C, B and the checks, and the counters' copy to the host (compute stream).
     template <typename T>
-    void queue_compute(std::int64_t s, const StepSource& step) {
+    void queue_compute(std::int64_t s, StepArg step) {
         const std::size_t k = static_cast<std::size_t>(s) % depth;
         StepMarks& m = marks[static_cast<std::size_t>(s) % ring];
         Stream& compute = *compute_stream;
@@ -292,11 +283,7 @@ struct Pipeline::Impl {
         device.fill_async(slot_counters, 0, 2 * sizeof(Counter), compute);
         m.c_start->record(compute);
         begin_range(RangePhase::c, s, compute);
-        if (step.word != nullptr) {
-            launch_c(c_buffer.as<std::uint32_t>(), step.word, config.seed, c_iterations, compute);
-        } else {
-            launch_c(c_buffer.as<std::uint32_t>(), step.value, config.seed, c_iterations, compute);
-        }
+        launch_c(c_buffer.as<std::uint32_t>(), step, config.seed, c_iterations, compute);
         end_range(compute);
         m.c_end->record(compute);
         // The GPU, not the host, waits for the tensor to arrive; and for slot k's previous y to
@@ -307,23 +294,14 @@ struct Pipeline::Impl {
         end_range(compute);
         m.b_start->record(compute);
         begin_range(RangePhase::b, s, compute);
-        const Span<const T> x(recv_slots[k].as<T>());
-        const auto alpha = static_cast<T>(config.alpha);
-        if (step.word != nullptr) {
-            launch_b(x, y_slots[k].as<T>(), alpha, step.word, config.seed, slot_counters, compute);
-        } else {
-            launch_b(x, y_slots[k].as<T>(), alpha, step.value, config.seed, slot_counters, compute);
-        }
+        launch_b(Span<const T>(recv_slots[k].as<T>()), y_slots[k].as<T>(),
+                 static_cast<T>(config.alpha), step, config.seed, slot_counters, compute);
         end_range(compute);
         m.b_end->record(compute);
         x_free[k]->record(compute);
         begin_range(RangePhase::verify, s, compute);
-        const Span<const std::uint32_t> z(c_buffer.as<std::uint32_t>());
-        if (step.word != nullptr) {
-            launch_verify_c(z, step.word, config.seed, c_iterations, slot_counters + 1, compute);
-        } else {
-            launch_verify_c(z, step.value, config.seed, c_iterations, slot_counters + 1, compute);
-        }
+        launch_verify_c(Span<const std::uint32_t>(c_buffer.as<std::uint32_t>()), step, config.seed,
+                        c_iterations, slot_counters + 1, compute);
         end_range(compute);
         auto* host_counters =
             counters_host.as<Counter>().data() + 2 * (static_cast<std::size_t>(s) % ring);
@@ -387,21 +365,20 @@ struct Pipeline::Impl {
             {
                 auto capture = device.begin_capture(exchange_stream(overlap),
                                                     producer && consumer ? comm : nullptr);
-                StepSource step;
                 if (producer) {
                     // The first node: the step the host wrote for this launch, where A reads it.
                     device.copy_async(step_word_device(r, 0), step_word_host(r, 0),
                                       sizeof(std::uint64_t), *producer_stream);
-                    step.word = step_word_device(r, 0);
                 }
-                queue_exchange<T>(s, overlap, step);
+                // (A consumer-only exchange has no kernel, so no step to read.)
+                queue_exchange<T>(s, overlap, StepArg(step_word_device(r, 0)));
                 g.exchange = capture->finish();
             }
             if (consumer) {
                 auto capture = device.begin_capture(*compute_stream, nullptr);
                 device.copy_async(step_word_device(r, 1), step_word_host(r, 1),
                                   sizeof(std::uint64_t), *compute_stream);
-                queue_compute<T>(s, StepSource{0, step_word_device(r, 1)});
+                queue_compute<T>(s, StepArg(step_word_device(r, 1)));
                 g.compute = capture->finish();
             }
             result.graphs_captured += consumer ? 2 : 1;

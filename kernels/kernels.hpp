@@ -11,35 +11,48 @@ namespace gpurelay {
 
 using Counter = unsigned long long;
 
+// The step a launch works on: the value itself, or a word in device memory read when the kernel
+// runs, not when it is queued (a captured graph replays one launch for many steps, and the step
+// is whatever was copied into that word first; on a host stream the twin reads it). Made
+// implicitly from either, so a call passes the step or its word alike.
+class StepArg {
+  public:
+    StepArg(std::uint64_t value) : value_(value) {}      // NOLINT(google-explicit-constructor)
+    StepArg(const std::uint64_t* word) : word_(word) {}  // NOLINT(google-explicit-constructor)
+
+    // Calls `f` with the word (a const std::uint64_t*) if there is one, else with the value.
+    template <typename F>
+    void visit(F&& f) const {
+        if (word_ != nullptr) {
+            f(word_);
+        } else {
+            f(value_);
+        }
+    }
+    // The step now (reads the word, on the host: host twins only).
+    std::uint64_t read() const { return word_ != nullptr ? *word_ : value_; }
+
+  private:
+    std::uint64_t value_ = 0;
+    const std::uint64_t* word_ = nullptr;
+};
+
 // A: x[i] = a_value(step, i, seed).
 template <typename T>
-void launch_a(Span<T> x, std::uint64_t step, std::uint32_t seed, Stream& stream);
+void launch_a(Span<T> x, StepArg step, std::uint32_t seed, Stream& stream);
 
 // B: y[i] = alpha * x[i], and adds to *x_mismatches how many x[i] differ from A's formula for
 // `step` (verification fused into B: one read of x, one write of y).
 template <typename T>
-void launch_b(Span<const T> x, Span<T> y, T alpha, std::uint64_t step, std::uint32_t seed,
+void launch_b(Span<const T> x, Span<T> y, T alpha, StepArg step, std::uint32_t seed,
               Counter* x_mismatches, Stream& stream);
 
 // C: z[i] = c_iterate(c_start(step, i, seed), iterations); independent of x and y.
-void launch_c(Span<std::uint32_t> z, std::uint64_t step, std::uint32_t seed,
-              std::uint32_t iterations, Stream& stream);
+void launch_c(Span<std::uint32_t> z, StepArg step, std::uint32_t seed, std::uint32_t iterations,
+              Stream& stream);
 
 // Adds to *z_mismatches how many z[i] differ from C's closed form (read-only pass over z).
-void launch_verify_c(Span<const std::uint32_t> z, std::uint64_t step, std::uint32_t seed,
-                     std::uint32_t iterations, Counter* z_mismatches, Stream& stream);
-
-// The same four launches with the step read from `*step` (device memory) when the kernel runs,
-// not when it is queued: a captured graph replays one launch for many steps, and the step it
-// works on is whatever was copied into that word first. On a host stream the twin reads it.
-template <typename T>
-void launch_a(Span<T> x, const std::uint64_t* step, std::uint32_t seed, Stream& stream);
-template <typename T>
-void launch_b(Span<const T> x, Span<T> y, T alpha, const std::uint64_t* step, std::uint32_t seed,
-              Counter* x_mismatches, Stream& stream);
-void launch_c(Span<std::uint32_t> z, const std::uint64_t* step, std::uint32_t seed,
-              std::uint32_t iterations, Stream& stream);
-void launch_verify_c(Span<const std::uint32_t> z, const std::uint64_t* step, std::uint32_t seed,
+void launch_verify_c(Span<const std::uint32_t> z, StepArg step, std::uint32_t seed,
                      std::uint32_t iterations, Counter* z_mismatches, Stream& stream);
 
 // Host reference, run now on the calling thread: mismatches of y against alpha * A's formula

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/formula.hpp"
@@ -107,6 +108,28 @@ TEST(SpotCheck, FindsAWrongSampleAndCoversBothEnds) {
     y[0] = -1.0f;
     EXPECT_EQ(spot_check_y(Span<const float>{y.data(), n}, 2.0f, 0, 2, 100), 2u);
     EXPECT_EQ(spot_check_y(Span<const float>{y.data(), n}, 2.0f, 0, 2, n), 2u);
+}
+
+// StepArg hands the CUDA path the word when it has one (the kernel reads it on the device), and
+// the value otherwise; the host twins read either now.
+TEST(StepArg, VisitsTheWordOrTheValue) {
+    const std::uint64_t word = 7;
+    int words = 0, values = 0;
+    const auto count = [&](auto step) {
+        if constexpr (std::is_pointer_v<decltype(step)>) {
+            EXPECT_EQ(step, &word);
+            ++words;
+        } else {
+            EXPECT_EQ(step, 5u);
+            ++values;
+        }
+    };
+    StepArg(std::uint64_t{5}).visit(count);
+    StepArg(&word).visit(count);
+    EXPECT_EQ(words, 1);
+    EXPECT_EQ(values, 1);
+    EXPECT_EQ(StepArg(std::uint64_t{5}).read(), 5u);
+    EXPECT_EQ(StepArg(&word).read(), 7u);
 }
 
 // A launch given a step word reads the step when the stream runs it, not when it is queued: what
