@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <string>
@@ -160,17 +161,24 @@ void check_delivery(benchmark::State& state, TransportBench& tb, std::size_t byt
     state.SetBytesProcessed(messages * static_cast<std::int64_t>(bytes));
 }
 
-void transport_staged(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
+// Times `one` (one message, finished on both ranks when it returns) per iteration, after a
+// warm-up, with both ranks starting together.
+template <typename One>
+void time_messages(benchmark::State& state, One&& one) {
     barrier();
-    prepare_receiver(tb, bytes);
-    one_message(tb, bytes);  // warm-up
+    one();  // warm-up
     barrier();
     for (auto _ : state) {
         const auto begin = std::chrono::steady_clock::now();
-        one_message(tb, bytes);
+        one();
         const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - begin;
         state.SetIterationTime(elapsed.count());
     }
+}
+
+void transport_staged(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
+    prepare_receiver(tb, bytes);
+    time_messages(state, [&] { one_message(tb, bytes); });
     check_delivery(state, tb, bytes, static_cast<std::int64_t>(state.iterations()));
 }
 
@@ -189,16 +197,10 @@ void transport_mpi_pinned(benchmark::State& state, TransportBench& tb, std::size
             MPI_CHECK(MPI_Send(nullptr, 0, MPI_BYTE, kSender, kAckTag, MPI_COMM_WORLD));
         }
     };
-    barrier();
-    prepare_receiver(tb, bytes);
-    one();  // warm-up
-    barrier();
-    for (auto _ : state) {
-        const auto begin = std::chrono::steady_clock::now();
-        one();
-        state.SetIterationTime(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
-    }
+    // The message lands in rank 1's pinned buffer: poisoned there, so an earlier benchmark's
+    // data cannot pass the check.
+    if (tb.rank == kReceiver) std::memset(tb.pinned.data(), 0xff, bytes);
+    time_messages(state, one);
     // Rank 1 moves what arrived onto its GPU, where the usual check reads it.
     if (tb.rank == kReceiver) {
         tb.device->copy_async(tb.message.data(), tb.pinned.data(), bytes, *tb.stream);
