@@ -235,12 +235,16 @@ struct Pipeline::Impl {
         queue_write(s, writer, next_row);
     }
 
+    // The consumer's stream for receiving: its own with overlap, else the compute stream, so
+    // that C and B wait for the receive in stream order.
+    Stream& receive_stream(bool overlap) { return overlap ? *comm_stream : *compute_stream; }
+
     // A and the send (producer stream); the receive (comm stream).
     template <typename T>
     void queue_exchange(std::int64_t s, bool overlap, StepArg step) {
         const std::size_t k = static_cast<std::size_t>(s) % depth;
         StepMarks& m = marks[static_cast<std::size_t>(s) % ring];
-        Stream* comm = overlap ? comm_stream.get() : compute_stream.get();
+        Stream* comm = consumer ? &receive_stream(overlap) : nullptr;
 
         if (producer) {
             m.a_start->record(*producer_stream);
@@ -347,8 +351,7 @@ struct Pipeline::Impl {
     // brings its receive stream in, since NCCL joins the two streams of a group), else the
     // stream that receives.
     Stream& exchange_stream(bool overlap) {
-        if (producer) return *producer_stream;
-        return overlap ? *comm_stream : *compute_stream;
+        return producer ? *producer_stream : receive_stream(overlap);
     }
 
     // Captures the graphs of the ring slots that steps `from` to `to` - 1 use (each slot once).
@@ -361,10 +364,10 @@ struct Pipeline::Impl {
         for (std::int64_t s = from; s < std::min(to, from + static_cast<std::int64_t>(ring)); ++s) {
             const std::size_t r = static_cast<std::size_t>(s) % ring;
             StepGraphs& g = step_graphs[r];
-            Stream* comm = overlap ? comm_stream.get() : compute_stream.get();
             {
-                auto capture = device.begin_capture(exchange_stream(overlap),
-                                                    producer && consumer ? comm : nullptr);
+                auto capture =
+                    device.begin_capture(exchange_stream(overlap),
+                                         producer && consumer ? &receive_stream(overlap) : nullptr);
                 if (producer) {
                     // The first node: the step the host wrote for this launch, where A reads it.
                     device.copy_async(step_word_device(r, 0), step_word_host(r, 0),
@@ -500,7 +503,7 @@ struct Pipeline::Impl {
             if (config.blocking) {
                 // The blocking style: the host waits for this step's send and receive.
                 if (producer) producer_stream->synchronize();
-                if (consumer) (overlap ? comm_stream : compute_stream)->synchronize();
+                if (consumer) receive_stream(overlap).synchronize();
             }
             if (s == config.profile_last) {
                 // The capture ends once the last profiled step has run, not when it was queued.
