@@ -1,9 +1,15 @@
 #include "bench/bench_support.hpp"
 
+#include <mpi.h>
+
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <string_view>
 
+#include "comm/mpi_session.hpp"
 #include "comm/transport.hpp"
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
@@ -70,6 +76,50 @@ void fail(benchmark::State& state, const std::string& message) {
 }
 
 bool any_failed() { return g_failed; }
+
+bool initialize_on_ranks(const MpiSession& session, int argc, char** argv) {
+    std::vector<char*> args;
+    for (int i = 0; i < argc; ++i) {
+        if (session.world_rank() != 0 &&
+            std::string_view(argv[i]).rfind("--benchmark_out", 0) == 0) {
+            continue;
+        }
+        args.push_back(argv[i]);
+    }
+    int arg_count = static_cast<int>(args.size());
+    args.push_back(nullptr);
+    benchmark::Initialize(&arg_count, args.data());
+    return !benchmark::ReportUnrecognizedArguments(arg_count, args.data());
+}
+
+void run_on_ranks(const MpiSession& session) {
+    if (session.world_rank() == 0) {
+        benchmark::RunSpecifiedBenchmarks();
+    } else {
+        NullReporter quiet;
+        benchmark::RunSpecifiedBenchmarks(&quiet);
+    }
+    benchmark::Shutdown();
+}
+
+bool on_distinct_gpus(const MpiSession& session, Device& device) {
+    constexpr std::size_t kWidth = 256;
+    std::string mine = session.host_name() + "/" + device.info().pci_bus_id;
+    mine.resize(kWidth, '\0');
+    std::vector<char> all(kWidth * 2);
+    MPI_CHECK(
+        MPI_Allgather(mine.data(), kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR, MPI_COMM_WORLD));
+    return !std::equal(all.begin(), all.begin() + kWidth, all.begin() + kWidth);
+}
+
+void abort_job(const char* program, const Error& error) noexcept {
+    int rank = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::fprintf(stderr, "%s: error on rank %d: %s\n", program, rank, error.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, static_cast<int>(error.code()));
+    std::_Exit(static_cast<int>(error.code()));
+}
 
 void add_provenance_context() {
     benchmark::AddCustomContext("gpurelay_version", GPURELAY_BENCH_VERSION);

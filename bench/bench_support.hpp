@@ -8,6 +8,12 @@
 #include <string>
 #include <vector>
 
+namespace gpurelay {
+class Device;
+class Error;
+class MpiSession;
+}  // namespace gpurelay
+
 namespace gpurelay::bench {
 
 inline constexpr std::size_t kMinBytes = 4096;
@@ -28,6 +34,29 @@ std::string size_label(std::size_t bytes);
 void fail(benchmark::State& state, const std::string& message);
 // Whether fail() was called.
 bool any_failed();
+
+// Prints nothing: every rank but 0 of an MPI benchmark runs with it.
+class NullReporter final : public benchmark::BenchmarkReporter {
+  public:
+    bool ReportContext(const Context&) override { return true; }
+    void ReportRuns(const std::vector<Run>&) override {}
+};
+
+// Google Benchmark's start for an MPI program: every rank parses the same flags, but only rank 0
+// keeps --benchmark_out (the others would truncate the same file). False, after a message, on
+// an unknown flag.
+bool initialize_on_ranks(const MpiSession& session, int argc, char** argv);
+// Runs the registered benchmarks on every rank; only rank 0 reports.
+void run_on_ranks(const MpiSession& session);
+
+// Collective over MPI_COMM_WORLD (two ranks): whether they drive different GPUs (another host,
+// or another PCI bus id on the same one). NCCL refuses two ranks on one GPU.
+bool on_distinct_gpus(const MpiSession& session, Device& device);
+
+// For errors where nothing can catch them (a proxy thread) and errors that reach main in an MPI
+// benchmark: one line naming `program` and the rank, then the whole job ends, since the other
+// rank would otherwise wait for ever.
+[[noreturn]] void abort_job(const char* program, const Error& error) noexcept;
 
 // Adds gpurelay's version, git hash and library versions to the benchmark context (JSON output).
 void add_provenance_context();

@@ -60,13 +60,6 @@ benchmark::IterationCount iterations_for(std::size_t bytes) {
     return static_cast<benchmark::IterationCount>(std::clamp<std::size_t>(budget / bytes, 5, 200));
 }
 
-// Prints nothing: every rank but 0 runs with it.
-class NullReporter final : public benchmark::BenchmarkReporter {
-  public:
-    bool ReportContext(const Context&) override { return true; }
-    void ReportRuns(const std::vector<Run>&) override {}
-};
-
 struct TransportBench {
     TransportBench(int rank_in, bool use_gpu, int gpu_ordinal, std::size_t max_bytes)
         : rank(rank_in),
@@ -315,46 +308,13 @@ void register_nccl(TransportBench& tb, const PlainNcclComm& nccl,
 }
 #endif
 
-// Whether the two ranks drive different GPUs (another host, or another PCI bus id on the same
-// one): NCCL refuses two ranks on one GPU.
-bool on_distinct_gpus(const MpiSession& session, const TransportBench& tb) {
-    if (!tb.on_gpu) return false;
-    constexpr std::size_t kWidth = 256;
-    std::string mine = session.host_name() + "/" + tb.device->info().pci_bus_id;
-    mine.resize(kWidth, '\0');
-    std::vector<char> all(kWidth * 2);
-    MPI_CHECK(
-        MPI_Allgather(mine.data(), kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR, MPI_COMM_WORLD));
-    return !std::equal(all.begin(), all.begin() + kWidth, all.begin() + kWidth);
-}
-
-// Errors where nothing can catch them (a proxy thread) and errors that reach main: one line, then
-// the whole job ends, since the other rank would otherwise wait for ever.
-[[noreturn]] void abort_job(const Error& error) noexcept {
-    int rank = -1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    std::fprintf(stderr, "bench_transport: error on rank %d: %s\n", rank, error.what());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, static_cast<int>(error.code()));
-    std::_Exit(static_cast<int>(error.code()));
+// Errors where nothing can catch them (a proxy thread) and errors that reach main.
+[[noreturn]] void abort_transport_job(const Error& error) noexcept {
+    abort_job("bench_transport", error);
 }
 
 int run(MpiSession& session, int argc, char** argv) {
-    // Only rank 0 writes --benchmark_out: the others would truncate the same file.
-    std::vector<char*> args;
-    for (int i = 0; i < argc; ++i) {
-        if (session.world_rank() != 0 &&
-            std::string_view(argv[i]).rfind("--benchmark_out", 0) == 0) {
-            continue;
-        }
-        args.push_back(argv[i]);
-    }
-    int arg_count = static_cast<int>(args.size());
-    args.push_back(nullptr);
-    benchmark::Initialize(&arg_count, args.data());
-    if (benchmark::ReportUnrecognizedArguments(arg_count, args.data())) {
-        return static_cast<int>(ExitCode::usage);
-    }
+    if (!initialize_on_ranks(session, argc, argv)) return static_cast<int>(ExitCode::usage);
     if (session.world_size() != 2) {
         if (session.world_rank() == 0) {
             std::fprintf(stderr, "bench_transport: needs exactly 2 ranks (mpirun -np 2), got %d\n",
@@ -378,7 +338,7 @@ int run(MpiSession& session, int argc, char** argv) {
     benchmark::AddCustomContext("transport", tb.transport->name());
     benchmark::AddCustomContext("mpi", mpi_version_string());
     register_all(tb, sizes);
-    const bool distinct = on_distinct_gpus(session, tb);
+    const bool distinct = tb.on_gpu && on_distinct_gpus(session, *tb.device);
     benchmark::AddCustomContext("distinct_gpus", distinct ? "true" : "false");
 #if GPURELAY_HAVE_CUDA
     // Collective: both ranks make it, or neither.
@@ -391,13 +351,7 @@ int run(MpiSession& session, int argc, char** argv) {
     }
 #endif
 
-    if (session.world_rank() == 0) {
-        benchmark::RunSpecifiedBenchmarks();
-    } else {
-        NullReporter quiet;
-        benchmark::RunSpecifiedBenchmarks(&quiet);
-    }
-    benchmark::Shutdown();
+    run_on_ranks(session);
     // Every rank ends with the same code.
     int failed = any_failed() ? 1 : 0;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
@@ -419,11 +373,11 @@ int main(int argc, char** argv) {
     std::unique_ptr<gpurelay::MpiSession> session;
     try {
         session = std::make_unique<gpurelay::MpiSession>(&argc, &argv);
-        gpurelay::set_fatal_handler(gpurelay::bench::abort_job);
+        gpurelay::set_fatal_handler(gpurelay::bench::abort_transport_job);
         return gpurelay::bench::run(*session, argc, argv);
     } catch (const Error& error) {
-        gpurelay::bench::abort_job(error);
+        gpurelay::bench::abort_transport_job(error);
     } catch (const std::exception& error) {
-        gpurelay::bench::abort_job(gpurelay::runtime_error(error.what()));
+        gpurelay::bench::abort_transport_job(gpurelay::runtime_error(error.what()));
     }
 }

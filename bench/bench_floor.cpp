@@ -1,0 +1,303 @@
+// The floor of a small step: the least work a gpurelay step is made of, queued with plain CUDA
+// and NCCL calls, so that what it times is the GPU, the driver and NCCL, not gpurelay:
+//   launch A; ncclSend and ncclRecv in one group; one ordering event recorded on the receiving
+//   stream and waited on by the compute stream; launch B (which counts wrong values of x).
+// Queued three ways: eager (every call, every step), one CUDA graph per step, and K steps per
+// graph. One rank sends to itself, on gpurelay's -np 1 streams (A and the send on the producer
+// stream, the receive on a comm stream, B on a compute stream); two ranks on two GPUs split the
+// step as a pair does (rank 0: A and the send; rank 1: the receive, the wait and B).
+//
+//   mpirun -np 1 bench_floor --benchmark_out=floor.json --benchmark_out_format=json
+//
+// An iteration queues kBatch steps back to back and times them on the host clock, from before
+// the first is queued until every stream is idle (with two ranks, the slower rank's), over
+// kBatch: the step's period, timed the way gpurelay times its steps (wall time over steps), so
+// a host that cannot queue faster than the GPU runs shows. Every step moves A's values of one
+// fixed step, so steps that overlap cannot make B count a stale value wrong. NCCL's graph
+// mixing is off (NCCL_GRAPH_MIXING_SUPPORT=0 unless the environment sets it), as in gpurelay.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/bench_support.hpp"
+#include "comm/mpi_session.hpp"
+#include "kernels/kernels.hpp"
+#include "runtime/device.hpp"
+#include "runtime/error.hpp"
+
+#if defined(GPURELAY_HAVE_CUDA)
+#include <cuda_runtime.h>
+
+#include "bench/plain_nccl_comm.hpp"
+#include "runtime/cuda_stream.hpp"
+#endif
+
+namespace gpurelay::bench {
+namespace {
+
+[[noreturn]] void abort_floor_job(const Error& error) noexcept { abort_job("bench_floor", error); }
+
+#if defined(GPURELAY_HAVE_CUDA)
+
+constexpr std::uint64_t kStep = 5;
+constexpr std::uint32_t kSeed = 20240611;
+constexpr float kAlpha = 2.0f;
+// Steps per timed iteration: a multiple of every K, and enough that the first launch's latency
+// and the last step's drain are a small share of the batch.
+constexpr int kBatch = 64;
+constexpr int kStepsPerGraph[] = {1, 4, 16};
+// Small steps are what the floor is for; larger ones are bound by the kernels and the copy.
+constexpr std::size_t kFloorMaxBytes = std::size_t{1} << 20;
+// Fixed, so that both ranks of a pair run the same iterations (about 0.1-1 s per benchmark).
+constexpr benchmark::IterationCount kIterations = 200;
+
+// An executable CUDA graph, destroyed with its owner.
+class ExecGraph {
+  public:
+    explicit ExecGraph(cudaGraph_t graph) {
+        const cudaError_t status = cudaGraphInstantiate(&exec_, graph, 0);
+        cudaGraphDestroy(graph);
+        CUDA_CHECK(status);
+    }
+    ~ExecGraph() {
+        if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+    }
+    ExecGraph(const ExecGraph&) = delete;
+    ExecGraph& operator=(const ExecGraph&) = delete;
+    void launch(Stream& stream) { CUDA_CHECK(cudaGraphLaunch(exec_, cuda_handle(stream))); }
+
+  private:
+    cudaGraphExec_t exec_ = nullptr;
+};
+
+// One rank's half (or, alone, both halves) of the minimal step.
+struct FloorRank {
+    FloorRank(int world_size, int world_rank, int gpu_ordinal)
+        : producer(world_rank == 0),
+          consumer(world_size == 1 || world_rank == 1),
+          peer(world_size == 1 ? 0 : 1 - world_rank),
+          device(make_cuda_device(gpu_ordinal)),
+          x_send(device->allocate(kFloorMaxBytes)),
+          x_recv(device->allocate(kFloorMaxBytes)),
+          y(device->allocate(kFloorMaxBytes)),
+          counter(device->allocate(sizeof(Counter))),
+          counter_host(device->allocate_host(sizeof(Counter))) {
+        if (producer) {
+            producer_stream = device->make_stream(false, "floor A");
+            streams.push_back(producer_stream.get());
+        }
+        if (consumer) {
+            comm_stream = device->make_stream(true, "floor comm");
+            compute_stream = device->make_stream(false, "floor B");
+            streams.push_back(comm_stream.get());
+            streams.push_back(compute_stream.get());
+            recv_done = device->make_event(EventUse::ordering);
+        }
+        fork = device->make_event(EventUse::ordering);
+        join = device->make_event(EventUse::ordering);
+    }
+
+    // The step, queued eagerly or into a capture alike.
+    void queue_step(std::size_t bytes) {
+        if (producer)
+            launch_a(Span<float>(x_send.as<float>().data(), bytes / 4), kStep, kSeed,
+                     *producer_stream);
+        NCCL_CHECK(ncclGroupStart());
+        if (producer) {
+            NCCL_CHECK(ncclSend(x_send.data(), bytes, ncclChar, peer, nccl->get(),
+                                cuda_handle(*producer_stream)));
+        }
+        if (consumer) {
+            NCCL_CHECK(ncclRecv(x_recv.data(), bytes, ncclChar, peer, nccl->get(),
+                                cuda_handle(*comm_stream)));
+        }
+        NCCL_CHECK(ncclGroupEnd());
+        if (consumer) {
+            recv_done->record(*comm_stream);
+            compute_stream->wait(*recv_done);
+            launch_b(Span<const float>(x_recv.as<float>().data(), bytes / 4),
+                     Span<float>(y.as<float>().data(), bytes / 4), kAlpha, kStep, kSeed,
+                     counter.as<Counter>().data(), *compute_stream);
+        }
+    }
+
+    // `steps` steps as one graph over all of this rank's streams: the others fork from the
+    // first at the start and join it at the end (a record and a wait inside a capture are an
+    // edge of the graph, not an event node).
+    std::unique_ptr<ExecGraph> capture(std::size_t bytes, int steps) {
+        Stream& origin = *streams.front();
+        CUDA_CHECK(cudaStreamBeginCapture(cuda_handle(origin), cudaStreamCaptureModeThreadLocal));
+        fork->record(origin);
+        for (std::size_t i = 1; i < streams.size(); ++i) streams[i]->wait(*fork);
+        for (int s = 0; s < steps; ++s) queue_step(bytes);
+        for (std::size_t i = 1; i < streams.size(); ++i) {
+            join->record(*streams[i]);
+            origin.wait(*join);
+        }
+        cudaGraph_t graph = nullptr;
+        CUDA_CHECK(cudaStreamEndCapture(cuda_handle(origin), &graph));
+        return std::make_unique<ExecGraph>(graph);
+    }
+
+    void synchronize() {
+        for (auto* stream : streams) stream->synchronize();
+    }
+
+    bool producer, consumer;
+    int peer;
+    std::unique_ptr<Device> device;
+    Buffer x_send, x_recv, y, counter, counter_host;
+    // After the buffers: destroyed first, so no queued work outlives what it uses.
+    std::unique_ptr<Stream> producer_stream, comm_stream, compute_stream;
+    std::vector<Stream*> streams;  // the first is where a graph is captured and launched
+    std::unique_ptr<Event> recv_done, fork, join;
+    std::unique_ptr<PlainNcclComm> nccl;
+};
+
+void barrier() { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+
+// Times `queue` (which queues `steps_per_call` steps) per iteration as described at the top,
+// after one untimed call; then checks what B counted, on every rank alike.
+template <typename Queue>
+void time_steps(benchmark::State& state, FloorRank& rank, std::size_t bytes, int steps_per_call,
+                Queue&& queue) {
+    if (rank.consumer) {
+        // NaN bytes where x lands: a step whose transfer never happened is counted wrong.
+        rank.device->fill_async(rank.x_recv.data(), 0xff, bytes, *rank.compute_stream);
+        rank.device->fill_async(rank.counter.data(), 0, sizeof(Counter), *rank.compute_stream);
+    }
+    rank.synchronize();
+    barrier();
+    queue();
+    rank.synchronize();
+    for (auto _ : state) {
+        barrier();
+        const auto begin = std::chrono::steady_clock::now();
+        for (int i = 0; i < kBatch / steps_per_call; ++i) queue();
+        rank.synchronize();
+        double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+        state.SetIterationTime(elapsed / kBatch);
+    }
+    Counter wrong = 0;
+    if (rank.consumer) {
+        rank.device->copy_async(rank.counter_host.data(), rank.counter.data(), sizeof(Counter),
+                                *rank.compute_stream);
+        rank.compute_stream->synchronize();
+        wrong = *rank.counter_host.as<Counter>().data();
+    }
+    MPI_CHECK(
+        MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+    if (wrong != 0) fail(state, "B counted " + std::to_string(wrong) + " wrong values of x");
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * kBatch *
+                            static_cast<std::int64_t>(bytes));
+    state.counters["steps_per_iteration"] = kBatch;
+    state.counters["steps_per_graph"] = steps_per_call;
+}
+
+void floor_eager(benchmark::State& state, FloorRank& rank, std::size_t bytes) {
+    time_steps(state, rank, bytes, 1, [&] { rank.queue_step(bytes); });
+}
+
+void floor_graph(benchmark::State& state, FloorRank& rank, std::size_t bytes, int steps) {
+    const auto graph = rank.capture(bytes, steps);
+    time_steps(state, rank, bytes, steps, [&] { graph->launch(*rank.streams.front()); });
+}
+
+void register_floor(FloorRank& rank, const std::string& prefix, std::size_t max_bytes) {
+    const auto add = [](const std::string& name, std::size_t bytes, auto body) {
+        benchmark::RegisterBenchmark(name.c_str(), body)
+            ->Arg(static_cast<std::int64_t>(bytes))
+            ->Iterations(kIterations)
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+    };
+    for (const std::size_t bytes : bench_sizes(std::min(max_bytes, kFloorMaxBytes))) {
+        add(prefix + "/eager", bytes,
+            [&rank, bytes](benchmark::State& state) { floor_eager(state, rank, bytes); });
+        for (const int k : kStepsPerGraph) {
+            add(prefix + "/graph_k" + std::to_string(k), bytes,
+                [&rank, bytes, k](benchmark::State& state) { floor_graph(state, rank, bytes, k); });
+        }
+    }
+}
+
+#endif  // GPURELAY_HAVE_CUDA
+
+int run(MpiSession& session, int argc, char** argv) {
+    if (!initialize_on_ranks(session, argc, argv)) return static_cast<int>(ExitCode::usage);
+    if (session.world_size() > 2) {
+        if (session.world_rank() == 0) {
+            std::fprintf(stderr, "bench_floor: runs on 1 or 2 ranks (mpirun -np 1|2), got %d\n",
+                         session.world_size());
+        }
+        return static_cast<int>(ExitCode::usage);
+    }
+    const std::size_t max_bytes = max_bytes_from_env();
+    int all_have_gpu = cuda_device_count() > 0 ? 1 : 0;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_have_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (all_have_gpu == 0) {
+        if (session.world_rank() == 0) {
+            std::fprintf(stderr, "bench_floor: %s; the floor is a GPU figure, nothing to time\n",
+                         cuda_built() ? "no GPU found" : "built without CUDA");
+        }
+        return 0;
+    }
+#if defined(GPURELAY_HAVE_CUDA)
+    // Before the communicator is made: NCCL reads it then (gpurelay sets the same).
+    setenv("NCCL_GRAPH_MIXING_SUPPORT", "0", 0);
+    FloorRank rank(session.world_size(), session.world_rank(),
+                   session.local_rank() % cuda_device_count());
+    if (session.world_size() == 2 && !on_distinct_gpus(session, *rank.device)) {
+        if (session.world_rank() == 0) {
+            std::fprintf(stderr,
+                         "bench_floor: two ranks need two GPUs (NCCL refuses two ranks on one); "
+                         "run -np 1 for the one-GPU floor\n");
+        }
+        return static_cast<int>(ExitCode::usage);
+    }
+    ncclUniqueId id = session.world_rank() == 0 ? PlainNcclComm::new_id() : ncclUniqueId{};
+    MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
+    rank.nccl = std::make_unique<PlainNcclComm>(session.world_size(), session.world_rank(), id);
+
+    add_provenance_context();
+    benchmark::AddCustomContext("device", rank.device->info().name);
+    benchmark::AddCustomContext("ranks", std::to_string(session.world_size()));
+    benchmark::AddCustomContext("nccl_graph_mixing_support",
+                                std::getenv("NCCL_GRAPH_MIXING_SUPPORT"));
+    benchmark::AddCustomContext("steps_per_iteration", std::to_string(kBatch));
+    register_floor(rank, "floor/np" + std::to_string(session.world_size()), max_bytes);
+    run_on_ranks(session);
+    if (any_failed()) {
+        if (session.world_rank() == 0) {
+            std::fprintf(stderr, "bench_floor: a benchmark failed its check (see ERROR above)\n");
+        }
+        return static_cast<int>(ExitCode::verification);
+    }
+#endif
+    return 0;
+}
+
+}  // namespace
+}  // namespace gpurelay::bench
+
+int main(int argc, char** argv) {
+    std::unique_ptr<gpurelay::MpiSession> session;
+    try {
+        session = std::make_unique<gpurelay::MpiSession>(&argc, &argv);
+        gpurelay::set_fatal_handler(gpurelay::bench::abort_floor_job);
+        return gpurelay::bench::run(*session, argc, argv);
+    } catch (const gpurelay::Error& error) {
+        gpurelay::bench::abort_floor_job(error);
+    } catch (const std::exception& error) {
+        gpurelay::bench::abort_floor_job(gpurelay::runtime_error(error.what()));
+    }
+}
