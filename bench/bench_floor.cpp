@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "bench/bench_support.hpp"
+#include "comm/mpi_error.hpp"
 #include "comm/mpi_session.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/device.hpp"

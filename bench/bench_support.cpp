@@ -9,6 +9,7 @@
 #include <limits>
 #include <string_view>
 
+#include "comm/mpi_error.hpp"
 #include "comm/mpi_session.hpp"
 #include "comm/transport.hpp"
 #include "runtime/device.hpp"

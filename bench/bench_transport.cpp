@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bench/bench_support.hpp"
+#include "comm/mpi_error.hpp"
 #include "comm/mpi_session.hpp"
 #include "comm/transport.hpp"
 #include "kernels/kernels.hpp"

@@ -1,4 +1,4 @@
-#include "app/agreement.hpp"
+#include "comm/agreement.hpp"
 
 #include <string>
 

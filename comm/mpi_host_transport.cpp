@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "comm/mpi_error.hpp"
 #include "comm/mpi_wait.hpp"
 #include "comm/transport.hpp"
 #include "runtime/error.hpp"

@@ -7,6 +7,7 @@
 #include <climits>
 #include <vector>
 
+#include "comm/mpi_error.hpp"
 #include "comm/mpi_wait.hpp"
 #include "comm/piece_board.hpp"
 #include "comm/transport.hpp"

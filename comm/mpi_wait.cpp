@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "comm/mpi_error.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {

@@ -2,6 +2,7 @@
 // ranks, from an id made on its rank 0 and broadcast over MPI.
 #include <nccl.h>
 
+#include "comm/mpi_error.hpp"
 #include "comm/transport.hpp"
 #include "runtime/cuda_stream.hpp"
 #include "runtime/error.hpp"

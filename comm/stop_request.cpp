@@ -1,7 +1,8 @@
-#include "app/stop_request.hpp"
+#include "comm/stop_request.hpp"
 
 #include <csignal>
 
+#include "comm/mpi_error.hpp"
 #include "comm/mpi_wait.hpp"
 #include "runtime/error.hpp"
 

@@ -1,6 +1,6 @@
 // The command line, parsed with CLI11: one string option per deck key, generated from the key
 // table, so a new key is a flag (and a line of --help) without touching this file.
-#include "app/command_line.hpp"
+#include "config/command_line.hpp"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>

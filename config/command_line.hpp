@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "app/config.hpp"
+#include "config/config.hpp"
 
 namespace gpurelay {
 

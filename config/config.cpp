@@ -3,7 +3,7 @@
 // Every key goes through one setter that reads text, whether the text came from a flag or from
 // a deck value, so a deck and the command line accept exactly the same values and report
 // the same errors.
-#include "app/config.hpp"
+#include "config/config.hpp"
 
 #include <toml++/toml.h>
 

@@ -1,4 +1,4 @@
-#include "app/result_file.hpp"
+#include "io/result_file.hpp"
 
 #include <hdf5.h>
 #include <unistd.h>
@@ -12,8 +12,8 @@
 #include <string_view>
 #include <system_error>
 
-#include "app/agreement.hpp"
-#include "app/h5_handle.hpp"
+#include "comm/agreement.hpp"
+#include "io/h5_handle.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {

@@ -1,4 +1,4 @@
-#include "app/result_writer.hpp"
+#include "io/result_writer.hpp"
 
 #include <chrono>
 

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "app/result_file.hpp"
+#include "io/result_file.hpp"
 #include "runtime/device.hpp"
 
 namespace gpurelay {

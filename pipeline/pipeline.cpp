@@ -1,4 +1,4 @@
-#include "app/pipeline.hpp"
+#include "pipeline/pipeline.hpp"
 
 #include <mpi.h>
 
@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "comm/mpi_error.hpp"
 #include "runtime/error.hpp"
 #include "runtime/nvtx.hpp"
 #include "runtime/profiler.hpp"

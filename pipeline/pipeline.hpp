@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "app/config.hpp"
-#include "app/result_writer.hpp"
+#include "config/config.hpp"
+#include "io/result_writer.hpp"
 #include "comm/pairing.hpp"
 #include "comm/transport.hpp"
 #include "kernels/kernels.hpp"

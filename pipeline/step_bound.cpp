@@ -1,4 +1,4 @@
-#include "app/step_bound.hpp"
+#include "pipeline/step_bound.hpp"
 
 #include <algorithm>
 

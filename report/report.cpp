@@ -1,4 +1,4 @@
-#include "app/report.hpp"
+#include "report/report.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "comm/mpi_error.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "app/config.hpp"
-#include "app/pipeline.hpp"
-#include "app/step_bound.hpp"
+#include "config/config.hpp"
+#include "pipeline/pipeline.hpp"
+#include "pipeline/step_bound.hpp"
 #include "comm/pairing.hpp"
 
 namespace gpurelay {

@@ -1,5 +1,6 @@
 // The one error module: exception types that carry the documented exit code, and the
-// CUDA_CHECK / NCCL_CHECK / MPI_CHECK macros that turn a failed library call into one.
+// CUDA_CHECK / NCCL_CHECK macros that turn a failed library call into one (MPI_CHECK, built on
+// the same GPURELAY_CHECK_IMPL, is in comm/mpi_error.hpp: runtime/ does not link MPI).
 #pragma once
 
 #include <chrono>
@@ -51,9 +52,6 @@ FatalHandler fatal_handler();
 // handler, std::terminate.
 [[noreturn]] void fail_fatally(std::exception_ptr error) noexcept;
 
-// MPI's error string for an MPI return code (implemented in comm/, which links MPI).
-std::string mpi_error_string(int code);
-
 }  // namespace gpurelay
 
 #define GPURELAY_CHECK_IMPL(library, ok_expr, detail_expr, call)                                \
@@ -75,6 +73,3 @@ std::string mpi_error_string(int code);
                         std::string(ncclGetErrorString(gpurelay_status_)) + " (" + \
                             ncclGetLastError(nullptr) + ")",                       \
                         call)
-#define MPI_CHECK(call)                                         \
-    GPURELAY_CHECK_IMPL("MPI", gpurelay_status_ == MPI_SUCCESS, \
-                        ::gpurelay::mpi_error_string(gpurelay_status_), call)

@@ -1,5 +1,5 @@
 // Unit tests of the typed Config: key parsing, TOML in and out, the command line and validation.
-#include "app/config.hpp"
+#include "config/config.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "app/command_line.hpp"
+#include "config/command_line.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {

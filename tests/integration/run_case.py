@@ -89,7 +89,7 @@ def rows_for(steps, write):
 
 
 def step_bound(a, transfer, c, b, depth, overlap):
-    """The step bound, worked out independently of app/step_bound.cpp."""
+    """The step bound, worked out independently of pipeline/step_bound.cpp."""
     if not overlap:
         consumer = transfer + c + b
     elif depth == 1:

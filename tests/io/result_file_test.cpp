@@ -1,6 +1,6 @@
 // ResultFile under mpirun (any rank count): every rank writes its rows, rank 0 reads the file back
 // serially with the HDF5 C API after close and checks every element and attribute.
-#include "app/result_file.hpp"
+#include "io/result_file.hpp"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -21,7 +21,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "app/h5_handle.hpp"
+#include "io/h5_handle.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {

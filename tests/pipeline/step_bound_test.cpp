@@ -1,5 +1,5 @@
 // The step bound against hand-worked schedules of the streams.
-#include "app/step_bound.hpp"
+#include "pipeline/step_bound.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Compares two sets of reference outputs (run.sh BINARY before, run.sh BINARY after): the HDF5 files with h5diff
+(every dataset but /timings, element for element), their root attributes and the /timings
+shapes with h5dump, and the JSON summaries and results CSV field by field. Timings, timestamps
+and the git hash differ between runs and are left out; everything else must be identical."""
+import csv, json, re, subprocess, sys
+
+# Root attributes that hold a time, a clock reading or the build's commit.
+VARYING_ATTRS = {"started_utc", "finished_utc", "git_hash", "cold_step_ms", "overlap_speedup"}
+VARYING_KEYS = {"timestamp", "git_hash"}
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+def root_attrs(path):
+    _, out = run(["h5dump", "-A", "-g", "/", path])
+    blocks, name, lines = {}, None, []
+    for line in out.splitlines():
+        m = re.match(r'^   ATTRIBUTE "(.*)" \{$', line)
+        if m:
+            name, lines = m.group(1), []
+        elif name is not None:
+            if line == "   }":
+                blocks[name] = "\n".join(lines)
+                name = None
+            else:
+                lines.append(line)
+    return {k: v for k, v in blocks.items() if k not in VARYING_ATTRS}
+
+def timing_shapes(path):
+    _, out = run(["h5dump", "-H", "-g", "/timings", path])
+    return [l for l in out.splitlines() if "DATASET" in l or "DATASPACE" in l or "DATATYPE" in l]
+
+def stable(value, key=""):
+    """The value with floats (timings and rates) replaced by their type, recursively."""
+    if isinstance(value, dict):
+        return {k: ("<varies>" if k in VARYING_KEYS else stable(v, k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [stable(v) for v in value]
+    if isinstance(value, float):
+        return "<float>"
+    if isinstance(value, str):  # the versions line names the build's commit
+        return re.sub(r"git [0-9a-f]{7,40}", "git <hash>", value)
+    return value
+
+def differing_paths(x, y, path=""):
+    """Where two stable() trees differ, one path per line."""
+    if isinstance(x, dict) and isinstance(y, dict):
+        return [p for k in sorted(set(x) | set(y))
+                for p in differing_paths(x.get(k), y.get(k), f"{path}/{k}")]
+    if isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
+        return [p for i, (a, b) in enumerate(zip(x, y)) for p in differing_paths(a, b, f"{path}[{i}]")]
+    return [] if x == y else [f"{path}: {x!r} != {y!r}"]
+
+def csv_rows(path):
+    with open(path) as f:
+        rows = list(csv.reader(f))
+    header = rows[0]
+    def cell(col, v):
+        if col in VARYING_KEYS: return "<varies>"
+        try:
+            int(v); return v
+        except ValueError:
+            pass
+        try:
+            float(v); return "<float>"
+        except ValueError:
+            return v
+    return header, [[cell(c, v) for c, v in zip(header, r)] for r in rows[1:]]
+
+def main(before, after):
+    failures = 0
+    def check(what, ok, detail=""):
+        nonlocal failures
+        print(("same      " if ok else "DIFFERENT ") + what + ("" if ok else "\n" + detail))
+        failures += 0 if ok else 1
+    for name in ("a", "b"):
+        f1, f2 = f"{before}/{name}.h5", f"{after}/{name}.h5"
+        rc, out = run(["h5diff", "-r", "--exclude-path", "/timings", "--exclude-attribute", "/", f1, f2])
+        check(f"{name}.h5: h5diff -r --exclude-path /timings --exclude-attribute / (rc {rc})", rc == 0, out)
+        a1, a2 = root_attrs(f1), root_attrs(f2)
+        check(f"{name}.h5: {len(a1)} root attributes (timings, timestamps, git hash left out)", a1 == a2,
+              "\n".join(k for k in sorted(set(a1) | set(a2)) if a1.get(k) != a2.get(k)))
+        t1, t2 = timing_shapes(f1), timing_shapes(f2)
+        check(f"{name}.h5: /timings datasets, shapes and types ({sum('DATASET' in l for l in t1)} datasets)", t1 == t2)
+        j1, j2 = (json.load(open(f"{d}/{name}.json")) for d in (before, after))
+        check(f"{name}.json: every key, every count and string (floats compared by kind)", stable(j1) == stable(j2),
+              "\n".join(differing_paths(stable(j1), stable(j2))))
+    c1, c2 = csv_rows(f"{before}/runs.csv"), csv_rows(f"{after}/runs.csv")
+    check(f"runs.csv: header ({len(c1[0])} columns) and every count and string of {len(c1[1])} rows", c1 == c2,
+          f"{c1}\n{c2}")
+    print("PASS" if failures == 0 else f"FAIL: {failures} difference(s)")
+    return 1 if failures else 0
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))
