@@ -435,7 +435,8 @@ int run(MpiSession& mpi, int argc, char** argv) {
     std::unique_ptr<Pipeline> pipeline;
     agree(MPI_COMM_WORLD, [&] {
         pipeline =
-            std::make_unique<Pipeline>(config, *setup.device, *setup.transport, setup.placement);
+            std::make_unique<Pipeline>(config, *setup.device, *setup.transport, setup.placement,
+                                       MPI_COMM_WORLD);
     });
 
     // Memory, said before the run starts: slots x tensor size, C's buffer, counters.

@@ -120,12 +120,14 @@ void barrier() { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
 // One message from rank 0 to rank 1, finished on both sides: rank 0 returns when rank 1 has it.
 void one_message(TransportBench& tb, std::size_t bytes) {
     if (tb.rank == kSender) {
-        tb.transport->send(tb.message.data(), bytes, kReceiver, *tb.stream);
+        const SendSide send{tb.message.data(), bytes, kReceiver, *tb.stream};
+        tb.transport->exchange(&send, nullptr);
         tb.stream->synchronize();
         MPI_CHECK(
             MPI_Recv(nullptr, 0, MPI_BYTE, kReceiver, kAckTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     } else {
-        tb.transport->recv(tb.message.data(), bytes, kSender, *tb.stream);
+        const RecvSide recv{tb.message.data(), bytes, kSender, *tb.stream};
+        tb.transport->exchange(nullptr, &recv);
         tb.stream->synchronize();
         MPI_CHECK(MPI_Send(nullptr, 0, MPI_BYTE, kSender, kAckTag, MPI_COMM_WORLD));
     }

@@ -22,13 +22,18 @@ class MpiHostTransport final : public Transport {
 
     std::string name() const override { return "mpi (host memory)"; }
 
-    void send(const void* data, std::size_t bytes, int peer, Stream& stream) override {
-        dynamic_cast<HostStream&>(stream).enqueue(
-            [this, data, bytes, peer] { transfer(const_cast<void*>(data), bytes, peer, true); });
-    }
-    void recv(void* data, std::size_t bytes, int peer, Stream& stream) override {
-        dynamic_cast<HostStream&>(stream).enqueue(
-            [this, data, bytes, peer] { transfer(data, bytes, peer, false); });
+    void exchange(const SendSide* send, const RecvSide* recv) override {
+        if (send != nullptr) {
+            dynamic_cast<HostStream&>(send->stream)
+                .enqueue([this, data = const_cast<void*>(send->data), bytes = send->bytes,
+                          peer = send->peer] { transfer(data, bytes, peer, true); });
+        }
+        if (recv != nullptr) {
+            dynamic_cast<HostStream&>(recv->stream)
+                .enqueue([this, data = recv->data, bytes = recv->bytes, peer = recv->peer] {
+                    transfer(data, bytes, peer, false);
+                });
+        }
     }
 
   private:

@@ -50,7 +50,13 @@ class MpiStagedTransport final : public Transport {
 
     std::string name() const override { return "mpi (host-staged)"; }
 
-    void send(const void* data, std::size_t bytes, int peer, Stream& stream) override {
+    void exchange(const SendSide* send, const RecvSide* recv) override {
+        if (send != nullptr) queue_send(send->data, send->bytes, send->peer, send->stream);
+        if (recv != nullptr) queue_recv(recv->data, recv->bytes, recv->peer, recv->stream);
+    }
+
+  private:
+    void queue_send(const void* data, std::size_t bytes, int peer, Stream& stream) {
         check_size(bytes);
         const std::uint64_t ticket = ++send_tickets_;
         const std::size_t pieces = piece_count(bytes);
@@ -79,7 +85,7 @@ class MpiStagedTransport final : public Transport {
             [this, ticket] { send_done_.wait(ticket, 0, options_.timeout, "MPI send"); }, stream);
     }
 
-    void recv(void* data, std::size_t bytes, int peer, Stream& stream) override {
+    void queue_recv(void* data, std::size_t bytes, int peer, Stream& stream) {
         check_size(bytes);
         const std::uint64_t ticket = ++recv_tickets_;
         const std::size_t pieces = piece_count(bytes);
@@ -118,7 +124,6 @@ class MpiStagedTransport final : public Transport {
         }
     }
 
-  private:
     void check_size(std::size_t bytes) const {
         if (bytes > options_.max_message_bytes) {
             throw runtime_error("message of " + std::to_string(bytes) +

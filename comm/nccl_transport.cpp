@@ -29,14 +29,18 @@ class NcclTransport final : public Transport {
 
     std::string name() const override { return "nccl"; }
 
-    void send(const void* data, std::size_t bytes, int peer, Stream& stream) override {
-        NCCL_CHECK(ncclSend(data, bytes, ncclChar, peer, comm_, cuda_handle(stream)));
+    void exchange(const SendSide* send, const RecvSide* recv) override {
+        NCCL_CHECK(ncclGroupStart());
+        if (send != nullptr) {
+            NCCL_CHECK(ncclSend(send->data, send->bytes, ncclChar, send->peer, comm_,
+                                cuda_handle(send->stream)));
+        }
+        if (recv != nullptr) {
+            NCCL_CHECK(ncclRecv(recv->data, recv->bytes, ncclChar, recv->peer, comm_,
+                                cuda_handle(recv->stream)));
+        }
+        NCCL_CHECK(ncclGroupEnd());
     }
-    void recv(void* data, std::size_t bytes, int peer, Stream& stream) override {
-        NCCL_CHECK(ncclRecv(data, bytes, ncclChar, peer, comm_, cuda_handle(stream)));
-    }
-    void group_begin() override { NCCL_CHECK(ncclGroupStart()); }
-    void group_end() override { NCCL_CHECK(ncclGroupEnd()); }
 
     void check_health() override {
         if (comm_ == nullptr) return;

@@ -1,5 +1,5 @@
-// Moving one tensor from a producer to a consumer. Like every queued call here, send and recv
-// return once the work is queued: the data has left or arrived only when `stream` gets past it.
+// Moving one tensor from a producer to a consumer. Like every queued call here, exchange returns
+// once the work is queued: the data has left or arrived only when the stream gets past it.
 #pragma once
 
 #include <mpi.h>
@@ -14,20 +14,36 @@
 
 namespace gpurelay {
 
+// One side of a transfer: `bytes` at `data`, to or from world rank `peer`, queued on `stream`.
+// `slot` is which of the pipeline's ring slots `data` is (the tensor slot k = step mod depth, the
+// same on both ranks), for a transport that maps its peer's slots once and copies into them; the
+// MPI and NCCL transports only move the bytes.
+struct SendSide {
+    const void* data;
+    std::size_t bytes;
+    int peer;
+    Stream& stream;
+    std::size_t slot = 0;
+};
+struct RecvSide {
+    void* data;
+    std::size_t bytes;
+    int peer;
+    Stream& stream;
+    std::size_t slot = 0;
+};
+
 class Transport {
   public:
     virtual ~Transport() = default;
     // "nccl", "mpi (host memory)", "mpi (host-staged)": as the report names it.
     virtual std::string name() const = 0;
-    // Queues sending `bytes` at `data` to world rank `peer` on `stream`; `data` may be reused
-    // once the stream is past the send.
-    virtual void send(const void* data, std::size_t bytes, int peer, Stream& stream) = 0;
-    // Queues receiving `bytes` from world rank `peer` into `data` on `stream`.
-    virtual void recv(void* data, std::size_t bytes, int peer, Stream& stream) = 0;
-    // Sends and receives queued between these form one group: a rank's send to itself and the
-    // matching receive must, or NCCL waits for ever.
-    virtual void group_begin() {}
-    virtual void group_end() {}
+    // Queues this rank's part of one transfer: a send, a receive, or both (a rank that sends to
+    // itself); null for a side this rank does not play. The two are grouped inside as the
+    // transport needs (NCCL: one group, or a send to itself waits for ever for its receive).
+    // The send buffer may be reused once its stream is past the send; the received data are
+    // there once the receiving stream is past the receive.
+    virtual void exchange(const SendSide* send, const RecvSide* recv) = 0;
     // Throws if the transport has failed in the background (NCCL's asynchronous errors; the
     // communicator is aborted first, which unblocks this rank's NCCL kernels).
     virtual void check_health() {}

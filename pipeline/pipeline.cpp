@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "comm/mpi_error.hpp"
 #include "runtime/error.hpp"
@@ -104,11 +105,12 @@ double phase_value(const StepTimes& t, int phase) {
 }
 
 struct Pipeline::Impl {
-    Impl(const Config& cfg, Device& dev, Transport& tr, const PairPlacement& place)
+    Impl(const Config& cfg, Device& dev, Transport& tr, const PairPlacement& place, MPI_Comm c)
         : config(cfg),
           device(dev),
           transport(tr),
           placement(place),
+          mpi_comm(c),
           producer(place.role != Role::consumer),
           consumer(place.role != Role::producer),
           bytes(cfg.tensor_bytes()),
@@ -171,13 +173,10 @@ struct Pipeline::Impl {
     }
 
     std::string stream_label(const char* what) const {
-        return "rank " + std::to_string(world_rank()) + " " +
-               std::string(to_string(placement.role)) + ": " + what;
-    }
-    static int world_rank() {
         int rank = 0;
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        return rank;
+        MPI_CHECK(MPI_Comm_rank(mpi_comm, &rank));
+        return "rank " + std::to_string(rank) + " " + std::string(to_string(placement.role)) +
+               ": " + what;
     }
 
     // NaN bytes in every receive and result slot, so a read of data that never arrived is a
@@ -262,11 +261,11 @@ struct Pipeline::Impl {
         // On a CUDA stream both ranges are host ranges around the group, so they nest.
         if (producer) begin_range(RangePhase::send, s, *producer_stream);
         if (consumer) begin_range(RangePhase::recv, s, *comm);
-        // A rank that sends to itself must queue the send and the receive as one group.
-        transport.group_begin();
-        if (producer) transport.send(send_slots[k].data(), bytes, placement.peer, *producer_stream);
-        if (consumer) transport.recv(recv_slots[k].data(), bytes, placement.peer, *comm);
-        transport.group_end();
+        std::optional<SendSide> send;
+        std::optional<RecvSide> recv;
+        if (producer) send.emplace(send_slots[k].data(), bytes, placement.peer, *producer_stream, k);
+        if (consumer) recv.emplace(recv_slots[k].data(), bytes, placement.peer, *comm, k);
+        transport.exchange(send ? &*send : nullptr, recv ? &*recv : nullptr);
         if (consumer) end_range(*comm);
         if (producer) {
             end_range(*producer_stream);
@@ -480,7 +479,7 @@ struct Pipeline::Impl {
         step_graphs.clear();
         step_graphs.resize(config.graphs ? ring : 0);
 
-        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Barrier(mpi_comm));
         std::int64_t end = config.steps;
         for (std::int64_t s = first_step; s < config.steps; ++s) {
             const bool timed = s >= result.timed_from;
@@ -490,7 +489,7 @@ struct Pipeline::Impl {
             if (s == result.timed_from) {
                 // The timed region starts with every rank idle and in step.
                 synchronize_all();
-                MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+                MPI_CHECK(MPI_Barrier(mpi_comm));
                 timed_start = now_ms();
             }
             if (s == config.profile_first) profiler_start(device.backend());
@@ -529,7 +528,7 @@ struct Pipeline::Impl {
         result.end_step = end;
         for (std::int64_t s = std::max(first_step, end - lag); s < end; ++s) retire(s, result);
         synchronize_all();
-        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Barrier(mpi_comm));
         result.timed_wall_ms = end > result.timed_from ? now_ms() - timed_start : 0.0;
         if (writer != nullptr) {
             // The writer lives across passes: this pass's share is the difference.
@@ -546,6 +545,7 @@ struct Pipeline::Impl {
     Device& device;
     Transport& transport;
     PairPlacement placement;
+    MPI_Comm mpi_comm;  // the ranks that run the pipeline together: they meet at its barriers
     bool producer;
     bool consumer;
     std::size_t bytes;
@@ -564,8 +564,8 @@ struct Pipeline::Impl {
 };
 
 Pipeline::Pipeline(const Config& config, Device& device, Transport& transport,
-                   const PairPlacement& placement)
-    : impl_(std::make_unique<Impl>(config, device, transport, placement)) {}
+                   const PairPlacement& placement, MPI_Comm comm)
+    : impl_(std::make_unique<Impl>(config, device, transport, placement, comm)) {}
 
 Pipeline::~Pipeline() = default;
 

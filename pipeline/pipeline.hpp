@@ -3,6 +3,8 @@
 // right order, and reads back what the streams measured.
 #pragma once
 
+#include <mpi.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -62,8 +64,9 @@ using StepCallback = std::function<bool(std::int64_t step)>;
 class Pipeline {
   public:
     // Allocates every buffer, stream and event the run needs (reported by device_bytes()).
+    // `comm` holds every rank of the run: a pass starts, times and ends at barriers over it.
     Pipeline(const Config& config, Device& device, Transport& transport,
-             const PairPlacement& placement);
+             const PairPlacement& placement, MPI_Comm comm);
     ~Pipeline();
     Pipeline(const Pipeline&) = delete;
     Pipeline& operator=(const Pipeline&) = delete;
