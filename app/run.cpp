@@ -472,8 +472,8 @@ int run(MpiSession& mpi, int argc, char** argv) {
     layout.y_type = config.dtype == DType::float32 ? ElementType::float32 : ElementType::float64;
     const auto steps = static_cast<std::uint64_t>(config.steps);
     for (bool overlap : passes) {
-        for (int p = 0; p < kPhaseCount; ++p) {
-            layout.matrices.push_back({"/timings/" + pass_label(overlap) + "/" + phase_names()[p],
+        for (const PhaseInfo& phase : kPhases) {
+            layout.matrices.push_back({"/timings/" + pass_label(overlap) + "/" + phase.name,
                                        ElementType::float64, static_cast<std::uint64_t>(size),
                                        steps});
         }
@@ -554,10 +554,10 @@ int run(MpiSession& mpi, int argc, char** argv) {
         }
         // Each rank files its own rows: timings under its rank, counts under its pair.
         const std::string label = pass_label(passes[i]);
-        for (int p = 0; p < kPhaseCount; ++p) {
+        for (const PhaseInfo& phase : kPhases) {
             std::vector<double> row(steps);
-            for (std::size_t s = 0; s < steps; ++s) row[s] = phase_value(result.steps[s], p);
-            file->write_matrix_row("/timings/" + label + "/" + phase_names()[p],
+            for (std::size_t s = 0; s < steps; ++s) row[s] = result.steps[s].*phase.member;
+            file->write_matrix_row("/timings/" + label + "/" + phase.name,
                                    static_cast<std::uint64_t>(rank), row.data());
         }
         if (consumer) {

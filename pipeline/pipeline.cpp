@@ -21,8 +21,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Spot-check samples taken on the host from the last tensor of a pass.
 constexpr std::uint64_t kSpotSamples = 4096;
 
-const char* const kPhaseNames[kPhaseCount] = {"a", "send", "recv", "c", "wait", "b", "step"};
-
 // The events that time one step. The host reads step s's times R-1 steps later, from a ring of
 // R sets, so it never waits on work it has just queued and host memory does not grow with steps.
 struct StepMarks {
@@ -82,27 +80,6 @@ double now_ms() {
 }
 
 }  // namespace
-
-const char* const* phase_names() { return kPhaseNames; }
-
-double phase_value(const StepTimes& t, int phase) {
-    switch (phase) {
-        case 0:
-            return t.a;
-        case 1:
-            return t.send;
-        case 2:
-            return t.recv;
-        case 3:
-            return t.c;
-        case 4:
-            return t.wait;
-        case 5:
-            return t.b;
-        default:
-            return t.period;
-    }
-}
 
 struct Pipeline::Impl {
     Impl(const Config& cfg, Device& dev, Transport& tr, const PairPlacement& place, MPI_Comm c)
@@ -415,7 +392,7 @@ struct Pipeline::Impl {
         const std::size_t prev =
             static_cast<std::size_t>(s + static_cast<std::int64_t>(ring) - 1) % ring;
         StepMarks& m = marks[r];
-        StepTimes t{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN};
+        StepTimes t;
         if (producer) {
             m.send_end->synchronize();
             t.a = m.a_end->elapsed_ms_since(*m.a_start);
@@ -462,7 +439,7 @@ struct Pipeline::Impl {
         // the step after it.
         result.timed_from = std::max(config.warmup, first_step == 0 ? 0 : first_step + 1);
         const auto steps = static_cast<std::size_t>(config.steps);
-        result.steps.assign(steps, StepTimes{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN});
+        result.steps.assign(steps, StepTimes{});
         result.x_mismatches.assign(steps, 0);
         result.c_mismatches.assign(steps, 0);
         const auto lag = static_cast<std::int64_t>(ring) - 1;

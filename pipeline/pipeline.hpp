@@ -16,22 +16,11 @@
 #include "comm/pairing.hpp"
 #include "comm/transport.hpp"
 #include "kernels/kernels.hpp"
+#include "pipeline/phase.hpp"
 #include "runtime/device.hpp"
 #include "runtime/graph.hpp"
 
 namespace gpurelay {
-
-// One step's phase times in milliseconds, as the streams measured them; NaN where the phase is
-// not this rank's (A and send on producers; recv, C, wait and B on consumers).
-struct StepTimes {
-    double a = 0, send = 0, recv = 0, c = 0, wait = 0, b = 0;
-    double period = 0;  // from the previous step's end to this one's (NaN for step 0)
-};
-
-inline constexpr int kPhaseCount = 7;
-// Phase names in StepTimes order, as the report, JSON and HDF5 file use them.
-const char* const* phase_names();
-double phase_value(const StepTimes& t, int phase);
 
 // What one pass (overlap on or off) measured on this rank.
 struct PassResult {

@@ -12,6 +12,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <type_traits>
 
 #include "comm/mpi_error.hpp"
 #include "runtime/error.hpp"
@@ -30,6 +31,26 @@ PhaseStats stats_of(std::vector<double> values) {
     const std::size_t n = values.size();
     const double median = n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
     return {median, values.front(), values.back()};
+}
+
+// What summarize_pass sums over the ranks, by name.
+struct Counts {
+    std::uint64_t x_mismatches, c_mismatches, spot_checked, spot_mismatches;
+};
+// What it takes the largest of over the ranks: the slowest rank's wall times.
+struct Walls {
+    double timed_wall_ms, cold_step_ms, write_wait_ms, capture_ms, graphs_captured;
+    double host_queue_ms, host_retire_ms, host_callback_ms;
+};
+
+// One all-reduce of every field of `fields`, a struct of nothing but `Field`s.
+template <typename Field, typename Fields>
+Fields reduce_fields(const Fields& fields, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+    static_assert(std::is_trivially_copyable_v<Fields> && sizeof(Fields) % sizeof(Field) == 0);
+    Fields reduced{};
+    MPI_CHECK(MPI_Allreduce(&fields, &reduced, static_cast<int>(sizeof(Fields) / sizeof(Field)),
+                            type, op, comm));
+    return reduced;
 }
 
 double gbps(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e6) : kNaN; }
@@ -71,6 +92,19 @@ bool RunSummary::verified() const {
                        [](const PassSummary& p) { return p.verified(); });
 }
 
+VerificationTotals RunSummary::verification_totals() const {
+    VerificationTotals t;
+    for (const PassSummary& p : passes) {
+        t.x_checked += p.x_checked;
+        t.x_mismatches += p.x_mismatches;
+        t.c_checked += p.c_checked;
+        t.c_mismatches += p.c_mismatches;
+        t.spot_checked += p.spot_checked;
+        t.spot_mismatches += p.spot_mismatches;
+    }
+    return t;
+}
+
 PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                            const PassResult& result) {
     int rank = 0, size = 1;
@@ -92,64 +126,58 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     // Every rank's step times to rank 0: steps x phases doubles each.
     std::vector<double> mine(steps * kPhaseCount);
     for (std::size_t s = 0; s < steps; ++s) {
-        for (int p = 0; p < kPhaseCount; ++p)
-            mine[s * kPhaseCount + static_cast<std::size_t>(p)] = phase_value(result.steps[s], p);
+        for (std::size_t p = 0; p < kPhaseCount; ++p)
+            mine[s * kPhaseCount + p] = result.steps[s].*kPhases[p].member;
     }
     std::vector<double> all(rank == 0 ? mine.size() * static_cast<std::size_t>(size) : 0);
     MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
                          static_cast<int>(mine.size()), MPI_DOUBLE, 0, comm));
 
     // Verification totals and the worst wall times, on every rank.
-    std::uint64_t counts[4] = {0, 0, result.spot_checked, result.spot_mismatches};
+    Counts counts{0, 0, result.spot_checked, result.spot_mismatches};
     if (placement.role != Role::producer) {
         for (std::size_t s = 0; s < steps; ++s) {
-            counts[0] += result.x_mismatches[s];
-            counts[1] += result.c_mismatches[s];
+            counts.x_mismatches += result.x_mismatches[s];
+            counts.c_mismatches += result.c_mismatches[s];
         }
     }
-    std::uint64_t totals[4];
-    MPI_CHECK(MPI_Allreduce(counts, totals, 4, MPI_UINT64_T, MPI_SUM, comm));
-    double walls[8] = {result.timed_wall_ms,
-                       result.cold_step_ms,
-                       result.write_wait_ms,
-                       result.capture_ms,
-                       static_cast<double>(result.graphs_captured),
-                       result.host_queue_ms,
-                       result.host_retire_ms,
-                       result.host_callback_ms};
-    double worst[8];
-    MPI_CHECK(MPI_Allreduce(walls, worst, 8, MPI_DOUBLE, MPI_MAX, comm));
+    const Counts totals = reduce_fields<std::uint64_t>(counts, MPI_UINT64_T, MPI_SUM, comm);
+    const Walls worst = reduce_fields<double>(
+        Walls{result.timed_wall_ms, result.cold_step_ms, result.write_wait_ms, result.capture_ms,
+              static_cast<double>(result.graphs_captured), result.host_queue_ms,
+              result.host_retire_ms, result.host_callback_ms},
+        MPI_DOUBLE, MPI_MAX, comm);
 
     const auto ran = static_cast<std::uint64_t>(result.end_step - result.first_step);
     summary.x_checked = config.elements * ran * static_cast<std::uint64_t>(placement.pairs);
     summary.c_checked = config.c_elements * ran * static_cast<std::uint64_t>(placement.pairs);
-    summary.x_mismatches = totals[0];
-    summary.c_mismatches = totals[1];
-    summary.spot_checked = totals[2];
-    summary.spot_mismatches = totals[3];
-    summary.time_per_step_ms = timed > 0 ? worst[0] / static_cast<double>(timed) : kNaN;
+    summary.x_mismatches = totals.x_mismatches;
+    summary.c_mismatches = totals.c_mismatches;
+    summary.spot_checked = totals.spot_checked;
+    summary.spot_mismatches = totals.spot_mismatches;
+    summary.time_per_step_ms =
+        timed > 0 ? worst.timed_wall_ms / static_cast<double>(timed) : kNaN;
     summary.steps_per_s = 1000.0 / summary.time_per_step_ms;
-    summary.cold_step_ms = worst[1];
-    summary.write_wait_ms = worst[2];
-    summary.capture_ms = worst[3];
-    summary.graphs_captured = static_cast<int>(worst[4]);
+    summary.cold_step_ms = worst.cold_step_ms;
+    summary.write_wait_ms = worst.write_wait_ms;
+    summary.capture_ms = worst.capture_ms;
+    summary.graphs_captured = static_cast<int>(worst.graphs_captured);
     summary.graph_steps = result.graph_steps;  // every rank replays the same steps
     const double per_step_us = timed > 0 ? 1000.0 / static_cast<double>(timed) : kNaN;
-    summary.host_queue_us = worst[5] * per_step_us;
-    summary.host_retire_us = worst[6] * per_step_us;
-    summary.host_callback_us = worst[7] * per_step_us;
+    summary.host_queue_us = worst.host_queue_ms * per_step_us;
+    summary.host_retire_us = worst.host_retire_ms * per_step_us;
+    summary.host_callback_us = worst.host_callback_ms * per_step_us;
     if (rank != 0) return summary;
 
-    auto value = [&](int r, std::size_t s, int p) {
-        return all[(static_cast<std::size_t>(r) * steps + s) * kPhaseCount +
-                   static_cast<std::size_t>(p)];
+    auto value = [&](int r, std::size_t s, Phase p) {
+        return all[(static_cast<std::size_t>(r) * steps + s) * kPhaseCount + index_of(p)];
     };
-    for (int p = 0; p < kPhaseCount; ++p) {
+    for (const PhaseInfo& phase : kPhases) {
         std::vector<double> samples;
         for (int r = 0; r < size; ++r) {
-            for (std::size_t s = warmup; s < end; ++s) samples.push_back(value(r, s, p));
+            for (std::size_t s = warmup; s < end; ++s) samples.push_back(value(r, s, phase.phase));
         }
-        summary.phases[static_cast<std::size_t>(p)] = stats_of(std::move(samples));
+        summary.phases[index_of(phase.phase)] = stats_of(std::move(samples));
     }
     // A transfer's time, seen from either end, also holds waiting for the other end (the sender
     // for a receiver still busy; the receiver for a sender whose A ran late): the shorter of the
@@ -160,8 +188,9 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
         const PairPlacement p = place_pairs(size == 1 ? 0 : (split ? pair : 2 * pair), size, split);
         std::vector<double> transfers, periods;
         for (std::size_t s = warmup; s < end; ++s) {
-            transfers.push_back(std::min(value(p.producer, s, 1), value(p.consumer, s, 2)));
-            periods.push_back(value(p.consumer, s, 6));
+            transfers.push_back(
+                std::min(value(p.producer, s, Phase::send), value(p.consumer, s, Phase::recv)));
+            periods.push_back(value(p.consumer, s, Phase::step));
         }
         all_transfers.insert(all_transfers.end(), transfers.begin(), transfers.end());
         const double transfer_ms = stats_of(transfers).median;
@@ -171,9 +200,9 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     summary.transfer_ms = stats_of(all_transfers).median;
     summary.transfer_gbps = gbps(bytes, summary.transfer_ms);
     summary.aggregate_gbps = gbps(bytes * placement.pairs, summary.time_per_step_ms);
-    summary.a_gbps = gbps(bytes, summary.phases[0].median);
-    summary.b_gbps = gbps(2 * bytes, summary.phases[5].median);
-    const double c_ms = summary.phases[3].median;
+    summary.a_gbps = gbps(bytes, summary.phase(Phase::a).median);
+    summary.b_gbps = gbps(2 * bytes, summary.phase(Phase::b).median);
+    const double c_ms = summary.phase(Phase::c).median;
     summary.step_bound_ms = step_bound_ms(phase_medians(summary), config.depth, result.overlap);
     summary.c_giter_per_s = c_ms > 0 ? static_cast<double>(config.c_elements) *
                                            static_cast<double>(config.c_iterations) / (c_ms * 1e6)
@@ -182,7 +211,8 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
 }
 
 PhaseMedians phase_medians(const PassSummary& pass) {
-    return {pass.phases[0].median, pass.transfer_ms, pass.phases[3].median, pass.phases[5].median};
+    return {pass.phase(Phase::a).median, pass.transfer_ms, pass.phase(Phase::c).median,
+            pass.phase(Phase::b).median};
 }
 
 std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
@@ -247,9 +277,9 @@ void print_report(std::FILE* out, const RunSummary& s) {
                      pass_name(p.overlap), static_cast<long long>(p.timed_steps),
                      static_cast<long long>(p.timed_from));
         std::fprintf(out, "  %-6s %11s %11s %11s\n", "phase", "median", "min", "max");
-        for (int ph = 0; ph < kPhaseCount; ++ph) {
-            const PhaseStats& st = p.phases[static_cast<std::size_t>(ph)];
-            std::fprintf(out, "  %-6s %11s %11s %11s\n", phase_names()[ph],
+        for (const PhaseInfo& phase : kPhases) {
+            const PhaseStats& st = p.phase(phase.phase);
+            std::fprintf(out, "  %-6s %11s %11s %11s\n", phase.name,
                          fmt("%.4f", st.median).c_str(), fmt("%.4f", st.min).c_str(),
                          fmt("%.4f", st.max).c_str());
         }
@@ -306,21 +336,16 @@ void print_report(std::FILE* out, const RunSummary& s) {
         }
     }
     const PassSummary& m = s.main_pass();
-    std::uint64_t x_bad = 0, c_bad = 0, spot = 0, spot_bad = 0, x_checked = 0, c_checked = 0;
-    for (const PassSummary& p : s.passes) {
-        x_bad += p.x_mismatches;
-        c_bad += p.c_mismatches;
-        spot += p.spot_checked;
-        spot_bad += p.spot_mismatches;
-        x_checked += p.x_checked;
-        c_checked += p.c_checked;
-    }
+    const VerificationTotals v = s.verification_totals();
     std::fprintf(out,
                  "verification: x %llu elements checked, %llu wrong; C %llu checked, %llu wrong; "
                  "host spot check %llu samples, %llu wrong: %s\n",
-                 static_cast<unsigned long long>(x_checked), static_cast<unsigned long long>(x_bad),
-                 static_cast<unsigned long long>(c_checked), static_cast<unsigned long long>(c_bad),
-                 static_cast<unsigned long long>(spot), static_cast<unsigned long long>(spot_bad),
+                 static_cast<unsigned long long>(v.x_checked),
+                 static_cast<unsigned long long>(v.x_mismatches),
+                 static_cast<unsigned long long>(v.c_checked),
+                 static_cast<unsigned long long>(v.c_mismatches),
+                 static_cast<unsigned long long>(v.spot_checked),
+                 static_cast<unsigned long long>(v.spot_mismatches),
                  s.verified() ? "PASSED" : "FAILED");
     std::fprintf(out, "output: %s (write %s GB/s; the pipeline waited %s ms on the writer)\n",
                  c.output.c_str(), fmt("%.2f", s.write_gbps).c_str(),
@@ -333,9 +358,9 @@ namespace {
 nlohmann::json pass_json(const PassSummary& p) {
     nlohmann::json j;
     j["overlap"] = p.overlap;
-    for (int ph = 0; ph < kPhaseCount; ++ph) {
-        const PhaseStats& st = p.phases[static_cast<std::size_t>(ph)];
-        j["phases_ms"][phase_names()[ph]] = {
+    for (const PhaseInfo& phase : kPhases) {
+        const PhaseStats& st = p.phase(phase.phase);
+        j["phases_ms"][phase.name] = {
             {"median", st.median}, {"min", st.min}, {"max", st.max}};
     }
     j["transfer_ms"] = p.transfer_ms;
@@ -428,13 +453,95 @@ std::string summary_json(const RunSummary& s) {
     return without_nan(j).dump(2) + "\n";
 }
 
+namespace {
+
+std::string csv_bool(bool value) { return value ? "true" : "false"; }
+bool compared(const RunSummary& r) { return r.overlap_speedup > 0; }
+
+// The columns in file order; the phase medians come from kPhases (the step's period has its
+// median, min and max earlier, as step_ms_*).
+std::vector<CsvColumn> make_results_csv_columns() {
+    using R = const RunSummary&;
+    std::vector<CsvColumn> columns = {
+        {"tag", [](R r) { return csv_text(r.config.tag); }},
+        {"timestamp", [](R r) { return r.timestamp; }},
+        {"git_hash", [](R r) { return r.git_hash; }},
+        {"world_size", [](R r) { return std::to_string(r.world_size); }},
+        {"pairs", [](R r) { return std::to_string(r.pairs); }},
+        {"backend", [](R r) { return r.backend; }},
+        {"transport", [](R r) { return r.transport.substr(0, r.transport.find(' ')); }},
+        {"gpu_name", [](R r) { return csv_text(r.ranks.empty() ? "" : r.ranks.front().device); }},
+        {"dtype", [](R r) { return std::string(to_string(r.config.dtype)); }},
+        {"elements", [](R r) { return std::to_string(r.config.elements); }},
+        {"tensor_bytes", [](R r) { return std::to_string(r.config.tensor_bytes()); }},
+        {"steps", [](R r) { return std::to_string(r.config.steps); }},
+        {"warmup", [](R r) { return std::to_string(r.config.warmup); }},
+        {"depth", [](R r) { return std::to_string(r.config.depth); }},
+        {"overlap", [](R r) { return std::string(to_string(r.config.overlap)); }},
+        {"blocking", [](R r) { return csv_bool(r.config.blocking); }},
+        {"graphs", [](R r) { return csv_bool(r.config.graphs); }},
+        {"c_elements", [](R r) { return std::to_string(r.config.c_elements); }},
+        {"c_iterations", [](R r) { return std::to_string(r.config.c_iterations); }},
+        {"pairing", [](R r) { return std::string(to_string(r.config.pairing)); }},
+        {"chunk", [](R r) { return std::to_string(r.config.chunk); }},
+        {"time_per_step_ms", [](R r) { return csv_number(r.main_pass().time_per_step_ms); }},
+        {"step_ms_median", [](R r) { return csv_number(r.main_pass().phase(Phase::step).median); }},
+        {"step_ms_min", [](R r) { return csv_number(r.main_pass().phase(Phase::step).min); }},
+        {"step_ms_max", [](R r) { return csv_number(r.main_pass().phase(Phase::step).max); }},
+        {"steps_per_s", [](R r) { return csv_number(r.main_pass().steps_per_s); }},
+    };
+    for (const PhaseInfo& phase : kPhases) {
+        if (phase.phase == Phase::step) continue;  // its period: step_ms_* above
+        columns.push_back({std::string(phase.name) + "_ms", [p = phase.phase](R r) {
+                               return csv_number(r.main_pass().phase(p).median);
+                           }});
+    }
+    const std::vector<CsvColumn> rest = {
+        {"transfer_gbps", [](R r) { return csv_number(r.main_pass().transfer_gbps); }},
+        {"aggregate_gbps", [](R r) { return csv_number(r.main_pass().aggregate_gbps); }},
+        {"a_gbps", [](R r) { return csv_number(r.main_pass().a_gbps); }},
+        {"b_gbps", [](R r) { return csv_number(r.main_pass().b_gbps); }},
+        {"cold_step_ms", [](R r) { return csv_number(r.passes.front().cold_step_ms); }},
+        {"time_per_step_no_overlap_ms",
+         [](R r) { return compared(r) ? csv_number(r.passes.front().time_per_step_ms) : ""; }},
+        {"overlap_speedup",
+         [](R r) { return compared(r) ? csv_number(r.overlap_speedup) : ""; }},
+        {"x_checked", [](R r) { return std::to_string(r.verification_totals().x_checked); }},
+        {"x_mismatches", [](R r) { return std::to_string(r.verification_totals().x_mismatches); }},
+        {"c_mismatches", [](R r) { return std::to_string(r.verification_totals().c_mismatches); }},
+        {"verified", [](R r) { return std::string(r.verified() ? "ok" : "failed"); }},
+        {"step_bound_ms", [](R r) { return csv_number(r.main_pass().step_bound_ms); }},
+        {"overlap_ideal_ms",
+         [](R r) { return compared(r) ? csv_number(r.overlap_ideal_ms) : ""; }},
+    };
+    columns.insert(columns.end(), rest.begin(), rest.end());
+    return columns;
+}
+
+}  // namespace
+
+const std::vector<CsvColumn>& results_csv_columns() {
+    static const std::vector<CsvColumn> columns = make_results_csv_columns();
+    return columns;
+}
+
 std::string results_csv_header() {
-    return "tag,timestamp,git_hash,world_size,pairs,backend,transport,gpu_name,dtype,elements,"
-           "tensor_bytes,steps,warmup,depth,overlap,blocking,graphs,c_elements,c_iterations,"
-           "pairing,chunk,time_per_step_ms,step_ms_median,step_ms_min,step_ms_max,steps_per_s,"
-           "a_ms,send_ms,recv_ms,c_ms,wait_ms,b_ms,transfer_gbps,aggregate_gbps,a_gbps,b_gbps,"
-           "cold_step_ms,time_per_step_no_overlap_ms,overlap_speedup,x_checked,x_mismatches,"
-           "c_mismatches,verified,step_bound_ms,overlap_ideal_ms";
+    std::string header;
+    for (const CsvColumn& column : results_csv_columns()) {
+        if (!header.empty()) header += ',';
+        header += column.name;
+    }
+    return header;
+}
+
+std::string results_csv_row(const RunSummary& run) {
+    std::string line;
+    // Joined by position, not by whether the line is still empty: the tag (first) may be empty.
+    for (const CsvColumn& column : results_csv_columns()) {
+        if (&column != &results_csv_columns().front()) line += ',';
+        line += column.cell(run);
+    }
+    return line;
 }
 
 namespace {
@@ -466,64 +573,7 @@ void check_results_csv_header(const std::string& path) {
 }
 
 void append_results_csv(const std::string& path, const RunSummary& s) {
-    const Config& c = s.config;
-    const PassSummary& m = s.main_pass();
-    std::uint64_t x_checked = 0, x_bad = 0, c_bad = 0;
-    for (const PassSummary& p : s.passes) {
-        x_checked += p.x_checked;
-        x_bad += p.x_mismatches;
-        c_bad += p.c_mismatches;
-    }
-    const bool compared = s.overlap_speedup > 0;
-    std::vector<std::string> row = {csv_text(c.tag),
-                                    s.timestamp,
-                                    s.git_hash,
-                                    std::to_string(s.world_size),
-                                    std::to_string(s.pairs),
-                                    s.backend,
-                                    s.transport.substr(0, s.transport.find(' ')),
-                                    csv_text(s.ranks.empty() ? "" : s.ranks.front().device),
-                                    std::string(to_string(c.dtype)),
-                                    std::to_string(c.elements),
-                                    std::to_string(c.tensor_bytes()),
-                                    std::to_string(c.steps),
-                                    std::to_string(c.warmup),
-                                    std::to_string(c.depth),
-                                    std::string(to_string(c.overlap)),
-                                    c.blocking ? "true" : "false",
-                                    c.graphs ? "true" : "false",
-                                    std::to_string(c.c_elements),
-                                    std::to_string(c.c_iterations),
-                                    std::string(to_string(c.pairing)),
-                                    std::to_string(c.chunk),
-                                    csv_number(m.time_per_step_ms),
-                                    csv_number(m.phases[6].median),
-                                    csv_number(m.phases[6].min),
-                                    csv_number(m.phases[6].max),
-                                    csv_number(m.steps_per_s),
-                                    csv_number(m.phases[0].median),
-                                    csv_number(m.phases[1].median),
-                                    csv_number(m.phases[2].median),
-                                    csv_number(m.phases[3].median),
-                                    csv_number(m.phases[4].median),
-                                    csv_number(m.phases[5].median),
-                                    csv_number(m.transfer_gbps),
-                                    csv_number(m.aggregate_gbps),
-                                    csv_number(m.a_gbps),
-                                    csv_number(m.b_gbps),
-                                    csv_number(s.passes.front().cold_step_ms),
-                                    compared ? csv_number(s.passes.front().time_per_step_ms) : "",
-                                    compared ? csv_number(s.overlap_speedup) : "",
-                                    std::to_string(x_checked),
-                                    std::to_string(x_bad),
-                                    std::to_string(c_bad),
-                                    s.verified() ? "ok" : "failed",
-                                    csv_number(m.step_bound_ms),
-                                    compared ? csv_number(s.overlap_ideal_ms) : ""};
-    std::string line;
-    // Joined by position, not by whether the line is still empty: the tag (first) may be empty.
-    for (std::size_t i = 0; i < row.size(); ++i) line += (i == 0 ? "" : ",") + row[i];
-
+    const std::string line = results_csv_row(s);
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND, 0644);
     if (fd < 0)
         throw runtime_error("cannot open results CSV '" + path + "': " + std::strerror(errno));

@@ -7,10 +7,12 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
+#include "pipeline/phase.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/step_bound.hpp"
 #include "comm/pairing.hpp"
@@ -31,7 +33,8 @@ struct PairFigures {
 struct PassSummary {
     bool overlap = true;
     std::int64_t timed_steps = 0, timed_from = 0;
-    std::array<PhaseStats, kPhaseCount> phases{};  // over every rank's timed steps
+    std::array<PhaseStats, kPhaseCount> phases{};  // over every rank's timed steps, as kPhases
+    const PhaseStats& phase(Phase p) const { return phases[index_of(p)]; }
     double transfer_ms = 0, transfer_gbps = 0, aggregate_gbps = 0;
     double a_gbps = 0, b_gbps = 0, c_giter_per_s = 0;
     double time_per_step_ms = 0, steps_per_s = 0, cold_step_ms = 0, write_wait_ms = 0;
@@ -48,6 +51,12 @@ struct PassSummary {
     std::int64_t graph_steps = 0;
     std::vector<PairFigures> pairs;
     bool verified() const { return x_mismatches == 0 && c_mismatches == 0 && spot_mismatches == 0; }
+};
+
+// Verification counts summed over a run's passes.
+struct VerificationTotals {
+    std::uint64_t x_checked = 0, x_mismatches = 0, c_checked = 0, c_mismatches = 0;
+    std::uint64_t spot_checked = 0, spot_mismatches = 0;
 };
 
 struct RankInfo {
@@ -74,6 +83,7 @@ struct RunSummary {
     std::string timestamp, git_hash;
 
     bool verified() const;
+    VerificationTotals verification_totals() const;
     // Whether the writing pass of a compare run waited on the file writer (the off pass never
     // writes), which makes the speedup include I/O.
     bool speedup_includes_io() const {
@@ -98,8 +108,18 @@ std::string summary_json(const RunSummary& summary);
 // Appends one row (and the header when the file is new or empty) under an exclusive lock, so
 // the tasks of a job array can share one file.
 void append_results_csv(const std::string& path, const RunSummary& summary);
-// The CSV header, one line without newline.
+// The CSV header, one line without newline: the names of results_csv_columns().
 std::string results_csv_header();
+
+// One column of the results CSV: its name, and how a run's summary gives its cell. The header
+// and the row both walk this one table.
+struct CsvColumn {
+    std::string name;
+    std::function<std::string(const RunSummary& run)> cell;
+};
+const std::vector<CsvColumn>& results_csv_columns();
+// The row of `run`, one line without newline.
+std::string results_csv_row(const RunSummary& run);
 // Throws a usage error if `path` holds rows under another header (another gpurelay version's
 // columns): appending would put values under the wrong names. A missing or empty file is fine.
 void check_results_csv_header(const std::string& path);
