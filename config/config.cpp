@@ -241,13 +241,23 @@ KeySpec seed_key() {
             [](const Config& c) { return std::to_string(c.seed); }};
 }
 
+// K of "NAME:K" (an integer >= 1), or 0 when `text` is not of that form.
+std::int64_t count_after(std::string_view text, std::string_view name) {
+    if (!text.starts_with(name) || text.size() <= name.size() || text[name.size()] != ':') {
+        return 0;
+    }
+    const std::string_view k_text = text.substr(name.size() + 1);
+    std::int64_t k = 0;
+    const auto [end, ec] = std::from_chars(k_text.data(), k_text.data() + k_text.size(), k);
+    return ec == std::errc() && end == k_text.data() + k_text.size() && k >= 1 ? k : 0;
+}
+
 KeySpec write_key() {
     constexpr std::string_view kWhat = "all, last, none or every:K with K >= 1";
     return {
         {"write", "which steps of y are kept in the output file", "all|last|none|every:K", false},
         TomlForm::quoted,
         [kWhat](Config& c, std::string_view text, std::string_view label) {
-            constexpr std::string_view kEvery = "every:";
             // write_every only means something for every:K; zero it otherwise so that two
             // configs that write the same steps compare equal.
             if (text == "all" || text == "last" || text == "none") {
@@ -257,16 +267,10 @@ KeySpec write_key() {
                 c.write_every = 0;
                 return;
             }
-            if (text.starts_with(kEvery)) {
-                const std::string_view k_text = text.substr(kEvery.size());
-                std::int64_t k = 0;
-                const auto [end, ec] =
-                    std::from_chars(k_text.data(), k_text.data() + k_text.size(), k);
-                if (ec == std::errc() && end == k_text.data() + k_text.size() && k >= 1) {
-                    c.write = WriteMode::every;
-                    c.write_every = k;
-                    return;
-                }
+            if (const std::int64_t k = count_after(text, "every"); k > 0) {
+                c.write = WriteMode::every;
+                c.write_every = k;
+                return;
             }
             throw_expected(label, kWhat, text);
         },
@@ -275,6 +279,37 @@ KeySpec write_key() {
             if (c.write == WriteMode::every) text += ":" + std::to_string(c.write_every);
             return text;
         }};
+}
+
+KeySpec timing_key() {
+    constexpr std::string_view kWhat = "auto, phases, sampled:K with K >= 1 or steps";
+    return {{"timing",
+             "which steps time each phase with events: phases (every step), sampled:K (every "
+             "K-th; the others time only their period), steps (none), auto (sampled:8 when a "
+             "warm-up step takes under 0.25 ms, else phases)",
+             "auto|phases|sampled:K|steps", false},
+            TomlForm::quoted,
+            [kWhat](Config& c, std::string_view text, std::string_view label) {
+                // As write_every: zero unless sampled:K, so equal settings compare equal.
+                c.timing_every = 0;
+                if (text == "auto" || text == "phases" || text == "steps") {
+                    c.timing = text == "auto"     ? Timing::auto_select
+                               : text == "phases" ? Timing::phases
+                                                  : Timing::steps;
+                    return;
+                }
+                if (const std::int64_t k = count_after(text, "sampled"); k > 0) {
+                    c.timing = Timing::sampled;
+                    c.timing_every = k;
+                    return;
+                }
+                throw_expected(label, kWhat, text);
+            },
+            [](const Config& c) {
+                std::string text(to_string(c.timing));
+                if (c.timing == Timing::sampled) text += ":" + std::to_string(c.timing_every);
+                return text;
+            }};
 }
 
 KeySpec profile_steps_key() {
@@ -336,6 +371,11 @@ const std::vector<KeySpec>& key_table() {
                  "replay each step after the first as CUDA graphs, captured once (CUDA path and "
                  "NCCL only)",
                  &Config::graphs),
+        int_key("graph_steps",
+                "graphs = true: consecutive steps captured in one graph (1, or a multiple of "
+                "depth)",
+                &Config::graph_steps, 1),
+        timing_key(),
         size_key("c_elements", "values of the independent compute C (0 disables it)",
                  &Config::c_elements),
         int_key("c_iterations", "iterations of the compute C per step", &Config::c_iterations, 0),
@@ -483,6 +523,20 @@ std::string_view to_string(Staging v) {
             return "auto";
         case Staging::on:
             return "on";
+    }
+    return "?";
+}
+
+std::string_view to_string(Timing v) {
+    switch (v) {
+        case Timing::auto_select:
+            return "auto";
+        case Timing::phases:
+            return "phases";
+        case Timing::sampled:
+            return "sampled";
+        case Timing::steps:
+            return "steps";
     }
     return "?";
 }
@@ -670,6 +724,21 @@ void validate_config(const Config& c) {
     }
     if (c.write == WriteMode::every && c.write_every < 1) {
         fail("write (every:" + std::to_string(c.write_every) + ") needs K of every:K >= 1");
+    }
+    if (c.timing == Timing::sampled && c.timing_every < 1) {
+        fail("timing (sampled:" + std::to_string(c.timing_every) + ") needs K of sampled:K >= 1");
+    }
+    if (c.graph_steps < 1) {
+        fail("graph_steps (" + std::to_string(c.graph_steps) + ") must be at least 1");
+    }
+    if (c.graph_steps > 1 && !c.graphs) {
+        fail("graph_steps (" + std::to_string(c.graph_steps) +
+             ") needs graphs = true: it says how many steps one graph holds");
+    }
+    if (c.graph_steps > 1 && c.graph_steps % c.depth != 0) {
+        // Every graph then uses the slots in the same order, so one capture serves each launch.
+        fail("graph_steps (" + std::to_string(c.graph_steps) +
+             ") must be 1 or a multiple of depth (" + std::to_string(c.depth) + ")");
     }
     if (c.flush_every < 0) {
         fail("flush_every (" + std::to_string(c.flush_every) + ") must not be negative");

@@ -16,6 +16,9 @@ enum class OverlapMode { on, off, compare };
 enum class Pairing { adjacent, split };
 enum class Staging { auto_select, on };
 enum class WriteMode { all, last, none, every };
+// Which steps record the events that time each phase: every step, every K-th (sampled:K), none
+// (steps: one event per step times its period), or auto (decided from the warm-up steps).
+enum class Timing { auto_select, phases, sampled, steps };
 
 // One run's settings. Field names are the deck keys; each is also the flag --key-name.
 struct Config {
@@ -29,6 +32,9 @@ struct Config {
     OverlapMode overlap = OverlapMode::compare;
     bool blocking = false;
     bool graphs = false;  // replay each steady-state step as CUDA graphs (CUDA path, NCCL only)
+    std::int64_t graph_steps = 1;  // graphs = true: consecutive steps per graph (1 or k * depth)
+    Timing timing = Timing::auto_select;
+    std::int64_t timing_every = 0;  // K of timing = "sampled:K"
     std::uint64_t c_elements = 1ull << 20;
     std::int64_t c_iterations = 64;
     double alpha = 2.0;
@@ -112,6 +118,7 @@ std::string_view to_string(OverlapMode v);
 std::string_view to_string(Pairing v);
 std::string_view to_string(Staging v);
 std::string_view to_string(WriteMode v);  // "every" without its K; see config_value_text
+std::string_view to_string(Timing v);     // "sampled" without its K
 std::size_t dtype_size(DType v);
 
 }  // namespace gpurelay

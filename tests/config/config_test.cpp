@@ -80,6 +80,8 @@ Config everything_changed() {
         {"overlap", "off"},
         {"blocking", "true"},
         {"graphs", "true"},
+        {"graph_steps", "10"},  // a multiple of depth
+        {"timing", "sampled:3"},
         {"c_elements", "0"},
         {"c_iterations", "7"},
         {"alpha", "0.1"},
@@ -118,6 +120,8 @@ TEST(Config, Defaults) {
     EXPECT_EQ(c.overlap, OverlapMode::compare);
     EXPECT_FALSE(c.blocking);
     EXPECT_FALSE(c.graphs);
+    EXPECT_EQ(c.graph_steps, 1);
+    EXPECT_EQ(c.timing, Timing::auto_select);
     EXPECT_EQ(c.c_elements, 1u << 20);
     EXPECT_EQ(c.c_iterations, 64);
     EXPECT_EQ(c.alpha, 2.0);
@@ -142,17 +146,37 @@ TEST(Config, Defaults) {
 }
 
 TEST(Config, KeyTable) {
-    const std::vector<std::string> expected = {
-        "device",      "transport",    "elements",
-        "dtype",       "steps",        "warmup",
-        "depth",       "overlap",      "blocking",
-        "graphs",      "c_elements",   "c_iterations",
-        "alpha",       "seed",         "pairing",
-        "chunk",       "staging",      "output",
-        "overwrite",   "resume",       "write",
-        "flush_every", "summary_json", "results_csv",
-        "timeout_s",   "quiet",        "debug_skip_reuse_wait",
-        "tag",         "profile_steps"};
+    const std::vector<std::string> expected = {"device",
+                                               "transport",
+                                               "elements",
+                                               "dtype",
+                                               "steps",
+                                               "warmup",
+                                               "depth",
+                                               "overlap",
+                                               "blocking",
+                                               "graphs",
+                                               "graph_steps",
+                                               "timing",
+                                               "c_elements",
+                                               "c_iterations",
+                                               "alpha",
+                                               "seed",
+                                               "pairing",
+                                               "chunk",
+                                               "staging",
+                                               "output",
+                                               "overwrite",
+                                               "resume",
+                                               "write",
+                                               "flush_every",
+                                               "summary_json",
+                                               "results_csv",
+                                               "timeout_s",
+                                               "quiet",
+                                               "debug_skip_reuse_wait",
+                                               "tag",
+                                               "profile_steps"};
     std::vector<std::string> names;
     for (const ConfigKey& key : config_keys()) {
         names.emplace_back(key.name);
@@ -247,6 +271,20 @@ TEST(SetValue, ChoicesBooleansAndWrite) {
     for (const char* bad : {"every:0", "every:", "every:-2", "every:2x", "every", "some"}) {
         EXPECT_TRUE(contains(usage_message([&] { set_config_value(c, "write", bad); }),
                              "write: expected all, last, none or every:K"))
+            << bad;
+    }
+
+    set_config_value(c, "timing", "sampled:16");
+    EXPECT_EQ(c.timing, Timing::sampled);
+    EXPECT_EQ(c.timing_every, 16);
+    EXPECT_EQ(config_value_text(c, "timing"), "sampled:16");
+    set_config_value(c, "timing", "steps");
+    EXPECT_EQ(c.timing, Timing::steps);
+    EXPECT_EQ(c.timing_every, 0);
+    EXPECT_EQ(config_value_text(c, "timing"), "steps");
+    for (const char* bad : {"sampled:0", "sampled", "sampled:", "sampled:x", "every:2", "all"}) {
+        EXPECT_TRUE(contains(usage_message([&] { set_config_value(c, "timing", bad); }),
+                             "timing: expected auto, phases, sampled:K with K >= 1 or steps"))
             << bad;
     }
     EXPECT_EQ(usage_message([&] { set_config_value(c, "dept", "3"); }),
@@ -412,6 +450,14 @@ TEST(Validate, Failures) {
                          }),
                          "write"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.flush_every = -1; }), "flush_every"));
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.graph_steps = 4; }),
+                         "graph_steps (4) needs graphs = true"));
+    EXPECT_TRUE(contains(invalid([](Config& c) {
+                             c.graphs = true;
+                             c.depth = 3;
+                             c.graph_steps = 4;
+                         }),
+                         "graph_steps (4) must be 1 or a multiple of depth (3)"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.timeout_s = 0; }), "timeout_s"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.output.clear(); }), "output"));
     EXPECT_TRUE(contains(invalid([](Config& c) {
