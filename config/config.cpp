@@ -285,8 +285,8 @@ KeySpec timing_key() {
     constexpr std::string_view kWhat = "auto, phases, sampled:K with K >= 1 or steps";
     return {{"timing",
              "which steps time each phase with events: phases (every step), sampled:K (every "
-             "K-th; the others time only their period), steps (none), auto (sampled:8 when a "
-             "warm-up step takes under 0.25 ms, else phases)",
+             "K-th timed step from the first; the others time only their period), steps (none), "
+             "auto (sampled:8 when a warm-up step takes under 0.25 ms, else phases)",
              "auto|phases|sampled:K|steps", false},
             TomlForm::quoted,
             [kWhat](Config& c, std::string_view text, std::string_view label) {

@@ -19,6 +19,11 @@ enum class WriteMode { all, last, none, every };
 // Which steps record the events that time each phase: every step, every K-th (sampled:K), none
 // (steps: one event per step times its period), or auto (decided from the warm-up steps).
 enum class Timing { auto_select, phases, sampled, steps };
+// What auto does: sampled:kTimingAutoEvery in a pass whose warm-up steps took less than
+// kTimingAutoBelowMs each (a phase-timed step costs the host ~9 more event records, which so short
+// a step cannot hide), phases otherwise.
+inline constexpr double kTimingAutoBelowMs = 0.25;
+inline constexpr std::int64_t kTimingAutoEvery = 8;
 
 // One run's settings. Field names are the deck keys; each is also the flag --key-name.
 struct Config {

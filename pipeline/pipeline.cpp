@@ -24,9 +24,15 @@ constexpr std::uint64_t kSpotSamples = 4096;
 // The events that time one step. The host reads step s's times R-1 steps later, from a ring of
 // R sets, so it never waits on work it has just queued and host memory does not grow with steps.
 struct StepMarks {
-    std::unique_ptr<Event> a_start, a_end, send_end;              // producer stream
-    std::unique_ptr<Event> recv_start, recv_end;                  // comm stream
-    std::unique_ptr<Event> c_start, c_end, b_start, b_end, done;  // compute stream
+    // Recorded only by the steps that time their phases (see Impl::phase_timed).
+    std::unique_ptr<Event> a_start, a_end, send_end;        // producer stream
+    std::unique_ptr<Event> recv_start, recv_end;            // comm stream
+    std::unique_ptr<Event> c_start, c_end, b_start, b_end;  // compute stream
+    // Recorded by every step, last on the rank's last stream (the compute stream on a consumer,
+    // the producer stream otherwise): the host retires the step on it, and the step's period is
+    // the time from the previous step's.
+    std::unique_ptr<Event> end;
+    bool phases = false;  // whether the step in this slot recorded the phase events
 };
 
 // The NVTX ranges of a step, one colour each so a timeline reads at a glance.
@@ -115,8 +121,12 @@ struct Pipeline::Impl {
                 y_free.push_back(device.make_event(EventUse::ordering));
             }
             c_buffer = device.allocate(cfg.c_elements * sizeof(std::uint32_t));
-            counters = device.allocate(depth * 2 * sizeof(Counter));
+            // B and C's check add their mismatches here, in the step's ring slot: host memory
+            // the kernels write directly (pinned, so mapped on a GPU), read and zeroed by the
+            // host when it retires the step, so a step needs no memset and no copy.
             counters_host = device.allocate_host(ring * 2 * sizeof(Counter));
+            std::memset(counters_host.data(), 0, counters_host.bytes());
+            y_pending.assign(depth, false);
         }
         for (std::size_t r = 0; r < ring; ++r) {
             StepMarks m;
@@ -133,8 +143,8 @@ struct Pipeline::Impl {
                 m.c_end = timing();
                 m.b_start = timing();
                 m.b_end = timing();
-                m.done = device.make_event(EventUse::ordering);
             }
+            m.end = timing();
             marks.push_back(std::move(m));
         }
         poison_slots();
@@ -207,10 +217,30 @@ struct Pipeline::Impl {
     template <typename T>
     void queue_step(std::int64_t s, bool overlap, ResultWriter* writer, std::uint64_t& next_row) {
         const StepArg step(static_cast<std::uint64_t>(s));
+        marks[static_cast<std::size_t>(s) % ring].phases = phase_timed(s);
         queue_exchange<T>(s, overlap, step);
-        if (consumer) queue_compute<T>(s, step);
+        if (consumer) queue_compute<T>(s, overlap, step);
         queue_write(s, writer, next_row);
     }
+
+    // Whether step s records the phase events, by the timing the pass uses: every step, none,
+    // or every K-th timed step (not the warm-up steps); auto times every phase until it has
+    // decided, at the first timed step.
+    bool phase_timed(std::int64_t s) const {
+        switch (pass_timing) {
+            case Timing::steps:
+                return false;
+            case Timing::sampled:
+                // From the first timed step on, so that even a short pass has a sample.
+                return s >= pass_timed_from && (s - pass_timed_from) % pass_timing_every == 0;
+            default:
+                return true;
+        }
+    }
+
+    // Whether the receive and B of a slot are ordered by events rather than by one stream's
+    // order: with overlap they run on two streams; with graphs, in two graphs.
+    bool cross_stream(bool overlap) const { return overlap || config.graphs; }
 
     // The consumer's stream for receiving: its own with overlap, else the compute stream, so
     // that C and B wait for the receive in stream order.
@@ -224,70 +254,78 @@ struct Pipeline::Impl {
         Stream* comm = consumer ? &receive_stream(overlap) : nullptr;
 
         if (producer) {
-            m.a_start->record(*producer_stream);
+            if (m.phases) m.a_start->record(*producer_stream);
             begin_range(RangePhase::a, s, *producer_stream);
             launch_a(send_slots[k].as<T>(), step, config.seed, *producer_stream);
             end_range(*producer_stream);
-            m.a_end->record(*producer_stream);
+            if (m.phases) m.a_end->record(*producer_stream);
         }
         if (consumer) {
-            // Slot k's x may be overwritten only once B of step s-depth, its last reader, is done.
-            if (!config.debug_skip_reuse_wait) comm->wait(*x_free[k]);
-            m.recv_start->record(*comm);
+            // Slot k's x may be overwritten only once B of step s-depth, its last reader, is done
+            // (without overlap B ran before, on this same stream).
+            if (cross_stream(overlap) && !config.debug_skip_reuse_wait) comm->wait(*x_free[k]);
+            if (m.phases) m.recv_start->record(*comm);
         }
         // On a CUDA stream both ranges are host ranges around the group, so they nest.
         if (producer) begin_range(RangePhase::send, s, *producer_stream);
         if (consumer) begin_range(RangePhase::recv, s, *comm);
         std::optional<SendSide> send;
         std::optional<RecvSide> recv;
-        if (producer) send.emplace(send_slots[k].data(), bytes, placement.peer, *producer_stream, k);
+        if (producer)
+            send.emplace(send_slots[k].data(), bytes, placement.peer, *producer_stream, k);
         if (consumer) recv.emplace(recv_slots[k].data(), bytes, placement.peer, *comm, k);
         transport.exchange(send ? &*send : nullptr, recv ? &*recv : nullptr);
         if (consumer) end_range(*comm);
         if (producer) {
             end_range(*producer_stream);
-            m.send_end->record(*producer_stream);
+            if (m.phases) m.send_end->record(*producer_stream);
+            if (!consumer) m.end->record(*producer_stream);
         }
         if (!consumer) return;
-        m.recv_end->record(*comm);
-        recv_done[k]->record(*comm);
+        if (m.phases) m.recv_end->record(*comm);
+        if (cross_stream(overlap)) recv_done[k]->record(*comm);
     }
 
-    // C, B and the checks, and the counters' copy to the host (compute stream).
+    // C, B and the checks (compute stream); B and the check count into the step's ring slot.
     template <typename T>
-    void queue_compute(std::int64_t s, StepArg step) {
+    void queue_compute(std::int64_t s, bool overlap, StepArg step) {
         const std::size_t k = static_cast<std::size_t>(s) % depth;
-        StepMarks& m = marks[static_cast<std::size_t>(s) % ring];
+        const std::size_t r = static_cast<std::size_t>(s) % ring;
+        StepMarks& m = marks[r];
         Stream& compute = *compute_stream;
         const auto c_iterations = static_cast<std::uint32_t>(config.c_iterations);
-        auto* slot_counters = counters.as<Counter>().data() + 2 * k;
-        device.fill_async(slot_counters, 0, 2 * sizeof(Counter), compute);
-        m.c_start->record(compute);
-        begin_range(RangePhase::c, s, compute);
-        launch_c(c_buffer.as<std::uint32_t>(), step, config.seed, c_iterations, compute);
-        end_range(compute);
-        m.c_end->record(compute);
-        // The GPU, not the host, waits for the tensor to arrive; and for slot k's previous y to
-        // be copied out before B overwrites it.
+        Counter* slot_counters = counters_host.as<Counter>().data() + 2 * r;
+        // c_elements = 0 disables C: its launches and its check would do nothing.
+        const bool has_c = config.c_elements > 0;
+        if (m.phases) m.c_start->record(compute);
+        if (has_c) {
+            begin_range(RangePhase::c, s, compute);
+            launch_c(c_buffer.as<std::uint32_t>(), step, config.seed, c_iterations, compute);
+            end_range(compute);
+        }
+        if (m.phases) m.c_end->record(compute);
+        // The GPU, not the host, waits for the tensor to arrive (received on the comm stream
+        // with overlap); and for slot k's previous y to be copied out before B overwrites it,
+        // when it was being written.
         begin_range(RangePhase::wait, s, compute);
-        compute.wait(*recv_done[k]);
-        compute.wait(*y_free[k]);
+        if (cross_stream(overlap)) compute.wait(*recv_done[k]);
+        if (y_pending[k]) compute.wait(*y_free[k]);
+        y_pending[k] = false;
         end_range(compute);
-        m.b_start->record(compute);
+        if (m.phases) m.b_start->record(compute);
         begin_range(RangePhase::b, s, compute);
         launch_b(Span<const T>(recv_slots[k].as<T>()), y_slots[k].as<T>(),
                  static_cast<T>(config.alpha), step, config.seed, slot_counters, compute);
         end_range(compute);
-        m.b_end->record(compute);
-        x_free[k]->record(compute);
-        begin_range(RangePhase::verify, s, compute);
-        launch_verify_c(Span<const std::uint32_t>(c_buffer.as<std::uint32_t>()), step, config.seed,
-                        c_iterations, slot_counters + 1, compute);
-        end_range(compute);
-        auto* host_counters =
-            counters_host.as<Counter>().data() + 2 * (static_cast<std::size_t>(s) % ring);
-        device.copy_async(host_counters, slot_counters, 2 * sizeof(Counter), compute);
-        m.done->record(compute);
+        if (m.phases) m.b_end->record(compute);
+        if (cross_stream(overlap)) x_free[k]->record(compute);
+        if (has_c) {
+            begin_range(RangePhase::verify, s, compute);
+            launch_verify_c(Span<const std::uint32_t>(c_buffer.as<std::uint32_t>()), step,
+                            config.seed, c_iterations, slot_counters + 1, compute);
+            end_range(compute);
+        }
+        m.end->record(compute);
     }
 
     // y of step s to the writer (io stream), when the run keeps that step. Always queued on the
@@ -296,12 +334,13 @@ struct Pipeline::Impl {
         if (!consumer || writer == nullptr || !config.writes_step(s)) return;
         const std::size_t k = static_cast<std::size_t>(s) % depth;
         const ResultWriter::Slot slot = writer->acquire();
-        io_stream->wait(*x_free[k]);  // B of this step has written y
+        io_stream->wait(*marks[static_cast<std::size_t>(s) % ring].end);  // B has written y
         begin_range(RangePhase::write, s, *io_stream);
         device.copy_async(slot.host, y_slots[k].data(), bytes, *io_stream);
         end_range(*io_stream);
         slot.ready->record(*io_stream);
         y_free[k]->record(*io_stream);
+        y_pending[k] = true;
         writer->submit(slot, next_row++, s);
     }
 
@@ -341,6 +380,7 @@ struct Pipeline::Impl {
         for (std::int64_t s = from; s < std::min(to, from + static_cast<std::int64_t>(ring)); ++s) {
             const std::size_t r = static_cast<std::size_t>(s) % ring;
             StepGraphs& g = step_graphs[r];
+            marks[r].phases = true;  // the graphs time every phase
             {
                 auto capture =
                     device.begin_capture(exchange_stream(overlap),
@@ -358,7 +398,7 @@ struct Pipeline::Impl {
                 auto capture = device.begin_capture(*compute_stream, nullptr);
                 device.copy_async(step_word_device(r, 1), step_word_host(r, 1),
                                   sizeof(std::uint64_t), *compute_stream);
-                queue_compute<T>(s, StepArg(step_word_device(r, 1)));
+                queue_compute<T>(s, overlap, StepArg(step_word_device(r, 1)));
                 g.compute = capture->finish();
             }
             result.graphs_captured += consumer ? 2 : 1;
@@ -373,6 +413,7 @@ struct Pipeline::Impl {
                        PassResult& result) {
         const std::size_t r = static_cast<std::size_t>(s) % ring;
         StepGraphs& g = step_graphs[r];
+        marks[r].phases = true;
         // Safe to overwrite: slot r's last user, step s - ring, was retired (its graphs finished)
         // before the host queued step s - 1.
         if (producer) *step_word_host(r, 0) = static_cast<std::uint64_t>(s);
@@ -386,6 +427,7 @@ struct Pipeline::Impl {
     }
 
     // Reads step s's times and counts (the host blocks here only if the GPU is R-1 steps behind).
+    // Steps that time no phase keep NaN there; every step has its period (but a pass's first).
     void retire(std::int64_t s, PassResult& result) {
         const bool has_previous = s > result.first_step;
         const std::size_t r = static_cast<std::size_t>(s) % ring;
@@ -393,24 +435,42 @@ struct Pipeline::Impl {
             static_cast<std::size_t>(s + static_cast<std::int64_t>(ring) - 1) % ring;
         StepMarks& m = marks[r];
         StepTimes t;
-        if (producer) {
-            m.send_end->synchronize();
+        m.end->synchronize();
+        if (has_previous) t.period = m.end->elapsed_ms_since(*marks[prev].end);
+        if (m.phases && producer) {
             t.a = m.a_end->elapsed_ms_since(*m.a_start);
             t.send = m.send_end->elapsed_ms_since(*m.a_end);
-            if (has_previous) t.period = m.send_end->elapsed_ms_since(*marks[prev].send_end);
         }
-        if (consumer) {
-            m.done->synchronize();
+        if (m.phases && consumer) {
             t.recv = m.recv_end->elapsed_ms_since(*m.recv_start);
             t.c = m.c_end->elapsed_ms_since(*m.c_start);
             t.wait = m.b_start->elapsed_ms_since(*m.c_end);
             t.b = m.b_end->elapsed_ms_since(*m.b_start);
-            t.period = has_previous ? m.b_end->elapsed_ms_since(*marks[prev].b_end) : kNaN;
-            const Counter* host_counters = counters_host.as<Counter>().data() + 2 * r;
+        }
+        if (m.phases && s >= result.timed_from) ++result.phase_timed_steps;
+        if (consumer) {
+            // The step's kernels are done (its end event is reached): its counts are final, and
+            // the slot's next step, queued after this, starts from zero.
+            Counter* host_counters = counters_host.as<Counter>().data() + 2 * r;
             result.x_mismatches[static_cast<std::size_t>(s)] = host_counters[0];
             result.c_mismatches[static_cast<std::size_t>(s)] = host_counters[1];
+            host_counters[0] = host_counters[1] = 0;
         }
         result.steps[static_cast<std::size_t>(s)] = t;
+    }
+
+    // timing = auto, at the first timed step (every stream idle): sampled when the warm-up steps
+    // were short, on every rank alike (the slowest rank's steps decide). `warm_ms` is this
+    // rank's time per warm-up step, +inf when there was none to judge from.
+    void decide_timing(double warm_ms, PassResult& result) {
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &warm_ms, 1, MPI_DOUBLE, MPI_MAX, mpi_comm));
+        result.timing_judged_ms = std::isinf(warm_ms) ? kNaN : warm_ms;
+        if (warm_ms < kTimingAutoBelowMs) {
+            pass_timing = Timing::sampled;
+            pass_timing_every = kTimingAutoEvery;
+        } else {
+            pass_timing = Timing::phases;
+        }
     }
 
     template <typename T>
@@ -451,6 +511,11 @@ struct Pipeline::Impl {
         } const writer_before = {writer ? writer->waited_ms() : 0.0, writer ? writer->checked() : 0,
                                  writer ? writer->mismatches() : 0};
         double timed_start = now_ms();
+        pass_timing = config.timing == Timing::auto_select ? Timing::phases : config.timing;
+        pass_timing_every = config.timing_every;
+        pass_timed_from = result.timed_from;
+        // When the warm-up steps (those after the cold one) started, for timing = auto.
+        double warm_start = now_ms();
         // The previous pass's graphs have finished (it ended with every stream idle) and capture
         // the other overlap mode's streams.
         step_graphs.clear();
@@ -464,9 +529,17 @@ struct Pipeline::Impl {
             if (s - lag >= first_step) retire(s - lag, result);
             if (timed) result.host_retire_ms += now_ms() - retire_start;
             if (s == result.timed_from) {
-                // The timed region starts with every rank idle and in step.
+                // The timed region starts with every rank idle and in step (decide_timing's
+                // reduction is the barrier then).
                 synchronize_all();
-                MPI_CHECK(MPI_Barrier(mpi_comm));
+                if (config.timing == Timing::auto_select) {
+                    const std::int64_t warm_steps = s - first_step - 1;
+                    decide_timing(warm_steps > 0 ? (now_ms() - warm_start) / warm_steps
+                                                 : std::numeric_limits<double>::infinity(),
+                                  result);
+                } else {
+                    MPI_CHECK(MPI_Barrier(mpi_comm));
+                }
                 timed_start = now_ms();
             }
             if (s == config.profile_first) profiler_start(device.backend());
@@ -493,6 +566,7 @@ struct Pipeline::Impl {
                 result.cold_step_ms = now_ms() - queued_at;
                 // Captured now, with the connections made and before the timed steps start.
                 if (config.graphs) capture_graphs<T>(overlap, s + 1, config.steps, result);
+                warm_start = now_ms();
             }
             const double callback_start = now_ms();
             const bool stop = on_step && on_step(s);
@@ -515,6 +589,8 @@ struct Pipeline::Impl {
             result.spot_mismatches += writer->mismatches() - writer_before.mismatches;
         }
         if (consumer) spot_check_last<T>(result);
+        result.timing = pass_timing;
+        result.timing_every = pass_timing == Timing::sampled ? pass_timing_every : 0;
         return result;
     }
 
@@ -529,7 +605,14 @@ struct Pipeline::Impl {
     std::size_t depth;
     std::size_t ring;
     std::vector<Buffer> send_slots, recv_slots, y_slots;
-    Buffer c_buffer, counters, counters_host;
+    Buffer c_buffer, counters_host;
+    // Per tensor slot: whether the io stream is copying y out, so B of the slot's next step
+    // must wait for that (y_free) first.
+    std::vector<bool> y_pending;
+    // The timing this pass uses (auto: phases until decide_timing), and K when sampled.
+    Timing pass_timing = Timing::phases;
+    std::int64_t pass_timing_every = 0;
+    std::int64_t pass_timed_from = 0;
     // After the buffers: destroyed first, so no stream's queued work outlives what it uses.
     std::unique_ptr<Stream> producer_stream, comm_stream, compute_stream, io_stream;
     std::vector<std::unique_ptr<Event>> recv_done, x_free, y_free;
@@ -558,8 +641,7 @@ std::uint64_t Pipeline::device_bytes() const {
     for (const auto* slots : {&impl_->send_slots, &impl_->recv_slots, &impl_->y_slots}) {
         for (const auto& b : *slots) total += b.bytes();
     }
-    return total + impl_->c_buffer.bytes() + impl_->counters.bytes() +
-           impl_->step_words_device.bytes();
+    return total + impl_->c_buffer.bytes() + impl_->step_words_device.bytes();
 }
 
 std::uint64_t Pipeline::host_bytes() const {

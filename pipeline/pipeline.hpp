@@ -7,14 +7,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "config/config.hpp"
-#include "io/result_writer.hpp"
 #include "comm/pairing.hpp"
 #include "comm/transport.hpp"
+#include "config/config.hpp"
+#include "io/result_writer.hpp"
 #include "kernels/kernels.hpp"
 #include "pipeline/phase.hpp"
 #include "runtime/device.hpp"
@@ -39,6 +40,13 @@ struct PassResult {
     int graphs_captured = 0;       // graphs = true: CUDA graphs captured after the cold step
     double capture_ms = 0;         // ... and the host time capturing and instantiating them took
     std::int64_t graph_steps = 0;  // steps run as graph launches
+    // The timing the pass used (auto resolved to phases or sampled), K when sampled, what auto
+    // judged from (the slowest rank's time per warm-up step; NaN otherwise), and how many timed
+    // steps carry phase times (the others have only their period).
+    Timing timing = Timing::phases;
+    std::int64_t timing_every = 0;
+    double timing_judged_ms = std::numeric_limits<double>::quiet_NaN();
+    std::int64_t phase_timed_steps = 0;
     // Where the host thread spent the timed steps, summed (ms): queueing each step's work,
     // reading back the step R-1 behind (which waits if the GPU is that far behind), and the
     // per-step callback (the ranks' stop vote). A small step whose period is close to their

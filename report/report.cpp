@@ -76,6 +76,15 @@ std::string human_bytes(double bytes) {
 
 const char* pass_name(bool overlap) { return overlap ? "overlap=on" : "overlap=off"; }
 
+// Why auto chose the pass's timing: " (auto: warm-up steps took 0.046 ms each, under 0.25 ms)".
+std::string timing_reason(const PassSummary& p) {
+    if (!p.timing_auto) return "";
+    if (std::isnan(p.timing_judged_ms)) return " (auto: no warm-up step to judge from)";
+    return " (auto: warm-up steps took " + fmt("%.3f", p.timing_judged_ms) + " ms each, " +
+           (p.timing == "phases" ? "not under " : "under ") + fmt("%g", kTimingAutoBelowMs) +
+           " ms)";
+}
+
 std::string one_line_config(const Config& config) {
     std::string line;
     for (const auto& key : config_keys()) {
@@ -163,6 +172,12 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     summary.capture_ms = worst.capture_ms;
     summary.graphs_captured = static_cast<int>(worst.graphs_captured);
     summary.graph_steps = result.graph_steps;  // every rank replays the same steps
+    summary.timing = std::string(to_string(result.timing));
+    if (result.timing == Timing::sampled)
+        summary.timing += ":" + std::to_string(result.timing_every);
+    summary.timing_auto = config.timing == Timing::auto_select;
+    summary.timing_judged_ms = result.timing_judged_ms;
+    summary.phase_timed_steps = result.phase_timed_steps;  // every rank times the same steps
     const double per_step_us = timed > 0 ? 1000.0 / static_cast<double>(timed) : kNaN;
     summary.host_queue_us = worst.host_queue_ms * per_step_us;
     summary.host_retire_us = worst.host_retire_ms * per_step_us;
@@ -297,6 +312,10 @@ void print_report(std::FILE* out, const RunSummary& s) {
             "(waits for the GPU), stop vote %s µs (waits for the other ranks)\n",
             fmt("%.1f", p.host_queue_us).c_str(), fmt("%.1f", p.host_retire_us).c_str(),
             fmt("%.1f", p.host_callback_us).c_str());
+        std::fprintf(out, "  timing %s%s; %lld of %lld timed steps carry phase times\n",
+                     p.timing.c_str(), timing_reason(p).c_str(),
+                     static_cast<long long>(p.phase_timed_steps),
+                     static_cast<long long>(p.timed_steps));
         std::fprintf(out, "  step bound %s ms = %s of the medians; time per step %sx that\n",
                      fmt("%.4f", p.step_bound_ms).c_str(),
                      step_bound_formula(c.depth, p.overlap).c_str(),
@@ -376,6 +395,10 @@ nlohmann::json pass_json(const PassSummary& p) {
     j["step_bound_ms"] = p.step_bound_ms;
     j["host_us_per_step"] = {
         {"queue", p.host_queue_us}, {"retire", p.host_retire_us}, {"callback", p.host_callback_us}};
+    j["timing"] = {{"used", p.timing},
+                   {"auto", p.timing_auto},
+                   {"judged_from_ms", p.timing_judged_ms},
+                   {"phase_timed_steps", p.phase_timed_steps}};
     j["graphs"] = {{"captured", p.graphs_captured},
                    {"capture_ms", p.capture_ms},
                    {"steps_replayed", p.graph_steps}};

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "comm/pairing.hpp"
 #include "config/config.hpp"
 #include "pipeline/phase.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/step_bound.hpp"
-#include "comm/pairing.hpp"
 
 namespace gpurelay {
 
@@ -49,6 +49,13 @@ struct PassSummary {
     double host_queue_us = 0, host_retire_us = 0, host_callback_us = 0;
     double capture_ms = 0;
     std::int64_t graph_steps = 0;
+    // The timing the pass used ("sampled:8"), whether auto chose it and from what (the slowest
+    // rank's time per warm-up step, NaN when it had none), and the timed steps that carry phase
+    // times (alike on every rank).
+    std::string timing;
+    bool timing_auto = false;
+    double timing_judged_ms = 0;
+    std::int64_t phase_timed_steps = 0;
     std::vector<PairFigures> pairs;
     bool verified() const { return x_mismatches == 0 && c_mismatches == 0 && spot_mismatches == 0; }
 };

@@ -26,7 +26,61 @@ def fail(message):
     sys.exit(1)
 
 
-def check_file(path, expect_rows_for, np_ranks):
+def phase_timed_steps(used, steps, warmup, auto):
+    """Which steps record phase events under the timing a pass used: every step for phases, every
+    K-th timed step from the first for sampled:K, none for steps; auto times every warm-up step
+    (it decides at the first timed one)."""
+    if used == "phases":
+        timed = [True] * steps
+    elif used == "steps":
+        timed = [False] * steps
+    else:
+        k = int(used.split(":")[1])
+        timed = [s >= warmup and (s - warmup) % k == 0 for s in range(steps)]
+    if auto:
+        timed = [True if s < warmup else t for s, t in enumerate(timed)]
+    return timed
+
+
+def check_timings(f, summary, np_ranks, expect_timing):
+    """The HDF5 timings hold phase times exactly on the steps the pass's timing says (NaN on the
+    others), a period on every step but the first, and the JSON counts them right."""
+    steps = int(f.attrs["steps"])
+    warmup = int(summary["config"]["warmup"])
+    for p in summary["passes"]:
+        name = "overlap_on" if p["overlap"] else "overlap_off"
+        timing = p["timing"]
+        used, auto = timing["used"], timing["auto"]
+        if expect_timing == "phases-by-auto":
+            if not auto or used != "phases" or not timing["judged_from_ms"] >= 0.25:
+                fail(f"{name}: timing {timing}, expected auto to choose phases")
+        elif expect_timing == "auto":
+            judged = timing["judged_from_ms"]
+            if not auto or used not in ("phases", "sampled:8"):
+                fail(f"{name}: timing {timing}, expected auto's phases or sampled:8")
+            if judged is not None and (used == "sampled:8") != (judged < 0.25):
+                fail(f"{name}: auto chose {used} from warm-up steps of {judged} ms")
+        elif used != expect_timing or auto:
+            fail(f"{name}: timing {timing}, expected {expect_timing}")
+        expected = phase_timed_steps(used, steps, warmup, auto)
+        g = f["timings"][name]
+        # Every step has an A (producers) and a B (consumers) time exactly when it was phase-timed.
+        for phase in ("a", "b"):
+            has = ~np.isnan(g[phase][...]).all(axis=0)
+            wrong = [s for s in range(steps) if has[s] != expected[s]]
+            if wrong:
+                fail(f"timings/{name}/{phase}: phase times on the wrong steps {wrong[:10]}")
+        period = g["step"][...]
+        if np.isnan(period[:, 1:]).any() or not np.isnan(period[:, 0]).all():
+            fail(f"timings/{name}/step: a period missing, or one for step 0")
+        count = sum(expected[warmup:])
+        if timing["phase_timed_steps"] != count:
+            fail(f"{name}: phase_timed_steps {timing['phase_timed_steps']}, expected {count}")
+        if used == "steps" and p["step_bound_ms"] is not None:
+            fail(f"{name}: a step bound {p['step_bound_ms']} without phase times")
+
+
+def check_file(path, expect_rows_for, np_ranks, summary, expect_timing):
     with h5py.File(path, "r") as f:
         attrs = f.attrs
         if int(attrs["complete"]) != 1:
@@ -67,11 +121,7 @@ def check_file(path, expect_rows_for, np_ranks):
                 t = f["timings"][name][phase][...]
                 if t.shape != (np_ranks, steps):
                     fail(f"timings/{name}/{phase} shape {t.shape}")
-            # Every rank filed its row: producers have A, consumers have B, each step.
-            a = f["timings"][name]["a"][...]
-            b = f["timings"][name]["b"][...]
-            if np.isnan(np.nanmax(a, axis=0)).any() or np.isnan(np.nanmax(b, axis=0)).any():
-                fail(f"timings/{name}: a step without an A or a B time")
+        check_timings(f, summary, np_ranks, expect_timing)
         for key in ("gpurelay_version", "mpi_version", "hdf5_version", "config_toml", "rank_hosts"):
             if key not in attrs:
                 fail(f"attribute {key} missing")
@@ -110,10 +160,12 @@ def check_summary(path):
         host = p["host_us_per_step"]
         if sorted(host) != ["callback", "queue", "retire"] or min(host.values()) < 0:
             fail(f"host_us_per_step {host} is not three non-negative times")
+        if p["timing"]["used"] == "steps":
+            continue  # no phase medians, no bound (check_timings checks it is null)
         expected = step_bound(*medians(p), depth, p["overlap"])
         if not math.isclose(p["step_bound_ms"], expected, rel_tol=1e-9):
             fail(f"pass overlap={p['overlap']}: step_bound_ms {p['step_bound_ms']} != {expected}")
-    if len(summary["passes"]) == 2:
+    if len(summary["passes"]) == 2 and summary["passes"][0]["timing"]["used"] != "steps":
         expected = step_bound(*medians(summary["passes"][0]), depth, True)
         if not math.isclose(summary["overlap_ideal_ms"], expected, rel_tol=1e-9):
             fail(f"overlap_ideal_ms {summary['overlap_ideal_ms']} != {expected}")
@@ -134,6 +186,10 @@ def main():
                         help="create @TMP@/NAME holding TEXT first (it must survive untouched)")
     parser.add_argument("--check-summary", action="store_true",
                         help="also write the JSON summary and check its step bounds")
+    parser.add_argument("--expect-timing", default="auto",
+                        help="the timing each pass must have used (phases, sampled:K, steps, "
+                             "auto: one of what auto picks, consistent with what it judged; "
+                             "phases-by-auto: auto, and it chose phases)")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     opts = parser.parse_args()
     args = [a for a in opts.args if a != "--"]
@@ -146,8 +202,8 @@ def main():
         else:
             output = args[args.index("--output") + 1]
         summary = os.path.join(tmp, "summary.json")
-        if opts.check_summary:
-            args += ["--summary-json", summary]
+        # Always: the timing each pass used is checked against the file's NaN pattern.
+        args += ["--summary-json", summary]
         prepared = {}
         for spec in opts.write_file:
             name, _, text = spec.partition("=")
@@ -194,7 +250,7 @@ def main():
         if opts.expect_stdout and opts.expect_stdout not in run.stdout:
             fail(f"stdout does not contain {opts.expect_stdout!r}")
         if opts.expect_exit == 0 and "--print-config" not in args:
-            check_file(output, rows_for, opts.np)
+            check_file(output, rows_for, opts.np, json.load(open(summary)), opts.expect_timing)
             if opts.check_summary:
                 check_summary(summary)
             if os.path.exists(output + ".partial"):
