@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "runtime/span.hpp"
 #include "runtime/stream.hpp"
@@ -13,29 +14,22 @@ using Counter = unsigned long long;
 
 // The step a launch works on: the value itself, or a word in device memory read when the kernel
 // runs, not when it is queued (a captured graph replays one launch for many steps, and the step
-// is whatever was copied into that word first; on a host stream the twin reads it). Made
-// implicitly from either, so a call passes the step or its word alike.
+// is whatever was copied into that word first; on a host stream the twin reads it when the
+// stream runs it). Made implicitly from either, so a call passes the step or its word alike; the
+// kernels take it by value and read() it on the device.
 class StepArg {
   public:
     StepArg(std::uint64_t value) : value_(value) {}      // NOLINT(google-explicit-constructor)
     StepArg(const std::uint64_t* word) : word_(word) {}  // NOLINT(google-explicit-constructor)
 
-    // Calls `f` with the word (a const std::uint64_t*) if there is one, else with the value.
-    template <typename F>
-    void visit(F&& f) const {
-        if (word_ != nullptr) {
-            f(word_);
-        } else {
-            f(value_);
-        }
-    }
-    // The step now (reads the word, on the host: host twins only).
-    std::uint64_t read() const { return word_ != nullptr ? *word_ : value_; }
+    // The step now: the word's content if there is a word, else the value.
+    GPURELAY_HD std::uint64_t read() const { return word_ != nullptr ? *word_ : value_; }
 
   private:
     std::uint64_t value_ = 0;
     const std::uint64_t* word_ = nullptr;
 };
+static_assert(std::is_trivially_copyable_v<StepArg>, "passed by value to CUDA kernels");
 
 // A: x[i] = a_value(step, i, seed).
 template <typename T>

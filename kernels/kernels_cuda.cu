@@ -30,21 +30,11 @@ int grid_for(std::size_t work) {
     return static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(blocks, cap)));
 }
 
-// How a kernel learns its step: as an argument (an eager launch), or from a word in device memory
-// (a captured graph, replayed for many steps, copies the step into the word before its kernels
-// run). The element functions take the step either way.
-struct StepValue {
-    std::uint64_t value;
-    __device__ std::uint64_t get() const { return value; }
-};
-struct StepWord {
-    const std::uint64_t* word;
-    __device__ std::uint64_t get() const { return *word; }
-};
-
-template <typename T, typename Step>
-__global__ void a_kernel(Span<T> x, Step step_source, std::uint32_t seed) {
-    const std::uint64_t step = step_source.get();
+// Each kernel reads its step once, on the device (StepArg: an eager launch's value, or the word a
+// captured graph copies the step into before its kernels run).
+template <typename T>
+__global__ void a_kernel(Span<T> x, StepArg step_arg, std::uint32_t seed) {
+    const std::uint64_t step = step_arg.read();
     constexpr int W = Vec<T>::kWidth;
     const std::size_t vectors = x.size() / W;
     const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
@@ -63,10 +53,10 @@ __global__ void a_kernel(Span<T> x, Step step_source, std::uint32_t seed) {
     }
 }
 
-template <typename T, typename Step>
-__global__ void b_kernel(Span<const T> x, Span<T> y, T alpha, Step step_source, std::uint32_t seed,
+template <typename T>
+__global__ void b_kernel(Span<const T> x, Span<T> y, T alpha, StepArg step_arg, std::uint32_t seed,
                          Counter* x_mismatches) {
-    const std::uint64_t step = step_source.get();
+    const std::uint64_t step = step_arg.read();
     constexpr int W = Vec<T>::kWidth;
     const std::size_t vectors = x.size() / W;
     const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
@@ -93,20 +83,18 @@ __global__ void b_kernel(Span<const T> x, Span<T> y, T alpha, Step step_source, 
     if (bad != 0) atomicAdd(x_mismatches, bad);
 }
 
-template <typename Step>
-__global__ void c_kernel(Span<std::uint32_t> z, Step step_source, std::uint32_t seed,
+__global__ void c_kernel(Span<std::uint32_t> z, StepArg step_arg, std::uint32_t seed,
                          std::uint32_t iterations) {
-    const std::uint64_t step = step_source.get();
+    const std::uint64_t step = step_arg.read();
     const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
     for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < z.size(); i += stride) {
         z[i] = c_iterate(c_start(step, static_cast<std::uint32_t>(i), seed), iterations);
     }
 }
 
-template <typename Step>
-__global__ void verify_c_kernel(Span<const std::uint32_t> z, Step step_source, std::uint32_t seed,
+__global__ void verify_c_kernel(Span<const std::uint32_t> z, StepArg step_arg, std::uint32_t seed,
                                 AffineMap jump, Counter* z_mismatches) {
-    const std::uint64_t step = step_source.get();
+    const std::uint64_t step = step_arg.read();
     const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
     Counter bad = 0;
     for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < z.size(); i += stride) {
@@ -115,89 +103,42 @@ __global__ void verify_c_kernel(Span<const std::uint32_t> z, Step step_source, s
     if (bad != 0) atomicAdd(z_mismatches, bad);
 }
 
-template <typename T, typename Step>
-void queue_a(Span<T> x, Step step, std::uint32_t seed, cudaStream_t stream) {
-    a_kernel<T, Step>
-        <<<grid_for(x.size() / Vec<T>::kWidth + 1), kThreads, 0, stream>>>(x, step, seed);
+}  // namespace
+
+template <typename T>
+void run_a(Span<T> x, StepArg step, std::uint32_t seed, cudaStream_t stream) {
+    a_kernel<T><<<grid_for(x.size() / Vec<T>::kWidth + 1), kThreads, 0, stream>>>(x, step, seed);
     CUDA_CHECK(cudaGetLastError());
 }
 
-template <typename T, typename Step>
-void queue_b(Span<const T> x, Span<T> y, T alpha, Step step, std::uint32_t seed,
-             Counter* x_mismatches, cudaStream_t stream) {
-    b_kernel<T, Step><<<grid_for(x.size() / Vec<T>::kWidth + 1), kThreads, 0, stream>>>(
+template <typename T>
+void run_b(Span<const T> x, Span<T> y, T alpha, StepArg step, std::uint32_t seed,
+           Counter* x_mismatches, cudaStream_t stream) {
+    b_kernel<T><<<grid_for(x.size() / Vec<T>::kWidth + 1), kThreads, 0, stream>>>(
         x, y, alpha, step, seed, x_mismatches);
     CUDA_CHECK(cudaGetLastError());
 }
 
-template <typename Step>
-void queue_c(Span<std::uint32_t> z, Step step, std::uint32_t seed, std::uint32_t iterations,
-             cudaStream_t stream) {
-    if (z.size() == 0) return;
-    c_kernel<Step><<<grid_for(z.size()), kThreads, 0, stream>>>(z, step, seed, iterations);
-    CUDA_CHECK(cudaGetLastError());
-}
-
-template <typename Step>
-void queue_verify_c(Span<const std::uint32_t> z, Step step, std::uint32_t seed,
-                    std::uint32_t iterations, Counter* z_mismatches, cudaStream_t stream) {
-    if (z.size() == 0) return;
-    verify_c_kernel<Step><<<grid_for(z.size()), kThreads, 0, stream>>>(
-        z, step, seed, lcg_jump(iterations), z_mismatches);
-    CUDA_CHECK(cudaGetLastError());
-}
-
-}  // namespace
-
-template <typename T>
-void run_a(Span<T> x, std::uint64_t step, std::uint32_t seed, cudaStream_t stream) {
-    queue_a(x, StepValue{step}, seed, stream);
-}
-template <typename T>
-void run_a(Span<T> x, const std::uint64_t* step, std::uint32_t seed, cudaStream_t stream) {
-    queue_a(x, StepWord{step}, seed, stream);
-}
-
-template <typename T>
-void run_b(Span<const T> x, Span<T> y, T alpha, std::uint64_t step, std::uint32_t seed,
-           Counter* x_mismatches, cudaStream_t stream) {
-    queue_b(x, y, alpha, StepValue{step}, seed, x_mismatches, stream);
-}
-template <typename T>
-void run_b(Span<const T> x, Span<T> y, T alpha, const std::uint64_t* step, std::uint32_t seed,
-           Counter* x_mismatches, cudaStream_t stream) {
-    queue_b(x, y, alpha, StepWord{step}, seed, x_mismatches, stream);
-}
-
-void run_c(Span<std::uint32_t> z, std::uint64_t step, std::uint32_t seed, std::uint32_t iterations,
+void run_c(Span<std::uint32_t> z, StepArg step, std::uint32_t seed, std::uint32_t iterations,
            cudaStream_t stream) {
-    queue_c(z, StepValue{step}, seed, iterations, stream);
-}
-void run_c(Span<std::uint32_t> z, const std::uint64_t* step, std::uint32_t seed,
-           std::uint32_t iterations, cudaStream_t stream) {
-    queue_c(z, StepWord{step}, seed, iterations, stream);
+    if (z.size() == 0) return;
+    c_kernel<<<grid_for(z.size()), kThreads, 0, stream>>>(z, step, seed, iterations);
+    CUDA_CHECK(cudaGetLastError());
 }
 
-void run_verify_c(Span<const std::uint32_t> z, std::uint64_t step, std::uint32_t seed,
+void run_verify_c(Span<const std::uint32_t> z, StepArg step, std::uint32_t seed,
                   std::uint32_t iterations, Counter* z_mismatches, cudaStream_t stream) {
-    queue_verify_c(z, StepValue{step}, seed, iterations, z_mismatches, stream);
-}
-void run_verify_c(Span<const std::uint32_t> z, const std::uint64_t* step, std::uint32_t seed,
-                  std::uint32_t iterations, Counter* z_mismatches, cudaStream_t stream) {
-    queue_verify_c(z, StepWord{step}, seed, iterations, z_mismatches, stream);
+    if (z.size() == 0) return;
+    verify_c_kernel<<<grid_for(z.size()), kThreads, 0, stream>>>(z, step, seed,
+                                                                 lcg_jump(iterations), z_mismatches);
+    CUDA_CHECK(cudaGetLastError());
 }
 
-template void run_a<float>(Span<float>, std::uint64_t, std::uint32_t, cudaStream_t);
-template void run_a<double>(Span<double>, std::uint64_t, std::uint32_t, cudaStream_t);
-template void run_b<float>(Span<const float>, Span<float>, float, std::uint64_t, std::uint32_t,
-                           Counter*, cudaStream_t);
-template void run_b<double>(Span<const double>, Span<double>, double, std::uint64_t, std::uint32_t,
+template void run_a<float>(Span<float>, StepArg, std::uint32_t, cudaStream_t);
+template void run_a<double>(Span<double>, StepArg, std::uint32_t, cudaStream_t);
+template void run_b<float>(Span<const float>, Span<float>, float, StepArg, std::uint32_t, Counter*,
+                           cudaStream_t);
+template void run_b<double>(Span<const double>, Span<double>, double, StepArg, std::uint32_t,
                             Counter*, cudaStream_t);
-template void run_a<float>(Span<float>, const std::uint64_t*, std::uint32_t, cudaStream_t);
-template void run_a<double>(Span<double>, const std::uint64_t*, std::uint32_t, cudaStream_t);
-template void run_b<float>(Span<const float>, Span<float>, float, const std::uint64_t*,
-                           std::uint32_t, Counter*, cudaStream_t);
-template void run_b<double>(Span<const double>, Span<double>, double, const std::uint64_t*,
-                            std::uint32_t, Counter*, cudaStream_t);
 
 }  // namespace gpurelay::cuda

@@ -10,24 +10,13 @@
 namespace gpurelay::cuda {
 
 template <typename T>
-void run_a(Span<T> x, std::uint64_t step, std::uint32_t seed, cudaStream_t stream);
+void run_a(Span<T> x, StepArg step, std::uint32_t seed, cudaStream_t stream);
 template <typename T>
-void run_b(Span<const T> x, Span<T> y, T alpha, std::uint64_t step, std::uint32_t seed,
+void run_b(Span<const T> x, Span<T> y, T alpha, StepArg step, std::uint32_t seed,
            Counter* x_mismatches, cudaStream_t stream);
-void run_c(Span<std::uint32_t> z, std::uint64_t step, std::uint32_t seed, std::uint32_t iterations,
+void run_c(Span<std::uint32_t> z, StepArg step, std::uint32_t seed, std::uint32_t iterations,
            cudaStream_t stream);
-void run_verify_c(Span<const std::uint32_t> z, std::uint64_t step, std::uint32_t seed,
-                  std::uint32_t iterations, Counter* z_mismatches, cudaStream_t stream);
-
-// The same launches with the step read on the device from `*step` (kernels.hpp says why).
-template <typename T>
-void run_a(Span<T> x, const std::uint64_t* step, std::uint32_t seed, cudaStream_t stream);
-template <typename T>
-void run_b(Span<const T> x, Span<T> y, T alpha, const std::uint64_t* step, std::uint32_t seed,
-           Counter* x_mismatches, cudaStream_t stream);
-void run_c(Span<std::uint32_t> z, const std::uint64_t* step, std::uint32_t seed,
-           std::uint32_t iterations, cudaStream_t stream);
-void run_verify_c(Span<const std::uint32_t> z, const std::uint64_t* step, std::uint32_t seed,
+void run_verify_c(Span<const std::uint32_t> z, StepArg step, std::uint32_t seed,
                   std::uint32_t iterations, Counter* z_mismatches, cudaStream_t stream);
 
 }  // namespace gpurelay::cuda

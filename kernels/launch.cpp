@@ -34,7 +34,7 @@ void launch_a(Span<T> x, StepArg step, std::uint32_t seed, Stream& stream) {
         return;
     }
 #if defined(GPURELAY_HAVE_CUDA)
-    step.visit([&](auto s) { cuda::run_a(x, s, seed, as_cuda(stream)); });
+    cuda::run_a(x, step, seed, as_cuda(stream));
 #else
     no_cuda();
 #endif
@@ -48,7 +48,7 @@ void launch_b(Span<const T> x, Span<T> y, T alpha, StepArg step, std::uint32_t s
         return;
     }
 #if defined(GPURELAY_HAVE_CUDA)
-    step.visit([&](auto s) { cuda::run_b(x, y, alpha, s, seed, x_mismatches, as_cuda(stream)); });
+    cuda::run_b(x, y, alpha, step, seed, x_mismatches, as_cuda(stream));
 #else
     no_cuda();
 #endif
@@ -61,7 +61,7 @@ void launch_c(Span<std::uint32_t> z, StepArg step, std::uint32_t seed, std::uint
         return;
     }
 #if defined(GPURELAY_HAVE_CUDA)
-    step.visit([&](auto s) { cuda::run_c(z, s, seed, iterations, as_cuda(stream)); });
+    cuda::run_c(z, step, seed, iterations, as_cuda(stream));
 #else
     no_cuda();
 #endif
@@ -75,8 +75,7 @@ void launch_verify_c(Span<const std::uint32_t> z, StepArg step, std::uint32_t se
         return;
     }
 #if defined(GPURELAY_HAVE_CUDA)
-    step.visit(
-        [&](auto s) { cuda::run_verify_c(z, s, seed, iterations, z_mismatches, as_cuda(stream)); });
+    cuda::run_verify_c(z, step, seed, iterations, z_mismatches, as_cuda(stream));
 #else
     no_cuda();
 #endif
