@@ -469,7 +469,7 @@ int run(MpiSession& mpi, int argc, char** argv) {
     layout.pairs = static_cast<std::uint64_t>(setup.placement.pairs);
     layout.written_steps = config.written_steps();
     layout.elements = config.elements;
-    layout.y_type = config.dtype == DType::float32 ? ElementType::float32 : ElementType::float64;
+    layout.y_type = with_dtype(config.dtype, []<typename T>() { return element_type<T>(); });
     const auto steps = static_cast<std::uint64_t>(config.steps);
     for (bool overlap : passes) {
         for (const PhaseInfo& phase : kPhases) {
@@ -499,19 +499,17 @@ int run(MpiSession& mpi, int argc, char** argv) {
     const bool consumer = setup.placement.role != Role::producer;
     std::unique_ptr<ResultWriter> writer;
     if (consumer && !layout.written_steps.empty()) {
-        const double alpha = config.alpha;
-        const std::uint32_t seed = config.seed;
-        const std::uint64_t elements = config.elements;
-        const DType dtype = config.dtype;
-        ResultWriter::RowCheck check = [=](const void* row, std::int64_t step) -> std::uint64_t {
-            const auto s = static_cast<std::uint64_t>(step);
-            if (dtype == DType::float32) {
-                return spot_check_y(Span<const float>{static_cast<const float*>(row), elements},
-                                    static_cast<float>(alpha), s, seed, kRowSpotSamples);
-            }
-            return spot_check_y(Span<const double>{static_cast<const double*>(row), elements},
-                                alpha, s, seed, kRowSpotSamples);
-        };
+        ResultWriter::RowCheck check = with_dtype(config.dtype, [&]<typename T>() {
+            return ResultWriter::RowCheck(
+                [alpha = static_cast<T>(config.alpha), seed = config.seed,
+                 elements = config.elements](const void* row, std::int64_t step) {
+                    const Span<const T> y{static_cast<const T*>(row), elements};
+                    return ResultWriter::RowCheckResult{
+                        std::min(kRowSpotSamples, elements),
+                        spot_check_y(y, alpha, static_cast<std::uint64_t>(step), seed,
+                                     kRowSpotSamples)};
+                });
+        });
         writer = std::make_unique<ResultWriter>(*setup.device, *file,
                                                 static_cast<std::uint64_t>(setup.placement.pair),
                                                 config.tensor_bytes(), kWriterBuffers, check);

@@ -555,7 +555,9 @@ std::string_view to_string(WriteMode v) {
     return "?";
 }
 
-std::size_t dtype_size(DType v) { return v == DType::float64 ? sizeof(double) : sizeof(float); }
+std::size_t dtype_size(DType v) {
+    return with_dtype(v, []<typename T>() { return sizeof(T); });
+}
 
 // --- Config members -----------------------------------------------------------------------------
 

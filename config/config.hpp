@@ -126,4 +126,13 @@ std::string_view to_string(WriteMode v);  // "every" without its K; see config_v
 std::string_view to_string(Timing v);     // "sampled" without its K
 std::size_t dtype_size(DType v);
 
+// Calls `f.template operator()<T>()` with T the element type of `dtype` (float or double) and
+// returns what it returns: the one place a dtype becomes a C++ type, e.g.
+//   with_dtype(config.dtype, [&]<typename T>() { return run<T>(); });
+template <typename F>
+decltype(auto) with_dtype(DType dtype, F&& f) {
+    if (dtype == DType::float32) return f.template operator()<float>();
+    return f.template operator()<double>();
+}
+
 }  // namespace gpurelay

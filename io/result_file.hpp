@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -30,6 +31,16 @@ namespace gpurelay {
 
 // Element type of a dataset; stored little-endian IEEE / two's complement.
 enum class ElementType { float32, float64, uint64, int64 };
+// The ElementType of the C++ type T.
+template <typename T>
+constexpr ElementType element_type() {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                  std::is_same_v<T, std::uint64_t> || std::is_same_v<T, std::int64_t>);
+    if constexpr (std::is_same_v<T, float>) return ElementType::float32;
+    if constexpr (std::is_same_v<T, double>) return ElementType::float64;
+    if constexpr (std::is_same_v<T, std::uint64_t>) return ElementType::uint64;
+    return ElementType::int64;
+}
 
 // A 2-D dataset [rows, cols] that ranks fill row by row (timings per rank and step, counts per
 // pair and step). `path` may name groups ("timings/step_s"); they are created as needed.

@@ -68,15 +68,16 @@ void ResultWriter::run() {
             const auto index = static_cast<std::size_t>(job.index);
             ready_[index]->synchronize();
             const auto start = std::chrono::steady_clock::now();
-            const std::uint64_t bad = check_ ? check_(staging_[index].data(), job.step) : 0;
+            const RowCheckResult found =
+                check_ ? check_(staging_[index].data(), job.step) : RowCheckResult{};
             file_.write_y_row(pair_, job.row, staging_[index].data());
             const double seconds =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             lock.lock();
             write_seconds_ += seconds;
             bytes_written_ += row_bytes_;
-            checked_ += check_ ? 1 : 0;
-            mismatches_ += bad;
+            checked_ += found.checked;
+            mismatches_ += found.mismatches;
             free_.push_back(job.index);
             --in_flight_;
             changed_.notify_all();

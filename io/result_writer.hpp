@@ -19,8 +19,13 @@ namespace gpurelay {
 
 class ResultWriter {
   public:
-    // Checks a row on the host before it is written; returns how many sampled elements differ.
-    using RowCheck = std::function<std::uint64_t(const void* row, std::int64_t step)>;
+    // What checking one row on the host found: how many elements it sampled, how many differ.
+    struct RowCheckResult {
+        std::uint64_t checked = 0;
+        std::uint64_t mismatches = 0;
+    };
+    // Checks a row on the host before it is written.
+    using RowCheck = std::function<RowCheckResult(const void* row, std::int64_t step)>;
 
     ResultWriter(Device& device, ResultFile& file, std::uint64_t pair, std::size_t row_bytes,
                  int buffers, RowCheck check);
@@ -46,7 +51,7 @@ class ResultWriter {
     double waited_ms() const;
     double write_seconds() const;
     std::uint64_t bytes_written() const;
-    std::uint64_t checked() const;
+    std::uint64_t checked() const;  // elements sampled by the row checks (not rows)
     std::uint64_t mismatches() const;
 
   private:

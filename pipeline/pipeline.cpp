@@ -631,9 +631,9 @@ Pipeline::~Pipeline() = default;
 
 PassResult Pipeline::run(bool overlap, ResultWriter* writer, const StepCallback& on_step,
                          std::int64_t first_step) {
-    return impl_->config.dtype == DType::float32
-               ? impl_->run<float>(overlap, writer, on_step, first_step)
-               : impl_->run<double>(overlap, writer, on_step, first_step);
+    return with_dtype(impl_->config.dtype, [&]<typename T>() {
+        return impl_->run<T>(overlap, writer, on_step, first_step);
+    });
 }
 
 std::uint64_t Pipeline::device_bytes() const {

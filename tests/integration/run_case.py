@@ -138,6 +138,36 @@ def rows_for(steps, write):
     return [s for s in range(steps) if (s + 1) % k == 0]
 
 
+# Host spot-check samples (pipeline and app): of every row written, and of each pass's last tensor.
+ROW_SPOT_SAMPLES = 1024
+LAST_SPOT_SAMPLES = 4096
+
+
+def check_totals(path, np_ranks):
+    """The JSON summary's verification totals are the counts the run must have checked: every
+    element of x and z of every step on every pair, and the host's spot-check samples, counted in
+    samples (not rows) -- with nothing wrong."""
+    summary = json.load(open(path))
+    config = summary["config"]
+    elements, c_elements = int(config["elements"]), int(config["c_elements"])
+    steps, pairs = int(config["steps"]), max(1, np_ranks // 2)
+    passes = summary["passes"]
+    for i, p in enumerate(passes):
+        v = p["verification"]
+        # Only the last pass writes /y, so only its rows are spot-checked as they are written.
+        rows = len(rows_for(steps, config["write"].strip('"'))) if i == len(passes) - 1 else 0
+        expected = {
+            "x_checked": elements * steps * pairs,
+            "c_checked": c_elements * steps * pairs,
+            "spot_checked": pairs * (rows * min(ROW_SPOT_SAMPLES, elements)
+                                     + min(LAST_SPOT_SAMPLES, elements)),
+            "x_mismatches": 0, "c_mismatches": 0, "spot_mismatches": 0,
+        }
+        for key, want in expected.items():
+            if v[key] != want:
+                fail(f"pass {i}: verification {key} = {v[key]}, expected {want}")
+
+
 def step_bound(a, transfer, c, b, depth, overlap):
     """The step bound, worked out independently of pipeline/step_bound.cpp."""
     if not overlap:
@@ -185,7 +215,7 @@ def main():
     parser.add_argument("--write-file", action="append", default=[], metavar="NAME=TEXT",
                         help="create @TMP@/NAME holding TEXT first (it must survive untouched)")
     parser.add_argument("--check-summary", action="store_true",
-                        help="also write the JSON summary and check its step bounds")
+                        help="also check the JSON summary's step bounds (its verification totals are always checked)")
     parser.add_argument("--expect-timing", default="auto",
                         help="the timing each pass must have used (phases, sampled:K, steps, "
                              "auto: one of what auto picks, consistent with what it judged; "
@@ -251,6 +281,7 @@ def main():
             fail(f"stdout does not contain {opts.expect_stdout!r}")
         if opts.expect_exit == 0 and "--print-config" not in args:
             check_file(output, rows_for, opts.np, json.load(open(summary)), opts.expect_timing)
+            check_totals(summary, opts.np)
             if opts.check_summary:
                 check_summary(summary)
             if os.path.exists(output + ".partial"):
