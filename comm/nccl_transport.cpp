@@ -2,6 +2,9 @@
 // ranks, from an id made on its rank 0 and broadcast over MPI.
 #include <nccl.h>
 
+#include <atomic>
+#include <mutex>
+
 #include "comm/mpi_error.hpp"
 #include "comm/transport.hpp"
 #include "runtime/cuda_stream.hpp"
@@ -19,10 +22,12 @@ class NcclTransport final : public Transport {
         ncclUniqueId id{};
         if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
         MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm));
-        NCCL_CHECK(ncclCommInitRank(&comm_, size, id, rank));
+        ncclComm_t nccl_comm = nullptr;
+        NCCL_CHECK(ncclCommInitRank(&nccl_comm, size, id, rank));
+        comm_ = nccl_comm;
     }
     ~NcclTransport() override {
-        if (comm_ != nullptr) ncclCommDestroy(comm_);
+        if (ncclComm_t comm = comm_.load(); comm != nullptr) ncclCommDestroy(comm);
     }
     NcclTransport(const NcclTransport&) = delete;
     NcclTransport& operator=(const NcclTransport&) = delete;
@@ -30,34 +35,53 @@ class NcclTransport final : public Transport {
     std::string name() const override { return "nccl"; }
 
     void exchange(const SendSide* send, const RecvSide* recv) override {
+        const ncclComm_t comm = comm_.load();
+        if (comm == nullptr) throw runtime_error(failure());
         NCCL_CHECK(ncclGroupStart());
         if (send != nullptr) {
-            NCCL_CHECK(ncclSend(send->data, send->bytes, ncclChar, send->peer, comm_,
+            NCCL_CHECK(ncclSend(send->data, send->bytes, ncclChar, send->peer, comm,
                                 cuda_handle(send->stream)));
         }
         if (recv != nullptr) {
-            NCCL_CHECK(ncclRecv(recv->data, recv->bytes, ncclChar, recv->peer, comm_,
+            NCCL_CHECK(ncclRecv(recv->data, recv->bytes, ncclChar, recv->peer, comm,
                                 cuda_handle(recv->stream)));
         }
         NCCL_CHECK(ncclGroupEnd());
     }
 
+    // Any thread that waits on the GPU calls this (the main thread, the result writer's): one
+    // at a time, so the communicator is aborted once, and every later call (on any thread)
+    // reports the same failure instead of finding no communicator and calling it healthy.
     void check_health() override {
-        if (comm_ == nullptr) return;
+        std::lock_guard lock(health_mutex_);
+        const ncclComm_t comm = comm_.load();
+        if (comm == nullptr) {
+            if (!failure_.empty()) throw runtime_error(failure_);
+            return;
+        }
         ncclResult_t state = ncclSuccess;
-        NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
+        NCCL_CHECK(ncclCommGetAsyncError(comm, &state));
         if (state != ncclSuccess && state != ncclInProgress) {
-            const std::string reason = ncclGetErrorString(state);
+            failure_ = std::string("NCCL reported an asynchronous error (") +
+                       ncclGetErrorString(state) + "): a peer failed or the network broke";
             // Aborting unblocks this rank's NCCL kernels; a plain destroy would wait for them.
-            ncclCommAbort(comm_);
             comm_ = nullptr;
-            throw runtime_error("NCCL reported an asynchronous error (" + reason +
-                                "): a peer failed or the network broke");
+            ncclCommAbort(comm);
+            throw runtime_error(failure_);
         }
     }
 
   private:
-    ncclComm_t comm_ = nullptr;
+    std::string failure() {
+        std::lock_guard lock(health_mutex_);
+        return failure_.empty() ? "NCCL communicator already destroyed" : failure_;
+    }
+
+    // Atomic: exchange() reads it on the main thread while check_health() may abort it on
+    // another.
+    std::atomic<ncclComm_t> comm_{nullptr};
+    std::mutex health_mutex_;
+    std::string failure_;  // set once, when check_health() aborted the communicator
 };
 
 }  // namespace

@@ -29,7 +29,15 @@ int stop_signal() { return received_signal; }
 
 StopVote::~StopVote() {
     // The vote in flight must complete on every rank before the communicator is used again.
-    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+    // Not MPI_Wait, as in after_step: a thread blocked in MPI starves the other threads' MPI
+    // calls, and a rank that never votes again must end the job, not hang it. A destructor
+    // cannot throw, so a failure here ends the job through the fatal handler.
+    if (request_ == MPI_REQUEST_NULL) return;
+    try {
+        wait_all(&request_, 1, timeout_, "the last stop vote (another rank's step loop)");
+    } catch (...) {
+        fail_fatally(std::current_exception());
+    }
 }
 
 int StopVote::after_step() {
