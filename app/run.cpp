@@ -26,6 +26,7 @@
 #include "config/command_line.hpp"
 #include "config/config.hpp"
 #include "io/result_file.hpp"
+#include "io/result_schema.hpp"
 #include "io/result_writer.hpp"
 #include "kernels/kernels.hpp"
 #include "pipeline/pipeline.hpp"
@@ -461,27 +462,17 @@ int run(MpiSession& mpi, int argc, char** argv) {
         passes = {false, true};
     else
         passes = {config.overlap == OverlapMode::on};
-    auto pass_label = [](bool overlap) {
-        return std::string(overlap ? "overlap_on" : "overlap_off");
-    };
-
-    ResultFileLayout layout;
-    layout.pairs = static_cast<std::uint64_t>(setup.placement.pairs);
-    layout.written_steps = config.written_steps();
-    layout.elements = config.elements;
-    layout.y_type = with_dtype(config.dtype, []<typename T>() { return element_type<T>(); });
     const auto steps = static_cast<std::uint64_t>(config.steps);
-    for (bool overlap : passes) {
-        for (const PhaseInfo& phase : kPhases) {
-            layout.matrices.push_back({"/timings/" + pass_label(overlap) + "/" + phase.name,
-                                       ElementType::float64, static_cast<std::uint64_t>(size),
-                                       steps});
-        }
-        for (const char* what : {"x_mismatches", "c_mismatches"}) {
-            layout.matrices.push_back({"/verification/" + pass_label(overlap) + "/" + what,
-                                       ElementType::uint64, layout.pairs, steps});
-        }
-    }
+    ResultSchema::Shape shape;
+    shape.pairs = static_cast<std::uint64_t>(setup.placement.pairs);
+    shape.ranks = static_cast<std::uint64_t>(size);
+    shape.steps = steps;
+    shape.elements = config.elements;
+    shape.y_type = with_dtype(config.dtype, []<typename T>() { return element_type<T>(); });
+    shape.written_steps = config.written_steps();
+    shape.passes = passes;
+    for (const PhaseInfo& phase : kPhases) shape.phases.emplace_back(phase.name);
+    const ResultFileLayout layout = ResultSchema(shape).layout();
     const std::vector<std::string> hosts = allgather_strings(mpi.host_name(), size);
     const std::vector<std::string> devices = allgather_strings(
         setup.device_info.name +
@@ -551,18 +542,17 @@ int run(MpiSession& mpi, int argc, char** argv) {
             fail_fatally(std::current_exception());
         }
         // Each rank files its own rows: timings under its rank, counts under its pair.
-        const std::string label = pass_label(passes[i]);
         for (const PhaseInfo& phase : kPhases) {
             std::vector<double> row(steps);
             for (std::size_t s = 0; s < steps; ++s) row[s] = result.steps[s].*phase.member;
-            file->write_matrix_row("/timings/" + label + "/" + phase.name,
+            file->write_matrix_row(ResultSchema::timings_path(passes[i], phase.name),
                                    static_cast<std::uint64_t>(rank), row.data());
         }
         if (consumer) {
             const auto pair = static_cast<std::uint64_t>(setup.placement.pair);
-            file->write_matrix_row("/verification/" + label + "/x_mismatches", pair,
+            file->write_matrix_row(ResultSchema::x_mismatches_path(passes[i]), pair,
                                    result.x_mismatches.data());
-            file->write_matrix_row("/verification/" + label + "/c_mismatches", pair,
+            file->write_matrix_row(ResultSchema::c_mismatches_path(passes[i]), pair,
                                    result.c_mismatches.data());
         }
         if (stopped_by != 0) {
@@ -587,7 +577,7 @@ int run(MpiSession& mpi, int argc, char** argv) {
                          "finish\n",
                          stopped_by == SIGINT ? "SIGINT" : "SIGTERM",
                          static_cast<long long>(stopped_at), static_cast<long long>(config.steps),
-                         pass_label(passes[static_cast<std::size_t>(stopped_pass)]).c_str(),
+                         ResultSchema::pass_group(passes[static_cast<std::size_t>(stopped_pass)]).c_str(),
                          config.output.c_str());
         }
         return static_cast<int>(stopped_by == SIGINT ? ExitCode::interrupted_int

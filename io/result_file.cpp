@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "comm/agreement.hpp"
+#include "comm/mpi_error.hpp"
 #include "io/h5_handle.hpp"
 #include "runtime/error.hpp"
 
@@ -81,19 +82,6 @@ Result h5_check(Result result, const std::string& call) {
         throw runtime_error("HDF5 error in " + call + ": " + hdf5_error_detail());
     }
     return result;
-}
-
-// The duplicated communicator keeps MPI's default handler (errors are fatal), but a handler that
-// returns must still give an exception.
-void mpi_check(int code, const char* call) {
-    if (code == MPI_SUCCESS) {
-        return;
-    }
-    char text[MPI_MAX_ERROR_STRING] = {};
-    int length = 0;
-    MPI_Error_string(code, text, &length);
-    throw runtime_error(std::string("MPI error in ") + call + ": " +
-                        std::string(text, static_cast<std::size_t>(length)));
 }
 
 hid_t file_type(ElementType type) {
@@ -633,8 +621,8 @@ struct ResultFile::State {
         state->rows = layout.written_steps.size();
         state->elements = layout.elements;
         state->y_type = layout.y_type;
-        mpi_check(MPI_Comm_dup(comm, &state->comm), "MPI_Comm_dup");
-        mpi_check(MPI_Comm_rank(state->comm, &state->rank), "MPI_Comm_rank");
+        MPI_CHECK(MPI_Comm_dup(comm, &state->comm));
+        MPI_CHECK(MPI_Comm_rank(state->comm, &state->rank));
         return state;
     }
 
@@ -887,7 +875,7 @@ void ResultFile::close(bool complete, const Attributes& attributes) {
             publish(state.partial_path, state.path, state.overwrite);
         });
     }
-    mpi_check(MPI_Comm_free(&state.comm), "MPI_Comm_free");
+    MPI_CHECK(MPI_Comm_free(&state.comm));
 }
 
 const std::string& ResultFile::path() const {

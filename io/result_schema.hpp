@@ -1,0 +1,44 @@
+// The datasets of a gpurelay result file, named in one place: the layout the file is created (or
+// reopened) with and the path of every write come from here, so the two cannot drift apart.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "io/result_file.hpp"
+
+namespace gpurelay {
+
+class ResultSchema {
+  public:
+    struct Shape {
+        std::uint64_t pairs = 1;
+        std::uint64_t ranks = 1;
+        std::uint64_t steps = 0;
+        std::uint64_t elements = 0;
+        ElementType y_type = ElementType::float32;
+        std::vector<std::int64_t> written_steps;  // the rows of /y; empty: no /y
+        std::vector<bool> passes;                 // each pass's overlap, in run order
+        std::vector<std::string> phases;          // the timed phases, as /timings names them
+    };
+    explicit ResultSchema(Shape shape) : shape_(std::move(shape)) {}
+
+    // /y, /step, then per pass the timings of every phase and the two mismatch counts.
+    ResultFileLayout layout() const;
+
+    // "overlap_on" or "overlap_off": the group of a pass's datasets.
+    static std::string pass_group(bool overlap);
+    // Rank r's times of `phase`, one per step, in row r: "/timings/overlap_on/a".
+    static std::string timings_path(bool overlap, std::string_view phase);
+    // Pair p's wrong elements of x (B's fused check), one per step, in row p.
+    static std::string x_mismatches_path(bool overlap);
+    // ... and of C's output.
+    static std::string c_mismatches_path(bool overlap);
+
+  private:
+    Shape shape_;
+};
+
+}  // namespace gpurelay
