@@ -187,12 +187,31 @@ std::unique_ptr<Device> open_device(const Config& config, int local_rank) {
     return make_cuda_device(select_gpu(local_rank, visible));
 }
 
-// Picks the transport, refusing up front what would fail later (NCCL with two ranks on one GPU).
+// Picks the transport, refusing up front what would fail later (NCCL with two ranks on one GPU,
+// ipc across nodes). auto: NCCL when each rank has its own GPU; ipc when ranks share a GPU, or
+// on the CPU path, as long as each pair is on one node; MPI otherwise.
 std::unique_ptr<Transport> open_transport(Setup& setup, int world_size,
                                           const std::vector<std::string>& gpu_keys) {
     const Config& config = setup.config;
     const std::size_t bytes = config.tensor_bytes();
-    const TransportOptions options{bytes, config.chunk, config.timeout()};
+    TransportOptions options{bytes, config.chunk, config.timeout()};
+    options.slots = static_cast<std::size_t>(config.depth);
+    options.debug_skip_reuse_wait = config.debug_skip_reuse_wait;
+    std::vector<std::string> hosts;  // gpu_keys hold "host bus-id"
+    for (const std::string& key : gpu_keys) hosts.push_back(key.substr(0, key.rfind(' ')));
+    const bool one_node = pairs_on_one_node(hosts, config.pairing == Pairing::split);
+    const auto ipc = [&] {
+        return make_ipc_transport(MPI_COMM_WORLD, setup.placement, *setup.device, options);
+    };
+    if (config.transport == TransportKind::ipc && config.staging == Staging::on) {
+        throw usage_error("staging = \"on\" is for transport = \"mpi\"; ipc copies straight "
+                          "into the consumer's slots");
+    }
+    if (config.transport == TransportKind::ipc && !one_node) {
+        throw usage_error(
+            "transport = \"ipc\" needs each producer and its consumer on one node, but a pair "
+            "spans two nodes; use transport = \"mpi\" or \"auto\"");
+    }
     if (setup.device->backend() == Backend::host) {
         if (config.graphs) {
             throw usage_error(
@@ -206,13 +225,18 @@ std::unique_ptr<Transport> open_transport(Setup& setup, int world_size,
         if (config.staging == Staging::on) {
             return make_mpi_staged_transport(MPI_COMM_WORLD, *setup.device, options);
         }
+        if (config.transport == TransportKind::ipc ||
+            (config.transport == TransportKind::auto_select && one_node)) {
+            return ipc();
+        }
         return make_mpi_host_transport(MPI_COMM_WORLD, options);
     }
+    if (config.transport == TransportKind::ipc) return ipc();
     if (world_size == 1) {
         if (config.transport == TransportKind::mpi) {
             throw usage_error(
                 "transport = \"mpi\" needs two ranks on the CUDA path; one rank sends "
-                "to itself with transport = \"nccl\"");
+                "to itself with transport = \"nccl\" or \"ipc\"");
         }
         return make_nccl_transport(MPI_COMM_WORLD);
     }
@@ -224,14 +248,20 @@ std::unique_ptr<Transport> open_transport(Setup& setup, int world_size,
     if (!shared.empty()) {
         if (config.transport == TransportKind::nccl) {
             throw usage_error("transport = \"nccl\" cannot run two ranks on one GPU (" + shared +
-                              "); give each rank its own GPU or use transport = \"mpi\"");
+                              "); give each rank its own GPU or use transport = \"ipc\"");
         }
         if (config.graphs) {
             throw usage_error("graphs = true needs NCCL, but ranks share a GPU (" + shared +
-                              "), where NCCL cannot run and the MPI transport's host-side work "
+                              "), where NCCL cannot run and the ipc and MPI transports' waits "
                               "cannot be captured; give each rank its own GPU");
         }
-        setup.transport_note = "ranks share a GPU, which NCCL refuses: auto chose MPI";
+        if (config.transport == TransportKind::auto_select && one_node) {
+            setup.transport_note = "ranks share a GPU, which NCCL refuses: auto chose ipc";
+            return ipc();
+        }
+        if (config.transport == TransportKind::auto_select) {
+            setup.transport_note = "ranks share a GPU and pairs span nodes: auto chose MPI";
+        }
         return make_mpi_staged_transport(MPI_COMM_WORLD, *setup.device, options);
     }
     if (config.transport == TransportKind::mpi) {

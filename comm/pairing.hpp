@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace gpurelay {
 
@@ -24,6 +25,10 @@ PairPlacement place_pairs(int world_rank, int world_size, bool split);
 // The GPU this process drives among `visible` ones: its node-local rank modulo what it sees, so
 // `srun --gpus-per-task=1` (one visible each) and one-GPU-per-rank launches both work.
 int select_gpu(int local_rank, int visible);
+
+// Whether every producer of a `hosts.size()`-rank job runs on the node of its consumer
+// (`hosts[r]` names rank r's node), as ipc needs.
+bool pairs_on_one_node(const std::vector<std::string>& hosts, bool split);
 
 std::string_view to_string(Role role);
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "comm/pairing.hpp"
 #include "runtime/device.hpp"
 #include "runtime/stream.hpp"
 
@@ -36,14 +37,28 @@ struct RecvSide {
 class Transport {
   public:
     virtual ~Transport() = default;
-    // "nccl", "mpi (host memory)", "mpi (host-staged)": as the report names it.
+    // "nccl", "mpi (host memory)", "mpi (host-staged)", "ipc (same GPU)": as the report names it.
     virtual std::string name() const = 0;
+    // Receive slot `slot` (of options.slots) when the transport places the consumer's slots
+    // itself (ipc: memory its producer's process writes into), else nullptr: the caller then
+    // brings its own receive buffers.
+    virtual void* receive_slot(std::size_t slot) {
+        (void)slot;
+        return nullptr;
+    }
     // Queues this rank's part of one transfer: a send, a receive, or both (a rank that sends to
     // itself); null for a side this rank does not play. The two are grouped inside as the
     // transport needs (NCCL: one group, or a send to itself waits for ever for its receive).
     // The send buffer may be reused once its stream is past the send; the received data are
     // there once the receiving stream is past the receive.
     virtual void exchange(const SendSide* send, const RecvSide* recv) = 0;
+    // Queued on `stream` by the consumer once the last reader of receive slot `slot` is done, so
+    // that a transport writing the slot from the producer's process (ipc) may overwrite it; the
+    // others write slots only from the consumer's own streams, which wait for that reader there.
+    virtual void release(std::size_t slot, Stream& stream) {
+        (void)slot;
+        (void)stream;
+    }
     // Throws if the transport has failed in the background (NCCL's asynchronous errors; the
     // communicator is aborted first, which unblocks this rank's NCCL kernels).
     virtual void check_health() {}
@@ -53,6 +68,10 @@ struct TransportOptions {
     std::size_t max_message_bytes = 0;   // the largest message (staging buffers are this big)
     std::size_t chunk_bytes = 4u << 20;  // pieces of a staged message, pipelined
     std::chrono::milliseconds timeout{300000};  // longest wait on a peer
+    std::size_t slots = 1;                      // receive slots (the pipeline's depth)
+    // Tests only: the producer of a transport that writes into the consumer's slots (ipc) skips
+    // its wait for release(), as the pipeline's debug_skip_reuse_wait skips its own.
+    bool debug_skip_reuse_wait = false;
 };
 
 // MPI between host buffers (the CPU path): MPI runs on the stream's own thread.
@@ -62,6 +81,12 @@ std::unique_ptr<Transport> make_mpi_staged_transport(MPI_Comm comm, Device& devi
                                                      const TransportOptions& options);
 // NCCL point-to-point; collective over `comm` (the id is broadcast from its rank 0).
 std::unique_ptr<Transport> make_nccl_transport(MPI_Comm comm);
+// The consumer's receive slots in memory its producer maps (same node only): CUDA IPC on the GPU,
+// an MPI-3 shared-memory window on the CPU path; the producer copies into them (a copy engine
+// on the GPU) and per-slot sequence words order the uses. Collective over `comm`; a usage error
+// when a pair spans two nodes.
+std::unique_ptr<Transport> make_ipc_transport(MPI_Comm comm, const PairPlacement& placement,
+                                              Device& device, const TransportOptions& options);
 // Whether NCCL is built in, and its version ("2.28.3"), or "none".
 bool nccl_built();
 std::string nccl_version_string();

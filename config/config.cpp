@@ -355,8 +355,8 @@ const std::vector<KeySpec>& key_table() {
     static const std::vector<KeySpec> table = {
         choice_key("device", "where the kernels run", "auto|cuda|cpu", &Config::device,
                    std::array{DK::auto_select, DK::cuda, DK::cpu}),
-        choice_key("transport", "how tensors move between ranks", "auto|nccl|mpi",
-                   &Config::transport, std::array{TK::auto_select, TK::nccl, TK::mpi}),
+        choice_key("transport", "how tensors move between ranks", "auto|nccl|mpi|ipc",
+                   &Config::transport, std::array{TK::auto_select, TK::nccl, TK::mpi, TK::ipc}),
         size_key("elements", "values per tensor (at most 2^32-1)", &Config::elements),
         choice_key("dtype", "value type of the tensors", "float32|float64", &Config::dtype,
                    std::array{DType::float32, DType::float64}),
@@ -481,6 +481,8 @@ std::string_view to_string(TransportKind v) {
             return "nccl";
         case TransportKind::mpi:
             return "mpi";
+        case TransportKind::ipc:
+            return "ipc";
     }
     return "?";
 }
@@ -758,6 +760,11 @@ void validate_config(const Config& c) {
         fail(
             "graphs = true needs transport = \"nccl\": the MPI transports run host-side work "
             "(MPI calls, staging threads) that a CUDA graph cannot capture");
+    }
+    if (c.graphs && c.transport == TransportKind::ipc) {
+        fail(
+            "graphs = true needs transport = \"nccl\": the ipc transport's waits count each "
+            "slot's uses, and a graph would replay the first count for ever");
     }
     if (c.output.empty()) fail("output must not be empty: it names the HDF5 result file");
     if ((c.profile_first != -1 || c.profile_last != -1) &&

@@ -10,7 +10,7 @@
 namespace gpurelay {
 
 enum class DeviceKind { auto_select, cuda, cpu };
-enum class TransportKind { auto_select, nccl, mpi };
+enum class TransportKind { auto_select, nccl, mpi, ipc };
 enum class DType { float32, float64 };
 enum class OverlapMode { on, off, compare };
 enum class Pairing { adjacent, split };

@@ -114,7 +114,14 @@ struct Pipeline::Impl {
             compute_stream = device.make_stream(false, stream_label("compute stream"));
             io_stream = device.make_stream(false, stream_label("io stream"));
             for (std::size_t k = 0; k < depth; ++k) {
-                recv_slots.push_back(device.allocate(bytes));
+                // Where the tensors land: the transport's slots when it places them (ipc), else
+                // our own.
+                void* slot = transport.receive_slot(k);
+                if (slot == nullptr) {
+                    recv_buffers.push_back(device.allocate(bytes));
+                    slot = recv_buffers.back().data();
+                }
+                recv_slots.push_back(slot);
                 y_slots.push_back(device.allocate(bytes));
                 recv_done.push_back(device.make_event(EventUse::ordering));
                 x_free.push_back(device.make_event(EventUse::ordering));
@@ -171,7 +178,7 @@ struct Pipeline::Impl {
     void poison_slots() {
         if (!consumer) return;
         for (std::size_t k = 0; k < depth; ++k) {
-            device.fill_async(recv_slots[k].data(), 0xff, bytes, *compute_stream);
+            device.fill_async(recv_slots[k], 0xff, bytes, *compute_stream);
             device.fill_async(y_slots[k].data(), 0xff, bytes, *compute_stream);
         }
         compute_stream->synchronize();
@@ -273,7 +280,7 @@ struct Pipeline::Impl {
         std::optional<RecvSide> recv;
         if (producer)
             send.emplace(send_slots[k].data(), bytes, placement.peer, *producer_stream, k);
-        if (consumer) recv.emplace(recv_slots[k].data(), bytes, placement.peer, *comm, k);
+        if (consumer) recv.emplace(recv_slots[k], bytes, placement.peer, *comm, k);
         transport.exchange(send ? &*send : nullptr, recv ? &*recv : nullptr);
         if (consumer) end_range(*comm);
         if (producer) {
@@ -314,11 +321,14 @@ struct Pipeline::Impl {
         end_range(compute);
         if (m.phases) m.b_start->record(compute);
         begin_range(RangePhase::b, s, compute);
-        launch_b(Span<const T>(recv_slots[k].as<T>()), y_slots[k].as<T>(),
+        launch_b(Span<const T>{static_cast<const T*>(recv_slots[k]), bytes / sizeof(T)},
+                 y_slots[k].as<T>(),
                  static_cast<T>(config.alpha), step, config.seed, slot_counters, compute);
         end_range(compute);
         if (m.phases) m.b_end->record(compute);
         if (cross_stream(overlap)) x_free[k]->record(compute);
+        // A transport that writes slot k from the producer's process waits for this instead.
+        transport.release(k, compute);
         if (has_c) {
             begin_range(RangePhase::verify, s, compute);
             launch_verify_c(Span<const std::uint32_t>(c_buffer.as<std::uint32_t>()), step,
@@ -604,7 +614,8 @@ struct Pipeline::Impl {
     std::size_t bytes;
     std::size_t depth;
     std::size_t ring;
-    std::vector<Buffer> send_slots, recv_slots, y_slots;
+    std::vector<Buffer> send_slots, recv_buffers, y_slots;
+    std::vector<void*> recv_slots;  // receive slot k: the transport's, or recv_buffers[k]
     Buffer c_buffer, counters_host;
     // Per tensor slot: whether the io stream is copying y out, so B of the slot's next step
     // must wait for that (y_free) first.
@@ -638,9 +649,11 @@ PassResult Pipeline::run(bool overlap, ResultWriter* writer, const StepCallback&
 
 std::uint64_t Pipeline::device_bytes() const {
     std::uint64_t total = 0;
-    for (const auto* slots : {&impl_->send_slots, &impl_->recv_slots, &impl_->y_slots}) {
+    for (const auto* slots : {&impl_->send_slots, &impl_->y_slots}) {
         for (const auto& b : *slots) total += b.bytes();
     }
+    // The receive slots, whoever placed them (the transport's are this rank's memory too).
+    total += impl_->recv_slots.size() * impl_->bytes;
     return total + impl_->c_buffer.bytes() + impl_->step_words_device.bytes();
 }
 

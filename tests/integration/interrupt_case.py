@@ -1,12 +1,13 @@
 """Interrupting a run: a signal to the ranks mid-run, then (for SIGTERM) --resume.
 
-usage: interrupt_case.py --binary B --mpirun "mpirun ..." --np N --signal TERM|INT|KILL -- ARGS...
+usage: interrupt_case.py --binary B --mpirun "mpirun ..." --np N --signal TERM|INT|KILL|STOP -- ARGS...
 
 TERM/INT: every rank exits 143/130 within seconds; OUTPUT.partial is a readable HDF5 file with
 complete = 0 and stopped_at_step; --resume then finishes it, and its /y equals, element by
 element, that of an uninterrupted run with the same deck. KILL (one rank): every rank ends
 within a bounded time with a non-zero code, and OUTPUT.partial is still readable with
-complete = 0.
+complete = 0. STOP (one rank, which then never answers, and mpirun does not notice): the others'
+timeout_s ends the job with exit 4, naming the wait, and OUTPUT.partial is still readable.
 """
 import argparse
 import os
@@ -40,6 +41,17 @@ def start(opts, args, output):
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def wait_for_steps(path, proc, limit=60):
+    """Returns once the run is in its steps: `path` (made once set-up is done) has existed for a
+    second. Fails after `limit` s, or if the run ends first."""
+    deadline = time.monotonic() + limit
+    while not os.path.exists(path):
+        if time.monotonic() > deadline or proc.poll() is not None:
+            fail(f"{path} never appeared (did the run end early?)")
+        time.sleep(0.02)
+    time.sleep(1.0)
+
+
 def finish(proc, timeout, what):
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -56,7 +68,7 @@ def main():
     parser.add_argument("--binary", required=True)
     parser.add_argument("--mpirun", required=True)
     parser.add_argument("--np", type=int, required=True)
-    parser.add_argument("--signal", choices=["TERM", "INT", "KILL"], required=True)
+    parser.add_argument("--signal", choices=["TERM", "INT", "KILL", "STOP"], required=True)
     parser.add_argument("--after", type=float, default=1.0, help="seconds before the signal")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     opts = parser.parse_args()
@@ -67,11 +79,15 @@ def main():
         output = os.path.join(tmp, "stopped.h5")
         proc = start(opts, args, output)
         time.sleep(opts.after)
+        if opts.signal == "STOP":
+            # Stopped during set-up or a pass's opening barrier, a rank would hang its peers in
+            # an MPI collective that timeout_s does not bound: wait until the steps run.
+            wait_for_steps(output + ".partial", proc)
         pids = rank_pids(opts.binary, output)
         if len(pids) != opts.np:
             fail(f"found {len(pids)} rank processes, expected {opts.np} (did the run end early?)")
-        if opts.signal == "KILL":
-            os.kill(max(pids), signal.SIGKILL)  # one rank dies
+        if opts.signal in ("KILL", "STOP"):
+            os.kill(max(pids), getattr(signal, "SIG" + opts.signal))  # one rank dies or hangs
         else:
             for pid in pids:  # as srun and Slurm's time limit do: every rank gets it
                 os.kill(pid, getattr(signal, "SIG" + opts.signal))
@@ -90,6 +106,13 @@ def main():
                 if code == 0:
                     fail("exit code 0 after a rank was killed")
                 print("ok: every rank ended, .partial readable with complete = 0")
+                return
+            if opts.signal == "STOP":
+                if code != 4:
+                    fail(f"exit code {code} after a rank stopped, expected 4 (timeout_s)")
+                if "did not finish within" not in err:
+                    fail("no timeout line naming the wait on stderr")
+                print("ok: the timeout ended every rank with exit 4, .partial readable")
                 return
             stopped = int(f.attrs["stopped_at_step"])
             steps = int(f.attrs["steps"])

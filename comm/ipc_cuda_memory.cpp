@@ -1,0 +1,195 @@
+// The ipc transport's memory on the GPU: CUDA IPC. The consumer's receive slots, and the words
+// it waits on (arrived), are one device allocation it exports; the words its producer waits on
+// (released) are one allocation of the producer's, exported the other way. Each side therefore
+// waits only on its own memory and writes the peer's, and a wait never polls across NVLink.
+//
+// Ordering is by sequence words and stream memory operations, not interprocess events: a
+// cudaStreamWaitEvent binds to the event's latest record at the time of the call, so the waiting
+// host would have to know that the peer's host had already queued that record (a per-step host
+// handshake, which the design forbids). A word that only grows has no such race: the wait
+// "until released[k] >= n" is right whenever it is queued, and the GPU's front end, not an SM,
+// does the waiting (cuStreamWaitValue32), so neither the wait nor the copy engine's copy takes
+// an SM from C or B.
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "comm/ipc_memory.hpp"
+#include "comm/mpi_error.hpp"
+#include "runtime/cuda_stream.hpp"
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+namespace {
+
+// The words first, then the slots, each on its own 4 KiB: slots stay aligned for vector loads.
+constexpr std::size_t kAlign = 4096;
+constexpr int kHandleTag = 7301;
+
+std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+// The driver's stream memory operations, found through the runtime so that the program does not
+// link libcuda (CPU-only machines run this build too).
+struct StreamMemOps {
+    PFN_cuStreamWaitValue32_v11070 wait = nullptr;
+    PFN_cuStreamWriteValue32_v11070 write = nullptr;
+
+    static const StreamMemOps& get() {
+        static const StreamMemOps ops = [] {
+            StreamMemOps found;
+            cudaDriverEntryPointQueryResult result{};
+            CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuStreamWaitValue32",
+                                                        reinterpret_cast<void**>(&found.wait),
+                                                        12000, cudaEnableDefault, &result));
+            CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuStreamWriteValue32",
+                                                        reinterpret_cast<void**>(&found.write),
+                                                        12000, cudaEnableDefault, &result));
+            if (found.wait == nullptr || found.write == nullptr) {
+                throw runtime_error("ipc: the CUDA driver has no stream memory operations");
+            }
+            return found;
+        }();
+        return ops;
+    }
+};
+
+void driver_check(CUresult result, const char* call) {
+    if (result == CUDA_SUCCESS) return;
+    throw runtime_error(std::string("CUDA driver error in ") + call + ": code " +
+                        std::to_string(static_cast<int>(result)));
+}
+
+// What one side tells the other at set-up.
+struct Export {
+    cudaIpcMemHandle_t memory;
+    char pci_bus_id[32];
+};
+
+class CudaIpcMemory final : public IpcMemory {
+  public:
+    CudaIpcMemory(MPI_Comm comm, const PairPlacement& placement, const IpcShape& shape,
+                  Device& device)
+        : slots_(shape.slots),
+          words_bytes_(round_up(2 * shape.slots * sizeof(std::uint32_t), kAlign)),
+          slot_stride_(round_up(std::max<std::size_t>(shape.slot_bytes, 1), kAlign)),
+          peer_(placement.peer) {
+        StreamMemOps::get();  // fails here, at set-up, if the driver lacks them
+        const bool producer = placement.role != Role::consumer;
+        const bool consumer = placement.role != Role::producer;
+        // Mine: the words I wait on, and the slots when I consume. Both roles: everything.
+        const std::size_t bytes = words_bytes_ + (consumer ? slots_ * slot_stride_ : 0);
+        void* allocation = nullptr;
+        CUDA_CHECK(cudaMalloc(&allocation, bytes));
+        mine_.reset(allocation);
+        CUDA_CHECK(cudaMemset(mine_.get(), 0, words_bytes_));
+        CUDA_CHECK(cudaDeviceSynchronize());
+        const std::string my_bus = device.info().pci_bus_id;
+        if (placement.role == Role::both) {
+            consumer_base_ = producer_base_ = static_cast<char*>(mine_.get());
+            link_ = "one process";
+            return;
+        }
+        Export out{};
+        CUDA_CHECK(cudaIpcGetMemHandle(&out.memory, mine_.get()));
+        std::strncpy(out.pci_bus_id, my_bus.c_str(), sizeof out.pci_bus_id - 1);
+        Export in{};
+        MPI_CHECK(MPI_Sendrecv(&out, sizeof out, MPI_BYTE, peer_, kHandleTag, &in, sizeof in,
+                               MPI_BYTE, peer_, kHandleTag, comm, MPI_STATUS_IGNORE));
+        const std::string peer_bus(in.pci_bus_id);
+        link_ = describe_link(my_bus, peer_bus);
+        // Lazy peer access: the driver enables it between the two GPUs if they differ.
+        CUDA_CHECK(cudaIpcOpenMemHandle(&theirs_, in.memory, cudaIpcMemLazyEnablePeerAccess));
+        consumer_base_ = static_cast<char*>(consumer ? mine_.get() : theirs_);
+        producer_base_ = static_cast<char*>(producer ? mine_.get() : theirs_);
+    }
+
+    // No handshake with the peer first: a destructor that waited for it would hang when the
+    // peer's set-up had failed. Each pass ends with both sides idle (the pipeline synchronises
+    // and meets at a barrier), and the driver keeps an exported allocation until its last
+    // mapping is closed.
+    ~CudaIpcMemory() override {
+        if (theirs_ != nullptr) cudaIpcCloseMemHandle(theirs_);
+    }
+    CudaIpcMemory(const CudaIpcMemory&) = delete;
+    CudaIpcMemory& operator=(const CudaIpcMemory&) = delete;
+
+    std::string link() const override { return link_; }
+    void* slot(std::size_t k) const override {
+        return consumer_base_ + words_bytes_ + k * slot_stride_;
+    }
+    // arrived[k] in the consumer's allocation, released[k] in the producer's (at offsets that do
+    // not meet when one process plays both roles).
+    std::uint32_t* arrived(std::size_t k) const override {
+        return reinterpret_cast<std::uint32_t*>(consumer_base_) + k;
+    }
+    std::uint32_t* released(std::size_t k) const override {
+        return reinterpret_cast<std::uint32_t*>(producer_base_) + slots_ + k;
+    }
+
+    void copy(void* dst, const void* src, std::size_t bytes, Stream& stream) override {
+        // A device-to-device copy: the copy engine moves it, over NVLink or PCIe when the slot
+        // is on another GPU.
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cuda_handle(stream)));
+    }
+
+    void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
+                   const char*) override {
+        // GEQ compares cyclically ((int32_t)(*word - value) >= 0), so the counts may wrap. A
+        // stuck wait is caught where the host waits on the stream (timeout_s).
+        driver_check(StreamMemOps::get().wait(as_cu(stream), as_address(word), value,
+                                              CU_STREAM_WAIT_VALUE_GEQ),
+                     "cuStreamWaitValue32");
+    }
+
+    void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
+        // The default flags fence the stream's earlier writes (the copy) before the word, so
+        // the peer that sees the value sees the slot's bytes.
+        driver_check(StreamMemOps::get().write(as_cu(stream), as_address(word), value,
+                                               CU_STREAM_WRITE_VALUE_DEFAULT),
+                     "cuStreamWriteValue32");
+    }
+
+  private:
+    static CUstream as_cu(Stream& stream) { return reinterpret_cast<CUstream>(cuda_handle(stream)); }
+    static CUdeviceptr as_address(const std::uint32_t* word) {
+        return reinterpret_cast<CUdeviceptr>(word);
+    }
+
+    // "same GPU", "NVLink" or "PCIe", as the report's link line says it.
+    static std::string describe_link(const std::string& mine, const std::string& peer) {
+        const std::string link = describe_peer_link(mine, peer);
+        if (link == "same GPU") return link;
+        if (link.find("NVLink") != std::string::npos) return "NVLink";
+        if (link.find("PCIe") != std::string::npos) return "PCIe";
+        if (link.find("no peer access") != std::string::npos) {
+            throw runtime_error("transport = \"ipc\": GPU " + mine + " has no peer access to GPU " +
+                                peer + " (use transport = \"mpi\")");
+        }
+        return "peer GPU (" + link + ")";
+    }
+
+    std::size_t slots_;
+    std::size_t words_bytes_;
+    std::size_t slot_stride_;
+    int peer_;
+    struct DeviceFree {
+        void operator()(void* p) const noexcept { cudaFree(p); }
+    };
+    std::unique_ptr<void, DeviceFree> mine_;
+    void* theirs_ = nullptr;
+    char* consumer_base_ = nullptr;
+    char* producer_base_ = nullptr;
+    std::string link_;
+};
+
+}  // namespace
+
+std::unique_ptr<IpcMemory> open_cuda_ipc_memory(MPI_Comm comm, const PairPlacement& placement,
+                                                const IpcShape& shape, Device& device) {
+    return std::make_unique<CudaIpcMemory>(comm, placement, shape, device);
+}
+
+}  // namespace gpurelay

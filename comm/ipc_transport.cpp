@@ -1,0 +1,99 @@
+// The ipc transport: the producer writes straight into its consumer's receive slot, in one copy
+// (a GPU's copy engine; memcpy on the CPU path), and per-slot sequence words order each slot's
+// uses across the two processes:
+//   producer, n-th send into slot k:  wait released[k] >= n-1, copy, arrived[k] = n
+//   consumer, n-th receive of slot k: wait arrived[k] >= n
+//   consumer, n-th release of slot k: released[k] = n     (queued after B, the slot's reader)
+// Every wait and write is queued on a stream, so the host never waits for the peer, and a slot
+// is written again only after its last reader is done. The memory (IpcMemory) decides where the
+// slots and words live and how the three operations run.
+#include <vector>
+
+#include "comm/ipc_memory.hpp"
+#include "comm/transport.hpp"
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+namespace {
+
+class IpcTransport final : public Transport {
+  public:
+    IpcTransport(std::unique_ptr<IpcMemory> memory, const TransportOptions& options)
+        : memory_(std::move(memory)),
+          options_(options),
+          sent_(options.slots, 0),
+          received_(options.slots, 0),
+          released_(options.slots, 0) {}
+
+    std::string name() const override { return "ipc (" + memory_->link() + ")"; }
+
+    void* receive_slot(std::size_t k) override { return memory_->slot(k); }
+
+    // No grouping: a rank that sends to itself copies on its send stream and its receive
+    // stream waits for the word, so neither side waits for the other to be queued.
+    void exchange(const SendSide* send, const RecvSide* recv) override {
+        if (send != nullptr) queue_send(*send);
+        if (recv != nullptr) queue_receive(*recv);
+    }
+
+    void release(std::size_t k, Stream& stream) override {
+        memory_->write_word(memory_->released(k), ++released_[k], stream);
+    }
+
+  private:
+    void queue_send(const SendSide& send) {
+        const std::size_t k = send.slot;
+        check(send.bytes, k);
+        const std::uint32_t n = ++sent_[k];
+        // The reuse wait, on the producer's side: the consumer's reader of the previous use of
+        // slot k must be done before the copy overwrites it.
+        if (!options_.debug_skip_reuse_wait) {
+            memory_->wait_word(memory_->released(k), n - 1, send.stream,
+                               "ipc: waiting for the consumer to release a slot");
+        }
+        memory_->copy(memory_->slot(k), send.data, send.bytes, send.stream);
+        memory_->write_word(memory_->arrived(k), n, send.stream);
+    }
+
+    void queue_receive(const RecvSide& recv) {
+        const std::size_t k = recv.slot;
+        check(recv.bytes, k);
+        if (recv.data != memory_->slot(k)) {
+            throw runtime_error("ipc: a receive must land in the transport's own slot");
+        }
+        memory_->wait_word(memory_->arrived(k), ++received_[k], recv.stream,
+                           "ipc: waiting for the producer's copy");
+    }
+
+    void check(std::size_t bytes, std::size_t k) const {
+        if (k >= sent_.size() || bytes > options_.max_message_bytes) {
+            throw runtime_error("ipc: message of " + std::to_string(bytes) + " bytes into slot " +
+                                std::to_string(k) + " exceeds the " +
+                                std::to_string(sent_.size()) + " slots of " +
+                                std::to_string(options_.max_message_bytes) + " bytes");
+        }
+    }
+
+    std::unique_ptr<IpcMemory> memory_;
+    TransportOptions options_;
+    // Uses of each slot so far, counted alike on both sides (the sequence numbers).
+    std::vector<std::uint32_t> sent_, received_, released_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_ipc_transport(MPI_Comm comm, const PairPlacement& placement,
+                                              Device& device, const TransportOptions& options) {
+    if (!every_pair_on_one_node(comm, placement.peer)) {
+        throw usage_error(
+            "transport = \"ipc\" needs each producer and its consumer on one node, but a pair "
+            "spans two nodes; use transport = \"mpi\" or \"auto\"");
+    }
+    const IpcShape shape{options.slots, options.max_message_bytes, options.timeout};
+    auto memory = device.backend() == Backend::cuda
+                      ? open_cuda_ipc_memory(comm, placement, shape, device)
+                      : open_host_ipc_memory(comm, placement, shape);
+    return std::make_unique<IpcTransport>(std::move(memory), options);
+}
+
+}  // namespace gpurelay
