@@ -3,7 +3,10 @@
 //   rank 0, and plain MPI between pinned host buffers: a staged message can go no faster than
 //   the slowest of its three legs;
 // - when the two ranks drive two different GPUs, a plain ncclSend/ncclRecv loop: the reference
-//   for the pipeline's NCCL transfers between those GPUs.
+//   for the pipeline's NCCL transfers between those GPUs;
+// - the ipc transport (rank 0 copying into rank 1's slots, CUDA IPC on a GPU, a shared-memory
+//   window on the CPU), next to its ceiling on a GPU: a device-to-device copy of the same bytes
+//   inside rank 0's process, on the same GPU as the slots when the two ranks share one.
 //
 //   mpirun -np 2 bench_transport --benchmark_out=transport.json --benchmark_out_format=json
 //
@@ -50,9 +53,12 @@ constexpr int kReceiver = 1;
 constexpr int kAckTag = 901;
 constexpr int kVerdictTag = 902;
 constexpr auto kWaitTimeout = std::chrono::minutes(5);
-// NCCL messages per timed batch: enough to hide the launch of the first and the host's wake-up
-// after the last, as in a pipeline that keeps several messages in flight.
-constexpr int kNcclBatch = 16;
+// NCCL and ipc messages per timed batch: enough to hide the launch of the first and the host's
+// wake-up after the last, as in a pipeline that keeps several messages in flight.
+constexpr int kBatch = 16;
+// The ipc transport's receive slots: two, as a pipeline of depth 2, so the release of one
+// message's slot overlaps the copy of the next.
+constexpr std::size_t kIpcSlots = 2;
 
 // About 1 GiB moved per benchmark (well under a second on an H200 node), at least 5 iterations
 // for the largest messages and at most 200 for the smallest.
@@ -86,13 +92,22 @@ struct TransportBench {
         options.timeout = kWaitTimeout;
         // Collective (it duplicates the communicator): every rank makes it here, in this order.
         transport = make_mpi_staged_transport(MPI_COMM_WORLD, *device, options);
+        options.slots = kIpcSlots;
+        PairPlacement pair;
+        pair.role = rank == kSender ? Role::producer : Role::consumer;
+        pair.producer = kSender;
+        pair.consumer = kReceiver;
+        pair.peer = rank == kSender ? kReceiver : kSender;
+        ipc = make_ipc_transport(MPI_COMM_WORLD, pair, *device, options);
+        if (rank == kSender && on_gpu) copy_target = device->allocate(max_bytes);
     }
 
-    // Rank 1: how many of the first `bytes` received differ from A's values (B with alpha 1
-    // counts them; its output goes to scratch).
-    Counter count_wrong(std::size_t bytes) {
+    // Rank 1: how many of the first `bytes` received at `data` (by default the message buffer)
+    // differ from A's values (B with alpha 1 counts them; its output goes to scratch).
+    Counter count_wrong(std::size_t bytes, const void* data = nullptr) {
+        const auto* received = static_cast<const float*>(data ? data : message.data());
         device->fill_async(counter.data(), 0, sizeof(Counter), *stream);
-        launch_b(Span<const float>{message.as<float>().data(), bytes / 4},
+        launch_b(Span<const float>{received, bytes / 4},
                  Span<float>{scratch.as<float>().data(), bytes / 4}, 1.0f, kStep, kSeed,
                  counter.as<Counter>().data(), *stream);
         device->copy_async(counter_host.data(), counter.data(), sizeof(Counter), *stream);
@@ -111,8 +126,10 @@ struct TransportBench {
     Buffer pinned;   // on a GPU: the host side of the ceiling copies and of plain MPI
     Buffer counter;
     Buffer counter_host;
-    // Declared last: destroyed first, while the buffers its queued work used still exist.
+    Buffer copy_target;  // rank 0 on a GPU: where the device-to-device ceiling copies to
+    // Declared last: destroyed first, while the buffers their queued work used still exist.
     std::unique_ptr<Transport> transport;
+    std::unique_ptr<Transport> ipc;
 };
 
 void barrier() { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
@@ -140,12 +157,13 @@ void prepare_receiver(TransportBench& tb, std::size_t bytes) {
     tb.stream->synchronize();
 }
 
-// Rank 1 checks the last message that arrived and tells rank 0, which reports; then the bytes.
+// Rank 1 checks the last message that arrived (at `received`, by default its message buffer) and
+// tells rank 0, which reports; then the bytes.
 void check_delivery(benchmark::State& state, TransportBench& tb, std::size_t bytes,
-                    std::int64_t messages) {
+                    std::int64_t messages, const void* received = nullptr) {
     std::uint64_t wrong = 0;
     if (tb.rank == kReceiver) {
-        wrong = tb.count_wrong(bytes);
+        wrong = tb.count_wrong(bytes, received);
         MPI_CHECK(MPI_Send(&wrong, 1, MPI_UINT64_T, kSender, kVerdictTag, MPI_COMM_WORLD));
     } else {
         MPI_CHECK(MPI_Recv(&wrong, 1, MPI_UINT64_T, kReceiver, kVerdictTag, MPI_COMM_WORLD,
@@ -169,6 +187,26 @@ void time_messages(benchmark::State& state, One&& one) {
         one();
         const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - begin;
         state.SetIterationTime(elapsed.count());
+    }
+}
+
+// Times batches of kBatch messages queued back to back by `queue_one`, as nccl-tests times them:
+// the slower rank's wall time from a barrier until its stream has finished, over the batch. One
+// message first, untimed (a warm-up; NCCL's first also connects).
+template <typename QueueOne>
+void time_batches(benchmark::State& state, TransportBench& tb, QueueOne&& queue_one) {
+    queue_one();
+    tb.stream->synchronize();
+    for (auto _ : state) {
+        barrier();
+        const auto begin = std::chrono::steady_clock::now();
+        for (int i = 0; i < kBatch; ++i) queue_one();
+        tb.stream->synchronize();
+        double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+        // The message is delivered when the slower side is done.
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+        state.SetIterationTime(elapsed / kBatch);
     }
 }
 
@@ -220,22 +258,64 @@ void transport_nccl_plain(benchmark::State& state, TransportBench& tb, const Pla
                           std::size_t bytes) {
     barrier();
     prepare_receiver(tb, bytes);
-    queue_nccl_message(tb, nccl, bytes);  // warm-up (the first pair also connects)
-    tb.stream->synchronize();
-    for (auto _ : state) {
-        barrier();
-        const auto begin = std::chrono::steady_clock::now();
-        for (int i = 0; i < kNcclBatch; ++i) queue_nccl_message(tb, nccl, bytes);
-        tb.stream->synchronize();
-        double elapsed =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-        // The message is delivered when the slower side is done.
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-        state.SetIterationTime(elapsed / kNcclBatch);
-    }
+    time_batches(state, tb, [&] { queue_nccl_message(tb, nccl, bytes); });
     check_delivery(state, tb, bytes, static_cast<std::int64_t>(state.iterations()));
 }
 #endif
+
+// The ipc transport, as the pipeline drives it: rank 0 sends into slot i % 2, rank 1 receives it
+// and releases the slot (no kernel reads it in between: this is the transport alone).
+void transport_ipc(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
+    std::size_t next = 0;
+    auto queue_one = [&] {
+        const std::size_t slot = next++ % kIpcSlots;
+        if (tb.rank == kSender) {
+            const SendSide send{tb.message.data(), bytes, kReceiver, *tb.stream, slot};
+            tb.ipc->exchange(&send, nullptr);
+        } else {
+            const RecvSide recv{tb.ipc->receive_slot(slot), bytes, kSender, *tb.stream, slot};
+            tb.ipc->exchange(nullptr, &recv);
+            tb.ipc->release(slot, *tb.stream);
+        }
+    };
+    barrier();
+    if (tb.rank == kReceiver) {
+        for (std::size_t k = 0; k < kIpcSlots; ++k) {
+            tb.device->fill_async(tb.ipc->receive_slot(k), 0xff, bytes, *tb.stream);
+        }
+        tb.stream->synchronize();
+    }
+    barrier();  // the poison is in place before the first copy
+    time_batches(state, tb, queue_one);
+    // The last message's slot: what check_delivery reads.
+    check_delivery(state, tb, bytes, static_cast<std::int64_t>(state.iterations()),
+                   tb.rank == kReceiver ? tb.ipc->receive_slot((next - 1) % kIpcSlots) : nullptr);
+}
+
+// The ipc transport's ceiling on a GPU: rank 0 copies the same bytes device to device in its own
+// process, a batch at a time, timed with events; rank 1 only keeps in step.
+void device_copy(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
+    barrier();
+    if (tb.rank != kSender) {
+        for (auto _ : state) state.SetIterationTime(0.0);
+        barrier();
+        return;
+    }
+    tb.device->copy_async(tb.copy_target.data(), tb.message.data(), bytes, *tb.stream);  // warm-up
+    tb.stream->synchronize();
+    for (auto _ : state) {
+        tb.start->record(*tb.stream);
+        for (int i = 0; i < kBatch; ++i) {
+            tb.device->copy_async(tb.copy_target.data(), tb.message.data(), bytes, *tb.stream);
+        }
+        tb.stop->record(*tb.stream);
+        tb.stop->synchronize();
+        state.SetIterationTime(tb.stop->elapsed_ms_since(*tb.start) * 1e-3 / kBatch);
+    }
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
+                            static_cast<std::int64_t>(bytes));
+    barrier();
+}
 
 enum class CopyDirection { device_to_host, host_to_device };
 
@@ -281,7 +361,18 @@ void register_all(TransportBench& tb, const std::vector<std::size_t>& sizes) {
             transport_staged(state, tb, bytes);
         });
     }
+    const std::string ipc = tb.on_gpu ? "transport/ipc_gpu" : "transport/ipc_host";
+    for (const std::size_t bytes : sizes) {
+        register_sized(ipc.c_str(), bytes, [&tb, bytes](benchmark::State& state) {
+            transport_ipc(state, tb, bytes);
+        });
+    }
     if (!tb.on_gpu) return;
+    for (const std::size_t bytes : sizes) {
+        register_sized("gpu/copy_d2d", bytes, [&tb, bytes](benchmark::State& state) {
+            device_copy(state, tb, bytes);
+        });
+    }
     for (const std::size_t bytes : sizes) {
         register_sized("transport/mpi_plain_pinned", bytes, [&tb, bytes](benchmark::State& state) {
             transport_mpi_pinned(state, tb, bytes);
@@ -339,6 +430,7 @@ int run(MpiSession& session, int argc, char** argv) {
     benchmark::AddCustomContext("max_bytes", std::to_string(max_bytes));
     benchmark::AddCustomContext("device", tb.device->info().name);
     benchmark::AddCustomContext("transport", tb.transport->name());
+    benchmark::AddCustomContext("ipc", tb.ipc->name());
     benchmark::AddCustomContext("mpi", mpi_version_string());
     register_all(tb, sizes);
     const bool distinct = tb.on_gpu && on_distinct_gpus(session, *tb.device);

@@ -1,0 +1,72 @@
+"""The ipc group's figures as ratios to ceilings measured in the same run (scripts/gpu-check).
+
+usage: ipc_summary.py OUT_DIR
+
+Reads OUT_DIR/bench-transport-ipc.json (bench_transport: transport/ipc_gpu beside gpu/copy_d2d
+and transport/mpi_staged_gpu) and the JSON summaries of the ipc_np2_{ipc,mpi}_{16Mi,64Mi} runs
+(float32: 64 MiB and 256 MiB steps), and prints, per size, ipc's bandwidth as a fraction of a
+device-to-device copy of the same bytes, and per step size, how many times faster the ipc
+step is than the MPI one. Exits 1 when a target is missed: ipc >= 0.80 of the copy from 64 MiB
+up, and the 256 MiB step >= 50x faster than MPI's.
+"""
+import json
+import os
+import sys
+
+MIB = 1 << 20
+
+
+def bench_rates(path):
+    """{(family, bytes): bytes_per_second} from a Google Benchmark JSON file."""
+    with open(path) as f:
+        runs = json.load(f)["benchmarks"]
+    rates = {}
+    for run in runs:
+        parts = run["name"].split("/")
+        if "bytes_per_second" in run:
+            rates[(parts[0] + "/" + parts[1], int(parts[2]))] = run["bytes_per_second"]
+    return rates
+
+
+def step_ms(out, name):
+    """Time per step of each pass ({"off": ms, "on": ms}) in run `name`'s summary."""
+    with open(os.path.join(out, name + ".json")) as f:
+        summary = json.load(f)
+    return {("on" if p["overlap"] else "off"): p["time_per_step_ms"] for p in summary["passes"]}
+
+
+def main():
+    out = sys.argv[1]
+    rates = bench_rates(os.path.join(out, "bench-transport-ipc.json"))
+    missed = []
+    print("bench_transport, two ranks on one GPU (GB/s = 1e9 bytes moved per second):")
+    print(f"{'bytes':>10} {'ipc':>10} {'d2d copy':>10} {'ipc/copy':>9} {'mpi staged':>11}")
+    for (family, size), ipc in sorted(rates.items()):
+        if family != "transport/ipc_gpu":
+            continue
+        copy = rates.get(("gpu/copy_d2d", size))
+        staged = rates.get(("transport/mpi_staged_gpu", size))
+        ratio = ipc / copy if copy else float("nan")
+        print(f"{size:>10} {ipc / 1e9:>10.1f} {copy / 1e9 if copy else float('nan'):>10.1f} "
+              f"{ratio:>9.3f} {staged / 1e9 if staged else float('nan'):>11.2f}")
+        if size >= 64 * MIB and not ratio >= 0.80:
+            missed.append(f"ipc at {size // MIB} MiB is {ratio:.3f} of the copy (target 0.80)")
+    print("gpurelay steps, two ranks on one GPU, depth 2 (ms per step, overlap off / on):")
+    for elements, mib in (("16Mi", 64), ("64Mi", 256)):
+        ipc = step_ms(out, f"ipc_np2_ipc_{elements}")
+        mpi = step_ms(out, f"ipc_np2_mpi_{elements}")
+        for mode in ("off", "on"):
+            speedup = mpi[mode] / ipc[mode]
+            print(f"  {mib} MiB overlap {mode}: ipc {ipc[mode]:.3f}, mpi {mpi[mode]:.3f}: "
+                  f"ipc {speedup:.1f}x faster")
+            if mib == 256 and not speedup >= 50:
+                missed.append(f"256 MiB step (overlap {mode}) only {speedup:.1f}x faster than MPI")
+    for line in missed:
+        print("target missed: " + line)
+    if not missed:
+        print("targets met")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
