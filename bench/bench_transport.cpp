@@ -57,8 +57,9 @@ constexpr auto kWaitTimeout = std::chrono::minutes(5);
 // wake-up after the last, as in a pipeline that keeps several messages in flight.
 constexpr int kBatch = 16;
 // The ipc transport's receive slots: two, as a pipeline of depth 2, so the release of one
-// message's slot overlaps the copy of the next.
+// message's slot overlaps the copy of the next; and four, to see what more slack buys.
 constexpr std::size_t kIpcSlots = 2;
+constexpr std::size_t kIpcWideSlots = 4;
 
 // About 1 GiB moved per benchmark (well under a second on an H200 node), at least 5 iterations
 // for the largest messages and at most 200 for the smallest.
@@ -99,6 +100,8 @@ struct TransportBench {
         pair.consumer = kReceiver;
         pair.peer = rank == kSender ? kReceiver : kSender;
         ipc = make_ipc_transport(MPI_COMM_WORLD, pair, *device, options);
+        options.slots = kIpcWideSlots;
+        ipc_wide = make_ipc_transport(MPI_COMM_WORLD, pair, *device, options);
         if (rank == kSender && on_gpu) copy_target = device->allocate(max_bytes);
     }
 
@@ -129,7 +132,8 @@ struct TransportBench {
     Buffer copy_target;  // rank 0 on a GPU: where the device-to-device ceiling copies to
     // Declared last: destroyed first, while the buffers their queued work used still exist.
     std::unique_ptr<Transport> transport;
-    std::unique_ptr<Transport> ipc;
+    std::unique_ptr<Transport> ipc;       // kIpcSlots slots
+    std::unique_ptr<Transport> ipc_wide;  // kIpcWideSlots slots
 };
 
 void barrier() { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
@@ -263,25 +267,27 @@ void transport_nccl_plain(benchmark::State& state, TransportBench& tb, const Pla
 }
 #endif
 
-// The ipc transport, as the pipeline drives it: rank 0 sends into slot i % 2, rank 1 receives it
-// and releases the slot (no kernel reads it in between: this is the transport alone).
-void transport_ipc(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
+// The ipc transport `ipc` (of `slots` slots), as the pipeline drives it: rank 0 sends into slot
+// i % slots, rank 1 receives it and releases the slot (no kernel reads it in between: this is
+// the transport alone).
+void transport_ipc(benchmark::State& state, TransportBench& tb, Transport& ipc, std::size_t slots,
+                   std::size_t bytes) {
     std::size_t next = 0;
     auto queue_one = [&] {
-        const std::size_t slot = next++ % kIpcSlots;
+        const std::size_t slot = next++ % slots;
         if (tb.rank == kSender) {
             const SendSide send{tb.message.data(), bytes, kReceiver, *tb.stream, slot};
-            tb.ipc->exchange(&send, nullptr);
+            ipc.exchange(&send, nullptr);
         } else {
-            const RecvSide recv{tb.ipc->receive_slot(slot), bytes, kSender, *tb.stream, slot};
-            tb.ipc->exchange(nullptr, &recv);
-            tb.ipc->release(slot, *tb.stream);
+            const RecvSide recv{ipc.receive_slot(slot), bytes, kSender, *tb.stream, slot};
+            ipc.exchange(nullptr, &recv);
+            ipc.release(slot, *tb.stream);
         }
     };
     barrier();
     if (tb.rank == kReceiver) {
-        for (std::size_t k = 0; k < kIpcSlots; ++k) {
-            tb.device->fill_async(tb.ipc->receive_slot(k), 0xff, bytes, *tb.stream);
+        for (std::size_t k = 0; k < slots; ++k) {
+            tb.device->fill_async(ipc.receive_slot(k), 0xff, bytes, *tb.stream);
         }
         tb.stream->synchronize();
     }
@@ -289,7 +295,28 @@ void transport_ipc(benchmark::State& state, TransportBench& tb, std::size_t byte
     time_batches(state, tb, queue_one);
     // The last message's slot: what check_delivery reads.
     check_delivery(state, tb, bytes, static_cast<std::int64_t>(state.iterations()),
-                   tb.rank == kReceiver ? tb.ipc->receive_slot((next - 1) % kIpcSlots) : nullptr);
+                   tb.rank == kReceiver ? ipc.receive_slot((next - 1) % slots) : nullptr);
+}
+
+// A diagnosis, not a transport: rank 0 copies into rank 1's mapped slot back to back, with no
+// sequence words, so rank 1's process does nothing per message. Against transport/ipc_gpu it
+// shows what the per-message handshake between the two processes costs.
+void ipc_copy_only(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
+    barrier();
+    if (tb.rank == kReceiver) {
+        tb.device->fill_async(tb.ipc->receive_slot(0), 0xff, bytes, *tb.stream);
+        tb.stream->synchronize();
+    }
+    barrier();
+    // On rank 0, receive_slot is rank 1's slot as this process maps it.
+    time_batches(state, tb, [&] {
+        if (tb.rank == kSender) {
+            tb.device->copy_async(tb.ipc->receive_slot(0), tb.message.data(), bytes, *tb.stream);
+        }
+    });
+    barrier();  // rank 0's copies are done before rank 1 checks
+    check_delivery(state, tb, bytes, static_cast<std::int64_t>(state.iterations()),
+                   tb.rank == kReceiver ? tb.ipc->receive_slot(0) : nullptr);
 }
 
 // The ipc transport's ceiling on a GPU: rank 0 copies the same bytes device to device in its own
@@ -364,7 +391,17 @@ void register_all(TransportBench& tb, const std::vector<std::size_t>& sizes) {
     const std::string ipc = tb.on_gpu ? "transport/ipc_gpu" : "transport/ipc_host";
     for (const std::size_t bytes : sizes) {
         register_sized(ipc.c_str(), bytes, [&tb, bytes](benchmark::State& state) {
-            transport_ipc(state, tb, bytes);
+            transport_ipc(state, tb, *tb.ipc, kIpcSlots, bytes);
+        });
+    }
+    for (const std::size_t bytes : sizes) {
+        register_sized((ipc + "_4slots").c_str(), bytes, [&tb, bytes](benchmark::State& state) {
+            transport_ipc(state, tb, *tb.ipc_wide, kIpcWideSlots, bytes);
+        });
+    }
+    for (const std::size_t bytes : sizes) {
+        register_sized((ipc + "_copy_only").c_str(), bytes, [&tb, bytes](benchmark::State& s) {
+            ipc_copy_only(s, tb, bytes);
         });
     }
     if (!tb.on_gpu) return;
