@@ -265,6 +265,29 @@ std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
     return ranks;
 }
 
+void summarize_run(MPI_Comm comm, const RankFigures& mine, RunSummary& summary) {
+    summary.ranks = gather_rank_info(comm, mine.info);
+    if (summary.passes.size() == 2) {
+        summary.overlap_speedup =
+            summary.passes[0].time_per_step_ms / summary.passes[1].time_per_step_ms;
+        summary.overlap_ideal_ms = step_bound_ms(phase_medians(summary.passes[0]),
+                                                 summary.config.depth, /*overlap=*/true);
+    }
+    struct Memory {
+        std::uint64_t device_bytes, host_bytes;
+    };
+    const Memory largest = reduce_fields<std::uint64_t>(Memory{mine.device_bytes, mine.host_bytes},
+                                                        MPI_UINT64_T, MPI_MAX, comm);
+    summary.device_bytes = largest.device_bytes;
+    summary.host_bytes = largest.host_bytes;
+    struct Writes {
+        double bytes, seconds;
+    };
+    const Writes total = reduce_fields<double>(Writes{mine.bytes_written, mine.write_seconds},
+                                               MPI_DOUBLE, MPI_SUM, comm);
+    summary.write_gbps = total.seconds > 0 ? total.bytes / total.seconds / 1e9 : 0.0;
+}
+
 void print_report(std::FILE* out, const RunSummary& s) {
     const Config& c = s.config;
     std::fprintf(out, "gpurelay: %d rank(s), %d pair(s), %s path, transport %s%s%s\n", s.world_size,

@@ -110,6 +110,18 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
 // Collective: host, device and role of every rank, valid on rank 0.
 std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine);
 
+// What one rank adds to the run's summary besides its passes.
+struct RankFigures {
+    RankInfo info;
+    std::uint64_t device_bytes = 0, host_bytes = 0;  // memory it holds
+    double bytes_written = 0, write_seconds = 0;     // by its result writer (consumers)
+};
+
+// Collective over `comm`, once `summary.passes` holds every pass: gathers the ranks' info (valid
+// on rank 0), takes the largest rank's memory and the total write bandwidth, and with two
+// passes (compare) the overlap speedup and the time per step perfect overlap would give.
+void summarize_run(MPI_Comm comm, const RankFigures& mine, RunSummary& summary);
+
 void print_report(std::FILE* out, const RunSummary& summary);
 std::string summary_json(const RunSummary& summary);
 // Appends one row (and the header when the file is new or empty) under an exclusive lock, so

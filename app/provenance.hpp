@@ -1,0 +1,24 @@
+// What travels with the results: the versions of everything the run used, the time, and the
+// root attributes of the result file (the resolved deck, versions, hosts and devices).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "app/setup.hpp"
+#include "io/result_file.hpp"
+
+namespace gpurelay {
+
+// --version: one line each for gpurelay (and its git hash), CUDA, NCCL, MPI and HDF5.
+std::string version_text();
+// The same on one line, for the report and the JSON summary.
+std::string versions_line();
+// Now, as "2026-12-01T09:00:00Z".
+std::string utc_timestamp();
+// The result file's root attributes: every resolved key (typed), the deck, the versions, the
+// backend and transport, and every rank's host and device.
+Attributes root_attributes(const Setup& setup, const std::vector<std::string>& hosts,
+                           const std::vector<std::string>& gpus);
+
+}  // namespace gpurelay

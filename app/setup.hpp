@@ -1,0 +1,41 @@
+// Set-up that every rank agrees on before any timed work: pairs, output paths, the device, its
+// memory and the transport. Each step either succeeds on every rank or fails on every rank with
+// one message (comm/agreement.hpp).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/mpi_session.hpp"
+#include "comm/pairing.hpp"
+#include "comm/transport.hpp"
+#include "config/config.hpp"
+#include "runtime/device.hpp"
+
+namespace gpurelay {
+
+struct Setup {
+    Config config;
+    PairPlacement placement;
+    std::unique_ptr<Device> device;
+    DeviceInfo device_info;
+    std::unique_ptr<Transport> transport;
+    std::string transport_note;         // why auto chose the transport, when it had to choose
+    std::vector<std::string> gpu_keys;  // every rank's "host bus-id" ("host cpu" on the CPU path)
+};
+
+// Collective over MPI_COMM_WORLD: places the pairs, checks the output paths (rank 0), opens the
+// device, checks that every rank is on the same path and has the memory, and opens the
+// transport; from then on every wait on the GPU is bounded by timeout_s and watches the
+// transport. Throws AgreedError, the same on every rank, when a step fails anywhere.
+Setup set_up(const MpiSession& mpi, const Config& config);
+
+// Gathers one string per rank onto every rank (at most 255 characters each).
+std::vector<std::string> allgather_strings(const std::string& mine, int size);
+
+// How this rank's device reaches its peer's, for the report (users check for NVLink here).
+std::string peer_link(const Setup& setup, const std::vector<std::string>& hosts,
+                      const std::string& my_host);
+
+}  // namespace gpurelay
