@@ -41,7 +41,7 @@ def stable(value, key=""):
     if isinstance(value, float):
         return "<float>"
     if isinstance(value, str):  # the versions line names the build's commit
-        return re.sub(r"git [0-9a-f]{7,40}", "git <hash>", value)
+        return re.sub(r"git ([0-9a-f]{7,40}|unknown)", "git <hash>", value)
     return value
 
 def differing_paths(x, y, path=""):
