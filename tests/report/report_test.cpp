@@ -1,0 +1,264 @@
+// The report: the cross-rank statistics of a pass (under mpirun -np 1 and 2), the step bound it
+// is held against, and the CSV and JSON, each made from one table.
+#include "report/report.hpp"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mpi_test.hpp"
+#include "pipeline/phase.hpp"
+#include "pipeline/step_bound.hpp"
+
+namespace gpurelay {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+using test::world_rank;
+using test::world_size;
+
+Config small_config() {
+    Config c;
+    c.elements = 1000;
+    c.c_elements = 500;
+    c.c_iterations = 10;
+    c.steps = 8;
+    c.warmup = 2;
+    c.depth = 2;
+    return c;
+}
+
+// Step s's times on this rank, as the pipeline would leave them: the producer's phases on the
+// producer, the consumer's on the consumer, both with one rank; NaN for the other role's.
+StepTimes times_of(std::int64_t s, Role role) {
+    const double x = static_cast<double>(s);
+    StepTimes t;
+    if (role != Role::consumer) {
+        t.a = 1.0 + x;
+        t.send = 3.0 + x;
+    }
+    if (role != Role::producer) {
+        t.recv = 2.0 + x;  // shorter than the send: the transfer is the receive
+        t.c = 5.0 + 2 * x;
+        t.wait = 0.5;
+        t.b = 4.0 + x;
+    }
+    t.period = s == 0 ? kNaN : 10.0 + x;
+    return t;
+}
+
+PassResult pass_result(const Config& config, Role role) {
+    PassResult r;
+    r.overlap = true;
+    r.end_step = config.steps;
+    r.timed_from = config.warmup;
+    for (std::int64_t s = 0; s < config.steps; ++s) r.steps.push_back(times_of(s, role));
+    r.x_mismatches.assign(static_cast<std::size_t>(config.steps), 0);
+    r.c_mismatches.assign(static_cast<std::size_t>(config.steps), 0);
+    if (role != Role::producer) r.c_mismatches[3] = 7;  // C went wrong once, on each consumer
+    r.timed_wall_ms = 60.0 * (world_rank() + 1);    // the slowest rank's counts
+    r.cold_step_ms = 9.0;
+    r.spot_checked = role != Role::producer ? 1000 : 0;
+    return r;
+}
+
+// The timed steps are 2..7: medians of x + k over them are 4.5 + k.
+TEST(ReportStatistics, PhaseMediansMinMaxOverTheTimedStepsOfEveryRank) {
+    const Config config = small_config();
+    const PairPlacement placement = place_pairs(world_rank(), world_size(), false);
+    const PassSummary p =
+        summarize_pass(MPI_COMM_WORLD, config, placement, pass_result(config, placement.role));
+    // Totals on every rank, so every rank agrees on the exit code.
+    const auto pairs = static_cast<std::uint64_t>(placement.pairs);
+    EXPECT_EQ(p.c_mismatches, 7 * pairs);
+    EXPECT_EQ(p.x_mismatches, 0u);
+    EXPECT_EQ(p.x_checked, 1000u * 8 * pairs);
+    EXPECT_EQ(p.c_checked, 500u * 8 * pairs);
+    EXPECT_EQ(p.spot_checked, 1000u * pairs);
+    EXPECT_FALSE(p.verified());
+    EXPECT_EQ(p.timed_steps, 6);
+    EXPECT_DOUBLE_EQ(p.time_per_step_ms, 60.0 * world_size() / 6);
+    EXPECT_DOUBLE_EQ(p.cold_step_ms, 9.0);
+    if (world_rank() != 0) return;  // the statistics are rank 0's
+    const auto expect = [&](Phase phase, double median, double min, double max) {
+        const PhaseStats& st = p.phase(phase);
+        EXPECT_DOUBLE_EQ(st.median, median) << kPhases[index_of(phase)].name;
+        EXPECT_DOUBLE_EQ(st.min, min) << kPhases[index_of(phase)].name;
+        EXPECT_DOUBLE_EQ(st.max, max) << kPhases[index_of(phase)].name;
+    };
+    expect(Phase::a, 5.5, 3.0, 8.0);
+    expect(Phase::send, 7.5, 5.0, 10.0);
+    expect(Phase::recv, 6.5, 4.0, 9.0);
+    expect(Phase::c, 14.0, 9.0, 19.0);
+    expect(Phase::wait, 0.5, 0.5, 0.5);
+    expect(Phase::b, 8.5, 6.0, 11.0);
+    expect(Phase::step, 14.5, 12.0, 17.0);  // the consumer's period (NaN-free after step 0)
+    // The transfer: the shorter of the producer's send and the consumer's receive.
+    EXPECT_DOUBLE_EQ(p.transfer_ms, 6.5);
+    ASSERT_EQ(p.pairs.size(), static_cast<std::size_t>(placement.pairs));
+    EXPECT_DOUBLE_EQ(p.pairs[0].transfer_ms, 6.5);
+    EXPECT_DOUBLE_EQ(p.pairs[0].step_ms, 14.5);
+    EXPECT_DOUBLE_EQ(p.a_gbps, 4000.0 / (5.5 * 1e6));
+    EXPECT_DOUBLE_EQ(p.b_gbps, 8000.0 / (8.5 * 1e6));
+    // The step bound of the medians: overlap on, depth 2: max(A + transfer, C + B).
+    EXPECT_DOUBLE_EQ(p.step_bound_ms, std::max(5.5 + 6.5, 14.0 + 8.5));
+    EXPECT_DOUBLE_EQ(p.step_bound_ms, step_bound_ms(phase_medians(p), 2, true));
+}
+
+// A summary made by hand, the way summarize_pass and summarize_run leave it on rank 0.
+RunSummary hand_summary() {
+    RunSummary s;
+    s.config = small_config();
+    s.config.tag = "a, \"quoted\" tag";
+    s.backend = "cpu";
+    s.transport = "mpi (host memory)";
+    s.world_size = 2;
+    s.timestamp = "2026-12-01T00:00:00Z";
+    s.git_hash = "abc";
+    s.ranks = {{"h0", "host CPU", "", "producer", "itself", 0}};
+    for (bool overlap : {false, true}) {
+        PassSummary p;
+        p.overlap = overlap;
+        for (std::size_t i = 0; i < kPhaseCount; ++i) {
+            const double base = (overlap ? 100.0 : 0.0) + static_cast<double>(i);
+            p.phases[i] = {base + 0.5, base, base + 1.0};
+        }
+        p.time_per_step_ms = overlap ? 2.0 : 3.0;
+        p.x_checked = 10;
+        p.c_checked = 20;
+        p.x_mismatches = overlap ? 1 : 0;
+        p.spot_checked = 30;
+        s.passes.push_back(p);
+    }
+    s.overlap_speedup = 1.5;
+    s.overlap_ideal_ms = 1.25;
+    return s;
+}
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+    std::vector<std::string> cells;
+    std::string cell;
+    bool quoted = false;
+    for (char ch : line) {
+        if (ch == '"') {
+            quoted = !quoted;
+        } else if (ch == ',' && !quoted) {
+            cells.push_back(cell);
+            cell.clear();
+        } else {
+            cell += ch;
+        }
+    }
+    cells.push_back(cell);
+    return cells;
+}
+
+// The header is what scripts/plot and old results files expect: it may only change on purpose.
+TEST(ResultsCsv, HeaderIsTheColumnTableInOrder) {
+    EXPECT_EQ(results_csv_header(),
+              "tag,timestamp,git_hash,world_size,pairs,backend,transport,gpu_name,dtype,elements,"
+              "tensor_bytes,steps,warmup,depth,overlap,blocking,graphs,c_elements,c_iterations,"
+              "pairing,chunk,time_per_step_ms,step_ms_median,step_ms_min,step_ms_max,steps_per_s,"
+              "a_ms,send_ms,recv_ms,c_ms,wait_ms,b_ms,transfer_gbps,aggregate_gbps,a_gbps,b_gbps,"
+              "cold_step_ms,time_per_step_no_overlap_ms,overlap_speedup,x_checked,x_mismatches,"
+              "c_mismatches,verified,step_bound_ms,overlap_ideal_ms");
+    EXPECT_EQ(split_csv_line(results_csv_header()).size(), results_csv_columns().size());
+}
+
+TEST(ResultsCsv, EachCellSitsUnderItsColumn) {
+    const RunSummary s = hand_summary();
+    const std::vector<std::string> names = split_csv_line(results_csv_header());
+    const std::vector<std::string> cells = split_csv_line(results_csv_row(s));
+    ASSERT_EQ(cells.size(), names.size());
+    const auto cell = [&](const std::string& name) {
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            if (names[i] == name) return cells[i];
+        }
+        ADD_FAILURE() << "no column " << name;
+        return std::string();
+    };
+    EXPECT_EQ(cell("tag"), "a, quoted tag");  // quoted in the file, so its comma stays inside
+    EXPECT_EQ(cell("world_size"), "2");
+    EXPECT_EQ(cell("transport"), "mpi");
+    EXPECT_EQ(cell("steps"), "8");
+    // The main (last) pass's phase medians, each under its phase's column.
+    for (std::size_t i = 0; i + 1 < kPhaseCount; ++i) {
+        EXPECT_EQ(cell(std::string(kPhases[i].name) + "_ms"), std::to_string(100 + i) + ".5");
+    }
+    EXPECT_EQ(cell("step_ms_median"), "106.5");
+    EXPECT_EQ(cell("step_ms_min"), "106");
+    EXPECT_EQ(cell("step_ms_max"), "107");
+    EXPECT_EQ(cell("time_per_step_ms"), "2");
+    EXPECT_EQ(cell("time_per_step_no_overlap_ms"), "3");
+    EXPECT_EQ(cell("overlap_speedup"), "1.5");
+    EXPECT_EQ(cell("x_checked"), "20");  // over both passes
+    EXPECT_EQ(cell("x_mismatches"), "1");
+    EXPECT_EQ(cell("verified"), "failed");
+    EXPECT_EQ(cell("overlap_ideal_ms"), "1.25");
+}
+
+TEST(SummaryJson, PhasesAreTheTableAndTotalsArePerPass) {
+    const RunSummary s = hand_summary();
+    const nlohmann::json j = nlohmann::json::parse(summary_json(s));
+    ASSERT_EQ(j["passes"].size(), 2u);
+    const nlohmann::json& on = j["passes"][1];
+    ASSERT_EQ(on["phases_ms"].size(), kPhaseCount);
+    for (std::size_t i = 0; i < kPhaseCount; ++i) {
+        const nlohmann::json& st = on["phases_ms"][kPhases[i].name];
+        EXPECT_DOUBLE_EQ(st["median"].get<double>(), 100.5 + static_cast<double>(i));
+        EXPECT_DOUBLE_EQ(st["min"].get<double>(), 100.0 + static_cast<double>(i));
+    }
+    EXPECT_EQ(on["verification"]["x_mismatches"], 1);
+    EXPECT_EQ(on["verification"]["spot_checked"], 30);
+    EXPECT_EQ(j["passes"][0]["verification"]["x_mismatches"], 0);
+    EXPECT_EQ(j["verified"], false);
+    EXPECT_DOUBLE_EQ(j["overlap_speedup"].get<double>(), 1.5);
+    const VerificationTotals v = s.verification_totals();
+    EXPECT_EQ(v.x_checked, 20u);
+    EXPECT_EQ(v.c_checked, 40u);
+    EXPECT_EQ(v.spot_checked, 60u);
+}
+
+TEST(SummaryJson, NaNIsWrittenAsNull) {
+    RunSummary s = hand_summary();
+    s.passes[1].phases[index_of(Phase::a)].median = kNaN;
+    const nlohmann::json j = nlohmann::json::parse(summary_json(s));
+    EXPECT_TRUE(j["passes"][1]["phases_ms"]["a"]["median"].is_null());
+}
+
+TEST(ReportText, ListsEveryPhaseOfEveryPass) {
+    if (world_rank() != 0) return;
+    const RunSummary s = hand_summary();
+    char* text = nullptr;
+    std::size_t length = 0;
+    std::FILE* out = open_memstream(&text, &length);
+    print_report(out, s);
+    std::fclose(out);
+    const std::string report(text, length);
+    std::free(text);
+    for (const PhaseInfo& phase : kPhases) {
+        // A table row: the name padded to 6, as print_report lays it out ("  step   " and not
+        // the "  step bound" line).
+        std::string row = "\n  " + std::string(phase.name);
+        row.resize(std::max<std::size_t>(row.size(), 9), ' ');
+        row += ' ';
+        std::size_t count = 0;
+        for (std::size_t at = report.find(row); at != std::string::npos;
+             at = report.find(row, at + 1)) {
+            ++count;
+        }
+        EXPECT_EQ(count, 2u) << phase.name;
+    }
+    EXPECT_NE(report.find("FAILED"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpurelay
