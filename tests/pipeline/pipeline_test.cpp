@@ -1,0 +1,168 @@
+// The pass loop and its step timer on the CPU path (host streams, the MPI host transport), under
+// mpirun -np 1 (one rank plays both roles) and -np 2: what a pass leaves in its PassResult.
+#include "pipeline/pipeline.hpp"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "comm/pairing.hpp"
+#include "comm/transport.hpp"
+#include "mpi_test.hpp"
+#include "pipeline/phase.hpp"
+#include "runtime/device.hpp"
+
+namespace gpurelay {
+namespace {
+
+Config small_config() {
+    Config c;
+    c.device = DeviceKind::cpu;
+    c.elements = 3001;
+    c.c_elements = 512;
+    c.c_iterations = 8;
+    c.steps = 9;
+    c.warmup = 2;
+    c.depth = 2;
+    c.timing = Timing::phases;
+    return c;
+}
+
+// One rank's pipeline on the CPU path.
+struct Rig {
+    explicit Rig(const Config& c)
+        : config(c),
+          placement(place_pairs(test::world_rank(), test::world_size(), false)),
+          device(make_host_device(config.timeout())),
+          transport(make_mpi_host_transport(
+              MPI_COMM_WORLD, {config.tensor_bytes(), config.chunk, config.timeout()})),
+          pipeline(config, *device, *transport, placement, MPI_COMM_WORLD) {}
+    bool producer() const { return placement.role != Role::consumer; }
+    bool consumer() const { return placement.role != Role::producer; }
+
+    Config config;
+    PairPlacement placement;
+    std::unique_ptr<Device> device;
+    std::unique_ptr<Transport> transport;
+    Pipeline pipeline;
+};
+
+// Phases this rank times (its role's) are measured, the others NaN.
+void expect_role_phases(const Rig& rig, const StepTimes& t, std::int64_t s) {
+    const auto measured = [&](Phase p) { return !std::isnan(t.*kPhases[index_of(p)].member); };
+    for (Phase p : {Phase::a, Phase::send}) {
+        EXPECT_EQ(measured(p), rig.producer()) << "step " << s << " " << kPhases[index_of(p)].name;
+    }
+    for (Phase p : {Phase::recv, Phase::c, Phase::wait, Phase::b}) {
+        EXPECT_EQ(measured(p), rig.consumer()) << "step " << s << " " << kPhases[index_of(p)].name;
+    }
+}
+
+TEST(PassLoop, AFullPassTimesAndVerifiesEveryStep) {
+    for (bool overlap : {false, true}) {
+        Rig rig(small_config());
+        std::vector<std::int64_t> called;
+        const PassResult r = rig.pipeline.run(overlap, nullptr, [&](std::int64_t s) {
+            called.push_back(s);
+            return false;
+        });
+        EXPECT_EQ(r.overlap, overlap);
+        EXPECT_EQ(r.first_step, 0);
+        EXPECT_EQ(r.end_step, 9);
+        EXPECT_EQ(r.timed_from, 2);
+        EXPECT_EQ(called, (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
+        ASSERT_EQ(r.steps.size(), 9u);
+        for (std::int64_t s = 0; s < 9; ++s) {
+            const StepTimes& t = r.steps[static_cast<std::size_t>(s)];
+            expect_role_phases(rig, t, s);
+            EXPECT_EQ(std::isnan(t.period), s == 0) << "step " << s;  // no step before step 0
+            if (s > 0) EXPECT_GE(t.period, 0.0) << "step " << s;
+        }
+        // The consumer's checks found nothing wrong, in every step; the host checked the last
+        // tensor (min(4096, elements) samples).
+        EXPECT_EQ(r.x_mismatches, std::vector<Counter>(9, 0));
+        EXPECT_EQ(r.c_mismatches, std::vector<Counter>(9, 0));
+        EXPECT_EQ(r.spot_checked, rig.consumer() ? 3001u : 0u);
+        EXPECT_EQ(r.spot_mismatches, 0u);
+        EXPECT_GT(r.cold_step_ms, 0.0);
+        EXPECT_GT(r.timed_wall_ms, 0.0);
+        EXPECT_EQ(r.phase_timed_steps, 7);
+    }
+}
+
+TEST(PassLoop, TheCallbackStopsThePassAfterItsStep) {
+    Rig rig(small_config());
+    const PassResult r =
+        rig.pipeline.run(true, nullptr, [](std::int64_t s) { return s == 4; });
+    EXPECT_EQ(r.end_step, 5);
+    for (std::size_t s = 0; s < 9; ++s) {
+        // Steps after the stop never ran: no times at all.
+        EXPECT_EQ(std::isnan(r.steps[s].b) && std::isnan(r.steps[s].a), s >= 5) << "step " << s;
+    }
+}
+
+TEST(PassLoop, AResumedPassStartsAtItsFirstStepAndTimesFromTheOneAfter) {
+    Rig rig(small_config());
+    const PassResult r = rig.pipeline.run(true, nullptr, nullptr, 5);
+    EXPECT_EQ(r.first_step, 5);
+    EXPECT_EQ(r.end_step, 9);
+    EXPECT_EQ(r.timed_from, 6);  // step 5 is this pass's cold step
+    for (std::size_t s = 0; s < 5; ++s) {
+        EXPECT_TRUE(std::isnan(r.steps[s].period) && std::isnan(r.steps[s].a) &&
+                    std::isnan(r.steps[s].b))
+            << "step " << s;
+    }
+    EXPECT_TRUE(std::isnan(r.steps[5].period));  // the first step it ran has no previous one
+    EXPECT_FALSE(std::isnan(r.steps[6].period));
+    EXPECT_EQ(r.x_mismatches, std::vector<Counter>(9, 0));
+}
+
+// The step timer: which steps carry phase times, by the timing the pass uses.
+TEST(StepTimer, SampledTimesEveryKthTimedStepAndStepsTimesNone) {
+    Config c = small_config();
+    c.steps = 12;
+    c.timing = Timing::sampled;
+    c.timing_every = 3;
+    {
+        Rig rig(c);
+        const PassResult r = rig.pipeline.run(true, nullptr, nullptr);
+        EXPECT_EQ(r.timing, Timing::sampled);
+        EXPECT_EQ(r.timing_every, 3);
+        EXPECT_EQ(r.phase_timed_steps, 4);  // steps 2, 5, 8, 11
+        for (std::int64_t s = 2; s < 12; ++s) {
+            const StepTimes& t = r.steps[static_cast<std::size_t>(s)];
+            const bool sampled = (s - 2) % 3 == 0;
+            const double phase = rig.consumer() ? t.b : t.a;
+            EXPECT_EQ(!std::isnan(phase), sampled) << "step " << s;
+            EXPECT_FALSE(std::isnan(t.period)) << "step " << s;  // every step has its period
+        }
+    }
+    c.timing = Timing::steps;
+    Rig rig(c);
+    const PassResult r = rig.pipeline.run(true, nullptr, nullptr);
+    EXPECT_EQ(r.phase_timed_steps, 0);
+    for (std::int64_t s = 2; s < 12; ++s) {
+        const StepTimes& t = r.steps[static_cast<std::size_t>(s)];
+        EXPECT_TRUE(std::isnan(t.a) && std::isnan(t.b)) << "step " << s;
+        EXPECT_FALSE(std::isnan(t.period)) << "step " << s;
+    }
+    EXPECT_EQ(r.c_mismatches, std::vector<Counter>(12, 0));
+}
+
+TEST(PassLoop, MemoryIsTheSlotsOfTheRanksRoles) {
+    Rig rig(small_config());
+    const std::uint64_t tensor = rig.config.tensor_bytes();
+    const std::uint64_t slots = 2 * tensor;  // depth 2
+    // Producers: A's send slots; consumers: receive and result slots and C's buffer.
+    const std::uint64_t expected = (rig.producer() ? slots : 0) +
+                                   (rig.consumer() ? 2 * slots + 512 * 4 : 0);
+    EXPECT_GE(rig.pipeline.device_bytes(), expected);
+    EXPECT_LT(rig.pipeline.device_bytes(), expected + 4096);  // and little besides
+}
+
+}  // namespace
+}  // namespace gpurelay
