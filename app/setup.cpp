@@ -81,8 +81,9 @@ std::unique_ptr<Transport> open_transport(Setup& setup, int world_size,
         return make_ipc_transport(MPI_COMM_WORLD, setup.placement, *setup.device, options);
     };
     if (config.transport == TransportKind::ipc && config.staging == Staging::on) {
-        throw usage_error("staging = \"on\" is for transport = \"mpi\"; ipc copies straight "
-                          "into the consumer's slots");
+        throw usage_error(
+            "staging = \"on\" is for transport = \"mpi\"; ipc copies straight "
+            "into the consumer's slots");
     }
     if (config.transport == TransportKind::ipc && !one_node) {
         throw usage_error(

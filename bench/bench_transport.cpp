@@ -400,15 +400,13 @@ void register_all(TransportBench& tb, const std::vector<std::size_t>& sizes) {
         });
     }
     for (const std::size_t bytes : sizes) {
-        register_sized((ipc + "_copy_only").c_str(), bytes, [&tb, bytes](benchmark::State& s) {
-            ipc_copy_only(s, tb, bytes);
-        });
+        register_sized((ipc + "_copy_only").c_str(), bytes,
+                       [&tb, bytes](benchmark::State& s) { ipc_copy_only(s, tb, bytes); });
     }
     if (!tb.on_gpu) return;
     for (const std::size_t bytes : sizes) {
-        register_sized("gpu/copy_d2d", bytes, [&tb, bytes](benchmark::State& state) {
-            device_copy(state, tb, bytes);
-        });
+        register_sized("gpu/copy_d2d", bytes,
+                       [&tb, bytes](benchmark::State& state) { device_copy(state, tb, bytes); });
     }
     for (const std::size_t bytes : sizes) {
         register_sized("transport/mpi_plain_pinned", bytes, [&tb, bytes](benchmark::State& state) {

@@ -6,7 +6,8 @@ namespace gpurelay {
 
 std::unique_ptr<IpcMemory> open_cuda_ipc_memory(MPI_Comm, const PairPlacement&, const IpcShape&,
                                                 Device&) {
-    throw usage_error("transport = \"ipc\" on a GPU needs CUDA, but this gpurelay was built without");
+    throw usage_error(
+        "transport = \"ipc\" on a GPU needs CUDA, but this gpurelay was built without");
 }
 
 }  // namespace gpurelay

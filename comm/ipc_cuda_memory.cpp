@@ -11,8 +11,8 @@
 // does the waiting (cuStreamWaitValue32), so neither the wait nor the copy engine's copy takes
 // an SM from C or B.
 #include <cuda.h>
-#include <cuda_runtime.h>
 #include <cudaTypedefs.h>
+#include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstring>
@@ -74,8 +74,7 @@ class CudaIpcMemory final : public IpcMemory {
                   Device& device)
         : slots_(shape.slots),
           words_bytes_(round_up(2 * shape.slots * sizeof(std::uint32_t), kAlign)),
-          slot_stride_(round_up(std::max<std::size_t>(shape.slot_bytes, 1), kAlign)),
-          peer_(placement.peer) {
+          slot_stride_(round_up(std::max<std::size_t>(shape.slot_bytes, 1), kAlign)) {
         StreamMemOps::get();  // fails here, at set-up, if the driver lacks them
         const bool producer = placement.role != Role::consumer;
         const bool consumer = placement.role != Role::producer;
@@ -96,8 +95,9 @@ class CudaIpcMemory final : public IpcMemory {
         CUDA_CHECK(cudaIpcGetMemHandle(&out.memory, mine_.get()));
         std::strncpy(out.pci_bus_id, my_bus.c_str(), sizeof out.pci_bus_id - 1);
         Export in{};
-        MPI_CHECK(MPI_Sendrecv(&out, sizeof out, MPI_BYTE, peer_, kHandleTag, &in, sizeof in,
-                               MPI_BYTE, peer_, kHandleTag, comm, MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Sendrecv(&out, sizeof out, MPI_BYTE, placement.peer, kHandleTag, &in,
+                               sizeof in, MPI_BYTE, placement.peer, kHandleTag, comm,
+                               MPI_STATUS_IGNORE));
         const std::string peer_bus(in.pci_bus_id);
         link_ = describe_link(my_bus, peer_bus);
         // Lazy peer access: the driver enables it between the two GPUs if they differ.
@@ -153,7 +153,9 @@ class CudaIpcMemory final : public IpcMemory {
     }
 
   private:
-    static CUstream as_cu(Stream& stream) { return reinterpret_cast<CUstream>(cuda_handle(stream)); }
+    static CUstream as_cu(Stream& stream) {
+        return reinterpret_cast<CUstream>(cuda_handle(stream));
+    }
     static CUdeviceptr as_address(const std::uint32_t* word) {
         return reinterpret_cast<CUdeviceptr>(word);
     }
@@ -174,7 +176,6 @@ class CudaIpcMemory final : public IpcMemory {
     std::size_t slots_;
     std::size_t words_bytes_;
     std::size_t slot_stride_;
-    int peer_;
     struct DeviceFree {
         void operator()(void* p) const noexcept { cudaFree(p); }
     };

@@ -36,9 +36,8 @@ int rank_in(MPI_Comm from, MPI_Comm to, int rank) {
 
 // Whether `word` has reached `value` in the wrap-around order of sequence numbers.
 bool reached(const std::uint32_t* word, std::uint32_t value) {
-    const std::uint32_t now =
-        std::atomic_ref<std::uint32_t>(*const_cast<std::uint32_t*>(word)).load(
-            std::memory_order_acquire);
+    const std::uint32_t now = std::atomic_ref<std::uint32_t>(*const_cast<std::uint32_t*>(word))
+                                  .load(std::memory_order_acquire);
     return static_cast<std::int32_t>(now - value) >= 0;
 }
 

@@ -68,9 +68,9 @@ class IpcTransport final : public Transport {
     void check(std::size_t bytes, std::size_t k) const {
         if (k >= sent_.size() || bytes > options_.max_message_bytes) {
             throw runtime_error("ipc: message of " + std::to_string(bytes) + " bytes into slot " +
-                                std::to_string(k) + " exceeds the " +
-                                std::to_string(sent_.size()) + " slots of " +
-                                std::to_string(options_.max_message_bytes) + " bytes");
+                                std::to_string(k) + " exceeds the " + std::to_string(sent_.size()) +
+                                " slots of " + std::to_string(options_.max_message_bytes) +
+                                " bytes");
         }
     }
 

@@ -322,8 +322,8 @@ struct Pipeline::Impl {
         if (m.phases) m.b_start->record(compute);
         begin_range(RangePhase::b, s, compute);
         launch_b(Span<const T>{static_cast<const T*>(recv_slots[k]), bytes / sizeof(T)},
-                 y_slots[k].as<T>(),
-                 static_cast<T>(config.alpha), step, config.seed, slot_counters, compute);
+                 y_slots[k].as<T>(), static_cast<T>(config.alpha), step, config.seed, slot_counters,
+                 compute);
         end_range(compute);
         if (m.phases) m.b_end->record(compute);
         if (cross_stream(overlap)) x_free[k]->record(compute);

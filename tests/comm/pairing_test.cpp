@@ -1,7 +1,7 @@
 // Pairing: which rank produces for which, and whether every pair is on one node (ipc's need).
-#include <gtest/gtest.h>
-
 #include "comm/pairing.hpp"
+
+#include <gtest/gtest.h>
 
 namespace gpurelay {
 namespace {
