@@ -244,7 +244,7 @@ def main():
         if opts.existing_output:
             with open(output, "w") as f:
                 f.write("precious")
-        command = shlex.split(opts.mpirun) + ["-np", str(opts.np), opts.binary] + args + ["--quiet"]
+        command = shlex.split(opts.mpirun) + ["-n", str(opts.np), opts.binary] + args + ["--quiet"]
         print("+ " + " ".join(shlex.quote(c) for c in command), flush=True)
         start = time.monotonic()
         try:

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# scripts/sweep --slurm on the test cluster: the array is throttled (%1 by default, --throttle
+# N), a re-run while its tasks are queued submits nothing (held tasks: deterministic), a re-run
+# once they are done skips them all, a grid with one new point submits only that point, and a
+# point whose task failed is submitted again.
+# Usage: tests/slurm/test_sweep.sh GPURELAY_BINARY REPO_ROOT   (SLURM_CONF set)
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+cat >"$tmp/deck.toml" <<'TOML'
+device = "cpu"
+transport = "mpi"
+elements = "1Ki"
+steps = 4
+warmup = 1
+overlap = "on"
+c_elements = "1Ki"
+c_iterations = 1
+write = "none"
+timeout_s = 60.0
+TOML
+csv="$tmp/results.csv"
+out="$tmp/out"
+sweep=("$root/scripts/sweep" --slurm --deck "$tmp/deck.toml" --csv "$csv" --binary "$binary"
+    --out-dir "$out")
+grid=("elements=1Ki,2Ki" "c_iterations=1,2")
+
+# job_of LOG: the job id a sweep printed ("submitted job N: ...").
+job_of() {
+    sed -n 's/^submitted job \([0-9]*\):.*/\1/p' "$1"
+}
+rows() {
+    "$python" -c 'import csv, sys; print(sum(1 for _ in csv.DictReader(open(sys.argv[1]))))' "$1"
+}
+
+echo "== submit 4 points, held: the array is throttled to one task at a time"
+"${sweep[@]}" --sbatch-args=--hold "${grid[@]}" | tee "$tmp/log1" || fail "first sweep failed"
+job="$(job_of "$tmp/log1")"
+[[ -n "$job" ]] || fail "no 'submitted job' line"
+submitted+=("$job")
+[[ "$(job_field "$job" ArrayTaskThrottle | sort -u)" == 1 ]] ||
+    fail "array $job: ArrayTaskThrottle $(job_field "$job" ArrayTaskThrottle | sort -u), not 1"
+grep -q -- "--array=0-3%1" "$out/sweep.sbatch" || fail "sweep.sbatch has no --array=0-3%1"
+
+echo "== the same sweep while they are queued: nothing submitted"
+"${sweep[@]}" "${grid[@]}" | tee "$tmp/log2" || fail "second sweep failed"
+[[ "$(grep -c "^skip (queued or running as ${job}_[0-3] (PENDING)): " "$tmp/log2")" -eq 4 ]] ||
+    fail "expected 4 'skip (queued or running as ${job}_N (PENDING))' lines"
+if grep -q '^submitted job' "$tmp/log2"; then fail "queued points were submitted again"; fi
+
+echo "== released: all 4 run; the same sweep then skips them as done"
+scontrol release "$job"
+wait_job "$job" 300
+[[ "$(rows "$csv")" -eq 4 ]] || fail "expected 4 rows, got $(rows "$csv")"
+"${sweep[@]}" "${grid[@]}" | tee "$tmp/log3" || fail "third sweep failed"
+[[ "$(grep -c '^skip (done): ' "$tmp/log3")" -eq 4 ]] || fail "expected 4 'skip (done)' lines"
+if grep -q '^submitted job' "$tmp/log3"; then fail "done points were submitted again"; fi
+
+echo "== one new point (and --throttle 2): only it is submitted"
+"${sweep[@]}" --throttle 2 elements=1Ki,2Ki,4Ki c_iterations=1 | tee "$tmp/log4" ||
+    fail "fourth sweep failed"
+job4="$(job_of "$tmp/log4")"
+submitted+=("$job4")
+grep -q 'tasks 0-0, at most 2 at a time' "$tmp/log4" || fail "expected one task, throttle 2"
+[[ "$(job_field "$job4" ArrayTaskThrottle)" == 2 ]] || fail "array $job4: throttle not 2"
+wait_job "$job4" 120
+[[ "$(rows "$csv")" -eq 5 ]] || fail "expected 5 rows, got $(rows "$csv")"
+
+echo "== a point that fails (bad value: exit 2) is submitted again by the next run"
+"${sweep[@]}" --any-key depth=0 | tee "$tmp/log5" || fail "fifth sweep failed"
+job5="$(job_of "$tmp/log5")"
+submitted+=("$job5")
+wait_job "$job5" 120
+[[ "$(job_field "$job5" JobState)" == FAILED ]] || fail "array $job5 did not fail"
+"${sweep[@]}" --any-key depth=0 | tee "$tmp/log6" || fail "sixth sweep failed"
+job6="$(job_of "$tmp/log6")"
+[[ -n "$job6" ]] || fail "the failed point was not submitted again"
+submitted+=("$job6")
+wait_job "$job6" 120
+echo "PASS: slurm test_sweep"

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Runs every batch template in scripts/slurm/ on the test cluster, as shipped, with gpurelay
+# flags only (the templates pass them on, over the deck): --device cpu, and for the multi-node
+# deck also smaller sizes (its 64Mi tensors and kernel C take minutes per step on a CPU).
+# Checks that each job completes and verifies, that the deck applies with flags (multi-node
+# keeps pairing = "split" and crosses the two nodes), one output file per job, that a user's
+# --tag wins, and that the array runs its six points one at a time.
+# Usage: tests/slurm/test_templates.sh GPURELAY_BINARY REPO_ROOT   (SLURM_CONF set)
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+# check_done ID LOG: the job completed with exit 0.
+check_done() {
+    local state code
+    state="$(job_field "$1" JobState | sort -u | tr '\n' ' ')"
+    code="$(job_field "$1" ExitCode | sort -u | tr '\n' ' ')"
+    if [[ "$state" != "COMPLETED " || "$code" != "0:0 " ]]; then
+        show_log "$2"
+        fail "job $1: state $state exit $code (expected COMPLETED 0:0)"
+    fi
+}
+
+small=(--device cpu --elements 64Ki --c-elements 64Ki --c-iterations 4 --steps 12 --warmup 2)
+one="$(submit scripts/slurm/one-node-two-gpus.sbatch --device cpu)"
+mine="$(submit scripts/slurm/one-node-two-gpus.sbatch --device cpu --elements 1Mi --tag "my tag")"
+multi="$(submit scripts/slurm/multi-node.sbatch "${small[@]}")"
+array="$(submit scripts/slurm/sweep-array.sbatch --device cpu)"
+echo "submitted: one-node $one and $mine, multi-node $multi, sweep-array $array"
+for id in "$one" "$mine" "$multi" "$array"; do
+    wait_job "$id" 400
+done
+
+echo "== one-node-two-gpus.sbatch: the deck as shipped, then flags over it and the user's tag"
+check_done "$one" "$work/gpurelay-1n2g-$one.out"
+check_done "$mine" "$work/gpurelay-1n2g-$mine.out"
+csv="$work/outputs/bandwidth-study.csv"
+[[ "$(csv_column "$csv" "slurm-$one" elements)" == 67108864 ]] ||
+    fail "job $one: no row tagged slurm-$one with the deck's 64Mi elements in $csv"
+[[ "$(csv_column "$csv" "slurm-$one" verified)" == ok ]] || fail "job $one: not verified"
+# --elements replaced the deck's size only: steps (50) and overlap (off) are still the deck's.
+for pair in elements=1048576 steps=50 overlap=off verified=ok; do
+    [[ "$(csv_column "$csv" "my tag" "${pair%%=*}")" == "${pair#*=}" ]] ||
+        fail "job $mine: row 'my tag' lacks ${pair} (the deck did not apply, or the tag lost)"
+done
+for id in "$one" "$mine"; do
+    [[ -s "$work/outputs/gpurelay-1n2g-$id.h5" ]] || fail "no outputs/gpurelay-1n2g-$id.h5"
+done
+
+echo "== multi-node.sbatch: pairing = split from the deck, ranks 0-3 and 4-7 on two nodes"
+check_done "$multi" "$work/gpurelay-multinode-$multi.out"
+csv="$work/outputs/multi-node.csv"
+tag="slurm-$multi nodes=2"
+for pair in pairing=split world_size=8 pairs=4 elements=65536 verified=ok; do
+    [[ "$(csv_column "$csv" "$tag" "${pair%%=*}")" == "${pair#*=}" ]] ||
+        fail "job $multi: row '$tag' lacks $pair"
+done
+[[ "$(job_field "$multi" NodeList)" == "node[1-2]" ]] ||
+    fail "job $multi ran on $(job_field "$multi" NodeList), not node[1-2]"
+[[ -s "$work/outputs/gpurelay-multinode-$multi.h5" ]] || fail "no outputs/gpurelay-multinode-$multi.h5"
+
+echo "== sweep-array.sbatch: six points, one task at a time, one file each"
+csv="$work/outputs/sweep-array.csv"
+tasks="$(job_field "$array" JobState | grep -c '^COMPLETED$' || true)"
+[[ "$tasks" -eq 6 ]] || {
+    show_log "$work/gpurelay-sweep-${array}_0.out"
+    fail "array $array: $tasks of 6 tasks COMPLETED ($(job_field "$array" JobState | tr '\n' ' '))"
+}
+for transport in auto mpi; do
+    for elements in 64Ki 1Mi 16Mi; do
+        [[ "$(csv_column "$csv" "transport=$transport elements=$elements" verified)" == ok ]] ||
+            fail "array $array: no verified row for transport=$transport elements=$elements"
+    done
+done
+for index in 0 1 2 3 4 5; do
+    [[ -s "$work/outputs/sweep-array/${array}_$index.h5" ]] ||
+        fail "no outputs/sweep-array/${array}_$index.h5"
+done
+# %1: no task started before the one before it ended (times to the second).
+"$python" - "$array" <<'PY' || fail "array $array: tasks overlapped in time"
+import subprocess, sys
+spans = []
+for line in subprocess.run(["scontrol", "-o", "show", "job", sys.argv[1]], capture_output=True,
+                           text=True, check=True).stdout.splitlines():
+    fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+    spans.append((fields["StartTime"], fields["EndTime"], fields["ArrayTaskId"]))
+spans.sort()
+for (_, end, task), (start, _, next_task) in zip(spans, spans[1:]):
+    print(f"task {task} ended {end}, task {next_task} started {start}")
+    if start < end:
+        sys.exit(1)
+PY
+echo "PASS: test_templates"

@@ -1,0 +1,201 @@
+"""The time-limit path on the test cluster, with scripts/slurm/time-limit.sbatch as shipped.
+
+usage: time_limit.py --binary B --root REPO_ROOT      (SLURM_CONF set; run by ctest)
+
+Three jobs are stopped mid-run: the template's srun under `sbatch --time --signal=B:TERM@S`,
+the same with GPURELAY_LAUNCHER=mpirun, and srun stopped by `scancel --signal=TERM`. Each must
+end by the signal (exit 143, not the hard limit) leaving OUTPUT.partial with complete = 0 and a
+stopped_at_step inside the run; a second job with --resume must then complete the file, and its
+/y must equal, element for element, that of an uninterrupted job with the same flags.
+
+Slurm sends the --signal warning at its next 30-s timer tick once the job is within
+S + 30 s of its limit: with --time=2 and S = 80 that is 10 to 40 s after the start. The runs are
+sized from three short calibration jobs run at once, as the three runs to stop are, to take
+about 55 s, so the signal always finds them running.
+"""
+import argparse
+import csv
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import h5py
+import numpy as np
+
+TEMPLATE = "scripts/slurm/time-limit.sbatch"
+SIGNAL_AHEAD_S = 80
+RUN_TARGET_S = 55.0
+
+
+def fail(message):
+    print("FAIL: " + message, flush=True)
+    sys.exit(1)
+
+
+class Cluster:
+    """Submits from a work folder laid out like the repository root; cancels what is left."""
+
+    def __init__(self, work):
+        self.work = work
+        self.jobs = []
+
+    def submit(self, sbatch_args, flags, env=None):
+        command = ["sbatch", "--parsable"] + sbatch_args + [TEMPLATE] + flags
+        print("+ " + " ".join(command), flush=True)
+        run = subprocess.run(command, cwd=self.work, capture_output=True, text=True,
+                             env=dict(os.environ, **(env or {})))
+        if run.returncode != 0:
+            fail(f"sbatch failed: {run.stderr.strip()}")
+        job = run.stdout.strip().split(";")[0]
+        self.jobs.append(job)
+        return job
+
+    def field(self, job, name):
+        out = subprocess.run(["scontrol", "-o", "show", "job", job], capture_output=True,
+                             text=True).stdout
+        fields = dict(f.split("=", 1) for f in out.split() if "=" in f)
+        return fields.get(name, "")
+
+    def running(self, job):
+        return self.field(job, "JobState") == "RUNNING"
+
+    def wait(self, jobs, seconds):
+        deadline = time.monotonic() + seconds
+        while any(subprocess.run(["squeue", "-h", "-j", job, "-o", "%i"], capture_output=True,
+                                 text=True).stdout.strip() for job in jobs):
+            if time.monotonic() > deadline:
+                fail(f"jobs {jobs} still queued or running after {seconds} s")
+            time.sleep(1)
+
+    def log(self, job):
+        path = os.path.join(self.work, f"gpurelay-resumable-{job}.out")
+        return open(path).read() if os.path.exists(path) else "(no log)"
+
+    def cancel_all(self):
+        if self.jobs:
+            subprocess.run(["scancel"] + self.jobs, capture_output=True)
+
+
+def check_stopped(cluster, job, output, steps, what, launcher):
+    state, code = cluster.field(job, "JobState"), cluster.field(job, "ExitCode")
+    print(f"{what}: job {job} {state} exit {code}, ran {cluster.field(job, 'RunTime')}")
+    # srun exits with the ranks' 143; Open MPI's mpirun, having passed SIGTERM on, with 1.
+    expected = "143:0" if launcher == "srun" else "1:0"
+    log = cluster.log(job)
+    if state == "TIMEOUT" or code != expected or "gpurelay: stopped by SIGTERM" not in log:
+        print(log)
+        fail(f"{what}: job {job} ended {state} with exit {code}, not by SIGTERM ({expected} "
+             "and gpurelay's 'stopped by SIGTERM' line)")
+    partial = output + ".partial"
+    if os.path.exists(output) or not os.path.exists(partial):
+        fail(f"{what}: expected only {partial} after the stop")
+    with h5py.File(partial, "r") as f:
+        complete, stopped = int(f.attrs["complete"]), int(f.attrs["stopped_at_step"])
+    print(f"{what}: {partial}: complete = {complete}, stopped_at_step = {stopped} of {steps}")
+    if complete != 0 or not 0 < stopped < steps - 1:
+        fail(f"{what}: complete {complete}, stopped_at_step {stopped}: not stopped mid-run")
+
+
+def read_y(path):
+    with h5py.File(path, "r") as f:
+        if int(f.attrs["complete"]) != 1 or int(f.attrs["verified"]) != 1:
+            fail(f"{path}: complete {f.attrs['complete']}, verified {f.attrs['verified']}")
+        return f["step"][...], f["y"][...]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--root", required=True)
+    opts = parser.parse_args()
+    if not os.path.isfile(os.environ.get("SLURM_CONF", "")):
+        fail("SLURM_CONF does not name a cluster's slurm.conf (the ctest fixture sets it)")
+
+    with tempfile.TemporaryDirectory() as work:
+        for name in ("inputs", "scripts"):
+            os.symlink(os.path.join(opts.root, name), os.path.join(work, name))
+        os.environ["GPURELAY_BINARY"] = os.path.abspath(opts.binary)
+        cluster = Cluster(work)
+        try:
+            run(cluster, work)
+        finally:
+            cluster.cancel_all()
+    print("PASS: time_limit")
+
+
+def run(cluster, work):
+    # About 15 ms of kernel C a step on one core; every 25th step's y is kept.
+    base = ["--device", "cpu", "--elements", "4096", "--c-elements", "64Ki",
+            "--c-iterations", "100", "--warmup", "2", "--overlap", "on", "--write", "every:25",
+            "--flush-every", "4", "--quiet"]
+    # Three calibration jobs at once, as the three runs to stop will share the cores.
+    calibration = [cluster.submit(["--time=5"], base + [
+        "--steps", "300", "--output", f"outputs/calibrate{i}.h5",
+        "--results-csv", "outputs/calibrate.csv", "--tag", f"calibrate {i}"]) for i in range(3)]
+    cluster.wait(calibration, 180)
+    rows = list(csv.DictReader(open(os.path.join(work, "outputs", "calibrate.csv"))))
+    if len(rows) != 3:
+        print(cluster.log(calibration[0]))
+        fail(f"the calibration jobs wrote {len(rows)} CSV rows, not 3")
+    step_ms = max(float(row["time_per_step_ms"]) for row in rows)
+    steps = max(1000, math.ceil(RUN_TARGET_S * 1000 / step_ms))
+    print(f"calibration: {step_ms:.3f} ms a step (3 runs at once); runs of {steps} steps",
+          flush=True)
+    flags = base + ["--steps", str(steps)]
+
+    def out(name):
+        return ["--output", f"outputs/{name}.h5"]
+
+    limit = ["--time=2", f"--signal=B:TERM@{SIGNAL_AHEAD_S}"]
+    mpirun_env = {"GPURELAY_LAUNCHER": "mpirun"}
+    if os.geteuid() == 0:  # Open MPI's mpirun refuses root unless told (CI runs as root)
+        mpirun_env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cases = {
+        "srun, time limit": (cluster.submit(limit, flags + out("srun")), "srun", {}),
+        "mpirun, time limit": (cluster.submit(limit, flags + out("mpirun"), mpirun_env),
+                               "mpirun", mpirun_env),
+        "srun, scancel": (cluster.submit(["--time=10"], flags + out("scancel")), "scancel", {}),
+    }
+
+    # scancel --signal=TERM (no --batch): the job step, srun's ranks, gets it. Sent once the
+    # ranks have written their first rows.
+    scancel_job = cases["srun, scancel"][0]
+    deadline = time.monotonic() + 120
+    while not os.path.exists(os.path.join(work, "outputs", "scancel.h5.partial")) \
+            or not cluster.running(scancel_job):
+        if time.monotonic() > deadline:
+            fail("the scancel job wrote no .partial within 120 s")
+        time.sleep(0.5)
+    time.sleep(5)
+    subprocess.run(["scancel", "--signal=TERM", scancel_job], check=True)
+
+    cluster.wait([job for job, _, _ in cases.values()], 300)
+    for what, (job, name, env) in cases.items():
+        check_stopped(cluster, job, os.path.join(work, "outputs", f"{name}.h5"), steps, what,
+                      env.get("GPURELAY_LAUNCHER", "srun"))
+
+    reference = cluster.submit(["--time=10"], flags + out("reference"))
+    resumed = {what: cluster.submit(["--time=10"], flags + out(name) + ["--resume"], env)
+               for what, (_, name, env) in cases.items()}
+    cluster.wait(list(resumed.values()) + [reference], 600)
+    ref_step, ref_y = read_y(os.path.join(work, "outputs", "reference.h5"))
+    for what, job in resumed.items():
+        name = cases[what][1]
+        state = cluster.field(job, "JobState")
+        if state != "COMPLETED":
+            print(cluster.log(job))
+            fail(f"{what}: the --resume job {job} ended {state}")
+        path = os.path.join(work, "outputs", f"{name}.h5")
+        if os.path.exists(path + ".partial"):
+            fail(f"{what}: {path}.partial still there after --resume")
+        step, y = read_y(path)
+        if not np.array_equal(step, ref_step) or not np.array_equal(y, ref_y):
+            fail(f"{what}: /y after --resume differs from the uninterrupted run's")
+        print(f"{what}: resumed by job {job}; /y ({y.shape}) equals the uninterrupted run's")
+
+
+if __name__ == "__main__":
+    main()
