@@ -1,0 +1,61 @@
+# shellcheck shell=bash
+# Sourced by the batch templates in this folder (not a job script itself): the environment that
+# lets Open MPI and NCCL start on a plain node and on an InfiniBand one, and the handling of the
+# gpurelay flags given after the script name on the sbatch line. The templates source it from
+# the submit directory, the repository root ("submit from the repository root").
+
+# --- NCCL ---------------------------------------------------------------------------------
+# Warnings and errors only. Set INFO once on a new machine: it logs the path NCCL chose for each
+# pair (P2P/NVLink, SHM, NET/IB with GDRDMA, NET/Socket), the first thing to check when the
+# bandwidth is low.
+export NCCL_DEBUG="${NCCL_DEBUG:-WARN}"
+# NVLink SHARP / multicast (NVLS) stays off: these hosts must not use NVLink multicast, and
+# gpurelay's point-to-point sends never need it (NCCL sets it up for collectives).
+export NCCL_NVLS_ENABLE=0
+
+# --- Open MPI (transport = "mpi", and the bootstrap of NCCL) ---------------------------------
+# The point-to-point layer (pml) is left to Open MPI: it takes UCX, and with it InfiniBand or
+# RoCE, when the node has such a device, and otherwise ob1 with shared memory within a node and
+# TCP between nodes. Forcing OMPI_MCA_pml=ucx fails on a node without InfiniBand ("PML ucx
+# cannot be selected": Open MPI 4.1 accepts UCX only when one of its pml_ucx_tls transports,
+# all InfiniBand or GPU ones, is present), and restricting UCX_TLS to sm,self hides them all.
+# UCX, when chosen, picks its own transports (rc/dc between nodes, shared memory within one):
+# set UCX_TLS or UCX_NET_DEVICES (e.g. mlx5_0:1) only to pin a site-specific choice.
+# The old openib transport only prints deprecation warnings on InfiniBand nodes next to UCX.
+export OMPI_MCA_btl="${OMPI_MCA_btl:-^openib}"
+# CUDA-aware MPI is not needed: gpurelay's MPI path stages device data through pinned host
+# buffers itself (see the `chunk` key).
+
+# --- gpurelay ---------------------------------------------------------------------------------
+# The binary, relative to the submit directory; GPURELAY_BINARY picks another build.
+gpurelay_binary="${GPURELAY_BINARY:-build/app/gpurelay}"
+[[ -x "$gpurelay_binary" ]] || {
+    echo "$gpurelay_binary not found in $(pwd): submit from the repository root after" \
+        "scripts/build, or set GPURELAY_BINARY" >&2
+    exit 2
+}
+mkdir -p outputs # gpurelay refuses an output folder that does not exist
+
+# Whether the gpurelay flags "$@" (after the first argument, the flag's name without dashes)
+# set that flag, as "--name VALUE" or "--name=VALUE".
+gpurelay_has_flag() {
+    local name="$1" arg
+    shift
+    for arg in "$@"; do
+        [[ "$arg" == "--$name" || "$arg" == "--$name="* ]] && return 0
+    done
+    return 1
+}
+
+# gpurelay_job_args DECK DEFAULT_OUTPUT DEFAULT_TAG FLAGS...: sets the array job_args to the
+# deck (unless FLAGS name one with --input), the output and tag (unless FLAGS set them: the
+# user's win, and a flag given twice is an error), then FLAGS, which override the deck's keys.
+gpurelay_job_args() {
+    local deck="$1" output="$2" tag="$3"
+    shift 3
+    job_args=()
+    gpurelay_has_flag input "$@" || job_args+=(--input "$deck")
+    gpurelay_has_flag output "$@" || job_args+=(--output "$output")
+    gpurelay_has_flag tag "$@" || job_args+=(--tag "$tag")
+    job_args+=("$@")
+}
