@@ -3,7 +3,9 @@
 Each point is named by its canonical tag "key1=v1 key2=v2 ..." (keys in the order given on the
 command line). The tag is stored in the CSV row, so a sweep can be stopped and run again: points
 whose tag is already in the CSV are skipped. With --slurm the pending points become one Slurm
-job array instead of running here.
+job array instead of running here, at most --throttle tasks at a time; the points submitted are
+recorded in OUT_DIR/slurm-jobs.csv, and a point whose task is still queued or running (squeue)
+is skipped too, so running the same sweep again never submits a point twice.
 """
 
 import argparse
@@ -146,6 +148,56 @@ def default_launcher(np):
     return launcher
 
 
+# Array tasks submitted by --slurm, one row each, so that a later run can ask squeue which of
+# its points are still queued or running.
+SUBMITTED_FILE = "slurm-jobs.csv"
+SUBMITTED_COLUMNS = ["job_id", "task", "tag"]
+
+
+def read_submitted(out_dir):
+    """(job id, task index) -> tag, for every array task this sweep folder has submitted."""
+    path = os.path.join(out_dir, SUBMITTED_FILE)
+    if not os.path.exists(path):
+        return {}
+    with open(path, newline="", encoding="utf-8") as f:
+        return {(row["job_id"], row["task"]): row["tag"] for row in csv.DictReader(f)}
+
+
+def record_submitted(out_dir, job_id, points):
+    path = os.path.join(out_dir, SUBMITTED_FILE)
+    new_file = not os.path.exists(path)
+    with open(path, "a", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        if new_file:
+            writer.writerow(SUBMITTED_COLUMNS)
+        for index, point in enumerate(points):
+            writer.writerow([job_id, str(index), tag_of(point)])
+
+
+def active_tags(out_dir):
+    """Tag -> "JOB_TASK (STATE)" for the submitted points whose array task squeue still lists
+    (pending, running, completing...). Empty when nothing was submitted from out_dir."""
+    submitted = read_submitted(out_dir)
+    if not submitted:
+        return {}
+    if shutil.which("squeue") is None:
+        raise UsageError(f"{os.path.join(out_dir, SUBMITTED_FILE)} lists Slurm jobs, but squeue "
+                         "is not on PATH to say which still run; run this where Slurm is, or "
+                         "remove that file once the jobs have ended")
+    # -r: one line per array task, pending ones included; %A array job id, %K task index.
+    result = subprocess.run(["squeue", "--me", "-h", "-r", "-o", "%A %K %T"],
+                            capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise UsageError("squeue failed, so the points still queued are not known: "
+                         + (result.stderr.strip() or f"exit {result.returncode}"))
+    active = {}
+    for line in result.stdout.splitlines():
+        fields = line.split()
+        if len(fields) == 3 and (fields[0], fields[1]) in submitted:
+            active[submitted[(fields[0], fields[1])]] = f"{fields[0]}_{fields[1]} ({fields[2]})"
+    return active
+
+
 def sbatch_script(points, args):
     """A job-array script: task i runs pending point i with srun."""
     srun = ["srun"] + shlex.split(args.srun_args)
@@ -155,7 +207,10 @@ def sbatch_script(points, args):
         "# Written by scripts/sweep: one array task per pending point of the sweep.",
         "# Options given to sbatch on the command line (--sbatch-args) override these.",
         "#SBATCH --job-name=gpurelay-sweep",
-        f"#SBATCH --array=0-{len(points) - 1}",
+        f"# %{args.throttle}: at most {args.throttle} task(s) at a time (scripts/sweep --throttle), "
+        "so that timed points",
+        "# do not share a node; above 1, --sbatch-args --exclusive gives each its own node.",
+        f"#SBATCH --array=0-{len(points) - 1}%{args.throttle}",
         f"#SBATCH --ntasks={max_np}",
         f"#SBATCH --output={os.path.join(args.out_dir, 'slurm-%A_%a.out')}",
         "# GPUs, partition, time: pass them with --sbatch-args (cluster specific), e.g.",
@@ -194,14 +249,26 @@ def submit_slurm(pending, args):
     with open(path, "w", encoding="utf-8") as f:
         f.write(script)
     os.chmod(path, 0o755)
-    command = ["sbatch"] + shlex.split(args.sbatch_args) + [path]
+    command = ["sbatch", "--parsable"] + shlex.split(args.sbatch_args) + [path]
     print(f"wrote {path} ({len(pending)} array tasks)")
     if args.dry_run:
         print(script)
         print("dry run; would submit: " + shlex.join(command))
         return 0
     print("+ " + shlex.join(command), flush=True)
-    return subprocess.call(command)
+    result = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
+    if result.returncode != 0:
+        print(f"sweep: sbatch failed (exit {result.returncode})", file=sys.stderr)
+        return result.returncode
+    # --parsable prints "JOBID" or "JOBID;CLUSTER".
+    job_id = result.stdout.strip().split(";")[0]
+    if not job_id.isdigit():
+        print(f"sweep: sbatch printed '{result.stdout.strip()}', not a job id", file=sys.stderr)
+        return 1
+    record_submitted(args.out_dir, job_id, pending)
+    print(f"submitted job {job_id}: tasks 0-{len(pending) - 1}, at most {args.throttle} at a "
+          f"time; output in {os.path.join(args.out_dir, f'slurm-{job_id}_<task>.out')}")
+    return 0
 
 
 def run_here(pending, total, args):
@@ -257,8 +324,10 @@ examples:
       elements=1Mi,1Gi
 np is not a deck key: np=2,4,8 sets the number of ranks per point (pairs = np/2) for
 scaling studies; it goes to the launcher and into the tag.
-With --slurm, points submitted but not yet finished have no CSV row: wait for the array
-before running the same sweep again, or they are submitted twice.
+With --slurm, points submitted earlier from the same OUT_DIR whose array task is still
+queued or running are skipped (OUT_DIR/slurm-jobs.csv and squeue), so the same sweep can be
+run again at any time: it submits only the points that are neither done nor on their way
+(a task that failed is submitted again).
 A tag names a point within one CSV only (the deck is not part of it): use one CSV per deck.
 Values are matched as written: elements=1Mi and elements=1048576 are different points.
 exit status: 0 all points done, 1 some point failed (listed at the end), 2 bad arguments.""")
@@ -281,6 +350,9 @@ exit status: 0 all points done, 1 some point failed (listed at the end), 2 bad a
     parser.add_argument("--slurm", action="store_true",
                         help="write OUT_DIR/sweep.sbatch, one array task per pending point, "
                              "and submit it with sbatch instead of running here")
+    parser.add_argument("--throttle", type=int, default=1,
+                        help="with --slurm: array tasks running at once (the %%N of --array; "
+                             "default 1, so points never share a node while timed)")
     parser.add_argument("--sbatch-args", default="",
                         help="extra sbatch options (with --slurm), e.g. \"--partition=gpu\"")
     parser.add_argument("--srun-args", default="--mpi=pmix --kill-on-bad-exit=1",
@@ -292,9 +364,11 @@ exit status: 0 all points done, 1 some point failed (listed at the end), 2 bad a
     args = parser.parse_args(argv)
     if args.np < 1:
         parser.error("--np must be positive")
-    if (args.sbatch_args or args.srun_args != parser.get_default("srun_args")) \
-            and not args.slurm:
-        parser.error("--sbatch-args and --srun-args go with --slurm")
+    if args.throttle < 1:
+        parser.error("--throttle must be positive")
+    if (args.sbatch_args or args.srun_args != parser.get_default("srun_args")
+            or args.throttle != parser.get_default("throttle")) and not args.slurm:
+        parser.error("--sbatch-args, --srun-args and --throttle go with --slurm")
     return args
 
 
@@ -331,6 +405,9 @@ def main(argv):
                                  "installs mpirun; or pass --launcher)")
 
         done = read_done(args.csv)
+        # Only for points not done: a task that wrote its row and is still completing counts
+        # as done.
+        active = active_tags(args.out_dir)
     except UsageError as err:
         print(f"sweep: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -342,10 +419,17 @@ def main(argv):
         if tag in done:
             note = "" if done[tag] in ("ok", "") else f" [verified={done[tag]}]"
             print(f"skip (done): {tag}{note}")
+        elif tag in active:
+            print(f"skip (queued or running as {active[tag]}): {tag}")
         else:
             pending.append(point)
     if not pending:
-        print(f"sweep: all {len(points)} points already in {args.csv}; nothing to run")
+        waiting = sum(1 for point in points if tag_of(point) in active)
+        if waiting:
+            print(f"sweep: {len(points) - waiting} of {len(points)} points already in "
+                  f"{args.csv}, {waiting} queued or running; nothing to submit")
+        else:
+            print(f"sweep: all {len(points)} points already in {args.csv}; nothing to run")
         return 0
     if not args.dry_run:
         os.makedirs(args.out_dir, exist_ok=True)
