@@ -6,12 +6,13 @@ set -euo pipefail
 
 usage() {
     cat <<'EOF'
-Usage: scripts/install-deps.sh [--check] [--help]
+Usage: scripts/install-deps.sh [--check] [--nsys] [--help]
 
 Installs, with apt-get, the Debian 12 packages gpurelay needs (only those missing):
   build-essential cmake git openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libbenchmark-dev libgtest-dev
   libgmock-dev python3 python3-numpy python3-matplotlib python3-h5py
+  slurmctld slurmd slurm-client munge   (the tests' Slurm cluster: scripts/local-slurm)
 Prints what it installs, or "all present". Uses sudo only when not run as root.
 'apt-get update' runs only when apt has no candidate for a missing package.
 
@@ -20,14 +21,21 @@ says whether nvcc was found. Without it the build makes the CPU path only.
 
 Options:
   --check   only report; exit 1 when something is missing, 0 otherwise
-  --help    this text
+  --nsys    also Debian's Nsight Systems 2022.4 (nsight-systems, nsight-systems-target, in
+            the non-free component, which this adds to apt's sources when no source has it),
+            unpacked with dpkg-deb -x into .deps/nsight-systems/ in the repository instead of
+            installed: nsight-systems-target depends on Debian's libcuda1, which must not
+            replace the NVIDIA driver's own library. Gives .deps/nsight-systems/bin/nsys,
+            which the tests (and scripts/profile) find there. .ci/run uses it.
 EOF
 }
 
 check_only=0
+with_nsys=0
 while (($#)); do
     case "$1" in
         --check) check_only=1 ;;
+        --nsys) with_nsys=1 ;;
         -h | --help) usage; exit 0 ;;
         *) echo "install-deps.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -40,6 +48,7 @@ packages=(
     libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
     libbenchmark-dev libgtest-dev libgmock-dev
     python3 python3-numpy python3-matplotlib python3-h5py
+    slurmctld slurmd slurm-client munge
 )
 
 is_installed() {
@@ -66,19 +75,44 @@ report_cuda() {
     fi
 }
 
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+nsys_dir="$(cd "$here/.." && pwd)/.deps/nsight-systems"
+# libssh-4: the report importer loads it; the unpacked packages bring no dependencies of their own.
+((with_nsys)) && packages+=(libssh-4)
+
+candidate_of() {
+    apt-cache policy "$1" 2>/dev/null | sed -n 's/^ *Candidate: *//p'
+}
+
+has_candidate() {
+    local candidate
+    candidate="$(candidate_of "$1")"
+    [[ -n "$candidate" && "$candidate" != "(none)" ]]
+}
+
+nsys_works() {
+    [[ -x "$nsys_dir/bin/nsys" ]] && "$nsys_dir/bin/nsys" --version >/dev/null 2>&1 &&
+        "$nsys_dir/root/usr/lib/nsight-systems/host-linux-x64/QdstrmImporter" --version \
+            >/dev/null 2>&1
+}
+
 missing=()
 for p in "${packages[@]}"; do
     is_installed "$p" || missing+=("$p")
 done
+nsys_missing=0
+((with_nsys)) && ! nsys_works && nsys_missing=1
 
-if ((${#missing[@]} == 0)); then
+if ((${#missing[@]} == 0 && !nsys_missing)); then
     echo "Debian packages: all present (${#packages[@]} checked)."
+    ((with_nsys)) && echo "Nsight Systems: $("$nsys_dir/bin/nsys" --version) in $nsys_dir"
     report_cuda
     exit 0
 fi
 
 if ((check_only)); then
-    echo "Debian packages missing: ${missing[*]}"
+    ((${#missing[@]} == 0)) || echo "Debian packages missing: ${missing[*]}"
+    ((!nsys_missing)) || echo "Nsight Systems missing from $nsys_dir (--nsys unpacks it)"
     report_cuda
     exit 1
 fi
@@ -98,22 +132,87 @@ if ((EUID != 0)); then
     as_root=(sudo)
 fi
 
-# A package apt has no candidate for means stale or empty lists: only then is an update needed.
-needs_update=0
-for p in "${missing[@]}"; do
-    candidate="$(apt-cache policy "$p" 2>/dev/null | sed -n 's/^ *Candidate: *//p')"
-    if [[ -z "$candidate" || "$candidate" == "(none)" ]]; then
-        needs_update=1
-        break
+# Debian's non-free component, where Nsight Systems is: when apt has no candidate for it even
+# after an update, a deb822 source for non-free is added beside the others, with the mirror
+# and keyring of the existing Debian source (so a local mirror or snapshot stays in use).
+enable_non_free() {
+    local codename uri keyring source=/etc/apt/sources.list.d/gpurelay-non-free.sources
+    # shellcheck disable=SC1091  # the system's own file
+    codename="$(. /etc/os-release && echo "${VERSION_CODENAME:-}")"
+    # shellcheck disable=SC1091
+    if [[ "$(. /etc/os-release && echo "${ID:-}")" != debian || -z "$codename" ]]; then
+        echo "install-deps.sh: --nsys needs Debian (its non-free nsight-systems packages)" >&2
+        exit 4
     fi
-done
-if ((needs_update)); then
-    echo "Running apt-get update (apt has no candidate for some missing packages)."
+    # The first Debian archive URI in the sources (one-line or deb822 form).
+    uri="$({ cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+        /etc/apt/sources.list.d/*.sources 2>/dev/null || true; } |
+        grep -oE 'https?://[^ ]*/debian/?( |$)' | head -n 1 | tr -d ' ' || true)"
+    uri="${uri:-http://deb.debian.org/debian}"
+    keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+    echo "Adding Debian's non-free component ($uri $codename) in $source."
+    printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: non-free\n%s\n' "$uri" "$codename" \
+        "$([[ -f $keyring ]] && echo "Signed-By: $keyring")" |
+        "${as_root[@]}" tee "$source" >/dev/null
     "${as_root[@]}" apt-get update
-fi
+}
 
-echo "Installing: ${missing[*]}"
-"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y --no-install-recommends "${missing[@]}"
-echo "Installed: ${missing[*]}"
+# Debian's Nsight Systems, unpacked (not installed: nsight-systems-target depends on libcuda1,
+# which would replace the NVIDIA driver's library) into $nsys_dir, with the two links the
+# unpacked tree lacks: the importer (host-linux-x64) must sit beside the real target-linux-x64
+# (nsys looks for it there), and host-linux-x64/libssh.so points into the tree for libssh.so.4.
+install_nsys() {
+    local deb_packages=(nsight-systems nsight-systems-target) p tmp
+    for p in "${deb_packages[@]}"; do
+        has_candidate "$p" || { "${as_root[@]}" apt-get update; break; }
+    done
+    has_candidate nsight-systems || enable_non_free
+    if ! has_candidate nsight-systems || ! has_candidate nsight-systems-target; then
+        echo "install-deps.sh: apt has no nsight-systems even with non-free enabled" >&2
+        exit 4
+    fi
+    tmp="$(mktemp -d)"
+    # apt fetches as user _apt where it can write (else it warns and fetches as root).
+    chmod 755 "$tmp"
+    ((EUID != 0)) || chown _apt "$tmp" 2>/dev/null || true
+    echo "Downloading ${deb_packages[*]} $(candidate_of nsight-systems) (about 170 MB)."
+    (cd "$tmp" && apt-get download "${deb_packages[@]}")
+    rm -rf "$nsys_dir"
+    mkdir -p "$nsys_dir/root" "$nsys_dir/bin"
+    for p in "$tmp"/*.deb; do
+        dpkg-deb -x "$p" "$nsys_dir/root"
+    done
+    rm -rf "$tmp"
+    local lib="$nsys_dir/root/usr/lib"
+    ln -s ../../nsight-systems/host-linux-x64 "$lib/x86_64-linux-gnu/nsight-systems/host-linux-x64"
+    ln -s /usr/lib/x86_64-linux-gnu/libssh.so.4 "$lib/x86_64-linux-gnu/libssh.so.4"
+    ln -s ../root/usr/lib/nsight-systems/bin/nsys "$nsys_dir/bin/nsys"
+    if ! nsys_works; then
+        echo "install-deps.sh: the unpacked Nsight Systems in $nsys_dir does not start" >&2
+        exit 4
+    fi
+    echo "Nsight Systems: $("$nsys_dir/bin/nsys" --version) in $nsys_dir/bin/nsys"
+}
+
+if ((${#missing[@]})); then
+    # A package apt has no candidate for means stale or empty lists: only then is an update
+    # needed.
+    needs_update=0
+    for p in "${missing[@]}"; do
+        if ! has_candidate "$p"; then
+            needs_update=1
+            break
+        fi
+    done
+    if ((needs_update)); then
+        echo "Running apt-get update (apt has no candidate for some missing packages)."
+        "${as_root[@]}" apt-get update
+    fi
+
+    echo "Installing: ${missing[*]}"
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y --no-install-recommends "${missing[@]}"
+    echo "Installed: ${missing[*]}"
+fi
+((!nsys_missing)) || install_nsys
 report_cuda
