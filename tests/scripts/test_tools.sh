@@ -16,7 +16,7 @@ fail() {
     exit 1
 }
 
-tools=(install-deps.sh build run test sweep plot profile bench gpu-check)
+tools=(install-deps.sh build run test sweep plot profile bench gpu-check local-slurm)
 for tool in "${tools[@]}"; do
     path="$root/scripts/$tool"
     [[ -x "$path" ]] || fail "scripts/$tool missing or not executable"
@@ -25,15 +25,21 @@ for tool in "${tools[@]}"; do
     echo "scripts/$tool --help: ok"
 done
 
-shell_files=("$root"/scripts/{install-deps.sh,build,run,test,sweep,plot,profile}
-    "$root"/scripts/slurm/*.sbatch "$root"/tests/scripts/*.sh)
+shell_files=("$root"/scripts/{install-deps.sh,build,run,test,sweep,plot,profile,local-slurm}
+    "$root"/scripts/slurm/*.sbatch "$root"/tests/scripts/*.sh "$root"/tests/slurm/test_*.sh)
 for file in "${shell_files[@]}"; do
     bash -n "$file" || fail "bash -n $file"
     head -n 30 "$file" | grep -q 'set -euo pipefail' || fail "$file: no 'set -euo pipefail'"
 done
 echo "bash -n and set -euo pipefail: ${#shell_files[@]} files ok"
+# Sourced files: no shebang or set line of their own.
+sourced_files=("$root"/scripts/slurm/common.sh "$root"/tests/scripts/common.sh
+    "$root"/tests/slurm/common.sh)
+for file in "${sourced_files[@]}"; do
+    bash -n "$file" || fail "bash -n $file"
+done
 if command -v shellcheck >/dev/null 2>&1; then
-    shellcheck -x -s bash "${shell_files[@]}" || fail "shellcheck"
+    shellcheck -x -s bash "${shell_files[@]}" "${sourced_files[@]}" || fail "shellcheck"
     echo "shellcheck: ok"
 else
     echo "shellcheck not installed: skipped"
