@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every batch template in scripts/slurm/ on the test cluster, as shipped, with gpurelay
 # flags only (the templates pass them on, over the deck): --device cpu, and for the multi-node
-# deck also smaller sizes (its 64Mi tensors and kernel C take minutes per step on a CPU).
+# deck also smaller sizes (its 64Mi tensors and kernel C take minutes per step on a CPU) and
+# transport = mpi (see below).
 # Checks that each job completes and verifies, that the deck applies with flags (multi-node
 # keeps pairing = "split" and crosses the two nodes), one output file per job, that a user's
 # --tag wins, and that the array runs its six points one at a time.
@@ -24,7 +25,9 @@ check_done() {
 small=(--device cpu --elements 64Ki --c-elements 64Ki --c-iterations 4 --steps 12 --warmup 2)
 one="$(submit scripts/slurm/one-node-two-gpus.sbatch --device cpu)"
 mine="$(submit scripts/slurm/one-node-two-gpus.sbatch --device cpu --elements 1Mi --tag "my tag")"
-multi="$(submit scripts/slurm/multi-node.sbatch "${small[@]}")"
+# transport = mpi: this cluster's two nodes share one host, and auto's host-name test then
+# takes each pair for one node's and picks ipc, which refuses pairs that MPI places on two nodes.
+multi="$(submit scripts/slurm/multi-node.sbatch "${small[@]}" --transport mpi)"
 array="$(submit scripts/slurm/sweep-array.sbatch --device cpu)"
 echo "submitted: one-node $one and $mine, multi-node $multi, sweep-array $array"
 for id in "$one" "$mine" "$multi" "$array"; do
