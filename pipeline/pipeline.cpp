@@ -2,7 +2,6 @@
 
 #include <mpi.h>
 
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -60,23 +59,10 @@ struct StepRange {
     bool warmup;
 };
 
-// Opens `range` on the calling thread as "step 12 B" or "warm-up step 1 B" (no heap: the tool
-// copies the text during the call).
+// Opens `range` on the calling thread, named by its phase ("B"), the step in its payload.
 void push_range(const StepRange& range) {
-    char text[64];
-    char* out = text;
-    const auto append = [&](const char* part) {
-        const std::size_t n = std::strlen(part);
-        std::memcpy(out, part, n);
-        out += n;
-    };
-    append(range.warmup ? "warm-up step " : "step ");
-    // Room is left for the phase name (at most 6 characters), the space and the terminator.
-    out = std::to_chars(out, text + sizeof text - 8, range.step).ptr;
-    *out++ = ' ';
-    append(kRangeNames[static_cast<std::size_t>(range.phase)]);
-    *out = '\0';
-    nvtx::push(text, kRangeColours[static_cast<std::size_t>(range.phase)]);
+    const auto phase = static_cast<std::size_t>(range.phase);
+    nvtx::push_step(kRangeNames[phase], kRangeColours[phase], range.step, range.warmup);
 }
 
 double now_ms() {

@@ -11,13 +11,15 @@ namespace {
 // Created on first use, so a run without ranges never touches NVTX; the tool, if any, is
 // loaded here.
 nvtxDomainHandle_t domain() {
-    static const nvtxDomainHandle_t handle = nvtxDomainCreateA("gpurelay");
+    static const nvtxDomainHandle_t handle = [] {
+        const nvtxDomainHandle_t created = nvtxDomainCreateA("gpurelay");
+        nvtxDomainNameCategoryA(created, kWarmupCategory, "warm-up");
+        return created;
+    }();
     return handle;
 }
 
-}  // namespace
-
-void push(const char* message, std::uint32_t argb) {
+nvtxEventAttributes_t attributes_of(const char* message, std::uint32_t argb) {
     nvtxEventAttributes_t attributes{};
     attributes.version = NVTX_VERSION;
     attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
@@ -25,6 +27,21 @@ void push(const char* message, std::uint32_t argb) {
     attributes.color = argb;
     attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
     attributes.message.ascii = message;
+    return attributes;
+}
+
+}  // namespace
+
+void push(const char* message, std::uint32_t argb) {
+    const nvtxEventAttributes_t attributes = attributes_of(message, argb);
+    nvtxDomainRangePushEx(domain(), &attributes);
+}
+
+void push_step(const char* phase, std::uint32_t argb, std::int64_t step, bool warmup) {
+    nvtxEventAttributes_t attributes = attributes_of(phase, argb);
+    attributes.payloadType = NVTX_PAYLOAD_TYPE_INT64;
+    attributes.payload.llValue = step;
+    attributes.category = warmup ? kWarmupCategory : 0;
     nvtxDomainRangePushEx(domain(), &attributes);
 }
 

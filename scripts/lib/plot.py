@@ -1,13 +1,16 @@
 """Plots a gpurelay results CSV (one row per run) as PNG figures.
 
   bandwidth_vs_size.png  transfer_gbps vs tensor_bytes, one line per transport/backend
-  overlap.png            time_per_step_ms and overlap_speedup vs c_iterations, one line per
-                         overlap mode / transport
+  overlap.png            time_per_step_ms and the overlap speedup vs c_iterations, one line
+                         per overlap mode / transport; the speedup from overlap=compare rows
+                         (their overlap_speedup) and from overlap=on and =off rows of the same
+                         configuration (off's time per step / on's)
   scaling.png            aggregate_gbps vs pairs, one line per transport/backend
 
 Each title lists the configuration held fixed in the plotted rows; a configuration column that
 varies and is not the x axis splits the lines further (shown in the legend), so no point mixes
-different configurations. Repeated runs of one configuration are plotted as their median.
+different configurations. Legends name every key that varies between the lines (key=value).
+Repeated runs of one configuration are plotted as their median.
 A figure whose x column has a single value is skipped with a message.
 """
 
@@ -166,8 +169,8 @@ def rows_on_lines(name, rows, x_column, y_column, base_columns):
     return [r for r in rows if tuple(r.get(c, "") for c in columns) in kept_keys]
 
 
-def series(rows, x_column, y_column, line_columns):
-    """{line label: ([x], [median y])}, x ascending; and how many points were medians."""
+def grouped(rows, x_column, y_column, line_columns):
+    """{line key: {x: [y, ...]}} over the rows with both values."""
     groups = {}
     for row in rows:
         x, y = as_float(row.get(x_column)), as_float(row.get(y_column))
@@ -175,14 +178,47 @@ def series(rows, x_column, y_column, line_columns):
             continue
         key = tuple(row.get(c, "") for c in line_columns)
         groups.setdefault(key, {}).setdefault(x, []).append(y)
+    return groups
+
+
+def labelled(groups, line_columns, label_keys=None, always=()):
+    """{line label: ([x], [median y])}, x ascending, from grouped(); and how many points were
+    medians of repeated runs. The labels name the columns that vary over label_keys (default:
+    the groups' keys), so that two panels can label their lines alike."""
     result = {}
     medians = 0
+    labels = line_labels(line_columns, list(label_keys if label_keys is not None else groups),
+                         always)
     for key in sorted(groups, key=natural_key):
         points = groups[key]
         xs = sorted(points)
         medians += sum(1 for x in xs if len(points[x]) > 1)
-        result[line_label(line_columns, key)] = (xs, [statistics.median(points[x]) for x in xs])
+        result[labels[key]] = (xs, [statistics.median(points[x]) for x in xs])
     return result, medians
+
+
+def series(rows, x_column, y_column, line_columns):
+    """{line label: ([x], [median y])}, x ascending; and how many points were medians."""
+    return labelled(grouped(rows, x_column, y_column, line_columns), line_columns)
+
+
+def on_off_speedup(rows, x_column, line_columns):
+    """{line key: {x: [speedup]}}: for each configuration (line_columns, without overlap) and x
+    run with both overlap=on and overlap=off, the median off time per step over the median on
+    time per step."""
+    columns = list(line_columns) + ["overlap"]
+    times = grouped([r for r in rows if r.get("overlap") in ("on", "off")], x_column,
+                    "time_per_step_ms", columns)
+    result = {}
+    for key, points in times.items():
+        if key[-1] != "on":
+            continue
+        off = times.get(key[:-1] + ("off",), {})
+        for x, on_times in points.items():
+            if x in off and statistics.median(on_times) > 0:
+                result.setdefault(key[:-1], {})[x] = [
+                    statistics.median(off[x]) / statistics.median(on_times)]
+    return result
 
 
 def natural_key(values):
@@ -191,11 +227,16 @@ def natural_key(values):
                  for v in values)
 
 
-def line_label(columns, values):
-    head = [v for c, v in zip(columns, values) if c in ("transport", "backend", "overlap")]
-    rest = [f"{c}={format_value(c, v)}" for c, v in zip(columns, values)
-            if c not in ("transport", "backend", "overlap")]
-    return " ".join(filter(None, ["/".join(head)] + rest)) or "all rows"
+def line_labels(columns, keys, always=()):
+    """{key: "col=value ..."} naming the columns whose value differs between the keys (those
+    held by every line are in the title), and the columns in `always`; every column when that
+    leaves none."""
+    varied = [i for i in range(len(columns))
+              if columns[i] in always or len({key[i] for key in keys}) > 1]
+    if not varied:
+        varied = list(range(len(columns)))
+    return {key: " ".join(f"{columns[i]}={format_value(columns[i], key[i])}" for i in varied)
+            or "all rows" for key in keys}
 
 
 def title_text(ax_or_fig, title, fixed, is_figure=False):
@@ -255,6 +296,10 @@ def skip_single(name, x_column, rows, y_column):
     return False
 
 
+def note_lines(name, data, what="lines"):
+    print(f"{name}: {what}: " + "; ".join(data))
+
+
 def note_medians(name, medians):
     if medians:
         print(f"{name}: {medians} points are medians of repeated runs")
@@ -278,6 +323,7 @@ def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, xlabel, ylabe
     ax.legend(fontsize=8)
     title_text(ax, title, fixed_config(rows, x_column))
     note_medians(name, medians)
+    note_lines(name, data)
     return save(fig, out_dir, name, plt)
 
 
@@ -295,9 +341,12 @@ def plot_overlap(rows, out_dir, plt):
         return None
     rows = rows_on_lines(name, rows, x_column, "time_per_step_ms", ["overlap", "transport"])
     lines = split_columns(rows, x_column, ["overlap", "transport"])
-    data, medians = series(rows, x_column, "time_per_step_ms", lines)
     compare_rows = [r for r in rows if r.get("overlap") == "compare"]
-    sequential, _ = series(compare_rows, x_column, "time_per_step_no_overlap_ms", lines)
+    times = grouped(rows, x_column, "time_per_step_ms", lines)
+    data, medians = labelled(times, lines)
+    # A compare run's no-overlap time, labelled as its own line is.
+    sequential, _ = labelled(grouped(compare_rows, x_column, "time_per_step_no_overlap_ms",
+                                     lines), lines, label_keys=times)
     xs = x_values(data)
     fig, (time_ax, speedup_ax) = plt.subplots(1, 2, figsize=(12, 5.5))
     # A compare run's no-overlap time shares its line's colour, dashed.
@@ -314,19 +363,29 @@ def plot_overlap(rows, out_dir, plt):
     time_ax.set_ylim(bottom=0)
     time_ax.set_title("Time per step", fontsize=10)
 
-    speedup_lines = split_columns(compare_rows, x_column, ["transport"]) if compare_rows else []
-    speedup, _ = series(compare_rows, x_column, "overlap_speedup", speedup_lines)
+    # The speedup, from both kinds of rows: a compare run's own overlap_speedup, and an on run
+    # against the off run of the same configuration. One set of line columns (without overlap)
+    # for both, so the legend names the same keys.
+    speedup_lines = [c for c in lines if c != "overlap"]
+    groups = {}
+    for key, points in grouped(compare_rows, x_column, "overlap_speedup",
+                               speedup_lines).items():
+        groups[key + ("compare",)] = points
+    for key, points in on_off_speedup(rows, x_column, speedup_lines).items():
+        groups[key + ("on/off",)] = points
+    speedup, _ = labelled(groups, speedup_lines + ["from"], always=("from",))
     for label, (x, y) in speedup.items():
         speedup_ax.plot(x, y, marker="o", label=label)
     if speedup:
         speedup_ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
         speedup_ax.legend(fontsize=8)
     else:
-        speedup_ax.text(0.5, 0.5, "no overlap=compare rows", ha="center", va="center",
+        speedup_ax.text(0.5, 0.5, "no overlap=compare rows, nor on and off rows of one "
+                        "configuration", ha="center", va="center", wrap=True,
                         transform=speedup_ax.transAxes)
     speedup_ax.set_xlabel("kernel C iterations (c_iterations)")
     speedup_ax.set_ylabel("overlap speedup (no-overlap time / overlapped time, ×)")
-    speedup_ax.set_title("Overlap speedup (overlap=compare)", fontsize=10)
+    speedup_ax.set_title("Overlap speedup (from: compare rows, or on/off rows)", fontsize=10)
     for ax in (time_ax, speedup_ax):
         count_axis(ax, xs)
         ax.grid(True, alpha=0.3)
@@ -334,6 +393,8 @@ def plot_overlap(rows, out_dir, plt):
     title_text(fig, "Overlap of the transfer with kernel C", fixed_config(rows, x_column),
                is_figure=True)
     note_medians(name, medians)
+    note_lines(name, data)
+    note_lines(name, speedup, "speedup lines")
     return save(fig, out_dir, name, plt)
 
 

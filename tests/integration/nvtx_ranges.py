@@ -1,5 +1,6 @@
 """Runs gpurelay on the CPU path with the NVTX recorder injected and checks the ranges it emits:
-every phase of every timed step, properly nested per thread, steps in order, warm-up marked,
+every phase of every timed step, named by its phase with the step as the int64 payload,
+properly nested per thread, steps in order, warm-up steps in the category named "warm-up",
 one colour per phase, and each phase on the thread of the stream that runs it.
 
 usage: nvtx_ranges.py --binary B --recorder LIB --mpirun "mpirun ..." [-- EXTRA_GPURELAY_ARGS...]
@@ -26,7 +27,7 @@ PHASE_STREAM = {
     "verify": "compute stream",
     "write": "io stream",
 }
-RANGE = re.compile(r"^(warm-up )?step (\d+) (\S+)$")
+WARMUP_CATEGORY = "1"
 
 
 def fail(message):
@@ -35,20 +36,24 @@ def fail(message):
 
 
 def read_log(path):
-    """Returns (ranges, names): ranges as (tid, domain, colour, message) in push order."""
+    """Returns (ranges, names, categories): ranges as (tid, domain, colour, category, payload,
+    message) in push order; categories as {(domain, id): name}."""
     stacks = collections.defaultdict(list)
-    ranges, names = [], {}
+    ranges, names, categories = [], {}, {}
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             where = f"{os.path.basename(path)}:{number}"
-            parts = line.rstrip("\n").split(" ", 4)
+            parts = line.rstrip("\n").split(" ", 6)
             tid, kind = parts[0], parts[1]
             if kind == "name":
                 names[parts[2]] = line.rstrip("\n").split(" ", 3)[3]
+            elif kind == "category":
+                domain, number, name = line.rstrip("\n").split(" ", 4)[2:]
+                categories[(domain, number)] = name
             elif kind == "push":
-                domain, colour, message = parts[2], parts[3], parts[4]
+                domain, colour, category, payload, message = parts[2:7]
                 stacks[tid].append((domain, message))
-                ranges.append((tid, domain, colour, message))
+                ranges.append((tid, domain, colour, category, payload, message))
             elif kind == "pop":
                 if not stacks[tid]:
                     fail(f"{where}: pop with no open range on thread {tid}")
@@ -60,7 +65,7 @@ def read_log(path):
     for tid, stack in stacks.items():
         if stack:
             fail(f"{os.path.basename(path)}: thread {tid} left ranges open: {stack}")
-    return ranges, names
+    return ranges, names, categories
 
 
 def main():
@@ -97,12 +102,14 @@ def main():
         thread_names = set()
         passes = 0
         for path in logs:
-            ranges, names = read_log(path)
+            ranges, names, categories = read_log(path)
+            if categories.get(("gpurelay", WARMUP_CATEGORY)) != "warm-up":
+                fail(f"{path}: category {WARMUP_CATEGORY} not named 'warm-up': {categories}")
             thread_names.update(names.values())
             rank = re.search(r"\.rank(\d+)\.", path).group(1)
             if f"rank {rank} main" not in names.values():
                 fail(f"{path}: main thread not named 'rank {rank} main' (names: {names})")
-            for tid, domain, colour, message in ranges:
+            for tid, domain, colour, category, payload, message in ranges:
                 if domain != "gpurelay":
                     continue
                 if message == "pass overlap=on":
@@ -110,12 +117,14 @@ def main():
                         fail(f"{path}: '{message}' not on the main thread")
                     passes += 1
                     continue
-                m = RANGE.match(message)
-                if not m:
-                    fail(f"{path}: range '{message}' is not 'step N PHASE'")
-                warmup, step, phase = bool(m.group(1)), int(m.group(2)), m.group(3)
+                phase = message
                 if phase not in PHASE_STREAM:
-                    fail(f"{path}: unknown phase in '{message}'")
+                    fail(f"{path}: range '{message}' is not named by a phase")
+                if not payload.isdigit():
+                    fail(f"{path}: range '{message}' has no int64 step payload ({payload})")
+                step, warmup = int(payload), category == WARMUP_CATEGORY
+                if category not in ("0", WARMUP_CATEGORY):
+                    fail(f"{path}: range '{message}' in category {category}")
                 if warmup != (step < WARMUP):
                     fail(f"{path}: '{message}': warm-up marking wrong for step {step}")
                 thread = names.get(tid, f"unnamed thread {tid}")

@@ -4,10 +4,11 @@
 //
 // Log: $GPURELAY_NVTX_LOG.rank<R>.pid<P> (R from the launcher's rank variable, else "x"), one
 // line per call, in call order:
-//   <tid> push <domain> <0xAARRGGBB> <message>
+//   <tid> push <domain> <0xAARRGGBB> <category> <payload> <message>
 //   <tid> pop <domain>
 //   <tid> name <named tid> <name>
-// The default domain is written "-".
+//   <tid> category <domain> <id> <name>
+// The default domain is written "-"; a payload other than an int64 one is written "-".
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
 #include <sys/syscall.h>
@@ -53,11 +54,19 @@ std::string message_text(const nvtxEventAttributes_t* attributes) {
 
 int push(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
     char colour[16] = "0x00000000";
-    if (attributes != nullptr && attributes->colorType == NVTX_COLOR_ARGB) {
-        std::snprintf(colour, sizeof colour, "0x%08x", attributes->color);
+    std::string category = "0";
+    std::string payload = "-";
+    if (attributes != nullptr) {
+        if (attributes->colorType == NVTX_COLOR_ARGB) {
+            std::snprintf(colour, sizeof colour, "0x%08x", attributes->color);
+        }
+        category = std::to_string(attributes->category);
+        if (attributes->payloadType == NVTX_PAYLOAD_TYPE_INT64) {
+            payload = std::to_string(attributes->payload.llValue);
+        }
     }
     write_line(std::to_string(current_tid()) + " push " + domain_name(domain) + " " + colour + " " +
-               message_text(attributes));
+               category + " " + payload + " " + message_text(attributes));
     return 0;
 }
 
@@ -75,6 +84,11 @@ int NVTX_API domain_range_push_ex(nvtxDomainHandle_t domain, const nvtxEventAttr
     return push(domain, a);
 }
 int NVTX_API domain_range_pop(nvtxDomainHandle_t domain) { return pop(domain); }
+void NVTX_API domain_name_category_a(nvtxDomainHandle_t domain, std::uint32_t id,
+                                     const char* name) {
+    write_line(std::to_string(current_tid()) + " category " + domain_name(domain) + " " +
+               std::to_string(id) + " " + (name != nullptr ? name : ""));
+}
 int NVTX_API range_push_ex(const nvtxEventAttributes_t* a) { return push(nullptr, a); }
 int NVTX_API range_push_a(const char* message) {
     nvtxEventAttributes_t attributes{};
@@ -134,6 +148,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
                 &domain_range_push_ex) &&
         install(callbacks, NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainRangePop,
                 &domain_range_pop) &&
+        install(callbacks, NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainNameCategoryA,
+                &domain_name_category_a) &&
         install(callbacks, NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangePushEx, &range_push_ex) &&
         install(callbacks, NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangePushA, &range_push_a) &&
         install(callbacks, NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangePop, &range_pop) &&

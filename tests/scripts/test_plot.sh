@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Tests scripts/plot: a hand-written results CSV (the exact gpurelay header, rows across
 # elements, c_iterations and pairs) gives three valid PNGs; a missing or empty CSV is refused
-# with exit 2; a figure whose x has one value is skipped; and a CSV written by a real sweep
-# with the gpurelay binary plots too.
+# with exit 2; a figure whose x has one value is skipped; a CSV written by a real sweep with
+# the gpurelay binary plots too; the README's example sweep gives all three figures it shows
+# (sane sizes, legends naming each varied key, a speedup from overlap on/off rows); compare
+# and on/off rows both give speedup lines.
 # Usage: tests/scripts/test_plot.sh GPURELAY_BINARY REPO_ROOT
 set -euo pipefail
 
@@ -102,5 +104,59 @@ real_header="$(head -n 1 "$tmp/real.csv" | tr -d '\r')"
 "$plot" --csv "$tmp/real.csv" --out-dir "$tmp/real" | tee "$tmp/log3" ||
     fail "plot of the real CSV exited non-zero"
 check_png "$tmp/real/bandwidth_vs_size.png"
+
+# check_figure PNG: a PNG of sane pixel size (from its IHDR chunk) and file size.
+check_figure() {
+    check_png "$1"
+    "$python" - "$1" <<'PY' || fail "$1: not a sane figure"
+import os, struct, sys
+with open(sys.argv[1], "rb") as f:
+    width, height = struct.unpack(">II", f.read(24)[16:24])
+size = os.path.getsize(sys.argv[1])
+print(f"{os.path.basename(sys.argv[1])}: {width} x {height} pixels, {size} bytes")
+sys.exit(0 if 800 <= width <= 4000 and 500 <= height <= 3000 and 10_000 < size < 5_000_000 else 1)
+PY
+}
+
+echo "== the README's example sweep (on a CPU deck): all three figures it shows"
+# README: scripts/sweep --deck inputs/overlap-study.toml --csv outputs/study.csv \
+#             np=2,4 elements=1Mi,16Mi overlap=on,off c_iterations=16,64
+sed -e 's/^overlap = .*/overlap = "on"/' "$tmp/deck.toml" >"$tmp/study.toml"
+"$root/scripts/sweep" --deck "$tmp/study.toml" --csv "$tmp/study.csv" --binary "$binary" \
+    --out-dir "$tmp/study-sweep" np=2,4 elements=1Ki,4Ki overlap=on,off c_iterations=1,2 \
+    >"$tmp/study-sweep.log" || { cat "$tmp/study-sweep.log"; fail "the README's sweep failed"; }
+"$plot" --csv "$tmp/study.csv" --out-dir "$tmp/study" | tee "$tmp/log4" ||
+    fail "plot of the README's sweep exited non-zero"
+for png in bandwidth_vs_size overlap scaling; do
+    check_figure "$tmp/study/$png.png"
+done
+# Legends name every key that varies between lines, as key=value.
+for key in overlap= c_iterations= pairs=; do
+    grep "^bandwidth_vs_size.png: lines: " "$tmp/log4" | grep -q "$key" ||
+        fail "bandwidth_vs_size.png's legend does not name $key"
+done
+for key in overlap= elements= c_iterations=; do
+    grep "^scaling.png: lines: " "$tmp/log4" | grep -q "$key" ||
+        fail "scaling.png's legend does not name $key"
+done
+# overlap = on and off rows of one configuration give a speedup line, with no compare rows.
+grep "^overlap.png: speedup lines: " "$tmp/log4" | grep -q "from=on/off" ||
+    fail "overlap.png: no speedup from the on/off rows"
+
+echo "== overlap=compare rows and on/off rows: both kinds of speedup"
+{
+    echo "$header"
+    for c in 8 32 128; do
+        row "cmp $c" 2 1 nccl 67108864 compare "$c" "$((c / 8 + 3))" "$((c / 4 + 6))" 1.6 40 40
+        row "on $c" 2 1 nccl 67108864 on "$c" "$((c / 8 + 3))" "" "" 40 40
+        row "off $c" 2 1 nccl 67108864 off "$c" "$((c / 4 + 6))" "" "" 40 40
+    done
+} >"$tmp/speedup.csv"
+"$plot" --csv "$tmp/speedup.csv" --out-dir "$tmp/speedup" | tee "$tmp/log5" ||
+    fail "plot of compare and on/off rows exited non-zero"
+check_figure "$tmp/speedup/overlap.png"
+speedup_lines="$(grep "^overlap.png: speedup lines: " "$tmp/log5")"
+[[ "$speedup_lines" == *"from=compare"* && "$speedup_lines" == *"from=on/off"* ]] ||
+    fail "overlap.png: expected a compare and an on/off speedup line: $speedup_lines"
 
 echo "PASS: test_plot"

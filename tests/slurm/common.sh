@@ -28,7 +28,8 @@ submit() {
 # wait_job ID SECONDS: until squeue no longer lists the job (or any task of an array).
 wait_job() {
     local id="$1" seconds="$2" start=$SECONDS
-    while [[ -n "$(squeue -h -j "$id" -o %i 2>/dev/null)" ]]; do
+    # A failed squeue (a busy slurmctld) counts as still listed.
+    while [[ -n "$(squeue -h -j "$id" -o %i 2>/dev/null || echo busy)" ]]; do
         ((SECONDS - start < seconds)) || fail "job $id still queued or running after $seconds s"
         sleep 1
     done

@@ -62,10 +62,16 @@ class Cluster:
     def running(self, job):
         return self.field(job, "JobState") == "RUNNING"
 
+    def listed(self, job):
+        """Whether squeue still lists the job; a failed squeue (a busy slurmctld) counts as
+        listed, so that a slow answer is not taken for the job's end."""
+        run = subprocess.run(["squeue", "-h", "-j", job, "-o", "%i"], capture_output=True,
+                             text=True)
+        return run.returncode != 0 or bool(run.stdout.strip())
+
     def wait(self, jobs, seconds):
         deadline = time.monotonic() + seconds
-        while any(subprocess.run(["squeue", "-h", "-j", job, "-o", "%i"], capture_output=True,
-                                 text=True).stdout.strip() for job in jobs):
+        while any(self.listed(job) for job in jobs):
             if time.monotonic() > deadline:
                 fail(f"jobs {jobs} still queued or running after {seconds} s")
             time.sleep(1)
