@@ -744,6 +744,12 @@ void validate_config(const Config& c) {
         fail("graph_steps (" + std::to_string(c.graph_steps) +
              ") must be 1 or a multiple of depth (" + std::to_string(c.depth) + ")");
     }
+    if (c.graph_steps > 1 && c.write != WriteMode::last && c.write != WriteMode::none) {
+        // Only the last step of a graph could be copied out before the graph overwrites it.
+        fail("graph_steps (" + std::to_string(c.graph_steps) +
+             ") needs write = \"last\" or \"none\": a graph of several steps reuses each y slot "
+             "before the writer could copy it out");
+    }
     if (c.flush_every < 0) {
         fail("flush_every (" + std::to_string(c.flush_every) + ") must not be negative");
     }

@@ -86,8 +86,9 @@ struct Pipeline::Impl {
           depth(static_cast<std::size_t>(cfg.depth)),
           ring(ring_size(cfg)) {
         if (cfg.graphs) {
-            step_words_host = device.allocate_host(ring * 2 * sizeof(std::uint64_t));
-            step_words_device = device.allocate(ring * 2 * sizeof(std::uint64_t));
+            step_words_host = device.allocate_host(ring * sizeof(std::uint64_t));
+            step_words_device = device.allocate(ring * sizeof(std::uint64_t));
+            graph_fork = device.make_event(EventUse::ordering);
         }
         if (producer) {
             producer_stream = device.make_stream(false, stream_label("producer stream"));
@@ -143,13 +144,18 @@ struct Pipeline::Impl {
         poison_slots();
     }
 
-    // Ring slots of timing events and host counters: the host reads a step's times R-1 steps
-    // later, so R >= depth + 2. With graphs R is also a multiple of depth, so that a ring slot
-    // fixes the tensor slot too and one set of graphs per ring slot serves every step (one per
-    // distinct pair of slots would be lcm(depth, depth + 2) sets: 2112 at depth 64).
+    // Ring slots of timing events, host counters and step words: the host reads a step's times
+    // R-1 steps later, so R >= depth + 2. With graphs R is also a multiple of depth, so that a
+    // ring slot fixes the tensor slot too and one graph per ring slot serves every step (one per
+    // distinct pair of slots would be lcm(depth, depth + 2) graphs: 2112 at depth 64). With G =
+    // graph_steps > 1 (a multiple of depth) R is a multiple of G, at least 2G, so a graph of G
+    // steps is launched while the one before it still runs.
     static std::size_t ring_size(const Config& cfg) {
         const auto d = static_cast<std::size_t>(cfg.depth);
-        return cfg.graphs ? (d + 2 + d - 1) / d * d : d + 2;  // the least multiple of d >= d + 2
+        const auto g = static_cast<std::size_t>(cfg.graph_steps);
+        if (!cfg.graphs) return d + 2;
+        if (g == 1) return (d + 2 + d - 1) / d * d;  // the least multiple of d >= d + 2
+        return g * std::max<std::size_t>(2, (d + 2 + g - 1) / g);
     }
 
     std::string stream_label(const char* what) const {
@@ -231,10 +237,6 @@ struct Pipeline::Impl {
         }
     }
 
-    // Whether the receive and B of a slot are ordered by events rather than by one stream's
-    // order: with overlap they run on two streams; with graphs, in two graphs.
-    bool cross_stream(bool overlap) const { return overlap || config.graphs; }
-
     // The consumer's stream for receiving: its own with overlap, else the compute stream, so
     // that C and B wait for the receive in stream order.
     Stream& receive_stream(bool overlap) { return overlap ? *comm_stream : *compute_stream; }
@@ -256,7 +258,10 @@ struct Pipeline::Impl {
         if (consumer) {
             // Slot k's x may be overwritten only once B of step s-depth, its last reader, is done
             // (without overlap B ran before, on this same stream).
-            if (cross_stream(overlap) && !config.debug_skip_reuse_wait) comm->wait(*x_free[k]);
+            // In a graph, only when that B is in the same graph (an earlier graph has finished).
+            const bool in_scope =
+                !capturing || s - static_cast<std::int64_t>(depth) >= capture_first;
+            if (overlap && in_scope && !config.debug_skip_reuse_wait) comm->wait(*x_free[k]);
             if (m.phases) m.recv_start->record(*comm);
         }
         // On a CUDA stream both ranges are host ranges around the group, so they nest.
@@ -276,7 +281,7 @@ struct Pipeline::Impl {
         }
         if (!consumer) return;
         if (m.phases) m.recv_end->record(*comm);
-        if (cross_stream(overlap)) recv_done[k]->record(*comm);
+        if (overlap) recv_done[k]->record(*comm);
     }
 
     // C, B and the checks (compute stream); B and the check count into the step's ring slot.
@@ -301,9 +306,10 @@ struct Pipeline::Impl {
         // with overlap); and for slot k's previous y to be copied out before B overwrites it,
         // when it was being written.
         begin_range(RangePhase::wait, s, compute);
-        if (cross_stream(overlap)) compute.wait(*recv_done[k]);
-        if (y_pending[k]) compute.wait(*y_free[k]);
-        y_pending[k] = false;
+        if (overlap) compute.wait(*recv_done[k]);
+        // (A graph waits for y_free before its launch: launch_unit.)
+        if (!capturing && y_pending[k]) compute.wait(*y_free[k]);
+        if (!capturing) y_pending[k] = false;
         end_range(compute);
         if (m.phases) m.b_start->record(compute);
         begin_range(RangePhase::b, s, compute);
@@ -312,7 +318,7 @@ struct Pipeline::Impl {
                  compute);
         end_range(compute);
         if (m.phases) m.b_end->record(compute);
-        if (cross_stream(overlap)) x_free[k]->record(compute);
+        if (overlap) x_free[k]->record(compute);
         // A transport that writes slot k from the producer's process waits for this instead.
         transport.release(k, compute);
         if (has_c) {
@@ -340,86 +346,117 @@ struct Pipeline::Impl {
         writer->submit(slot, next_row++, s);
     }
 
-    // --- Graphs: the steady-state step, captured once per ring slot and replayed ----------------
+    // --- Graphs: G = graph_steps steps as one graph over all the rank's streams, replayed -----
+    //
+    // A graph holds G consecutive steps whose first is a multiple of G, so ring slot and tensor
+    // slot repeat from one graph to the next: one capture per ring position of a graph serves
+    // every launch there (R / G of them), in two variants where the timing needs both (with and
+    // without the phase events). Every graph is launched on one stream, so each runs whole after
+    // the one before: a wait on a slot's previous reader in an earlier graph is implied, and the
+    // ordering events are edges inside the graph. What crosses its edge: the step's end event
+    // and the phase events (event nodes: the host reads them, the io stream waits on end), and
+    // y_free, waited on that stream before the launch. The kernels read their step from a word
+    // the graph's first node copies from where the host wrote it for this launch.
 
-    // The graphs of one ring slot r: they serve every step s with s % ring == r (and so, ring
-    // being a multiple of depth, with the same slot k). One graph per stream that runs on its
-    // own, so that consecutive steps still overlap as the eager ones do (a graph launched on a
-    // stream runs whole, after what came before it on that stream).
-    struct StepGraphs {
-        std::unique_ptr<Graph> exchange;  // A + send and/or the receive
-        std::unique_ptr<Graph> compute;   // consumer: C, B, checks, counters
-    };
+    std::uint64_t* step_word_host(std::int64_t s) {
+        return step_words_host.as<std::uint64_t>().data() + static_cast<std::size_t>(s) % ring;
+    }
+    std::uint64_t* step_word_device(std::int64_t s) {
+        return step_words_device.as<std::uint64_t>().data() + static_cast<std::size_t>(s) % ring;
+    }
+    // The streams a graph covers; it is captured from and launched on the first.
+    std::vector<Stream*> graph_streams(bool overlap) const {
+        std::vector<Stream*> streams;
+        if (producer) streams.push_back(producer_stream.get());
+        if (consumer && overlap) streams.push_back(comm_stream.get());
+        if (consumer) streams.push_back(compute_stream.get());
+        return streams;
+    }
+    Stream& launch_stream(bool overlap) const { return *graph_streams(overlap).front(); }
+    // Which captured graph serves the unit of steps from `first`: its ring position, and whether
+    // it records the phase events.
+    std::size_t graph_index(std::int64_t first, bool phased) const {
+        return static_cast<std::size_t>(first) % ring /
+                   static_cast<std::size_t>(config.graph_steps) * 2 +
+               (phased ? 1 : 0);
+    }
+    // Whether steps s to s + G - 1 run as one graph launch: after the cold step, the first a
+    // multiple of G, all within the pass and all on one side of the timed region's start.
+    bool graph_unit_at(std::int64_t s, std::int64_t first_step, std::int64_t timed_from) const {
+        const std::int64_t g = config.graph_steps;
+        if (!config.graphs || s <= first_step || s % g != 0 || s + g > config.steps) return false;
+        return s >= timed_from || s + g <= timed_from;
+    }
+    // Whether any step of the unit from `first` times its phases (then all of them do).
+    bool unit_phased(std::int64_t first) const {
+        for (std::int64_t s = first; s < first + config.graph_steps; ++s) {
+            if (phase_timed(s)) return true;
+        }
+        return false;
+    }
 
-    // The step words of ring slot r: [producer, consumer], pinned on the host and on the device.
-    std::uint64_t* step_word_host(std::size_t r, int role) {
-        return step_words_host.as<std::uint64_t>().data() + 2 * r + static_cast<std::size_t>(role);
-    }
-    std::uint64_t* step_word_device(std::size_t r, int role) {
-        return step_words_device.as<std::uint64_t>().data() + 2 * r +
-               static_cast<std::size_t>(role);
-    }
-    // The stream whose graph holds the exchange: the producer's (a rank sending to itself also
-    // brings its receive stream in, since NCCL joins the two streams of a group), else the
-    // stream that receives.
-    Stream& exchange_stream(bool overlap) {
-        return producer ? *producer_stream : receive_stream(overlap);
-    }
-
-    // Captures the graphs of the ring slots that steps `from` to `to` - 1 use (each slot once).
-    // Called while every stream is idle, so capture costs no step its timing.
+    // Captures every graph the pass can launch (the variants its timing may use). Called while
+    // every stream is idle, after the cold step, so capture costs no step its timing.
     template <typename T>
-    void capture_graphs(bool overlap, std::int64_t from, std::int64_t to, PassResult& result) {
+    void capture_graphs(bool overlap, PassResult& result) {
         const NvtxRange range("capture step graphs", kRangeColours[8]);
         const double start = now_ms();
-        capturing = true;
-        for (std::int64_t s = from; s < std::min(to, from + static_cast<std::int64_t>(ring)); ++s) {
-            const std::size_t r = static_cast<std::size_t>(s) % ring;
-            StepGraphs& g = step_graphs[r];
-            marks[r].phases = true;  // the graphs time every phase
-            {
-                auto capture =
-                    device.begin_capture(exchange_stream(overlap),
-                                         producer && consumer ? &receive_stream(overlap) : nullptr);
-                if (producer) {
-                    // The first node: the step the host wrote for this launch, where A reads it.
-                    device.copy_async(step_word_device(r, 0), step_word_host(r, 0),
-                                      sizeof(std::uint64_t), *producer_stream);
+        const std::int64_t g = config.graph_steps;
+        unit_graphs.clear();
+        unit_graphs.resize(2 * ring / static_cast<std::size_t>(g));
+        const std::vector<Stream*> streams = graph_streams(overlap);
+        Stream& origin = *streams.front();
+        const std::vector<Stream*> joined(streams.begin() + 1, streams.end());
+        for (std::int64_t first = 0; first < static_cast<std::int64_t>(ring); first += g) {
+            for (const bool phased : {false, true}) {
+                if ((phased && config.timing == Timing::steps) ||
+                    (!phased && config.timing == Timing::phases)) {
+                    continue;
                 }
-                // (A consumer-only exchange has no kernel, so no step to read.)
-                queue_exchange<T>(s, overlap, StepArg(step_word_device(r, 0)));
-                g.exchange = capture->finish();
+                auto capture = device.begin_capture(origin, joined);
+                capturing = true;
+                capture_first = first;
+                // The first node: the unit's steps, as the host wrote them for this launch; the
+                // other streams start after it (an edge, as every ordering event here).
+                device.copy_async(step_word_device(first), step_word_host(first),
+                                  static_cast<std::size_t>(g) * sizeof(std::uint64_t), origin);
+                graph_fork->record(origin);
+                for (Stream* stream : joined) stream->wait(*graph_fork);
+                for (std::int64_t s = first; s < first + g; ++s) {
+                    marks[static_cast<std::size_t>(s) % ring].phases = phased;
+                    const StepArg step(step_word_device(s));
+                    queue_exchange<T>(s, overlap, step);
+                    if (consumer) queue_compute<T>(s, overlap, step);
+                }
+                unit_graphs[graph_index(first, phased)] = capture->finish();
+                capturing = false;
+                ++result.graphs_captured;
             }
-            if (consumer) {
-                auto capture = device.begin_capture(*compute_stream, nullptr);
-                device.copy_async(step_word_device(r, 1), step_word_host(r, 1),
-                                  sizeof(std::uint64_t), *compute_stream);
-                queue_compute<T>(s, overlap, StepArg(step_word_device(r, 1)));
-                g.compute = capture->finish();
-            }
-            result.graphs_captured += consumer ? 2 : 1;
         }
-        capturing = false;
         result.capture_ms += now_ms() - start;
     }
 
-    // Step s as launches of its slot's graphs, in the order the eager step queues the same work,
-    // so every wait in them sees the same records it would see eagerly.
-    void launch_graphs(std::int64_t s, bool overlap, ResultWriter* writer, std::uint64_t& next_row,
-                       PassResult& result) {
-        const std::size_t r = static_cast<std::size_t>(s) % ring;
-        StepGraphs& g = step_graphs[r];
-        marks[r].phases = true;
-        // Safe to overwrite: slot r's last user, step s - ring, was retired (its graphs finished)
-        // before the host queued step s - 1.
-        if (producer) *step_word_host(r, 0) = static_cast<std::uint64_t>(s);
-        if (consumer) *step_word_host(r, 1) = static_cast<std::uint64_t>(s);
+    // Steps s to s + G - 1 as one launch of their graph, then their writes (eager, on the io
+    // stream).
+    void launch_unit(std::int64_t s, bool overlap, ResultWriter* writer, std::uint64_t& next_row,
+                     PassResult& result) {
+        const std::int64_t g = config.graph_steps;
+        const bool phased = unit_phased(s);
+        Stream& stream = launch_stream(overlap);
+        for (std::int64_t j = s; j < s + g; ++j) {
+            // Safe to overwrite: the ring slot's last user, step j - ring, was retired (its graph
+            // finished) before the host queued this unit.
+            *step_word_host(j) = static_cast<std::uint64_t>(j);
+            marks[static_cast<std::size_t>(j) % ring].phases = phased;
+            const std::size_t k = static_cast<std::size_t>(j) % depth;
+            if (consumer && y_pending[k]) stream.wait(*y_free[k]);  // B must not overwrite y yet
+            if (consumer) y_pending[k] = false;
+        }
         if constexpr (nvtx::kBuilt) push_range({s, RangePhase::graph, s < config.warmup});
-        g.exchange->launch(exchange_stream(overlap));
-        if (consumer) g.compute->launch(*compute_stream);
+        unit_graphs[graph_index(s, phased)]->launch(stream);
         if constexpr (nvtx::kBuilt) nvtx::pop();
-        ++result.graph_steps;
-        queue_write(s, writer, next_row);
+        result.graph_steps += g;
+        for (std::int64_t j = s; j < s + g; ++j) queue_write(j, writer, next_row);
     }
 
     // Reads step s's times and counts (the host blocks here only if the GPU is R-1 steps behind).
@@ -498,7 +535,6 @@ struct Pipeline::Impl {
         result.steps.assign(steps, StepTimes{});
         result.x_mismatches.assign(steps, 0);
         result.c_mismatches.assign(steps, 0);
-        const auto lag = static_cast<std::int64_t>(ring) - 1;
         std::uint64_t next_row = 0;
         for (std::int64_t s = 0; s < first_step; ++s) next_row += config.writes_step(s) ? 1 : 0;
         struct {
@@ -512,17 +548,26 @@ struct Pipeline::Impl {
         pass_timed_from = result.timed_from;
         // When the warm-up steps (those after the cold one) started, for timing = auto.
         double warm_start = now_ms();
-        // The previous pass's graphs have finished (it ended with every stream idle) and capture
-        // the other overlap mode's streams.
-        step_graphs.clear();
-        step_graphs.resize(config.graphs ? ring : 0);
+        const auto ring_steps = static_cast<std::int64_t>(ring);
+        std::int64_t retired = first_step;  // the next step to retire
+        bool in_graphs = false;             // whether the last steps queued were a graph
 
         MPI_CHECK(MPI_Barrier(mpi_comm));
         std::int64_t end = config.steps;
-        for (std::int64_t s = first_step; s < config.steps; ++s) {
+        // Each turn queues one step, or G steps as one graph launch.
+        for (std::int64_t s = first_step; s < config.steps;) {
+            const bool unit = graph_unit_at(s, first_step, result.timed_from);
+            const std::int64_t n = unit ? config.graph_steps : 1;
             const bool timed = s >= result.timed_from;
             const double retire_start = now_ms();
-            if (s - lag >= first_step) retire(s - lag, result);
+            for (; retired <= s + n - ring_steps; ++retired) retire(retired, result);
+            if (unit != in_graphs) {
+                // Between eager steps and graphs every stream is idle: NCCL's graph mixing is off
+                // (no eager NCCL call while a graph runs), and a graph assumes the steps before
+                // it have finished.
+                synchronize_all();
+                in_graphs = unit;
+            }
             if (timed) result.host_retire_ms += now_ms() - retire_start;
             if (s == result.timed_from) {
                 // The timed region starts with every rank idle and in step (decide_timing's
@@ -530,28 +575,31 @@ struct Pipeline::Impl {
                 synchronize_all();
                 if (config.timing == Timing::auto_select) {
                     const std::int64_t warm_steps = s - first_step - 1;
-                    decide_timing(warm_steps > 0 ? (now_ms() - warm_start) / warm_steps
-                                                 : std::numeric_limits<double>::infinity(),
+                    decide_timing(warm_steps > 0
+                                      ? (now_ms() - warm_start) / static_cast<double>(warm_steps)
+                                      : std::numeric_limits<double>::infinity(),
                                   result);
                 } else {
                     MPI_CHECK(MPI_Barrier(mpi_comm));
                 }
                 timed_start = now_ms();
             }
-            if (s == config.profile_first) profiler_start(device.backend());
+            const auto covers = [&](std::int64_t step) { return s <= step && step < s + n; };
+            if (covers(config.profile_first)) profiler_start(device.backend());
             const double queued_at = now_ms();
-            if (config.graphs && s > first_step) {
-                launch_graphs(s, overlap, writer, next_row, result);
+            if (unit) {
+                launch_unit(s, overlap, writer, next_row, result);
             } else {
                 queue_step<T>(s, overlap, writer, next_row);
             }
             if (timed) result.host_queue_ms += now_ms() - queued_at;
             if (config.blocking) {
                 // The blocking style: the host waits for this step's send and receive.
-                if (producer) producer_stream->synchronize();
-                if (consumer) receive_stream(overlap).synchronize();
+                if (unit) launch_stream(overlap).synchronize();
+                if (!unit && producer) producer_stream->synchronize();
+                if (!unit && consumer) receive_stream(overlap).synchronize();
             }
-            if (s == config.profile_last) {
+            if (covers(config.profile_last)) {
                 // The capture ends once the last profiled step has run, not when it was queued.
                 synchronize_all();
                 profiler_stop(device.backend());
@@ -561,19 +609,22 @@ struct Pipeline::Impl {
                 synchronize_all();
                 result.cold_step_ms = now_ms() - queued_at;
                 // Captured now, with the connections made and before the timed steps start.
-                if (config.graphs) capture_graphs<T>(overlap, s + 1, config.steps, result);
+                if (config.graphs) capture_graphs<T>(overlap, result);
                 warm_start = now_ms();
             }
+            // Every step of a graph has run when it stops, so a stop ends the pass after it.
+            bool stop = false;
             const double callback_start = now_ms();
-            const bool stop = on_step && on_step(s);
+            for (std::int64_t j = s; j < s + n && !stop; ++j) stop = on_step && on_step(j);
             if (timed) result.host_callback_ms += now_ms() - callback_start;
+            s += n;
             if (stop) {
-                end = s + 1;
+                end = s;
                 break;
             }
         }
         result.end_step = end;
-        for (std::int64_t s = std::max(first_step, end - lag); s < end; ++s) retire(s, result);
+        for (; retired < end; ++retired) retire(retired, result);
         synchronize_all();
         MPI_CHECK(MPI_Barrier(mpi_comm));
         result.timed_wall_ms = end > result.timed_from ? now_ms() - timed_start : 0.0;
@@ -615,9 +666,11 @@ struct Pipeline::Impl {
     std::vector<std::unique_ptr<Event>> recv_done, x_free, y_free;
     std::vector<StepMarks> marks;
     Buffer step_words_host, step_words_device;  // graphs only
+    std::unique_ptr<Event> graph_fork;          // graphs only: the other streams follow the first
     bool capturing = false;
-    // Last: destroyed first, before the events and buffers their nodes name.
-    std::vector<StepGraphs> step_graphs;
+    std::int64_t capture_first = 0;  // while capturing: the first step of the graph
+    // Last: destroyed first, before the events and buffers their nodes name. See graph_index.
+    std::vector<std::unique_ptr<Graph>> unit_graphs;
 };
 
 Pipeline::Pipeline(const Config& config, Device& device, Transport& transport,

@@ -44,13 +44,10 @@ CudaStream::~CudaStream() {
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
-// Every event the orchestration records or waits on inside a capture crosses the graph's edge
-// (the host reads it, or another graph or stream waits on it), so a capture makes them external
-// event nodes. Without the flag a record would only become an edge inside the graph and never
-// mark the event, and a wait on an event recorded outside the capture would be an error.
+// Inside a capture a wait is an edge from the record of the same event in that capture (see
+// graph.hpp): a plain wait, as outside one.
 void CudaStream::wait(Event& event) {
-    CUDA_CHECK(cudaStreamWaitEvent(stream_, dynamic_cast<CudaEvent&>(event).handle(),
-                                   capturing_ ? cudaEventWaitExternal : cudaEventWaitDefault));
+    CUDA_CHECK(cudaStreamWaitEvent(stream_, dynamic_cast<CudaEvent&>(event).handle(), 0));
 }
 
 void CudaStream::synchronize() {
@@ -58,7 +55,7 @@ void CudaStream::synchronize() {
 }
 
 CudaEvent::CudaEvent(EventUse use, std::shared_ptr<const WaitPolicy> policy)
-    : policy_(std::move(policy)) {
+    : use_(use), policy_(std::move(policy)) {
     // Ordering-only events skip the timestamp, which makes record and wait cheaper.
     CUDA_CHECK(cudaEventCreateWithFlags(
         &event_, use == EventUse::timing ? cudaEventDefault : cudaEventDisableTiming));
@@ -68,9 +65,12 @@ CudaEvent::~CudaEvent() {
     if (event_ != nullptr) cudaEventDestroy(event_);
 }
 
+// Inside a capture, a timing event becomes an event node (the host reads it: its record must
+// happen at each replay); an ordering event only an edge between the graph's own nodes, which
+// costs a replay nothing.
 void CudaEvent::record(Stream& stream) {
     auto& cuda_stream = dynamic_cast<CudaStream&>(stream);
-    if (cuda_stream.capturing()) {
+    if (cuda_stream.capturing() && use_ == EventUse::timing) {
         CUDA_CHECK(cudaEventRecordWithFlags(event_, cuda_stream.handle(), cudaEventRecordExternal));
     } else {
         CUDA_CHECK(cudaEventRecord(event_, cuda_stream.handle()));
@@ -154,9 +154,11 @@ class CudaDevice final : public Device {
             },
             heap_fn));
     }
-    std::unique_ptr<GraphCapture> begin_capture(Stream& origin, Stream* joined) override {
-        return begin_cuda_capture(dynamic_cast<CudaStream&>(origin),
-                                  joined ? &dynamic_cast<CudaStream&>(*joined) : nullptr);
+    std::unique_ptr<GraphCapture> begin_capture(Stream& origin,
+                                                const std::vector<Stream*>& joined) override {
+        std::vector<CudaStream*> streams;
+        for (Stream* stream : joined) streams.push_back(&dynamic_cast<CudaStream&>(*stream));
+        return begin_cuda_capture(dynamic_cast<CudaStream&>(origin), std::move(streams));
     }
 
   private:

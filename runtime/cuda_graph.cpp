@@ -1,5 +1,7 @@
 #include "runtime/cuda_graph.hpp"
 
+#include <utility>
+
 #include "runtime/error.hpp"
 
 namespace gpurelay {
@@ -32,7 +34,10 @@ class CudaGraph final : public Graph {
 class ForkEvent {
   public:
     ForkEvent() { CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
-    ~ForkEvent() { cudaEventDestroy(event_); }
+    ~ForkEvent() {
+        if (event_ != nullptr) cudaEventDestroy(event_);
+    }
+    ForkEvent(ForkEvent&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
     ForkEvent(const ForkEvent&) = delete;
     ForkEvent& operator=(const ForkEvent&) = delete;
     cudaEvent_t handle() const { return event_; }
@@ -43,25 +48,23 @@ class ForkEvent {
 
 class CudaGraphCapture final : public GraphCapture {
   public:
-    CudaGraphCapture(CudaStream& origin, CudaStream* joined) : origin_(origin), joined_(joined) {
+    CudaGraphCapture(CudaStream& origin, std::vector<CudaStream*> joined)
+        : origin_(origin), joined_(std::move(joined)), joins_(joined_.size()) {
         CUDA_CHECK(cudaStreamBeginCapture(origin_.handle(), cudaStreamCaptureModeThreadLocal));
         origin_.set_capturing(true);
-        if (joined_ != nullptr) {
-            // A plain record and wait inside a capture are an edge of the graph: `joined` now
-            // captures into the same graph, its work depending on nothing captured before it.
-            CUDA_CHECK(cudaEventRecord(fork_.handle(), origin_.handle()));
-            CUDA_CHECK(cudaStreamWaitEvent(joined_->handle(), fork_.handle(), 0));
-            joined_->set_capturing(true);
+        if (joined_.empty()) return;
+        // A plain record and wait inside a capture are an edge of the graph: each joined stream
+        // now captures into the same graph, its work depending on nothing captured before it.
+        CUDA_CHECK(cudaEventRecord(fork_.handle(), origin_.handle()));
+        for (CudaStream* stream : joined_) {
+            CUDA_CHECK(cudaStreamWaitEvent(stream->handle(), fork_.handle(), 0));
+            stream->set_capturing(true);
         }
     }
     // A capture abandoned by an exception is ended and its graph dropped; nothing throws here.
     ~CudaGraphCapture() override {
         if (finished_) return;
-        if (joined_ != nullptr) {
-            cudaEventRecord(join_.handle(), joined_->handle());
-            cudaStreamWaitEvent(origin_.handle(), join_.handle(), 0);
-            joined_->set_capturing(false);
-        }
+        join(false);
         cudaGraph_t graph = nullptr;
         cudaStreamEndCapture(origin_.handle(), &graph);
         if (graph != nullptr) cudaGraphDestroy(graph);
@@ -72,12 +75,8 @@ class CudaGraphCapture final : public GraphCapture {
     CudaGraphCapture& operator=(const CudaGraphCapture&) = delete;
 
     std::unique_ptr<Graph> finish() override {
-        if (joined_ != nullptr) {
-            // A capture ends only once every stream forked into it has joined back.
-            CUDA_CHECK(cudaEventRecord(join_.handle(), joined_->handle()));
-            CUDA_CHECK(cudaStreamWaitEvent(origin_.handle(), join_.handle(), 0));
-            joined_->set_capturing(false);
-        }
+        // A capture ends only once every stream forked into it has joined back.
+        join(true);
         finished_ = true;
         origin_.set_capturing(false);
         cudaGraph_t graph = nullptr;
@@ -86,17 +85,31 @@ class CudaGraphCapture final : public GraphCapture {
     }
 
   private:
+    void join(bool check) {
+        for (std::size_t i = 0; i < joined_.size(); ++i) {
+            const cudaError_t recorded = cudaEventRecord(joins_[i].handle(), joined_[i]->handle());
+            const cudaError_t waited = cudaStreamWaitEvent(origin_.handle(), joins_[i].handle(), 0);
+            joined_[i]->set_capturing(false);
+            if (check) {
+                CUDA_CHECK(recorded);
+                CUDA_CHECK(waited);
+            }
+        }
+    }
+
     CudaStream& origin_;
-    CudaStream* joined_;
+    std::vector<CudaStream*> joined_;
     // Made before the capture starts: nothing but stream work happens while it records.
-    ForkEvent fork_, join_;
+    ForkEvent fork_;
+    std::vector<ForkEvent> joins_;
     bool finished_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<GraphCapture> begin_cuda_capture(CudaStream& origin, CudaStream* joined) {
-    return std::make_unique<CudaGraphCapture>(origin, joined);
+std::unique_ptr<GraphCapture> begin_cuda_capture(CudaStream& origin,
+                                                 std::vector<CudaStream*> joined) {
+    return std::make_unique<CudaGraphCapture>(origin, std::move(joined));
 }
 
 }  // namespace gpurelay

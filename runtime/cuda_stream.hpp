@@ -45,6 +45,7 @@ class CudaEvent final : public Event {
 
   private:
     cudaEvent_t event_ = nullptr;
+    EventUse use_;
     std::shared_ptr<const WaitPolicy> policy_;
 };
 

@@ -5,7 +5,7 @@
 
 namespace gpurelay {
 
-std::unique_ptr<GraphCapture> Device::begin_capture(Stream&, Stream*) {
+std::unique_ptr<GraphCapture> Device::begin_capture(Stream&, const std::vector<Stream*>&) {
     throw runtime_error("graphs need the CUDA path: host streams cannot be captured");
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/buffer.hpp"
 #include "runtime/graph.hpp"
@@ -55,10 +56,11 @@ class Device {
     // Queues a host function on `stream`: it runs once earlier work is done, and later work waits
     // for it to return. It must not call CUDA.
     virtual void enqueue_host(std::function<void()> fn, Stream& stream) = 0;
-    // Starts capturing the work queued on `origin` and, when not null, on `joined` (which joins
-    // the capture at its start and rejoins `origin` at its end), for a graph launched on
-    // `origin`. Only the CUDA path has graphs; the CPU path throws.
-    virtual std::unique_ptr<GraphCapture> begin_capture(Stream& origin, Stream* joined);
+    // Starts capturing the work queued on `origin` and on each of `joined` (which join the
+    // capture at its start and rejoin `origin` at its end), for one graph launched on `origin`.
+    // Only the CUDA path has graphs; the CPU path throws.
+    virtual std::unique_ptr<GraphCapture> begin_capture(Stream& origin,
+                                                        const std::vector<Stream*>& joined);
 };
 
 // The CPU path. `wait_timeout` bounds every queued wait (a peer that never delivers).

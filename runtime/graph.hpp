@@ -16,9 +16,11 @@ class Graph {
     virtual void launch(Stream& stream) = 0;
 };
 
-// While one lives, work queued on its streams is recorded, not run. Events recorded and waited
-// on those streams become the graph's own event nodes, so every replay records them again and
-// waits on their latest records at launch, as the same calls would outside a capture.
+// While one lives, work queued on its streams is recorded, not run. An ordering event recorded
+// on one of its streams and waited on by another becomes an edge of the graph: it orders the
+// graph's own nodes and marks nothing outside it, so a wait in the capture must name an event
+// recorded in the same capture. A timing event recorded in it becomes an event node, recorded
+// again by every replay, for the host to read (and for work outside the graph to wait on).
 class GraphCapture {
   public:
     virtual ~GraphCapture() = default;

@@ -458,6 +458,12 @@ TEST(Validate, Failures) {
                              c.graph_steps = 4;
                          }),
                          "graph_steps (4) must be 1 or a multiple of depth (3)"));
+    EXPECT_TRUE(contains(invalid([](Config& c) {
+                             c.graphs = true;
+                             c.graph_steps = 4;
+                             c.write = WriteMode::all;
+                         }),
+                         "graph_steps (4) needs write = \"last\" or \"none\""));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.timeout_s = 0; }), "timeout_s"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.output.clear(); }), "output"));
     EXPECT_TRUE(contains(invalid([](Config& c) {
