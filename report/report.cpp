@@ -80,9 +80,12 @@ const char* pass_name(bool overlap) { return overlap ? "overlap=on" : "overlap=o
 std::string timing_reason(const PassSummary& p) {
     if (!p.timing_auto) return "";
     if (std::isnan(p.timing_judged_ms)) return " (auto: no warm-up step to judge from)";
-    return " (auto: warm-up steps took " + fmt("%.3f", p.timing_judged_ms) + " ms each, " +
-           (p.timing == "phases" ? "not under " : "under ") + fmt("%g", kTimingAutoBelowMs) +
-           " ms)";
+    std::string reason = " (auto: warm-up steps took ";
+    reason += fmt("%.3f", p.timing_judged_ms);
+    reason += p.timing == "phases" ? " ms each, not under " : " ms each, under ";
+    reason += fmt("%g", kTimingAutoBelowMs);
+    reason += " ms)";
+    return reason;
 }
 
 std::string one_line_config(const Config& config) {
@@ -164,8 +167,7 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     summary.c_mismatches = totals.c_mismatches;
     summary.spot_checked = totals.spot_checked;
     summary.spot_mismatches = totals.spot_mismatches;
-    summary.time_per_step_ms =
-        timed > 0 ? worst.timed_wall_ms / static_cast<double>(timed) : kNaN;
+    summary.time_per_step_ms = timed > 0 ? worst.timed_wall_ms / static_cast<double>(timed) : kNaN;
     summary.steps_per_s = 1000.0 / summary.time_per_step_ms;
     summary.cold_step_ms = worst.cold_step_ms;
     summary.write_wait_ms = worst.write_wait_ms;
@@ -173,8 +175,10 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     summary.graphs_captured = static_cast<int>(worst.graphs_captured);
     summary.graph_steps = result.graph_steps;  // every rank replays the same steps
     summary.timing = std::string(to_string(result.timing));
-    if (result.timing == Timing::sampled)
-        summary.timing += ":" + std::to_string(result.timing_every);
+    if (result.timing == Timing::sampled) {
+        summary.timing += ':';
+        summary.timing += std::to_string(result.timing_every);
+    }
     summary.timing_auto = config.timing == Timing::auto_select;
     summary.timing_judged_ms = result.timing_judged_ms;
     summary.phase_timed_steps = result.phase_timed_steps;  // every rank times the same steps
@@ -317,9 +321,8 @@ void print_report(std::FILE* out, const RunSummary& s) {
         std::fprintf(out, "  %-6s %11s %11s %11s\n", "phase", "median", "min", "max");
         for (const PhaseInfo& phase : kPhases) {
             const PhaseStats& st = p.phase(phase.phase);
-            std::fprintf(out, "  %-6s %11s %11s %11s\n", phase.name,
-                         fmt("%.4f", st.median).c_str(), fmt("%.4f", st.min).c_str(),
-                         fmt("%.4f", st.max).c_str());
+            std::fprintf(out, "  %-6s %11s %11s %11s\n", phase.name, fmt("%.4f", st.median).c_str(),
+                         fmt("%.4f", st.min).c_str(), fmt("%.4f", st.max).c_str());
         }
         std::fprintf(out, "  transfer %s ms = %s GB/s; A %s GB/s; B %s GB/s; C %s Giter/s\n",
                      fmt("%.4f", p.transfer_ms).c_str(), fmt("%.2f", p.transfer_gbps).c_str(),
@@ -402,8 +405,7 @@ nlohmann::json pass_json(const PassSummary& p) {
     j["overlap"] = p.overlap;
     for (const PhaseInfo& phase : kPhases) {
         const PhaseStats& st = p.phase(phase.phase);
-        j["phases_ms"][phase.name] = {
-            {"median", st.median}, {"min", st.min}, {"max", st.max}};
+        j["phases_ms"][phase.name] = {{"median", st.median}, {"min", st.min}, {"max", st.max}};
     }
     j["transfer_ms"] = p.transfer_ms;
     j["transfer_gbps"] = p.transfer_gbps;
@@ -550,15 +552,13 @@ std::vector<CsvColumn> make_results_csv_columns() {
         {"cold_step_ms", [](R r) { return csv_number(r.passes.front().cold_step_ms); }},
         {"time_per_step_no_overlap_ms",
          [](R r) { return compared(r) ? csv_number(r.passes.front().time_per_step_ms) : ""; }},
-        {"overlap_speedup",
-         [](R r) { return compared(r) ? csv_number(r.overlap_speedup) : ""; }},
+        {"overlap_speedup", [](R r) { return compared(r) ? csv_number(r.overlap_speedup) : ""; }},
         {"x_checked", [](R r) { return std::to_string(r.verification_totals().x_checked); }},
         {"x_mismatches", [](R r) { return std::to_string(r.verification_totals().x_mismatches); }},
         {"c_mismatches", [](R r) { return std::to_string(r.verification_totals().c_mismatches); }},
         {"verified", [](R r) { return std::string(r.verified() ? "ok" : "failed"); }},
         {"step_bound_ms", [](R r) { return csv_number(r.main_pass().step_bound_ms); }},
-        {"overlap_ideal_ms",
-         [](R r) { return compared(r) ? csv_number(r.overlap_ideal_ms) : ""; }},
+        {"overlap_ideal_ms", [](R r) { return compared(r) ? csv_number(r.overlap_ideal_ms) : ""; }},
     };
     columns.insert(columns.end(), rest.begin(), rest.end());
     return columns;
