@@ -407,6 +407,10 @@ struct Pipeline::Impl {
         const std::vector<Stream*> streams = graph_streams(overlap);
         Stream& origin = *streams.front();
         const std::vector<Stream*> joined(streams.begin() + 1, streams.end());
+        // Capturing sets the ring slots' phase flags; the steps queued before it (the cold step,
+        // not retired yet) keep theirs.
+        std::vector<bool> phases_before;
+        for (const StepMarks& m : marks) phases_before.push_back(m.phases);
         for (std::int64_t first = 0; first < static_cast<std::int64_t>(ring); first += g) {
             for (const bool phased : {false, true}) {
                 if ((phased && config.timing == Timing::steps) ||
@@ -431,6 +435,16 @@ struct Pipeline::Impl {
                 unit_graphs[graph_index(first, phased)] = capture->finish();
                 capturing = false;
                 ++result.graphs_captured;
+            }
+        }
+        for (std::size_t r = 0; r < ring; ++r) marks[r].phases = phases_before[r];
+        // An ordering event last recorded in a capture names a node of that graph, and an eager
+        // wait on it is an error: record them again on an idle stream, for the eager steps
+        // queued before the first graph or after the last.
+        if (consumer) {
+            for (std::size_t k = 0; k < depth; ++k) {
+                recv_done[k]->record(*compute_stream);
+                x_free[k]->record(*compute_stream);
             }
         }
         result.capture_ms += now_ms() - start;
