@@ -26,7 +26,7 @@ def floor_name(config, bytes_):
 def main():
     out = sys.argv[1]
     floor = floors(os.path.join(out, "bench-floor.json"))
-    print("run | pass | timing (phase-timed/timed) | µs per step | floor µs | x floor | "
+    print("run | pass | C values | timing (phase-timed steps) | µs per step | floor µs | x floor | "
           "bound µs | x bound | host queue/retire/vote µs | verified")
     for path in sorted(glob.glob(os.path.join(out, "small_*.json"))):
         s = json.load(open(path))
@@ -39,7 +39,7 @@ def main():
             bound = p["step_bound_ms"]
             host = p["host_us_per_step"]
             t = p["timing"]
-            print(f"{name} | {'on' if p['overlap'] else 'off'} | {t['used']}"
+            print(f"{name} | {'on' if p['overlap'] else 'off'} | {c['c_elements']} | {t['used']}"
                   f"{' (auto)' if t['auto'] else ''} ({t['phase_timed_steps']}) | {step_us:.1f} | "
                   f"{'-' if f is None else f'{f:.1f}'} | "
                   f"{'-' if f is None else f'{step_us / f:.2f}'} | "
