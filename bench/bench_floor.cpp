@@ -78,6 +78,8 @@ class ExecGraph {
     cudaGraphExec_t exec_ = nullptr;
 };
 
+enum class GraphExtras { none, step_word, step_word_and_end_event };
+
 // One rank's half (or, alone, both halves) of the minimal step.
 struct FloorRank {
     FloorRank(int world_size, int world_rank, int gpu_ordinal)
@@ -89,7 +91,11 @@ struct FloorRank {
           x_recv(device->allocate(kFloorMaxBytes)),
           y(device->allocate(kFloorMaxBytes)),
           counter(device->allocate(sizeof(Counter))),
-          counter_host(device->allocate_host(sizeof(Counter))) {
+          counter_host(device->allocate_host(sizeof(Counter))),
+          word_host(device->allocate_host(sizeof(std::uint64_t))),
+          word_device(device->allocate(sizeof(std::uint64_t))) {
+        *word_host.as<std::uint64_t>().data() = kStep;
+        CUDA_CHECK(cudaEventCreate(&end_event));
         if (producer) {
             producer_stream = device->make_stream(false, "floor A");
             streams.push_back(producer_stream.get());
@@ -105,10 +111,11 @@ struct FloorRank {
         join = device->make_event(EventUse::ordering);
     }
 
-    // The step, queued eagerly or into a capture alike.
-    void queue_step(std::size_t bytes) {
+    // The step, queued eagerly or into a capture alike; `step` is the value, or (in a graph
+    // that copies it first, as gpurelay's do) the device word the kernels read it from.
+    void queue_step(std::size_t bytes, StepArg step = StepArg(kStep)) {
         if (producer)
-            launch_a(Span<float>(x_send.as<float>().data(), bytes / 4), kStep, kSeed,
+            launch_a(Span<float>(x_send.as<float>().data(), bytes / 4), step, kSeed,
                      *producer_stream);
         NCCL_CHECK(ncclGroupStart());
         if (producer) {
@@ -124,7 +131,7 @@ struct FloorRank {
             recv_done->record(*comm_stream);
             compute_stream->wait(*recv_done);
             launch_b(Span<const float>(x_recv.as<float>().data(), bytes / 4),
-                     Span<float>(y.as<float>().data(), bytes / 4), kAlpha, kStep, kSeed,
+                     Span<float>(y.as<float>().data(), bytes / 4), kAlpha, step, kSeed,
                      counter.as<Counter>().data(), *compute_stream);
         }
     }
@@ -132,12 +139,25 @@ struct FloorRank {
     // `steps` steps as one graph over all of this rank's streams: the others fork from the
     // first at the start and join it at the end (a record and a wait inside a capture are an
     // edge of the graph, not an event node).
-    std::unique_ptr<ExecGraph> capture(std::size_t bytes, int steps) {
+    // `extras` adds what a gpurelay graph has beyond the minimal step, to measure its cost:
+    // the step word's copy as the first node (the kernels read it), and an event record node at
+    // the end of each step (gpurelay's end event, which the host reads).
+    std::unique_ptr<ExecGraph> capture(std::size_t bytes, int steps, GraphExtras extras) {
         Stream& origin = *streams.front();
         CUDA_CHECK(cudaStreamBeginCapture(cuda_handle(origin), cudaStreamCaptureModeThreadLocal));
+        const bool word = extras != GraphExtras::none;
+        if (word)
+            device->copy_async(word_device.data(), word_host.data(), sizeof(std::uint64_t), origin);
         fork->record(origin);
         for (std::size_t i = 1; i < streams.size(); ++i) streams[i]->wait(*fork);
-        for (int s = 0; s < steps; ++s) queue_step(bytes);
+        for (int s = 0; s < steps; ++s) {
+            queue_step(bytes,
+                       word ? StepArg(word_device.as<std::uint64_t>().data()) : StepArg(kStep));
+            if (extras == GraphExtras::step_word_and_end_event) {
+                CUDA_CHECK(cudaEventRecordWithFlags(end_event, cuda_handle(*streams.back()),
+                                                    cudaEventRecordExternal));
+            }
+        }
         for (std::size_t i = 1; i < streams.size(); ++i) {
             join->record(*streams[i]);
             origin.wait(*join);
@@ -154,7 +174,13 @@ struct FloorRank {
     bool producer, consumer;
     int peer;
     std::unique_ptr<Device> device;
-    Buffer x_send, x_recv, y, counter, counter_host;
+    Buffer x_send, x_recv, y, counter, counter_host, word_host, word_device;
+    cudaEvent_t end_event = nullptr;  // a timing event, as gpurelay's end event
+    ~FloorRank() {
+        if (end_event != nullptr) cudaEventDestroy(end_event);
+    }
+    FloorRank(const FloorRank&) = delete;
+    FloorRank& operator=(const FloorRank&) = delete;
     // After the buffers: destroyed first, so no queued work outlives what it uses.
     std::unique_ptr<Stream> producer_stream, comm_stream, compute_stream;
     std::vector<Stream*> streams;  // the first is where a graph is captured and launched
@@ -208,8 +234,9 @@ void floor_eager(benchmark::State& state, FloorRank& rank, std::size_t bytes) {
     time_steps(state, rank, bytes, 1, [&] { rank.queue_step(bytes); });
 }
 
-void floor_graph(benchmark::State& state, FloorRank& rank, std::size_t bytes, int steps) {
-    const auto graph = rank.capture(bytes, steps);
+void floor_graph(benchmark::State& state, FloorRank& rank, std::size_t bytes, int steps,
+                 GraphExtras extras = GraphExtras::none) {
+    const auto graph = rank.capture(bytes, steps, extras);
     time_steps(state, rank, bytes, steps, [&] { graph->launch(*rank.streams.front()); });
 }
 
@@ -227,6 +254,16 @@ void register_floor(FloorRank& rank, const std::string& prefix, std::size_t max_
         for (const int k : kStepsPerGraph) {
             add(prefix + "/graph_k" + std::to_string(k), bytes,
                 [&rank, bytes, k](benchmark::State& state) { floor_graph(state, rank, bytes, k); });
+        }
+        if (bytes != kMinBytes) continue;
+        // Not floors: the minimal graph step plus what gpurelay's graph step adds, one at a time.
+        const std::pair<const char*, GraphExtras> extras[] = {
+            {"/graph_k1_plus_step_word", GraphExtras::step_word},
+            {"/graph_k1_plus_step_word_end_event", GraphExtras::step_word_and_end_event}};
+        for (const auto& [name, extra] : extras) {
+            add(prefix + name, bytes, [&rank, bytes, extra = extra](benchmark::State& state) {
+                floor_graph(state, rank, bytes, 1, extra);
+            });
         }
     }
 }
