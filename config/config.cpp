@@ -286,7 +286,7 @@ KeySpec timing_key() {
     return {{"timing",
              "which steps time each phase with events: phases (every step), sampled:K (every "
              "K-th timed step from the first; the others time only their period), steps (none), "
-             "auto (sampled:8 when a warm-up step takes under 0.25 ms, else phases)",
+             "auto (sampled:16 when a warm-up step takes under 0.25 ms, else phases)",
              "auto|phases|sampled:K|steps", false},
             TomlForm::quoted,
             [kWhat](Config& c, std::string_view text, std::string_view label) {

@@ -23,7 +23,7 @@ enum class Timing { auto_select, phases, sampled, steps };
 // kTimingAutoBelowMs each (a phase-timed step costs the host ~9 more event records, which so short
 // a step cannot hide), phases otherwise.
 inline constexpr double kTimingAutoBelowMs = 0.25;
-inline constexpr std::int64_t kTimingAutoEvery = 8;
+inline constexpr std::int64_t kTimingAutoEvery = 16;
 
 // One run's settings. Field names are the deck keys; each is also the flag --key-name.
 struct Config {

@@ -150,12 +150,19 @@ struct Pipeline::Impl {
     // distinct pair of slots would be lcm(depth, depth + 2) graphs: 2112 at depth 64). With G =
     // graph_steps > 1 (a multiple of depth) R is a multiple of G, at least 2G, so a graph of G
     // steps is launched while the one before it still runs.
+    //
+    // Graphs also hold at least kGraphRingSteps: the host queues a graph step faster than the
+    // GPU runs it, so it waits when it retires, and a wait that sleeps lasts at least the timer
+    // slack (~50 µs). With only depth + 2 steps ahead the GPU could run dry during that sleep (on an
+    // H200, 4 KiB graph steps: 14 µs of the host's 22 µs a step went to waiting).
     static std::size_t ring_size(const Config& cfg) {
+        constexpr std::size_t kGraphRingSteps = 16;
         const auto d = static_cast<std::size_t>(cfg.depth);
         const auto g = static_cast<std::size_t>(cfg.graph_steps);
         if (!cfg.graphs) return d + 2;
-        if (g == 1) return (d + 2 + d - 1) / d * d;  // the least multiple of d >= d + 2
-        return g * std::max<std::size_t>(2, (d + 2 + g - 1) / g);
+        const std::size_t least = std::max(d + 2, kGraphRingSteps);
+        if (g == 1) return (least + d - 1) / d * d;  // the least multiple of d >= that
+        return g * std::max<std::size_t>(2, (least + g - 1) / g);
     }
 
     std::string stream_label(const char* what) const {
@@ -387,9 +394,15 @@ struct Pipeline::Impl {
         if (!config.graphs || s <= first_step || s % g != 0 || s + g > config.steps) return false;
         return s >= timed_from || s + g <= timed_from;
     }
-    // Whether any step of the unit from `first` times its phases (then all of them do).
+    // Whether the graph of the steps from `first` times their phases (all or none of them do).
+    // sampled:K samples every K-th graph, from the first timed one, so that graphs of G >= K
+    // steps are not all phase-timed; otherwise a graph is phase-timed when its steps would be.
     bool unit_phased(std::int64_t first) const {
-        for (std::int64_t s = first; s < first + config.graph_steps; ++s) {
+        const std::int64_t g = config.graph_steps;
+        if (pass_timing == Timing::sampled && g > 1) {
+            return first >= pass_timed_from && (first - pass_timed_from) / g % pass_timing_every == 0;
+        }
+        for (std::int64_t s = first; s < first + g; ++s) {
             if (phase_timed(s)) return true;
         }
         return false;

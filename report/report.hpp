@@ -49,7 +49,7 @@ struct PassSummary {
     double host_queue_us = 0, host_retire_us = 0, host_callback_us = 0;
     double capture_ms = 0;
     std::int64_t graph_steps = 0;
-    // The timing the pass used ("sampled:8"), whether auto chose it and from what (the slowest
+    // The timing the pass used ("sampled:16"), whether auto chose it and from what (the slowest
     // rank's time per warm-up step, NaN when it had none), and the timed steps that carry phase
     // times (alike on every rank).
     std::string timing;

@@ -56,9 +56,9 @@ def check_timings(f, summary, np_ranks, expect_timing):
                 fail(f"{name}: timing {timing}, expected auto to choose phases")
         elif expect_timing == "auto":
             judged = timing["judged_from_ms"]
-            if not auto or used not in ("phases", "sampled:8"):
-                fail(f"{name}: timing {timing}, expected auto's phases or sampled:8")
-            if judged is not None and (used == "sampled:8") != (judged < 0.25):
+            if not auto or used not in ("phases", "sampled:16"):
+                fail(f"{name}: timing {timing}, expected auto's phases or sampled:16")
+            if judged is not None and (used == "sampled:16") != (judged < 0.25):
                 fail(f"{name}: auto chose {used} from warm-up steps of {judged} ms")
         elif used != expect_timing or auto:
             fail(f"{name}: timing {timing}, expected {expect_timing}")
