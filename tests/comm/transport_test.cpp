@@ -1,6 +1,7 @@
 // The CPU path's transports through Transport::exchange, under mpirun: -np 2 sends from rank 0
 // to rank 1, -np 1 sends a rank to itself (both sides in one exchange, on two streams). Each
-// message is a pattern the receiver checks byte for byte, into a buffer poisoned first.
+// message is a pattern the receiver checks byte for byte, into a buffer poisoned first. The ipc
+// transport's messages land in its own slots, which the receiver releases.
 #include "comm/transport.hpp"
 
 #include <gtest/gtest.h>
@@ -12,8 +13,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "comm/pairing.hpp"
 #include "runtime/device.hpp"
 
 namespace gpurelay {
@@ -111,6 +114,113 @@ TEST(CpuTransports, NamesSayWhatTheyAre) {
     EXPECT_EQ(make_mpi_staged_transport(MPI_COMM_WORLD, *device, options)->name(),
               "mpi (host-staged)");
 }
+
+// --- ipc: the producer copies into the consumer's slot in a shared-memory window ---------------
+
+struct IpcPair {
+    explicit IpcPair(std::size_t bytes, std::size_t slots, bool skip_reuse_wait = false)
+        : rank(world(MPI_Comm_rank)),
+          placement(place_pairs(rank, world(MPI_Comm_size), false)),
+          device(make_host_device(kTimeout)) {
+        TransportOptions options{bytes, bytes, kTimeout};
+        options.slots = slots;
+        options.debug_skip_reuse_wait = skip_reuse_wait;
+        transport = make_ipc_transport(MPI_COMM_WORLD, placement, *device, options);
+        send_stream = device->make_stream(false, "send");
+        recv_stream = device->make_stream(true, "recv");
+        out = device->allocate(bytes);
+    }
+    bool sender() const { return placement.role != Role::consumer; }
+    bool receiver() const { return placement.role != Role::producer; }
+
+    // Queues message m into slot k on this rank's side(s).
+    void exchange(int m, std::size_t k, std::size_t bytes) {
+        auto* out_bytes = static_cast<std::uint8_t*>(out.data());
+        if (sender()) {
+            send_stream->synchronize();  // the previous message has left `out`
+            for (std::size_t i = 0; i < bytes; ++i) out_bytes[i] = pattern(i, m);
+        }
+        const SendSide send{out.data(), bytes, placement.peer, *send_stream, k};
+        const RecvSide recv{transport->receive_slot(k), bytes, placement.peer, *recv_stream, k};
+        transport->exchange(sender() ? &send : nullptr, receiver() ? &recv : nullptr);
+    }
+    // Bytes of slot k (consumer) that differ from message m.
+    std::size_t wrong_in_slot(std::size_t k, int m, std::size_t bytes) {
+        const auto* slot = static_cast<const std::uint8_t*>(transport->receive_slot(k));
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < bytes; ++i) wrong += slot[i] != pattern(i, m);
+        return wrong;
+    }
+
+    int rank;
+    PairPlacement placement;
+    std::unique_ptr<Device> device;
+    std::unique_ptr<Transport> transport;
+    std::unique_ptr<Stream> send_stream, recv_stream;
+    Buffer out;
+};
+
+TEST(CpuIpc, MessagesLandInTheirSlotsWholeAndInOrder) {
+    constexpr std::size_t kBytes = 10007;
+    constexpr std::size_t kSlots = 3;
+    IpcPair pair(kBytes, kSlots);
+    EXPECT_EQ(pair.transport->name(), "ipc (shared memory)");
+    for (int m = 0; m < 8; ++m) {
+        const std::size_t k = static_cast<std::size_t>(m) % kSlots;
+        pair.exchange(m, k, kBytes);
+        if (pair.receiver()) {
+            pair.recv_stream->synchronize();
+            EXPECT_EQ(pair.wrong_in_slot(k, m, kBytes), 0u) << "message " << m;
+            pair.transport->release(k, *pair.recv_stream);
+        }
+    }
+    pair.send_stream->synchronize();
+    pair.recv_stream->synchronize();
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// A slot's second message is copied only once the consumer has released its first: until then
+// the slot still holds the first. Without the wait (debug_skip_reuse_wait) it is overwritten,
+// which is what the pipeline's failing test relies on.
+void second_message_into_one_slot(bool skip_reuse_wait) {
+    constexpr std::size_t kBytes = 4096;
+    IpcPair pair(kBytes, 1, skip_reuse_wait);
+    pair.exchange(0, 0, kBytes);
+    if (pair.receiver()) pair.recv_stream->synchronize();
+    MPI_Barrier(MPI_COMM_WORLD);  // message 0 is in the slot
+    if (pair.sender()) {
+        const SendSide send{pair.out.data(), kBytes, pair.placement.peer, *pair.send_stream, 0};
+        pair.send_stream->synchronize();
+        auto* out_bytes = static_cast<std::uint8_t*>(pair.out.data());
+        for (std::size_t i = 0; i < kBytes; ++i) out_bytes[i] = pattern(i, 1);
+        pair.transport->exchange(&send, nullptr);  // held until slot 0 is released
+    }
+    // Without the wait the copy is done once the send stream is; with it, the stream is held,
+    // and a copy that wrongly went ahead would be there after a while.
+    if (skip_reuse_wait && pair.sender()) pair.send_stream->synchronize();
+    if (!skip_reuse_wait) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (pair.receiver()) {
+        const std::size_t still_first = pair.wrong_in_slot(0, 0, kBytes);
+        if (skip_reuse_wait) {
+            EXPECT_NE(still_first, 0u) << "without the wait the second copy overwrites the slot";
+        } else {
+            EXPECT_EQ(still_first, 0u) << "the second copy did not wait for the release";
+        }
+        pair.transport->release(0, *pair.recv_stream);
+        const RecvSide recv{pair.transport->receive_slot(0), kBytes, pair.placement.peer,
+                            *pair.recv_stream, 0};
+        pair.transport->exchange(nullptr, &recv);
+        pair.recv_stream->synchronize();
+        EXPECT_EQ(pair.wrong_in_slot(0, 1, kBytes), 0u) << "the second message after the release";
+    }
+    pair.send_stream->synchronize();
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(CpuIpc, ASlotIsWrittenAgainOnlyAfterItsRelease) { second_message_into_one_slot(false); }
+
+TEST(CpuIpc, WithoutTheReuseWaitTheSlotIsOverwritten) { second_message_into_one_slot(true); }
 
 }  // namespace
 }  // namespace gpurelay
