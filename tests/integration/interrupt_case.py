@@ -69,7 +69,8 @@ def main():
     parser.add_argument("--mpirun", required=True)
     parser.add_argument("--np", type=int, required=True)
     parser.add_argument("--signal", choices=["TERM", "INT", "KILL", "STOP"], required=True)
-    parser.add_argument("--after", type=float, default=1.0, help="seconds before the signal")
+    parser.add_argument("--after", type=float, default=0.0,
+                        help="seconds before the signal, from a second into the steps")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     opts = parser.parse_args()
     opts.binary = os.path.abspath(opts.binary)
@@ -78,11 +79,13 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         output = os.path.join(tmp, "stopped.h5")
         proc = start(opts, args, output)
+        # Not before the steps run. A signal during set-up proves nothing and can end the job
+        # the wrong way: one that comes before the ranks install their handlers (MPI_Init can
+        # take over a second on a loaded machine, or under the sanitizers) kills them instead of
+        # stopping them, and a rank stopped during set-up or a pass's opening barrier would hang
+        # its peers in an MPI collective that timeout_s does not bound.
+        wait_for_steps(output + ".partial", proc)
         time.sleep(opts.after)
-        if opts.signal == "STOP":
-            # Stopped during set-up or a pass's opening barrier, a rank would hang its peers in
-            # an MPI collective that timeout_s does not bound: wait until the steps run.
-            wait_for_steps(output + ".partial", proc)
         pids = rank_pids(opts.binary, output)
         if len(pids) != opts.np:
             fail(f"found {len(pids)} rank processes, expected {opts.np} (did the run end early?)")
