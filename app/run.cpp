@@ -122,7 +122,8 @@ void print_memory(const Setup& setup, const Pipeline& pipeline, int rank) {
     std::uint64_t held[2] = {pipeline.device_bytes(), pipeline.host_bytes()};
     std::uint64_t held_max[2];
     MPI_CHECK(MPI_Allreduce(held, held_max, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD));
-    if (rank != 0) return;
+    // --quiet: errors only.
+    if (rank != 0 || config.quiet) return;
     std::printf(
         "gpurelay: %s memory per rank (largest): %.1f MiB for depth %lld x %.1f MiB "
         "slots and C's %.1f MiB; pinned host %.1f MiB before the writer's buffers\n",
@@ -234,8 +235,10 @@ Stop run_passes(Pipeline& pipeline, const Setup& setup, Outputs& outputs,
                 const std::vector<bool>& passes, const ResumePoint& resume, int rank,
                 std::vector<PassSummary>& summaries) {
     const Config& config = setup.config;
+    // A resumed run starts the count where the stopped one left it.
     Progress progress(rank == 0 && !config.quiet,
-                      config.steps * static_cast<std::int64_t>(passes.size()));
+                      config.steps * static_cast<std::int64_t>(passes.size()),
+                      resume.pass * config.steps + resume.step);
     StopVote stop_vote(MPI_COMM_WORLD, config.timeout());
     Stop stop;
     for (std::size_t i = static_cast<std::size_t>(resume.pass); i < passes.size(); ++i) {
@@ -351,14 +354,16 @@ int finish(const Setup& setup, Outputs& outputs, const RunSummary& summary,
                {"finished_utc", utc_timestamp()}});
     outputs.file.reset();
     if (rank == 0) {
-        print_report(stdout, summary);
+        if (!config.quiet) print_report(stdout, summary);  // --quiet: errors only
         if (!config.summary_json.empty())
             write_file_atomically(config.summary_json, summary_json(summary));
         if (!config.results_csv.empty()) append_results_csv(config.results_csv, summary);
         if (!verified) {
             std::fprintf(stderr,
                          "gpurelay: verification failed: results differ from the formula "
-                         "(see the report above)\n");
+                         "(%s)\n",
+                         config.quiet ? "the counts are in the file's verification group"
+                                      : "see the report above");
         }
     }
     return static_cast<int>(verified ? ExitCode::ok : ExitCode::verification);

@@ -402,7 +402,7 @@ const std::vector<KeySpec>& key_table() {
         text_key("results_csv", "CSV timings file (empty: none)", "PATH", &Config::results_csv),
         real_key("timeout_s", "longest a rank waits on a peer, in seconds", &Config::timeout_s,
                  true),
-        bool_key("quiet", "no progress lines (the report is still printed)", &Config::quiet),
+        bool_key("quiet", "errors only: no progress, memory line or report (the files and CSV row are still written)", &Config::quiet),
         bool_key("debug_skip_reuse_wait", "tests only: drop the slot-reuse wait",
                  &Config::debug_skip_reuse_wait),
         text_key("tag", "free-text label stored with the results", "TEXT", &Config::tag),

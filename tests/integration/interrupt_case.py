@@ -34,9 +34,9 @@ def rank_pids(binary, output):
     return [int(p) for p in found]
 
 
-def start(opts, args, output):
+def start(opts, args, output, quiet=True):
     command = shlex.split(opts.mpirun) + ["-np", str(opts.np), opts.binary] + args + [
-        "--output", output, "--quiet"]
+        "--output", output] + (["--quiet"] if quiet else [])
     print("+ " + " ".join(shlex.quote(c) for c in command), flush=True)
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -60,6 +60,7 @@ def finish(proc, timeout, what):
         fail(f"{what}: no exit within {timeout} s: a rank hangs")
     print(out)
     print(err, file=sys.stderr)
+    proc.output = out
     return proc.returncode, err
 
 
@@ -127,9 +128,19 @@ def main():
         if not 0 < stopped < steps:
             fail(f"stopped_at_step {stopped} is not inside the run (0..{steps})")
 
-        code, err = finish(start(opts, args + ["--resume"], output), 120, "resume")
+        # Not quiet: the progress of a resumed run, under mpirun, in whole lines.
+        resume_run = start(opts, args + ["--resume"], output, quiet=False)
+        code, err = finish(resume_run, 120, "resume")
         if code != 0:
             fail(f"--resume exited {code}")
+        passes = 2 if "compare" in args else 1
+        total = steps * passes
+        progress = [line for line in resume_run.output.split("\n") if "progress: step" in line]
+        if "\r" in resume_run.output:
+            fail("carriage returns in the progress under mpirun (whole lines expected)")
+        if not progress or not progress[-1].startswith(f"progress: step {total}/{total},"):
+            fail(f"the resumed run's last progress line is {progress[-1:]}, not step "
+                 f"{total}/{total}")
         reference = os.path.join(tmp, "uninterrupted.h5")
         code, err = finish(start(opts, args, reference), 120, "uninterrupted run")
         if code != 0:

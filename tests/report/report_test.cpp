@@ -2,15 +2,19 @@
 // is held against, and the CSV and JSON, each made from one table.
 #include "report/report.hpp"
 
+#include "report/progress.hpp"
+
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mpi_test.hpp"
@@ -262,3 +266,21 @@ TEST(ReportText, ListsEveryPhaseOfEveryPass) {
 
 }  // namespace
 }  // namespace gpurelay
+
+// The progress line is redrawn in place only on a terminal with no launcher around it.
+TEST(Progress, InPlaceOnlyAloneOnATerminal) {
+    const char* variables[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "SLURM_JOB_ID"};
+    std::vector<std::pair<std::string, std::string>> saved;
+    for (const char* variable : variables) {
+        if (const char* value = std::getenv(variable)) saved.emplace_back(variable, value);
+        ::unsetenv(variable);
+    }
+    EXPECT_TRUE(gpurelay::progress_in_place(true));
+    EXPECT_FALSE(gpurelay::progress_in_place(false));
+    for (const char* variable : variables) {
+        ::setenv(variable, "1", 1);
+        EXPECT_FALSE(gpurelay::progress_in_place(true)) << variable;
+        ::unsetenv(variable);
+    }
+    for (const auto& [variable, value] : saved) ::setenv(variable.c_str(), value.c_str(), 1);
+}
