@@ -464,10 +464,18 @@ std::string csv_text(const std::string& text) {
     return quoted + "\"";
 }
 
+// A deck value as JSON of its own type: the TOML literal (2, 2.0, true, "auto") is also JSON for
+// every key gpurelay has; anything else stays the literal's text.
+nlohmann::json typed_value(const std::string& toml_literal) {
+    nlohmann::json value = nlohmann::json::parse(toml_literal, nullptr, /*allow_exceptions=*/false);
+    return value.is_discarded() ? nlohmann::json(toml_literal) : value;
+}
+
 }  // namespace
 
 std::string summary_json(const RunSummary& s) {
     nlohmann::json j;
+    j["schema_version"] = kSummarySchemaVersion;
     j["gpurelay_version"] = s.versions;
     j["git_hash"] = s.git_hash;
     j["timestamp"] = s.timestamp;
@@ -477,7 +485,7 @@ std::string summary_json(const RunSummary& s) {
     j["transport"] = s.transport;
     j["transport_note"] = s.transport_note;
     for (const auto& key : config_keys()) {
-        j["config"][std::string(key.name)] = config_value_toml(s.config, key.name);
+        j["config"][std::string(key.name)] = typed_value(config_value_toml(s.config, key.name));
     }
     j["config_toml"] = config_to_toml(s.config);
     for (const RankInfo& r : s.ranks) {

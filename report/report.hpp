@@ -123,6 +123,10 @@ struct RankFigures {
 void summarize_run(MPI_Comm comm, const RankFigures& mine, RunSummary& summary);
 
 void print_report(std::FILE* out, const RunSummary& summary);
+// The JSON summary's layout version, its "schema_version": 2 since the config values are typed
+// (numbers, booleans, strings) rather than TOML literals in strings.
+inline constexpr int kSummarySchemaVersion = 2;
+// The JSON summary: provenance, the resolved config (typed), the ranks, each pass.
 std::string summary_json(const RunSummary& summary);
 // Appends one row (and the header when the file is new or empty) under an exclusive lock, so
 // the tasks of a job array can share one file.

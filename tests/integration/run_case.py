@@ -148,14 +148,21 @@ def check_totals(path, np_ranks):
     element of x and z of every step on every pair, and the host's spot-check samples, counted in
     samples (not rows) -- with nothing wrong."""
     summary = json.load(open(path))
+    if summary.get("schema_version") != 2:
+        fail(f"JSON schema_version {summary.get('schema_version')}, expected 2")
     config = summary["config"]
+    # Typed values: numbers, booleans and strings, not TOML literals in strings.
+    for key, kind in (("elements", int), ("alpha", float), ("overlap", str), ("write", str),
+                      ("blocking", bool), ("quiet", bool), ("timeout_s", float)):
+        if type(config[key]) is not kind:
+            fail(f"JSON config {key} = {config[key]!r} is not a {kind.__name__}")
     elements, c_elements = int(config["elements"]), int(config["c_elements"])
     steps, pairs = int(config["steps"]), max(1, np_ranks // 2)
     passes = summary["passes"]
     for i, p in enumerate(passes):
         v = p["verification"]
         # Only the last pass writes /y, so only its rows are spot-checked as they are written.
-        rows = len(rows_for(steps, config["write"].strip('"'))) if i == len(passes) - 1 else 0
+        rows = len(rows_for(steps, config["write"])) if i == len(passes) - 1 else 0
         expected = {
             "x_checked": elements * steps * pairs,
             "c_checked": c_elements * steps * pairs,
