@@ -70,6 +70,9 @@ Attributes root_attributes(const Setup& setup, const std::vector<std::string>& h
     attrs.emplace_back("rank_hosts", host_list);
     attrs.emplace_back("rank_devices", gpu_list);
     attrs.emplace_back("started_utc", utc_timestamp());
+    // 0 until the close of a complete, verified run sets it: a reader of a .partial file finds
+    // it too (and a resumed run starts from 0 again).
+    attrs.emplace_back("verified", std::int64_t{0});
     return attrs;
 }
 

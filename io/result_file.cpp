@@ -659,6 +659,7 @@ struct ResultFile::State {
             const hsize_t dims[2] = {spec.rows, spec.cols};
             H5Dataset dataset = create_dataset(file.get(), name, spec.type, 2, dims,
                                                link_create.get(), matrix_create.get());
+            if (!spec.units.empty()) write_attribute(dataset.get(), "units", spec.units);
             matrices.emplace(std::move(key),
                              Matrix{std::move(dataset), spec.type, spec.rows, spec.cols});
         }

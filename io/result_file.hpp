@@ -49,6 +49,7 @@ struct MatrixSpec {
     ElementType type;
     std::uint64_t rows;
     std::uint64_t cols;
+    std::string units = {};  // the dataset's "units" attribute (e.g. "ms"); empty: none
 };
 
 // Root attribute values: a UTF-8 string (variable length), an int64 or a float64.

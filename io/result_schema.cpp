@@ -26,8 +26,8 @@ ResultFileLayout ResultSchema::layout() const {
     layout.y_type = shape_.y_type;
     for (const bool overlap : shape_.passes) {
         for (const std::string& phase : shape_.phases) {
-            layout.matrices.push_back(
-                {timings_path(overlap, phase), ElementType::float64, shape_.ranks, shape_.steps});
+            layout.matrices.push_back({timings_path(overlap, phase), ElementType::float64,
+                                       shape_.ranks, shape_.steps, "ms"});
         }
         for (const std::string& path : {x_mismatches_path(overlap), c_mismatches_path(overlap)}) {
             layout.matrices.push_back({path, ElementType::uint64, shape_.pairs, shape_.steps});

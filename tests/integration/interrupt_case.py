@@ -106,6 +106,8 @@ def main():
         with h5py.File(partial, "r") as f:
             if int(f.attrs["complete"]) != 0:
                 fail("complete is not 0 in the .partial file")
+            if int(f.attrs.get("verified", -1)) != 0:
+                fail("the .partial file has no verified = 0 attribute")
             if opts.signal == "KILL":
                 if code == 0:
                     fail("exit code 0 after a rank was killed")

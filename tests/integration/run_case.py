@@ -118,6 +118,8 @@ def check_file(path, expect_rows_for, np_ranks, summary, expect_timing):
                 if counts.shape != (pairs, steps) or counts.any():
                     fail(f"verification/{name}/{what}: shape {counts.shape}, sum {counts.sum()}")
             for phase in ("a", "send", "recv", "c", "wait", "b", "step"):
+                if f["timings"][name][phase].attrs.get("units") != "ms":
+                    fail(f"timings/{name}/{phase} has no units = 'ms' attribute")
                 t = f["timings"][name][phase][...]
                 if t.shape != (np_ranks, steps):
                     fail(f"timings/{name}/{phase} shape {t.shape}")
