@@ -24,6 +24,8 @@ std::string flag_name(std::string_view key) {
     return flag;
 }
 
+constexpr std::size_t kMaxDeckBytes = std::size_t{1} << 20;
+
 std::string read_deck(const std::string& path) {
     const auto fail = [&](int error_number) {
         return usage_error("cannot read input deck '" + path + "': " + std::strerror(error_number));
@@ -36,6 +38,11 @@ std::string read_deck(const std::string& path) {
     std::size_t got = 0;
     while ((got = std::fread(buffer.data(), 1, buffer.size(), file.get())) > 0) {
         text.append(buffer.data(), got);
+        // A deck is a page of keys; a device or pipe that never ends must not fill the memory.
+        if (text.size() > kMaxDeckBytes) {
+            throw usage_error("input deck '" + path + "' is larger than " +
+                              std::to_string(kMaxDeckBytes >> 20) + " MiB: not a gpurelay deck");
+        }
     }
     // fopen succeeds on a directory; the read is what fails (EISDIR).
     if (std::ferror(file.get())) throw fail(errno);
@@ -125,6 +132,14 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     if (version->count() > 0) {
         result.show_version = true;
         return result;
+    }
+    // CLI11 lets "--depth --steps 5" give --depth the value "--steps", and then finds 5 unused.
+    for (const auto& [option, key] : key_options) {
+        if (option->count() > 0 && !option->results().empty() &&
+            option->results().front().starts_with("--")) {
+            throw usage_error("option " + option->get_name() + " needs a value (got the flag " +
+                              option->results().front() + ")");
+        }
     }
     if (const std::vector<std::string> extras = app.remaining(); !extras.empty()) {
         throw unexpected_argument(extras.front());

@@ -21,6 +21,9 @@ namespace gpurelay {
 namespace {
 
 constexpr std::uint64_t kMax32 = std::numeric_limits<std::uint32_t>::max();
+// timeout_s: from a millisecond (the unit waits count in) to a year.
+constexpr double kMinTimeoutSeconds = 0.001;
+constexpr double kMaxTimeoutSeconds = 365.0 * 24 * 3600;
 
 // How a key's text is written into TOML: quoted, or as a bare literal.
 enum class TomlForm { bare, quoted, size };
@@ -580,10 +583,29 @@ bool Config::writes_step(std::int64_t step) const {
     return false;
 }
 
+std::int64_t Config::written_rows() const {
+    switch (write) {
+        case WriteMode::all:
+            return steps;
+        case WriteMode::last:
+            return 1;
+        case WriteMode::none:
+            return 0;
+        case WriteMode::every:
+            return write_every > 0 ? steps / write_every : 0;
+    }
+    return 0;
+}
+
 std::vector<std::int64_t> Config::written_steps() const {
-    std::vector<std::int64_t> written;
-    for (std::int64_t step = 0; step < steps; ++step) {
-        if (writes_step(step)) written.push_back(step);
+    // Row by row, not step by step: with every:K a loop over the steps would take long for
+    // nothing before a large run starts.
+    std::vector<std::int64_t> written(static_cast<std::size_t>(written_rows()));
+    for (std::size_t row = 0; row < written.size(); ++row) {
+        const auto r = static_cast<std::int64_t>(row);
+        written[row] = write == WriteMode::all    ? r
+                       : write == WriteMode::last ? steps - 1
+                                                  : (r + 1) * write_every - 1;
     }
     return written;
 }
@@ -698,6 +720,36 @@ std::uint64_t parse_size(std::string_view key, std::string_view text) {
 
 // --- Validation ---------------------------------------------------------------------------------
 
+namespace {
+
+// Whether `text` is well-formed UTF-8 (no overlong forms, surrogates or values past U+10FFFF):
+// the deck travels to the other ranks as TOML, which holds nothing else.
+bool is_utf8(std::string_view text) {
+    for (std::size_t i = 0; i < text.size();) {
+        const auto lead = static_cast<unsigned char>(text[i]);
+        const int length = lead < 0x80           ? 1
+                           : (lead >> 5) == 0x6  ? 2
+                           : (lead >> 4) == 0xE  ? 3
+                           : (lead >> 3) == 0x1E ? 4
+                                                 : 0;
+        if (length == 0 || i + static_cast<std::size_t>(length) > text.size()) return false;
+        std::uint32_t code = length == 1 ? lead : lead & (0x7F >> length);
+        for (int k = 1; k < length; ++k) {
+            const auto next = static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]);
+            if ((next >> 6) != 0x2) return false;
+            code = (code << 6) | (next & 0x3F);
+        }
+        static constexpr std::uint32_t kLeast[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (code < kLeast[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
+            return false;
+        }
+        i += static_cast<std::size_t>(length);
+    }
+    return true;
+}
+
+}  // namespace
+
 void validate_config(const Config& c) {
     const auto fail = [](const std::string& message) { throw usage_error(message); };
     if (c.steps < 1) fail("steps (" + std::to_string(c.steps) + ") must be at least 1");
@@ -723,6 +775,16 @@ void validate_config(const Config& c) {
         fail("c_iterations (" + std::to_string(c.c_iterations) + ") must be from 0 to 4294967295");
     }
     if (!std::isfinite(c.alpha)) fail("alpha (" + format_real(c.alpha) + ") must be finite");
+    // B computes in the tensor's type: a float32 alpha must be a normal float32 (or 0), so it is
+    // neither infinite nor flushed to 0 there; alpha x x then stays finite, as 0 <= x < 1.
+    const double magnitude = std::fabs(c.alpha);
+    if (c.dtype == DType::float32 && magnitude != 0 &&
+        (magnitude > std::numeric_limits<float>::max() ||
+         magnitude < std::numeric_limits<float>::min())) {
+        fail("alpha (" + format_real(c.alpha) +
+             ") is outside float32's range: with dtype = \"float32\" its magnitude must be 0 or "
+             "from 1.17549e-38 to 3.40282e+38");
+    }
     if (c.chunk < 4096) {
         fail("chunk (" + std::to_string(c.chunk) + ") must be at least 4096 bytes");
     }
@@ -753,8 +815,12 @@ void validate_config(const Config& c) {
     if (c.flush_every < 0) {
         fail("flush_every (" + std::to_string(c.flush_every) + ") must not be negative");
     }
-    if (!(c.timeout_s > 0) || !std::isfinite(c.timeout_s)) {
-        fail("timeout_s (" + format_real(c.timeout_s) + ") must be a positive number of seconds");
+    // Waits count milliseconds: below 1 ms a timeout would be 0, and above a year it means none
+    // (and far above, the count overflows).
+    if (!(c.timeout_s >= kMinTimeoutSeconds && c.timeout_s <= kMaxTimeoutSeconds)) {
+        fail("timeout_s (" + format_real(c.timeout_s) + ") must be between " +
+             format_real(kMinTimeoutSeconds) + " and " + format_real(kMaxTimeoutSeconds) +
+             " seconds");
     }
     // Known before any device is opened; what auto picks is checked where it picks.
     if (c.graphs && c.device == DeviceKind::cpu) {
@@ -773,6 +839,17 @@ void validate_config(const Config& c) {
             "slot's uses, and a graph would replay the first count for ever");
     }
     if (c.output.empty()) fail("output must not be empty: it names the HDF5 result file");
+    for (const auto& [key, text] : {std::pair<const char*, const std::string&>{"output", c.output},
+                                    {"summary_json", c.summary_json},
+                                    {"results_csv", c.results_csv},
+                                    {"tag", c.tag}}) {
+        if (!is_utf8(text)) fail(std::string(key) + " is not valid UTF-8 text");
+    }
+    // The tag is one CSV field and one line of the report.
+    if (std::any_of(c.tag.begin(), c.tag.end(),
+                    [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F; })) {
+        fail("tag must not hold control characters (a line break would split its CSV row)");
+    }
     if ((c.profile_first != -1 || c.profile_last != -1) &&
         (c.profile_first < 0 || c.profile_first > c.profile_last || c.profile_last >= c.steps)) {
         fail("profile_steps (" + std::to_string(c.profile_first) + ":" +

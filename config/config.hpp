@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -71,8 +72,9 @@ struct Config {
     // Whether profile_steps asks for a profiler capture range.
     bool profiles() const { return profile_first >= 0; }
     // timeout_s as a duration, for every wait that honours it.
+    // (validate_config keeps timeout_s within [kMinTimeoutSeconds, kMaxTimeoutSeconds].)
     std::chrono::milliseconds timeout() const {
-        return std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
+        return std::chrono::milliseconds(static_cast<long long>(std::llround(timeout_s * 1000)));
     }
     // Steps that count in the timings.
     std::int64_t timed_steps() const { return steps - warmup; }
@@ -80,6 +82,8 @@ struct Config {
     bool writes_step(std::int64_t step) const;
     // The steps kept in /y, in order.
     std::vector<std::int64_t> written_steps() const;
+    // How many steps are kept in /y (the size of written_steps(), without making it).
+    std::int64_t written_rows() const;
 };
 
 // Description of one key, for --help, --print-config and the did-you-mean hint.
