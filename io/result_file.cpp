@@ -1,11 +1,13 @@
 #include "io/result_file.hpp"
 
 #include <hdf5.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <exception>
 #include <filesystem>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <optional>
@@ -15,6 +17,7 @@
 #include "comm/agreement.hpp"
 #include "comm/mpi_error.hpp"
 #include "io/h5_handle.hpp"
+#include "io/output_path.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {
@@ -147,64 +150,26 @@ void validate_attributes(const Attributes& attributes) {
     }
 }
 
-// Rank 0 only: the final name may be taken only with `overwrite`, and never from a directory.
+// The names an output is written under, beside its final one: each must fit the file system.
+// Rank 0 only: the final name may be taken only with `overwrite`; the folder must take new names,
+// and the names the output is written under beside its final one must fit the file system.
 void check_final_path(const std::string& path, bool overwrite) {
-    if (path.empty()) {
-        throw usage_error("output file name is empty");
-    }
-    std::error_code error;
-    const fs::file_status status = fs::status(path, error);
-    if (fs::exists(status)) {
-        if (!overwrite) {
-            throw usage_error("output file '" + path + "' exists (use --overwrite to replace it)");
-        }
-        if (fs::is_directory(status)) {
-            throw usage_error("output path '" + path + "' is a directory");
-        }
-    }
-}
-
-// Rank 0 only: the folder of `path` must exist (it is made if missing) and take new names, for the
-// .partial file and for the rename at close.
-void check_output_directory(const std::string& path) {
-    std::error_code error;
-    // The default output lies in a folder ("outputs/") that a fresh checkout lacks.
-    fs::path directory = fs::path(path).parent_path();
-    if (directory.empty()) {
-        directory = ".";
-    }
-    if (!fs::is_directory(directory, error)) {
-        fs::create_directories(directory, error);
-        if (error) {
-            throw usage_error("cannot create output directory '" + directory.string() +
-                              "': " + error.message());
-        }
-    }
-    if (::access(directory.c_str(), W_OK | X_OK) != 0) {
-        throw usage_error("output directory '" + directory.string() + "' is not writable");
-    }
-}
-
-// Rank 0 only, before any rank touches the file.
-void check_output_path(const std::string& path, const std::string& partial_path, bool overwrite) {
-    check_final_path(path, overwrite);
-    check_output_directory(path);
-    std::error_code error;
-    // A .partial file left by a run that died is replaced.
-    if (fs::exists(fs::symlink_status(partial_path, error)) &&
-        !fs::is_directory(fs::symlink_status(partial_path, error))) {
-        fs::remove(partial_path, error);
-        if (error) {
-            throw runtime_error("cannot remove stale '" + partial_path + "': " + error.message());
-        }
-    }
+    check_output_target("output", path, {".partial", ".partial.tmp", ".lock"},
+                        overwrite ? "" : "--overwrite");
 }
 
 // Rank 0 only, after every rank closed the file: gives the finished file its final name.
 void publish(const std::string& partial_path, const std::string& path, bool overwrite) {
     std::error_code error;
     // The check at create time does not cover a file that appeared during the run.
-    if (!overwrite && fs::exists(fs::symlink_status(path, error))) {
+    const fs::file_status status = fs::symlink_status(path, error);
+    if (fs::exists(status) && !fs::is_regular_file(status)) {
+        throw usage_error("output '" + path +
+                          "' became something other than a regular file "
+                          "during the run; the results stay in '" +
+                          partial_path + "'");
+    }
+    if (!overwrite && fs::exists(status)) {
         throw usage_error("output file '" + path +
                           "' appeared during the run (use --overwrite to replace it); the "
                           "results stay in '" +
@@ -517,6 +482,111 @@ void check_resumable(const std::string& partial_path, const ResultFileLayout& la
     }
 }
 
+// What an existing .partial holds that a fresh run must not throw away: "" when nothing (not an
+// HDF5 result file, or one that died before it was stopped cleanly).
+std::string finishable_contents(const std::string& partial_path) {
+    if (H5Fis_hdf5(partial_path.c_str()) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return "";
+    }
+    try {
+        H5File file = open_serial_read_only(partial_path, "read");
+        const auto integer = [&](const char* name) -> std::optional<std::int64_t> {
+            if (H5Aexists(file.get(), name) <= 0) return std::nullopt;
+            const AttributeValue value = read_attribute(file.get(), name, name);
+            const auto* number = std::get_if<std::int64_t>(&value);
+            return number ? std::optional(*number) : std::nullopt;
+        };
+        const auto complete = integer(std::string(complete_attribute).c_str());
+        if (complete == 1)
+            return "holds a finished run that was not renamed (--resume publishes it)";
+        const auto stopped = integer("stopped_at_step");
+        if (complete == 0 && stopped && *stopped >= 0) {
+            return "holds a run stopped after step " + std::to_string(*stopped) +
+                   " that --resume can finish";
+        }
+    } catch (const Error&) {
+        H5Eclear2(H5E_DEFAULT);
+    }
+    return "";
+}
+
+// Rank 0 only, before a fresh run makes PATH.partial: what stands there must be a regular file,
+// and one that --resume could finish is kept unless `overwrite`.
+void check_partial_for_fresh_run(const std::string& partial_path, bool overwrite) {
+    check_output_target("output", partial_path, {}, "");
+    if (overwrite) return;
+    if (const std::string kept = finishable_contents(partial_path); !kept.empty()) {
+        throw usage_error("'" + partial_path + "' " + kept +
+                          ": use --resume, or --overwrite to discard it");
+    }
+}
+
+// Rank 0 only: every dataset of `layout` (allocated, matrices filled), /step and the root
+// attributes with complete = 0, in `file` opened serially.
+void create_structure(hid_t file, const ResultFileLayout& layout, const Attributes& attributes) {
+    if (!layout.written_steps.empty()) {
+        const hsize_t rows = layout.written_steps.size();
+        // Every element of /y gets written (or the run is incomplete): filling it first would
+        // write the whole tensor twice.
+        H5PropertyList y_create = contiguous_early("/y");
+        h5_check(H5Pset_fill_time(y_create.get(), H5D_FILL_TIME_NEVER), "H5Pset_fill_time(/y)");
+        const hsize_t y_dims[3] = {layout.pairs, rows, layout.elements};
+        create_dataset(file, "/y", layout.y_type, 3, y_dims, H5P_DEFAULT, y_create.get());
+        H5PropertyList step_create = contiguous_early("/step");
+        h5_check(H5Pset_fill_time(step_create.get(), H5D_FILL_TIME_NEVER),
+                 "H5Pset_fill_time(/step)");
+        H5Dataset step = create_dataset(file, "/step", ElementType::int64, 1, &rows, H5P_DEFAULT,
+                                        step_create.get());
+        const hsize_t start = 0;
+        write_hyperslab(step.get(), &start, &rows, rows, H5T_NATIVE_INT64, H5P_DEFAULT,
+                        layout.written_steps.data(), "/step");
+    }
+    H5PropertyList link_create(h5_check(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate(link create)"));
+    h5_check(H5Pset_create_intermediate_group(link_create.get(), 1),
+             "H5Pset_create_intermediate_group");
+    for (const MatrixSpec& spec : layout.matrices) {
+        // Appended rather than "/" + key: GCC 12 warns falsely (-Wrestrict) on the latter.
+        std::string name = "/";
+        name += matrix_key(spec.path);
+        H5PropertyList matrix_create = contiguous_early(name);
+        set_fill_value(matrix_create.get(), spec.type, name);
+        const hsize_t dims[2] = {spec.rows, spec.cols};
+        H5Dataset dataset = create_dataset(file, name, spec.type, 2, dims, link_create.get(),
+                                           matrix_create.get());
+        if (!spec.units.empty()) write_attribute(dataset.get(), "units", spec.units);
+    }
+    for (const auto& [name, value] : attributes) write_attribute(file, name, value);
+    write_attribute(file, std::string(complete_attribute), std::int64_t{0});
+}
+
+// Rank 0 only: makes the whole .partial serially under a temporary name and then gives it its
+// name, so no collective call can fail on one rank while the others wait in it (a full disk, a
+// quota, a killed rank), and a .partial is complete and readable from the moment it exists.
+void make_partial(const std::string& partial_path, const ResultFileLayout& layout,
+                  const Attributes& attributes) {
+    const std::string temporary = partial_path + ".tmp";
+    // Left by a creation that was killed; the caller holds the output's lock.
+    check_output_target("output", temporary, {}, "");
+    std::error_code error;
+    fs::remove(temporary, error);
+    try {
+        H5File file(h5_check(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                             "H5Fcreate('" + temporary + "')"));
+        create_structure(file.get(), layout, attributes);
+        h5_check(file.close(), "H5Fclose('" + temporary + "')");
+    } catch (...) {
+        fs::remove(temporary, error);
+        throw;
+    }
+    fs::rename(temporary, partial_path, error);
+    if (error) {
+        fs::remove(temporary, error);
+        throw runtime_error("cannot rename '" + temporary + "' to '" + partial_path +
+                            "': " + error.message());
+    }
+}
+
 // File access for every rank of `comm` through MPI-IO.
 H5PropertyList parallel_file_access(MPI_Comm comm) {
     H5PropertyList file_access(h5_check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)"));
@@ -626,48 +696,6 @@ struct ResultFile::State {
         return state;
     }
 
-    // Collective: creates the file and every dataset and attribute (all metadata).
-    void create_objects(const ResultFileLayout& layout, const Attributes& attributes) {
-        file = H5File(h5_check(H5Fcreate(partial_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT,
-                                         parallel_file_access(comm).get()),
-                               "H5Fcreate('" + partial_path + "')"));
-        independent_transfer = independent_transfer_list();
-
-        if (!layout.written_steps.empty()) {
-            // Every element of /y gets written (or the run is incomplete): filling it first would
-            // write the whole tensor twice.
-            H5PropertyList y_create = contiguous_early("/y");
-            h5_check(H5Pset_fill_time(y_create.get(), H5D_FILL_TIME_NEVER), "H5Pset_fill_time(/y)");
-            const hsize_t y_dims[3] = {pairs, rows, elements};
-            y = create_dataset(file.get(), "/y", y_type, 3, y_dims, H5P_DEFAULT, y_create.get());
-            H5PropertyList step_create = contiguous_early("/step");
-            h5_check(H5Pset_fill_time(step_create.get(), H5D_FILL_TIME_NEVER),
-                     "H5Pset_fill_time(/step)");
-            const hsize_t step_dims[1] = {rows};
-            step = create_dataset(file.get(), "/step", ElementType::int64, 1, step_dims,
-                                  H5P_DEFAULT, step_create.get());
-        }
-
-        H5PropertyList link_create(h5_check(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate(link create)"));
-        h5_check(H5Pset_create_intermediate_group(link_create.get(), 1),
-                 "H5Pset_create_intermediate_group");
-        for (const MatrixSpec& spec : layout.matrices) {
-            std::string key = matrix_key(spec.path);
-            const std::string name = "/" + key;
-            H5PropertyList matrix_create = contiguous_early(name);
-            set_fill_value(matrix_create.get(), spec.type, name);
-            const hsize_t dims[2] = {spec.rows, spec.cols};
-            H5Dataset dataset = create_dataset(file.get(), name, spec.type, 2, dims,
-                                               link_create.get(), matrix_create.get());
-            if (!spec.units.empty()) write_attribute(dataset.get(), "units", spec.units);
-            matrices.emplace(std::move(key),
-                             Matrix{std::move(dataset), spec.type, spec.rows, spec.cols});
-        }
-
-        write_root_attributes(attributes);
-        write_attribute(file.get(), std::string(complete_attribute), std::int64_t{0});
-    }
-
     // Collective: opens the existing .partial (checked on rank 0 already) and every dataset of
     // `layout`, and writes `attributes`; `complete` stays 0 and /step as it is.
     void open_objects(const ResultFileLayout& layout, const Attributes& attributes) {
@@ -718,27 +746,32 @@ ResultFile ResultFile::create(MPI_Comm comm, const std::string& path, bool overw
     validate_attributes(attributes);
 
     std::unique_ptr<State> state = State::make(comm, path, overwrite, layout);
-
-    // One rank looks at the file system, so every rank reports the same thing.
+    // One rank looks at the file system and makes the file, so every rank reports the same thing
+    // and no rank waits in a collective call that failed on another.
     agree(state->comm, [&] {
         if (state->rank != 0) return;
-        check_output_path(state->path, state->partial_path, overwrite);
+        check_target(state->path, overwrite);
+        std::error_code error;
+        fs::remove(state->partial_path, error);
+        if (error) {
+            throw runtime_error("cannot remove stale '" + state->partial_path +
+                                "': " + error.message());
+        }
+        make_partial(state->partial_path, layout, attributes);
     });
-    agree(state->comm, [&] { state->create_objects(layout, attributes); });
-    // The step numbers are known now; one rank writes them.
-    if (state->step) {
-        agree(state->comm, [&] {
-            if (state->rank != 0) return;
-            const hsize_t start[1] = {0};
-            const hsize_t count[1] = {state->rows};
-            write_hyperslab(state->step.get(), start, count, state->rows, H5T_NATIVE_INT64,
-                            state->independent_transfer.get(), layout.written_steps.data(),
-                            "/step");
-        });
-    }
-    // The structure reaches the disk now, so a job that dies later leaves a readable .partial.
-    state->flush_everywhere();
+    agree(state->comm, [&] { state->open_objects(layout, {}); });
     return ResultFile(std::move(state));
+}
+
+void ResultFile::publish_complete_partial(const std::string& path, bool overwrite) {
+    check_final_path(path, overwrite);
+    publish(path + ".partial", path, overwrite);
+}
+
+void ResultFile::check_target(const std::string& path, bool overwrite) {
+    QuietHdf5Errors quiet;
+    check_final_path(path, overwrite);
+    check_partial_for_fresh_run(path + ".partial", overwrite);
 }
 
 ResultFile ResultFile::reopen(MPI_Comm comm, const std::string& path, bool overwrite,
@@ -761,7 +794,6 @@ ResultFile ResultFile::reopen(MPI_Comm comm, const std::string& path, bool overw
             }
         }
         check_final_path(state->path, overwrite);
-        check_output_directory(state->path);
         check_resumable(state->partial_path, layout);
     });
     agree(state->comm, [&] { state->open_objects(layout, attributes); });

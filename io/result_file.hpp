@@ -68,13 +68,26 @@ struct ResultFileLayout {
 
 class ResultFile {
   public:
-    // Collective over `comm`. Rank 0 checks the path first and every rank leaves with the same
-    // outcome: an existing `path` without `overwrite` is a usage error; a stale PATH.partial is
-    // replaced. Creates PATH.partial with /y [pairs, rows, elements] (contiguous, not filled),
-    // /step [rows] int64, every matrix (NaN for floats, 0 for integers), the root `attributes` and
-    // `complete` = 0 (int64), then flushes, so the .partial file is readable even after a crash.
+    // Collective over `comm`. Rank 0 applies check_target() (a stale PATH.partial that nothing
+    // could finish is replaced), then makes the whole file serially as PATH.partial.tmp and renames
+    // it PATH.partial: /y [pairs, rows, elements] (contiguous, not filled), /step [rows] int64,
+    // every matrix (NaN for floats, 0 for integers), the root `attributes` and `complete` = 0
+    // (int64). So a .partial is readable from the moment it exists, and a failure there (a full
+    // disk) is one error on every rank. Then every rank opens it (MPI-IO). The caller holds the
+    // output's lock (OutputLock).
     static ResultFile create(MPI_Comm comm, const std::string& path, bool overwrite,
                              const ResultFileLayout& layout, const Attributes& attributes);
+
+    // Not collective; one rank (rank 0), before any file work: the rule for `path` that create()
+    // applies. Its folder exists and takes new names, it and its working names (PATH.partial,
+    // PATH.partial.tmp, PATH.lock) fit the file system; PATH and PATH.partial are nothing or
+    // regular files; an existing PATH needs `overwrite`, and so does a PATH.partial that --resume
+    // could finish. Usage errors with the system's reason.
+    static void check_target(const std::string& path, bool overwrite);
+
+    // Not collective; one rank (rank 0): gives a PATH.partial that is already complete (its run
+    // ended between the close and the rename) its final name, under the rule of check_target().
+    static void publish_complete_partial(const std::string& path, bool overwrite);
 
     // Collective over `comm`: reopens PATH.partial, left by a run that stopped early, for writing,
     // so that a resumed run can fill in the remaining rows. Rank 0 checks first and every rank
