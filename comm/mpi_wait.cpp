@@ -59,6 +59,15 @@ class Watchdog {
 
 }  // namespace
 
+struct Deadline::Entry {
+    std::list<Watchdog::Entry>::iterator position;
+};
+
+Deadline::Deadline(std::chrono::milliseconds timeout, const std::string& what)
+    : entry_(std::make_unique<Entry>(Entry{Watchdog::instance().arm(timeout, what)})) {}
+
+Deadline::~Deadline() { Watchdog::instance().disarm(entry_->position); }
+
 void wait_all(MPI_Request* requests, int count, std::chrono::milliseconds timeout,
               const std::string& what) {
     Watchdog& watchdog = Watchdog::instance();

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
 
 namespace gpurelay {
@@ -17,5 +18,20 @@ namespace gpurelay {
 // fatal handler, naming `what`, if the wait outlasts `timeout`.
 void wait_all(MPI_Request* requests, int count, std::chrono::milliseconds timeout,
               const std::string& what);
+
+// Bounds a step that has no request to test (a collective HDF5 create, open, flush or close, an
+// agreement): if this object still lives `timeout` after it was made, the watchdog ends the job
+// through the fatal handler, naming `what`.
+class Deadline {
+  public:
+    Deadline(std::chrono::milliseconds timeout, const std::string& what);
+    ~Deadline();
+    Deadline(const Deadline&) = delete;
+    Deadline& operator=(const Deadline&) = delete;
+
+  private:
+    struct Entry;
+    std::unique_ptr<Entry> entry_;
+};
 
 }  // namespace gpurelay

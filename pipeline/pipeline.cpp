@@ -71,7 +71,44 @@ double now_ms() {
         .count();
 }
 
+// Ring slots of timing events, host counters and step words: the host reads a step's times
+// R-1 steps later, so R >= depth + 2. With graphs R is also a multiple of depth, so that a
+// ring slot fixes the tensor slot too and one graph per ring slot serves every step (one per
+// distinct pair of slots would be lcm(depth, depth + 2) graphs: 2112 at depth 64). With G =
+// graph_steps > 1 (a multiple of depth) R is a multiple of G, at least 2G, so a graph of G
+// steps is launched while the one before it still runs.
+//
+// Graphs also hold at least kGraphRingSteps: the host queues a graph step faster than the
+// GPU runs it, so it waits when it retires, and a wait that sleeps lasts at least the timer
+// slack (~50 µs). With only depth + 2 steps ahead the GPU could run dry during that sleep (on an
+// H200, 4 KiB graph steps: 14 µs of the host's 22 µs a step went to waiting).
+std::size_t timing_ring_size(const Config& cfg) {
+    constexpr std::size_t kGraphRingSteps = 16;
+    const auto d = static_cast<std::size_t>(cfg.depth);
+    const auto g = static_cast<std::size_t>(cfg.graph_steps);
+    if (!cfg.graphs) return d + 2;
+    const std::size_t least = std::max(d + 2, kGraphRingSteps);
+    if (g == 1) return (least + d - 1) / d * d;  // the least multiple of d >= that
+    return g * std::max<std::size_t>(2, (least + g - 1) / g);
+}
+
 }  // namespace
+
+MemoryPlan plan_memory(const Config& config, Role role) {
+    const bool producer = role != Role::consumer;
+    const bool consumer = role != Role::producer;
+    const auto depth = static_cast<std::uint64_t>(config.depth);
+    const auto ring = static_cast<std::uint64_t>(timing_ring_size(config));
+    MemoryPlan plan;
+    plan.slot_bytes = config.tensor_bytes();
+    plan.slots = (producer ? depth : 0) + (consumer ? 2 * depth : 0);
+    if (consumer) {
+        plan.c_bytes = config.c_elements * sizeof(std::uint32_t);
+        plan.counter_host_bytes = ring * 2 * sizeof(Counter);
+    }
+    if (config.graphs) plan.step_word_bytes = ring * sizeof(std::uint64_t);
+    return plan;
+}
 
 struct Pipeline::Impl {
     Impl(const Config& cfg, Device& dev, Transport& tr, const PairPlacement& place, MPI_Comm c)
@@ -84,10 +121,11 @@ struct Pipeline::Impl {
           consumer(place.role != Role::producer),
           bytes(cfg.tensor_bytes()),
           depth(static_cast<std::size_t>(cfg.depth)),
-          ring(ring_size(cfg)) {
+          ring(timing_ring_size(cfg)),
+          plan(plan_memory(cfg, place.role)) {
         if (cfg.graphs) {
-            step_words_host = device.allocate_host(ring * sizeof(std::uint64_t));
-            step_words_device = device.allocate(ring * sizeof(std::uint64_t));
+            step_words_host = device.allocate_host(plan.step_word_bytes);
+            step_words_device = device.allocate(plan.step_word_bytes);
             graph_fork = device.make_event(EventUse::ordering);
         }
         if (producer) {
@@ -114,11 +152,11 @@ struct Pipeline::Impl {
                 x_free.push_back(device.make_event(EventUse::ordering));
                 y_free.push_back(device.make_event(EventUse::ordering));
             }
-            c_buffer = device.allocate(cfg.c_elements * sizeof(std::uint32_t));
+            c_buffer = device.allocate(plan.c_bytes);
             // B and C's check add their mismatches here, in the step's ring slot: host memory
             // the kernels write directly (pinned, so mapped on a GPU), read and zeroed by the
             // host when it retires the step, so a step needs no memset and no copy.
-            counters_host = device.allocate_host(ring * 2 * sizeof(Counter));
+            counters_host = device.allocate_host(plan.counter_host_bytes);
             std::memset(counters_host.data(), 0, counters_host.bytes());
             y_pending.assign(depth, false);
         }
@@ -142,27 +180,6 @@ struct Pipeline::Impl {
             marks.push_back(std::move(m));
         }
         poison_slots();
-    }
-
-    // Ring slots of timing events, host counters and step words: the host reads a step's times
-    // R-1 steps later, so R >= depth + 2. With graphs R is also a multiple of depth, so that a
-    // ring slot fixes the tensor slot too and one graph per ring slot serves every step (one per
-    // distinct pair of slots would be lcm(depth, depth + 2) graphs: 2112 at depth 64). With G =
-    // graph_steps > 1 (a multiple of depth) R is a multiple of G, at least 2G, so a graph of G
-    // steps is launched while the one before it still runs.
-    //
-    // Graphs also hold at least kGraphRingSteps: the host queues a graph step faster than the
-    // GPU runs it, so it waits when it retires, and a wait that sleeps lasts at least the timer
-    // slack (~50 µs). With only depth + 2 steps ahead the GPU could run dry during that sleep (on an
-    // H200, 4 KiB graph steps: 14 µs of the host's 22 µs a step went to waiting).
-    static std::size_t ring_size(const Config& cfg) {
-        constexpr std::size_t kGraphRingSteps = 16;
-        const auto d = static_cast<std::size_t>(cfg.depth);
-        const auto g = static_cast<std::size_t>(cfg.graph_steps);
-        if (!cfg.graphs) return d + 2;
-        const std::size_t least = std::max(d + 2, kGraphRingSteps);
-        if (g == 1) return (least + d - 1) / d * d;  // the least multiple of d >= that
-        return g * std::max<std::size_t>(2, (least + g - 1) / g);
     }
 
     std::string stream_label(const char* what) const {
@@ -694,6 +711,7 @@ struct Pipeline::Impl {
     std::vector<StepMarks> marks;
     Buffer step_words_host, step_words_device;  // graphs only
     std::unique_ptr<Event> graph_fork;          // graphs only: the other streams follow the first
+    MemoryPlan plan;
     bool capturing = false;
     std::int64_t capture_first = 0;  // while capturing: the first step of the graph
     // Last: destroyed first, before the events and buffers their nodes name. See graph_index.
@@ -713,18 +731,8 @@ PassResult Pipeline::run(bool overlap, ResultWriter* writer, const StepCallback&
     });
 }
 
-std::uint64_t Pipeline::device_bytes() const {
-    std::uint64_t total = 0;
-    for (const auto* slots : {&impl_->send_slots, &impl_->y_slots}) {
-        for (const auto& b : *slots) total += b.bytes();
-    }
-    // The receive slots, whoever placed them (the transport's are this rank's memory too).
-    total += impl_->recv_slots.size() * impl_->bytes;
-    return total + impl_->c_buffer.bytes() + impl_->step_words_device.bytes();
-}
+std::uint64_t Pipeline::device_bytes() const { return impl_->plan.device_bytes(); }
 
-std::uint64_t Pipeline::host_bytes() const {
-    return impl_->counters_host.bytes() + impl_->step_words_host.bytes();
-}
+std::uint64_t Pipeline::host_bytes() const { return impl_->plan.host_bytes(); }
 
 }  // namespace gpurelay

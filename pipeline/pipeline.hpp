@@ -58,6 +58,22 @@ struct PassResult {
 // Returns true to stop after that step (every rank must answer alike for the same step).
 using StepCallback = std::function<bool(std::int64_t step)>;
 
+// What a pipeline of `config` allocates on a rank of `role`, worked out once: the constructor
+// allocates exactly this, and the up-front resource check compares it with what the rank has.
+struct MemoryPlan {
+    std::uint64_t slot_bytes = 0;     // one tensor
+    std::uint64_t slots = 0;          // tensor slots: depth send (producer), 2 x depth recv and y
+    std::uint64_t c_bytes = 0;        // C's buffer (consumer)
+    // Mismatch counts, one pair per ring slot, in pinned host memory the kernels write.
+    std::uint64_t counter_host_bytes = 0;
+    std::uint64_t step_word_bytes = 0;     // graphs only: the step words, on each side
+    // On the device (the host, on the CPU path).
+    std::uint64_t device_bytes() const { return slots * slot_bytes + c_bytes + step_word_bytes; }
+    // Pinned host memory.
+    std::uint64_t host_bytes() const { return counter_host_bytes + step_word_bytes; }
+};
+MemoryPlan plan_memory(const Config& config, Role role);
+
 class Pipeline {
   public:
     // Allocates every buffer, stream and event the run needs (reported by device_bytes()).
