@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -16,9 +17,11 @@
 #include "comm/agreement.hpp"
 #include "comm/mpi_error.hpp"
 #include "comm/mpi_session.hpp"
+#include "comm/mpi_wait.hpp"
 #include "comm/stop_request.hpp"
 #include "config/command_line.hpp"
 #include "config/config.hpp"
+#include "io/output_lock.hpp"
 #include "io/result_file.hpp"
 #include "io/result_schema.hpp"
 #include "io/result_writer.hpp"
@@ -35,7 +38,6 @@
 namespace gpurelay {
 namespace {
 
-constexpr int kWriterBuffers = 3;
 constexpr std::uint64_t kRowSpotSamples = 1024;
 
 int world_rank() {
@@ -71,6 +73,9 @@ void abort_job(const Error& error) noexcept {
     std::_Exit(static_cast<int>(error.code()));
 }
 
+// Whether Open MPI's mpirun started this process (it sets OMPI_COMM_WORLD_SIZE; srun does not).
+bool launched_by_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
+
 // Broadcasts a string from rank 0.
 void broadcast(std::string& text) {
     int length = static_cast<int>(text.size());
@@ -81,7 +86,10 @@ void broadcast(std::string& text) {
 
 // Rank 0 alone reads the deck and flags; every rank agrees on the outcome. Returns the deck to
 // run, or nothing when the request is answered already (--help, --version, --print-config).
-std::optional<Config> read_request(int rank, int argc, char** argv, ResumePoint& resume) {
+// Rank 0 also checks every output path, takes the output's lock (held in `lock` for the run),
+// and reads where a resumed run starts.
+std::optional<Config> read_request(int rank, int argc, char** argv, ResumePoint& resume,
+                                   OutputLock& lock) {
     enum Action : int { kRun = 0, kPrintConfig, kVersion, kHelp };
     int action = kRun;
     std::string deck, help;
@@ -98,11 +106,21 @@ std::optional<Config> read_request(int rank, int argc, char** argv, ResumePoint&
             return;
         }
         validate_config(line.config);
-        if (line.print_config) action = kPrintConfig;
-        if (line.config.resume && !line.print_config) resume = find_resume_point(line.config);
+        if (line.print_config) {
+            action = kPrintConfig;
+        } else {
+            check_output_paths(line.config);
+            lock = OutputLock::acquire(line.config.output);
+            // Checked again under the lock: a job that was still writing may just have ended.
+            if (!line.config.resume) {
+                ResultFile::check_target(line.config.output, line.config.overwrite);
+            } else {
+                resume = find_resume_point(line.config);
+            }
+        }
         deck = config_to_toml(line.config);
     });
-    MPI_CHECK(MPI_Bcast(&resume, 2, MPI_INT64_T, 0, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Bcast(&resume, 4, MPI_INT64_T, 0, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Bcast(&action, 1, MPI_INT, 0, MPI_COMM_WORLD));
     if (action == kHelp || action == kVersion) {
         if (rank == 0) std::fputs(action == kHelp ? help.c_str() : version_text().c_str(), stdout);
@@ -192,6 +210,9 @@ Outputs open_outputs(const MpiSession& mpi, const Setup& setup, const std::vecto
         setup.device_info.name +
             (setup.device_info.pci_bus_id.empty() ? "" : " " + setup.device_info.pci_bus_id),
         size);
+    // A collective step of the file (a rank stuck on a hung file system) is bounded like every
+    // other wait.
+    const Deadline deadline(config.timeout(), "making the result file");
     agree(MPI_COMM_WORLD, [&] {
         const Attributes attributes = root_attributes(setup, outputs.hosts, devices);
         outputs.file.emplace(
@@ -252,8 +273,12 @@ Stop run_passes(Pipeline& pipeline, const Setup& setup, Outputs& outputs,
                 if (outputs.writer) outputs.writer->drain();
                 outputs.file->flush();
             }
-            stop.signal = stop_vote.after_step();
-            return stop.signal != 0;
+            // A stop after a pass's last step would leave nothing in it to resume: that pass
+            // ends as usual, and the next (if any) stops after its first step.
+            const int vote = stop_vote.after_step();
+            if (vote == 0 || s + 1 >= config.steps) return false;
+            stop.signal = vote;
+            return true;
         };
         const std::int64_t first_step =
             static_cast<std::int64_t>(i) == resume.pass ? resume.step : 0;
@@ -287,16 +312,22 @@ int finish_stopped(const Setup& setup, Outputs& outputs, const std::vector<bool>
                    const Stop& stop, int rank) {
     const Config& config = setup.config;
     outputs.writer.reset();
+    step_in_progress = -1;
+    const Deadline deadline(config.timeout(), "closing the result file");
     outputs.file->close(false, {{"stopped_at_step", stop.step},
                                 {"stopped_pass", stop.pass},
                                 {"stop_signal", static_cast<std::int64_t>(stop.signal)},
                                 {"finished_utc", utc_timestamp()}});
     if (rank == 0) {
         std::fprintf(stderr,
-                     "gpurelay: stopped by %s after step %lld of %lld (%s pass); completed "
+                     "gpurelay: stopped by %s%s after step %lld of %lld (%s pass); completed "
                      "steps are in %s.partial (complete = 0); run again with --resume to "
                      "finish\n",
                      stop.signal == SIGINT ? "SIGINT" : "SIGTERM",
+                     // Open MPI's mpirun turns a Ctrl-C into SIGTERM for its ranks.
+                     stop.signal == SIGTERM && launched_by_mpirun()
+                         ? " (mpirun sends SIGTERM for SIGINT too)"
+                         : "",
                      static_cast<long long>(stop.step), static_cast<long long>(config.steps),
                      ResultSchema::pass_group(passes[static_cast<std::size_t>(stop.pass)]).c_str(),
                      config.output.c_str());
@@ -343,6 +374,9 @@ int finish(const Setup& setup, Outputs& outputs, const RunSummary& summary,
     outputs.writer.reset();
     const bool verified = summary.verified();
     const PassSummary& main_pass = summary.main_pass();
+    step_in_progress = -1;
+    std::optional<Deadline> deadline;
+    deadline.emplace(config.timeout(), "closing the result file");
     outputs.file->close(
         true, {{"verified", static_cast<std::int64_t>(verified ? 1 : 0)},
                {"x_mismatches", static_cast<std::int64_t>(main_pass.x_mismatches)},
@@ -353,6 +387,7 @@ int finish(const Setup& setup, Outputs& outputs, const RunSummary& summary,
                {"resumed_from_step", config.resume ? resume.step : static_cast<std::int64_t>(-1)},
                {"finished_utc", utc_timestamp()}});
     outputs.file.reset();
+    deadline.reset();
     if (rank == 0) {
         if (!config.quiet) print_report(stdout, summary);  // --quiet: errors only
         if (!config.summary_json.empty())
@@ -369,13 +404,32 @@ int finish(const Setup& setup, Outputs& outputs, const RunSummary& summary,
     return static_cast<int>(verified ? ExitCode::ok : ExitCode::verification);
 }
 
+// --resume of a .partial that is already complete: it only needs the name its run did not live
+// to give it.
+int publish_complete(const Config& config, const ResumePoint& resume, int rank) {
+    agree(MPI_COMM_WORLD, [&] {
+        if (rank == 0) ResultFile::publish_complete_partial(config.output, config.overwrite);
+    });
+    if (rank == 0) {
+        std::fprintf(stderr,
+                     "gpurelay: '%s.partial' was already complete (its run ended before the "
+                     "rename): published as '%s'%s\n",
+                     config.output.c_str(), config.output.c_str(),
+                     resume.verified != 0 ? "" : "; it failed verification");
+    }
+    return static_cast<int>(resume.verified != 0 ? ExitCode::ok : ExitCode::verification);
+}
+
 int run(MpiSession& mpi, int argc, char** argv) {
     const int rank = mpi.world_rank();
     // Named like the streams ("rank 1 consumer: comm stream"), so the timeline rows line up.
     nvtx::name_current_thread(("rank " + std::to_string(rank) + " main").c_str());
     ResumePoint resume;
-    const std::optional<Config> config = read_request(rank, argc, argv, resume);
+    // Held by rank 0 from the path checks to the end of the run: no second job on this output.
+    OutputLock lock;
+    const std::optional<Config> config = read_request(rank, argc, argv, resume, lock);
     if (!config) return 0;
+    if (resume.complete != 0) return publish_complete(*config, resume, rank);
 
     const Setup setup = set_up(mpi, *config);
     std::unique_ptr<Pipeline> pipeline;
@@ -412,6 +466,13 @@ int run_gpurelay(int argc, char** argv) {
     } catch (const AgreedError& e) {
         // Every rank holds this error; one line from rank 0, and every rank returns its code.
         if (mpi->world_rank() == 0) std::fprintf(stderr, "gpurelay: %s\n", e.what());
+        if (e.code() == ExitCode::runtime) {
+            // A library call failed (say, a write to a full disk while the file was made), and
+            // the libraries' own teardown in MPI_Finalize may fail on what it left (HDF5 1.10
+            // crashes closing a file whose close failed): every rank ends here instead.
+            std::fflush(nullptr);
+            std::_Exit(static_cast<int>(e.code()));
+        }
         return static_cast<int>(e.code());
     } catch (const Error& e) {
         abort_job(e);

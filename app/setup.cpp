@@ -1,13 +1,21 @@
 #include "app/setup.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
 
 #include "comm/agreement.hpp"
 #include "comm/mpi_error.hpp"
+#include "io/output_path.hpp"
+#include "io/result_file.hpp"
+#include "kernels/kernels.hpp"
+#include "pipeline/phase.hpp"
+#include "pipeline/pipeline.hpp"
 #include "report/report.hpp"
 #include "runtime/error.hpp"
 
@@ -18,32 +26,6 @@ int world_rank() {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     return rank;
-}
-
-// Everything a file path in the config needs before any GPU or file work: its folder exists and
-// is writable, and the HDF5 output is not overwritten by accident.
-void check_output_paths(const Config& config) {
-    namespace fs = std::filesystem;
-    auto check_folder = [](const std::string& key, const std::string& path) {
-        const fs::path folder =
-            fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
-        if (!fs::is_directory(folder)) {
-            throw usage_error(key + ": folder '" + folder.string() + "' does not exist");
-        }
-        if (::access(folder.c_str(), W_OK) != 0) {
-            throw usage_error(key + ": folder '" + folder.string() + "' is not writable");
-        }
-    };
-    check_folder("output", config.output);
-    if (fs::exists(config.output) && !config.overwrite) {
-        throw usage_error("output file '" + config.output +
-                          "' exists (use --overwrite to replace it)");
-    }
-    if (!config.summary_json.empty()) check_folder("summary_json", config.summary_json);
-    if (!config.results_csv.empty()) {
-        check_folder("results_csv", config.results_csv);
-        check_results_csv_header(config.results_csv);
-    }
 }
 
 std::unique_ptr<Device> open_device(const Config& config, int local_rank) {
@@ -148,18 +130,111 @@ std::unique_ptr<Transport> open_transport(Setup& setup, int world_size,
     return make_nccl_transport(MPI_COMM_WORLD);
 }
 
-std::uint64_t pipeline_bytes_needed(const Config& config, Role role) {
-    const std::uint64_t slots = static_cast<std::uint64_t>(config.depth) * config.tensor_bytes();
-    const std::uint64_t producer = slots;
-    const std::uint64_t consumer = 2 * slots + config.c_elements * 4;
-    return role == Role::producer   ? producer
-           : role == Role::consumer ? consumer
-                                    : producer + consumer;
+// What one rank will hold, worked out from the config before anything is allocated.
+struct RankNeeds {
+    double device = 0;   // the pipeline's plan (on the GPU path)
+    double host = 0;     // pinned buffers, per-step records, and the plan itself on the CPU path
+    double records = 0;  // of which per-step records (timings and counts of every pass)
+};
+
+RankNeeds rank_needs(const Config& config, Role role, bool cpu_path) {
+    const MemoryPlan plan = plan_memory(config, role);
+    const double steps = static_cast<double>(config.steps);
+    const double passes = config.overlap == OverlapMode::compare ? 2 : 1;
+    const bool writes = role != Role::producer && config.written_rows() > 0;
+    RankNeeds needs;
+    // Kept for the report and the file: each pass's times and counts per step, one timing row
+    // at a time on its way to the file, and the list of written steps.
+    needs.records = passes * steps * static_cast<double>(sizeof(StepTimes) + 2 * sizeof(Counter)) +
+                    steps * sizeof(double) + static_cast<double>(config.written_rows()) * 8;
+    needs.host = static_cast<double>(plan.host_bytes()) + needs.records +
+                 (writes ? kWriterBuffers * static_cast<double>(config.tensor_bytes()) : 0);
+    (cpu_path ? needs.host : needs.device) += static_cast<double>(plan.device_bytes());
+    return needs;
 }
 
-// Every rank must end up on the same path, with the memory its role needs.
-void check_device_and_memory(const Setup& setup, int rank, int size) {
+// The result file's size: /y, /step, every timing and count matrix, and room for metadata.
+double result_file_bytes(const Config& config, int world_size, int pairs) {
+    const double steps = static_cast<double>(config.steps);
+    const double rows = static_cast<double>(config.written_rows());
+    const double passes = config.overlap == OverlapMode::compare ? 2 : 1;
+    const double element = config.dtype == DType::float32 ? 4 : 8;
+    return pairs * rows * static_cast<double>(config.elements) * element + rows * 8 +
+           passes * steps * 8 * (static_cast<double>(kPhaseCount) * world_size + 2.0 * pairs) +
+           (1 << 20);
+}
+
+// The memory this node offers (MemAvailable), in bytes; 0 when it cannot be read.
+double available_host_memory() {
+    std::FILE* meminfo = std::fopen("/proc/meminfo", "r");
+    if (meminfo == nullptr) return 0;
+    char line[256];
+    double kib = 0;
+    while (std::fgets(line, sizeof line, meminfo) != nullptr) {
+        if (std::sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
+    }
+    std::fclose(meminfo);
+    return kib * 1024;
+}
+
+std::string mib(double bytes) {
+    return format_bytes(static_cast<std::uint64_t>(std::min(bytes, 1.8e19)));
+}
+
+// Up front, before the pipeline allocates or the file is made: what every rank will hold on its
+// device and its node's host memory, and what the file will take, against what there is.
+// Collective; every rank leaves with the same usage error when anything does not fit.
+void check_resources(const Setup& setup, int rank, int size) {
     const Config& config = setup.config;
+    const bool cpu_path = setup.device->backend() == Backend::host;
+    const RankNeeds needs = rank_needs(config, setup.placement.role, cpu_path);
+    // Ranks on one node share its memory.
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_CHECK(
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+    double mine[2] = {needs.host, needs.records}, node_needs[2] = {0, 0};
+    MPI_CHECK(MPI_Allreduce(mine, node_needs, 2, MPI_DOUBLE, MPI_SUM, node));
+    int node_ranks = 1;
+    MPI_CHECK(MPI_Comm_size(node, &node_ranks));
+    MPI_CHECK(MPI_Comm_free(&node));
+    agree(MPI_COMM_WORLD, [&] {
+        if (!cpu_path && needs.device > static_cast<double>(setup.device_info.free_memory)) {
+            throw usage_error("rank " + std::to_string(rank) + " needs " + mib(needs.device) +
+                              " of GPU memory for depth " + std::to_string(config.depth) + " x " +
+                              mib(static_cast<double>(config.tensor_bytes())) + " slots, but " +
+                              setup.device_info.name + " has " +
+                              mib(static_cast<double>(setup.device_info.free_memory)) + " free");
+        }
+        const double available = available_host_memory();
+        if (available > 0 && node_needs[0] > available) {
+            throw usage_error("the " + std::to_string(node_ranks) + " ranks on this node need " +
+                              mib(node_needs[0]) + " of host memory (" + mib(node_needs[1]) +
+                              " of it per-step records of " + std::to_string(config.steps) +
+                              " steps), but it has " + mib(available) +
+                              " available (MemAvailable)");
+        }
+        if (rank != 0) return;
+        double file_bytes = result_file_bytes(config, size, setup.placement.pairs);
+        if (config.resume) {
+            // A resumed file is already allocated, but for the rows not written yet.
+            struct stat status {};
+            if (::stat((config.output + ".partial").c_str(), &status) == 0) {
+                file_bytes =
+                    std::max(0.0, file_bytes - 512.0 * static_cast<double>(status.st_blocks));
+            }
+        }
+        // A name of ours, under the lock; one left by a creation that was killed goes.
+        const std::string probe = config.output + ".partial.tmp";
+        std::error_code ignored;
+        if (std::filesystem::is_regular_file(std::filesystem::symlink_status(probe, ignored))) {
+            std::filesystem::remove(probe, ignored);
+        }
+        check_space_for("output", probe, static_cast<std::uint64_t>(std::min(file_bytes, 9.2e18)));
+    });
+}
+
+// Every rank must end up on the same path; then what each will hold must fit what it has.
+void check_device_and_memory(const Setup& setup, int rank, int size) {
     int cuda_ranks = setup.device->backend() == Backend::cuda ? 1 : 0;
     int cuda_total = 0;
     MPI_CHECK(MPI_Allreduce(&cuda_ranks, &cuda_total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
@@ -168,29 +243,53 @@ void check_device_and_memory(const Setup& setup, int rank, int size) {
             throw usage_error(std::to_string(cuda_total) + " of " + std::to_string(size) +
                               " ranks found a GPU: set device = \"cuda\" or \"cpu\" explicitly");
         }
-        const std::uint64_t needed = pipeline_bytes_needed(config, setup.placement.role);
-        if (setup.device->backend() == Backend::cuda && needed > setup.device_info.free_memory) {
-            throw usage_error("rank " + std::to_string(rank) + " needs " +
-                              std::to_string(needed >> 20) + " MiB of GPU memory for depth " +
-                              std::to_string(config.depth) + " x " +
-                              std::to_string(config.tensor_bytes() >> 20) + " MiB slots, but " +
-                              setup.device_info.name + " has " +
-                              std::to_string(setup.device_info.free_memory >> 20) + " MiB free");
-        }
     });
+    check_resources(setup, rank, size);
 }
 
 }  // namespace
+
+// Every file the run writes, before any GPU or file work (rank 0): each path resolved (a link in
+// the last place followed), the output checked by the result file's own rule, the side outputs by
+// the same rule of what may be replaced, and no two of them one file. `resume`: the output is
+// continued from PATH.partial instead of made afresh.
+void check_output_paths(Config& config) {
+    config.output = resolve_output_path("output", config.output);
+    if (!config.resume) ResultFile::check_target(config.output, config.overwrite);
+    struct Named {
+        const char* key;
+        std::string path;
+    };
+    std::vector<Named> files = {{"output", config.output}, {"output", config.output + ".partial"}};
+    if (!config.summary_json.empty()) {
+        config.summary_json = resolve_output_path("summary_json", config.summary_json);
+        check_output_target("summary_json", config.summary_json, {".tmp"}, "");
+        files.push_back({"summary_json", config.summary_json});
+    }
+    if (!config.results_csv.empty()) {
+        config.results_csv = resolve_output_path("results_csv", config.results_csv);
+        check_output_target("results_csv", config.results_csv, {}, "");
+        check_results_csv_header(config.results_csv);
+        files.push_back({"results_csv", config.results_csv});
+    }
+    for (std::size_t i = 2; i < files.size(); ++i) {
+        for (std::size_t j = 0; j < i; ++j) {
+            if (same_file(files[i].path, files[j].path)) {
+                throw usage_error(std::string(files[i].key) + " and " + files[j].key +
+                                  " name the same file '" + files[i].path +
+                                  "': each output needs its own");
+            }
+        }
+    }
+}
 
 Setup set_up(const MpiSession& mpi, const Config& config) {
     const int rank = mpi.world_rank();
     const int size = mpi.world_size();
     Setup setup;
     setup.config = config;
-    agree(MPI_COMM_WORLD, [&] {
-        setup.placement = place_pairs(rank, size, config.pairing == Pairing::split);
-        if (rank == 0) check_output_paths(config);
-    });
+    agree(MPI_COMM_WORLD,
+          [&] { setup.placement = place_pairs(rank, size, config.pairing == Pairing::split); });
     agree(MPI_COMM_WORLD, [&] {
         setup.device = open_device(config, mpi.local_rank());
         setup.device_info = setup.device->info();

@@ -15,6 +15,9 @@
 
 namespace gpurelay {
 
+// Pinned buffers of rows on their way to the file, per consumer that writes /y.
+inline constexpr int kWriterBuffers = 3;
+
 struct Setup {
     Config config;
     PairPlacement placement;
@@ -25,9 +28,14 @@ struct Setup {
     std::vector<std::string> gpu_keys;  // every rank's "host bus-id" ("host cpu" on the CPU path)
 };
 
-// Collective over MPI_COMM_WORLD: places the pairs, checks the output paths (rank 0), opens the
-// device, checks that every rank is on the same path and has the memory, and opens the
-// transport; from then on every wait on the GPU is bounded by timeout_s and watches the
+// Not collective; rank 0, before the deck is broadcast: every file the run writes, each path
+// resolved (a link in the last place followed), the output under the result file's own rule, the
+// side outputs under the same rule of what may be replaced, and no two of them one file.
+void check_output_paths(Config& config);
+
+// Collective over MPI_COMM_WORLD: places the pairs, opens the device, checks that every rank is
+// on the same path and that what each will hold fits its device, its node's host memory and the
+// file system (exit 2 with the figures), and opens the transport; from then on every wait on the GPU is bounded by timeout_s and watches the
 // transport. Throws AgreedError, the same on every rank, when a step fails anywhere.
 Setup set_up(const MpiSession& mpi, const Config& config);
 

@@ -1,6 +1,9 @@
 #include "io/resume.hpp"
 
+#include <filesystem>
+#include <optional>
 #include <string>
+#include <system_error>
 #include <variant>
 
 #include "io/result_file.hpp"
@@ -9,14 +12,48 @@
 namespace gpurelay {
 
 // A run may only continue a file whose results it would reproduce: the keys that shape /y and
-// the verification must match the deck stored in the file.
+// the verification must match the deck stored in the file, and what the file says about where it
+// stopped must lie inside the run. Anything unreadable, missing or out of range is a usage error
+// "damaged .partial", before any rank opens the file.
 ResumePoint find_resume_point(const Config& config) {
     const std::string partial = config.output + ".partial";
-    const auto stored = ResultFile::read_root_attribute(partial, "config_toml");
-    if (!stored || !std::holds_alternative<std::string>(*stored)) {
+    std::error_code missing;
+    if (!std::filesystem::exists(std::filesystem::symlink_status(partial, missing))) {
         throw usage_error("resume: nothing to resume: '" + partial + "' does not exist");
     }
-    const Config before = config_from_toml(std::get<std::string>(*stored), partial);
+    const std::string damaged = "damaged .partial '" + partial + "': ";
+    const auto read = [&](const char* name) -> std::optional<AttributeValue> {
+        try {
+            return ResultFile::read_root_attribute(partial, name);
+        } catch (const Error& e) {
+            throw usage_error(damaged + e.what() + " (start afresh with --overwrite)");
+        }
+    };
+    const auto integer = [&](const char* name) -> std::optional<std::int64_t> {
+        const auto value = read(name);
+        if (!value) return std::nullopt;
+        if (!std::holds_alternative<std::int64_t>(*value)) {
+            throw usage_error(damaged + "attribute " + name + " is not an integer");
+        }
+        return std::get<std::int64_t>(*value);
+    };
+    const auto complete = integer("complete");
+    if (!complete || (*complete != 0 && *complete != 1)) {
+        throw usage_error(damaged + "attribute complete is missing or not 0 or 1");
+    }
+    const auto stored = read("config_toml");
+    if (!stored || !std::holds_alternative<std::string>(*stored)) {
+        throw usage_error(damaged +
+                          "attribute config_toml (the deck it was started with) is "
+                          "missing or not text");
+    }
+    Config before;
+    try {
+        before = config_from_toml(std::get<std::string>(*stored), "its config_toml");
+        validate_config(before);
+    } catch (const Error& e) {
+        throw usage_error(damaged + e.what());
+    }
     for (const char* key : {"elements", "dtype", "steps", "warmup", "overlap", "c_elements",
                             "c_iterations", "alpha", "seed", "pairing", "write"}) {
         if (config_value_toml(before, key) != config_value_toml(config, key)) {
@@ -25,14 +62,33 @@ ResumePoint find_resume_point(const Config& config) {
                               "' was started with " + config_value_toml(before, key));
         }
     }
-    const auto step = ResultFile::read_root_attribute(partial, "stopped_at_step");
-    const auto pass = ResultFile::read_root_attribute(partial, "stopped_pass");
-    if (!step || !pass || !std::holds_alternative<std::int64_t>(*step) ||
-        !std::holds_alternative<std::int64_t>(*pass)) {
-        throw usage_error("resume: '" + partial +
-                          "' was not stopped by a signal (no stopped_at_step): start afresh");
+    if (*complete == 1) {
+        const auto verified = integer("verified");
+        if (!verified || (*verified != 0 && *verified != 1)) {
+            throw usage_error(damaged +
+                              "it is complete but attribute verified is missing or "
+                              "not 0 or 1");
+        }
+        return {0, 0, 1, *verified};
     }
-    return {std::get<std::int64_t>(*pass), std::get<std::int64_t>(*step)};
+    const auto step = integer("stopped_at_step");
+    const auto pass = integer("stopped_pass");
+    if (!step || !pass) {
+        throw usage_error("resume: '" + partial +
+                          "' was not stopped by a signal (no stopped_at_step): start afresh with "
+                          "--overwrite");
+    }
+    const std::int64_t passes = config.overlap == OverlapMode::compare ? 2 : 1;
+    if (*pass < 0 || *pass >= passes) {
+        throw usage_error(damaged + "stopped_pass " + std::to_string(*pass) + " is outside 0.." +
+                          std::to_string(passes - 1));
+    }
+    // A stop comes after at least one step of the pass and before its last (see on_step).
+    if (*step < 1 || *step >= config.steps) {
+        throw usage_error(damaged + "stopped_at_step " + std::to_string(*step) + " is outside 1.." +
+                          std::to_string(config.steps - 1));
+    }
+    return {*pass, *step, 0, 0};
 }
 
 }  // namespace gpurelay

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import shlex
+import stat
 import subprocess
 import sys
 import tempfile
@@ -223,6 +224,9 @@ def main():
                         help="create the output file first (it must survive untouched)")
     parser.add_argument("--write-file", action="append", default=[], metavar="NAME=TEXT",
                         help="create @TMP@/NAME holding TEXT first (it must survive untouched)")
+    parser.add_argument("--make", action="append", default=[], metavar="NAME=KIND[:TARGET]",
+                        help="make @TMP@/NAME first, a fifo, dir, chardev (as /dev/null) or "
+                             "symlink:TARGET (@TMP@ allowed); it must survive untouched")
     parser.add_argument("--check-summary", action="store_true",
                         help="also check the JSON summary's step bounds (its verification totals are always checked)")
     parser.add_argument("--expect-timing", default="auto",
@@ -250,6 +254,24 @@ def main():
         for path, text in prepared.items():
             with open(path, "w") as f:
                 f.write(text)
+        made = {}
+        for spec in opts.make:
+            name, _, kind = spec.partition("=")
+            path = os.path.join(tmp, name)
+            if kind == "fifo":
+                os.mkfifo(path)
+            elif kind == "dir":
+                os.mkdir(path)
+            elif kind == "chardev":
+                if os.geteuid() != 0:
+                    print("SKIP: making a device node needs root")
+                    sys.exit(77)
+                os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+            elif kind.startswith("symlink:"):
+                os.symlink(kind[len("symlink:"):].replace("@TMP@", tmp), path)
+            else:
+                fail(f"unknown --make kind {kind!r}")
+            made[path] = os.lstat(path)
         if opts.existing_output:
             with open(output, "w") as f:
                 f.write("precious")
@@ -275,13 +297,20 @@ def main():
             if opts.existing_output:
                 if open(output).read() != "precious":
                     fail("the existing output file was changed")
-            elif os.path.exists(output):
+            elif os.path.exists(output) and output not in made:
                 leftovers.append(output)
             if leftovers:
                 fail(f"bad input left files behind: {leftovers}")
             for path, text in prepared.items():
                 if open(path).read() != text:
                     fail(f"bad input changed {path}")
+            for path, before in made.items():
+                after = os.lstat(path)
+                if (after.st_mode, after.st_ino) != (before.st_mode, before.st_ino):
+                    fail(f"bad input replaced {path}")
+            strays = [n for n in os.listdir(tmp) if n.endswith((".tmp", ".partial", ".lock"))]
+            if strays:
+                fail(f"bad input left files behind: {strays}")
             if elapsed > 30:
                 fail(f"bad input took {elapsed:.1f} s to end every rank")
         elif opts.expect_message and not any(opts.expect_message in line for line in ours):

@@ -1,0 +1,388 @@
+"""The faults of a real cluster, each made for real: a full or read-only file system, a quota hit
+by one rank at file creation, two jobs on one output, signals sent to mpirun, a stop between the
+last close and the rename, and damaged .partial files (made with h5py).
+
+usage: fault_case.py --binary B --mpirun "mpirun ..." --case NAME [-- GPURELAY_ARGS...]
+
+Every case bounds each run (a hang fails the test), checks the exit code and the one error line,
+and reads back what is left on disk. Cases that need root (mount) exit 77 (skipped) without it.
+"""
+import argparse
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import h5py
+import numpy as np
+
+SKIP = 77
+
+# About 15 ms a step on the CPU (C's work): a run of 160 steps lasts a few seconds.
+LONG = ["--device", "cpu", "--elements", "20000", "--c-elements", "64Ki", "--c-iterations", "400",
+        "--steps", "160", "--warmup", "2", "--write", "all", "--flush-every", "5",
+        "--overlap", "on"]
+SHORT = ["--device", "cpu", "--elements", "3001", "--c-elements", "4096", "--c-iterations", "16",
+         "--steps", "6", "--warmup", "1", "--write", "all"]
+
+
+def with_keys(base, *pairs):
+    """`base` with the flags in `pairs` ("--steps", "20000", ...) replaced or added."""
+    args = list(base)
+    for flag, value in zip(pairs[::2], pairs[1::2]):
+        if flag in args:
+            args[args.index(flag) + 1] = value
+        else:
+            args += [flag, value]
+    return args
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+class Runner:
+    def __init__(self, opts):
+        self.mpirun = shlex.split(opts.mpirun)
+        self.binary = os.path.abspath(opts.binary)
+
+    def command(self, args, np_ranks=2):
+        return self.mpirun + ["-np", str(np_ranks), self.binary] + args + ["--quiet"]
+
+    def start(self, args, np_ranks=2, env=None):
+        command = self.command(args, np_ranks)
+        print("+ " + " ".join(shlex.quote(c) for c in command), flush=True)
+        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+
+    def run(self, args, np_ranks=2, timeout=120, env=None):
+        return finish(self.start(args, np_ranks, env), timeout)
+
+
+def finish(proc, timeout):
+    """(exit code, our stderr lines, whole stderr); a run that outlasts `timeout` fails."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        fail(f"no exit within {timeout} s: a rank hangs")
+    print(out)
+    print(err, file=sys.stderr)
+    ours = [line for line in err.splitlines() if line.startswith("gpurelay:")]
+    return proc.returncode, ours, err
+
+
+def expect_usage_error(result, text):
+    code, ours, _ = result
+    if code != 2:
+        fail(f"exit code {code}, expected 2")
+    if len(ours) != 1:
+        fail(f"expected one error line from one rank, got {len(ours)}: {ours}")
+    if text not in ours[0]:
+        fail(f"error line {ours[0]!r} does not contain {text!r}")
+
+
+def wait_for(predicate, timeout, what):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.02)
+    fail(f"timed out waiting for {what}")
+
+
+def check_complete(path, verified=1):
+    with h5py.File(path, "r") as f:
+        if int(f.attrs["complete"]) != 1 or int(f.attrs["verified"]) != verified:
+            fail(f"{path}: complete {f.attrs['complete']}, verified {f.attrs['verified']}")
+
+
+def expect_complete_run(runner, args, output, what, timeout=120):
+    """Runs `args` to exit 0 and checks that `output` is complete and verified."""
+    code, _, _ = runner.run(args, timeout=timeout)
+    if code != 0:
+        fail(f"{what} exited {code}")
+    check_complete(output)
+
+
+def readable_or_absent(path):
+    """A .partial, when there is one, opens and says complete = 0."""
+    if os.path.exists(path):
+        with h5py.File(path, "r") as f:
+            if int(f.attrs["complete"]) != 0:
+                fail(f"{path}: complete is not 0")
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(folder, options):
+    """A small tmpfs at `folder`; the case is skipped where mounting is not allowed."""
+    os.makedirs(folder, exist_ok=True)
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs",
+                                            folder]).returncode != 0:
+        print(f"SKIP: cannot mount a tmpfs ({options}) here")
+        sys.exit(SKIP)
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", folder])
+
+
+def stopped_partial(runner, tmp, name="stopped.h5", extra=()):
+    """A .partial left by SIGTERM to the ranks mid-run, as Slurm's time limit leaves one."""
+    output = os.path.join(tmp, name)
+    args = LONG + list(extra) + ["--output", output]
+    proc = runner.start(args)
+    wait_for(lambda: os.path.exists(output + ".partial"), 30, "the .partial file")
+    time.sleep(0.5)
+    pids = subprocess.run(["pgrep", "-f", "^" + runner.binary + " .*" + output],
+                          capture_output=True, text=True).stdout.split()
+    for pid in pids:
+        os.kill(int(pid), signal.SIGTERM)
+    code, _, _ = finish(proc, 60)
+    if code != 143:
+        fail(f"the run stopped by SIGTERM exited {code}, expected 143")
+    return output, args
+
+
+# --- the cases ------------------------------------------------------------------------------------
+
+def case_bad_text(runner, tmp, args):
+    """Text that cannot travel in the deck or would break a CSV row, and a deck that never ends:
+    one line from one rank, exit 2."""
+    output = os.path.join(tmp, "out.h5")
+    expect_usage_error(runner.run(SHORT + ["--output", output, "--tag", "a\rb"]),
+                       "tag must not hold control characters")
+    bad_byte = os.fsdecode(b"tag\xff")  # surrogate-escaped: passed to the program as the byte
+    expect_usage_error(runner.run(SHORT + ["--output", output, "--tag", bad_byte]),
+                       "tag is not valid UTF-8")
+    expect_usage_error(runner.run(SHORT + ["--output", os.path.join(tmp, bad_byte + ".h5")]),
+                       "output is not valid UTF-8")
+    expect_usage_error(runner.run(SHORT + ["--output", output, "--input", "/dev/zero"]),
+                       "larger than 1 MiB")
+    expect_usage_error(runner.run(SHORT + ["--output", output, "--depth", "--steps", "5"]),
+                       "option --depth needs a value")
+    if os.listdir(tmp):
+        fail(f"bad input left files behind: {os.listdir(tmp)}")
+
+
+def case_full_disk(runner, tmp, args):
+    """The file would not fit: refused at start with the figures, nothing left behind."""
+    with mounted_tmpfs(os.path.join(tmp, "small"), "size=256k") as folder:
+        output = os.path.join(folder, "out.h5")
+        result = runner.run(with_keys(SHORT, "--steps", "20000", "--write", "none", "--output", output),
+                            timeout=60)
+        expect_usage_error(result, "free")
+        if os.listdir(folder):
+            fail(f"files left on the full file system: {os.listdir(folder)}")
+
+
+def case_read_only(runner, tmp, args):
+    """A read-only file system: exit 2 with the system's reason, even as root."""
+    with mounted_tmpfs(os.path.join(tmp, "ro"), "size=1m,ro") as folder:
+        expect_usage_error(runner.run(SHORT + ["--output", os.path.join(folder, "out.h5")]),
+                           "Read-only file system")
+
+
+def case_quota(runner, tmp, args):
+    """Rank 0 alone may not grow files past 8 MiB (a limit like a quota, which free space does not
+    show): the file system's refusal is found at start, with the figures, before any file work."""
+    output = os.path.join(tmp, "quota.h5")
+    deck = with_keys(SHORT, "--steps", "200000", "--write", "none", "--output", output) + ["--quiet"]
+    # SIGXFSZ ignored, so a write past the limit fails (EFBIG) instead of killing the rank.
+    limited = ["bash", "-c", 'trap "" XFSZ; ulimit -f 8192; exec "$@"', "limited", runner.binary]
+    command = runner.mpirun + ["-np", "1"] + limited + deck + [":", "-np", "1", runner.binary] + deck
+    print("+ " + " ".join(shlex.quote(c) for c in command), flush=True)
+    expect_usage_error(finish(subprocess.Popen(command, stdout=subprocess.PIPE,
+                                               stderr=subprocess.PIPE, text=True), 90),
+                       "File too large")
+    if os.listdir(tmp):
+        fail(f"files left behind: {os.listdir(tmp)}")
+
+
+def case_two_jobs(runner, tmp, args):
+    """A second job on a live output is refused at start, naming the owner; the first finishes."""
+    output = os.path.join(tmp, "shared.h5")
+    first = runner.start(LONG + ["--output", output])
+    wait_for(lambda: os.path.exists(output + ".partial"), 30, "the first job's .partial")
+    expect_usage_error(runner.run(SHORT + ["--output", output]), "in use by")
+    expect_usage_error(runner.run(SHORT + ["--output", output, "--overwrite"]), "in use by")
+    code, _, _ = finish(first, 120)
+    if code != 0:
+        fail(f"the first job exited {code}")
+    check_complete(output)
+    # The lock went with the job: the output is free again.
+    code, _, _ = runner.run(SHORT + ["--output", output, "--overwrite"])
+    if code != 0:
+        fail(f"a run after the first job ended exited {code}")
+
+
+def case_resumable_kept(runner, tmp, args):
+    """A fresh run never deletes a .partial that --resume can finish; --overwrite may."""
+    output, long_args = stopped_partial(runner, tmp)
+    partial = output + ".partial"
+    before = open(partial, "rb").read()
+    expect_usage_error(runner.run(long_args), "--resume")
+    if open(partial, "rb").read() != before:
+        fail("the refused run changed the resumable .partial")
+    expect_complete_run(runner, long_args + ["--overwrite"], output, "the run with --overwrite")
+
+
+def case_complete_partial(runner, tmp, args):
+    """A stop between the last close and the rename leaves a complete .partial: --resume
+    publishes it as it is."""
+    output = os.path.join(tmp, "done.h5")
+    code, _, _ = runner.run(SHORT + ["--output", output])
+    if code != 0:
+        fail(f"the first run exited {code}")
+    os.rename(output, output + ".partial")
+    code, ours, _ = runner.run(SHORT + ["--output", output, "--resume"])
+    if code != 0:
+        fail(f"--resume of a complete .partial exited {code}")
+    if not any("already complete" in line for line in ours):
+        fail(f"no line says the .partial was already complete: {ours}")
+    check_complete(output)
+    if os.path.exists(output + ".partial"):
+        fail(".partial left after it was published")
+
+
+def case_damaged_partial(runner, tmp, args):
+    """--resume refuses a .partial whose attributes or structure are damaged, with exit 2."""
+    output, long_args = stopped_partial(runner, tmp)
+    partial = output + ".partial"
+    pristine = open(partial, "rb").read()
+
+    def damaged(edit, message):
+        with open(partial, "wb") as f:
+            f.write(pristine)
+        edit()
+        expect_usage_error(runner.run(long_args + ["--resume"]), message)
+        if os.path.exists(output):
+            fail("a damaged .partial was published")
+
+    def set_attr(name, value):
+        def edit():
+            with h5py.File(partial, "r+") as f:
+                f.attrs[name] = value
+        return edit
+
+    def del_attr(name):
+        def edit():
+            with h5py.File(partial, "r+") as f:
+                del f.attrs[name]
+        return edit
+
+    def truncate():
+        with open(partial, "r+b") as f:
+            f.truncate(len(pristine) // 3)
+
+    def corrupt_superblock():
+        with open(partial, "r+b") as f:
+            f.seek(0)
+            f.write(b"\0" * 64)
+
+    damaged(set_attr("stopped_pass", np.int64(7)), "damaged .partial")
+    damaged(set_attr("stopped_pass", np.int64(-1)), "damaged .partial")
+    damaged(set_attr("stopped_at_step", np.int64(-3)), "damaged .partial")
+    damaged(set_attr("stopped_at_step", np.int64(10**12)), "damaged .partial")
+    damaged(set_attr("stopped_at_step", "twelve"), "damaged .partial")
+    damaged(set_attr("config_toml", "steps = [ oops"), "damaged .partial")
+    damaged(del_attr("config_toml"), "damaged .partial")
+    damaged(del_attr("complete"), "damaged .partial")
+    damaged(truncate, "damaged .partial")
+    damaged(corrupt_superblock, "damaged .partial")
+    # Undamaged, it still resumes.
+    with open(partial, "wb") as f:
+        f.write(pristine)
+    expect_complete_run(runner, long_args + ["--resume"], output, "--resume of the undamaged .partial")
+
+
+def mpirun_signal(runner, tmp, sig, window):
+    """Signals `sig` to mpirun itself mid-run, with Open MPI's kill window set to `window` s."""
+    output = os.path.join(tmp, f"mpirun_{sig}.h5")
+    # mpirun waits the window once before it forwards the signal and once more before SIGKILL:
+    # the run must outlast the first wait.
+    args = with_keys(LONG, "--steps", "500", "--output", output)
+    env = dict(os.environ, OMPI_MCA_odls_base_sigkill_timeout=str(window))
+    proc = runner.start(args, env=env)
+    wait_for(lambda: os.path.exists(output + ".partial"), 30, "the .partial file")
+    time.sleep(0.5)
+    proc.send_signal(getattr(signal, "SIG" + sig))
+    sent = time.monotonic()
+    code, ours, _ = finish(proc, 60)
+    print(f"mpirun exit {code} {time.monotonic() - sent:.1f} s after SIG{sig}")
+    return output, args, code, ours
+
+
+def case_mpirun_sigterm(runner, tmp, args):
+    """SIGTERM to mpirun: with the kill window lengthened, the ranks stop cleanly, say so, and
+    the file resumes; every rank exits 143 (mpirun itself reports 1, its own convention)."""
+    output, long_args, code, ours = mpirun_signal(runner, tmp, "TERM", 3)
+    if code == 0:
+        fail("mpirun exited 0 after SIGTERM")
+    if not any(line.startswith("gpurelay: stopped by SIGTERM") for line in ours):
+        fail(f"no 'stopped by SIGTERM' line: {ours}")
+    with h5py.File(output + ".partial", "r") as f:
+        if int(f.attrs["complete"]) != 0 or int(f.attrs["stopped_at_step"]) <= 0:
+            fail("the .partial does not say where the run stopped")
+    expect_complete_run(runner, long_args + ["--resume"], output, "--resume")
+
+
+def case_mpirun_sigint(runner, tmp, args):
+    """SIGINT to mpirun reaches the ranks as SIGTERM (Open MPI sends SIGTERM for both): the line
+    says where it came from instead of claiming a SIGTERM was sent."""
+    output, _, code, ours = mpirun_signal(runner, tmp, "INT", 3)
+    if code == 0:
+        fail("mpirun exited 0 after SIGINT")
+    if not any(line.startswith("gpurelay: stopped by SIGTERM") and "mpirun" in line
+               for line in ours):
+        fail(f"no 'stopped by SIGTERM' line naming mpirun: {ours}")
+    readable_or_absent(output + ".partial")
+
+
+def case_mpirun_kill_window(runner, tmp, args):
+    """Open MPI's default window (1 s from its SIGTERM to its SIGKILL) with steps longer than it:
+    the ranks die mid-step, yet the .partial opens, and --resume says it cannot continue it
+    instead of deleting it or crashing."""
+    output = os.path.join(tmp, "killed.h5")
+    slow = ["--device", "cpu", "--elements", "4096", "--c-elements", "1Mi", "--c-iterations",
+            "3000", "--steps", "40", "--warmup", "1", "--write", "all", "--flush-every", "1",
+            "--overlap", "on", "--output", output]
+    env = dict(os.environ, OMPI_MCA_odls_base_sigkill_timeout="1")
+    proc = runner.start(slow, env=env)
+    wait_for(lambda: os.path.exists(output + ".partial"), 30, "the .partial file")
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    code, _, _ = finish(proc, 60)
+    if code == 0:
+        fail("mpirun exited 0 after SIGTERM")
+    readable_or_absent(output + ".partial")
+    if not os.path.exists(output + ".partial"):
+        fail("no .partial left")
+    expect_usage_error(runner.run(slow + ["--resume"]), "was not stopped by a signal")
+    readable_or_absent(output + ".partial")
+
+
+CASES = {name[len("case_"):]: fn for name, fn in globals().items()
+         if name.startswith("case_")}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--case", choices=sorted(CASES), required=True)
+    parser.add_argument("args", nargs=argparse.REMAINDER)
+    opts = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        CASES[opts.case](Runner(opts), tmp, [a for a in opts.args if a != "--"])
+    print(f"ok: {opts.case}")
+
+
+if __name__ == "__main__":
+    main()
