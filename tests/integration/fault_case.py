@@ -307,7 +307,8 @@ def mpirun_signal(runner, tmp, sig, window):
     output = os.path.join(tmp, f"mpirun_{sig}.h5")
     # mpirun waits the window once before it forwards the signal and once more before SIGKILL:
     # the run must outlast the first wait.
-    args = with_keys(LONG, "--steps", "500", "--output", output)
+    args = with_keys(LONG, "--steps", "400", "--write", "every:8", "--flush-every", "40",
+                     "--output", output)
     env = dict(os.environ, OMPI_MCA_odls_base_sigkill_timeout=str(window))
     proc = runner.start(args, env=env)
     wait_for(lambda: os.path.exists(output + ".partial"), 30, "the .partial file")
