@@ -307,7 +307,7 @@ def mpirun_signal(runner, tmp, sig, window):
     output = os.path.join(tmp, f"mpirun_{sig}.h5")
     # mpirun waits the window once before it forwards the signal and once more before SIGKILL:
     # the run must outlast the first wait.
-    args = with_keys(LONG, "--steps", "400", "--write", "every:8", "--flush-every", "40",
+    args = with_keys(LONG, "--steps", "1500", "--write", "every:8", "--flush-every", "40",
                      "--output", output)
     env = dict(os.environ, OMPI_MCA_odls_base_sigkill_timeout=str(window))
     proc = runner.start(args, env=env)
@@ -321,9 +321,10 @@ def mpirun_signal(runner, tmp, sig, window):
 
 
 def case_mpirun_sigterm(runner, tmp, args):
-    """SIGTERM to mpirun: with the kill window lengthened, the ranks stop cleanly, say so, and
-    the file resumes; every rank exits 143 (mpirun itself reports 1, its own convention)."""
-    output, long_args, code, ours = mpirun_signal(runner, tmp, "TERM", 3)
+    """SIGTERM to mpirun: with the kill window lengthened (10 s, room for a loaded machine), the
+    ranks stop cleanly and say so, and the .partial says where to resume (mpirun itself exits 1,
+    its own convention; resuming is checked by the sigterm_then_resume tests)."""
+    output, _, code, ours = mpirun_signal(runner, tmp, "TERM", 10)
     if code == 0:
         fail("mpirun exited 0 after SIGTERM")
     if not any(line.startswith("gpurelay: stopped by SIGTERM") for line in ours):
@@ -331,13 +332,14 @@ def case_mpirun_sigterm(runner, tmp, args):
     with h5py.File(output + ".partial", "r") as f:
         if int(f.attrs["complete"]) != 0 or int(f.attrs["stopped_at_step"]) <= 0:
             fail("the .partial does not say where the run stopped")
-    expect_complete_run(runner, long_args + ["--resume"], output, "--resume")
+        if int(f.attrs["stop_signal"]) != signal.SIGTERM:
+            fail(f"stop_signal {f.attrs['stop_signal']}, expected SIGTERM")
 
 
 def case_mpirun_sigint(runner, tmp, args):
     """SIGINT to mpirun reaches the ranks as SIGTERM (Open MPI sends SIGTERM for both): the line
     says where it came from instead of claiming a SIGTERM was sent."""
-    output, _, code, ours = mpirun_signal(runner, tmp, "INT", 3)
+    output, _, code, ours = mpirun_signal(runner, tmp, "INT", 10)
     if code == 0:
         fail("mpirun exited 0 after SIGINT")
     if not any(line.startswith("gpurelay: stopped by SIGTERM") and "mpirun" in line
