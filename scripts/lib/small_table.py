@@ -1,7 +1,8 @@
 """The table of scripts/gpu-check --runs small: each run's time per step against its floor
 (bench_floor, same call) or its step bound, with the host line and the timing it used.
 
-usage: small_table.py OUT_DIR    (reads OUT_DIR/bench-floor.json and OUT_DIR/small_*.json)
+usage: small_table.py OUT_DIR    (reads OUT_DIR/bench-floor.json and OUT_DIR/small_*.json;
+the JSON summaries' config values are typed: numbers, booleans, strings)
 """
 import glob
 import json
@@ -18,7 +19,7 @@ def floors(path):
 
 
 def floor_name(config, bytes_):
-    if config["graphs"] != "true":
+    if not config["graphs"]:
         return f"floor/np1/eager/{bytes_}"
     return f"floor/np1/graph_k{config['graph_steps']}/{bytes_}"
 
@@ -31,11 +32,11 @@ def main():
     for path in sorted(glob.glob(os.path.join(out, "small_*.json"))):
         s = json.load(open(path))
         c = s["config"]
-        bytes_ = int(c["elements"]) * (4 if c["dtype"] == '"float32"' else 8)
+        bytes_ = int(c["elements"]) * (4 if c["dtype"] == "float32" else 8)
         name = os.path.basename(path)[:-5]
         for p in s["passes"]:
             step_us = p["time_per_step_ms"] * 1e3
-            f = floor.get(floor_name({k: v.strip('"') for k, v in c.items()}, bytes_))
+            f = floor.get(floor_name(c, bytes_))
             bound = p["step_bound_ms"]
             host = p["host_us_per_step"]
             t = p["timing"]

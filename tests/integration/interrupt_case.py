@@ -122,6 +122,8 @@ def main():
                 return
             stopped = int(f.attrs["stopped_at_step"])
             steps = int(f.attrs["steps"])
+            overlap = f.attrs["overlap"]
+            overlap = overlap.decode() if isinstance(overlap, bytes) else str(overlap)
         expected = 143 if opts.signal == "TERM" else 130
         if code != expected:
             fail(f"exit code {code}, expected {expected}")
@@ -135,7 +137,8 @@ def main():
         code, err = finish(resume_run, 120, "resume")
         if code != 0:
             fail(f"--resume exited {code}")
-        passes = 2 if "compare" in args else 1
+        # overlap = compare (the default) runs two passes, and the progress counts both.
+        passes = 2 if overlap == "compare" else 1
         total = steps * passes
         progress = [line for line in resume_run.output.split("\n") if "progress: step" in line]
         if "\r" in resume_run.output:
