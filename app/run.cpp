@@ -247,7 +247,7 @@ void file_pass(ResultFile& file, const Setup& setup, bool overlap, const PassRes
 
 // Where the passes ended: at the end, or after the step every rank agreed to stop on.
 struct Stop {
-    int signal = 0;  // SIGTERM or SIGINT; 0 when every pass ran to its end
+    int signal = 0;  // SIGTERM, SIGINT or SIGUSR1; 0 when every pass ran to its end
     std::int64_t pass = 0, step = 0;
 };
 
@@ -306,8 +306,8 @@ Stop run_passes(Pipeline& pipeline, const Setup& setup, Outputs& outputs,
     return stop;
 }
 
-// Stopped by SIGTERM/SIGINT: every completed step is in the file, which stays PATH.partial with
-// complete = 0 and says where to resume.
+// Stopped by SIGTERM/SIGINT/SIGUSR1: every completed step is in the file, which stays
+// PATH.partial with complete = 0 and says where to resume.
 int finish_stopped(const Setup& setup, Outputs& outputs, const std::vector<bool>& passes,
                    const Stop& stop, int rank) {
     const Config& config = setup.config;
@@ -323,7 +323,7 @@ int finish_stopped(const Setup& setup, Outputs& outputs, const std::vector<bool>
                      "gpurelay: stopped by %s%s after step %lld of %lld (%s pass); completed "
                      "steps are in %s.partial (complete = 0); run again with --resume to "
                      "finish\n",
-                     stop.signal == SIGINT ? "SIGINT" : "SIGTERM",
+                     stop_signal_name(stop.signal),
                      // Open MPI's mpirun turns a Ctrl-C into SIGTERM for its ranks.
                      stop.signal == SIGTERM && launched_by_mpirun()
                          ? " (mpirun sends SIGTERM for SIGINT too)"
@@ -332,8 +332,7 @@ int finish_stopped(const Setup& setup, Outputs& outputs, const std::vector<bool>
                      ResultSchema::pass_group(passes[static_cast<std::size_t>(stop.pass)]).c_str(),
                      config.output.c_str());
     }
-    return static_cast<int>(stop.signal == SIGINT ? ExitCode::interrupted_int
-                                                  : ExitCode::interrupted_term);
+    return static_cast<int>(stopped_exit_code(stop.signal));
 }
 
 // Collective: the whole run's summary (valid on rank 0; its verdict on every rank).

@@ -23,9 +23,26 @@ void install_stop_handlers() {
     action.sa_flags = SA_RESTART;
     sigaction(SIGTERM, &action, nullptr);
     sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGUSR1, &action, nullptr);
 }
 
 int stop_signal() { return received_signal; }
+
+const char* stop_signal_name(int signal) {
+    switch (signal) {
+        case SIGINT: return "SIGINT";
+        case SIGUSR1: return "SIGUSR1";
+        default: return "SIGTERM";
+    }
+}
+
+ExitCode stopped_exit_code(int signal) {
+    switch (signal) {
+        case SIGINT: return ExitCode::interrupted_int;
+        case SIGUSR1: return ExitCode::interrupted_usr1;
+        default: return ExitCode::interrupted_term;
+    }
+}
 
 StopVote::~StopVote() {
     // The vote in flight must complete on every rank before the communicator is used again.

@@ -1,5 +1,6 @@
-// Stopping early on SIGTERM or SIGINT (Slurm sends SIGTERM at the time limit, a user presses
-// Ctrl-C): the handler only records the signal; the ranks then agree, step by step and without
+// Stopping early on SIGTERM, SIGINT or SIGUSR1 (Slurm sends SIGTERM at the time limit, a user
+// presses Ctrl-C; Open MPI's mpirun forwards SIGUSR1 to every rank without killing them after
+// it, as it does for SIGTERM): the handler only records the signal; the ranks then agree, step by step and without
 // blocking, on the first step after which every rank stops, so the file is closed collectively.
 #pragma once
 
@@ -8,12 +9,18 @@
 #include <chrono>
 #include <cstdint>
 
+#include "runtime/error.hpp"
+
 namespace gpurelay {
 
-// Installs the SIGTERM and SIGINT handlers (async-signal-safe: they set a flag).
+// Installs the SIGTERM, SIGINT and SIGUSR1 handlers (async-signal-safe: they set a flag).
 void install_stop_handlers();
-// The signal received so far (SIGTERM, SIGINT) or 0.
+// The signal received so far (SIGTERM, SIGINT, SIGUSR1) or 0.
 int stop_signal();
+// "SIGTERM", "SIGINT" or "SIGUSR1".
+const char* stop_signal_name(int signal);
+// What a run stopped by `signal` exits with: 128 + the signal's number, as a shell reports it.
+ExitCode stopped_exit_code(int signal);
 
 // One vote per step, carried by a non-blocking all-reduce that has a whole step to finish, so
 // the host loop never waits on it in the common case.

@@ -1,5 +1,5 @@
-// Resuming a run stopped by SIGTERM or SIGINT: where it stopped, read from the .partial file it
-// left, once the file is known to hold the results this run would reproduce.
+// Resuming a run stopped by SIGTERM, SIGINT or SIGUSR1: where it stopped, read from the .partial
+// file it left, once the file is known to hold the results this run would reproduce.
 #pragma once
 
 #include <cstdint>

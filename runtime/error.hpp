@@ -17,6 +17,7 @@ enum class ExitCode : int {
     verification = 3,  // a result differed from the formula
     runtime = 4,       // device, transport or file failure at run time
     interrupted_int = 130,
+    interrupted_usr1 = 138,
     interrupted_term = 143,
 };
 

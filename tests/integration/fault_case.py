@@ -425,6 +425,35 @@ def case_mpirun_kill_window(runner, tmp, args):
     readable_or_absent(output + ".partial")
 
 
+
+def case_mpirun_sigusr1(runner, tmp, args):
+    """SIGUSR1 to mpirun, with Open MPI's default settings and steps longer than its kill window:
+    mpirun forwards SIGUSR1 to every rank and does not kill them, so the ranks finish the step in
+    flight, close the .partial, exit 138 (mpirun too), and --resume completes the file. (A step
+    takes about 1.5 s on an idle CI core, several on a loaded one.)"""
+    output = os.path.join(tmp, "usr1.h5")
+    slow = ["--device", "cpu", "--elements", "4096", "--c-elements", "1Mi", "--c-iterations",
+            "3000", "--steps", "8", "--warmup", "1", "--write", "all", "--flush-every", "1",
+            "--overlap", "on", "--output", output]
+    env = {k: v for k, v in os.environ.items() if k != "OMPI_MCA_odls_base_sigkill_timeout"}
+    proc = runner.start(slow, env=env)
+    wait_for(lambda: os.path.exists(output + ".partial"), 30, "the .partial file")
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGUSR1)
+    code, ours, _ = finish(proc, 120)
+    if code != 138:
+        fail(f"mpirun exited {code} after SIGUSR1, expected 138 (the ranks' 128 + 10)")
+    if not any(line.startswith("gpurelay: stopped by SIGUSR1 after step") for line in ours):
+        fail(f"no 'stopped by SIGUSR1' line: {ours}")
+    with h5py.File(output + ".partial", "r") as f:
+        stopped = int(f.attrs["stopped_at_step"])
+        if int(f.attrs["complete"]) != 0 or not 0 <= stopped < 7:
+            fail(f"the .partial does not say where the run stopped (stopped_at_step {stopped})")
+        if int(f.attrs["stop_signal"]) != signal.SIGUSR1:
+            fail(f"stop_signal {f.attrs['stop_signal']}, expected SIGUSR1")
+    expect_complete_run(runner, slow + ["--resume"], output, "--resume after SIGUSR1",
+                        timeout=240)
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items()
          if name.startswith("case_")}
 

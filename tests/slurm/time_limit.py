@@ -2,15 +2,17 @@
 
 usage: time_limit.py --binary B --root REPO_ROOT      (SLURM_CONF set; run by ctest)
 
-Two jobs are stopped mid-run: the template's srun under `sbatch --time --signal=B:TERM@S`, and
-srun stopped by `scancel --signal=TERM`. Each must
-end by the signal (exit 143, not the hard limit) leaving OUTPUT.partial with complete = 0 and a
+Three jobs are stopped mid-run: the template's srun and its mpirun (GPURELAY_LAUNCHER=mpirun)
+under `sbatch --time --signal=B:TERM@S`, and srun stopped by `scancel --signal=TERM`. Each must
+end by the signal (exit 143; 138 under mpirun, which the template sends SIGUSR1; not the hard
+limit) leaving OUTPUT.partial with complete = 0 and a
 stopped_at_step inside the run; a second job with --resume must then complete the file, and its
 /y must equal, element for element, that of an uninterrupted job with the same flags.
 
 Slurm sends the --signal warning at its next 30-s timer tick once the job is within
 S + 30 s of its limit: with --time=2 and S = 80 that is 10 to 40 s after the start. The runs are
-sized from three short calibration jobs run at once, as the three runs to stop are, to take
+sized from four short calibration jobs run at once, as the three runs to stop and the reference
+are, to take
 about 100 s at the fastest rate seen, so the signal always finds them running.
 """
 import argparse
@@ -88,12 +90,13 @@ class Cluster:
 def check_stopped(cluster, job, output, steps, what, launcher):
     state, code = cluster.field(job, "JobState"), cluster.field(job, "ExitCode")
     print(f"{what}: job {job} {state} exit {code}, ran {cluster.field(job, 'RunTime')}")
-    expected = ("143:0",)  # srun exits with the ranks' 143
+    # srun exits with the ranks' 143; mpirun with their 138 (the template sends it SIGUSR1).
+    expected, signal_name = ("138:0", "SIGUSR1") if launcher == "mpirun" else ("143:0", "SIGTERM")
     log = cluster.log(job)
-    if state == "TIMEOUT" or code not in expected or "gpurelay: stopped by SIGTERM" not in log:
+    if state == "TIMEOUT" or code != expected or f"gpurelay: stopped by {signal_name}" not in log:
         print(log)
-        fail(f"{what}: job {job} ended {state} with exit {code}, not by SIGTERM ({expected} "
-             "and gpurelay's 'stopped by SIGTERM' line)")
+        fail(f"{what}: job {job} ended {state} with exit {code}, not by {signal_name} ({expected} "
+             f"and gpurelay's 'stopped by {signal_name}' line)")
     partial = output + ".partial"
     if os.path.exists(output) or not os.path.exists(partial):
         fail(f"{what}: expected only {partial} after the stop")
@@ -136,21 +139,21 @@ def run(cluster, work):
     base = ["--device", "cpu", "--elements", "4096", "--c-elements", "64Ki",
             "--c-iterations", "100", "--warmup", "2", "--overlap", "on", "--write", "every:25",
             "--flush-every", "4", "--quiet"]
-    # Three calibration jobs at once, as the runs to stop and the reference will share the cores.
+    # Four calibration jobs at once, as the runs to stop and the reference will share the cores.
     calibration = [cluster.submit(["--time=5"], base + [
         "--steps", "300", "--output", f"outputs/calibrate{i}.h5",
-        "--results-csv", "outputs/calibrate.csv", "--tag", f"calibrate {i}"]) for i in range(3)]
+        "--results-csv", "outputs/calibrate.csv", "--tag", f"calibrate {i}"]) for i in range(4)]
     cluster.wait(calibration, 180)
     rows = list(csv.DictReader(open(os.path.join(work, "outputs", "calibrate.csv"))))
-    if len(rows) != 3:
+    if len(rows) != 4:
         print(cluster.log(calibration[0]))
-        fail(f"the calibration jobs wrote {len(rows)} CSV rows, not 3")
+        fail(f"the calibration jobs wrote {len(rows)} CSV rows, not 4")
     # The fastest of the three: the rate moves by up to 2x from run to run (the ranks' stop
     # vote waits on the machine's scheduling), and a run that ends before the signal tests
     # nothing.
     step_ms = min(float(row["time_per_step_ms"]) for row in rows)
     steps = max(1000, math.ceil(RUN_TARGET_S * 1000 / step_ms))
-    print(f"calibration: {step_ms:.3f} ms a step (fastest of 3 at once); runs of {steps} steps",
+    print(f"calibration: {step_ms:.3f} ms a step (fastest of 4 at once); runs of {steps} steps",
           flush=True)
     flags = base + ["--steps", str(steps)]
 
@@ -158,14 +161,17 @@ def run(cluster, work):
         return ["--output", f"outputs/{name}.h5"]
 
     limit = ["--time=2", f"--signal=B:TERM@{SIGNAL_AHEAD_S}"]
-    # GPURELAY_LAUNCHER=mpirun is left out: mpirun SIGKILLs the ranks 1 s after passing SIGTERM
-    # on, which on these shared cores comes before their clean stop (README, time limits).
+    # CI runs as root, which mpirun refuses unless told.
+    mpirun = {"GPURELAY_LAUNCHER": "mpirun", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+              "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
     cases = {
         "srun, time limit": (cluster.submit(limit, flags + out("srun")), "srun", {}),
+        "mpirun, time limit": (cluster.submit(limit, flags + out("mpirun"), mpirun), "mpirun",
+                               mpirun),
         "srun, scancel": (cluster.submit(["--time=10"], flags + out("scancel")), "scancel", {}),
     }
 
-    # The uninterrupted run beside them: three runs at once, as in the calibration.
+    # The uninterrupted run beside them: four runs at once, as in the calibration.
     reference = cluster.submit(["--time=10"], flags + out("reference"))
 
     # scancel --signal=TERM (no --batch): the job step, srun's ranks, gets it. Sent once the
