@@ -30,14 +30,14 @@ PairPlacement place_pairs(int world_rank, int world_size, bool split) {
 
 PairPlacement place_groups(int world_rank, int world_size, int group_size, Collective op,
                            int max_allreduce_group) {
-    if (group_size < 1 || world_size % group_size != 0) {
-        throw usage_error("group_size = " + std::to_string(group_size) + " does not divide the " +
-                          std::to_string(world_size) + " ranks into groups of one size");
-    }
     if (op == Collective::allreduce && group_size > max_allreduce_group) {
         throw usage_error("group_size = " + std::to_string(group_size) +
                           " is too large for an all-reduce whose sums are exact: at most " +
                           std::to_string(max_allreduce_group) + " ranks a group");
+    }
+    if (group_size < 1 || world_size % group_size != 0) {
+        throw usage_error("group_size = " + std::to_string(group_size) + " does not divide the " +
+                          std::to_string(world_size) + " ranks into groups of one size");
     }
     PairPlacement p;
     p.group_size = group_size;

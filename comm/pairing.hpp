@@ -36,8 +36,9 @@ PairPlacement place_pairs(int world_rank, int world_size, bool split);
 // Groups of `group_size` consecutive ranks (group g: ranks g*n .. g*n + n - 1). Broadcast: each
 // group's rank 0 produces (and consumes too in a group of one); the others consume, numbered
 // group by group. All-reduce: every rank plays both roles and is its own row. Throws a usage
-// error when group_size does not divide the world, or an all-reduce group is too large for its
-// sums to be exact (kernels/formula.hpp's bound, passed in as `max_allreduce_group`).
+// error when an all-reduce group is too large for its sums to be exact (kernels/formula.hpp's
+// bound, passed in as `max_allreduce_group`; checked first, so it is said on any world), or
+// group_size does not divide the world.
 PairPlacement place_groups(int world_rank, int world_size, int group_size, Collective op,
                            int max_allreduce_group);
 
