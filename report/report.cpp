@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -626,6 +626,26 @@ void check_results_csv_header(const std::string& path) {
     }
 }
 
+namespace {
+
+// Writes all of `text` to `fd` (a write may take only part of it); false with errno set if the
+// file system refused the rest (a full disk, a quota).
+bool write_all(int fd, const std::string& text) {
+    std::size_t done = 0;
+    while (done < text.size()) {
+        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            if (n == 0) errno = ENOSPC;
+            return false;
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+}  // namespace
+
 void append_results_csv(const std::string& path, const RunSummary& s) {
     const std::string line = results_csv_row(s);
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND, 0644);
@@ -633,8 +653,9 @@ void append_results_csv(const std::string& path, const RunSummary& s) {
         throw runtime_error("cannot open results CSV '" + path + "': " + std::strerror(errno));
     // The lock makes "is it empty? then write the header" and the append one step.
     ::flock(fd, LOCK_EX);
+    const off_t before = ::lseek(fd, 0, SEEK_END);
     std::string text;
-    if (::lseek(fd, 0, SEEK_END) == 0) {
+    if (before == 0) {
         text = results_csv_header() + "\n";
     } else if (first_line(fd) != results_csv_header()) {
         ::flock(fd, LOCK_UN);
@@ -642,25 +663,38 @@ void append_results_csv(const std::string& path, const RunSummary& s) {
         throw runtime_error(header_mismatch(path));
     }
     text += line + "\n";
-    const ssize_t written = ::write(fd, text.data(), text.size());
+    const bool written = write_all(fd, text) && ::fsync(fd) == 0;
+    const int error = errno;
+    // A row that did not fit is taken back: the file keeps only whole rows.
+    if (!written && ::ftruncate(fd, before) != 0) {
+        std::fprintf(stderr, "gpurelay: could not take back the partial row at the end of '%s'\n",
+                     path.c_str());
+    }
     ::flock(fd, LOCK_UN);
     ::close(fd);
-    if (written != static_cast<ssize_t>(text.size())) {
-        throw runtime_error("cannot append to results CSV '" + path + "'");
+    if (!written) {
+        throw runtime_error("cannot append to results CSV '" + path +
+                            "': " + std::strerror(error) + " (the file is as it was)");
     }
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {
     const std::string temporary = path + ".tmp";
-    {
-        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-        out << text;
-        if (!out.flush()) throw runtime_error("cannot write '" + temporary + "'");
+    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        throw runtime_error("cannot create '" + temporary + "': " + std::strerror(errno));
     }
-    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-        throw runtime_error("cannot rename '" + temporary + "' to '" + path +
-                            "': " + std::strerror(errno));
+    bool written = write_all(fd, text) && ::fsync(fd) == 0;
+    int error = errno;
+    if (::close(fd) != 0 && written) {
+        written = false;
+        error = errno;
     }
+    if (written && std::rename(temporary.c_str(), path.c_str()) == 0) return;
+    if (written) error = errno;
+    ::unlink(temporary.c_str());  // nothing half-written is left beside `path`
+    throw runtime_error("cannot write '" + path + "': " + std::strerror(error) +
+                        (written ? " (renaming its temporary file)" : ""));
 }
 
 }  // namespace gpurelay

@@ -182,6 +182,59 @@ def case_full_disk(runner, tmp, args):
             fail(f"files left on the full file system: {os.listdir(folder)}")
 
 
+def fill(folder):
+    """Fills the file system of `folder` to its last byte."""
+    fd = os.open(os.path.join(folder, "filler"), os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for chunk in (4096, 1):
+            with contextlib.suppress(OSError):
+                while os.write(fd, b"\0" * chunk) == chunk:
+                    pass
+    finally:
+        os.close(fd)
+
+
+def case_side_outputs_full(runner, tmp, args):
+    """The summary JSON and the results CSV do not fit when the run ends (the disk filled during
+    the run): exit 4 naming the file and the reason, the HDF5 file published and verified, no
+    half-written JSON or .tmp beside it, and the CSV as it was (a row that fitted only in part is
+    taken back)."""
+    with mounted_tmpfs(os.path.join(tmp, "side"), "size=64k") as folder:
+        csv_path = os.path.join(folder, "results.csv")
+        json_path = os.path.join(folder, "summary.json")
+        expect_complete_run(runner, SHORT + ["--output", os.path.join(tmp, "first.h5"),
+                                             "--results-csv", csv_path],
+                            os.path.join(tmp, "first.h5"), "the run that starts the CSV")
+        with open(csv_path, "rb") as f:
+            lines = f.read().splitlines(keepends=True)
+        row = lines[-1]
+        # More whole rows until the file's last page has room for part of a row only: the next
+        # append then writes part of its row before the file system refuses the rest.
+        size = os.path.getsize(csv_path)
+        while not 0 < (-size) % 4096 < len(row):
+            with open(csv_path, "ab") as f:
+                f.write(row)
+            size += len(row)
+        fill(folder)
+        before = open(csv_path, "rb").read()
+
+        for name, flags, message in (
+                ("json", ["--summary-json", json_path], "cannot write '" + json_path + "'"),
+                ("csv", ["--results-csv", csv_path], "cannot append to results CSV")):
+            output = os.path.join(tmp, name + ".h5")
+            code, ours, _ = runner.run(SHORT + ["--output", output] + flags)
+            if code != 4:
+                fail(f"{name}: exit code {code}, expected 4")
+            if len(ours) != 1 or message not in ours[0] or "No space left" not in ours[0]:
+                fail(f"{name}: expected one line with {message!r} and the reason, got {ours}")
+            check_complete(output)
+        left = sorted(set(os.listdir(folder)) - {"results.csv", "filler"})
+        if left:
+            fail(f"files left beside the side outputs: {left}")
+        if open(csv_path, "rb").read() != before:
+            fail("the results CSV changed: a partial row was left in it")
+
+
 def case_read_only(runner, tmp, args):
     """A read-only file system: exit 2 with the system's reason, even as root."""
     with mounted_tmpfs(os.path.join(tmp, "ro"), "size=1m,ro") as folder:

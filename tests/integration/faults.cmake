@@ -41,7 +41,7 @@ function(gpurelay_fault name)
     SKIP_RETURN_CODE 77)
 endfunction()
 gpurelay_fault(bad_text)
-foreach(fault full_disk read_only quota two_jobs resumable_kept complete_partial
+foreach(fault full_disk side_outputs_full read_only quota two_jobs resumable_kept complete_partial
         damaged_partial mpirun_sigterm mpirun_sigint mpirun_kill_window)
   gpurelay_fault(${fault})
 endforeach()
