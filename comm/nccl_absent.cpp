@@ -7,6 +7,9 @@ namespace gpurelay {
 std::unique_ptr<Transport> make_nccl_transport(MPI_Comm) {
     throw usage_error("transport = \"nccl\" but this gpurelay was built without CUDA and NCCL");
 }
+std::unique_ptr<Transport> make_nccl_collective(MPI_Comm, Collective, ReduceType) {
+    throw usage_error("transport = \"nccl\" but this gpurelay was built without CUDA and NCCL");
+}
 bool nccl_built() { return false; }
 std::string nccl_version_string() { return "none"; }
 

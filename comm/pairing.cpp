@@ -28,6 +28,39 @@ PairPlacement place_pairs(int world_rank, int world_size, bool split) {
     return p;
 }
 
+PairPlacement place_groups(int world_rank, int world_size, int group_size, Collective op,
+                           int max_allreduce_group) {
+    if (op == Collective::allreduce && group_size > max_allreduce_group) {
+        throw usage_error("group_size = " + std::to_string(group_size) +
+                          " is too large for an all-reduce whose sums are exact: at most " +
+                          std::to_string(max_allreduce_group) + " ranks a group");
+    }
+    if (group_size < 1 || world_size % group_size != 0) {
+        throw usage_error("group_size = " + std::to_string(group_size) + " does not divide the " +
+                          std::to_string(world_size) + " ranks into groups of one size");
+    }
+    PairPlacement p;
+    p.group_size = group_size;
+    p.groups = world_size / group_size;
+    p.group = world_rank / group_size;
+    p.group_rank = world_rank % group_size;
+    p.producer = p.group * group_size;  // the group's root
+    p.peer = p.producer;
+    if (op == Collective::allreduce || group_size == 1) {
+        p.role = Role::both;
+        p.pairs = world_size;
+        p.pair = world_rank;
+        p.consumer = world_rank;
+        p.peer = world_rank;
+        return p;
+    }
+    p.pairs = p.groups * (group_size - 1);
+    p.role = p.group_rank == 0 ? Role::producer : Role::consumer;
+    p.pair = p.role == Role::consumer ? p.group * (group_size - 1) + p.group_rank - 1 : 0;
+    p.consumer = p.role == Role::consumer ? world_rank : p.producer + 1;
+    return p;
+}
+
 bool pairs_on_one_node(const std::vector<std::string>& hosts, bool split) {
     const int size = static_cast<int>(hosts.size());
     for (int rank = 0; rank < size; ++rank) {
@@ -52,6 +85,10 @@ std::string_view to_string(Role role) {
             return "producer+consumer";
     }
     return "?";
+}
+
+std::string_view to_string(Collective op) {
+    return op == Collective::broadcast ? "broadcast" : "allreduce";
 }
 
 }  // namespace gpurelay

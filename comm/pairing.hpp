@@ -8,19 +8,39 @@ namespace gpurelay {
 
 enum class Role { producer, consumer, both };
 
+// The collective patterns (pairs are the default, and use none).
+enum class Collective { broadcast, allreduce };
+
+// Where a rank stands. For pairs: its pair and role. For a collective (place_groups), `pairs` and
+// `pair` count and number the ranks that consume, each writing its own row of /y and of the
+// mismatch counts (broadcast: the receivers; all-reduce: every rank), and the group fields say
+// which group of group_size consecutive ranks this one is in.
 struct PairPlacement {
     int pairs = 1;
-    int pair = 0;  // this rank's pair
+    int pair = 0;  // this rank's pair (for a collective, its row as a consumer)
     Role role = Role::both;
-    int peer = 0;      // world rank of the other side (itself when role is both)
+    int peer = 0;      // world rank of the other side (itself when role is both; a group's root)
     int producer = 0;  // world ranks of the pair's two sides
     int consumer = 0;
+    int groups = 1;  // collectives: how many groups, this rank's, and its rank in it
+    int group = 0;
+    int group_rank = 0;
+    int group_size = 1;
 };
 
 // One rank runs both roles; otherwise the world size must be even. Adjacent pairs rank 2k with
 // 2k+1 (same node under block placement); split pairs rank k with k + size/2 (across nodes).
 // Throws a usage error for an odd world size.
 PairPlacement place_pairs(int world_rank, int world_size, bool split);
+
+// Groups of `group_size` consecutive ranks (group g: ranks g*n .. g*n + n - 1). Broadcast: each
+// group's rank 0 produces (and consumes too in a group of one); the others consume, numbered
+// group by group. All-reduce: every rank plays both roles and is its own row. Throws a usage
+// error when an all-reduce group is too large for its sums to be exact (kernels/formula.hpp's
+// bound, passed in as `max_allreduce_group`; checked first, so it is said on any world), or
+// group_size does not divide the world.
+PairPlacement place_groups(int world_rank, int world_size, int group_size, Collective op,
+                           int max_allreduce_group);
 
 // The GPU this process drives among `visible` ones: its node-local rank modulo what it sees, so
 // `srun --gpus-per-task=1` (one visible each) and one-GPU-per-rank launches both work.
@@ -31,5 +51,6 @@ int select_gpu(int local_rank, int visible);
 bool pairs_on_one_node(const std::vector<std::string>& hosts, bool split);
 
 std::string_view to_string(Role role);
+std::string_view to_string(Collective op);
 
 }  // namespace gpurelay

@@ -87,6 +87,33 @@ std::unique_ptr<Transport> make_nccl_transport(MPI_Comm comm);
 // when a pair spans two nodes.
 std::unique_ptr<Transport> make_ipc_transport(MPI_Comm comm, const PairPlacement& placement,
                                               Device& device, const TransportOptions& options);
+// --- Collectives: the same exchange, over a group ------------------------------------------------
+//
+// A collective transport runs one collective over `group` (an MPI communicator holding just the
+// group's ranks; its rank 0 is the root) per exchange, and every rank of the group must call
+// exchange for each step, in step order. Its sides mean:
+// - broadcast: the root passes `send` (its tensor) and, when it consumes too, `recv` (where its
+//   own copy lands); every other rank passes only `recv`;
+// - allreduce: every rank passes `send` (its share) and `recv` (where the sum lands), summed as
+//   `type`;
+// `peer` is not used. When a rank passes both sides they must be on one stream (a collective is
+// one call on one stream; throws a runtime error otherwise). The send buffer may be reused, and
+// the result read, once that stream is past the exchange.
+enum class ReduceType { float32, float64 };
+
+// MPI_Ibcast / MPI_Iallreduce between host buffers (the CPU path), on the stream's own thread, in
+// `chunk_bytes` pieces.
+std::unique_ptr<Transport> make_mpi_host_collective(MPI_Comm group, Collective op, ReduceType type,
+                                                    const TransportOptions& options);
+// The same collective for device buffers, through one pinned staging buffer: copied out on the
+// stream, MPI on a proxy thread, copied back in on the stream.
+std::unique_ptr<Transport> make_mpi_staged_collective(MPI_Comm group, Collective op,
+                                                      ReduceType type, Device& device,
+                                                      const TransportOptions& options);
+// ncclBroadcast / ncclAllReduce on a communicator of the group's ranks (an id made on the
+// group's rank 0 and broadcast over `group`). Builds without NCCL throw a usage error.
+std::unique_ptr<Transport> make_nccl_collective(MPI_Comm group, Collective op, ReduceType type);
+
 // Whether NCCL is built in, and its version ("2.28.3"), or "none".
 bool nccl_built();
 std::string nccl_version_string();

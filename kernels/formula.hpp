@@ -21,6 +21,49 @@ GPURELAY_HD inline T a_value(std::uint64_t step, std::uint32_t i, std::uint32_t 
     return static_cast<T>(a_bits(step, i, seed)) * static_cast<T>(1.0 / 16777216.0);
 }
 
+// What A writes and B checks x against, in one shape:
+//   x[i] = (scale * (a_bits(s, i, seed) >> shift) + offset) * 2^-24.
+// One rank's tensor (pairs, broadcast) is {0, 1, 0}: x = a_value above. An all-reduce gives group
+// rank r the share {kShareShift, 1, r} (the rank folded into A), and the sum of a group of n
+// shares is {kShareShift, n, n(n-1)/2}. Every share, and every sum of shares in any order, is an
+// integer below 2^24 times 2^-24 (kMaxAllreduceGroup bounds n), so the sums NCCL or MPI form are
+// exact in float32 and float64 and the check stays bit for bit.
+struct TensorForm {
+    std::uint32_t shift = 0;
+    std::uint32_t scale = 1;
+    std::uint32_t offset = 0;
+};
+
+// Bits an all-reduce share drops from A's 24, to leave room for the sum.
+inline constexpr std::uint32_t kShareShift = 9;
+// The largest all-reduce group whose sums are exact: n shares below 2^(24 - kShareShift) + n - 1
+// add up to less than 2^24, the integers float32 holds exactly.
+inline constexpr int kMaxAllreduceGroup = 256;
+static_assert(static_cast<std::uint64_t>(kMaxAllreduceGroup) *
+                          ((std::uint64_t{1} << (24 - kShareShift)) - 1) +
+                      static_cast<std::uint64_t>(kMaxAllreduceGroup) * (kMaxAllreduceGroup - 1) /
+                          2 <
+                  (std::uint64_t{1} << 24),
+              "an all-reduce sum of kMaxAllreduceGroup shares must stay below 2^24");
+
+// Rank `group_rank`'s share of an all-reduce.
+constexpr TensorForm allreduce_share(int group_rank) {
+    return {kShareShift, 1u, static_cast<std::uint32_t>(group_rank)};
+}
+// The sum of the shares of group ranks 0 .. group_size - 1.
+constexpr TensorForm allreduce_sum(int group_size) {
+    const auto n = static_cast<std::uint32_t>(group_size);
+    return {kShareShift, n, n * (n - 1) / 2};
+}
+
+// Element i of step s in `form` (a_value for the default form).
+template <typename T>
+GPURELAY_HD inline T form_value(std::uint64_t step, std::uint32_t i, std::uint32_t seed,
+                                TensorForm form) {
+    const std::uint32_t k = form.scale * (a_bits(step, i, seed) >> form.shift) + form.offset;
+    return static_cast<T>(k) * static_cast<T>(1.0 / 16777216.0);
+}
+
 // Kernel B: one rounding of one product, so every IEEE machine gives the same bits.
 template <typename T>
 GPURELAY_HD inline T b_value(T alpha, T x) {

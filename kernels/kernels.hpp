@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/formula.hpp"
 #include "runtime/span.hpp"
 #include "runtime/stream.hpp"
 
@@ -31,15 +32,16 @@ class StepArg {
 };
 static_assert(std::is_trivially_copyable_v<StepArg>, "passed by value to CUDA kernels");
 
-// A: x[i] = a_value(step, i, seed).
+// A: x[i] = form_value(step, i, seed, form) (a_value for the default form; an all-reduce share
+// otherwise).
 template <typename T>
-void launch_a(Span<T> x, StepArg step, std::uint32_t seed, Stream& stream);
+void launch_a(Span<T> x, StepArg step, std::uint32_t seed, Stream& stream, TensorForm form = {});
 
 // B: y[i] = alpha * x[i], and adds to *x_mismatches how many x[i] differ from A's formula for
-// `step` (verification fused into B: one read of x, one write of y).
+// `step` in form `expected` (verification fused into B: one read of x, one write of y).
 template <typename T>
 void launch_b(Span<const T> x, Span<T> y, T alpha, StepArg step, std::uint32_t seed,
-              Counter* x_mismatches, Stream& stream);
+              Counter* x_mismatches, Stream& stream, TensorForm expected = {});
 
 // C: z[i] = c_iterate(c_start(step, i, seed), iterations); independent of x and y.
 void launch_c(Span<std::uint32_t> z, StepArg step, std::uint32_t seed, std::uint32_t iterations,
@@ -50,9 +52,9 @@ void launch_verify_c(Span<const std::uint32_t> z, StepArg step, std::uint32_t se
                      std::uint32_t iterations, Counter* z_mismatches, Stream& stream);
 
 // Host reference, run now on the calling thread: mismatches of y against alpha * A's formula
-// at `samples` indices spread over y (all of them when samples >= y.size()).
+// (in form `expected`) at `samples` indices spread over y (all of them when samples >= y.size()).
 template <typename T>
 std::uint64_t spot_check_y(Span<const T> y, T alpha, std::uint64_t step, std::uint32_t seed,
-                           std::uint64_t samples);
+                           std::uint64_t samples, TensorForm expected = {});
 
 }  // namespace gpurelay

@@ -33,7 +33,7 @@ int grid_for(std::size_t work) {
 // Each kernel reads its step once, on the device (StepArg: an eager launch's value, or the word a
 // captured graph copies the step into before its kernels run).
 template <typename T>
-__global__ void a_kernel(Span<T> x, StepArg step_arg, std::uint32_t seed) {
+__global__ void a_kernel(Span<T> x, StepArg step_arg, std::uint32_t seed, TensorForm form) {
     const std::uint64_t step = step_arg.read();
     constexpr int W = Vec<T>::kWidth;
     const std::size_t vectors = x.size() / W;
@@ -43,19 +43,19 @@ __global__ void a_kernel(Span<T> x, StepArg step_arg, std::uint32_t seed) {
         Vec<T> out;
 #pragma unroll
         for (int k = 0; k < W; ++k) {
-            out.v[k] = a_value<T>(step, static_cast<std::uint32_t>(v * W + k), seed);
+            out.v[k] = form_value<T>(step, static_cast<std::uint32_t>(v * W + k), seed, form);
         }
         xv[v] = out;
     }
     for (std::size_t i = vectors * W + blockIdx.x * blockDim.x + threadIdx.x; i < x.size();
          i += stride) {
-        x[i] = a_value<T>(step, static_cast<std::uint32_t>(i), seed);
+        x[i] = form_value<T>(step, static_cast<std::uint32_t>(i), seed, form);
     }
 }
 
 template <typename T>
 __global__ void b_kernel(Span<const T> x, Span<T> y, T alpha, StepArg step_arg, std::uint32_t seed,
-                         Counter* x_mismatches) {
+                         Counter* x_mismatches, TensorForm expected) {
     const std::uint64_t step = step_arg.read();
     constexpr int W = Vec<T>::kWidth;
     const std::size_t vectors = x.size() / W;
@@ -68,7 +68,8 @@ __global__ void b_kernel(Span<const T> x, Span<T> y, T alpha, StepArg step_arg, 
         Vec<T> out;
 #pragma unroll
         for (int k = 0; k < W; ++k) {
-            bad += in.v[k] != a_value<T>(step, static_cast<std::uint32_t>(v * W + k), seed);
+            bad += in.v[k] !=
+                   form_value<T>(step, static_cast<std::uint32_t>(v * W + k), seed, expected);
             out.v[k] = b_value(alpha, in.v[k]);
         }
         yv[v] = out;
@@ -76,7 +77,7 @@ __global__ void b_kernel(Span<const T> x, Span<T> y, T alpha, StepArg step_arg, 
     for (std::size_t i = vectors * W + blockIdx.x * blockDim.x + threadIdx.x; i < x.size();
          i += stride) {
         const T xi = x[i];
-        bad += xi != a_value<T>(step, static_cast<std::uint32_t>(i), seed);
+        bad += xi != form_value<T>(step, static_cast<std::uint32_t>(i), seed, expected);
         y[i] = b_value(alpha, xi);
     }
     // Mismatches are the rare case: a correct run issues no atomics at all.
@@ -106,16 +107,17 @@ __global__ void verify_c_kernel(Span<const std::uint32_t> z, StepArg step_arg, s
 }  // namespace
 
 template <typename T>
-void run_a(Span<T> x, StepArg step, std::uint32_t seed, cudaStream_t stream) {
-    a_kernel<T><<<grid_for(x.size() / Vec<T>::kWidth + 1), kThreads, 0, stream>>>(x, step, seed);
+void run_a(Span<T> x, StepArg step, std::uint32_t seed, TensorForm form, cudaStream_t stream) {
+    a_kernel<T>
+        <<<grid_for(x.size() / Vec<T>::kWidth + 1), kThreads, 0, stream>>>(x, step, seed, form);
     CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename T>
 void run_b(Span<const T> x, Span<T> y, T alpha, StepArg step, std::uint32_t seed,
-           Counter* x_mismatches, cudaStream_t stream) {
+           Counter* x_mismatches, TensorForm expected, cudaStream_t stream) {
     b_kernel<T><<<grid_for(x.size() / Vec<T>::kWidth + 1), kThreads, 0, stream>>>(
-        x, y, alpha, step, seed, x_mismatches);
+        x, y, alpha, step, seed, x_mismatches, expected);
     CUDA_CHECK(cudaGetLastError());
 }
 
@@ -129,16 +131,16 @@ void run_c(Span<std::uint32_t> z, StepArg step, std::uint32_t seed, std::uint32_
 void run_verify_c(Span<const std::uint32_t> z, StepArg step, std::uint32_t seed,
                   std::uint32_t iterations, Counter* z_mismatches, cudaStream_t stream) {
     if (z.size() == 0) return;
-    verify_c_kernel<<<grid_for(z.size()), kThreads, 0, stream>>>(z, step, seed,
-                                                                 lcg_jump(iterations), z_mismatches);
+    verify_c_kernel<<<grid_for(z.size()), kThreads, 0, stream>>>(
+        z, step, seed, lcg_jump(iterations), z_mismatches);
     CUDA_CHECK(cudaGetLastError());
 }
 
-template void run_a<float>(Span<float>, StepArg, std::uint32_t, cudaStream_t);
-template void run_a<double>(Span<double>, StepArg, std::uint32_t, cudaStream_t);
+template void run_a<float>(Span<float>, StepArg, std::uint32_t, TensorForm, cudaStream_t);
+template void run_a<double>(Span<double>, StepArg, std::uint32_t, TensorForm, cudaStream_t);
 template void run_b<float>(Span<const float>, Span<float>, float, StepArg, std::uint32_t, Counter*,
-                           cudaStream_t);
+                           TensorForm, cudaStream_t);
 template void run_b<double>(Span<const double>, Span<double>, double, StepArg, std::uint32_t,
-                            Counter*, cudaStream_t);
+                            Counter*, TensorForm, cudaStream_t);
 
 }  // namespace gpurelay::cuda

@@ -10,10 +10,10 @@
 namespace gpurelay::cuda {
 
 template <typename T>
-void run_a(Span<T> x, StepArg step, std::uint32_t seed, cudaStream_t stream);
+void run_a(Span<T> x, StepArg step, std::uint32_t seed, TensorForm form, cudaStream_t stream);
 template <typename T>
 void run_b(Span<const T> x, Span<T> y, T alpha, StepArg step, std::uint32_t seed,
-           Counter* x_mismatches, cudaStream_t stream);
+           Counter* x_mismatches, TensorForm expected, cudaStream_t stream);
 void run_c(Span<std::uint32_t> z, StepArg step, std::uint32_t seed, std::uint32_t iterations,
            cudaStream_t stream);
 void run_verify_c(Span<const std::uint32_t> z, StepArg step, std::uint32_t seed,

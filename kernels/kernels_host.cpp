@@ -5,19 +5,19 @@
 namespace gpurelay::host {
 
 template <typename T>
-void run_a(Span<T> x, std::uint64_t step, std::uint32_t seed) {
+void run_a(Span<T> x, std::uint64_t step, std::uint32_t seed, TensorForm form) {
     for (std::size_t i = 0; i < x.size(); ++i) {
-        x[i] = a_value<T>(step, static_cast<std::uint32_t>(i), seed);
+        x[i] = form_value<T>(step, static_cast<std::uint32_t>(i), seed, form);
     }
 }
 
 template <typename T>
 void run_b(Span<const T> x, Span<T> y, T alpha, std::uint64_t step, std::uint32_t seed,
-           Counter* x_mismatches) {
+           Counter* x_mismatches, TensorForm expected) {
     Counter bad = 0;
     for (std::size_t i = 0; i < x.size(); ++i) {
         const T xi = x[i];
-        bad += xi != a_value<T>(step, static_cast<std::uint32_t>(i), seed);
+        bad += xi != form_value<T>(step, static_cast<std::uint32_t>(i), seed, expected);
         y[i] = b_value(alpha, xi);
     }
     *x_mismatches += bad;
@@ -40,11 +40,11 @@ void run_verify_c(Span<const std::uint32_t> z, std::uint64_t step, std::uint32_t
     *z_mismatches += bad;
 }
 
-template void run_a<float>(Span<float>, std::uint64_t, std::uint32_t);
-template void run_a<double>(Span<double>, std::uint64_t, std::uint32_t);
+template void run_a<float>(Span<float>, std::uint64_t, std::uint32_t, TensorForm);
+template void run_a<double>(Span<double>, std::uint64_t, std::uint32_t, TensorForm);
 template void run_b<float>(Span<const float>, Span<float>, float, std::uint64_t, std::uint32_t,
-                           Counter*);
+                           Counter*, TensorForm);
 template void run_b<double>(Span<const double>, Span<double>, double, std::uint64_t, std::uint32_t,
-                            Counter*);
+                            Counter*, TensorForm);
 
 }  // namespace gpurelay::host

@@ -28,13 +28,13 @@ cudaStream_t as_cuda(Stream& stream) { return cuda_handle(stream); }
 }  // namespace
 
 template <typename T>
-void launch_a(Span<T> x, StepArg step, std::uint32_t seed, Stream& stream) {
+void launch_a(Span<T> x, StepArg step, std::uint32_t seed, Stream& stream, TensorForm form) {
     if (on_host(stream)) {
-        as_host(stream).enqueue([=] { host::run_a(x, step.read(), seed); });
+        as_host(stream).enqueue([=] { host::run_a(x, step.read(), seed, form); });
         return;
     }
 #if defined(GPURELAY_HAVE_CUDA)
-    cuda::run_a(x, step, seed, as_cuda(stream));
+    cuda::run_a(x, step, seed, form, as_cuda(stream));
 #else
     no_cuda();
 #endif
@@ -42,13 +42,14 @@ void launch_a(Span<T> x, StepArg step, std::uint32_t seed, Stream& stream) {
 
 template <typename T>
 void launch_b(Span<const T> x, Span<T> y, T alpha, StepArg step, std::uint32_t seed,
-              Counter* x_mismatches, Stream& stream) {
+              Counter* x_mismatches, Stream& stream, TensorForm expected) {
     if (on_host(stream)) {
-        as_host(stream).enqueue([=] { host::run_b(x, y, alpha, step.read(), seed, x_mismatches); });
+        as_host(stream).enqueue(
+            [=] { host::run_b(x, y, alpha, step.read(), seed, x_mismatches, expected); });
         return;
     }
 #if defined(GPURELAY_HAVE_CUDA)
-    cuda::run_b(x, y, alpha, step, seed, x_mismatches, as_cuda(stream));
+    cuda::run_b(x, y, alpha, step, seed, x_mismatches, expected, as_cuda(stream));
 #else
     no_cuda();
 #endif
@@ -83,7 +84,7 @@ void launch_verify_c(Span<const std::uint32_t> z, StepArg step, std::uint32_t se
 
 template <typename T>
 std::uint64_t spot_check_y(Span<const T> y, T alpha, std::uint64_t step, std::uint32_t seed,
-                           std::uint64_t samples) {
+                           std::uint64_t samples, TensorForm expected) {
     const std::uint64_t n = y.size();
     if (n == 0) return 0;
     const std::uint64_t count = std::min<std::uint64_t>(samples, n);
@@ -92,20 +93,20 @@ std::uint64_t spot_check_y(Span<const T> y, T alpha, std::uint64_t step, std::ui
         // Evenly spread, always including the first and the last element.
         const std::uint64_t i = count == 1 ? n - 1 : k * (n - 1) / (count - 1);
         const auto i32 = static_cast<std::uint32_t>(i);
-        bad += y[i] != b_value(alpha, a_value<T>(step, i32, seed));
+        bad += y[i] != b_value(alpha, form_value<T>(step, i32, seed, expected));
     }
     return bad;
 }
 
-template void launch_a<float>(Span<float>, StepArg, std::uint32_t, Stream&);
-template void launch_a<double>(Span<double>, StepArg, std::uint32_t, Stream&);
+template void launch_a<float>(Span<float>, StepArg, std::uint32_t, Stream&, TensorForm);
+template void launch_a<double>(Span<double>, StepArg, std::uint32_t, Stream&, TensorForm);
 template void launch_b<float>(Span<const float>, Span<float>, float, StepArg, std::uint32_t,
-                              Counter*, Stream&);
+                              Counter*, Stream&, TensorForm);
 template void launch_b<double>(Span<const double>, Span<double>, double, StepArg, std::uint32_t,
-                               Counter*, Stream&);
+                               Counter*, Stream&, TensorForm);
 template std::uint64_t spot_check_y<float>(Span<const float>, float, std::uint64_t, std::uint32_t,
-                                           std::uint64_t);
+                                           std::uint64_t, TensorForm);
 template std::uint64_t spot_check_y<double>(Span<const double>, double, std::uint64_t,
-                                            std::uint32_t, std::uint64_t);
+                                            std::uint32_t, std::uint64_t, TensorForm);
 
 }  // namespace gpurelay

@@ -51,6 +51,102 @@ TEST(KernelA, DiffersBetweenStepsAndSeeds) {
     EXPECT_EQ(same_low_bits, 1000);
 }
 
+// --- All-reduce shares: the rank folded into A, and sums that stay exact -----------------------
+
+TEST(TensorForm, TheDefaultFormIsAsFormula) {
+    for (std::uint32_t i = 0; i < 1000; ++i) {
+        ASSERT_EQ(form_value<double>(3, i, 77, TensorForm{}), a_value<double>(3, i, 77)) << i;
+        ASSERT_EQ(form_value<float>(3, i, 77, TensorForm{}), a_value<float>(3, i, 77)) << i;
+    }
+}
+
+// Rank r's share, written out from the README: ((u >> 8) >> 9) + r, times 2^-24.
+double reference_share(std::uint64_t step, std::uint32_t i, std::uint32_t seed, int r) {
+    const double bits = std::ldexp(reference_x(step, i, seed), 24);  // u >> 8, exactly
+    return std::ldexp(std::floor(bits / 512.0) + r, -24);
+}
+
+// Sums `values` in float32 three ways: forwards, backwards and as a pairwise tree (the orders a
+// ring, a reversed ring and a tree all-reduce use).
+std::vector<float> float_sums(const std::vector<float>& values) {
+    float forwards = 0, backwards = 0;
+    for (float v : values) forwards += v;
+    for (auto it = values.rbegin(); it != values.rend(); ++it) backwards += *it;
+    std::vector<float> level = values;
+    while (level.size() > 1) {
+        std::vector<float> next;
+        for (std::size_t k = 0; k + 1 < level.size(); k += 2)
+            next.push_back(level[k] + level[k + 1]);
+        if (level.size() % 2 == 1) next.push_back(level.back());
+        level = next;
+    }
+    return {forwards, backwards, level.front()};
+}
+
+TEST(TensorForm, SharesFoldTheRankInAndSumExactlyInAnyOrder) {
+    for (const int n : {1, 2, 3, 4, 7, 64, kMaxAllreduceGroup}) {
+        for (std::uint32_t i = 0; i < 200; ++i) {
+            std::vector<float> shares;
+            double exact = 0;
+            for (int r = 0; r < n; ++r) {
+                const float share = form_value<float>(5, i, 9, allreduce_share(r));
+                ASSERT_EQ(static_cast<double>(share), reference_share(5, i, 9, r)) << n << " " << r;
+                ASSERT_EQ(form_value<double>(5, i, 9, allreduce_share(r)),
+                          reference_share(5, i, 9, r));
+                shares.push_back(share);
+                exact += reference_share(5, i, 9, r);
+            }
+            const float expected = form_value<float>(5, i, 9, allreduce_sum(n));
+            ASSERT_EQ(static_cast<double>(expected), exact) << "n " << n << " element " << i;
+            ASSERT_EQ(form_value<double>(5, i, 9, allreduce_sum(n)), exact);
+            for (const float sum : float_sums(shares)) ASSERT_EQ(sum, expected) << n << " " << i;
+        }
+    }
+}
+
+// The worst case the bound allows: kMaxAllreduceGroup shares each at their largest value still
+// sum exactly in float32. One bit fewer dropped (kShareShift - 1) would not leave that room.
+TEST(TensorForm, TheGroupBoundHoldsInTheWorstCase) {
+    const auto worst_sum = [](int shift) {
+        const double largest_bits = std::ldexp(1.0, 24 - shift) - 1;
+        double sum = 0;
+        for (int r = 0; r < kMaxAllreduceGroup; ++r) sum += largest_bits + r;
+        return sum;  // in units of 2^-24
+    };
+    const double largest_bits = std::ldexp(1.0, 24 - static_cast<int>(kShareShift)) - 1;
+    std::vector<float> shares;
+    for (int r = 0; r < kMaxAllreduceGroup; ++r) {
+        shares.push_back(static_cast<float>(std::ldexp(largest_bits + r, -24)));
+    }
+    const double exact = std::ldexp(worst_sum(static_cast<int>(kShareShift)), -24);
+    ASSERT_LT(worst_sum(static_cast<int>(kShareShift)), std::ldexp(1.0, 24));
+    for (const float sum : float_sums(shares)) EXPECT_EQ(static_cast<double>(sum), exact);
+    EXPECT_GT(worst_sum(static_cast<int>(kShareShift) - 1), std::ldexp(1.0, 24));
+}
+
+TEST(KernelB, ChecksAnAllreduceSumAndCatchesAMissingShare) {
+    constexpr int kRanks = 4;
+    const std::size_t n = 777;
+    std::vector<float> sum(n, 0.0f), share(n), y(n);
+    for (int r = 0; r < kRanks; ++r) {
+        host::run_a(Span<float>{share.data(), n}, 2, 31, allreduce_share(r));
+        for (std::size_t i = 0; i < n; ++i) sum[i] += share[i];
+    }
+    Counter bad = 0;
+    host::run_b(Span<const float>{sum.data(), n}, Span<float>{y.data(), n}, 2.0f, 2, 31, &bad,
+                allreduce_sum(kRanks));
+    EXPECT_EQ(bad, 0u);
+    EXPECT_EQ(spot_check_y(Span<const float>{y.data(), n}, 2.0f, 2, 31, n, allreduce_sum(kRanks)),
+              0u);
+    // Read as a group of 3 (rank 3's share missing), or as one tensor: nearly all wrong.
+    host::run_b(Span<const float>{sum.data(), n}, Span<float>{y.data(), n}, 2.0f, 2, 31, &bad,
+                allreduce_sum(kRanks - 1));
+    EXPECT_EQ(bad, n);
+    bad = 0;
+    host::run_b(Span<const float>{sum.data(), n}, Span<float>{y.data(), n}, 2.0f, 2, 31, &bad);
+    EXPECT_GT(bad, n - 5);
+}
+
 TEST(KernelB, ScalesAndCountsWrongInputs) {
     const std::size_t n = 513;
     std::vector<float> x(n), y(n, -1.0f);

@@ -1,0 +1,106 @@
+// The names of the enumerations, as the deck, the files and the report write them.
+#include "config/config.hpp"
+
+namespace gpurelay {
+
+std::string_view to_string(DeviceKind v) {
+    switch (v) {
+        case DeviceKind::auto_select:
+            return "auto";
+        case DeviceKind::cuda:
+            return "cuda";
+        case DeviceKind::cpu:
+            return "cpu";
+    }
+    return "?";
+}
+
+std::string_view to_string(TransportKind v) {
+    switch (v) {
+        case TransportKind::auto_select:
+            return "auto";
+        case TransportKind::nccl:
+            return "nccl";
+        case TransportKind::mpi:
+            return "mpi";
+        case TransportKind::ipc:
+            return "ipc";
+    }
+    return "?";
+}
+
+std::string_view to_string(DType v) {
+    switch (v) {
+        case DType::float32:
+            return "float32";
+        case DType::float64:
+            return "float64";
+    }
+    return "?";
+}
+
+std::string_view to_string(OverlapMode v) {
+    switch (v) {
+        case OverlapMode::on:
+            return "on";
+        case OverlapMode::off:
+            return "off";
+        case OverlapMode::compare:
+            return "compare";
+    }
+    return "?";
+}
+
+std::string_view to_string(Pairing v) {
+    switch (v) {
+        case Pairing::adjacent:
+            return "adjacent";
+        case Pairing::split:
+            return "split";
+    }
+    return "?";
+}
+
+std::string_view to_string(Staging v) {
+    switch (v) {
+        case Staging::auto_select:
+            return "auto";
+        case Staging::on:
+            return "on";
+    }
+    return "?";
+}
+
+std::string_view to_string(Timing v) {
+    switch (v) {
+        case Timing::auto_select:
+            return "auto";
+        case Timing::phases:
+            return "phases";
+        case Timing::sampled:
+            return "sampled";
+        case Timing::steps:
+            return "steps";
+    }
+    return "?";
+}
+
+std::string_view to_string(WriteMode v) {
+    switch (v) {
+        case WriteMode::all:
+            return "all";
+        case WriteMode::last:
+            return "last";
+        case WriteMode::none:
+            return "none";
+        case WriteMode::every:
+            return "every";
+    }
+    return "?";
+}
+
+std::size_t dtype_size(DType v) {
+    return with_dtype(v, []<typename T>() { return sizeof(T); });
+}
+
+}  // namespace gpurelay

@@ -1,0 +1,159 @@
+// The cross-key checks, run once every key is set (validate_config): one place that says which
+// settings a run accepts.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "config/config.hpp"
+#include "config/value_text.hpp"
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+namespace {
+
+using config_detail::format_real;
+using config_detail::kMax32;
+
+// timeout_s: from a millisecond (the unit waits count in) to a year.
+constexpr double kMinTimeoutSeconds = 0.001;
+constexpr double kMaxTimeoutSeconds = 365.0 * 24 * 3600;
+
+// Whether `text` is well-formed UTF-8 (no overlong forms, surrogates or values past U+10FFFF):
+// the deck travels to the other ranks as TOML, which holds nothing else.
+bool is_utf8(std::string_view text) {
+    for (std::size_t i = 0; i < text.size();) {
+        const auto lead = static_cast<unsigned char>(text[i]);
+        const int length = lead < 0x80           ? 1
+                           : (lead >> 5) == 0x6  ? 2
+                           : (lead >> 4) == 0xE  ? 3
+                           : (lead >> 3) == 0x1E ? 4
+                                                 : 0;
+        if (length == 0 || i + static_cast<std::size_t>(length) > text.size()) return false;
+        std::uint32_t code = length == 1 ? lead : lead & (0x7F >> length);
+        for (int k = 1; k < length; ++k) {
+            const auto next = static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]);
+            if ((next >> 6) != 0x2) return false;
+            code = (code << 6) | (next & 0x3F);
+        }
+        static constexpr std::uint32_t kLeast[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (code < kLeast[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
+            return false;
+        }
+        i += static_cast<std::size_t>(length);
+    }
+    return true;
+}
+
+}  // namespace
+
+void validate_config(const Config& c) {
+    const auto fail = [](const std::string& message) { throw usage_error(message); };
+    if (c.steps < 1) fail("steps (" + std::to_string(c.steps) + ") must be at least 1");
+    if (c.warmup < 0) fail("warmup (" + std::to_string(c.warmup) + ") must not be negative");
+    if (c.warmup >= c.steps) {
+        fail("warmup (" + std::to_string(c.warmup) + ") must be less than steps (" +
+             std::to_string(c.steps) + "): no step would be timed");
+    }
+    if (c.depth < 1 || c.depth > 64) {
+        fail("depth (" + std::to_string(c.depth) + ") must be from 1 to 64");
+    }
+    // The kernels index with 32-bit unsigned integers.
+    if (c.elements < 1 || c.elements > kMax32) {
+        fail("elements (" + std::to_string(c.elements) +
+             ") must be from 1 to 4294967295: kernels index with 32-bit integers");
+    }
+    if (c.c_elements > kMax32) {
+        fail("c_elements (" + std::to_string(c.c_elements) +
+             ") must be at most 4294967295 (0 disables C): kernels index with 32-bit integers");
+    }
+    if (c.c_iterations < 0 || c.c_iterations > 4294967295LL) {
+        // Kernel C counts its iterations in 32 bits.
+        fail("c_iterations (" + std::to_string(c.c_iterations) + ") must be from 0 to 4294967295");
+    }
+    if (!std::isfinite(c.alpha)) fail("alpha (" + format_real(c.alpha) + ") must be finite");
+    // B computes in the tensor's type: a float32 alpha must be a normal float32 (or 0), so it is
+    // neither infinite nor flushed to 0 there; alpha x x then stays finite, as 0 <= x < 1.
+    const double magnitude = std::fabs(c.alpha);
+    if (c.dtype == DType::float32 && magnitude != 0 &&
+        (magnitude > std::numeric_limits<float>::max() ||
+         magnitude < std::numeric_limits<float>::min())) {
+        fail("alpha (" + format_real(c.alpha) +
+             ") is outside float32's range: with dtype = \"float32\" its magnitude must be 0 or "
+             "from 1.17549e-38 to 3.40282e+38");
+    }
+    if (c.chunk < 4096) {
+        fail("chunk (" + std::to_string(c.chunk) + ") must be at least 4096 bytes");
+    }
+    if (c.write == WriteMode::every && c.write_every < 1) {
+        fail("write (every:" + std::to_string(c.write_every) + ") needs K of every:K >= 1");
+    }
+    if (c.timing == Timing::sampled && c.timing_every < 1) {
+        fail("timing (sampled:" + std::to_string(c.timing_every) + ") needs K of sampled:K >= 1");
+    }
+    if (c.graph_steps < 1) {
+        fail("graph_steps (" + std::to_string(c.graph_steps) + ") must be at least 1");
+    }
+    if (c.graph_steps > 1 && !c.graphs) {
+        fail("graph_steps (" + std::to_string(c.graph_steps) +
+             ") needs graphs = true: it says how many steps one graph holds");
+    }
+    if (c.graph_steps > 1 && c.graph_steps % c.depth != 0) {
+        // Every graph then uses the slots in the same order, so one capture serves each launch.
+        fail("graph_steps (" + std::to_string(c.graph_steps) +
+             ") must be 1 or a multiple of depth (" + std::to_string(c.depth) + ")");
+    }
+    if (c.graph_steps > 1 && c.write != WriteMode::last && c.write != WriteMode::none) {
+        // Only the last step of a graph could be copied out before the graph overwrites it.
+        fail("graph_steps (" + std::to_string(c.graph_steps) +
+             ") needs write = \"last\" or \"none\": a graph of several steps reuses each y slot "
+             "before the writer could copy it out");
+    }
+    if (c.flush_every < 0) {
+        fail("flush_every (" + std::to_string(c.flush_every) + ") must not be negative");
+    }
+    // Waits count milliseconds: below 1 ms a timeout would be 0, and above a year it means none
+    // (and far above, the count overflows).
+    if (!(c.timeout_s >= kMinTimeoutSeconds && c.timeout_s <= kMaxTimeoutSeconds)) {
+        fail("timeout_s (" + format_real(c.timeout_s) + ") must be between " +
+             format_real(kMinTimeoutSeconds) + " and " + format_real(kMaxTimeoutSeconds) +
+             " seconds");
+    }
+    // Known before any device is opened; what auto picks is checked where it picks.
+    if (c.graphs && c.device == DeviceKind::cpu) {
+        fail(
+            "graphs = true needs the CUDA path, but device = \"cpu\": host streams cannot be "
+            "captured in a CUDA graph");
+    }
+    if (c.graphs && c.transport == TransportKind::mpi) {
+        fail(
+            "graphs = true needs transport = \"nccl\": the MPI transports run host-side work "
+            "(MPI calls, staging threads) that a CUDA graph cannot capture");
+    }
+    if (c.graphs && c.transport == TransportKind::ipc) {
+        fail(
+            "graphs = true needs transport = \"nccl\": the ipc transport's waits count each "
+            "slot's uses, and a graph would replay the first count for ever");
+    }
+    if (c.output.empty()) fail("output must not be empty: it names the HDF5 result file");
+    for (const auto& [key, text] : {std::pair<const char*, const std::string&>{"output", c.output},
+                                    {"summary_json", c.summary_json},
+                                    {"results_csv", c.results_csv},
+                                    {"tag", c.tag}}) {
+        if (!is_utf8(text)) fail(std::string(key) + " is not valid UTF-8 text");
+    }
+    // The tag is one CSV field and one line of the report.
+    if (std::any_of(c.tag.begin(), c.tag.end(),
+                    [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F; })) {
+        fail("tag must not hold control characters (a line break would split its CSV row)");
+    }
+    if ((c.profile_first != -1 || c.profile_last != -1) &&
+        (c.profile_first < 0 || c.profile_first > c.profile_last || c.profile_last >= c.steps)) {
+        fail("profile_steps (" + std::to_string(c.profile_first) + ":" +
+             std::to_string(c.profile_last) + ") must satisfy 0 <= A <= B < steps (" +
+             std::to_string(c.steps) + ")");
+    }
+}
+
+}  // namespace gpurelay

@@ -1,0 +1,165 @@
+// The text form of one value: integers, numbers, booleans and sizes read from text, numbers and
+// strings written as TOML, and values quoted for error messages.
+#include "config/value_text.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <system_error>
+
+#include "config/config.hpp"
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+namespace config_detail {
+
+std::string quote_for_message(std::string_view text) {
+    std::string out = "'";
+    for (const char c : text) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else if (byte < 0x20 || byte == 0x7f) {
+            static constexpr char kHex[] = "0123456789abcdef";
+            out += "\\x";
+            out += kHex[byte >> 4];
+            out += kHex[byte & 0xf];
+        } else {
+            out += c;
+        }
+    }
+    return out + "'";
+}
+
+[[noreturn]] void throw_expected(std::string_view label, std::string_view what,
+                                 std::string_view text) {
+    throw usage_error(std::string(label) + ": expected " + std::string(what) + ", got " +
+                      quote_for_message(text));
+}
+
+std::int64_t parse_int(std::string_view label, std::string_view text, std::int64_t min) {
+    const std::string_view what = min > 0 ? "a positive integer" : "a non-negative integer";
+    std::int64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec == std::errc::result_out_of_range) {
+        throw usage_error(std::string(label) + ": " + quote_for_message(text) + " is too large");
+    }
+    if (ec != std::errc() || end != text.data() + text.size() || value < min) {
+        throw_expected(label, what, text);
+    }
+    return value;
+}
+
+double parse_real(std::string_view label, std::string_view text) {
+    double value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    // Out of range ("1e999") is as wrong as "inf": a run cannot use either.
+    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+        throw_expected(label, "a finite number", text);
+    }
+    return value;
+}
+
+bool parse_bool(std::string_view label, std::string_view text) {
+    if (text == "true") return true;
+    if (text == "false") return false;
+    throw_expected(label, "true or false", text);
+}
+
+std::string format_real(double value) {
+    std::array<char, 64> buffer{};
+    const auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+    std::string text(buffer.data(), ec == std::errc() ? end : buffer.data());
+    if (std::isfinite(value) && text.find_first_of(".e") == std::string::npos) text += ".0";
+    return text;
+}
+
+std::string toml_quote(std::string_view text) {
+    std::string out = "\"";
+    for (const char c : text) {
+        const auto byte = static_cast<unsigned char>(c);
+        switch (c) {
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\b':
+                out += "\\b";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\f':
+                out += "\\f";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            default:
+                if (byte < 0x20 || byte == 0x7f) {
+                    static constexpr char kHex[] = "0123456789ABCDEF";
+                    out += "\\u00";
+                    out += kHex[byte >> 4];
+                    out += kHex[byte & 0xf];
+                } else {
+                    out += c;
+                }
+        }
+    }
+    return out + "\"";
+}
+
+}  // namespace config_detail
+
+using config_detail::quote_for_message;
+
+std::uint64_t parse_size(std::string_view key, std::string_view text) {
+    const auto bad = [&] {
+        return usage_error(std::string(key) +
+                           ": expected a size (an integer with an optional suffix k, K, Ki, M, "
+                           "Mi, G, Gi, T or Ti), got " +
+                           quote_for_message(text));
+    };
+    std::uint64_t count = 0;
+    const char* const first = text.data();
+    const char* const last = text.data() + text.size();
+    // from_chars takes no sign, so "-4" and "+4" fail here as they should.
+    const auto [digits_end, ec] = std::from_chars(first, last, count);
+    if (ec == std::errc::invalid_argument) throw bad();
+    const std::string_view suffix(digits_end, static_cast<std::size_t>(last - digits_end));
+    struct Multiplier {
+        std::string_view suffix;
+        std::uint64_t factor;
+    };
+    static constexpr std::array<Multiplier, 10> kMultipliers = {{
+        {"", 1},
+        {"k", 1000},
+        {"K", 1000},
+        {"Ki", 1ull << 10},
+        {"M", 1000'000},
+        {"Mi", 1ull << 20},
+        {"G", 1000'000'000},
+        {"Gi", 1ull << 30},
+        {"T", 1000'000'000'000},
+        {"Ti", 1ull << 40},
+    }};
+    const auto multiplier = std::find_if(kMultipliers.begin(), kMultipliers.end(),
+                                         [&](const Multiplier& m) { return m.suffix == suffix; });
+    if (multiplier == kMultipliers.end()) throw bad();
+    if (ec == std::errc::result_out_of_range ||
+        count > std::numeric_limits<std::uint64_t>::max() / multiplier->factor) {
+        throw usage_error(std::string(key) + ": " + quote_for_message(text) +
+                          " is too large (at most 18446744073709551615)");
+    }
+    return count * multiplier->factor;
+}
+
+}  // namespace gpurelay
