@@ -1,0 +1,152 @@
+// Graphs: G = graph_steps steps as one graph over all the rank's streams, replayed.
+//
+// A graph holds G consecutive steps whose first is a multiple of G, so ring slot and tensor
+// slot repeat from one graph to the next: one capture per ring position of a graph serves
+// every launch there (R / G of them), in two variants where the timing needs both (with and
+// without the phase events). Every graph is launched on one stream, so each runs whole after
+// the one before: a wait on a slot's previous reader in an earlier graph is implied, and the
+// ordering events are edges inside the graph. What crosses its edge: the step's end event
+// and the phase events (event nodes: the host reads them, the io stream waits on end), and
+// y_free, waited on that stream before the launch. The kernels read their step from a word
+// the graph's first node copies from where the host wrote it for this launch.
+#include "pipeline/pipeline_impl.hpp"
+#include "runtime/nvtx.hpp"
+
+namespace gpurelay {
+
+using pipeline_detail::kRangeColours;
+using pipeline_detail::now_ms;
+using pipeline_detail::push_range;
+using pipeline_detail::RangePhase;
+using pipeline_detail::StepMarks;
+
+std::uint64_t* Pipeline::Impl::step_word_host(std::int64_t s) {
+    return step_words_host.as<std::uint64_t>().data() + static_cast<std::size_t>(s) % ring;
+}
+
+std::uint64_t* Pipeline::Impl::step_word_device(std::int64_t s) {
+    return step_words_device.as<std::uint64_t>().data() + static_cast<std::size_t>(s) % ring;
+}
+
+// The streams a graph covers; it is captured from and launched on the first.
+std::vector<Stream*> Pipeline::Impl::graph_streams(bool overlap) const {
+    std::vector<Stream*> streams;
+    if (producer) streams.push_back(producer_stream.get());
+    if (consumer && overlap) streams.push_back(comm_stream.get());
+    if (consumer) streams.push_back(compute_stream.get());
+    return streams;
+}
+
+// Which captured graph serves the unit of steps from `first`: its ring position, and whether
+// it records the phase events.
+std::size_t Pipeline::Impl::graph_index(std::int64_t first, bool phased) const {
+    const auto g = static_cast<std::size_t>(config.graph_steps);
+    return static_cast<std::size_t>(first) % ring / g * 2 + (phased ? 1 : 0);
+}
+
+// Whether steps s to s + G - 1 run as one graph launch: after the cold step, the first a
+// multiple of G, all within the pass and all on one side of the timed region's start.
+bool Pipeline::Impl::graph_unit_at(std::int64_t s, std::int64_t first_step,
+                                   std::int64_t timed_from) const {
+    const std::int64_t g = config.graph_steps;
+    if (!config.graphs || s <= first_step || s % g != 0 || s + g > config.steps) return false;
+    return s >= timed_from || s + g <= timed_from;
+}
+
+// Whether the graph of the steps from `first` times their phases (all or none of them do).
+// sampled:K samples every K-th graph, from the first timed one, so that graphs of G >= K
+// steps are not all phase-timed; otherwise a graph is phase-timed when its steps would be.
+bool Pipeline::Impl::unit_phased(std::int64_t first) const {
+    const std::int64_t g = config.graph_steps;
+    if (pass_timing == Timing::sampled && g > 1) {
+        return first >= pass_timed_from && (first - pass_timed_from) / g % pass_timing_every == 0;
+    }
+    for (std::int64_t s = first; s < first + g; ++s) {
+        if (phase_timed(s)) return true;
+    }
+    return false;
+}
+
+// Captures every graph the pass can launch (the variants its timing may use). Called while
+// every stream is idle, after the cold step, so capture costs no step its timing.
+template <typename T>
+void Pipeline::Impl::capture_graphs(bool overlap, PassResult& result) {
+    const NvtxRange range("capture step graphs", kRangeColours[8]);
+    const double start = now_ms();
+    const std::int64_t g = config.graph_steps;
+    unit_graphs.clear();
+    unit_graphs.resize(2 * ring / static_cast<std::size_t>(g));
+    const std::vector<Stream*> streams = graph_streams(overlap);
+    Stream& origin = *streams.front();
+    const std::vector<Stream*> joined(streams.begin() + 1, streams.end());
+    // Capturing sets the ring slots' phase flags; the steps queued before it (the cold step,
+    // not retired yet) keep theirs.
+    std::vector<bool> phases_before;
+    for (const StepMarks& m : marks) phases_before.push_back(m.phases);
+    for (std::int64_t first = 0; first < static_cast<std::int64_t>(ring); first += g) {
+        for (const bool phased : {false, true}) {
+            if ((phased && config.timing == Timing::steps) ||
+                (!phased && config.timing == Timing::phases)) {
+                continue;
+            }
+            auto capture = device.begin_capture(origin, joined);
+            capturing = true;
+            capture_first = first;
+            // The first node: the unit's steps, as the host wrote them for this launch; the
+            // other streams start after it (an edge, as every ordering event here).
+            device.copy_async(step_word_device(first), step_word_host(first),
+                              static_cast<std::size_t>(g) * sizeof(std::uint64_t), origin);
+            graph_fork->record(origin);
+            for (Stream* stream : joined) stream->wait(*graph_fork);
+            for (std::int64_t s = first; s < first + g; ++s) {
+                marks[static_cast<std::size_t>(s) % ring].phases = phased;
+                const StepArg step(step_word_device(s));
+                queue_exchange<T>(s, overlap, step);
+                if (consumer) queue_compute<T>(s, overlap, step);
+            }
+            unit_graphs[graph_index(first, phased)] = capture->finish();
+            capturing = false;
+            ++result.graphs_captured;
+        }
+    }
+    for (std::size_t r = 0; r < ring; ++r) marks[r].phases = phases_before[r];
+    // An ordering event last recorded in a capture names a node of that graph, and an eager
+    // wait on it is an error: record them again on an idle stream, for the eager steps
+    // queued before the first graph or after the last.
+    if (consumer) {
+        for (std::size_t k = 0; k < depth; ++k) {
+            recv_done[k]->record(*compute_stream);
+            x_free[k]->record(*compute_stream);
+        }
+    }
+    result.capture_ms += now_ms() - start;
+}
+
+// Steps s to s + G - 1 as one launch of their graph, then their writes (eager, on the io
+// stream).
+void Pipeline::Impl::launch_unit(std::int64_t s, bool overlap, ResultWriter* writer,
+                                 std::uint64_t& next_row, PassResult& result) {
+    const std::int64_t g = config.graph_steps;
+    const bool phased = unit_phased(s);
+    Stream& stream = launch_stream(overlap);
+    for (std::int64_t j = s; j < s + g; ++j) {
+        // Safe to overwrite: the ring slot's last user, step j - ring, was retired (its graph
+        // finished) before the host queued this unit.
+        *step_word_host(j) = static_cast<std::uint64_t>(j);
+        marks[static_cast<std::size_t>(j) % ring].phases = phased;
+        const std::size_t k = static_cast<std::size_t>(j) % depth;
+        if (consumer && y_pending[k]) stream.wait(*y_free[k]);  // B must not overwrite y yet
+        if (consumer) y_pending[k] = false;
+    }
+    if constexpr (nvtx::kBuilt) push_range({s, RangePhase::graph, s < config.warmup});
+    unit_graphs[graph_index(s, phased)]->launch(stream);
+    if constexpr (nvtx::kBuilt) nvtx::pop();
+    result.graph_steps += g;
+    for (std::int64_t j = s; j < s + g; ++j) queue_write(j, writer, next_row);
+}
+
+// For pass_loop.cpp's run, for both element types (with_dtype's).
+template void Pipeline::Impl::capture_graphs<float>(bool, PassResult&);
+template void Pipeline::Impl::capture_graphs<double>(bool, PassResult&);
+
+}  // namespace gpurelay
