@@ -283,8 +283,8 @@ const std::vector<KeySpec>& key_table() {
         text_key("output", "HDF5 result file", "PATH", &Config::output),
         bool_key("overwrite", "replace an existing output file", &Config::overwrite),
         bool_key("resume",
-                 "continue OUTPUT.partial, left by a run stopped with SIGTERM or SIGINT, from "
-                 "the step where it stopped",
+                 "continue OUTPUT.partial, left by a run stopped with SIGTERM, SIGINT or "
+                 "SIGUSR1, from the step where it stopped",
                  &Config::resume),
         write_key(),
         int_key("flush_every", "flush the file every K steps (0: only at creation and the end)",
