@@ -22,6 +22,15 @@ TEST(StopVote, WithoutASignalNoRankStops) {
     // The destructor completes the vote still in flight (every rank has posted it).
 }
 
+TEST(StopSignal, EachStopSignalHasItsNameAndExitsWith128PlusItsNumber) {
+    EXPECT_STREQ(stop_signal_name(SIGTERM), "SIGTERM");
+    EXPECT_STREQ(stop_signal_name(SIGINT), "SIGINT");
+    EXPECT_STREQ(stop_signal_name(SIGUSR1), "SIGUSR1");
+    for (const int signal : {SIGTERM, SIGINT, SIGUSR1}) {
+        EXPECT_EQ(static_cast<int>(stopped_exit_code(signal)), 128 + signal) << signal;
+    }
+}
+
 // The last test: the signal, once recorded, stays.
 TEST(StopVote, ASignalOnTheLastRankStopsEveryRankAfterTheSameStep) {
     install_stop_handlers();
