@@ -180,18 +180,19 @@ ResultSchema schema_of(const Setup& setup, const std::vector<bool>& passes, int 
     return ResultSchema(shape);
 }
 
-// Each row of /y is spot-checked on the host before it is written, against the formula.
+// Each row of /y is spot-checked on the host before it is written, against the formula (for an
+// all-reduce, of the group's sum).
 std::unique_ptr<ResultWriter> make_writer(const Setup& setup, ResultFile& file) {
     const Config& config = setup.config;
     ResultWriter::RowCheck check = with_dtype(config.dtype, [&]<typename T>() {
         return ResultWriter::RowCheck(
-            [alpha = static_cast<T>(config.alpha), seed = config.seed,
-             elements = config.elements](const void* row, std::int64_t step) {
+            [alpha = static_cast<T>(config.alpha), seed = config.seed, elements = config.elements,
+             form = received_form(config, setup.placement)](const void* row, std::int64_t step) {
                 const Span<const T> y{static_cast<const T*>(row), elements};
                 return ResultWriter::RowCheckResult{
                     std::min(kRowSpotSamples, elements),
-                    spot_check_y(y, alpha, static_cast<std::uint64_t>(step), seed,
-                                 kRowSpotSamples)};
+                    spot_check_y(y, alpha, static_cast<std::uint64_t>(step), seed, kRowSpotSamples,
+                                 form)};
             });
     });
     return std::make_unique<ResultWriter>(*setup.device, file,
@@ -345,6 +346,10 @@ RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Pipeline& 
     summary.transport_note = setup.transport_note;
     summary.world_size = mpi.world_size();
     summary.pairs = setup.placement.pairs;
+    if (setup.config.pattern != Pattern::pairs) {
+        summary.groups = setup.placement.groups;
+        summary.group_size = setup.placement.group_size;
+    }
     summary.passes = std::move(passes);
     const ResultWriter* writer = outputs.writer.get();
     RankFigures mine;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "comm/mpi_error.hpp"
 #include "io/output_path.hpp"
 #include "io/result_file.hpp"
+#include "kernels/formula.hpp"
 #include "kernels/kernels.hpp"
 #include "pipeline/phase.hpp"
 #include "pipeline/pipeline.hpp"
@@ -46,12 +48,76 @@ std::unique_ptr<Device> open_device(const Config& config, int local_rank) {
     return make_cuda_device(select_gpu(local_rank, visible));
 }
 
+// Pairs, or the groups of a collective pattern (group_size 0: the whole world).
+PairPlacement place_ranks(const Config& config, int rank, int size) {
+    if (config.pattern == Pattern::pairs) {
+        return place_pairs(rank, size, config.pairing == Pairing::split);
+    }
+    const int group_size =
+        config.group_size == 0
+            ? size
+            : static_cast<int>(std::min<std::int64_t>(config.group_size, INT_MAX));
+    return place_groups(rank, size, group_size, collective_of(config.pattern), kMaxAllreduceGroup);
+}
+
+// A collective pattern's transport, over a communicator of this rank's group: on the CPU path MPI
+// between host buffers (host-staged with staging = on); on the GPU NCCL when every rank of a group
+// has its own GPU, else MPI host-staged (transport = mpi, or auto where ranks of a group share a
+// GPU, which NCCL refuses).
+std::unique_ptr<Transport> open_collective(Setup& setup, const std::vector<std::string>& gpu_keys) {
+    const Config& config = setup.config;
+    const PairPlacement& p = setup.placement;
+    TransportOptions options{config.tensor_bytes(), config.chunk, config.timeout()};
+    options.slots = static_cast<std::size_t>(config.depth);
+    const Collective op = collective_of(config.pattern);
+    const ReduceType type =
+        config.dtype == DType::float32 ? ReduceType::float32 : ReduceType::float64;
+    // Collective over the world, before anything may throw: every rank takes part.
+    MPI_Comm group = MPI_COMM_NULL;
+    MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, p.group, p.group_rank, &group));
+    struct FreeGroup {
+        MPI_Comm& comm;
+        ~FreeGroup() { MPI_Comm_free(&comm); }
+    } const free_group{group};  // the transports keep their own duplicate or NCCL communicator
+    if (setup.device->backend() == Backend::host) {
+        if (config.transport == TransportKind::nccl) {
+            throw usage_error(
+                "transport = \"nccl\" needs the CUDA path, but this run is on the CPU");
+        }
+        if (config.staging == Staging::on) {
+            return make_mpi_staged_collective(group, op, type, *setup.device, options);
+        }
+        return make_mpi_host_collective(group, op, type, options);
+    }
+    std::string shared;
+    for (int g = 0; g < p.groups && shared.empty(); ++g) {
+        std::set<std::string> seen;
+        for (int r = g * p.group_size; r < (g + 1) * p.group_size; ++r) {
+            if (!seen.insert(gpu_keys[static_cast<std::size_t>(r)]).second) {
+                shared = gpu_keys[static_cast<std::size_t>(r)];
+            }
+        }
+    }
+    if (!shared.empty() && config.transport == TransportKind::nccl) {
+        throw usage_error("transport = \"nccl\" cannot run two ranks of a group on one GPU (" +
+                          shared + "); give each rank its own GPU or use transport = \"mpi\"");
+    }
+    if (!shared.empty() && config.transport == TransportKind::auto_select) {
+        setup.transport_note = "ranks of a group share a GPU, which NCCL refuses: auto chose MPI";
+    }
+    if (!shared.empty() || config.transport == TransportKind::mpi) {
+        return make_mpi_staged_collective(group, op, type, *setup.device, options);
+    }
+    return make_nccl_collective(group, op, type);
+}
+
 // Picks the transport, refusing up front what would fail later (NCCL with two ranks on one GPU,
 // ipc across nodes). auto: NCCL when each rank has its own GPU; ipc when ranks share a GPU, or
 // on the CPU path, as long as each pair is on one node; MPI otherwise.
 std::unique_ptr<Transport> open_transport(Setup& setup, int world_size,
                                           const std::vector<std::string>& gpu_keys) {
     const Config& config = setup.config;
+    if (config.pattern != Pattern::pairs) return open_collective(setup, gpu_keys);
     const std::size_t bytes = config.tensor_bytes();
     TransportOptions options{bytes, config.chunk, config.timeout()};
     options.slots = static_cast<std::size_t>(config.depth);
@@ -288,8 +354,7 @@ Setup set_up(const MpiSession& mpi, const Config& config) {
     const int size = mpi.world_size();
     Setup setup;
     setup.config = config;
-    agree(MPI_COMM_WORLD,
-          [&] { setup.placement = place_pairs(rank, size, config.pairing == Pairing::split); });
+    agree(MPI_COMM_WORLD, [&] { setup.placement = place_ranks(config, rank, size); });
     agree(MPI_COMM_WORLD, [&] {
         setup.device = open_device(config, mpi.local_rank());
         setup.device_info = setup.device->info();
@@ -323,6 +388,11 @@ std::vector<std::string> allgather_strings(const std::string& mine, int size) {
 std::string peer_link(const Setup& setup, const std::vector<std::string>& hosts,
                       const std::string& my_host) {
     const PairPlacement& p = setup.placement;
+    if (setup.config.pattern != Pattern::pairs) {
+        return "group " + std::to_string(p.group) + " of " + std::to_string(p.group_size) +
+               " ranks (" + std::string(to_string(collective_of(setup.config.pattern))) +
+               " from rank " + std::to_string(p.producer) + ")";
+    }
     if (p.role == Role::both) return "itself (one rank plays both roles)";
     const auto peer = static_cast<std::size_t>(p.peer);
     if (hosts[peer] != my_host) return "network (" + hosts[peer] + ")";

@@ -15,6 +15,9 @@ enum class TransportKind { auto_select, nccl, mpi, ipc };
 enum class DType { float32, float64 };
 enum class OverlapMode { on, off, compare };
 enum class Pairing { adjacent, split };
+// What a step moves: a tensor per producer/consumer pair, a broadcast from each group's rank 0, or
+// an all-reduce (sum) over each group.
+enum class Pattern { pairs, broadcast, allreduce };
 enum class Staging { auto_select, on };
 enum class WriteMode { all, last, none, every };
 // Which steps record the events that time each phase: every step, every K-th (sampled:K), none
@@ -46,6 +49,8 @@ struct Config {
     double alpha = 2.0;
     std::uint32_t seed = 12345;
     Pairing pairing = Pairing::adjacent;
+    Pattern pattern = Pattern::pairs;
+    std::int64_t group_size = 0;  // ranks per group of a broadcast or all-reduce (0: the world)
     std::uint64_t chunk = 4ull << 20;        // bytes per staged MPI message piece
     Staging staging = Staging::auto_select;  // MPI through pinned staging: on the GPU, or always
     std::string output = "outputs/gpurelay.h5";
@@ -125,6 +130,7 @@ std::string_view to_string(TransportKind v);
 std::string_view to_string(DType v);
 std::string_view to_string(OverlapMode v);
 std::string_view to_string(Pairing v);
+std::string_view to_string(Pattern v);
 std::string_view to_string(Staging v);
 std::string_view to_string(WriteMode v);  // "every" without its K; see config_value_text
 std::string_view to_string(Timing v);     // "sampled" without its K

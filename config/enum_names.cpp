@@ -61,6 +61,18 @@ std::string_view to_string(Pairing v) {
     return "?";
 }
 
+std::string_view to_string(Pattern v) {
+    switch (v) {
+        case Pattern::pairs:
+            return "pairs";
+        case Pattern::broadcast:
+            return "broadcast";
+        case Pattern::allreduce:
+            return "allreduce";
+    }
+    return "?";
+}
+
 std::string_view to_string(Staging v) {
     switch (v) {
         case Staging::auto_select:

@@ -275,6 +275,15 @@ const std::vector<KeySpec>& key_table() {
         choice_key("pairing", "which ranks exchange: neighbours or the two halves",
                    "adjacent|split", &Config::pairing,
                    std::array{Pairing::adjacent, Pairing::split}),
+        choice_key("pattern",
+                   "what each step moves: a tensor per producer/consumer pair, a broadcast from "
+                   "each group's rank 0, or an all-reduce (sum) over each group",
+                   "pairs|broadcast|allreduce", &Config::pattern,
+                   std::array{Pattern::pairs, Pattern::broadcast, Pattern::allreduce}),
+        int_key("group_size",
+                "ranks per group of a broadcast or all-reduce, consecutive ranks (0: the whole "
+                "world; must divide it)",
+                &Config::group_size, 0),
         size_key("chunk", "bytes per staged MPI message piece (at least 4096)", &Config::chunk),
         choice_key("staging",
                    "MPI through host staging buffers: auto (on the GPU path) or on (also on the "

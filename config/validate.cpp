@@ -136,6 +136,24 @@ void validate_config(const Config& c) {
             "graphs = true needs transport = \"nccl\": the ipc transport's waits count each "
             "slot's uses, and a graph would replay the first count for ever");
     }
+    if (c.pattern == Pattern::pairs && c.group_size != 0) {
+        fail("group_size (" + std::to_string(c.group_size) +
+             ") is for pattern = \"broadcast\" or \"allreduce\"; pairs form no groups");
+    }
+    if (c.pattern != Pattern::pairs) {
+        const std::string pattern = "pattern = \"" + std::string(to_string(c.pattern)) + "\"";
+        if (c.pairing == Pairing::split) {
+            fail(pattern +
+                 " forms groups of consecutive ranks (group_size); pairing = \"split\" "
+                 "is for pattern = \"pairs\"");
+        }
+        if (c.transport == TransportKind::ipc) {
+            fail(pattern +
+                 " needs transport = \"nccl\", \"mpi\" or \"auto\": ipc copies "
+                 "into one consumer's slots");
+        }
+        if (c.graphs) fail(pattern + " runs eagerly: graphs = true is for pattern = \"pairs\"");
+    }
     if (c.output.empty()) fail("output must not be empty: it names the HDF5 result file");
     for (const auto& [key, text] : {std::pair<const char*, const std::string&>{"output", c.output},
                                     {"summary_json", c.summary_json},

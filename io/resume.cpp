@@ -54,8 +54,9 @@ ResumePoint find_resume_point(const Config& config) {
     } catch (const Error& e) {
         throw usage_error(damaged + e.what());
     }
-    for (const char* key : {"elements", "dtype", "steps", "warmup", "overlap", "c_elements",
-                            "c_iterations", "alpha", "seed", "pairing", "write"}) {
+    for (const char* key :
+         {"elements", "dtype", "steps", "warmup", "overlap", "c_elements", "c_iterations", "alpha",
+          "seed", "pairing", "write", "pattern", "group_size"}) {
         if (config_value_toml(before, key) != config_value_toml(config, key)) {
             throw usage_error("resume: " + std::string(key) + " is " +
                               config_value_toml(config, key) + " but '" + partial +

@@ -29,7 +29,7 @@ void Pipeline::Impl::spot_check_last(PassResult& result) {
     result.spot_checked += std::min<std::uint64_t>(kSpotSamples, config.elements);
     result.spot_mismatches +=
         spot_check_y(Span<const T>(host.as<T>()), static_cast<T>(config.alpha),
-                     static_cast<std::uint64_t>(last), config.seed, kSpotSamples);
+                     static_cast<std::uint64_t>(last), config.seed, kSpotSamples, b_form);
 }
 
 template <typename T>

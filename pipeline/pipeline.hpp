@@ -74,6 +74,22 @@ struct MemoryPlan {
 };
 MemoryPlan plan_memory(const Config& config, Role role);
 
+// The collective a pattern runs (for broadcast and allreduce; pairs run none).
+inline Collective collective_of(Pattern pattern) {
+    return pattern == Pattern::allreduce ? Collective::allreduce : Collective::broadcast;
+}
+// What this rank's A makes: one tensor, or for an all-reduce its share (its group rank folded in).
+inline TensorForm produced_form(const Config& config, const PairPlacement& placement) {
+    return config.pattern == Pattern::allreduce ? allreduce_share(placement.group_rank)
+                                                : TensorForm{};
+}
+// What this rank's B checks the received x against: the producer's tensor, or for an all-reduce
+// the exact sum of its group's shares.
+inline TensorForm received_form(const Config& config, const PairPlacement& placement) {
+    return config.pattern == Pattern::allreduce ? allreduce_sum(placement.group_size)
+                                                : TensorForm{};
+}
+
 class Pipeline {
   public:
     // Allocates every buffer, stream and event the run needs (reported by device_bytes()).

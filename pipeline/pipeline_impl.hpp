@@ -131,6 +131,8 @@ struct Pipeline::Impl {
     MPI_Comm mpi_comm;  // the ranks that run the pipeline together: they meet at its barriers
     bool producer;
     bool consumer;
+    bool collective;            // broadcast or allreduce: one collective a step over the group
+    TensorForm a_form, b_form;  // what A makes here, and what B checks the received x against
     std::size_t bytes;
     std::size_t depth;
     std::size_t ring;

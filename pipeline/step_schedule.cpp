@@ -41,6 +41,9 @@ Pipeline::Impl::Impl(const Config& cfg, Device& dev, Transport& tr, const PairPl
       mpi_comm(c),
       producer(place.role != Role::consumer),
       consumer(place.role != Role::producer),
+      collective(cfg.pattern != Pattern::pairs),
+      a_form(produced_form(cfg, place)),
+      b_form(received_form(cfg, place)),
       bytes(cfg.tensor_bytes()),
       depth(static_cast<std::size_t>(cfg.depth)),
       ring(timing_ring_size(cfg)),
@@ -176,13 +179,17 @@ void Pipeline::Impl::queue_exchange(std::int64_t s, bool overlap, StepArg step) 
     const std::size_t k = static_cast<std::size_t>(s) % depth;
     StepMarks& m = marks[static_cast<std::size_t>(s) % ring];
     Stream* comm = consumer ? &receive_stream(overlap) : nullptr;
+    // A collective is one call on one stream: a rank that plays both roles in one queues A and
+    // the collective on its receive stream (whose order then keeps A's slot until the collective
+    // has read it, as the producer stream does for a send).
+    Stream* out = !producer ? nullptr : collective && consumer ? comm : producer_stream.get();
 
     if (producer) {
-        if (m.phases) m.a_start->record(*producer_stream);
-        begin_range(RangePhase::a, s, *producer_stream);
-        launch_a(send_slots[k].as<T>(), step, config.seed, *producer_stream);
-        end_range(*producer_stream);
-        if (m.phases) m.a_end->record(*producer_stream);
+        if (m.phases) m.a_start->record(*out);
+        begin_range(RangePhase::a, s, *out);
+        launch_a(send_slots[k].as<T>(), step, config.seed, *out, a_form);
+        end_range(*out);
+        if (m.phases) m.a_end->record(*out);
     }
     if (consumer) {
         // Slot k's x may be overwritten only once B of step s-depth, its last reader, is done
@@ -193,18 +200,18 @@ void Pipeline::Impl::queue_exchange(std::int64_t s, bool overlap, StepArg step) 
         if (m.phases) m.recv_start->record(*comm);
     }
     // On a CUDA stream both ranges are host ranges around the group, so they nest.
-    if (producer) begin_range(RangePhase::send, s, *producer_stream);
+    if (producer) begin_range(RangePhase::send, s, *out);
     if (consumer) begin_range(RangePhase::recv, s, *comm);
     std::optional<SendSide> send;
     std::optional<RecvSide> recv;
-    if (producer) send.emplace(send_slots[k].data(), bytes, placement.peer, *producer_stream, k);
+    if (producer) send.emplace(send_slots[k].data(), bytes, placement.peer, *out, k);
     if (consumer) recv.emplace(recv_slots[k], bytes, placement.peer, *comm, k);
     transport.exchange(send ? &*send : nullptr, recv ? &*recv : nullptr);
     if (consumer) end_range(*comm);
     if (producer) {
-        end_range(*producer_stream);
-        if (m.phases) m.send_end->record(*producer_stream);
-        if (!consumer) m.end->record(*producer_stream);
+        end_range(*out);
+        if (m.phases) m.send_end->record(*out);
+        if (!consumer) m.end->record(*out);
     }
     if (!consumer) return;
     if (m.phases) m.recv_end->record(*comm);
@@ -242,7 +249,7 @@ void Pipeline::Impl::queue_compute(std::int64_t s, bool overlap, StepArg step) {
     begin_range(RangePhase::b, s, compute);
     launch_b(Span<const T>{static_cast<const T*>(recv_slots[k]), bytes / sizeof(T)},
              y_slots[k].as<T>(), static_cast<T>(config.alpha), step, config.seed, slot_counters,
-             compute);
+             compute, b_form);
     end_range(compute);
     if (m.phases) m.b_end->record(compute);
     if (overlap) x_free[k]->record(compute);

@@ -203,7 +203,27 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     // two is the closer measure of the transfer itself.
     std::vector<double> all_transfers;
     const bool split = config.pairing == Pairing::split;
-    for (int pair = 0; pair < placement.pairs; ++pair) {
+    // A collective's time, seen from each rank of its group, also holds waiting for the last one
+    // to arrive: the shortest is the closest measure of the collective itself, as the shorter end
+    // is for a pair. A broadcast's root times it as its send, the others as their receive.
+    const int n = placement.group_size;
+    for (int g = 0; config.pattern != Pattern::pairs && g < placement.groups; ++g) {
+        std::vector<double> transfers, periods;
+        for (std::size_t s = warmup; s < end; ++s) {
+            double shortest = kNaN;
+            for (int r = g * n; r < (g + 1) * n; ++r) {
+                const bool root_sends = config.pattern == Pattern::broadcast && n > 1 && r == g * n;
+                shortest = std::fmin(shortest, value(r, s, root_sends ? Phase::send : Phase::recv));
+            }
+            transfers.push_back(shortest);
+            periods.push_back(value((g + 1) * n - 1, s, Phase::step));
+        }
+        all_transfers.insert(all_transfers.end(), transfers.begin(), transfers.end());
+        const double transfer_ms = stats_of(transfers).median;
+        summary.pairs.push_back({g, g * n, (g + 1) * n - 1, stats_of(periods).median, transfer_ms,
+                                 gbps(bytes, transfer_ms)});
+    }
+    for (int pair = 0; config.pattern == Pattern::pairs && pair < placement.pairs; ++pair) {
         const PairPlacement p = place_pairs(size == 1 ? 0 : (split ? pair : 2 * pair), size, split);
         std::vector<double> transfers, periods;
         for (std::size_t s = warmup; s < end; ++s) {
@@ -218,6 +238,7 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     }
     summary.transfer_ms = stats_of(all_transfers).median;
     summary.transfer_gbps = gbps(bytes, summary.transfer_ms);
+    summary.bus_gbps = summary.transfer_gbps * bus_factor(config.pattern, n);
     summary.aggregate_gbps = gbps(bytes * placement.pairs, summary.time_per_step_ms);
     summary.a_gbps = gbps(bytes, summary.phase(Phase::a).median);
     summary.b_gbps = gbps(2 * bytes, summary.phase(Phase::b).median);
@@ -227,6 +248,11 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
                                            static_cast<double>(config.c_iterations) / (c_ms * 1e6)
                                      : kNaN;
     return summary;
+}
+
+double bus_factor(Pattern pattern, int group_size) {
+    if (pattern != Pattern::allreduce) return 1.0;
+    return 2.0 * (group_size - 1) / group_size;
 }
 
 PhaseMedians phase_medians(const PassSummary& pass) {
@@ -274,8 +300,8 @@ void summarize_run(MPI_Comm comm, const RankFigures& mine, RunSummary& summary) 
     if (summary.passes.size() == 2) {
         summary.overlap_speedup =
             summary.passes[0].time_per_step_ms / summary.passes[1].time_per_step_ms;
-        summary.overlap_ideal_ms = step_bound_ms(phase_medians(summary.passes[0]),
-                                                 summary.config.depth, /*overlap=*/true);
+        summary.overlap_ideal_ms =
+            step_bound_ms(phase_medians(summary.passes[0]), summary.config.depth, /*overlap=*/true);
     }
     struct Memory {
         std::uint64_t device_bytes, host_bytes;
@@ -294,17 +320,24 @@ void summarize_run(MPI_Comm comm, const RankFigures& mine, RunSummary& summary) 
 
 void print_report(std::FILE* out, const RunSummary& s) {
     const Config& c = s.config;
-    std::fprintf(out, "gpurelay: %d rank(s), %d pair(s), %s path, transport %s%s%s\n", s.world_size,
-                 s.pairs, s.backend.c_str(), s.transport.c_str(),
+    const std::string layout = c.pattern == Pattern::pairs
+                                   ? std::to_string(s.pairs) + " pair(s)"
+                                   : std::string(to_string(c.pattern)) + " in " +
+                                         std::to_string(s.groups) + " group(s) of " +
+                                         std::to_string(s.group_size);
+    std::fprintf(out, "gpurelay: %d rank(s), %s, %s path, transport %s%s%s\n", s.world_size,
+                 layout.c_str(), s.backend.c_str(), s.transport.c_str(),
                  s.transport_note.empty() ? "" : (" (" + s.transport_note + ")").c_str(),
                  c.graphs ? ", graphs on" : "");
     std::fprintf(out, "config: %s\n", one_line_config(c).c_str());
     std::fprintf(out, "versions: %s\n", s.versions.c_str());
     for (std::size_t r = 0; r < s.ranks.size(); ++r) {
         const RankInfo& info = s.ranks[r];
-        std::fprintf(out, "rank %zu: pair %d %s on %s, %s%s%s; to its peer: %s\n", r, info.pair,
-                     info.role.c_str(), info.host.c_str(), info.device.c_str(),
-                     info.bus_id.empty() ? "" : " ", info.bus_id.c_str(), info.peer_link.c_str());
+        // For a collective, `pair` is the rank's row of /y (receivers, or every rank).
+        std::fprintf(out, "rank %zu: %s %d %s on %s, %s%s%s; to its peer: %s\n", r,
+                     c.pattern == Pattern::pairs ? "pair" : "row", info.pair, info.role.c_str(),
+                     info.host.c_str(), info.device.c_str(), info.bus_id.empty() ? "" : " ",
+                     info.bus_id.c_str(), info.peer_link.c_str());
     }
     std::fprintf(
         out, "memory per rank (largest): device %s (%lld slots of %s and C's %s), host %s\n",
@@ -328,6 +361,14 @@ void print_report(std::FILE* out, const RunSummary& s) {
                      fmt("%.4f", p.transfer_ms).c_str(), fmt("%.2f", p.transfer_gbps).c_str(),
                      fmt("%.1f", p.a_gbps).c_str(), fmt("%.1f", p.b_gbps).c_str(),
                      fmt("%.2f", p.c_giter_per_s).c_str());
+        if (c.pattern != Pattern::pairs) {
+            std::fprintf(out,
+                         "  %s (nccl-tests' conventions): algbw %s GB/s (bytes / time), busbw %s "
+                         "GB/s (algbw x %s)\n",
+                         std::string(to_string(c.pattern)).c_str(),
+                         fmt("%.2f", p.transfer_gbps).c_str(), fmt("%.2f", p.bus_gbps).c_str(),
+                         fmt("%.3f", bus_factor(c.pattern, s.group_size)).c_str());
+        }
         std::fprintf(
             out, "  time per step %s ms (%s steps/s, aggregate %s GB/s); cold first step %s ms\n",
             fmt("%.4f", p.time_per_step_ms).c_str(), fmt("%.1f", p.steps_per_s).c_str(),
@@ -354,10 +395,11 @@ void print_report(std::FILE* out, const RunSummary& s) {
         }
         if (p.pairs.size() > 1) {
             for (const PairFigures& f : p.pairs) {
-                std::fprintf(
-                    out, "  pair %d (rank %d -> %d): step %s ms, transfer %s ms = %s GB/s\n",
-                    f.pair, f.producer, f.consumer, fmt("%.4f", f.step_ms).c_str(),
-                    fmt("%.4f", f.transfer_ms).c_str(), fmt("%.2f", f.transfer_gbps).c_str());
+                std::fprintf(out, "  %s %d (rank %d %s %d): step %s ms, transfer %s ms = %s GB/s\n",
+                             c.pattern == Pattern::pairs ? "pair" : "group", f.pair, f.producer,
+                             c.pattern == Pattern::pairs ? "->" : "to", f.consumer,
+                             fmt("%.4f", f.step_ms).c_str(), fmt("%.4f", f.transfer_ms).c_str(),
+                             fmt("%.2f", f.transfer_gbps).c_str());
             }
         }
     }
@@ -409,6 +451,8 @@ nlohmann::json pass_json(const PassSummary& p) {
     }
     j["transfer_ms"] = p.transfer_ms;
     j["transfer_gbps"] = p.transfer_gbps;
+    j["algbw_gbps"] = p.transfer_gbps;
+    j["busbw_gbps"] = p.bus_gbps;
     j["aggregate_gbps"] = p.aggregate_gbps;
     j["a_gbps"] = p.a_gbps;
     j["b_gbps"] = p.b_gbps;
@@ -481,6 +525,12 @@ std::string summary_json(const RunSummary& s) {
     j["timestamp"] = s.timestamp;
     j["world_size"] = s.world_size;
     j["pairs"] = s.pairs;
+    j["pattern"] = std::string(to_string(s.config.pattern));
+    if (s.config.pattern != Pattern::pairs) {
+        j["groups"] = s.groups;
+        j["group_size"] = s.group_size;
+        j["bus_factor"] = bus_factor(s.config.pattern, s.group_size);
+    }
     j["backend"] = s.backend;
     j["transport"] = s.transport;
     j["transport_note"] = s.transport_note;
@@ -567,6 +617,10 @@ std::vector<CsvColumn> make_results_csv_columns() {
         {"verified", [](R r) { return std::string(r.verified() ? "ok" : "failed"); }},
         {"step_bound_ms", [](R r) { return csv_number(r.main_pass().step_bound_ms); }},
         {"overlap_ideal_ms", [](R r) { return compared(r) ? csv_number(r.overlap_ideal_ms) : ""; }},
+        {"pattern", [](R r) { return std::string(to_string(r.config.pattern)); }},
+        {"group_size", [](R r) { return std::to_string(r.group_size); }},
+        {"algbw_gbps", [](R r) { return csv_number(r.main_pass().transfer_gbps); }},
+        {"busbw_gbps", [](R r) { return csv_number(r.main_pass().bus_gbps); }},
     };
     columns.insert(columns.end(), rest.begin(), rest.end());
     return columns;
@@ -673,8 +727,8 @@ void append_results_csv(const std::string& path, const RunSummary& s) {
     ::flock(fd, LOCK_UN);
     ::close(fd);
     if (!written) {
-        throw runtime_error("cannot append to results CSV '" + path +
-                            "': " + std::strerror(error) + " (the file is as it was)");
+        throw runtime_error("cannot append to results CSV '" + path + "': " + std::strerror(error) +
+                            " (the file is as it was)");
     }
 }
 

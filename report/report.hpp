@@ -36,6 +36,9 @@ struct PassSummary {
     std::array<PhaseStats, kPhaseCount> phases{};  // over every rank's timed steps, as kPhases
     const PhaseStats& phase(Phase p) const { return phases[index_of(p)]; }
     double transfer_ms = 0, transfer_gbps = 0, aggregate_gbps = 0;
+    // nccl-tests' bus bandwidth: transfer_gbps (its algorithm bandwidth, bytes / time) times
+    // bus_factor(); for pairs and broadcast the same.
+    double bus_gbps = 0;
     double a_gbps = 0, b_gbps = 0, c_giter_per_s = 0;
     double time_per_step_ms = 0, steps_per_s = 0, cold_step_ms = 0, write_wait_ms = 0;
     double step_bound_ms = 0;  // the least time per step these phase medians allow
@@ -78,6 +81,7 @@ struct RunSummary {
     std::string transport;       // as the transport names itself
     std::string transport_note;  // why auto chose it, when it had to choose
     int world_size = 1, pairs = 1;
+    int groups = 0, group_size = 0;  // a collective pattern's groups (0 for pairs)
     std::vector<RankInfo> ranks;
     std::vector<PassSummary> passes;  // in run order
     double overlap_speedup = 0;       // compare only: time per step off / on (0 otherwise)
@@ -98,6 +102,10 @@ struct RunSummary {
     }
     const PassSummary& main_pass() const { return passes.back(); }
 };
+
+// nccl-tests' bus bandwidth factor, what each rank's link carries per byte of the tensor:
+// point-to-point and broadcast 1, all-reduce 2(n-1)/n for a group of n.
+double bus_factor(Pattern pattern, int group_size);
 
 // The medians step_bound_ms() takes, from a pass's phases.
 PhaseMedians phase_medians(const PassSummary& pass);

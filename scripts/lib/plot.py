@@ -6,6 +6,11 @@
                          (their overlap_speedup) and from overlap=on and =off rows of the same
                          configuration (off's time per step / on's)
   scaling.png            aggregate_gbps vs pairs, one line per transport/backend
+  bus_bandwidth_vs_size.png
+                         busbw_gbps (nccl-tests' bus bandwidth: the algorithm bandwidth
+                         bytes / time, x 1 for pairs and broadcast, x 2(n-1)/n for an
+                         all-reduce over n ranks) vs tensor_bytes, one line per pattern
+                         (pairs, broadcast, allreduce) and transport/backend
 
 Each title lists the configuration held fixed in the plotted rows; a configuration column that
 varies and is not the x axis splits the lines further (shown in the legend), so no point mixes
@@ -28,10 +33,10 @@ EXIT_USAGE = 2
 CONFIG_COLUMNS = [
     "world_size", "pairs", "backend", "transport", "gpu_name", "dtype", "elements",
     "tensor_bytes", "steps", "warmup", "depth", "overlap", "blocking", "graphs", "c_elements",
-    "c_iterations", "pairing", "chunk",
+    "c_iterations", "pairing", "chunk", "pattern", "group_size",
 ]
 # Config columns added after the first CSVs were written: a CSV without them still plots.
-LATER_COLUMNS = {"graphs"}
+LATER_COLUMNS = {"graphs", "pattern", "group_size"}
 # Columns that follow from others (tensor_bytes = elements x dtype size, world_size = 2 x pairs):
 # never listed on their own, never a reason to split a line.
 DERIVED = {"tensor_bytes": "elements", "world_size": "pairs"}
@@ -305,12 +310,14 @@ def note_medians(name, medians):
         print(f"{name}: {medians} points are medians of repeated runs")
 
 
-def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, xlabel, ylabel, title):
-    """One line per transport and backend: y_column against x_column."""
+def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, xlabel, ylabel, title,
+               line_base=("transport", "backend")):
+    """One line per transport and backend (or the columns of line_base): y_column against
+    x_column."""
     if skip_single(name, x_column, rows, y_column):
         return None
-    rows = rows_on_lines(name, rows, x_column, y_column, ["transport", "backend"])
-    lines = split_columns(rows, x_column, ["transport", "backend"])
+    rows = rows_on_lines(name, rows, x_column, y_column, list(line_base))
+    lines = split_columns(rows, x_column, list(line_base))
     data, medians = series(rows, x_column, y_column, lines)
     fig, ax = plt.subplots(figsize=(8, 5.5))
     for label, (x, y) in data.items():
@@ -332,6 +339,17 @@ def plot_bandwidth(rows, out_dir, plt):
                       "transfer_gbps", bytes_axis, "tensor size (bytes, log2 scale)",
                       "transfer bandwidth (GB/s, 1 GB = 1e9 bytes)",
                       "Transfer bandwidth vs tensor size")
+
+
+def plot_bus_bandwidth(rows, out_dir, plt):
+    """nccl-tests' bus bandwidth against size, one line per pattern; rows of a CSV written before
+    the collectives have no busbw_gbps and are left out."""
+    rows = [r for r in rows if r.get("busbw_gbps") not in (None, "")]
+    return plot_lines(rows, out_dir, plt, "bus_bandwidth_vs_size.png", "tensor_bytes",
+                      "busbw_gbps", bytes_axis, "tensor size (bytes, log2 scale)",
+                      "bus bandwidth (GB/s, nccl-tests' busbw)",
+                      "Bus bandwidth vs tensor size, per pattern",
+                      line_base=("pattern", "transport", "backend"))
 
 
 def plot_overlap(rows, out_dir, plt):
@@ -452,7 +470,7 @@ def main(argv):
 
     os.makedirs(args.out_dir, exist_ok=True)
     written = []
-    for plot in (plot_bandwidth, plot_overlap, plot_scaling):
+    for plot in (plot_bandwidth, plot_overlap, plot_scaling, plot_bus_bandwidth):
         path = plot(rows, args.out_dir, plt)
         if path:
             written.append(path)

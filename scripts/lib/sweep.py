@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 SWEEPABLE_KEYS = [
     "device", "transport", "elements", "dtype", "steps", "warmup", "depth", "overlap",
     "blocking", "graphs", "c_elements", "c_iterations", "alpha", "seed", "pairing", "chunk",
-    "staging", "write", "flush_every", "timeout_s",
+    "staging", "write", "flush_every", "timeout_s", "pattern", "group_size",
 ]
 RESERVED_KEYS = ["output", "overwrite", "quiet", "results_csv", "tag", "summary_json"]
 # Not a deck key: the number of ranks, for scaling studies (pairs = np / 2). It goes to the

@@ -87,6 +87,8 @@ Config everything_changed() {
         {"alpha", "0.1"},
         {"seed", "4294967295"},
         {"pairing", "split"},
+        {"pattern", "allreduce"},
+        {"group_size", "4"},
         {"chunk", "18446744073709551615"},  // above INT64_MAX: written as a string
         {"staging", "on"},
         {"output", "out dir/\"quoted\" \\back\\ \ttab\nline \x01 \x7f \xc3\xa9.h5"},
@@ -163,6 +165,8 @@ TEST(Config, KeyTable) {
                                                "alpha",
                                                "seed",
                                                "pairing",
+                                               "pattern",
+                                               "group_size",
                                                "chunk",
                                                "staging",
                                                "output",
@@ -450,6 +454,27 @@ TEST(Validate, Failures) {
                          }),
                          "write"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.flush_every = -1; }), "flush_every"));
+    // Collectives: groups only for them, of consecutive ranks, eager, and not over ipc.
+    EXPECT_EQ(invalid([](Config& c) { c.group_size = 2; }),
+              "group_size (2) is for pattern = \"broadcast\" or \"allreduce\"; pairs form no "
+              "groups");
+    EXPECT_TRUE(contains(invalid([](Config& c) {
+                             c.pattern = Pattern::broadcast;
+                             c.pairing = Pairing::split;
+                         }),
+                         "pairing = \"split\" is for pattern = \"pairs\""));
+    EXPECT_TRUE(contains(invalid([](Config& c) {
+                             c.pattern = Pattern::allreduce;
+                             c.transport = TransportKind::ipc;
+                         }),
+                         "ipc copies into one consumer's slots"));
+    EXPECT_TRUE(contains(invalid([](Config& c) {
+                             c.pattern = Pattern::allreduce;
+                             c.graphs = true;
+                             c.device = DeviceKind::cuda;
+                             c.transport = TransportKind::nccl;
+                         }),
+                         "graphs = true is for pattern = \"pairs\""));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.graph_steps = 4; }),
                          "graph_steps (4) needs graphs = true"));
     EXPECT_TRUE(contains(invalid([](Config& c) {

@@ -14,3 +14,30 @@ def a_values(step, elements, seed, dtype):
 def y_values(step, elements, seed, alpha, dtype):
     """Kernel B: y = alpha * x, one rounding in the tensor's type."""
     return (dtype(alpha) * a_values(step, elements, seed, dtype)).astype(dtype)
+
+
+def allreduce_sum_values(step, elements, seed, group_size, dtype):
+    """An all-reduce's x: rank r of the group adds its share ((u >> 8) >> 9) + r, times 2^-24;
+    the sum of the group's shares is exact (below 2^24 units of 2^-24) in float32 and float64."""
+    bits = np.round(a_values(step, elements, seed, np.float64) * 2.0 ** 24).astype(np.uint64)
+    units = np.zeros(elements, dtype=np.uint64)
+    for r in range(group_size):
+        units += (bits >> np.uint64(9)) + np.uint64(r)
+    return (units.astype(np.float64) * 2.0 ** -24).astype(dtype)
+
+
+def allreduce_y_values(step, elements, seed, alpha, group_size, dtype):
+    """B on an all-reduce's sum: y = alpha * x, one rounding in the tensor's type."""
+    x = allreduce_sum_values(step, elements, seed, group_size, dtype)
+    return (dtype(alpha) * x).astype(dtype)
+
+
+def consumer_rows(pattern, group_size, ranks):
+    """How many rows /y and the mismatch counts have: one per pair; for a broadcast one per
+    receiver (every rank of groups of one); for an all-reduce one per rank."""
+    if pattern == "pairs":
+        return max(1, ranks // 2)
+    n = group_size or ranks
+    if pattern == "allreduce" or n == 1:
+        return ranks
+    return ranks - ranks // n

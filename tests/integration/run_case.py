@@ -19,7 +19,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from formula import y_values  # noqa: E402
+from formula import allreduce_y_values, consumer_rows, y_values  # noqa: E402
 
 
 def fail(message):
@@ -93,7 +93,9 @@ def check_file(path, expect_rows_for, np_ranks, summary, expect_timing):
         alpha = float(attrs["alpha"])
         steps = int(attrs["steps"])
         dtype = np.float32 if attrs["dtype"] == "float32" else np.float64
-        pairs = max(1, np_ranks // 2)
+        pattern = str(attrs.get("pattern", "pairs"))
+        group_size = int(attrs.get("group_size", 0)) or np_ranks
+        pairs = consumer_rows(pattern, group_size, np_ranks)
         if int(attrs["pair_count"]) != pairs:
             fail(f"pair_count {attrs['pair_count']} != {pairs}")
         rows = expect_rows_for(steps, attrs["write"])
@@ -105,7 +107,10 @@ def check_file(path, expect_rows_for, np_ranks, summary, expect_timing):
             if y.shape != (pairs, len(rows), elements) or y.dtype != dtype:
                 fail(f"/y shape {y.shape} {y.dtype}, expected {(pairs, len(rows), elements)} {dtype}")
             for r, step in enumerate(rows):
-                expected = y_values(step, elements, seed, alpha, dtype)
+                if pattern == "allreduce":
+                    expected = allreduce_y_values(step, elements, seed, alpha, group_size, dtype)
+                else:
+                    expected = y_values(step, elements, seed, alpha, dtype)
                 for pair in range(pairs):
                     got = y[pair, r, :]
                     wrong = np.count_nonzero(got != expected)
@@ -160,9 +165,22 @@ def check_totals(path, np_ranks):
         if type(config[key]) is not kind:
             fail(f"JSON config {key} = {config[key]!r} is not a {kind.__name__}")
     elements, c_elements = int(config["elements"]), int(config["c_elements"])
-    steps, pairs = int(config["steps"]), max(1, np_ranks // 2)
+    steps = int(config["steps"])
+    pairs = consumer_rows(config.get("pattern", "pairs"), int(config.get("group_size", 0)),
+                          np_ranks)
     passes = summary["passes"]
+    pattern = config.get("pattern", "pairs")
+    if summary.get("pattern") != pattern:
+        fail(f"JSON pattern {summary.get('pattern')!r}, config says {pattern!r}")
+    # nccl-tests' bus bandwidth: algbw x 1 (pairs, broadcast), x 2(n-1)/n (all-reduce over n).
+    n = int(config.get("group_size", 0)) or np_ranks
+    factor = 2.0 * (n - 1) / n if pattern == "allreduce" else 1.0
+    if pattern != "pairs" and (summary["group_size"], summary["groups"]) != (n, np_ranks // n):
+        fail(f"JSON groups {summary['groups']} of {summary['group_size']}, expected of {n}")
     for i, p in enumerate(passes):
+        algbw, busbw = p["algbw_gbps"], p["busbw_gbps"]
+        if algbw is not None and not math.isclose(busbw, algbw * factor, rel_tol=1e-12):
+            fail(f"pass {i}: busbw {p['busbw_gbps']} != algbw {p['algbw_gbps']} x {factor}")
         v = p["verification"]
         # Only the last pass writes /y, so only its rows are spot-checked as they are written.
         rows = len(rows_for(steps, config["write"])) if i == len(passes) - 1 else 0

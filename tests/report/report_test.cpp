@@ -2,8 +2,6 @@
 // is held against, and the CSV and JSON, each made from one table.
 #include "report/report.hpp"
 
-#include "report/progress.hpp"
-
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -20,6 +18,7 @@
 #include "mpi_test.hpp"
 #include "pipeline/phase.hpp"
 #include "pipeline/step_bound.hpp"
+#include "report/progress.hpp"
 
 namespace gpurelay {
 namespace {
@@ -68,7 +67,7 @@ PassResult pass_result(const Config& config, Role role) {
     r.x_mismatches.assign(static_cast<std::size_t>(config.steps), 0);
     r.c_mismatches.assign(static_cast<std::size_t>(config.steps), 0);
     if (role != Role::producer) r.c_mismatches[3] = 7;  // C went wrong once, on each consumer
-    r.timed_wall_ms = 60.0 * (world_rank() + 1);    // the slowest rank's counts
+    r.timed_wall_ms = 60.0 * (world_rank() + 1);        // the slowest rank's counts
     r.cold_step_ms = 9.0;
     r.spot_checked = role != Role::producer ? 1000 : 0;
     return r;
@@ -115,6 +114,51 @@ TEST(ReportStatistics, PhaseMediansMinMaxOverTheTimedStepsOfEveryRank) {
     // The step bound of the medians: overlap on, depth 2: max(A + transfer, C + B).
     EXPECT_DOUBLE_EQ(p.step_bound_ms, std::max(5.5 + 6.5, 14.0 + 8.5));
     EXPECT_DOUBLE_EQ(p.step_bound_ms, step_bound_ms(phase_medians(p), 2, true));
+}
+
+// nccl-tests' bus bandwidth factors: 1 for point-to-point and broadcast, 2(n-1)/n for an
+// all-reduce over n ranks.
+TEST(ReportStatistics, BusFactorsAreNcclTests) {
+    EXPECT_DOUBLE_EQ(bus_factor(Pattern::pairs, 1), 1.0);
+    EXPECT_DOUBLE_EQ(bus_factor(Pattern::broadcast, 8), 1.0);
+    EXPECT_DOUBLE_EQ(bus_factor(Pattern::allreduce, 1), 0.0);
+    EXPECT_DOUBLE_EQ(bus_factor(Pattern::allreduce, 2), 1.0);
+    EXPECT_DOUBLE_EQ(bus_factor(Pattern::allreduce, 4), 1.5);
+    EXPECT_DOUBLE_EQ(bus_factor(Pattern::allreduce, 8), 1.75);
+}
+
+// A collective's time per step is the shortest over its group's ranks (each also waits for the
+// last to arrive): rank r's receive takes 2 + s + r ms, a broadcast root's send 1 + s ms.
+PassSummary collective_pass(Pattern pattern) {
+    Config config = small_config();
+    config.pattern = pattern;
+    const PairPlacement placement = place_groups(
+        world_rank(), world_size(), world_size(),
+        pattern == Pattern::allreduce ? Collective::allreduce : Collective::broadcast, 256);
+    PassResult r = pass_result(config, placement.role);
+    for (std::int64_t s = 0; s < config.steps; ++s) {
+        StepTimes& t = r.steps[static_cast<std::size_t>(s)];
+        if (placement.role != Role::producer) t.recv = 2.0 + static_cast<double>(s + world_rank());
+        if (placement.role == Role::producer) t.send = 1.0 + static_cast<double>(s);
+    }
+    return summarize_pass(MPI_COMM_WORLD, config, placement, r);
+}
+
+TEST(ReportStatistics, ACollectiveTakesTheShortestRankOfItsGroup) {
+    const PassSummary allreduce = collective_pass(Pattern::allreduce);
+    const PassSummary broadcast = collective_pass(Pattern::broadcast);
+    if (world_rank() != 0) return;
+    // Timed steps 2..7: rank 0's receive, 4..9 ms, median 6.5.
+    EXPECT_DOUBLE_EQ(allreduce.transfer_ms, 6.5);
+    EXPECT_DOUBLE_EQ(allreduce.transfer_gbps, 4000.0 / (6.5 * 1e6));
+    EXPECT_DOUBLE_EQ(allreduce.bus_gbps,
+                     allreduce.transfer_gbps * bus_factor(Pattern::allreduce, world_size()));
+    ASSERT_EQ(allreduce.pairs.size(), 1u) << "one group";
+    EXPECT_DOUBLE_EQ(allreduce.pairs[0].transfer_ms, 6.5);
+    // With two ranks the root only sends, 3..8 ms (median 5.5), shorter than rank 1's receive;
+    // alone it receives its own broadcast.
+    EXPECT_DOUBLE_EQ(broadcast.transfer_ms, world_size() == 1 ? 6.5 : 5.5);
+    EXPECT_DOUBLE_EQ(broadcast.bus_gbps, broadcast.transfer_gbps);
 }
 
 // A summary made by hand, the way summarize_pass and summarize_run leave it on rank 0.
@@ -173,7 +217,8 @@ TEST(ResultsCsv, HeaderIsTheColumnTableInOrder) {
               "pairing,chunk,time_per_step_ms,step_ms_median,step_ms_min,step_ms_max,steps_per_s,"
               "a_ms,send_ms,recv_ms,c_ms,wait_ms,b_ms,transfer_gbps,aggregate_gbps,a_gbps,b_gbps,"
               "cold_step_ms,time_per_step_no_overlap_ms,overlap_speedup,x_checked,x_mismatches,"
-              "c_mismatches,verified,step_bound_ms,overlap_ideal_ms");
+              "c_mismatches,verified,step_bound_ms,overlap_ideal_ms,pattern,group_size,"
+              "algbw_gbps,busbw_gbps");
     EXPECT_EQ(split_csv_line(results_csv_header()).size(), results_csv_columns().size());
 }
 

@@ -4,7 +4,8 @@
 # with exit 2; a figure whose x has one value is skipped; a CSV written by a real sweep with
 # the gpurelay binary plots too; the README's example sweep gives all three figures it shows
 # (sane sizes, legends naming each varied key, a speedup from overlap on/off rows); compare
-# and on/off rows both give speedup lines.
+# and on/off rows both give speedup lines; a sweep over pattern gives the bus bandwidth figure,
+# one line per pattern, with busbw = algbw x nccl-tests' factor.
 # Usage: tests/scripts/test_plot.sh GPURELAY_BINARY REPO_ROOT
 set -euo pipefail
 
@@ -26,6 +27,9 @@ header+=',step_ms_max,steps_per_s,a_ms,send_ms,recv_ms,c_ms,wait_ms,b_ms,transfe
 header+=',aggregate_gbps,a_gbps,b_gbps,cold_step_ms,time_per_step_no_overlap_ms'
 header+=',overlap_speedup,x_checked,x_mismatches,c_mismatches,verified,step_bound_ms'
 header+=',overlap_ideal_ms'
+# The hand-written rows below predate the collectives' columns (a CSV without them still plots);
+# gpurelay's own CSV has them at the end.
+real_expected_header="$header,pattern,group_size,algbw_gbps,busbw_gbps"
 
 # row TAG WORLD PAIRS TRANSPORT ELEMENTS OVERLAP C_ITER TIME_MS NO_OVERLAP_MS SPEEDUP GBPS AGG_GBPS
 row() {
@@ -99,7 +103,7 @@ EOF
 "$root/scripts/sweep" --deck "$tmp/deck.toml" --csv "$tmp/real.csv" --np 2 --binary "$binary" \
     --out-dir "$tmp/sweep" elements=1Ki,4Ki || fail "sweep for the real CSV failed"
 real_header="$(head -n 1 "$tmp/real.csv" | tr -d '\r')"
-[[ "$real_header" == "$header" ]] ||
+[[ "$real_header" == "$real_expected_header" ]] ||
     fail "gpurelay's CSV header differs from the documented one: $real_header"
 "$plot" --csv "$tmp/real.csv" --out-dir "$tmp/real" | tee "$tmp/log3" ||
     fail "plot of the real CSV exited non-zero"
@@ -158,5 +162,33 @@ check_figure "$tmp/speedup/overlap.png"
 speedup_lines="$(grep "^overlap.png: speedup lines: " "$tmp/log5")"
 [[ "$speedup_lines" == *"from=compare"* && "$speedup_lines" == *"from=on/off"* ]] ||
     fail "overlap.png: expected a compare and an on/off speedup line: $speedup_lines"
+
+
+echo "== bus bandwidth per pattern (the README's collectives sweep, on a CPU deck)"
+# README: scripts/sweep --csv outputs/collectives.csv np=4 pattern=pairs,broadcast,allreduce \
+#             elements=64Ki,1Mi
+"$root/scripts/sweep" --deck "$tmp/deck.toml" --csv "$tmp/patterns.csv" --binary "$binary" \
+    --out-dir "$tmp/patterns-sweep" np=4 pattern=pairs,broadcast,allreduce elements=1Ki,4Ki \
+    >"$tmp/patterns-sweep.log" ||
+    { cat "$tmp/patterns-sweep.log"; fail "the pattern sweep failed"; }
+"$plot" --csv "$tmp/patterns.csv" --out-dir "$tmp/patterns" | tee "$tmp/log6" ||
+    fail "plot of the pattern sweep exited non-zero"
+check_figure "$tmp/patterns/bus_bandwidth_vs_size.png"
+bus_lines="$(grep "^bus_bandwidth_vs_size.png: lines: " "$tmp/log6")"
+for pattern in pairs broadcast allreduce; do
+    grep -q "pattern=$pattern" <<<"$bus_lines" ||
+        fail "bus_bandwidth_vs_size.png has no line for pattern=$pattern: $bus_lines"
+done
+"$python" - "$tmp/patterns.csv" <<'PY' || fail "the pattern sweep's busbw is not algbw x nccl-tests' factor"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 6, len(rows)
+for r in rows:
+    factor = {"pairs": 1.0, "broadcast": 1.0, "allreduce": 2.0 * 3 / 4}[r["pattern"]]
+    busbw, algbw = float(r["busbw_gbps"]), float(r["algbw_gbps"])
+    assert abs(busbw - algbw * factor) <= 1e-5 * busbw, r  # the CSV has 6 digits
+    assert r["group_size"] == ("0" if r["pattern"] == "pairs" else "4"), r
+print("busbw = algbw x", "1 (pairs, broadcast), 1.5 (allreduce over 4)")
+PY
 
 echo "PASS: test_plot"
