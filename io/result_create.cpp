@@ -1,0 +1,160 @@
+// Creating a result file: rank 0 makes the whole PATH.partial serially (every dataset allocated,
+// the matrices filled, the root attributes with complete = 0), then every rank opens it.
+#include <hdf5.h>
+
+#include <filesystem>
+#include <limits>
+#include <system_error>
+
+#include "comm/agreement.hpp"
+#include "io/h5_call.hpp"
+#include "io/h5_data.hpp"
+#include "io/h5_types.hpp"
+#include "io/output_path.hpp"
+#include "io/result_file.hpp"
+#include "io/result_file_state.hpp"
+#include "io/result_layout.hpp"
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+namespace {
+
+namespace fs = std::filesystem;
+
+void set_fill_value(hid_t dataset_create, ElementType type, const std::string& path) {
+    const float nan32 = std::numeric_limits<float>::quiet_NaN();
+    const double nan64 = std::numeric_limits<double>::quiet_NaN();
+    const std::uint64_t zero_unsigned = 0;
+    const std::int64_t zero_signed = 0;
+    const void* value = nullptr;
+    switch (type) {
+        case ElementType::float32:
+            value = &nan32;
+            break;
+        case ElementType::float64:
+            value = &nan64;
+            break;
+        case ElementType::uint64:
+            value = &zero_unsigned;
+            break;
+        case ElementType::int64:
+            value = &zero_signed;
+            break;
+    }
+    h5_check(H5Pset_fill_value(dataset_create, memory_type(type), value),
+             "H5Pset_fill_value(" + path + ")");
+    h5_check(H5Pset_fill_time(dataset_create, H5D_FILL_TIME_ALLOC),
+             "H5Pset_fill_time(" + path + ")");
+}
+
+// Contiguous storage allocated at creation: rows are then plain offsets in the file, and
+// independent writes never have to allocate (allocation is collective in parallel HDF5).
+H5PropertyList contiguous_early(const std::string& path) {
+    H5PropertyList dataset_create(
+        h5_check(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate(dataset create, " + path + ")"));
+    h5_check(H5Pset_layout(dataset_create.get(), H5D_CONTIGUOUS), "H5Pset_layout(" + path + ")");
+    h5_check(H5Pset_alloc_time(dataset_create.get(), H5D_ALLOC_TIME_EARLY),
+             "H5Pset_alloc_time(" + path + ")");
+    return dataset_create;
+}
+
+H5Dataset create_dataset(hid_t file, const std::string& path, ElementType type, int rank,
+                         const hsize_t* dims, hid_t link_create, hid_t dataset_create) {
+    H5Dataspace space(
+        h5_check(H5Screate_simple(rank, dims, nullptr), "H5Screate_simple(" + path + ")"));
+    return H5Dataset(h5_check(H5Dcreate2(file, path.c_str(), file_type(type), space.get(),
+                                         link_create, dataset_create, H5P_DEFAULT),
+                              "H5Dcreate2(" + path + ")"));
+}
+
+// Rank 0 only: every dataset of `layout` (allocated, matrices filled), /step and the root
+// attributes with complete = 0, in `file` opened serially.
+void create_structure(hid_t file, const ResultFileLayout& layout, const Attributes& attributes) {
+    if (!layout.written_steps.empty()) {
+        const hsize_t rows = layout.written_steps.size();
+        // Every element of /y gets written (or the run is incomplete): filling it first would
+        // write the whole tensor twice.
+        H5PropertyList y_create = contiguous_early("/y");
+        h5_check(H5Pset_fill_time(y_create.get(), H5D_FILL_TIME_NEVER), "H5Pset_fill_time(/y)");
+        const hsize_t y_dims[3] = {layout.pairs, rows, layout.elements};
+        create_dataset(file, "/y", layout.y_type, 3, y_dims, H5P_DEFAULT, y_create.get());
+        H5PropertyList step_create = contiguous_early("/step");
+        h5_check(H5Pset_fill_time(step_create.get(), H5D_FILL_TIME_NEVER),
+                 "H5Pset_fill_time(/step)");
+        H5Dataset step = create_dataset(file, "/step", ElementType::int64, 1, &rows, H5P_DEFAULT,
+                                        step_create.get());
+        const hsize_t start = 0;
+        write_hyperslab(step.get(), &start, &rows, rows, H5T_NATIVE_INT64, H5P_DEFAULT,
+                        layout.written_steps.data(), "/step");
+    }
+    H5PropertyList link_create(h5_check(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate(link create)"));
+    h5_check(H5Pset_create_intermediate_group(link_create.get(), 1),
+             "H5Pset_create_intermediate_group");
+    for (const MatrixSpec& spec : layout.matrices) {
+        const std::string name = matrix_name(spec);
+        H5PropertyList matrix_create = contiguous_early(name);
+        set_fill_value(matrix_create.get(), spec.type, name);
+        const hsize_t dims[2] = {spec.rows, spec.cols};
+        H5Dataset dataset =
+            create_dataset(file, name, spec.type, 2, dims, link_create.get(), matrix_create.get());
+        if (!spec.units.empty()) write_attribute(dataset.get(), "units", spec.units);
+    }
+    for (const auto& [name, value] : attributes) write_attribute(file, name, value);
+    write_attribute(file, std::string(complete_attribute), std::int64_t{0});
+}
+
+// Rank 0 only: makes the whole .partial serially under a temporary name and then gives it its
+// name, so no collective call can fail on one rank while the others wait in it (a full disk, a
+// quota, a killed rank), and a .partial is complete and readable from the moment it exists.
+void make_partial(const std::string& partial_path, const ResultFileLayout& layout,
+                  const Attributes& attributes) {
+    const std::string temporary = partial_path + ".tmp";
+    // Left by a creation that was killed; the caller holds the output's lock.
+    check_output_target("output", temporary, {}, "");
+    std::error_code error;
+    fs::remove(temporary, error);
+    try {
+        H5File file(h5_check(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                             "H5Fcreate('" + temporary + "')"));
+        create_structure(file.get(), layout, attributes);
+        h5_check(file.close(), "H5Fclose('" + temporary + "')");
+    } catch (...) {
+        fs::remove(temporary, error);
+        throw;
+    }
+    fs::rename(temporary, partial_path, error);
+    if (error) {
+        fs::remove(temporary, error);
+        throw runtime_error("cannot rename '" + temporary + "' to '" + partial_path +
+                            "': " + error.message());
+    }
+}
+
+}  // namespace
+
+ResultFile ResultFile::create(MPI_Comm comm, const std::string& path, bool overwrite,
+                              const ResultFileLayout& layout, const Attributes& attributes) {
+    QuietHdf5Errors quiet;
+    // Same layout on every rank, so these fail everywhere or nowhere, before any collective.
+    validate_layout(layout);
+    validate_attributes(attributes);
+
+    std::unique_ptr<State> state = State::make(comm, path, overwrite, layout);
+    // One rank looks at the file system and makes the file, so every rank reports the same thing
+    // and no rank waits in a collective call that failed on another.
+    agree(state->comm, [&] {
+        if (state->rank != 0) return;
+        check_target(state->path, overwrite);
+        std::error_code error;
+        fs::remove(state->partial_path, error);
+        if (error) {
+            throw runtime_error("cannot remove stale '" + state->partial_path +
+                                "': " + error.message());
+        }
+        make_partial(state->partial_path, layout, attributes);
+    });
+    agree(state->comm, [&] { state->open_objects(layout, {}); });
+    return ResultFile(std::move(state));
+}
+
+}  // namespace gpurelay

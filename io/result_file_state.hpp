@@ -1,0 +1,152 @@
+// Inside io/: what an open ResultFile holds (its ids, its communicator, the layout's sizes),
+// shared by the files that create, reopen and write it.
+#pragma once
+
+#include <hdf5.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/agreement.hpp"
+#include "comm/mpi_error.hpp"
+#include "io/h5_call.hpp"
+#include "io/h5_data.hpp"
+#include "io/h5_handle.hpp"
+#include "io/result_file.hpp"
+#include "io/result_layout.hpp"
+
+namespace gpurelay {
+
+// File access for every rank of `comm` through MPI-IO.
+H5PropertyList parallel_file_access(MPI_Comm comm);
+// Rows are written by one rank at its own pace, so raw data goes independently.
+H5PropertyList independent_transfer_list();
+
+struct ResultFile::State {
+    struct Matrix {
+        H5Dataset dataset;
+        ElementType type;
+        std::uint64_t rows;
+        std::uint64_t cols;
+    };
+
+    std::string path;
+    std::string partial_path;
+    bool overwrite = false;
+    // Our own duplicate, so that agreeing on outcomes never meets the caller's collectives.
+    MPI_Comm comm = MPI_COMM_NULL;
+    int rank = 0;
+
+    std::uint64_t pairs = 0;
+    std::uint64_t rows = 0;
+    std::uint64_t elements = 0;
+    ElementType y_type = ElementType::float32;
+
+    // Declared first, so destroyed last: the file closes only after its datasets.
+    H5File file;
+    H5PropertyList independent_transfer;
+    H5Dataset y;
+    H5Dataset step;
+    std::map<std::string, Matrix> matrices;
+    bool closed = false;
+
+    State() = default;
+    State(const State&) = delete;
+    State& operator=(const State&) = delete;
+
+    ~State() {
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (finalized != 0) {
+            // MPI_Finalize already shut HDF5 down (and closed its files); touching either library
+            // now would fail. Forget the ids.
+            for (auto& entry : matrices) {
+                entry.second.dataset.release();
+            }
+            y.release();
+            step.release();
+            independent_transfer.release();
+            file.release();
+            return;
+        }
+        QuietHdf5Errors quiet;
+        close_objects();
+        file.reset();
+        if (comm != MPI_COMM_NULL) {
+            MPI_Comm_free(&comm);
+        }
+    }
+
+    // Collective: what is written so far reaches the disk, so a job that dies later leaves a
+    // readable .partial; every rank learns whether it worked.
+    void flush_everywhere() {
+        agree(comm, [&] {
+            h5_check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "H5Fflush('" + partial_path + "')");
+        });
+    }
+
+    void close_objects() noexcept {
+        for (auto& entry : matrices) {
+            entry.second.dataset.reset();
+        }
+        y.reset();
+        step.reset();
+        independent_transfer.reset();
+    }
+
+    // Not collective: the fields every open file starts from, and our own duplicate of `comm`.
+    static std::unique_ptr<State> make(MPI_Comm comm, const std::string& path, bool overwrite,
+                                       const ResultFileLayout& layout) {
+        auto state = std::make_unique<State>();
+        state->path = path;
+        state->partial_path = path + ".partial";
+        state->overwrite = overwrite;
+        state->pairs = layout.pairs;
+        state->rows = layout.written_steps.size();
+        state->elements = layout.elements;
+        state->y_type = layout.y_type;
+        MPI_CHECK(MPI_Comm_dup(comm, &state->comm));
+        MPI_CHECK(MPI_Comm_rank(state->comm, &state->rank));
+        return state;
+    }
+
+    // Collective: opens the existing .partial (checked on rank 0 already) and every dataset of
+    // `layout`, and writes `attributes`; `complete` stays 0 and /step as it is.
+    void open_objects(const ResultFileLayout& layout, const Attributes& attributes) {
+        file = H5File(
+            h5_check(H5Fopen(partial_path.c_str(), H5F_ACC_RDWR, parallel_file_access(comm).get()),
+                     "H5Fopen('" + partial_path + "')"));
+        independent_transfer = independent_transfer_list();
+        // The declared order: /y, /step, then the matrices as listed.
+        const std::vector<DeclaredDataset> declared = declared_datasets(layout);
+        std::size_t next = 0;
+        if (!layout.written_steps.empty()) {
+            y = open_declared_dataset(file.get(), partial_path, declared[next++]);
+            step = open_declared_dataset(file.get(), partial_path, declared[next++]);
+        }
+        for (const MatrixSpec& spec : layout.matrices) {
+            matrices.emplace(
+                matrix_key(spec.path),
+                Matrix{open_declared_dataset(file.get(), partial_path, declared[next++]), spec.type,
+                       spec.rows, spec.cols});
+        }
+        write_root_attributes(attributes);
+    }
+
+    void write_root_attributes(const Attributes& attributes) {
+        for (const auto& [name, value] : attributes) {
+            write_attribute(file.get(), name, value);
+        }
+    }
+
+    void require_open(const char* call) const {
+        if (closed) {
+            throw runtime_error(std::string("result file: ") + call + " after close of '" +
+                                partial_path + "'");
+        }
+    }
+};
+
+}  // namespace gpurelay
