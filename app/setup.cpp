@@ -122,9 +122,8 @@ std::unique_ptr<Transport> open_transport(Setup& setup, int world_size,
     TransportOptions options{bytes, config.chunk, config.timeout()};
     options.slots = static_cast<std::size_t>(config.depth);
     options.debug_skip_reuse_wait = config.debug_skip_reuse_wait;
-    std::vector<std::string> hosts;  // gpu_keys hold "host bus-id"
-    for (const std::string& key : gpu_keys) hosts.push_back(key.substr(0, key.rfind(' ')));
-    const bool one_node = pairs_on_one_node(hosts, config.pairing == Pairing::split);
+    // "One node" as ipc needs it: MPI's shared-memory node (collective, on every rank alike).
+    const bool one_node = every_pair_on_one_node(MPI_COMM_WORLD, setup.placement.peer);
     const auto ipc = [&] {
         return make_ipc_transport(MPI_COMM_WORLD, setup.placement, *setup.device, options);
     };
@@ -134,9 +133,7 @@ std::unique_ptr<Transport> open_transport(Setup& setup, int world_size,
             "into the consumer's slots");
     }
     if (config.transport == TransportKind::ipc && !one_node) {
-        throw usage_error(
-            "transport = \"ipc\" needs each producer and its consumer on one node, but a pair "
-            "spans two nodes; use transport = \"mpi\" or \"auto\"");
+        return ipc();  // which refuses pairs across nodes
     }
     if (setup.device->backend() == Backend::host) {
         if (config.graphs) {

@@ -50,10 +50,6 @@ struct IpcShape {
     std::chrono::milliseconds timeout{300000};
 };
 
-// Whether world rank `peer` shares this process's node, agreed over `comm` (collective): false on
-// every rank when any pair of the job is split across nodes.
-bool every_pair_on_one_node(MPI_Comm comm, int peer);
-
 // The CPU path: the consumers' slots and words in one MPI-3 shared-memory window over the node's
 // ranks (collective over `comm`; every rank's pair must be on its node).
 std::unique_ptr<IpcMemory> open_host_ipc_memory(MPI_Comm comm, const PairPlacement& placement,

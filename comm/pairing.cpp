@@ -61,18 +61,6 @@ PairPlacement place_groups(int world_rank, int world_size, int group_size, Colle
     return p;
 }
 
-bool pairs_on_one_node(const std::vector<std::string>& hosts, bool split) {
-    const int size = static_cast<int>(hosts.size());
-    for (int rank = 0; rank < size; ++rank) {
-        const PairPlacement p = place_pairs(rank, size, split);
-        if (hosts[static_cast<std::size_t>(p.producer)] !=
-            hosts[static_cast<std::size_t>(p.consumer)]) {
-            return false;
-        }
-    }
-    return true;
-}
-
 int select_gpu(int local_rank, int visible) { return visible <= 0 ? -1 : local_rank % visible; }
 
 std::string_view to_string(Role role) {

@@ -46,10 +46,6 @@ PairPlacement place_groups(int world_rank, int world_size, int group_size, Colle
 // `srun --gpus-per-task=1` (one visible each) and one-GPU-per-rank launches both work.
 int select_gpu(int local_rank, int visible);
 
-// Whether every producer of a `hosts.size()`-rank job runs on the node of its consumer
-// (`hosts[r]` names rank r's node), as ipc needs.
-bool pairs_on_one_node(const std::vector<std::string>& hosts, bool split);
-
 std::string_view to_string(Role role);
 std::string_view to_string(Collective op);
 

@@ -74,6 +74,11 @@ struct TransportOptions {
     bool debug_skip_reuse_wait = false;
 };
 
+// Whether world rank `peer` shares this process's node (MPI's shared-memory node, as the ipc
+// transport needs it), agreed over `comm` (collective): false on every rank when any pair of
+// the job is split across nodes.
+bool every_pair_on_one_node(MPI_Comm comm, int peer);
+
 // MPI between host buffers (the CPU path): MPI runs on the stream's own thread.
 std::unique_ptr<Transport> make_mpi_host_transport(MPI_Comm comm, const TransportOptions& options);
 // MPI for device buffers through pinned staging buffers, copies and MPI pipelined piece by piece.
@@ -81,6 +86,7 @@ std::unique_ptr<Transport> make_mpi_staged_transport(MPI_Comm comm, Device& devi
                                                      const TransportOptions& options);
 // NCCL point-to-point; collective over `comm` (the id is broadcast from its rank 0).
 std::unique_ptr<Transport> make_nccl_transport(MPI_Comm comm);
+
 // The consumer's receive slots in memory its producer maps (same node only): CUDA IPC on the GPU,
 // an MPI-3 shared-memory window on the CPU path; the producer copies into them (a copy engine
 // on the GPU) and per-slot sequence words order the uses. Collective over `comm`; a usage error

@@ -20,18 +20,6 @@ TEST(Pairing, AdjacentAndSplitPairs) {
     EXPECT_EQ(place_pairs(0, 1, false).role, Role::both);
 }
 
-TEST(Pairing, PairsOnOneNode) {
-    // Two nodes, two ranks each (block placement): adjacent pairs stay on a node, split ones
-    // cross.
-    const std::vector<std::string> two_nodes = {"a", "a", "b", "b"};
-    EXPECT_TRUE(pairs_on_one_node(two_nodes, false));
-    EXPECT_FALSE(pairs_on_one_node(two_nodes, true));
-    // Round-robin placement: adjacent pairs cross.
-    EXPECT_FALSE(pairs_on_one_node({"a", "b", "a", "b"}, false));
-    EXPECT_TRUE(pairs_on_one_node({"a", "b", "a", "b"}, true));
-    EXPECT_TRUE(pairs_on_one_node({"a"}, false));
-}
-
 // Broadcast groups: each group's rank 0 produces, the others consume and are numbered group by
 // group (the rows of /y); a group of one consumes its own tensor.
 TEST(Groups, BroadcastRootsAndReceivers) {

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Runs every batch template in scripts/slurm/ on the test cluster, as shipped, with gpurelay
 # flags only (the templates pass them on, over the deck): --device cpu, and for the multi-node
-# deck also smaller sizes (its 64Mi tensors and kernel C take minutes per step on a CPU) and
-# transport = mpi (see below).
+# deck also smaller sizes (its 64Mi tensors and kernel C take minutes per step on a CPU).
 # Checks that each job completes and verifies, that the deck applies with flags (multi-node
 # keeps pairing = "split" and crosses the two nodes), one output file per job, that a user's
 # --tag wins, and that the array runs its six points one at a time.
@@ -25,13 +24,12 @@ check_done() {
 small=(--device cpu --elements 64Ki --c-elements 64Ki --c-iterations 4 --steps 12 --warmup 2)
 one="$(submit scripts/slurm/one-node-two-gpus.sbatch --device cpu)"
 mine="$(submit scripts/slurm/one-node-two-gpus.sbatch --device cpu --elements 1Mi --tag "my tag")"
-# transport = mpi: this cluster's two nodes share one host, and auto's host-name test then
-# takes each pair for one node's and picks ipc, which refuses pairs that MPI places on two nodes.
+# The deck's transport = auto: the pairs cross the two nodes (which share one host here), so
+# auto must pick MPI, by the same "one node" test that ipc refuses pairs across nodes by.
 # The multi-node job starts when the one-node jobs have ended, and the array after it: all at
 # once they would be 14 ranks on a two-core machine, where the eight ranks of two nodes sharing one
 # host once failed to start in CI (one rank's segmentation fault, shared-memory set-up failing).
-multi="$(submit --dependency="afterany:$one:$mine" scripts/slurm/multi-node.sbatch "${small[@]}" \
-    --transport mpi)"
+multi="$(submit --dependency="afterany:$one:$mine" scripts/slurm/multi-node.sbatch "${small[@]}")"
 array="$(submit --dependency="afterany:$multi" scripts/slurm/sweep-array.sbatch --device cpu)"
 echo "submitted: one-node $one and $mine, multi-node $multi, sweep-array $array"
 for id in "$one" "$mine" "$multi" "$array"; do
@@ -58,7 +56,7 @@ echo "== multi-node.sbatch: pairing = split from the deck, ranks 0-3 and 4-7 on 
 check_done "$multi" "$work/gpurelay-multinode-$multi.out"
 csv="$work/outputs/multi-node.csv"
 tag="slurm-$multi nodes=2"
-for pair in pairing=split world_size=8 pairs=4 elements=65536 verified=ok; do
+for pair in pairing=split world_size=8 pairs=4 elements=65536 transport=mpi verified=ok; do
     [[ "$(csv_column "$csv" "$tag" "${pair%%=*}")" == "${pair#*=}" ]] ||
         fail "job $multi: row '$tag' lacks $pair"
 done
