@@ -1,0 +1,117 @@
+// The JSON summary: the run, its typed config, the ranks and every pass, NaN written as null.
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "report/report.hpp"
+
+namespace gpurelay {
+namespace {
+
+nlohmann::json pass_json(const PassSummary& p) {
+    nlohmann::json j;
+    j["overlap"] = p.overlap;
+    for (const PhaseInfo& phase : kPhases) {
+        const PhaseStats& st = p.phase(phase.phase);
+        j["phases_ms"][phase.name] = {{"median", st.median}, {"min", st.min}, {"max", st.max}};
+    }
+    j["transfer_ms"] = p.transfer_ms;
+    j["transfer_gbps"] = p.transfer_gbps;
+    j["algbw_gbps"] = p.transfer_gbps;
+    j["busbw_gbps"] = p.bus_gbps;
+    j["aggregate_gbps"] = p.aggregate_gbps;
+    j["a_gbps"] = p.a_gbps;
+    j["b_gbps"] = p.b_gbps;
+    j["c_giter_per_s"] = p.c_giter_per_s;
+    j["time_per_step_ms"] = p.time_per_step_ms;
+    j["steps_per_s"] = p.steps_per_s;
+    j["cold_step_ms"] = p.cold_step_ms;
+    j["write_wait_ms"] = p.write_wait_ms;
+    j["step_bound_ms"] = p.step_bound_ms;
+    j["host_us_per_step"] = {
+        {"queue", p.host_queue_us}, {"retire", p.host_retire_us}, {"callback", p.host_callback_us}};
+    j["timing"] = {{"used", p.timing},
+                   {"auto", p.timing_auto},
+                   {"judged_from_ms", p.timing_judged_ms},
+                   {"phase_timed_steps", p.phase_timed_steps}};
+    j["graphs"] = {{"captured", p.graphs_captured},
+                   {"capture_ms", p.capture_ms},
+                   {"steps_replayed", p.graph_steps}};
+    j["verification"] = {{"x_checked", p.x_checked},       {"x_mismatches", p.x_mismatches},
+                         {"c_checked", p.c_checked},       {"c_mismatches", p.c_mismatches},
+                         {"spot_checked", p.spot_checked}, {"spot_mismatches", p.spot_mismatches},
+                         {"passed", p.verified()}};
+    for (const PairFigures& f : p.pairs) {
+        j["pairs"].push_back({{"pair", f.pair},
+                              {"producer", f.producer},
+                              {"consumer", f.consumer},
+                              {"step_ms", f.step_ms},
+                              {"transfer_ms", f.transfer_ms},
+                              {"transfer_gbps", f.transfer_gbps}});
+    }
+    return j;
+}
+
+// NaN is not JSON: write null.
+nlohmann::json without_nan(const nlohmann::json& j) {
+    if (j.is_number_float() && std::isnan(j.get<double>())) return nullptr;
+    if (j.is_object() || j.is_array()) {
+        nlohmann::json copy = j;
+        for (auto& item : copy) item = without_nan(item);
+        return copy;
+    }
+    return j;
+}
+
+// A deck value as JSON of its own type: the TOML literal (2, 2.0, true, "auto") is also JSON for
+// every key gpurelay has; anything else stays the literal's text.
+nlohmann::json typed_value(const std::string& toml_literal) {
+    nlohmann::json value = nlohmann::json::parse(toml_literal, nullptr, /*allow_exceptions=*/false);
+    return value.is_discarded() ? nlohmann::json(toml_literal) : value;
+}
+
+}  // namespace
+
+std::string summary_json(const RunSummary& s) {
+    nlohmann::json j;
+    j["schema_version"] = kSummarySchemaVersion;
+    j["gpurelay_version"] = s.versions;
+    j["git_hash"] = s.git_hash;
+    j["timestamp"] = s.timestamp;
+    j["world_size"] = s.world_size;
+    j["pairs"] = s.pairs;
+    j["pattern"] = std::string(to_string(s.config.pattern));
+    if (s.config.pattern != Pattern::pairs) {
+        j["groups"] = s.groups;
+        j["group_size"] = s.group_size;
+        j["bus_factor"] = bus_factor(s.config.pattern, s.group_size);
+    }
+    j["backend"] = s.backend;
+    j["transport"] = s.transport;
+    j["transport_note"] = s.transport_note;
+    for (const auto& key : config_keys()) {
+        j["config"][std::string(key.name)] = typed_value(config_value_toml(s.config, key.name));
+    }
+    j["config_toml"] = config_to_toml(s.config);
+    for (const RankInfo& r : s.ranks) {
+        j["ranks"].push_back({{"host", r.host},
+                              {"device", r.device},
+                              {"bus_id", r.bus_id},
+                              {"role", r.role},
+                              {"pair", r.pair},
+                              {"peer_link", r.peer_link}});
+    }
+    for (const PassSummary& p : s.passes) j["passes"].push_back(pass_json(p));
+    if (s.overlap_speedup > 0) {
+        j["overlap_speedup"] = s.overlap_speedup;
+        j["overlap_speedup_includes_io"] = s.speedup_includes_io();
+        j["overlap_ideal_ms"] = s.overlap_ideal_ms;
+    }
+    j["device_bytes"] = s.device_bytes;
+    j["host_bytes"] = s.host_bytes;
+    j["write_gbps"] = s.write_gbps;
+    j["verified"] = s.verified();
+    return without_nan(j).dump(2) + "\n";
+}
+
+}  // namespace gpurelay

@@ -1,0 +1,180 @@
+// The results CSV: one {column, cell} table makes both the header and the row; rows are
+// appended under a lock, whole or not at all.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "report/file_write.hpp"
+#include "report/number_text.hpp"
+#include "report/report.hpp"
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+namespace {
+
+std::string csv_number(double v, const char* format = "%.6g") {
+    return std::isnan(v) || v == 0.0 ? (v == 0.0 ? "0" : "") : fmt(format, v);
+}
+
+std::string csv_text(const std::string& text) {
+    if (text.find_first_of(",\"\n") == std::string::npos) return text;
+    std::string quoted = "\"";
+    for (char ch : text) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return quoted + "\"";
+}
+
+std::string csv_bool(bool value) { return value ? "true" : "false"; }
+bool compared(const RunSummary& r) { return r.overlap_speedup > 0; }
+
+// The columns in file order; the phase medians come from kPhases (the step's period has its
+// median, min and max earlier, as step_ms_*).
+std::vector<CsvColumn> make_results_csv_columns() {
+    using R = const RunSummary&;
+    std::vector<CsvColumn> columns = {
+        {"tag", [](R r) { return csv_text(r.config.tag); }},
+        {"timestamp", [](R r) { return r.timestamp; }},
+        {"git_hash", [](R r) { return r.git_hash; }},
+        {"world_size", [](R r) { return std::to_string(r.world_size); }},
+        {"pairs", [](R r) { return std::to_string(r.pairs); }},
+        {"backend", [](R r) { return r.backend; }},
+        {"transport", [](R r) { return r.transport.substr(0, r.transport.find(' ')); }},
+        {"gpu_name", [](R r) { return csv_text(r.ranks.empty() ? "" : r.ranks.front().device); }},
+        {"dtype", [](R r) { return std::string(to_string(r.config.dtype)); }},
+        {"elements", [](R r) { return std::to_string(r.config.elements); }},
+        {"tensor_bytes", [](R r) { return std::to_string(r.config.tensor_bytes()); }},
+        {"steps", [](R r) { return std::to_string(r.config.steps); }},
+        {"warmup", [](R r) { return std::to_string(r.config.warmup); }},
+        {"depth", [](R r) { return std::to_string(r.config.depth); }},
+        {"overlap", [](R r) { return std::string(to_string(r.config.overlap)); }},
+        {"blocking", [](R r) { return csv_bool(r.config.blocking); }},
+        {"graphs", [](R r) { return csv_bool(r.config.graphs); }},
+        {"c_elements", [](R r) { return std::to_string(r.config.c_elements); }},
+        {"c_iterations", [](R r) { return std::to_string(r.config.c_iterations); }},
+        {"pairing", [](R r) { return std::string(to_string(r.config.pairing)); }},
+        {"chunk", [](R r) { return std::to_string(r.config.chunk); }},
+        {"time_per_step_ms", [](R r) { return csv_number(r.main_pass().time_per_step_ms); }},
+        {"step_ms_median", [](R r) { return csv_number(r.main_pass().phase(Phase::step).median); }},
+        {"step_ms_min", [](R r) { return csv_number(r.main_pass().phase(Phase::step).min); }},
+        {"step_ms_max", [](R r) { return csv_number(r.main_pass().phase(Phase::step).max); }},
+        {"steps_per_s", [](R r) { return csv_number(r.main_pass().steps_per_s); }},
+    };
+    for (const PhaseInfo& phase : kPhases) {
+        if (phase.phase == Phase::step) continue;  // its period: step_ms_* above
+        columns.push_back({std::string(phase.name) + "_ms", [p = phase.phase](R r) {
+                               return csv_number(r.main_pass().phase(p).median);
+                           }});
+    }
+    const std::vector<CsvColumn> rest = {
+        {"transfer_gbps", [](R r) { return csv_number(r.main_pass().transfer_gbps); }},
+        {"aggregate_gbps", [](R r) { return csv_number(r.main_pass().aggregate_gbps); }},
+        {"a_gbps", [](R r) { return csv_number(r.main_pass().a_gbps); }},
+        {"b_gbps", [](R r) { return csv_number(r.main_pass().b_gbps); }},
+        {"cold_step_ms", [](R r) { return csv_number(r.passes.front().cold_step_ms); }},
+        {"time_per_step_no_overlap_ms",
+         [](R r) { return compared(r) ? csv_number(r.passes.front().time_per_step_ms) : ""; }},
+        {"overlap_speedup", [](R r) { return compared(r) ? csv_number(r.overlap_speedup) : ""; }},
+        {"x_checked", [](R r) { return std::to_string(r.verification_totals().x_checked); }},
+        {"x_mismatches", [](R r) { return std::to_string(r.verification_totals().x_mismatches); }},
+        {"c_mismatches", [](R r) { return std::to_string(r.verification_totals().c_mismatches); }},
+        {"verified", [](R r) { return std::string(r.verified() ? "ok" : "failed"); }},
+        {"step_bound_ms", [](R r) { return csv_number(r.main_pass().step_bound_ms); }},
+        {"overlap_ideal_ms", [](R r) { return compared(r) ? csv_number(r.overlap_ideal_ms) : ""; }},
+        {"pattern", [](R r) { return std::string(to_string(r.config.pattern)); }},
+        {"group_size", [](R r) { return std::to_string(r.group_size); }},
+        {"algbw_gbps", [](R r) { return csv_number(r.main_pass().transfer_gbps); }},
+        {"busbw_gbps", [](R r) { return csv_number(r.main_pass().bus_gbps); }},
+    };
+    columns.insert(columns.end(), rest.begin(), rest.end());
+    return columns;
+}
+
+// The first line of the file open as `fd` (read from its start), or "" if it is empty.
+std::string first_line(int fd) {
+    std::string line;
+    char ch = 0;
+    for (off_t at = 0; ::pread(fd, &ch, 1, at) == 1 && ch != '\n'; ++at) line += ch;
+    return line;
+}
+
+std::string header_mismatch(const std::string& path) {
+    return "results_csv: '" + path +
+           "' has other columns (written by another gpurelay version?); appending would put "
+           "values under the wrong names: use a new file";
+}
+
+}  // namespace
+
+const std::vector<CsvColumn>& results_csv_columns() {
+    static const std::vector<CsvColumn> columns = make_results_csv_columns();
+    return columns;
+}
+
+std::string results_csv_header() {
+    std::string header;
+    for (const CsvColumn& column : results_csv_columns()) {
+        if (!header.empty()) header += ',';
+        header += column.name;
+    }
+    return header;
+}
+
+std::string results_csv_row(const RunSummary& run) {
+    std::string line;
+    // Joined by position, not by whether the line is still empty: the tag (first) may be empty.
+    for (const CsvColumn& column : results_csv_columns()) {
+        if (&column != &results_csv_columns().front()) line += ',';
+        line += column.cell(run);
+    }
+    return line;
+}
+
+void check_results_csv_header(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) return;  // not there yet (the folder was checked)
+    const std::string found = first_line(fd);
+    ::close(fd);
+    if (!found.empty() && found != results_csv_header()) {
+        throw usage_error(header_mismatch(path));
+    }
+}
+
+void append_results_csv(const std::string& path, const RunSummary& s) {
+    const std::string line = results_csv_row(s);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND, 0644);
+    if (fd < 0)
+        throw runtime_error("cannot open results CSV '" + path + "': " + std::strerror(errno));
+    // The lock makes "is it empty? then write the header" and the append one step.
+    ::flock(fd, LOCK_EX);
+    const off_t before = ::lseek(fd, 0, SEEK_END);
+    std::string text;
+    if (before == 0) {
+        text = results_csv_header() + "\n";
+    } else if (first_line(fd) != results_csv_header()) {
+        ::flock(fd, LOCK_UN);
+        ::close(fd);
+        throw runtime_error(header_mismatch(path));
+    }
+    text += line + "\n";
+    const bool written = write_all(fd, text) && ::fsync(fd) == 0;
+    const int error = errno;
+    // A row that did not fit is taken back: the file keeps only whole rows.
+    if (!written && ::ftruncate(fd, before) != 0) {
+        std::fprintf(stderr, "gpurelay: could not take back the partial row at the end of '%s'\n",
+                     path.c_str());
+    }
+    ::flock(fd, LOCK_UN);
+    ::close(fd);
+    if (!written) {
+        throw runtime_error("cannot append to results CSV '" + path + "': " + std::strerror(error) +
+                            " (the file is as it was)");
+    }
+}
+
+}  // namespace gpurelay

@@ -1,0 +1,273 @@
+// The cross-rank summary: every rank's measurements of a pass reduced to one PassSummary, and
+// the run's figures (ranks, memory, write rate, the overlap speedup) gathered once.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "comm/mpi_error.hpp"
+#include "report/report.hpp"
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+PhaseStats stats_of(std::vector<double> values) {
+    values.erase(
+        std::remove_if(values.begin(), values.end(), [](double v) { return std::isnan(v); }),
+        values.end());
+    if (values.empty()) return {kNaN, kNaN, kNaN};
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    const double median = n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+    return {median, values.front(), values.back()};
+}
+
+// What summarize_pass sums over the ranks, by name.
+struct Counts {
+    std::uint64_t x_mismatches, c_mismatches, spot_checked, spot_mismatches;
+};
+// What it takes the largest of over the ranks: the slowest rank's wall times.
+struct Walls {
+    double timed_wall_ms, cold_step_ms, write_wait_ms, capture_ms, graphs_captured;
+    double host_queue_ms, host_retire_ms, host_callback_ms;
+};
+
+// One all-reduce of every field of `fields`, a struct of nothing but `Field`s.
+template <typename Field, typename Fields>
+Fields reduce_fields(const Fields& fields, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+    static_assert(std::is_trivially_copyable_v<Fields> && sizeof(Fields) % sizeof(Field) == 0);
+    Fields reduced{};
+    MPI_CHECK(MPI_Allreduce(&fields, &reduced, static_cast<int>(sizeof(Fields) / sizeof(Field)),
+                            type, op, comm));
+    return reduced;
+}
+
+double gbps(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e6) : kNaN; }
+
+}  // namespace
+
+bool RunSummary::verified() const {
+    return std::all_of(passes.begin(), passes.end(),
+                       [](const PassSummary& p) { return p.verified(); });
+}
+
+VerificationTotals RunSummary::verification_totals() const {
+    VerificationTotals t;
+    for (const PassSummary& p : passes) {
+        t.x_checked += p.x_checked;
+        t.x_mismatches += p.x_mismatches;
+        t.c_checked += p.c_checked;
+        t.c_mismatches += p.c_mismatches;
+        t.spot_checked += p.spot_checked;
+        t.spot_mismatches += p.spot_mismatches;
+    }
+    return t;
+}
+
+PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacement& placement,
+                           const PassResult& result) {
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    const auto steps = static_cast<std::size_t>(config.steps);
+    // The steps this pass timed: after warm-up (and after the cold first step of a resumed
+    // pass), up to where it stopped.
+    const auto warmup = static_cast<std::size_t>(result.timed_from);
+    const auto end = static_cast<std::size_t>(result.end_step);
+    const std::size_t timed = end > warmup ? end - warmup : 0;
+    const double bytes = static_cast<double>(config.tensor_bytes());
+
+    PassSummary summary;
+    summary.overlap = result.overlap;
+    summary.timed_steps = static_cast<std::int64_t>(timed);
+    summary.timed_from = result.timed_from;
+
+    // Every rank's step times to rank 0: steps x phases doubles each.
+    std::vector<double> mine(steps * kPhaseCount);
+    for (std::size_t s = 0; s < steps; ++s) {
+        for (std::size_t p = 0; p < kPhaseCount; ++p)
+            mine[s * kPhaseCount + p] = result.steps[s].*kPhases[p].member;
+    }
+    std::vector<double> all(rank == 0 ? mine.size() * static_cast<std::size_t>(size) : 0);
+    MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
+                         static_cast<int>(mine.size()), MPI_DOUBLE, 0, comm));
+
+    // Verification totals and the worst wall times, on every rank.
+    Counts counts{0, 0, result.spot_checked, result.spot_mismatches};
+    if (placement.role != Role::producer) {
+        for (std::size_t s = 0; s < steps; ++s) {
+            counts.x_mismatches += result.x_mismatches[s];
+            counts.c_mismatches += result.c_mismatches[s];
+        }
+    }
+    const Counts totals = reduce_fields<std::uint64_t>(counts, MPI_UINT64_T, MPI_SUM, comm);
+    const Walls worst = reduce_fields<double>(
+        Walls{result.timed_wall_ms, result.cold_step_ms, result.write_wait_ms, result.capture_ms,
+              static_cast<double>(result.graphs_captured), result.host_queue_ms,
+              result.host_retire_ms, result.host_callback_ms},
+        MPI_DOUBLE, MPI_MAX, comm);
+
+    const auto ran = static_cast<std::uint64_t>(result.end_step - result.first_step);
+    summary.x_checked = config.elements * ran * static_cast<std::uint64_t>(placement.pairs);
+    summary.c_checked = config.c_elements * ran * static_cast<std::uint64_t>(placement.pairs);
+    summary.x_mismatches = totals.x_mismatches;
+    summary.c_mismatches = totals.c_mismatches;
+    summary.spot_checked = totals.spot_checked;
+    summary.spot_mismatches = totals.spot_mismatches;
+    summary.time_per_step_ms = timed > 0 ? worst.timed_wall_ms / static_cast<double>(timed) : kNaN;
+    summary.steps_per_s = 1000.0 / summary.time_per_step_ms;
+    summary.cold_step_ms = worst.cold_step_ms;
+    summary.write_wait_ms = worst.write_wait_ms;
+    summary.capture_ms = worst.capture_ms;
+    summary.graphs_captured = static_cast<int>(worst.graphs_captured);
+    summary.graph_steps = result.graph_steps;  // every rank replays the same steps
+    summary.timing = std::string(to_string(result.timing));
+    if (result.timing == Timing::sampled) {
+        summary.timing += ':';
+        summary.timing += std::to_string(result.timing_every);
+    }
+    summary.timing_auto = config.timing == Timing::auto_select;
+    summary.timing_judged_ms = result.timing_judged_ms;
+    summary.phase_timed_steps = result.phase_timed_steps;  // every rank times the same steps
+    const double per_step_us = timed > 0 ? 1000.0 / static_cast<double>(timed) : kNaN;
+    summary.host_queue_us = worst.host_queue_ms * per_step_us;
+    summary.host_retire_us = worst.host_retire_ms * per_step_us;
+    summary.host_callback_us = worst.host_callback_ms * per_step_us;
+    if (rank != 0) return summary;
+
+    auto value = [&](int r, std::size_t s, Phase p) {
+        return all[(static_cast<std::size_t>(r) * steps + s) * kPhaseCount + index_of(p)];
+    };
+    for (const PhaseInfo& phase : kPhases) {
+        std::vector<double> samples;
+        for (int r = 0; r < size; ++r) {
+            for (std::size_t s = warmup; s < end; ++s) samples.push_back(value(r, s, phase.phase));
+        }
+        summary.phases[index_of(phase.phase)] = stats_of(std::move(samples));
+    }
+    // A transfer's time, seen from either end, also holds waiting for the other end (the sender
+    // for a receiver still busy; the receiver for a sender whose A ran late): the shorter of the
+    // two is the closer measure of the transfer itself.
+    std::vector<double> all_transfers;
+    const bool split = config.pairing == Pairing::split;
+    // A collective's time, seen from each rank of its group, also holds waiting for the last one
+    // to arrive: the shortest is the closest measure of the collective itself, as the shorter end
+    // is for a pair. A broadcast's root times it as its send, the others as their receive.
+    const int n = placement.group_size;
+    for (int g = 0; config.pattern != Pattern::pairs && g < placement.groups; ++g) {
+        std::vector<double> transfers, periods;
+        for (std::size_t s = warmup; s < end; ++s) {
+            double shortest = kNaN;
+            for (int r = g * n; r < (g + 1) * n; ++r) {
+                const bool root_sends = config.pattern == Pattern::broadcast && n > 1 && r == g * n;
+                shortest = std::fmin(shortest, value(r, s, root_sends ? Phase::send : Phase::recv));
+            }
+            transfers.push_back(shortest);
+            periods.push_back(value((g + 1) * n - 1, s, Phase::step));
+        }
+        all_transfers.insert(all_transfers.end(), transfers.begin(), transfers.end());
+        const double transfer_ms = stats_of(transfers).median;
+        summary.pairs.push_back({g, g * n, (g + 1) * n - 1, stats_of(periods).median, transfer_ms,
+                                 gbps(bytes, transfer_ms)});
+    }
+    for (int pair = 0; config.pattern == Pattern::pairs && pair < placement.pairs; ++pair) {
+        const PairPlacement p = place_pairs(size == 1 ? 0 : (split ? pair : 2 * pair), size, split);
+        std::vector<double> transfers, periods;
+        for (std::size_t s = warmup; s < end; ++s) {
+            transfers.push_back(
+                std::min(value(p.producer, s, Phase::send), value(p.consumer, s, Phase::recv)));
+            periods.push_back(value(p.consumer, s, Phase::step));
+        }
+        all_transfers.insert(all_transfers.end(), transfers.begin(), transfers.end());
+        const double transfer_ms = stats_of(transfers).median;
+        summary.pairs.push_back({pair, p.producer, p.consumer, stats_of(periods).median,
+                                 transfer_ms, gbps(bytes, transfer_ms)});
+    }
+    summary.transfer_ms = stats_of(all_transfers).median;
+    summary.transfer_gbps = gbps(bytes, summary.transfer_ms);
+    summary.bus_gbps = summary.transfer_gbps * bus_factor(config.pattern, n);
+    summary.aggregate_gbps = gbps(bytes * placement.pairs, summary.time_per_step_ms);
+    summary.a_gbps = gbps(bytes, summary.phase(Phase::a).median);
+    summary.b_gbps = gbps(2 * bytes, summary.phase(Phase::b).median);
+    const double c_ms = summary.phase(Phase::c).median;
+    summary.step_bound_ms = step_bound_ms(phase_medians(summary), config.depth, result.overlap);
+    summary.c_giter_per_s = c_ms > 0 ? static_cast<double>(config.c_elements) *
+                                           static_cast<double>(config.c_iterations) / (c_ms * 1e6)
+                                     : kNaN;
+    return summary;
+}
+
+double bus_factor(Pattern pattern, int group_size) {
+    if (pattern != Pattern::allreduce) return 1.0;
+    return 2.0 * (group_size - 1) / group_size;
+}
+
+PhaseMedians phase_medians(const PassSummary& pass) {
+    return {pass.phase(Phase::a).median, pass.transfer_ms, pass.phase(Phase::c).median,
+            pass.phase(Phase::b).median};
+}
+
+std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    // One fixed-width record per rank keeps this to a single gather.
+    constexpr int kField = 128;
+    constexpr int kFields = 5;
+    std::string record(kFields * kField, '\0');
+    const std::string fields[kFields] = {mine.host, mine.device, mine.bus_id, mine.role,
+                                         mine.peer_link};
+    for (int f = 0; f < kFields; ++f) {
+        record.replace(static_cast<std::size_t>(f * kField),
+                       std::min<std::size_t>(fields[f].size(), kField - 1),
+                       fields[f].substr(0, kField - 1));
+    }
+    record.resize(kFields * kField);
+    std::vector<char> all(rank == 0 ? record.size() * static_cast<std::size_t>(size) : 0);
+    std::vector<int> pairs(rank == 0 ? static_cast<std::size_t>(size) : 0);
+    MPI_CHECK(MPI_Gather(record.data(), kFields * kField, MPI_CHAR, all.data(), kFields * kField,
+                         MPI_CHAR, 0, comm));
+    MPI_CHECK(MPI_Gather(&mine.pair, 1, MPI_INT, pairs.data(), 1, MPI_INT, 0, comm));
+    std::vector<RankInfo> ranks;
+    for (int r = 0; rank == 0 && r < size; ++r) {
+        RankInfo info;
+        std::string* out[kFields] = {&info.host, &info.device, &info.bus_id, &info.role,
+                                     &info.peer_link};
+        for (int f = 0; f < kFields; ++f) {
+            *out[f] = std::string(all.data() + (r * kFields + f) * kField);
+        }
+        info.pair = pairs[static_cast<std::size_t>(r)];
+        ranks.push_back(info);
+    }
+    return ranks;
+}
+
+void summarize_run(MPI_Comm comm, const RankFigures& mine, RunSummary& summary) {
+    summary.ranks = gather_rank_info(comm, mine.info);
+    if (summary.passes.size() == 2) {
+        summary.overlap_speedup =
+            summary.passes[0].time_per_step_ms / summary.passes[1].time_per_step_ms;
+        summary.overlap_ideal_ms =
+            step_bound_ms(phase_medians(summary.passes[0]), summary.config.depth, /*overlap=*/true);
+    }
+    struct Memory {
+        std::uint64_t device_bytes, host_bytes;
+    };
+    const Memory largest = reduce_fields<std::uint64_t>(Memory{mine.device_bytes, mine.host_bytes},
+                                                        MPI_UINT64_T, MPI_MAX, comm);
+    summary.device_bytes = largest.device_bytes;
+    summary.host_bytes = largest.host_bytes;
+    struct Writes {
+        double bytes, seconds;
+    };
+    const Writes total = reduce_fields<double>(Writes{mine.bytes_written, mine.write_seconds},
+                                               MPI_DOUBLE, MPI_SUM, comm);
+    summary.write_gbps = total.seconds > 0 ? total.bytes / total.seconds / 1e9 : 0.0;
+}
+
+}  // namespace gpurelay
