@@ -60,6 +60,16 @@ PairPlacement place_ranks(const Config& config, int rank, int size) {
     return place_groups(rank, size, group_size, collective_of(config.pattern), kMaxAllreduceGroup);
 }
 
+// A GPU that two of the ranks [begin, end) share (their keys are "host bus-id"), or "".
+std::string shared_gpu(const std::vector<std::string>& gpu_keys, int begin, int end) {
+    std::set<std::string> seen;
+    for (int r = begin; r < end; ++r) {
+        const std::string& key = gpu_keys[static_cast<std::size_t>(r)];
+        if (!seen.insert(key).second) return key;
+    }
+    return "";
+}
+
 // A collective pattern's transport, over a communicator of this rank's group: on the CPU path MPI
 // between host buffers (host-staged with staging = on); on the GPU NCCL when every rank of a group
 // has its own GPU, else MPI host-staged (transport = mpi, or auto where ranks of a group share a
@@ -91,12 +101,7 @@ std::unique_ptr<Transport> open_collective(Setup& setup, const std::vector<std::
     }
     std::string shared;
     for (int g = 0; g < p.groups && shared.empty(); ++g) {
-        std::set<std::string> seen;
-        for (int r = g * p.group_size; r < (g + 1) * p.group_size; ++r) {
-            if (!seen.insert(gpu_keys[static_cast<std::size_t>(r)]).second) {
-                shared = gpu_keys[static_cast<std::size_t>(r)];
-            }
-        }
+        shared = shared_gpu(gpu_keys, g * p.group_size, (g + 1) * p.group_size);
     }
     if (!shared.empty() && config.transport == TransportKind::nccl) {
         throw usage_error("transport = \"nccl\" cannot run two ranks of a group on one GPU (" +
@@ -111,6 +116,62 @@ std::unique_ptr<Transport> open_collective(Setup& setup, const std::vector<std::
     return make_nccl_collective(group, op, type);
 }
 
+// What a pair's transport is chosen from.
+struct PairChoice {
+    Setup& setup;
+    TransportOptions options;
+    bool one_node;  // every pair on one of MPI's shared-memory nodes, as ipc needs
+    std::unique_ptr<Transport> ipc() const {
+        return make_ipc_transport(MPI_COMM_WORLD, setup.placement, *setup.device, options);
+    }
+    std::unique_ptr<Transport> mpi_staged() const {
+        return make_mpi_staged_transport(MPI_COMM_WORLD, *setup.device, options);
+    }
+};
+
+// The CPU path: ipc (auto, where each pair is on one node), else MPI between host buffers.
+std::unique_ptr<Transport> open_host_pair_transport(const PairChoice& choice) {
+    const Config& config = choice.setup.config;
+    if (config.graphs) {
+        throw usage_error(
+            "graphs = true needs the CUDA path, but this run is on the CPU (no GPU visible): "
+            "host streams cannot be captured in a CUDA graph");
+    }
+    if (config.transport == TransportKind::nccl) {
+        throw usage_error("transport = \"nccl\" needs the CUDA path, but this run is on the CPU");
+    }
+    if (config.staging == Staging::on) return choice.mpi_staged();
+    if (config.transport == TransportKind::ipc ||
+        (config.transport == TransportKind::auto_select && choice.one_node)) {
+        return choice.ipc();
+    }
+    return make_mpi_host_transport(MPI_COMM_WORLD, choice.options);
+}
+
+// Ranks that share GPU `shared`, which NCCL refuses: ipc (auto, on one node), else host-staged
+// MPI.
+std::unique_ptr<Transport> open_shared_gpu_pair_transport(const PairChoice& choice,
+                                                          const std::string& shared) {
+    const Config& config = choice.setup.config;
+    if (config.transport == TransportKind::nccl) {
+        throw usage_error("transport = \"nccl\" cannot run two ranks on one GPU (" + shared +
+                          "); give each rank its own GPU or use transport = \"ipc\"");
+    }
+    if (config.graphs) {
+        throw usage_error("graphs = true needs NCCL, but ranks share a GPU (" + shared +
+                          "), where NCCL cannot run and the ipc and MPI transports' waits "
+                          "cannot be captured; give each rank its own GPU");
+    }
+    if (config.transport == TransportKind::auto_select && choice.one_node) {
+        choice.setup.transport_note = "ranks share a GPU, which NCCL refuses: auto chose ipc";
+        return choice.ipc();
+    }
+    if (config.transport == TransportKind::auto_select) {
+        choice.setup.transport_note = "ranks share a GPU and pairs span nodes: auto chose MPI";
+    }
+    return choice.mpi_staged();
+}
+
 // Picks the transport, refusing up front what would fail later (NCCL with two ranks on one GPU,
 // ipc across nodes). auto: NCCL when each rank has its own GPU; ipc when ranks share a GPU, or
 // on the CPU path, as long as each pair is on one node; MPI otherwise.
@@ -118,43 +179,22 @@ std::unique_ptr<Transport> open_transport(Setup& setup, int world_size,
                                           const std::vector<std::string>& gpu_keys) {
     const Config& config = setup.config;
     if (config.pattern != Pattern::pairs) return open_collective(setup, gpu_keys);
-    const std::size_t bytes = config.tensor_bytes();
-    TransportOptions options{bytes, config.chunk, config.timeout()};
+    TransportOptions options{config.tensor_bytes(), config.chunk, config.timeout()};
     options.slots = static_cast<std::size_t>(config.depth);
     options.debug_skip_reuse_wait = config.debug_skip_reuse_wait;
-    // "One node" as ipc needs it: MPI's shared-memory node (collective, on every rank alike).
-    const bool one_node = every_pair_on_one_node(MPI_COMM_WORLD, setup.placement.peer);
-    const auto ipc = [&] {
-        return make_ipc_transport(MPI_COMM_WORLD, setup.placement, *setup.device, options);
-    };
+    // Collective, on every rank alike.
+    const PairChoice choice{setup, options,
+                            every_pair_on_one_node(MPI_COMM_WORLD, setup.placement.peer)};
     if (config.transport == TransportKind::ipc && config.staging == Staging::on) {
         throw usage_error(
             "staging = \"on\" is for transport = \"mpi\"; ipc copies straight "
             "into the consumer's slots");
     }
-    if (config.transport == TransportKind::ipc && !one_node) {
-        return ipc();  // which refuses pairs across nodes
+    if (config.transport == TransportKind::ipc && !choice.one_node) {
+        return choice.ipc();  // which refuses pairs across nodes
     }
-    if (setup.device->backend() == Backend::host) {
-        if (config.graphs) {
-            throw usage_error(
-                "graphs = true needs the CUDA path, but this run is on the CPU (no GPU visible): "
-                "host streams cannot be captured in a CUDA graph");
-        }
-        if (config.transport == TransportKind::nccl) {
-            throw usage_error(
-                "transport = \"nccl\" needs the CUDA path, but this run is on the CPU");
-        }
-        if (config.staging == Staging::on) {
-            return make_mpi_staged_transport(MPI_COMM_WORLD, *setup.device, options);
-        }
-        if (config.transport == TransportKind::ipc ||
-            (config.transport == TransportKind::auto_select && one_node)) {
-            return ipc();
-        }
-        return make_mpi_host_transport(MPI_COMM_WORLD, options);
-    }
-    if (config.transport == TransportKind::ipc) return ipc();
+    if (setup.device->backend() == Backend::host) return open_host_pair_transport(choice);
+    if (config.transport == TransportKind::ipc) return choice.ipc();
     if (world_size == 1) {
         if (config.transport == TransportKind::mpi) {
             throw usage_error(
@@ -163,33 +203,9 @@ std::unique_ptr<Transport> open_transport(Setup& setup, int world_size,
         }
         return make_nccl_transport(MPI_COMM_WORLD);
     }
-    std::set<std::string> seen;
-    std::string shared;
-    for (const std::string& key : gpu_keys) {
-        if (!seen.insert(key).second) shared = key;
-    }
-    if (!shared.empty()) {
-        if (config.transport == TransportKind::nccl) {
-            throw usage_error("transport = \"nccl\" cannot run two ranks on one GPU (" + shared +
-                              "); give each rank its own GPU or use transport = \"ipc\"");
-        }
-        if (config.graphs) {
-            throw usage_error("graphs = true needs NCCL, but ranks share a GPU (" + shared +
-                              "), where NCCL cannot run and the ipc and MPI transports' waits "
-                              "cannot be captured; give each rank its own GPU");
-        }
-        if (config.transport == TransportKind::auto_select && one_node) {
-            setup.transport_note = "ranks share a GPU, which NCCL refuses: auto chose ipc";
-            return ipc();
-        }
-        if (config.transport == TransportKind::auto_select) {
-            setup.transport_note = "ranks share a GPU and pairs span nodes: auto chose MPI";
-        }
-        return make_mpi_staged_transport(MPI_COMM_WORLD, *setup.device, options);
-    }
-    if (config.transport == TransportKind::mpi) {
-        return make_mpi_staged_transport(MPI_COMM_WORLD, *setup.device, options);
-    }
+    const std::string shared = shared_gpu(gpu_keys, 0, world_size);
+    if (!shared.empty()) return open_shared_gpu_pair_transport(choice, shared);
+    if (config.transport == TransportKind::mpi) return choice.mpi_staged();
     return make_nccl_transport(MPI_COMM_WORLD);
 }
 
