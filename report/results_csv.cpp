@@ -90,6 +90,10 @@ std::vector<CsvColumn> make_results_csv_columns() {
         {"group_size", [](R r) { return std::to_string(r.group_size); }},
         {"algbw_gbps", [](R r) { return csv_number(r.main_pass().transfer_gbps); }},
         {"busbw_gbps", [](R r) { return csv_number(r.main_pass().bus_gbps); }},
+        // How the main pass was timed ("sampled:16"), and how many of its timed steps carry
+        // phase times (the phase columns are medians over those).
+        {"timing", [](R r) { return r.main_pass().timing; }},
+        {"phase_timed_steps", [](R r) { return std::to_string(r.main_pass().phase_timed_steps); }},
     };
     columns.insert(columns.end(), rest.begin(), rest.end());
     return columns;

@@ -184,6 +184,8 @@ RunSummary hand_summary() {
         p.c_checked = 20;
         p.x_mismatches = overlap ? 1 : 0;
         p.spot_checked = 30;
+        p.timing = overlap ? "sampled:16" : "phases";
+        p.phase_timed_steps = overlap ? 4 : 8;
         s.passes.push_back(p);
     }
     s.overlap_speedup = 1.5;
@@ -218,7 +220,7 @@ TEST(ResultsCsv, HeaderIsTheColumnTableInOrder) {
               "a_ms,send_ms,recv_ms,c_ms,wait_ms,b_ms,transfer_gbps,aggregate_gbps,a_gbps,b_gbps,"
               "cold_step_ms,time_per_step_no_overlap_ms,overlap_speedup,x_checked,x_mismatches,"
               "c_mismatches,verified,step_bound_ms,overlap_ideal_ms,pattern,group_size,"
-              "algbw_gbps,busbw_gbps");
+              "algbw_gbps,busbw_gbps,timing,phase_timed_steps");
     EXPECT_EQ(split_csv_line(results_csv_header()).size(), results_csv_columns().size());
 }
 
@@ -252,6 +254,8 @@ TEST(ResultsCsv, EachCellSitsUnderItsColumn) {
     EXPECT_EQ(cell("x_mismatches"), "1");
     EXPECT_EQ(cell("verified"), "failed");
     EXPECT_EQ(cell("overlap_ideal_ms"), "1.25");
+    EXPECT_EQ(cell("timing"), "sampled:16");  // the main pass's
+    EXPECT_EQ(cell("phase_timed_steps"), "4");
 }
 
 TEST(SummaryJson, PhasesAreTheTableAndTotalsArePerPass) {
