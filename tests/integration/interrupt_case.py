@@ -134,7 +134,7 @@ def main():
 
         # Not quiet: the progress of a resumed run, under mpirun, in whole lines.
         resume_run = start(opts, args + ["--resume"], output, quiet=False)
-        code, err = finish(resume_run, 120, "resume")
+        code, err = finish(resume_run, 240, "resume")
         if code != 0:
             fail(f"--resume exited {code}")
         # overlap = compare (the default) runs two passes, and the progress counts both.
@@ -147,7 +147,7 @@ def main():
             fail(f"the resumed run's last progress line is {progress[-1:]}, not step "
                  f"{total}/{total}")
         reference = os.path.join(tmp, "uninterrupted.h5")
-        code, err = finish(start(opts, args, reference), 120, "uninterrupted run")
+        code, err = finish(start(opts, args, reference), 240, "uninterrupted run")
         if code != 0:
             fail(f"the uninterrupted run exited {code}")
         with h5py.File(output, "r") as resumed, h5py.File(reference, "r") as whole:
