@@ -3,13 +3,16 @@
 //   rank 0, and plain MPI between pinned host buffers: a staged message can go no faster than
 //   the slowest of its three legs;
 // - when the two ranks drive two different GPUs, a plain ncclSend/ncclRecv loop: the reference
-//   for the pipeline's NCCL transfers between those GPUs;
+//   for the pipeline's NCCL transfers between those GPUs, and plain ncclBroadcast and
+//   ncclAllReduce loops over both ranks (algbw and busbw as nccl-tests gives them);
 // - the ipc transport (rank 0 copying into rank 1's slots, CUDA IPC on a GPU, a shared-memory
 //   window on the CPU), next to its ceiling on a GPU: a device-to-device copy of the same bytes
 //   inside rank 0's process, on the same GPU as the slots when the two ranks share one.
 //
 //   mpirun -np 2 bench_transport --benchmark_out=transport.json --benchmark_out_format=json
 //
+// One rank (mpirun -np 1) runs only the plain broadcast and all-reduce loops, on a one-rank
+// communicator (both are then copies on its GPU); without a GPU it says so and exits 0.
 // Both ranks run the same benchmarks with fixed iteration counts, so they stay in lock-step; only
 // rank 0 reports. A staged iteration is timed on rank 0 from before the send until rank 1's
 // zero-byte acknowledgement arrives, so it covers delivery into rank 1's buffer, not just the
@@ -196,22 +199,26 @@ void time_messages(benchmark::State& state, One&& one) {
 
 // Times batches of kBatch messages queued back to back by `queue_one`, as nccl-tests times them:
 // the slower rank's wall time from a barrier until its stream has finished, over the batch. One
-// message first, untimed (a warm-up; NCCL's first also connects).
+// message first, untimed (a warm-up; NCCL's first also connects). `queue_one` queues on
+// `stream`. Returns the timed seconds per message, summed over the iterations.
 template <typename QueueOne>
-void time_batches(benchmark::State& state, TransportBench& tb, QueueOne&& queue_one) {
+double time_batches(benchmark::State& state, Stream& stream, QueueOne&& queue_one) {
     queue_one();
-    tb.stream->synchronize();
+    stream.synchronize();
+    double total = 0.0;
     for (auto _ : state) {
         barrier();
         const auto begin = std::chrono::steady_clock::now();
         for (int i = 0; i < kBatch; ++i) queue_one();
-        tb.stream->synchronize();
+        stream.synchronize();
         double elapsed =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
         // The message is delivered when the slower side is done.
         MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
         state.SetIterationTime(elapsed / kBatch);
+        total += elapsed / kBatch;
     }
+    return total;
 }
 
 void transport_staged(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
@@ -262,8 +269,94 @@ void transport_nccl_plain(benchmark::State& state, TransportBench& tb, const Pla
                           std::size_t bytes) {
     barrier();
     prepare_receiver(tb, bytes);
-    time_batches(state, tb, [&] { queue_nccl_message(tb, nccl, bytes); });
+    time_batches(state, *tb.stream, [&] { queue_nccl_message(tb, nccl, bytes); });
     check_delivery(state, tb, bytes, static_cast<std::int64_t>(state.iterations()));
+}
+
+// Plain collectives over the world communicator, as nccl-tests runs them (out of place, root 0):
+// every rank has its own GPU; with one rank both are copies on its GPU.
+struct CollectiveBench {
+    CollectiveBench(int size_in, int rank_in, Device& device_in, std::size_t max_bytes,
+                    const ncclUniqueId& id)
+        : size(size_in),
+          rank(rank_in),
+          device(device_in),
+          stream(device.make_stream(true, "bench collective")),
+          send(device.allocate(max_bytes)),
+          recv(device.allocate(max_bytes)),
+          scratch(device.allocate(max_bytes)),
+          counter(device.allocate(sizeof(Counter))),
+          counter_host(device.allocate_host(sizeof(Counter))),
+          nccl(size_in, rank_in, id) {}
+
+    int size;
+    int rank;
+    Device& device;
+    std::unique_ptr<Stream> stream;
+    Buffer send;     // what this rank contributes (the root's tensor, or its all-reduce share)
+    Buffer recv;     // where the collective's result lands
+    Buffer scratch;  // B's output while checking
+    Buffer counter;
+    Buffer counter_host;
+    // Declared last: destroyed first, while the buffers its queued work used still exist.
+    PlainNcclComm nccl;
+};
+
+enum class Collective { broadcast, allreduce };
+
+// nccl-tests' bus bandwidth factor: 1 for a broadcast, 2(n-1)/n for an all-reduce.
+double bus_factor(Collective collective, int ranks) {
+    if (collective == Collective::broadcast) return 1.0;
+    return 2.0 * (ranks - 1) / ranks;
+}
+
+// Times batches of one plain collective of `bytes` (an all-reduce sums bytes / 4 floats), then
+// checks the last result on every rank against A's formula (a broadcast: the root's tensor; an
+// all-reduce: the sum of every rank's share, exact by construction) and reports nccl-tests'
+// algbw (bytes / time) and busbw (algbw times the bus factor), in GB/s (1e9 bytes).
+void collective_plain(benchmark::State& state, CollectiveBench& cb, Collective collective,
+                      std::size_t bytes) {
+    const std::size_t count = bytes / 4;
+    const Span<float> send{cb.send.as<float>().data(), count};
+    const TensorForm share =
+        collective == Collective::allreduce ? allreduce_share(cb.rank) : TensorForm{};
+    const TensorForm expected =
+        collective == Collective::allreduce ? allreduce_sum(cb.size) : TensorForm{};
+    launch_a(send, kStep, kSeed, *cb.stream, share);
+    cb.device.fill_async(cb.recv.data(), 0xff, bytes, *cb.stream);  // poison: no stale pass
+    cb.stream->synchronize();
+    barrier();
+    const cudaStream_t stream = cuda_handle(*cb.stream);
+    const double seconds = time_batches(state, *cb.stream, [&] {
+        if (collective == Collective::broadcast) {
+            NCCL_CHECK(ncclBroadcast(cb.send.data(), cb.recv.data(), bytes, ncclChar, 0,
+                                     cb.nccl.get(), stream));
+        } else {
+            NCCL_CHECK(ncclAllReduce(cb.send.data(), cb.recv.data(), count, ncclFloat, ncclSum,
+                                     cb.nccl.get(), stream));
+        }
+    });
+    cb.device.fill_async(cb.counter.data(), 0, sizeof(Counter), *cb.stream);
+    launch_b(Span<const float>{cb.recv.as<float>().data(), count},
+             Span<float>{cb.scratch.as<float>().data(), count}, 1.0f, kStep, kSeed,
+             cb.counter.as<Counter>().data(), *cb.stream, expected);
+    cb.device.copy_async(cb.counter_host.data(), cb.counter.data(), sizeof(Counter), *cb.stream);
+    cb.stream->synchronize();
+    std::uint64_t wrong = *cb.counter_host.as<Counter>().data();
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
+    if (wrong != 0) {
+        fail(state, std::to_string(wrong) + " wrong values over the ranks' results");
+        return;
+    }
+    const auto messages = static_cast<std::int64_t>(state.iterations());
+    state.SetBytesProcessed(messages * static_cast<std::int64_t>(bytes));
+    // bytes / the mean time of one collective, in GB/s.
+    const double algbw =
+        seconds > 0.0 ? static_cast<double>(bytes) * static_cast<double>(messages) / seconds / 1e9
+                      : 0.0;
+    state.counters["algbw_gbps"] = algbw;
+    state.counters["busbw_gbps"] = algbw * bus_factor(collective, cb.size);
+    state.counters["ranks"] = cb.size;
 }
 #endif
 
@@ -292,7 +385,7 @@ void transport_ipc(benchmark::State& state, TransportBench& tb, Transport& ipc, 
         tb.stream->synchronize();
     }
     barrier();  // the poison is in place before the first copy
-    time_batches(state, tb, queue_one);
+    time_batches(state, *tb.stream, queue_one);
     // The last message's slot: what check_delivery reads.
     check_delivery(state, tb, bytes, static_cast<std::int64_t>(state.iterations()),
                    tb.rank == kReceiver ? ipc.receive_slot((next - 1) % slots) : nullptr);
@@ -309,7 +402,7 @@ void ipc_copy_only(benchmark::State& state, TransportBench& tb, std::size_t byte
     }
     barrier();
     // On rank 0, receive_slot is rank 1's slot as this process maps it.
-    time_batches(state, tb, [&] {
+    time_batches(state, *tb.stream, [&] {
         if (tb.rank == kSender) {
             tb.device->copy_async(tb.ipc->receive_slot(0), tb.message.data(), bytes, *tb.stream);
         }
@@ -435,6 +528,20 @@ void register_nccl(TransportBench& tb, const PlainNcclComm& nccl,
         });
     }
 }
+
+void register_collectives(CollectiveBench& cb, const std::vector<std::size_t>& sizes) {
+    const std::pair<const char*, Collective> loops[] = {
+        {"transport/nccl_broadcast_plain", Collective::broadcast},
+        {"transport/nccl_allreduce_plain", Collective::allreduce},
+    };
+    for (const auto& [name, collective] : loops) {
+        for (const std::size_t bytes : sizes) {
+            register_sized(name, bytes, [&cb, bytes, collective = collective](benchmark::State& s) {
+                collective_plain(s, cb, collective, bytes);
+            });
+        }
+    }
+}
 #endif
 
 // Errors where nothing can catch them (a proxy thread) and errors that reach main.
@@ -442,47 +549,9 @@ void register_nccl(TransportBench& tb, const PlainNcclComm& nccl,
     abort_job("bench_transport", error);
 }
 
-int run(MpiSession& session, int argc, char** argv) {
-    if (!initialize_on_ranks(session, argc, argv)) return static_cast<int>(ExitCode::usage);
-    if (session.world_size() != 2) {
-        if (session.world_rank() == 0) {
-            std::fprintf(stderr, "bench_transport: needs exactly 2 ranks (mpirun -np 2), got %d\n",
-                         session.world_size());
-        }
-        return static_cast<int>(ExitCode::usage);
-    }
-    const std::size_t max_bytes = max_bytes_from_env();
-    const auto sizes = bench_sizes(max_bytes);
-
-    // Both ranks must agree on the device kind, or their benchmark lists would differ.
-    const int gpus = cuda_device_count();
-    int all_have_gpu = gpus > 0 ? 1 : 0;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_have_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-    const int ordinal = gpus > 0 ? session.local_rank() % gpus : -1;
-    TransportBench tb(session.world_rank(), all_have_gpu == 1, ordinal, max_bytes);
-
-    add_provenance_context();
-    benchmark::AddCustomContext("max_bytes", std::to_string(max_bytes));
-    benchmark::AddCustomContext("device", tb.device->info().name);
-    benchmark::AddCustomContext("transport", tb.transport->name());
-    benchmark::AddCustomContext("ipc", tb.ipc->name());
-    benchmark::AddCustomContext("mpi", mpi_version_string());
-    register_all(tb, sizes);
-    const bool distinct = tb.on_gpu && on_distinct_gpus(session, *tb.device);
-    benchmark::AddCustomContext("distinct_gpus", distinct ? "true" : "false");
-#if GPURELAY_HAVE_CUDA
-    // Collective: both ranks make it, or neither.
-    std::unique_ptr<PlainNcclComm> nccl;
-    if (distinct) {
-        ncclUniqueId id = session.world_rank() == 0 ? PlainNcclComm::new_id() : ncclUniqueId{};
-        MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
-        nccl = std::make_unique<PlainNcclComm>(session.world_size(), session.world_rank(), id);
-        register_nccl(tb, *nccl, sizes);
-    }
-#endif
-
+// Runs what was registered; every rank ends with the same code.
+int run_registered(MpiSession& session) {
     run_on_ranks(session);
-    // Every rank ends with the same code.
     int failed = any_failed() ? 1 : 0;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     if (failed != 0) {
@@ -493,6 +562,91 @@ int run(MpiSession& session, int argc, char** argv) {
         return static_cast<int>(ExitCode::verification);
     }
     return 0;
+}
+
+#if GPURELAY_HAVE_CUDA
+// A fresh NCCL id from rank 0, on every rank. Collective: every rank calls it, or none.
+ncclUniqueId world_nccl_id(const MpiSession& session) {
+    ncclUniqueId id = session.world_rank() == 0 ? PlainNcclComm::new_id() : ncclUniqueId{};
+    MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
+    return id;
+}
+
+// The plain collectives over the world communicator. Collective, as world_nccl_id.
+std::unique_ptr<CollectiveBench> make_collective_bench(const MpiSession& session, Device& device,
+                                                       std::size_t max_bytes) {
+    return std::make_unique<CollectiveBench>(session.world_size(), session.world_rank(), device,
+                                             max_bytes, world_nccl_id(session));
+}
+#endif
+
+// One rank: only the plain NCCL collective loops (a one-rank communicator: both are copies on
+// its GPU); without a GPU there is nothing to time.
+int run_one_rank([[maybe_unused]] MpiSession& session, [[maybe_unused]] bool on_gpu,
+                 [[maybe_unused]] int ordinal, [[maybe_unused]] std::size_t max_bytes,
+                 [[maybe_unused]] const std::vector<std::size_t>& sizes) {
+#if GPURELAY_HAVE_CUDA
+    if (on_gpu) {
+        const auto device = make_cuda_device(ordinal);
+        benchmark::AddCustomContext("device", device->info().name);
+        const auto collectives = make_collective_bench(session, *device, max_bytes);
+        register_collectives(*collectives, sizes);
+        return run_registered(session);
+    }
+#endif
+    std::fprintf(stderr,
+                 "bench_transport: %s; one rank runs only the NCCL collective loops, nothing to "
+                 "time\n",
+                 cuda_built() ? "no GPU found" : "built without CUDA");
+    return 0;
+}
+
+int run(MpiSession& session, int argc, char** argv) {
+    if (!initialize_on_ranks(session, argc, argv)) return static_cast<int>(ExitCode::usage);
+    if (session.world_size() > 2) {
+        if (session.world_rank() == 0) {
+            std::fprintf(stderr,
+                         "bench_transport: runs on 2 ranks (mpirun -np 2), or on 1 for the NCCL "
+                         "collective loops alone, got %d\n",
+                         session.world_size());
+        }
+        return static_cast<int>(ExitCode::usage);
+    }
+    const std::size_t max_bytes = max_bytes_from_env();
+    const auto sizes = bench_sizes(max_bytes);
+
+    // Every rank must agree on the device kind, or their benchmark lists would differ.
+    const int gpus = cuda_device_count();
+    int all_have_gpu = gpus > 0 ? 1 : 0;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_have_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    const int ordinal = gpus > 0 ? session.local_rank() % gpus : -1;
+
+    add_provenance_context();
+    benchmark::AddCustomContext("max_bytes", std::to_string(max_bytes));
+    benchmark::AddCustomContext("mpi", mpi_version_string());
+    if (session.world_size() == 1) {
+        return run_one_rank(session, all_have_gpu == 1, ordinal, max_bytes, sizes);
+    }
+    TransportBench tb(session.world_rank(), all_have_gpu == 1, ordinal, max_bytes);
+    benchmark::AddCustomContext("device", tb.device->info().name);
+    benchmark::AddCustomContext("transport", tb.transport->name());
+    benchmark::AddCustomContext("ipc", tb.ipc->name());
+    register_all(tb, sizes);
+    const bool distinct = tb.on_gpu && on_distinct_gpus(session, *tb.device);
+    benchmark::AddCustomContext("distinct_gpus", distinct ? "true" : "false");
+#if GPURELAY_HAVE_CUDA
+    // Collective: both ranks make them, or neither. NCCL needs a GPU per rank.
+    std::unique_ptr<PlainNcclComm> nccl;
+    std::unique_ptr<CollectiveBench> collectives;
+    if (distinct) {
+        nccl = std::make_unique<PlainNcclComm>(session.world_size(), session.world_rank(),
+                                               world_nccl_id(session));
+        register_nccl(tb, *nccl, sizes);
+        collectives = make_collective_bench(session, *tb.device, max_bytes);
+        register_collectives(*collectives, sizes);
+    }
+#endif
+    return run_registered(session);
 }
 
 }  // namespace
