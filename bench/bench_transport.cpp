@@ -36,6 +36,7 @@
 #include "bench/bench_support.hpp"
 #include "comm/mpi_error.hpp"
 #include "comm/mpi_session.hpp"
+#include "comm/pairing.hpp"
 #include "comm/transport.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/device.hpp"
@@ -301,14 +302,6 @@ struct CollectiveBench {
     // Declared last: destroyed first, while the buffers its queued work used still exist.
     PlainNcclComm nccl;
 };
-
-enum class Collective { broadcast, allreduce };
-
-// nccl-tests' bus bandwidth factor: 1 for a broadcast, 2(n-1)/n for an all-reduce.
-double bus_factor(Collective collective, int ranks) {
-    if (collective == Collective::broadcast) return 1.0;
-    return 2.0 * (ranks - 1) / ranks;
-}
 
 // Times batches of one plain collective of `bytes` (an all-reduce sums bytes / 4 floats), then
 // checks the last result on every rank against A's formula (a broadcast: the root's tensor; an

@@ -61,6 +61,11 @@ PairPlacement place_groups(int world_rank, int world_size, int group_size, Colle
     return p;
 }
 
+double bus_factor(Collective op, int ranks) {
+    if (op == Collective::broadcast) return 1.0;
+    return 2.0 * (ranks - 1) / ranks;
+}
+
 int select_gpu(int local_rank, int visible) { return visible <= 0 ? -1 : local_rank % visible; }
 
 std::string_view to_string(Role role) {

@@ -42,6 +42,10 @@ PairPlacement place_pairs(int world_rank, int world_size, bool split);
 PairPlacement place_groups(int world_rank, int world_size, int group_size, Collective op,
                            int max_allreduce_group);
 
+// nccl-tests' bus bandwidth factor of `op` over `ranks` ranks: 1 for a broadcast, 2(n-1)/n for
+// an all-reduce (busbw = algbw x this).
+double bus_factor(Collective op, int ranks);
+
 // The GPU this process drives among `visible` ones: its node-local rank modulo what it sees, so
 // `srun --gpus-per-task=1` (one visible each) and one-GPU-per-rank launches both work.
 int select_gpu(int local_rank, int visible);

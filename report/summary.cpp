@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm/mpi_error.hpp"
+#include "pipeline/pipeline.hpp"
 #include "report/report.hpp"
 #include "runtime/error.hpp"
 
@@ -203,8 +204,8 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
 }
 
 double bus_factor(Pattern pattern, int group_size) {
-    if (pattern != Pattern::allreduce) return 1.0;
-    return 2.0 * (group_size - 1) / group_size;
+    if (pattern == Pattern::pairs) return 1.0;
+    return bus_factor(collective_of(pattern), group_size);
 }
 
 PhaseMedians phase_medians(const PassSummary& pass) {
