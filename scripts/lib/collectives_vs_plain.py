@@ -15,20 +15,15 @@ import json
 import os
 import sys
 
+from bench_json import sized_runs
+
 PATTERNS = ("broadcast", "allreduce")
 
 
 def plain_loops(path):
     """{(pattern, bytes): benchmark entry} from bench_transport's JSON; failed entries kept."""
-    with open(path) as f:
-        runs = json.load(f)["benchmarks"]
-    loops = {}
-    for run in runs:
-        parts = run["name"].split("/")
-        for pattern in PATTERNS:
-            if len(parts) > 2 and parts[1] == f"nccl_{pattern}_plain":
-                loops[(pattern, int(parts[2]))] = run
-    return loops
+    return {(pattern, size): run for (family, size), run in sized_runs(path).items()
+            for pattern in PATTERNS if family == f"transport/nccl_{pattern}_plain"}
 
 
 def gpurelay_pass(out, pattern):

@@ -13,19 +13,15 @@ import json
 import os
 import sys
 
+from bench_json import sized_runs
+
 MIB = 1 << 20
 
 
 def bench_rates(path):
     """{(family, bytes): bytes_per_second} from a Google Benchmark JSON file."""
-    with open(path) as f:
-        runs = json.load(f)["benchmarks"]
-    rates = {}
-    for run in runs:
-        parts = run["name"].split("/")
-        if "bytes_per_second" in run:
-            rates[(parts[0] + "/" + parts[1], int(parts[2]))] = run["bytes_per_second"]
-    return rates
+    return {key: run["bytes_per_second"] for key, run in sized_runs(path).items()
+            if "bytes_per_second" in run}
 
 
 def step_ms(out, name):
