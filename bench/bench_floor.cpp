@@ -78,7 +78,24 @@ class ExecGraph {
     cudaGraphExec_t exec_ = nullptr;
 };
 
-enum class GraphExtras { none, step_word, step_word_and_end_event };
+// The step word: copied into device memory by the graph's first node (what gpurelay's graphs
+// do), or read by the kernels straight from the pinned host word (no copy node).
+enum class GraphExtras {
+    none,
+    step_word,
+    step_word_and_end_event,
+    host_step_word,
+    host_step_word_and_end_event
+};
+
+// What a gpurelay eager step does beyond the minimal one, added one at a time to measure what
+// each costs: the slot-reuse wait (the comm stream waits for B of step s - depth before the
+// receive; B's stream records that event), then also the step's end event (a timing event,
+// recorded after B), then also retiring each step from a ring of depth + 2 (the host waits
+// for the end event of step s - depth - 1 before queueing step s, and reads its period).
+enum class EagerExtras { none, reuse_wait, reuse_wait_end_event, ring_retire };
+constexpr std::size_t kFloorDepth = 2;
+constexpr std::size_t kFloorRing = kFloorDepth + 2;
 
 // One rank's half (or, alone, both halves) of the minimal step.
 struct FloorRank {
@@ -106,6 +123,12 @@ struct FloorRank {
             streams.push_back(comm_stream.get());
             streams.push_back(compute_stream.get());
             recv_done = device->make_event(EventUse::ordering);
+            for (std::size_t k = 0; k < kFloorDepth; ++k) {
+                x_free.push_back(device->make_event(EventUse::ordering));
+            }
+        }
+        for (std::size_t r = 0; r < kFloorRing; ++r) {
+            step_end.push_back(device->make_event(EventUse::timing));
         }
         fork = device->make_event(EventUse::ordering);
         join = device->make_event(EventUse::ordering);
@@ -113,7 +136,20 @@ struct FloorRank {
 
     // The step, queued eagerly or into a capture alike; `step` is the value, or (in a graph
     // that copies it first, as gpurelay's do) the device word the kernels read it from.
-    void queue_step(std::size_t bytes, StepArg step = StepArg(kStep)) {
+    void queue_step(std::size_t bytes, StepArg step = StepArg(kStep),
+                    EagerExtras extras = EagerExtras::none) {
+        const std::size_t k = queued % kFloorDepth;
+        const std::size_t r = queued % kFloorRing;
+        const bool reuse = extras != EagerExtras::none;
+        const bool end = extras == EagerExtras::reuse_wait_end_event ||
+                         extras == EagerExtras::ring_retire;
+        if (extras == EagerExtras::ring_retire && queued >= kFloorRing) {
+            // gpurelay's retire: the end event of the step R - 1 back, and its period.
+            step_end[(queued + 1) % kFloorRing]->synchronize();
+            period_ms += step_end[(queued + 1) % kFloorRing]->elapsed_ms_since(
+                *step_end[queued % kFloorRing]);
+        }
+        ++queued;
         if (producer)
             launch_a(Span<float>(x_send.as<float>().data(), bytes / 4), step, kSeed,
                      *producer_stream);
@@ -123,6 +159,7 @@ struct FloorRank {
                                 cuda_handle(*producer_stream)));
         }
         if (consumer) {
+            if (reuse) comm_stream->wait(*x_free[k]);
             NCCL_CHECK(ncclRecv(x_recv.data(), bytes, ncclChar, peer, nccl->get(),
                                 cuda_handle(*comm_stream)));
         }
@@ -133,7 +170,9 @@ struct FloorRank {
             launch_b(Span<const float>(x_recv.as<float>().data(), bytes / 4),
                      Span<float>(y.as<float>().data(), bytes / 4), kAlpha, step, kSeed,
                      counter.as<Counter>().data(), *compute_stream);
+            if (reuse) x_free[k]->record(*compute_stream);
         }
+        if (end) step_end[r]->record(*streams.back());
     }
 
     // `steps` steps as one graph over all of this rank's streams: the others fork from the
@@ -145,15 +184,22 @@ struct FloorRank {
     std::unique_ptr<ExecGraph> capture(std::size_t bytes, int steps, GraphExtras extras) {
         Stream& origin = *streams.front();
         CUDA_CHECK(cudaStreamBeginCapture(cuda_handle(origin), cudaStreamCaptureModeThreadLocal));
-        const bool word = extras != GraphExtras::none;
+        const bool word = extras == GraphExtras::step_word ||
+                          extras == GraphExtras::step_word_and_end_event;
+        const bool host_word = extras == GraphExtras::host_step_word ||
+                               extras == GraphExtras::host_step_word_and_end_event;
+        const bool end = extras == GraphExtras::step_word_and_end_event ||
+                         extras == GraphExtras::host_step_word_and_end_event;
         if (word)
             device->copy_async(word_device.data(), word_host.data(), sizeof(std::uint64_t), origin);
+        const StepArg step = word        ? StepArg(word_device.as<std::uint64_t>().data())
+                             : host_word ? StepArg(word_host.as<std::uint64_t>().data())
+                                         : StepArg(kStep);
         fork->record(origin);
         for (std::size_t i = 1; i < streams.size(); ++i) streams[i]->wait(*fork);
         for (int s = 0; s < steps; ++s) {
-            queue_step(bytes,
-                       word ? StepArg(word_device.as<std::uint64_t>().data()) : StepArg(kStep));
-            if (extras == GraphExtras::step_word_and_end_event) {
+            queue_step(bytes, step);
+            if (end) {
                 CUDA_CHECK(cudaEventRecordWithFlags(end_event, cuda_handle(*streams.back()),
                                                     cudaEventRecordExternal));
             }
@@ -185,6 +231,9 @@ struct FloorRank {
     std::unique_ptr<Stream> producer_stream, comm_stream, compute_stream;
     std::vector<Stream*> streams;  // the first is where a graph is captured and launched
     std::unique_ptr<Event> recv_done, fork, join;
+    std::vector<std::unique_ptr<Event>> x_free, step_end;  // the eager extras'
+    std::size_t queued = 0;                                 // eager steps queued, for the ring
+    double period_ms = 0.0;                                 // the periods ring_retire read
     std::unique_ptr<PlainNcclComm> nccl;
 };
 
@@ -230,8 +279,10 @@ void time_steps(benchmark::State& state, FloorRank& rank, std::size_t bytes, int
     state.counters["steps_per_graph"] = steps_per_call;
 }
 
-void floor_eager(benchmark::State& state, FloorRank& rank, std::size_t bytes) {
-    time_steps(state, rank, bytes, 1, [&] { rank.queue_step(bytes); });
+void floor_eager(benchmark::State& state, FloorRank& rank, std::size_t bytes,
+                 EagerExtras extras = EagerExtras::none) {
+    rank.queued = 0;  // the ring starts empty: its first R - 1 steps retire nothing
+    time_steps(state, rank, bytes, 1, [&] { rank.queue_step(bytes, StepArg(kStep), extras); });
 }
 
 void floor_graph(benchmark::State& state, FloorRank& rank, std::size_t bytes, int steps,
@@ -256,10 +307,21 @@ void register_floor(FloorRank& rank, const std::string& prefix, std::size_t max_
                 [&rank, bytes, k](benchmark::State& state) { floor_graph(state, rank, bytes, k); });
         }
         if (bytes != kMinBytes) continue;
-        // Not floors: the minimal graph step plus what gpurelay's graph step adds, one at a time.
+        // Not floors: the minimal eager and graph steps plus what gpurelay's add, one at a time.
+        const std::pair<const char*, EagerExtras> eager_extras[] = {
+            {"/eager_plus_reuse_wait", EagerExtras::reuse_wait},
+            {"/eager_plus_reuse_wait_end_event", EagerExtras::reuse_wait_end_event},
+            {"/eager_plus_reuse_wait_end_event_ring", EagerExtras::ring_retire}};
+        for (const auto& [name, extra] : eager_extras) {
+            add(prefix + name, bytes, [&rank, bytes, extra = extra](benchmark::State& state) {
+                floor_eager(state, rank, bytes, extra);
+            });
+        }
         const std::pair<const char*, GraphExtras> extras[] = {
             {"/graph_k1_plus_step_word", GraphExtras::step_word},
-            {"/graph_k1_plus_step_word_end_event", GraphExtras::step_word_and_end_event}};
+            {"/graph_k1_plus_step_word_end_event", GraphExtras::step_word_and_end_event},
+            {"/graph_k1_plus_host_step_word", GraphExtras::host_step_word},
+            {"/graph_k1_plus_host_step_word_end_event", GraphExtras::host_step_word_and_end_event}};
         for (const auto& [name, extra] : extras) {
             add(prefix + name, bytes, [&rank, bytes, extra = extra](benchmark::State& state) {
                 floor_graph(state, rank, bytes, 1, extra);
