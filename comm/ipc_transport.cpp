@@ -36,6 +36,8 @@ class IpcTransport final : public Transport {
         if (recv != nullptr) queue_receive(*recv);
     }
 
+    bool receive_only_waits() const override { return true; }
+
     void release(std::size_t k, Stream& stream) override {
         memory_->write_word(memory_->released(k), ++released_[k], stream);
     }

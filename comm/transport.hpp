@@ -52,6 +52,11 @@ class Transport {
     // The send buffer may be reused once its stream is past the send; the received data are
     // there once the receiving stream is past the receive.
     virtual void exchange(const SendSide* send, const RecvSide* recv) = 0;
+    // Whether a receive only waits, on the GPU, for what the producer's process writes into the
+    // slot (ipc: the producer queues the copy). The consumer then has nothing to run beside C,
+    // and with overlap it queues the receive on its compute stream, after C, instead of on a
+    // comm stream of its own.
+    virtual bool receive_only_waits() const { return false; }
     // Queued on `stream` by the consumer once the last reader of receive slot `slot` is done, so
     // that a transport writing the slot from the producer's process (ipc) may overwrite it; the
     // others write slots only from the consumer's own streams, which wait for that reader there.

@@ -31,6 +31,8 @@ struct StepMarks {
     // the time from the previous step's.
     std::unique_ptr<Event> end;
     bool phases = false;  // whether the step in this slot recorded the phase events
+    // Whether its receive recorded recv_start and recv_end (not one that waits after C).
+    bool recv_timed = true;
 };
 
 // The NVTX ranges of a step, one colour each so a timeline reads at a glance.
@@ -93,9 +95,20 @@ struct Pipeline::Impl {
     void queue_compute(std::int64_t s, bool overlap, StepArg step);
     void queue_write(std::int64_t s, ResultWriter* writer, std::uint64_t& next_row);
 
-    // The consumer's stream for receiving: its own with overlap, else the compute stream, so
-    // that C and B wait for the receive in stream order.
-    Stream& receive_stream(bool overlap) { return overlap ? *comm_stream : *compute_stream; }
+    // Whether the consumer receives on its compute stream after C, with overlap: when the
+    // transport's receive only waits for the producer's copy (Transport::receive_only_waits),
+    // there is nothing to run beside C, and a comm stream would add only a stream and two
+    // event hops a step (which, with two processes time-sliced on one GPU, cost most of a
+    // millisecond a step).
+    bool receive_after_c(bool overlap) const {
+        return overlap && transport.receive_only_waits();
+    }
+    // The consumer's stream for receiving: its own with overlap, so C runs beside it, else the
+    // compute stream, so that C and B wait for the receive in stream order (and the compute
+    // stream, after C, for a receive that only waits).
+    Stream& receive_stream(bool overlap) {
+        return overlap && !receive_after_c(overlap) ? *comm_stream : *compute_stream;
+    }
 
     // The step timer (step_timer.cpp): which steps record the phase events, and reading a
     // step's times and counts back from its ring slot.
@@ -114,8 +127,8 @@ struct Pipeline::Impl {
     bool unit_phased(std::int64_t first) const;
     template <typename T>
     void capture_graphs(bool overlap, PassResult& result);
-    void launch_unit(std::int64_t s, bool overlap, ResultWriter* writer, std::uint64_t& next_row,
-                     PassResult& result);
+    void launch_unit(std::int64_t s, bool overlap, bool entering, ResultWriter* writer,
+                     std::uint64_t& next_row, PassResult& result);
 
     // The pass loop (pass_loop.cpp).
     template <typename T>
@@ -151,7 +164,8 @@ struct Pipeline::Impl {
     std::vector<std::unique_ptr<Event>> recv_done, x_free, y_free;
     std::vector<pipeline_detail::StepMarks> marks;
     Buffer step_words_host, step_words_device;  // graphs only
-    std::unique_ptr<Event> graph_fork;          // graphs only: the other streams follow the first
+    // Graphs only: where a graph copies the next graph's step words, beside its steps.
+    std::unique_ptr<Stream> word_stream;
     MemoryPlan plan;
     bool capturing = false;
     std::int64_t capture_first = 0;  // while capturing: the first step of the graph

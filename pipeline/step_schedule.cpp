@@ -51,7 +51,7 @@ Pipeline::Impl::Impl(const Config& cfg, Device& dev, Transport& tr, const PairPl
     if (cfg.graphs) {
         step_words_host = device.allocate_host(plan.step_word_bytes);
         step_words_device = device.allocate(plan.step_word_bytes);
-        graph_fork = device.make_event(EventUse::ordering);
+        word_stream = device.make_stream(false, stream_label("step word stream"));
     }
     if (producer) {
         producer_stream = device.make_stream(false, stream_label("producer stream"));
@@ -178,6 +178,9 @@ template <typename T>
 void Pipeline::Impl::queue_exchange(std::int64_t s, bool overlap, StepArg step) {
     const std::size_t k = static_cast<std::size_t>(s) % depth;
     StepMarks& m = marks[static_cast<std::size_t>(s) % ring];
+    // The receive is queued here, beside the send, unless it waits after C (queue_compute).
+    const bool receives = consumer && !receive_after_c(overlap);
+    m.recv_timed = receives;
     Stream* comm = consumer ? &receive_stream(overlap) : nullptr;
     // A collective is one call on one stream: a rank that plays both roles in one queues A and
     // the collective on its receive stream (whose order then keeps A's slot until the collective
@@ -191,7 +194,7 @@ void Pipeline::Impl::queue_exchange(std::int64_t s, bool overlap, StepArg step) 
         end_range(*out);
         if (m.phases) m.a_end->record(*out);
     }
-    if (consumer) {
+    if (receives) {
         // Slot k's x may be overwritten only once B of step s-depth, its last reader, is done
         // (without overlap B ran before, on this same stream).
         // In a graph, only when that B is in the same graph (an earlier graph has finished).
@@ -201,19 +204,19 @@ void Pipeline::Impl::queue_exchange(std::int64_t s, bool overlap, StepArg step) 
     }
     // On a CUDA stream both ranges are host ranges around the group, so they nest.
     if (producer) begin_range(RangePhase::send, s, *out);
-    if (consumer) begin_range(RangePhase::recv, s, *comm);
+    if (receives) begin_range(RangePhase::recv, s, *comm);
     std::optional<SendSide> send;
     std::optional<RecvSide> recv;
     if (producer) send.emplace(send_slots[k].data(), bytes, placement.peer, *out, k);
-    if (consumer) recv.emplace(recv_slots[k], bytes, placement.peer, *comm, k);
+    if (receives) recv.emplace(recv_slots[k], bytes, placement.peer, *comm, k);
     transport.exchange(send ? &*send : nullptr, recv ? &*recv : nullptr);
-    if (consumer) end_range(*comm);
+    if (receives) end_range(*comm);
     if (producer) {
         end_range(*out);
         if (m.phases) m.send_end->record(*out);
         if (!consumer) m.end->record(*out);
     }
-    if (!consumer) return;
+    if (!receives) return;
     if (m.phases) m.recv_end->record(*comm);
     if (overlap) recv_done[k]->record(*comm);
 }
@@ -240,7 +243,14 @@ void Pipeline::Impl::queue_compute(std::int64_t s, bool overlap, StepArg step) {
     // with overlap); and for slot k's previous y to be copied out before B overwrites it,
     // when it was being written.
     begin_range(RangePhase::wait, s, compute);
-    if (overlap) compute.wait(*recv_done[k]);
+    if (receive_after_c(overlap)) {
+        // The receive itself is the wait (not phase-timed as a receive: the producer's send
+        // times the transfer).
+        const RecvSide recv{recv_slots[k], bytes, placement.peer, compute, k};
+        transport.exchange(nullptr, &recv);
+    } else if (overlap) {
+        compute.wait(*recv_done[k]);
+    }
     // (A graph waits for y_free before its launch: launch_unit.)
     if (!capturing && y_pending[k]) compute.wait(*y_free[k]);
     if (!capturing) y_pending[k] = false;
@@ -252,7 +262,7 @@ void Pipeline::Impl::queue_compute(std::int64_t s, bool overlap, StepArg step) {
              compute, b_form);
     end_range(compute);
     if (m.phases) m.b_end->record(compute);
-    if (overlap) x_free[k]->record(compute);
+    if (overlap && !receive_after_c(overlap)) x_free[k]->record(compute);
     // A transport that writes slot k from the producer's process waits for this instead.
     transport.release(k, compute);
     if (has_c) {

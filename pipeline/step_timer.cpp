@@ -69,7 +69,7 @@ void Pipeline::Impl::retire(std::int64_t s, PassResult& result) {
         t.send = m.send_end->elapsed_ms_since(*m.a_end);
     }
     if (m.phases && consumer) {
-        t.recv = m.recv_end->elapsed_ms_since(*m.recv_start);
+        if (m.recv_timed) t.recv = m.recv_end->elapsed_ms_since(*m.recv_start);
         t.c = m.c_end->elapsed_ms_since(*m.c_start);
         t.wait = m.b_start->elapsed_ms_since(*m.c_end);
         t.b = m.b_end->elapsed_ms_since(*m.b_start);

@@ -181,7 +181,7 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
         std::vector<double> transfers, periods;
         for (std::size_t s = warmup; s < end; ++s) {
             transfers.push_back(
-                std::min(value(p.producer, s, Phase::send), value(p.consumer, s, Phase::recv)));
+                std::fmin(value(p.producer, s, Phase::send), value(p.consumer, s, Phase::recv)));
             periods.push_back(value(p.consumer, s, Phase::step));
         }
         all_transfers.insert(all_transfers.end(), transfers.begin(), transfers.end());
