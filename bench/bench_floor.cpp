@@ -78,14 +78,15 @@ class ExecGraph {
     cudaGraphExec_t exec_ = nullptr;
 };
 
-// The step word: copied into device memory by the graph's first node (what gpurelay's graphs
-// do), or read by the kernels straight from the pinned host word (no copy node).
+// The step word: copied into device memory by the graph's first node, before the step (what
+// gpurelay's graphs did first), or by a node on a branch of its own, beside the step (what they
+// do now: there it is the next graph's word).
 enum class GraphExtras {
     none,
     step_word,
     step_word_and_end_event,
-    host_step_word,
-    host_step_word_and_end_event
+    step_word_beside,
+    step_word_beside_and_end_event
 };
 
 // What a gpurelay eager step does beyond the minimal one, added one at a time to measure what
@@ -110,7 +111,8 @@ struct FloorRank {
           counter(device->allocate(sizeof(Counter))),
           counter_host(device->allocate_host(sizeof(Counter))),
           word_host(device->allocate_host(sizeof(std::uint64_t))),
-          word_device(device->allocate(sizeof(std::uint64_t))) {
+          word_device(device->allocate(sizeof(std::uint64_t))),
+          next_word_device(device->allocate(sizeof(std::uint64_t))) {
         *word_host.as<std::uint64_t>().data() = kStep;
         CUDA_CHECK(cudaEventCreate(&end_event));
         if (producer) {
@@ -132,6 +134,7 @@ struct FloorRank {
         }
         fork = device->make_event(EventUse::ordering);
         join = device->make_event(EventUse::ordering);
+        word_stream = device->make_stream(false, "floor step word");
     }
 
     // The step, queued eagerly or into a capture alike; `step` is the value, or (in a graph
@@ -183,20 +186,33 @@ struct FloorRank {
     // the end of each step (gpurelay's end event, which the host reads).
     std::unique_ptr<ExecGraph> capture(std::size_t bytes, int steps, GraphExtras extras) {
         Stream& origin = *streams.front();
+        if (extras == GraphExtras::step_word_beside ||
+            extras == GraphExtras::step_word_beside_and_end_event) {
+            // The word the kernels read, as the graph before would have left it.
+            device->copy_async(word_device.data(), word_host.data(), sizeof(std::uint64_t), origin);
+            origin.synchronize();
+        }
         CUDA_CHECK(cudaStreamBeginCapture(cuda_handle(origin), cudaStreamCaptureModeThreadLocal));
         const bool word = extras == GraphExtras::step_word ||
                           extras == GraphExtras::step_word_and_end_event;
-        const bool host_word = extras == GraphExtras::host_step_word ||
-                               extras == GraphExtras::host_step_word_and_end_event;
+        const bool beside = extras == GraphExtras::step_word_beside ||
+                            extras == GraphExtras::step_word_beside_and_end_event;
         const bool end = extras == GraphExtras::step_word_and_end_event ||
-                         extras == GraphExtras::host_step_word_and_end_event;
+                         extras == GraphExtras::step_word_beside_and_end_event;
         if (word)
             device->copy_async(word_device.data(), word_host.data(), sizeof(std::uint64_t), origin);
-        const StepArg step = word        ? StepArg(word_device.as<std::uint64_t>().data())
-                             : host_word ? StepArg(word_host.as<std::uint64_t>().data())
-                                         : StepArg(kStep);
+        const StepArg step = word || beside ? StepArg(word_device.as<std::uint64_t>().data())
+                                            : StepArg(kStep);
         fork->record(origin);
         for (std::size_t i = 1; i < streams.size(); ++i) streams[i]->wait(*fork);
+        if (beside) {
+            // Into a word no kernel of this graph reads (it stands for the next graph's).
+            word_stream->wait(*fork);
+            device->copy_async(next_word_device.data(), word_host.data(), sizeof(std::uint64_t),
+                               *word_stream);
+            join->record(*word_stream);
+            origin.wait(*join);
+        }
         for (int s = 0; s < steps; ++s) {
             queue_step(bytes, step);
             if (end) {
@@ -220,7 +236,7 @@ struct FloorRank {
     bool producer, consumer;
     int peer;
     std::unique_ptr<Device> device;
-    Buffer x_send, x_recv, y, counter, counter_host, word_host, word_device;
+    Buffer x_send, x_recv, y, counter, counter_host, word_host, word_device, next_word_device;
     cudaEvent_t end_event = nullptr;  // a timing event, as gpurelay's end event
     ~FloorRank() {
         if (end_event != nullptr) cudaEventDestroy(end_event);
@@ -228,7 +244,7 @@ struct FloorRank {
     FloorRank(const FloorRank&) = delete;
     FloorRank& operator=(const FloorRank&) = delete;
     // After the buffers: destroyed first, so no queued work outlives what it uses.
-    std::unique_ptr<Stream> producer_stream, comm_stream, compute_stream;
+    std::unique_ptr<Stream> producer_stream, comm_stream, compute_stream, word_stream;
     std::vector<Stream*> streams;  // the first is where a graph is captured and launched
     std::unique_ptr<Event> recv_done, fork, join;
     std::vector<std::unique_ptr<Event>> x_free, step_end;  // the eager extras'
@@ -320,8 +336,9 @@ void register_floor(FloorRank& rank, const std::string& prefix, std::size_t max_
         const std::pair<const char*, GraphExtras> extras[] = {
             {"/graph_k1_plus_step_word", GraphExtras::step_word},
             {"/graph_k1_plus_step_word_end_event", GraphExtras::step_word_and_end_event},
-            {"/graph_k1_plus_host_step_word", GraphExtras::host_step_word},
-            {"/graph_k1_plus_host_step_word_end_event", GraphExtras::host_step_word_and_end_event}};
+            {"/graph_k1_plus_step_word_beside", GraphExtras::step_word_beside},
+            {"/graph_k1_plus_step_word_beside_end_event",
+             GraphExtras::step_word_beside_and_end_event}};
         for (const auto& [name, extra] : extras) {
             add(prefix + name, bytes, [&rank, bytes, extra = extra](benchmark::State& state) {
                 floor_graph(state, rank, bytes, 1, extra);

@@ -72,6 +72,7 @@ PassResult Pipeline::Impl::run(bool overlap, ResultWriter* writer, const StepCal
         const bool unit = graph_unit_at(s, first_step, result.timed_from);
         const std::int64_t n = unit ? config.graph_steps : 1;
         const bool timed = s >= result.timed_from;
+        const bool entering = unit && !in_graphs;  // the first graph after eager steps
         const double retire_start = now_ms();
         for (; retired <= s + n - ring_steps; ++retired) retire(retired, result);
         if (unit != in_graphs) {
@@ -101,7 +102,7 @@ PassResult Pipeline::Impl::run(bool overlap, ResultWriter* writer, const StepCal
         if (covers(config.profile_first)) profiler_start(device.backend());
         const double queued_at = now_ms();
         if (unit) {
-            launch_unit(s, overlap, writer, next_row, result);
+            launch_unit(s, overlap, entering, writer, next_row, result);
         } else {
             queue_step<T>(s, overlap, writer, next_row);
         }
