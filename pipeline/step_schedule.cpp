@@ -247,7 +247,9 @@ void Pipeline::Impl::queue_compute(std::int64_t s, bool overlap, StepArg step) {
         // The receive itself is the wait (not phase-timed as a receive: the producer's send
         // times the transfer).
         const RecvSide recv{recv_slots[k], bytes, placement.peer, compute, k};
+        begin_range(RangePhase::recv, s, compute);
         transport.exchange(nullptr, &recv);
+        end_range(compute);
     } else if (overlap) {
         compute.wait(*recv_done[k]);
     }

@@ -3,7 +3,8 @@ every phase of every timed step, named by its phase with the step as the int64 p
 properly nested per thread, steps in order, warm-up steps in the category named "warm-up",
 one colour per phase, and each phase on the thread of the stream that runs it.
 
-usage: nvtx_ranges.py --binary B --recorder LIB --mpirun "mpirun ..." [-- EXTRA_GPURELAY_ARGS...]
+usage: nvtx_ranges.py --binary B --recorder LIB --mpirun "mpirun ..." --transport ipc|mpi
+                      [-- EXTRA_GPURELAY_ARGS...]
 """
 import argparse
 import collections
@@ -16,7 +17,8 @@ import sys
 import tempfile
 
 STEPS, WARMUP = 6, 2
-# Phase -> the stream (thread name suffix) whose worker thread opens its range.
+# Phase -> the stream (thread name suffix) whose worker thread opens its range; the receive's is
+# the comm stream, or the compute stream for a receive that only waits after C (ipc).
 PHASE_STREAM = {
     "A": "producer stream",
     "send": "producer stream",
@@ -73,8 +75,11 @@ def main():
     parser.add_argument("--binary", required=True)
     parser.add_argument("--recorder", required=True)
     parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--transport", choices=("ipc", "mpi"), required=True)
     parser.add_argument("extra", nargs="*")
     args = parser.parse_args()
+    if args.transport == "ipc":
+        PHASE_STREAM["recv"] = "compute stream"
 
     with tempfile.TemporaryDirectory() as tmp:
         log = os.path.join(tmp, "nvtx")
@@ -85,6 +90,7 @@ def main():
             args.binary, "--device", "cpu", "--steps", str(STEPS), "--warmup", str(WARMUP),
             "--overlap", "on", "--write", "all", "--elements", "3001", "--c-elements", "4096",
             "--c-iterations", "4", "--quiet", "--output", os.path.join(tmp, "out.h5"),
+            "--transport", args.transport,
         ] + args.extra
         print("+ " + " ".join(shlex.quote(c) for c in command), flush=True)
         done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
