@@ -59,7 +59,7 @@ constexpr int kVerdictTag = 902;
 constexpr auto kWaitTimeout = std::chrono::minutes(5);
 // NCCL and ipc messages per timed batch: enough to hide the launch of the first and the host's
 // wake-up after the last, as in a pipeline that keeps several messages in flight.
-constexpr int kBatch = 16;
+constexpr int kBatch = 64;
 // The ipc transport's receive slots: two, as a pipeline of depth 2, so the release of one
 // message's slot overlaps the copy of the next; and four, to see what more slack buys.
 constexpr std::size_t kIpcSlots = 2;

@@ -112,9 +112,8 @@ def parse_args(argv):
                 "at least 0")
     if a.seed > MASK or a.steps + a.warmup + a.depth >= 2**31:
         p.error("--seed below 2^32, and steps + warmup below 2^31")
-    if a.graphs and (a.graph_steps % a.depth or a.steps % a.graph_steps
-                     or a.warmup % a.graph_steps):
-        p.error("--graphs: --graph-steps a multiple of --depth, dividing --steps and --warmup")
+    if a.graphs and (a.graph_steps % a.depth or a.steps % a.graph_steps):
+        p.error("--graphs: --graph-steps a multiple of --depth, dividing --steps")
     return a
 
 
@@ -263,10 +262,12 @@ def main(argv=None):
         torch.cuda.synchronize()
         pipe.capture(d)
         torch.cuda.synchronize()
-        firsts = range(d, d + args.warmup + args.steps, g)
-        timed(torch, pipe.replay, firsts[:args.warmup // g])
-        seconds = timed(torch, pipe.replay, firsts[args.warmup // g:])
-        last = d + args.warmup + args.steps - 1
+        # The warm-up rounded up to whole graphs.
+        warm = -(-args.warmup // g)
+        firsts = range(d, d + warm * g + args.steps, g)
+        timed(torch, pipe.replay, firsts[:warm])
+        seconds = timed(torch, pipe.replay, firsts[warm:])
+        last = d + warm * g + args.steps - 1
     else:
         timed(torch, pipe.eager_step, range(args.warmup))
         seconds = timed(torch, pipe.eager_step, range(args.warmup, args.warmup + args.steps))
