@@ -41,11 +41,31 @@ std::vector<Stream*> Pipeline::Impl::graph_streams(bool overlap) const {
     return streams;
 }
 
-// Which captured graph serves the unit of steps from `first`: its ring position, and whether
-// it records the phase events.
-std::size_t Pipeline::Impl::graph_index(std::int64_t first, bool phased) const {
+// Which captured graph serves the unit of steps from `first`: its ring position, and its
+// variant.
+std::size_t Pipeline::Impl::graph_index(std::int64_t first, UnitVariant variant) const {
     const auto g = static_cast<std::size_t>(config.graph_steps);
-    return static_cast<std::size_t>(first) % ring / g * 2 + (phased ? 1 : 0);
+    return static_cast<std::size_t>(first) % ring / g * 3 + static_cast<std::size_t>(variant);
+}
+
+// The variant the unit of steps from `first` runs as: phased when its steps time their
+// phases; else lean, unless the unit has one step (then lean is stepwise) or the writer copies
+// out one of its steps, whose copy waits for that step's own end event.
+Pipeline::Impl::UnitVariant Pipeline::Impl::unit_variant(std::int64_t first,
+                                                         const ResultWriter* writer) const {
+    if (unit_phased(first)) return UnitVariant::phased;
+    const std::int64_t g = config.graph_steps;
+    if (g == 1) return UnitVariant::stepwise;
+    for (std::int64_t s = first; consumer && writer != nullptr && s < first + g; ++s) {
+        if (config.writes_step(s)) return UnitVariant::stepwise;
+    }
+    return UnitVariant::lean;
+}
+
+// Whether step s records its end event: always, except inside a lean unit being captured,
+// where only the unit's last step does.
+bool Pipeline::Impl::records_end(std::int64_t s) const {
+    return !capturing_lean || s == capture_first + config.graph_steps - 1;
 }
 
 // Whether steps s to s + G - 1 run as one graph launch: after the cold step, the first a
@@ -79,7 +99,7 @@ void Pipeline::Impl::capture_graphs(bool overlap, PassResult& result) {
     const double start = now_ms();
     const std::int64_t g = config.graph_steps;
     unit_graphs.clear();
-    unit_graphs.resize(2 * ring / static_cast<std::size_t>(g));
+    unit_graphs.resize(3 * ring / static_cast<std::size_t>(g));
     const std::vector<Stream*> streams = graph_streams(overlap);
     Stream& origin = *streams.front();
     std::vector<Stream*> joined(streams.begin() + 1, streams.end());
@@ -89,13 +109,17 @@ void Pipeline::Impl::capture_graphs(bool overlap, PassResult& result) {
     std::vector<bool> phases_before;
     for (const StepMarks& m : marks) phases_before.push_back(m.phases);
     for (std::int64_t first = 0; first < static_cast<std::int64_t>(ring); first += g) {
-        for (const bool phased : {false, true}) {
+        for (const UnitVariant variant :
+             {UnitVariant::lean, UnitVariant::stepwise, UnitVariant::phased}) {
+            const bool phased = variant == UnitVariant::phased;
             if ((phased && config.timing == Timing::steps) ||
-                (!phased && config.timing == Timing::phases)) {
+                (!phased && config.timing == Timing::phases) ||
+                (variant == UnitVariant::lean && g == 1)) {
                 continue;
             }
             auto capture = device.begin_capture(origin, joined);
             capturing = true;
+            capturing_lean = variant == UnitVariant::lean;
             capture_first = first;
             // A branch of its own: the next unit's steps, as the host wrote them before this
             // launch (R >= 2G, so they are other ring slots than this unit's).
@@ -107,8 +131,9 @@ void Pipeline::Impl::capture_graphs(bool overlap, PassResult& result) {
                 queue_exchange<T>(s, overlap, step);
                 if (consumer) queue_compute<T>(s, overlap, step);
             }
-            unit_graphs[graph_index(first, phased)] = capture->finish();
+            unit_graphs[graph_index(first, variant)] = capture->finish();
             capturing = false;
+            capturing_lean = false;
             ++result.graphs_captured;
         }
     }
@@ -127,11 +152,11 @@ void Pipeline::Impl::capture_graphs(bool overlap, PassResult& result) {
 
 // Steps s to s + G - 1 as one launch of their graph, then their writes (eager, on the io
 // stream). `entering`: the first graph after eager steps, with every stream idle.
-void Pipeline::Impl::launch_unit(std::int64_t s, bool overlap, bool entering,
-                                 ResultWriter* writer, std::uint64_t& next_row,
-                                 PassResult& result) {
+void Pipeline::Impl::launch_unit(std::int64_t s, bool overlap, bool entering, ResultWriter* writer,
+                                 std::uint64_t& next_row, PassResult& result) {
     const std::int64_t g = config.graph_steps;
-    const bool phased = unit_phased(s);
+    const UnitVariant variant = unit_variant(s, writer);
+    const bool phased = variant == UnitVariant::phased;
     Stream& stream = launch_stream(overlap);
     const auto words = static_cast<std::size_t>(g) * sizeof(std::uint64_t);
     if (entering) {
@@ -146,13 +171,15 @@ void Pipeline::Impl::launch_unit(std::int64_t s, bool overlap, bool entering,
         *step_word_host(j) = static_cast<std::uint64_t>(j);
     }
     for (std::int64_t j = s; j < s + g; ++j) {
-        marks[static_cast<std::size_t>(j) % ring].phases = phased;
+        StepMarks& m = marks[static_cast<std::size_t>(j) % ring];
+        m.phases = phased;
+        m.covers = variant != UnitVariant::lean ? 1 : j == s + g - 1 ? g : 0;
         const std::size_t k = static_cast<std::size_t>(j) % depth;
         if (consumer && y_pending[k]) stream.wait(*y_free[k]);  // B must not overwrite y yet
         if (consumer) y_pending[k] = false;
     }
     if constexpr (nvtx::kBuilt) push_range({s, RangePhase::graph, s < config.warmup});
-    unit_graphs[graph_index(s, phased)]->launch(stream);
+    unit_graphs[graph_index(s, variant)]->launch(stream);
     if constexpr (nvtx::kBuilt) nvtx::pop();
     result.graph_steps += g;
     for (std::int64_t j = s; j < s + g; ++j) queue_write(j, writer, next_row);

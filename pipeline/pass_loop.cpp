@@ -74,7 +74,10 @@ PassResult Pipeline::Impl::run(bool overlap, ResultWriter* writer, const StepCal
         const bool timed = s >= result.timed_from;
         const bool entering = unit && !in_graphs;  // the first graph after eager steps
         const double retire_start = now_ms();
-        for (; retired <= s + n - ring_steps; ++retired) retire(retired, result);
+        // Before the n steps from s: every step up to s + 2n - 1 - R, so that the ring slots
+        // these steps record into hold no step that is still to be read, nor (for a graph unit)
+        // the end event of the step before a unit still to be read (step_timer.cpp).
+        for (; retired <= s + 2 * n - 1 - ring_steps; ++retired) retire(retired, result);
         if (unit != in_graphs) {
             // Between eager steps and graphs every stream is idle: NCCL's graph mixing is off
             // (no eager NCCL call while a graph runs), and a graph assumes the steps before

@@ -31,6 +31,9 @@ struct StepMarks {
     // the time from the previous step's.
     std::unique_ptr<Event> end;
     bool phases = false;  // whether the step in this slot recorded the phase events
+    // The steps that end with this step's end event: 1; G for the last step of a lean graph
+    // unit (whose other steps record none: 0), which times the unit as a whole.
+    std::int64_t covers = 1;
     // Whether its receive recorded recv_start and recv_end (not one that waits after C).
     bool recv_timed = true;
 };
@@ -100,9 +103,7 @@ struct Pipeline::Impl {
     // there is nothing to run beside C, and a comm stream would add only a stream and two
     // event hops a step (which, with two processes time-sliced on one GPU, cost most of a
     // millisecond a step).
-    bool receive_after_c(bool overlap) const {
-        return overlap && transport.receive_only_waits();
-    }
+    bool receive_after_c(bool overlap) const { return overlap && transport.receive_only_waits(); }
     // The consumer's stream for receiving: its own with overlap, so C runs beside it, else the
     // compute stream, so that C and B wait for the receive in stream order (and the compute
     // stream, after C, for a receive that only waits).
@@ -114,15 +115,21 @@ struct Pipeline::Impl {
     // step's times and counts back from its ring slot.
     bool phase_timed(std::int64_t s) const;
     void retire(std::int64_t s, PassResult& result);
+    void read_counts(std::int64_t j, PassResult& result);
     void decide_timing(double warm_ms, PassResult& result);
 
     // Graphs (graph_capture.cpp): G = graph_steps steps as one graph over all the rank's
-    // streams, captured once per ring position and replayed.
+    // streams, captured once per ring position and replayed, in up to three variants: lean
+    // (G > 1: one end event, for the unit), stepwise (an end event per step) and phased (every
+    // event of every step).
+    enum class UnitVariant : std::uint8_t { lean, stepwise, phased };
     std::uint64_t* step_word_host(std::int64_t s);
     std::uint64_t* step_word_device(std::int64_t s);
     std::vector<Stream*> graph_streams(bool overlap) const;
     Stream& launch_stream(bool overlap) const { return *graph_streams(overlap).front(); }
-    std::size_t graph_index(std::int64_t first, bool phased) const;
+    std::size_t graph_index(std::int64_t first, UnitVariant variant) const;
+    UnitVariant unit_variant(std::int64_t first, const ResultWriter* writer) const;
+    bool records_end(std::int64_t s) const;
     bool graph_unit_at(std::int64_t s, std::int64_t first_step, std::int64_t timed_from) const;
     bool unit_phased(std::int64_t first) const;
     template <typename T>
@@ -169,6 +176,7 @@ struct Pipeline::Impl {
     MemoryPlan plan;
     bool capturing = false;
     std::int64_t capture_first = 0;  // while capturing: the first step of the graph
+    bool capturing_lean = false;     // while capturing: whether only its last step ends
     // Last: destroyed first, before the events and buffers their nodes name. See graph_index.
     std::vector<std::unique_ptr<Graph>> unit_graphs;
 };

@@ -168,6 +168,7 @@ void Pipeline::Impl::queue_step(std::int64_t s, bool overlap, ResultWriter* writ
                                 std::uint64_t& next_row) {
     const StepArg step(static_cast<std::uint64_t>(s));
     marks[static_cast<std::size_t>(s) % ring].phases = phase_timed(s);
+    marks[static_cast<std::size_t>(s) % ring].covers = 1;
     queue_exchange<T>(s, overlap, step);
     if (consumer) queue_compute<T>(s, overlap, step);
     queue_write(s, writer, next_row);
@@ -214,7 +215,7 @@ void Pipeline::Impl::queue_exchange(std::int64_t s, bool overlap, StepArg step) 
     if (producer) {
         end_range(*out);
         if (m.phases) m.send_end->record(*out);
-        if (!consumer) m.end->record(*out);
+        if (!consumer && records_end(s)) m.end->record(*out);
     }
     if (!receives) return;
     if (m.phases) m.recv_end->record(*comm);
@@ -273,7 +274,7 @@ void Pipeline::Impl::queue_compute(std::int64_t s, bool overlap, StepArg step) {
                         c_iterations, slot_counters + 1, compute);
         end_range(compute);
     }
-    m.end->record(compute);
+    if (records_end(s)) m.end->record(compute);
 }
 
 // y of step s to the writer (io stream), when the run keeps that step. Always queued on the

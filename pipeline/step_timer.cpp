@@ -21,8 +21,10 @@ using pipeline_detail::StepMarks;
 // R-1 steps later, so R >= depth + 2. With graphs R is also a multiple of depth, so that a
 // ring slot fixes the tensor slot too and one graph per ring slot serves every step (one per
 // distinct pair of slots would be lcm(depth, depth + 2) graphs: 2112 at depth 64). With G =
-// graph_steps > 1 (a multiple of depth) R is a multiple of G, at least 2G, so a graph of G
-// steps is launched while the one before it still runs.
+// graph_steps > 1 (a multiple of depth) R is a multiple of G, at least 3G: a lean unit is read
+// back with the end event of the step before it, whose ring slot the unit R - G steps later
+// records again, so the host retires a unit before it queues that one (pass_loop.cpp), and
+// 3G lets it still queue a unit while the one before runs.
 //
 // Graphs also hold at least kGraphRingSteps: the host queues a graph step faster than the
 // GPU runs it, so it waits when it retires, and a wait that sleeps lasts at least the timer
@@ -35,7 +37,7 @@ std::size_t pipeline_detail::timing_ring_size(const Config& cfg) {
     if (!cfg.graphs) return d + 2;
     const std::size_t least = std::max(d + 2, kGraphRingSteps);
     if (g == 1) return (least + d - 1) / d * d;  // the least multiple of d >= that
-    return g * std::max<std::size_t>(2, (least + g - 1) / g);
+    return g * std::max<std::size_t>(3, (least + g - 1) / g);
 }
 
 // Whether step s records the phase events, by the timing the pass uses: every step, none,
@@ -54,16 +56,24 @@ bool Pipeline::Impl::phase_timed(std::int64_t s) const {
 }
 
 // Reads step s's times and counts (the host blocks here only if the GPU is R-1 steps behind).
-// Steps that time no phase keep NaN there; every step has its period (but a pass's first).
+// Steps that time no phase keep NaN there; every step has its period (but a pass's first). The
+// steps of a lean graph unit are read together, when its last step is: each gets the unit's
+// period over G (its steps run back to back inside one graph, and only the unit ends with an
+// event).
 void Pipeline::Impl::retire(std::int64_t s, PassResult& result) {
-    const bool has_previous = s > result.first_step;
-    const std::size_t r = static_cast<std::size_t>(s) % ring;
-    const std::size_t prev =
-        static_cast<std::size_t>(s + static_cast<std::int64_t>(ring) - 1) % ring;
-    StepMarks& m = marks[r];
-    StepTimes t;
+    StepMarks& m = marks[static_cast<std::size_t>(s) % ring];
+    if (m.covers == 0) return;  // inside a lean unit: read with the unit's last step
+    const std::int64_t first = s - m.covers + 1;
     m.end->synchronize();
-    if (has_previous) t.period = m.end->elapsed_ms_since(*marks[prev].end);
+    double period = kNaN;
+    if (first > result.first_step) {
+        const StepMarks& before = marks[static_cast<std::size_t>(first - 1) % ring];
+        period = m.end->elapsed_ms_since(*before.end) / static_cast<double>(m.covers);
+    }
+    for (std::int64_t j = first; j <= s; ++j) read_counts(j, result);
+    StepTimes t;
+    t.period = period;
+    for (std::int64_t j = first; j < s; ++j) result.steps[static_cast<std::size_t>(j)] = t;
     if (m.phases && producer) {
         t.a = m.a_end->elapsed_ms_since(*m.a_start);
         t.send = m.send_end->elapsed_ms_since(*m.a_end);
@@ -75,15 +85,18 @@ void Pipeline::Impl::retire(std::int64_t s, PassResult& result) {
         t.b = m.b_end->elapsed_ms_since(*m.b_start);
     }
     if (m.phases && s >= result.timed_from) ++result.phase_timed_steps;
-    if (consumer) {
-        // The step's kernels are done (its end event is reached): its counts are final, and
-        // the slot's next step, queued after this, starts from zero.
-        Counter* host_counters = counters_host.as<Counter>().data() + 2 * r;
-        result.x_mismatches[static_cast<std::size_t>(s)] = host_counters[0];
-        result.c_mismatches[static_cast<std::size_t>(s)] = host_counters[1];
-        host_counters[0] = host_counters[1] = 0;
-    }
     result.steps[static_cast<std::size_t>(s)] = t;
+}
+
+// Step j's mismatch counts, once its kernels are done (the end event that covers it is
+// reached): final then, and zeroed for the ring slot's next step, queued after this.
+void Pipeline::Impl::read_counts(std::int64_t j, PassResult& result) {
+    if (!consumer) return;
+    Counter* host_counters =
+        counters_host.as<Counter>().data() + 2 * (static_cast<std::size_t>(j) % ring);
+    result.x_mismatches[static_cast<std::size_t>(j)] = host_counters[0];
+    result.c_mismatches[static_cast<std::size_t>(j)] = host_counters[1];
+    host_counters[0] = host_counters[1] = 0;
 }
 
 // timing = auto, at the first timed step (every stream idle): sampled when the warm-up steps
