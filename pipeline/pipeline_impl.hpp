@@ -130,6 +130,7 @@ struct Pipeline::Impl {
     std::size_t graph_index(std::int64_t first, UnitVariant variant) const;
     UnitVariant unit_variant(std::int64_t first, const ResultWriter* writer) const;
     bool records_end(std::int64_t s) const;
+    bool phases_step(std::int64_t s, std::int64_t first) const;
     bool graph_unit_at(std::int64_t s, std::int64_t first_step, std::int64_t timed_from) const;
     bool unit_phased(std::int64_t first) const;
     template <typename T>

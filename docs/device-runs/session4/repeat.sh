@@ -2,7 +2,7 @@
 # How much 4 KiB steps vary between runs in one call, after gpu-check's build: the floors
 # three times each (bench_floor --benchmark_repetitions=3), then gpurelay's eager step (timing
 # auto) and its graphs of 1, 4 and 16 steps three times each, interleaved, as in gpu-check
-# --runs small. Usage (device machine, repository root): docs/device-runs/session4/repeat.sh DIR
+# --runs small; then the eager floor and step three times each with mpirun --bind-to none. Usage (device machine, repository root): docs/device-runs/session4/repeat.sh DIR
 set -euo pipefail
 out="$1"; mkdir -p "$out"
 mpirun=(mpirun --allow-run-as-root --oversubscribe)
@@ -19,8 +19,17 @@ for i in 1 2 3; do
             --summary-json "$out/${name}_$i.json" > "$out/${name}_$i.log" 2>&1
     done
 done
+# The eager floor and step again with mpirun --bind-to none (by default mpirun binds one rank
+# to one core, which its NCCL and CUDA threads then share).
+"${mpirun[@]}" -np 1 --bind-to none build/bench/bench_floor --benchmark_repetitions=3 \
+    --benchmark_filter='floor/np1/eager/4096/' --benchmark_out="$out/bench-floor-unbound.json" \
+    --benchmark_out_format=json > "$out/bench-floor-unbound.txt" 2>&1
+for i in 1 2 3; do
+    "${mpirun[@]}" -np 1 --bind-to none build/app/gpurelay "${tiny[@]}" --output "$out/r.h5" \
+        --summary-json "$out/unbound_eager_$i.json" > "$out/unbound_eager_$i.log" 2>&1
+done
 rm -f "$out/r.h5"
-grep -E "floor/np1.*(mean|median|stddev)" "$out/bench-floor.txt" | sed 's/\x1b\[[0-9;]*m//g' | cut -c1-100
+grep -E "floor/np1.*(mean|median|stddev)" "$out/bench-floor.txt" "$out/bench-floor-unbound.txt" | sed 's/\x1b\[[0-9;]*m//g' | cut -c1-100
 python3 - "$out" <<'PY'
 import json, sys, glob, os
 for path in sorted(glob.glob(os.path.join(sys.argv[1], "*_?.json"))):
