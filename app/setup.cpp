@@ -182,6 +182,7 @@ std::unique_ptr<Transport> open_transport(Setup& setup, int world_size,
     TransportOptions options{config.tensor_bytes(), config.chunk, config.timeout()};
     options.slots = static_cast<std::size_t>(config.depth);
     options.debug_skip_reuse_wait = config.debug_skip_reuse_wait;
+    options.produce_in_place = config.ipc_engine == IpcEngine::sm;
     // Collective, on every rank alike.
     const PairChoice choice{setup, options,
                             every_pair_on_one_node(MPI_COMM_WORLD, setup.placement.peer)};

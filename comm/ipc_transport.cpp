@@ -25,7 +25,10 @@ class IpcTransport final : public Transport {
           received_(options.slots, 0),
           released_(options.slots, 0) {}
 
-    std::string name() const override { return "ipc (" + memory_->link() + ")"; }
+    std::string name() const override {
+        return std::string(options_.produce_in_place ? "ipc sm" : "ipc") + " (" + memory_->link() +
+               ")";
+    }
 
     void* receive_slot(std::size_t k) override { return memory_->slot(k); }
 
@@ -38,6 +41,15 @@ class IpcTransport final : public Transport {
 
     bool receive_only_waits() const override { return true; }
 
+    // ipc_engine = "sm": A writes into slot k itself, after the reuse wait that a copy would have
+    // had (the send that follows counts this use).
+    void* produce_into(std::size_t k, Stream& stream) override {
+        if (!options_.produce_in_place) return nullptr;
+        check(0, k);
+        wait_for_release(k, sent_[k] + 1, stream);
+        return memory_->slot(k);
+    }
+
     void release(std::size_t k, Stream& stream) override {
         memory_->write_word(memory_->released(k), ++released_[k], stream);
     }
@@ -47,14 +59,20 @@ class IpcTransport final : public Transport {
         const std::size_t k = send.slot;
         check(send.bytes, k);
         const std::uint32_t n = ++sent_[k];
-        // The reuse wait, on the producer's side: the consumer's reader of the previous use of
-        // slot k must be done before the copy overwrites it.
-        if (!options_.debug_skip_reuse_wait) {
-            memory_->wait_word(memory_->released(k), n - 1, send.stream,
-                               "ipc: waiting for the consumer to release a slot");
+        // Written in place by A (produce_into waited for the release before it), or copied now.
+        if (send.data != memory_->slot(k)) {
+            wait_for_release(k, n, send.stream);
+            memory_->copy(memory_->slot(k), send.data, send.bytes, send.stream);
         }
-        memory_->copy(memory_->slot(k), send.data, send.bytes, send.stream);
         memory_->write_word(memory_->arrived(k), n, send.stream);
+    }
+
+    // The reuse wait, on the producer's side, before its n-th write into slot k: the consumer's
+    // reader of the previous use must be done with it.
+    void wait_for_release(std::size_t k, std::uint32_t n, Stream& stream) {
+        if (options_.debug_skip_reuse_wait) return;
+        memory_->wait_word(memory_->released(k), n - 1, stream,
+                           "ipc: waiting for the consumer to release a slot");
     }
 
     void queue_receive(const RecvSide& recv) {

@@ -52,6 +52,16 @@ class Transport {
     // The send buffer may be reused once its stream is past the send; the received data are
     // there once the receiving stream is past the receive.
     virtual void exchange(const SendSide* send, const RecvSide* recv) = 0;
+    // Where the producer's A should write its tensor for receive slot `slot`, when the transport
+    // moves it by having A write straight into the consumer's slot (ipc with ipc_engine = "sm"):
+    // that slot, once what must come first (the wait for its release) is queued on `stream`. The
+    // send of that tensor (exchange, with this address as its data) then only marks it arrived.
+    // nullptr: A writes into the producer's own buffer, which exchange sends.
+    virtual void* produce_into(std::size_t slot, Stream& stream) {
+        (void)slot;
+        (void)stream;
+        return nullptr;
+    }
     // Whether a receive only waits, on the GPU, for what the producer's process writes into the
     // slot (ipc: the producer queues the copy). The consumer then has nothing to run beside C,
     // and with overlap it queues the receive on its compute stream, after C, instead of on a
@@ -77,6 +87,9 @@ struct TransportOptions {
     // Tests only: the producer of a transport that writes into the consumer's slots (ipc) skips
     // its wait for release(), as the pipeline's debug_skip_reuse_wait skips its own.
     bool debug_skip_reuse_wait = false;
+    // ipc only (ipc_engine = "sm"): the producer's A writes straight into the consumer's slot
+    // (produce_into), and a send only says it has arrived: no copy.
+    bool produce_in_place = false;
 };
 
 // Whether world rank `peer` shares this process's node (MPI's shared-memory node, as the ipc

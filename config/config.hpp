@@ -19,6 +19,7 @@ enum class Pairing { adjacent, split };
 // an all-reduce (sum) over each group.
 enum class Pattern { pairs, broadcast, allreduce };
 enum class Staging { auto_select, on };
+enum class IpcEngine { copy, sm };
 enum class WriteMode { all, last, none, every };
 // Which steps record the events that time each phase: every step, every K-th (sampled:K), none
 // (steps: one event per step times its period), or auto (decided from the warm-up steps).
@@ -53,6 +54,7 @@ struct Config {
     std::int64_t group_size = 0;  // ranks per group of a broadcast or all-reduce (0: the world)
     std::uint64_t chunk = 4ull << 20;        // bytes per staged MPI message piece
     Staging staging = Staging::auto_select;  // MPI through pinned staging: on the GPU, or always
+    IpcEngine ipc_engine = IpcEngine::copy;  // ipc: a copy of A's output, or A writes in place
     std::string output = "outputs/gpurelay.h5";
     bool overwrite = false;
     bool resume = false;  // continue OUTPUT.partial from the step where it stopped
@@ -132,6 +134,7 @@ std::string_view to_string(OverlapMode v);
 std::string_view to_string(Pairing v);
 std::string_view to_string(Pattern v);
 std::string_view to_string(Staging v);
+std::string_view to_string(IpcEngine v);
 std::string_view to_string(WriteMode v);  // "every" without its K; see config_value_text
 std::string_view to_string(Timing v);     // "sampled" without its K
 std::size_t dtype_size(DType v);

@@ -83,6 +83,16 @@ std::string_view to_string(Staging v) {
     return "?";
 }
 
+std::string_view to_string(IpcEngine v) {
+    switch (v) {
+        case IpcEngine::copy:
+            return "copy";
+        case IpcEngine::sm:
+            return "sm";
+    }
+    return "?";
+}
+
 std::string_view to_string(Timing v) {
     switch (v) {
         case Timing::auto_select:

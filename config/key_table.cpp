@@ -291,6 +291,11 @@ const std::vector<KeySpec>& key_table() {
                    "MPI through host staging buffers: auto (on the GPU path) or on (also on the "
                    "CPU path, to exercise the staging pipeline without a GPU)",
                    "auto|on", &Config::staging, std::array{Staging::auto_select, Staging::on}),
+        choice_key("ipc_engine",
+                   "how transport = \"ipc\" moves a tensor: copy (the producer's copy engine "
+                   "copies A's output into the consumer's slot) or sm (A itself writes into the "
+                   "consumer's slot, on the producer's SMs: no copy)",
+                   "copy|sm", &Config::ipc_engine, std::array{IpcEngine::copy, IpcEngine::sm}),
         text_key("output", "HDF5 result file", "PATH", &Config::output),
         bool_key("overwrite", "replace an existing output file", &Config::overwrite),
         bool_key("resume",
@@ -304,7 +309,10 @@ const std::vector<KeySpec>& key_table() {
         text_key("results_csv", "CSV timings file (empty: none)", "PATH", &Config::results_csv),
         real_key("timeout_s", "longest a rank waits on a peer, in seconds", &Config::timeout_s,
                  true),
-        bool_key("quiet", "errors only: no progress, memory line or report (the files and CSV row are still written)", &Config::quiet),
+        bool_key("quiet",
+                 "errors only: no progress, memory line or report (the files and CSV row are still "
+                 "written)",
+                 &Config::quiet),
         bool_key("debug_skip_reuse_wait", "tests only: drop the slot-reuse wait",
                  &Config::debug_skip_reuse_wait),
         text_key("tag", "free-text label stored with the results", "TEXT", &Config::tag),

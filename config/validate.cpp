@@ -136,6 +136,12 @@ void validate_config(const Config& c) {
             "graphs = true needs transport = \"nccl\": the ipc transport's waits count each "
             "slot's uses, and a graph would replay the first count for ever");
     }
+    if (c.ipc_engine == IpcEngine::sm && c.transport != TransportKind::ipc) {
+        fail("ipc_engine = \"sm\" needs transport = \"ipc\" (got \"" +
+             std::string(to_string(c.transport)) +
+             "\"): A writes into the consumer's slot only "
+             "through the ipc transport's mapping");
+    }
     if (c.pattern == Pattern::pairs && c.group_size != 0) {
         fail("group_size (" + std::to_string(c.group_size) +
              ") is for pattern = \"broadcast\" or \"allreduce\"; pairs form no groups");

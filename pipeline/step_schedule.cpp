@@ -16,6 +16,16 @@ using pipeline_detail::StepMarks;
 using pipeline_detail::StepRange;
 using pipeline_detail::timing_ring_size;
 
+namespace {
+
+// ipc_engine = "sm": A writes into the consumer's slots (Transport::produce_into), so the
+// producer has no send slots of its own.
+bool a_writes_in_place(const Config& config) {
+    return config.transport == TransportKind::ipc && config.ipc_engine == IpcEngine::sm;
+}
+
+}  // namespace
+
 MemoryPlan plan_memory(const Config& config, Role role) {
     const bool producer = role != Role::consumer;
     const bool consumer = role != Role::producer;
@@ -23,7 +33,7 @@ MemoryPlan plan_memory(const Config& config, Role role) {
     const auto ring = static_cast<std::uint64_t>(timing_ring_size(config));
     MemoryPlan plan;
     plan.slot_bytes = config.tensor_bytes();
-    plan.slots = (producer ? depth : 0) + (consumer ? 2 * depth : 0);
+    plan.slots = (producer && !a_writes_in_place(config) ? depth : 0) + (consumer ? 2 * depth : 0);
     if (consumer) {
         plan.c_bytes = config.c_elements * sizeof(std::uint32_t);
         plan.counter_host_bytes = ring * 2 * sizeof(Counter);
@@ -55,7 +65,9 @@ Pipeline::Impl::Impl(const Config& cfg, Device& dev, Transport& tr, const PairPl
     }
     if (producer) {
         producer_stream = device.make_stream(false, stream_label("producer stream"));
-        for (std::size_t k = 0; k < depth; ++k) send_slots.push_back(device.allocate(bytes));
+        for (std::size_t k = 0; k < depth && !a_writes_in_place(cfg); ++k) {
+            send_slots.push_back(device.allocate(bytes));
+        }
     }
     if (consumer) {
         // The comm stream gets the higher priority: the compute stream's B waits on it, and
@@ -188,10 +200,15 @@ void Pipeline::Impl::queue_exchange(std::int64_t s, bool overlap, StepArg step) 
     // has read it, as the producer stream does for a send).
     Stream* out = !producer ? nullptr : collective && consumer ? comm : producer_stream.get();
 
+    // Where A writes: the consumer's slot itself (after its reuse wait) when the transport has A
+    // write in place, else this rank's send slot.
+    void* x = nullptr;
     if (producer) {
+        x = transport.produce_into(k, *out);
+        if (x == nullptr) x = send_slots[k].data();
         if (m.phases) m.a_start->record(*out);
         begin_range(RangePhase::a, s, *out);
-        launch_a(send_slots[k].as<T>(), step, config.seed, *out, a_form);
+        launch_a(Span<T>{static_cast<T*>(x), bytes / sizeof(T)}, step, config.seed, *out, a_form);
         end_range(*out);
         if (m.phases) m.a_end->record(*out);
     }
@@ -208,7 +225,7 @@ void Pipeline::Impl::queue_exchange(std::int64_t s, bool overlap, StepArg step) 
     if (receives) begin_range(RangePhase::recv, s, *comm);
     std::optional<SendSide> send;
     std::optional<RecvSide> recv;
-    if (producer) send.emplace(send_slots[k].data(), bytes, placement.peer, *out, k);
+    if (producer) send.emplace(x, bytes, placement.peer, *out, k);
     if (receives) recv.emplace(recv_slots[k], bytes, placement.peer, *comm, k);
     transport.exchange(send ? &*send : nullptr, recv ? &*recv : nullptr);
     if (receives) end_range(*comm);

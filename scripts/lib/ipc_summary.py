@@ -3,7 +3,8 @@
 usage: ipc_summary.py OUT_DIR
 
 Reads OUT_DIR/bench-transport-ipc.json (bench_transport: transport/ipc_gpu beside gpu/copy_d2d
-and transport/mpi_staged_gpu) and the JSON summaries of the ipc_np2_{ipc,mpi}_{16Mi,64Mi} runs
+and transport/mpi_staged_gpu) and the JSON summaries of the ipc_np2_{ipc,ipcsm,mpi}_{16Mi,64Mi}
+runs (ipcsm: ipc_engine = sm, where run)
 (float32: 64 MiB and 256 MiB steps), and prints, per size, ipc's bandwidth as a fraction of a
 device-to-device copy of the same bytes, and per step size, how many times faster the ipc
 step is than the MPI one. Exits 1 when a target is missed: ipc >= 0.80 of the copy from 64 MiB
@@ -64,6 +65,13 @@ def main():
                   f"ipc {speedup:.1f}x faster")
             if mib == 256 and not speedup >= 50:
                 missed.append(f"256 MiB step (overlap {mode}) only {speedup:.1f}x faster than MPI")
+        # ipc_engine = sm (A writes into the consumer's slot), where it was run.
+        if os.path.exists(os.path.join(out, f"ipc_np2_ipcsm_{elements}.json")):
+            sm = step_ms(out, f"ipc_np2_ipcsm_{elements}")
+            for mode in ("off", "on"):
+                print(f"  {mib} MiB overlap {mode}: ipc_engine sm {sm[mode]:.3f}: "
+                      f"{ipc[mode] / sm[mode]:.2f}x the copy engine's speed, "
+                      f"{mpi[mode] / sm[mode]:.1f}x MPI's")
     for line in missed:
         print("target missed: " + line)
     if not missed:

@@ -91,6 +91,7 @@ Config everything_changed() {
         {"group_size", "4"},
         {"chunk", "18446744073709551615"},  // above INT64_MAX: written as a string
         {"staging", "on"},
+        {"ipc_engine", "sm"},
         {"output", "out dir/\"quoted\" \\back\\ \ttab\nline \x01 \x7f \xc3\xa9.h5"},
         {"overwrite", "true"},
         {"resume", "true"},
@@ -169,6 +170,7 @@ TEST(Config, KeyTable) {
                                                "group_size",
                                                "chunk",
                                                "staging",
+                                               "ipc_engine",
                                                "output",
                                                "overwrite",
                                                "resume",
@@ -454,6 +456,15 @@ TEST(Validate, Failures) {
                          }),
                          "write"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.flush_every = -1; }), "flush_every"));
+    // A writes in place only through the ipc transport; auto is refused too, as it may not
+    // pick ipc.
+    EXPECT_EQ(invalid([](Config& c) { c.ipc_engine = IpcEngine::sm; }),
+              "ipc_engine = \"sm\" needs transport = \"ipc\" (got \"auto\"): A writes into the "
+              "consumer's slot only through the ipc transport's mapping");
+    Config in_place;
+    in_place.ipc_engine = IpcEngine::sm;
+    in_place.transport = TransportKind::ipc;
+    EXPECT_NO_THROW(validate_config(in_place));
     // Collectives: groups only for them, of consecutive ranks, eager, and not over ipc.
     EXPECT_EQ(invalid([](Config& c) { c.group_size = 2; }),
               "group_size (2) is for pattern = \"broadcast\" or \"allreduce\"; pairs form no "
