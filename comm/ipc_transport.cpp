@@ -23,7 +23,8 @@ class IpcTransport final : public Transport {
           options_(options),
           sent_(options.slots, 0),
           received_(options.slots, 0),
-          released_(options.slots, 0) {}
+          released_(options.slots, 0),
+          wait_queued_(options.slots, false) {}
 
     std::string name() const override {
         return std::string(options_.produce_in_place ? "ipc sm" : "ipc") + " (" + memory_->link() +
@@ -40,6 +41,15 @@ class IpcTransport final : public Transport {
     }
 
     bool receive_only_waits() const override { return true; }
+
+    // The reuse wait of the next copy into slot k, queued apart so the caller times the copy alone
+    // (with ipc_engine = "sm" produce_into queues it, before A).
+    void queue_send_wait(std::size_t k, Stream& stream) override {
+        if (options_.produce_in_place) return;
+        check(0, k);
+        wait_for_release(k, sent_[k] + 1, stream);
+        wait_queued_[k] = true;
+    }
 
     // ipc_engine = "sm": A writes into slot k itself, after the reuse wait that a copy would have
     // had (the send that follows counts this use).
@@ -61,9 +71,10 @@ class IpcTransport final : public Transport {
         const std::uint32_t n = ++sent_[k];
         // Written in place by A (produce_into waited for the release before it), or copied now.
         if (send.data != memory_->slot(k)) {
-            wait_for_release(k, n, send.stream);
+            if (!wait_queued_[k]) wait_for_release(k, n, send.stream);
             memory_->copy(memory_->slot(k), send.data, send.bytes, send.stream);
         }
+        wait_queued_[k] = false;
         memory_->write_word(memory_->arrived(k), n, send.stream);
     }
 
@@ -98,6 +109,7 @@ class IpcTransport final : public Transport {
     TransportOptions options_;
     // Uses of each slot so far, counted alike on both sides (the sequence numbers).
     std::vector<std::uint32_t> sent_, received_, released_;
+    std::vector<bool> wait_queued_;  // slot k's next copy has its reuse wait queued already
 };
 
 }  // namespace

@@ -62,6 +62,14 @@ class Transport {
         (void)stream;
         return nullptr;
     }
+    // Queues on `stream` what the next send of slot `slot` must wait for before it moves anything
+    // (ipc: the consumer's release of the slot), so that the caller can time the send from after
+    // it; that send then does not wait again. A caller that does not call this gets the same
+    // wait inside exchange.
+    virtual void queue_send_wait(std::size_t slot, Stream& stream) {
+        (void)slot;
+        (void)stream;
+    }
     // Whether a receive only waits, on the GPU, for what the producer's process writes into the
     // slot (ipc: the producer queues the copy). The consumer then has nothing to run beside C,
     // and with overlap it queues the receive on its compute stream, after C, instead of on a

@@ -23,7 +23,8 @@ namespace pipeline_detail {
 // R sets, so it never waits on work it has just queued and host memory does not grow with steps.
 struct StepMarks {
     // Recorded only by the steps that time their phases (see Impl::phase_timed).
-    std::unique_ptr<Event> a_start, a_end, send_end;        // producer stream
+    // producer stream; send_start after what the send waits for (Transport::queue_send_wait)
+    std::unique_ptr<Event> a_start, a_end, send_start, send_end;
     std::unique_ptr<Event> recv_start, recv_end;            // comm stream
     std::unique_ptr<Event> c_start, c_end, b_start, b_end;  // compute stream
     // Recorded by every step, last on the rank's last stream (the compute stream on a consumer,
@@ -34,7 +35,8 @@ struct StepMarks {
     // The steps that end with this step's end event: 1; G for the last step of a lean graph
     // unit (whose other steps record none: 0), which times the unit as a whole.
     std::int64_t covers = 1;
-    // Whether its receive recorded recv_start and recv_end (not one that waits after C).
+    // Whether its receive recorded recv_start and recv_end: not one that only waits for the
+    // producer's copy (Transport::receive_only_waits), whose time is waiting, not a transfer.
     bool recv_timed = true;
 };
 

@@ -76,7 +76,7 @@ void Pipeline::Impl::retire(std::int64_t s, PassResult& result) {
     for (std::int64_t j = first; j < s; ++j) result.steps[static_cast<std::size_t>(j)] = t;
     if (m.phases && producer) {
         t.a = m.a_end->elapsed_ms_since(*m.a_start);
-        t.send = m.send_end->elapsed_ms_since(*m.a_end);
+        t.send = m.send_end->elapsed_ms_since(*m.send_start);
     }
     if (m.phases && consumer) {
         if (m.recv_timed) t.recv = m.recv_end->elapsed_ms_since(*m.recv_start);
