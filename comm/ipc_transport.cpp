@@ -43,20 +43,14 @@ class IpcTransport final : public Transport {
     bool receive_only_waits() const override { return true; }
 
     // The reuse wait of the next copy into slot k, queued apart so the caller times the copy alone
-    // (with ipc_engine = "sm" produce_into queues it, before A).
-    void queue_send_wait(std::size_t k, Stream& stream) override {
-        if (options_.produce_in_place) return;
-        check(0, k);
-        wait_for_release(k, sent_[k] + 1, stream);
-        wait_queued_[k] = true;
-    }
+    // (with ipc_engine = "sm" produce_into has queued it already, before A).
+    void queue_send_wait(std::size_t k, Stream& stream) override { queue_wait_ahead(k, stream); }
 
     // ipc_engine = "sm": A writes into slot k itself, after the reuse wait that a copy would have
     // had (the send that follows counts this use).
     void* produce_into(std::size_t k, Stream& stream) override {
         if (!options_.produce_in_place) return nullptr;
-        check(0, k);
-        wait_for_release(k, sent_[k] + 1, stream);
+        queue_wait_ahead(k, stream);
         return memory_->slot(k);
     }
 
@@ -69,13 +63,21 @@ class IpcTransport final : public Transport {
         const std::size_t k = send.slot;
         check(send.bytes, k);
         const std::uint32_t n = ++sent_[k];
-        // Written in place by A (produce_into waited for the release before it), or copied now.
+        if (!wait_queued_[k]) wait_for_release(k, n, send.stream);
+        wait_queued_[k] = false;
+        // Written in place by A (after produce_into's wait), or copied now.
         if (send.data != memory_->slot(k)) {
-            if (!wait_queued_[k]) wait_for_release(k, n, send.stream);
             memory_->copy(memory_->slot(k), send.data, send.bytes, send.stream);
         }
-        wait_queued_[k] = false;
         memory_->write_word(memory_->arrived(k), n, send.stream);
+    }
+
+    // The reuse wait of the next send into slot k, queued on `stream` ahead of that send (once).
+    void queue_wait_ahead(std::size_t k, Stream& stream) {
+        check(0, k);
+        if (wait_queued_[k]) return;
+        wait_for_release(k, sent_[k] + 1, stream);
+        wait_queued_[k] = true;
     }
 
     // The reuse wait, on the producer's side, before its n-th write into slot k: the consumer's
@@ -109,7 +111,7 @@ class IpcTransport final : public Transport {
     TransportOptions options_;
     // Uses of each slot so far, counted alike on both sides (the sequence numbers).
     std::vector<std::uint32_t> sent_, received_, released_;
-    std::vector<bool> wait_queued_;  // slot k's next copy has its reuse wait queued already
+    std::vector<bool> wait_queued_;  // slot k's next send has its reuse wait queued already
 };
 
 }  // namespace
