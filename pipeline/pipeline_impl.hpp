@@ -35,9 +35,6 @@ struct StepMarks {
     // The steps that end with this step's end event: 1; G for the last step of a lean graph
     // unit (whose other steps record none: 0), which times the unit as a whole.
     std::int64_t covers = 1;
-    // Whether its receive recorded recv_start and recv_end: not one that only waits for the
-    // producer's copy (Transport::receive_only_waits), whose time is waiting, not a transfer.
-    bool recv_timed = true;
 };
 
 // The NVTX ranges of a step, one colour each so a timeline reads at a glance.
@@ -106,6 +103,9 @@ struct Pipeline::Impl {
     // event hops a step (which, with two processes time-sliced on one GPU, cost most of a
     // millisecond a step).
     bool receive_after_c(bool overlap) const { return overlap && transport.receive_only_waits(); }
+    // Whether phase-timed steps time the receive (recv_start, recv_end): not one that only waits
+    // for the producer's copy, whose time is waiting, not a transfer.
+    bool times_receive() const { return !transport.receive_only_waits(); }
     // The consumer's stream for receiving: its own with overlap, so C runs beside it, else the
     // compute stream, so that C and B wait for the receive in stream order (and the compute
     // stream, after C, for a receive that only waits).

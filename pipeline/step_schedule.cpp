@@ -194,7 +194,6 @@ void Pipeline::Impl::queue_exchange(std::int64_t s, bool overlap, StepArg step) 
     StepMarks& m = marks[static_cast<std::size_t>(s) % ring];
     // The receive is queued here, beside the send, unless it waits after C (queue_compute).
     const bool receives = consumer && !receive_after_c(overlap);
-    m.recv_timed = receives && !transport.receive_only_waits();
     Stream* comm = consumer ? &receive_stream(overlap) : nullptr;
     // A collective is one call on one stream: a rank that plays both roles in one queues A and
     // the collective on its receive stream (whose order then keeps A's slot until the collective
@@ -223,7 +222,7 @@ void Pipeline::Impl::queue_exchange(std::int64_t s, bool overlap, StepArg step) 
         // In a graph, only when that B is in the same graph (an earlier graph has finished).
         const bool in_scope = !capturing || s - static_cast<std::int64_t>(depth) >= capture_first;
         if (overlap && in_scope && !config.debug_skip_reuse_wait) comm->wait(*x_free[k]);
-        if (m.phases && m.recv_timed) m.recv_start->record(*comm);
+        if (m.phases && times_receive()) m.recv_start->record(*comm);
     }
     // On a CUDA stream both ranges are host ranges around the group, so they nest.
     if (producer) begin_range(RangePhase::send, s, *out);
@@ -240,7 +239,7 @@ void Pipeline::Impl::queue_exchange(std::int64_t s, bool overlap, StepArg step) 
         if (!consumer && records_end(s)) m.end->record(*out);
     }
     if (!receives) return;
-    if (m.phases && m.recv_timed) m.recv_end->record(*comm);
+    if (m.phases && times_receive()) m.recv_end->record(*comm);
     if (overlap) recv_done[k]->record(*comm);
 }
 

@@ -79,7 +79,7 @@ void Pipeline::Impl::retire(std::int64_t s, PassResult& result) {
         t.send = m.send_end->elapsed_ms_since(*m.send_start);
     }
     if (m.phases && consumer) {
-        if (m.recv_timed) t.recv = m.recv_end->elapsed_ms_since(*m.recv_start);
+        if (times_receive()) t.recv = m.recv_end->elapsed_ms_since(*m.recv_start);
         t.c = m.c_end->elapsed_ms_since(*m.c_start);
         t.wait = m.b_start->elapsed_ms_since(*m.c_end);
         t.b = m.b_end->elapsed_ms_since(*m.b_start);
