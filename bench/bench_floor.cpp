@@ -86,7 +86,11 @@ enum class GraphExtras {
     step_word,
     step_word_and_end_event,
     step_word_beside,
-    step_word_beside_and_end_event
+    step_word_beside_and_end_event,
+    // The kernels read the step from the pinned host word itself, which the host writes before
+    // the launch: no copy node at all.
+    mapped_word,
+    mapped_word_and_end_event
 };
 
 // What a gpurelay eager step does beyond the minimal one, added one at a time to measure what
@@ -94,9 +98,14 @@ enum class GraphExtras {
 // receive; B's stream records that event), then also the step's end event (a timing event,
 // recorded after B), then also retiring each step from a ring of depth + 2 (the host waits
 // for the end event of step s - depth - 1 before queueing step s, and reads its period).
-enum class EagerExtras { none, reuse_wait, reuse_wait_end_event, ring_retire };
+// grouped_retire: the reuse wait, and an end event only on every kGroup-th step, which the host
+// reads back once a group (the group's steps share its period).
+enum class EagerExtras { none, reuse_wait, reuse_wait_end_event, ring_retire, grouped_retire };
 constexpr std::size_t kFloorDepth = 2;
 constexpr std::size_t kFloorRing = kFloorDepth + 2;
+// Steps that share one end event in the grouped variants, and the ring of group end events.
+constexpr std::size_t kGroup = 4;
+constexpr std::size_t kGroupRing = 4;
 
 // One rank's half (or, alone, both halves) of the minimal step.
 struct FloorRank {
@@ -115,6 +124,7 @@ struct FloorRank {
           next_word_device(device->allocate(sizeof(std::uint64_t))) {
         *word_host.as<std::uint64_t>().data() = kStep;
         CUDA_CHECK(cudaEventCreate(&end_event));
+        for (auto& event : group_end) CUDA_CHECK(cudaEventCreate(&event));
         if (producer) {
             producer_stream = device->make_stream(false, "floor A");
             streams.push_back(producer_stream.get());
@@ -146,6 +156,8 @@ struct FloorRank {
         const bool reuse = extras != EagerExtras::none;
         const bool end = extras == EagerExtras::reuse_wait_end_event ||
                          extras == EagerExtras::ring_retire;
+        const bool grouped = extras == EagerExtras::grouped_retire;
+        if (grouped && queued % kGroup == 0) retire_group();
         if (extras == EagerExtras::ring_retire && queued >= kFloorRing) {
             // gpurelay's retire: the end event of the step R - 1 back, and its period.
             step_end[(queued + 1) % kFloorRing]->synchronize();
@@ -176,6 +188,23 @@ struct FloorRank {
             if (reuse) x_free[k]->record(*compute_stream);
         }
         if (end) step_end[r]->record(*streams.back());
+        if (grouped && queued % kGroup == 0) {
+            CUDA_CHECK(cudaEventRecord(group_end[(queued / kGroup - 1) % kGroupRing],
+                                       cuda_handle(*streams.back())));
+        }
+    }
+
+    // At the start of group g (g = queued / kGroup): the end of group g - 2 and its period.
+    // Group j's last step records group_end[j % kGroupRing], so group g records again the end
+    // of group g - 4, not one still to be read.
+    void retire_group() {
+        const std::size_t g = queued / kGroup;
+        if (g < 3) return;
+        cudaEvent_t done = group_end[(g - 2) % kGroupRing];
+        CUDA_CHECK(cudaEventSynchronize(done));
+        float ms = 0.0f;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, group_end[(g - 3) % kGroupRing], done));
+        period_ms += ms;
     }
 
     // `steps` steps as one graph over all of this rank's streams: the others fork from the
@@ -184,7 +213,9 @@ struct FloorRank {
     // `extras` adds what a gpurelay graph has beyond the minimal step, to measure its cost:
     // the step word's copy as the first node (the kernels read it), and an event record node at
     // the end of each step (gpurelay's end event, which the host reads).
-    std::unique_ptr<ExecGraph> capture(std::size_t bytes, int steps, GraphExtras extras) {
+    // `end_event` is the event an end node records (the grouped variant's ring names its own).
+    std::unique_ptr<ExecGraph> capture(std::size_t bytes, int steps, GraphExtras extras,
+                                       cudaEvent_t end_node_event = nullptr) {
         Stream& origin = *streams.front();
         if (extras == GraphExtras::step_word_beside ||
             extras == GraphExtras::step_word_beside_and_end_event) {
@@ -197,11 +228,15 @@ struct FloorRank {
                           extras == GraphExtras::step_word_and_end_event;
         const bool beside = extras == GraphExtras::step_word_beside ||
                             extras == GraphExtras::step_word_beside_and_end_event;
+        const bool mapped =
+            extras == GraphExtras::mapped_word || extras == GraphExtras::mapped_word_and_end_event;
         const bool end = extras == GraphExtras::step_word_and_end_event ||
-                         extras == GraphExtras::step_word_beside_and_end_event;
+                         extras == GraphExtras::step_word_beside_and_end_event ||
+                         extras == GraphExtras::mapped_word_and_end_event;
         if (word)
             device->copy_async(word_device.data(), word_host.data(), sizeof(std::uint64_t), origin);
         const StepArg step = word || beside ? StepArg(word_device.as<std::uint64_t>().data())
+                             : mapped       ? StepArg(word_host.as<std::uint64_t>().data())
                                             : StepArg(kStep);
         fork->record(origin);
         for (std::size_t i = 1; i < streams.size(); ++i) streams[i]->wait(*fork);
@@ -216,7 +251,8 @@ struct FloorRank {
         for (int s = 0; s < steps; ++s) {
             queue_step(bytes, step);
             if (end) {
-                CUDA_CHECK(cudaEventRecordWithFlags(end_event, cuda_handle(*streams.back()),
+                CUDA_CHECK(cudaEventRecordWithFlags(end_node_event ? end_node_event : end_event,
+                                                    cuda_handle(*streams.back()),
                                                     cudaEventRecordExternal));
             }
         }
@@ -238,8 +274,12 @@ struct FloorRank {
     std::unique_ptr<Device> device;
     Buffer x_send, x_recv, y, counter, counter_host, word_host, word_device, next_word_device;
     cudaEvent_t end_event = nullptr;  // a timing event, as gpurelay's end event
+    cudaEvent_t group_end[kGroupRing] = {};  // the grouped variants' ring of group ends
     ~FloorRank() {
         if (end_event != nullptr) cudaEventDestroy(end_event);
+        for (auto* event : group_end) {
+            if (event != nullptr) cudaEventDestroy(event);
+        }
     }
     FloorRank(const FloorRank&) = delete;
     FloorRank& operator=(const FloorRank&) = delete;
@@ -307,6 +347,25 @@ void floor_graph(benchmark::State& state, FloorRank& rank, std::size_t bytes, in
     time_steps(state, rank, bytes, steps, [&] { graph->launch(*rank.streams.front()); });
 }
 
+// One graph a step, the step word mapped, and only every kGroup-th launch one whose graph records
+// an end event (of kGroupRing, one graph each), read back at the start of each group as in the
+// eager grouped variant.
+void floor_graph_grouped(benchmark::State& state, FloorRank& rank, std::size_t bytes) {
+    const auto silent = rank.capture(bytes, 1, GraphExtras::mapped_word);
+    std::vector<std::unique_ptr<ExecGraph>> ending;
+    for (auto* event : rank.group_end) {
+        ending.push_back(rank.capture(bytes, 1, GraphExtras::mapped_word_and_end_event, event));
+    }
+    rank.queued = 0;
+    time_steps(state, rank, bytes, 1, [&] {
+        if (rank.queued % kGroup == 0) rank.retire_group();
+        ++rank.queued;
+        const bool ends = rank.queued % kGroup == 0;
+        (ends ? *ending[(rank.queued / kGroup - 1) % kGroupRing] : *silent)
+            .launch(*rank.streams.front());
+    });
+}
+
 void register_floor(FloorRank& rank, const std::string& prefix, std::size_t max_bytes) {
     const auto add = [](const std::string& name, std::size_t bytes, auto body) {
         benchmark::RegisterBenchmark(name.c_str(), body)
@@ -327,7 +386,8 @@ void register_floor(FloorRank& rank, const std::string& prefix, std::size_t max_
         const std::pair<const char*, EagerExtras> eager_extras[] = {
             {"/eager_plus_reuse_wait", EagerExtras::reuse_wait},
             {"/eager_plus_reuse_wait_end_event", EagerExtras::reuse_wait_end_event},
-            {"/eager_plus_reuse_wait_end_event_ring", EagerExtras::ring_retire}};
+            {"/eager_plus_reuse_wait_end_event_ring", EagerExtras::ring_retire},
+            {"/eager_plus_reuse_wait_grouped_end4", EagerExtras::grouped_retire}};
         for (const auto& [name, extra] : eager_extras) {
             add(prefix + name, bytes, [&rank, bytes, extra = extra](benchmark::State& state) {
                 floor_eager(state, rank, bytes, extra);
@@ -338,12 +398,16 @@ void register_floor(FloorRank& rank, const std::string& prefix, std::size_t max_
             {"/graph_k1_plus_step_word_end_event", GraphExtras::step_word_and_end_event},
             {"/graph_k1_plus_step_word_beside", GraphExtras::step_word_beside},
             {"/graph_k1_plus_step_word_beside_end_event",
-             GraphExtras::step_word_beside_and_end_event}};
+             GraphExtras::step_word_beside_and_end_event},
+            {"/graph_k1_plus_mapped_word", GraphExtras::mapped_word},
+            {"/graph_k1_plus_mapped_word_end_event", GraphExtras::mapped_word_and_end_event}};
         for (const auto& [name, extra] : extras) {
             add(prefix + name, bytes, [&rank, bytes, extra = extra](benchmark::State& state) {
                 floor_graph(state, rank, bytes, 1, extra);
             });
         }
+        add(prefix + "/graph_k1_plus_mapped_word_grouped_end4", bytes,
+            [&rank, bytes](benchmark::State& state) { floor_graph_grouped(state, rank, bytes); });
     }
 }
 
