@@ -90,7 +90,11 @@ enum class GraphExtras {
     // The kernels read the step from the pinned host word itself, which the host writes before
     // the launch: no copy node at all.
     mapped_word,
-    mapped_word_and_end_event
+    mapped_word_and_end_event,
+    // The kernels read the step from a device word that no node of the graph writes (one a
+    // graph of another ring position updates, say once a cycle of positions).
+    device_word,
+    device_word_and_end_event
 };
 
 // What a gpurelay eager step does beyond the minimal one, added one at a time to measure what
@@ -218,7 +222,8 @@ struct FloorRank {
                                        cudaEvent_t end_node_event = nullptr) {
         Stream& origin = *streams.front();
         if (extras == GraphExtras::step_word_beside ||
-            extras == GraphExtras::step_word_beside_and_end_event) {
+            extras == GraphExtras::step_word_beside_and_end_event ||
+            extras == GraphExtras::device_word || extras == GraphExtras::device_word_and_end_event) {
             // The word the kernels read, as the graph before would have left it.
             device->copy_async(word_device.data(), word_host.data(), sizeof(std::uint64_t), origin);
             origin.synchronize();
@@ -230,12 +235,16 @@ struct FloorRank {
                             extras == GraphExtras::step_word_beside_and_end_event;
         const bool mapped =
             extras == GraphExtras::mapped_word || extras == GraphExtras::mapped_word_and_end_event;
+        const bool on_device =
+            extras == GraphExtras::device_word || extras == GraphExtras::device_word_and_end_event;
         const bool end = extras == GraphExtras::step_word_and_end_event ||
                          extras == GraphExtras::step_word_beside_and_end_event ||
-                         extras == GraphExtras::mapped_word_and_end_event;
+                         extras == GraphExtras::mapped_word_and_end_event ||
+                         extras == GraphExtras::device_word_and_end_event;
         if (word)
             device->copy_async(word_device.data(), word_host.data(), sizeof(std::uint64_t), origin);
-        const StepArg step = word || beside ? StepArg(word_device.as<std::uint64_t>().data())
+        const StepArg step = word || beside || on_device
+                                 ? StepArg(word_device.as<std::uint64_t>().data())
                              : mapped       ? StepArg(word_host.as<std::uint64_t>().data())
                                             : StepArg(kStep);
         fork->record(origin);
@@ -309,10 +318,17 @@ void time_steps(benchmark::State& state, FloorRank& rank, std::size_t bytes, int
     barrier();
     queue();
     rank.synchronize();
+    double queue_s = 0.0;  // the host's time inside `queue`, over every iteration
     for (auto _ : state) {
         barrier();
         const auto begin = std::chrono::steady_clock::now();
-        for (int i = 0; i < kBatch / steps_per_call; ++i) queue();
+        for (int i = 0; i < kBatch / steps_per_call; ++i) {
+            const auto queue_begin = std::chrono::steady_clock::now();
+            queue();
+            queue_s += std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                     queue_begin)
+                           .count();
+        }
         rank.synchronize();
         double elapsed =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
@@ -333,6 +349,10 @@ void time_steps(benchmark::State& state, FloorRank& rank, std::size_t bytes, int
                             static_cast<std::int64_t>(bytes));
     state.counters["steps_per_iteration"] = kBatch;
     state.counters["steps_per_graph"] = steps_per_call;
+    // What queueing a step costs the host (with a ring, its waits too): above the period, the
+    // host is what paces the steps.
+    state.counters["host_queue_us"] =
+        1e6 * queue_s / static_cast<double>(state.iterations() * kBatch);
 }
 
 void floor_eager(benchmark::State& state, FloorRank& rank, std::size_t bytes,
@@ -350,11 +370,17 @@ void floor_graph(benchmark::State& state, FloorRank& rank, std::size_t bytes, in
 // One graph a step, the step word mapped, and only every kGroup-th launch one whose graph records
 // an end event (of kGroupRing, one graph each), read back at the start of each group as in the
 // eager grouped variant.
-void floor_graph_grouped(benchmark::State& state, FloorRank& rank, std::size_t bytes) {
-    const auto silent = rank.capture(bytes, 1, GraphExtras::mapped_word);
+// `word`: where the kernels read the step (mapped_word or device_word; the ending graphs add the
+// end event).
+void floor_graph_grouped(benchmark::State& state, FloorRank& rank, std::size_t bytes,
+                         GraphExtras word) {
+    const auto silent = rank.capture(bytes, 1, word);
+    const GraphExtras with_end = word == GraphExtras::mapped_word
+                                     ? GraphExtras::mapped_word_and_end_event
+                                     : GraphExtras::device_word_and_end_event;
     std::vector<std::unique_ptr<ExecGraph>> ending;
     for (auto* event : rank.group_end) {
-        ending.push_back(rank.capture(bytes, 1, GraphExtras::mapped_word_and_end_event, event));
+        ending.push_back(rank.capture(bytes, 1, with_end, event));
     }
     rank.queued = 0;
     time_steps(state, rank, bytes, 1, [&] {
@@ -400,14 +426,22 @@ void register_floor(FloorRank& rank, const std::string& prefix, std::size_t max_
             {"/graph_k1_plus_step_word_beside_end_event",
              GraphExtras::step_word_beside_and_end_event},
             {"/graph_k1_plus_mapped_word", GraphExtras::mapped_word},
-            {"/graph_k1_plus_mapped_word_end_event", GraphExtras::mapped_word_and_end_event}};
+            {"/graph_k1_plus_mapped_word_end_event", GraphExtras::mapped_word_and_end_event},
+            {"/graph_k1_plus_device_word", GraphExtras::device_word},
+            {"/graph_k1_plus_device_word_end_event", GraphExtras::device_word_and_end_event}};
         for (const auto& [name, extra] : extras) {
             add(prefix + name, bytes, [&rank, bytes, extra = extra](benchmark::State& state) {
                 floor_graph(state, rank, bytes, 1, extra);
             });
         }
         add(prefix + "/graph_k1_plus_mapped_word_grouped_end4", bytes,
-            [&rank, bytes](benchmark::State& state) { floor_graph_grouped(state, rank, bytes); });
+            [&rank, bytes](benchmark::State& state) {
+                floor_graph_grouped(state, rank, bytes, GraphExtras::mapped_word);
+            });
+        add(prefix + "/graph_k1_plus_device_word_grouped_end4", bytes,
+            [&rank, bytes](benchmark::State& state) {
+                floor_graph_grouped(state, rank, bytes, GraphExtras::device_word);
+            });
     }
 }
 
