@@ -2,18 +2,21 @@
 //
 // A graph holds G consecutive steps whose first is a multiple of G, so ring slot and tensor
 // slot repeat from one graph to the next: one capture per ring position of a graph serves
-// every launch there (R / G of them), in two variants where the timing needs both (with and
-// without the phase events). Every graph is launched on one stream, so each runs whole after
-// the one before: a wait on a slot's previous reader in an earlier graph is implied, and the
-// ordering events are edges inside the graph. What crosses its edge: the step's end event
-// and the phase events (event nodes: the host reads them, the io stream waits on end), and
-// y_free, waited on that stream before the launch. The kernels read their step from a device
-// word that the graph before copied there, from where the host wrote it: each graph copies the
-// next one's step words on a branch of its own (the word stream), which runs beside its steps
-// rather than before them. (On an H200 at 4 KiB, bench_floor's graph step takes 8.9 us bare,
-// 11.2 with the copy as its first node and 10.8 with it beside: a copy node costs a graph about
-// 2 us wherever it sits, but beside the steps it delays none of them.) The first graph after
-// eager steps gets its words from an eager copy queued before it.
+// every launch there (R / G of them), in variants for what the timing needs (no end event, one,
+// one per step, or every phase event). Every graph is launched on one stream, so each runs whole
+// after the one before: a wait on a slot's previous reader in an earlier graph is implied, and
+// the ordering events are edges inside the graph. What crosses its edge: the end events and the
+// phase events (event nodes: the host reads them, the io stream waits on end), and y_free, waited
+// on that stream before the launch.
+//
+// The kernels read their step as a word in device memory plus their offset in the cycle of R
+// steps (StepArg): the word holds the cycle's first step, and the graph at the cycle's last ring
+// position copies the next cycle's there, from where the host wrote it, after every kernel of
+// the cycle has read it. So a step's graph holds no node for its step but once a cycle. (On an
+// H200 at 4 KiB, bench_floor's graph step takes 8.9 us bare, and 11.0 us with a copy node for
+// the step beside the step: a copy node costs a graph about 2 us wherever it sits, and a word
+// the kernels read from pinned host memory costs 11.6 us.) The first graph after eager steps
+// gets the word from an eager copy queued before it.
 #include "pipeline/pipeline_impl.hpp"
 #include "runtime/nvtx.hpp"
 
@@ -25,12 +28,28 @@ using pipeline_detail::push_range;
 using pipeline_detail::RangePhase;
 using pipeline_detail::StepMarks;
 
-std::uint64_t* Pipeline::Impl::step_word_host(std::int64_t s) {
-    return step_words_host.as<std::uint64_t>().data() + static_cast<std::size_t>(s) % ring;
+// Where the host writes the cycle's first step for the device word: for the first graph after
+// eager steps, or (`next`) for the cycle's last graph to copy at its end.
+std::uint64_t* Pipeline::Impl::cycle_word_host(bool next) {
+    return cycle_words_host.as<std::uint64_t>().data() + (next ? 1 : 0);
 }
 
-std::uint64_t* Pipeline::Impl::step_word_device(std::int64_t s) {
-    return step_words_device.as<std::uint64_t>().data() + static_cast<std::size_t>(s) % ring;
+// Step s as a captured graph's kernels read it: the cycle's first step, plus s's place in the
+// cycle.
+StepArg Pipeline::Impl::graph_step(std::int64_t s) {
+    return {cycle_word_device.as<std::uint64_t>().data(), static_cast<std::uint64_t>(s) % ring};
+}
+
+// The last of step s's work on `last`, the rank's last stream: in the graph of the cycle's last
+// ring position, after its last step, the next cycle's first step into the device word (every
+// kernel of this cycle that reads it comes before, in the graph and on this stream); then the
+// step's end event, where it records one.
+void Pipeline::Impl::end_step(std::int64_t s, Stream& last) {
+    if (capturing && static_cast<std::size_t>(s) % ring == ring - 1) {
+        device.copy_async(cycle_word_device.data(), cycle_word_host(true), sizeof(std::uint64_t),
+                          last);
+    }
+    if (records_end(s)) marks[static_cast<std::size_t>(s) % ring].end->record(last);
 }
 
 // The streams a graph covers; it is captured from and launched on the first.
@@ -46,21 +65,19 @@ std::vector<Stream*> Pipeline::Impl::graph_streams(bool overlap) const {
 // variant.
 std::size_t Pipeline::Impl::graph_index(std::int64_t first, UnitVariant variant) const {
     const auto g = static_cast<std::size_t>(config.graph_steps);
-    return static_cast<std::size_t>(first) % ring / g * 3 + static_cast<std::size_t>(variant);
+    return static_cast<std::size_t>(first) % ring / g * kUnitVariants +
+           static_cast<std::size_t>(variant);
 }
 
-// The variant the unit of steps from `first` runs as: phased when its steps time their
-// phases; else lean, unless the unit has one step (then lean is stepwise) or the writer copies
-// out one of its steps, whose copy waits for that step's own end event.
+// The variant the unit of steps from `first` runs as: phased when its steps time their phases;
+// stepwise when the writer copies out one of its steps (whose copy waits for that step's own end
+// event); else lean when it ends its retire group (stepwise, with one step), silent when not.
 Pipeline::Impl::UnitVariant Pipeline::Impl::unit_variant(std::int64_t first,
                                                          const ResultWriter* writer) const {
     if (unit_phased(first)) return UnitVariant::phased;
-    const std::int64_t g = config.graph_steps;
-    if (g == 1) return UnitVariant::stepwise;
-    for (std::int64_t s = first; consumer && writer != nullptr && s < first + g; ++s) {
-        if (config.writes_step(s)) return UnitVariant::stepwise;
-    }
-    return UnitVariant::lean;
+    if (needs_own_end(first, true, writer)) return UnitVariant::stepwise;
+    if (!unit_ends(first, true, writer)) return UnitVariant::silent;
+    return config.graph_steps == 1 ? UnitVariant::stepwise : UnitVariant::lean;
 }
 
 // Whether step s of the phased unit from `first` records the phase events: every step with
@@ -71,10 +88,19 @@ bool Pipeline::Impl::phases_step(std::int64_t s, std::int64_t first) const {
     return config.timing == Timing::phases || s == first;
 }
 
-// Whether step s records its end event: always, except inside a lean unit being captured,
-// where only the unit's last step does.
+// Whether step s records its end event: an eager step when it ends its retire group (queue_step
+// marked it); in a capture, by the graph's variant: every step, the unit's last (lean) or none
+// (silent).
 bool Pipeline::Impl::records_end(std::int64_t s) const {
-    return !capturing_lean || s == capture_first + config.graph_steps - 1;
+    if (!capturing) return marks[static_cast<std::size_t>(s) % ring].covers != 0;
+    switch (capture_variant) {
+        case UnitVariant::silent:
+            return false;
+        case UnitVariant::lean:
+            return s == capture_first + config.graph_steps - 1;
+        default:
+            return true;
+    }
 }
 
 // Whether steps s to s + G - 1 run as one graph launch: after the cold step, the first a
@@ -108,41 +134,38 @@ void Pipeline::Impl::capture_graphs(bool overlap, PassResult& result) {
     const double start = now_ms();
     const std::int64_t g = config.graph_steps;
     unit_graphs.clear();
-    unit_graphs.resize(3 * ring / static_cast<std::size_t>(g));
+    unit_graphs.resize(kUnitVariants * ring / static_cast<std::size_t>(g));
     const std::vector<Stream*> streams = graph_streams(overlap);
     Stream& origin = *streams.front();
-    std::vector<Stream*> joined(streams.begin() + 1, streams.end());
-    joined.push_back(word_stream.get());
+    const std::vector<Stream*> joined(streams.begin() + 1, streams.end());
+    // A unit is silent only inside a retire group of more than one unit.
+    const bool grouped = pipeline_detail::retire_group_steps(config) > g;
     // Capturing sets the ring slots' phase flags; the steps queued before it (the cold step,
     // not retired yet) keep theirs.
     std::vector<bool> phases_before;
     for (const StepMarks& m : marks) phases_before.push_back(m.phases);
     for (std::int64_t first = 0; first < static_cast<std::int64_t>(ring); first += g) {
         for (const UnitVariant variant :
-             {UnitVariant::lean, UnitVariant::stepwise, UnitVariant::phased}) {
+             {UnitVariant::silent, UnitVariant::lean, UnitVariant::stepwise, UnitVariant::phased}) {
             const bool phased = variant == UnitVariant::phased;
             if ((phased && config.timing == Timing::steps) ||
                 (!phased && config.timing == Timing::phases) ||
-                (variant == UnitVariant::lean && g == 1)) {
+                (variant == UnitVariant::lean && g == 1) ||
+                (variant == UnitVariant::silent && !grouped)) {
                 continue;
             }
             auto capture = device.begin_capture(origin, joined);
             capturing = true;
-            capturing_lean = variant == UnitVariant::lean;
+            capture_variant = variant;
             capture_first = first;
-            // A branch of its own: the next unit's steps, as the host wrote them before this
-            // launch (R >= 3G, so they are other ring slots than this unit's).
-            device.copy_async(step_word_device(first + g), step_word_host(first + g),
-                              static_cast<std::size_t>(g) * sizeof(std::uint64_t), *word_stream);
             for (std::int64_t s = first; s < first + g; ++s) {
                 marks[static_cast<std::size_t>(s) % ring].phases = phased && phases_step(s, first);
-                const StepArg step(step_word_device(s));
+                const StepArg step = graph_step(s);
                 queue_exchange<T>(s, overlap, step);
                 if (consumer) queue_compute<T>(s, overlap, step);
             }
             unit_graphs[graph_index(first, variant)] = capture->finish();
             capturing = false;
-            capturing_lean = false;
             ++result.graphs_captured;
         }
     }
@@ -167,22 +190,24 @@ void Pipeline::Impl::launch_unit(std::int64_t s, bool overlap, bool entering, Re
     const UnitVariant variant = unit_variant(s, writer);
     const bool phased = variant == UnitVariant::phased;
     Stream& stream = launch_stream(overlap);
-    const auto words = static_cast<std::size_t>(g) * sizeof(std::uint64_t);
     if (entering) {
-        // No graph before this one copied its steps.
-        for (std::int64_t j = s; j < s + g; ++j) *step_word_host(j) = static_cast<std::uint64_t>(j);
-        device.copy_async(step_word_device(s), step_word_host(s), words, stream);
+        // No graph before this one set the cycle's first step.
+        *cycle_word_host(false) =
+            static_cast<std::uint64_t>(s) - static_cast<std::uint64_t>(s) % ring;
+        device.copy_async(cycle_word_device.data(), cycle_word_host(false), sizeof(std::uint64_t),
+                          stream);
     }
-    // The next unit's steps, which this graph copies. Safe to overwrite: the host slots' last
-    // reader was the graph R steps before this one, whose successor has already run a step
-    // (retired), so it has finished; the device slots' last readers ran before that.
-    for (std::int64_t j = s + g; j < s + 2 * g; ++j) {
-        *step_word_host(j) = static_cast<std::uint64_t>(j);
+    // The cycle's last graph copies the next cycle's first step. Safe to overwrite: that
+    // graph's copy R steps before has run, since a later end event on the same stream has been
+    // retired (pass_loop.cpp retires up to s + G - 1 - R + C).
+    if ((s + g) % static_cast<std::int64_t>(ring) == 0) {
+        *cycle_word_host(true) = static_cast<std::uint64_t>(s + g);
     }
+    mark_ends(s, g, variant == UnitVariant::stepwise || variant == UnitVariant::phased,
+              variant == UnitVariant::lean);
     for (std::int64_t j = s; j < s + g; ++j) {
         StepMarks& m = marks[static_cast<std::size_t>(j) % ring];
         m.phases = phased && phases_step(j, s);
-        m.covers = variant != UnitVariant::lean ? 1 : j == s + g - 1 ? g : 0;
         const std::size_t k = static_cast<std::size_t>(j) % depth;
         if (consumer && y_pending[k]) stream.wait(*y_free[k]);  // B must not overwrite y yet
         if (consumer) y_pending[k] = false;

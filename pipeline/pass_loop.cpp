@@ -1,6 +1,6 @@
 // The pass loop: the steps of one pass queued one after another (or G at a time as graphs),
-// each retired R-1 steps later, between barriers that start and end the timed region; and
-// the Pipeline class itself, whose run() is one pass.
+// retired by retire group about depth + 1 steps later, between barriers that start and end the
+// timed region; and the Pipeline class itself, whose run() is one pass.
 #include <algorithm>
 #include <limits>
 
@@ -58,10 +58,14 @@ PassResult Pipeline::Impl::run(bool overlap, ResultWriter* writer, const StepCal
     double timed_start = now_ms();
     pass_timing = config.timing == Timing::auto_select ? Timing::phases : config.timing;
     pass_timing_every = config.timing_every;
+    pass_first_step = first_step;
     pass_timed_from = result.timed_from;
+    last_end = first_step - 1;
+    result.retire_group_steps = pipeline_detail::retire_group_steps(config);
     // When the warm-up steps (those after the cold one) started, for timing = auto.
     double warm_start = now_ms();
     const auto ring_steps = static_cast<std::int64_t>(ring);
+    const std::int64_t group_steps = result.retire_group_steps;
     std::int64_t retired = first_step;  // the next step to retire
     bool in_graphs = false;             // whether the last steps queued were a graph
 
@@ -74,10 +78,11 @@ PassResult Pipeline::Impl::run(bool overlap, ResultWriter* writer, const StepCal
         const bool timed = s >= result.timed_from;
         const bool entering = unit && !in_graphs;  // the first graph after eager steps
         const double retire_start = now_ms();
-        // Before the n steps from s: every step up to s + 2n - 1 - R, so that the ring slots
-        // these steps record into hold no step that is still to be read, nor (for a graph unit)
-        // the end event of the step before a unit still to be read (step_timer.cpp).
-        for (; retired <= s + 2 * n - 1 - ring_steps; ++retired) retire(retired, result);
+        // Before the n steps from s: every step up to s + n - 1 - R + C, so that the ring slots
+        // these steps record into hold no step that is still to be read, nor the end event that
+        // a retire group still to be read is read against, up to C steps before the group's end
+        // (step_timer.cpp).
+        for (; retired <= s + n - 1 - ring_steps + group_steps; ++retired) retire(retired, result);
         if (unit != in_graphs) {
             // Between eager steps and graphs every stream is idle: NCCL's graph mixing is off
             // (no eager NCCL call while a graph runs), and a graph assumes the steps before
@@ -137,6 +142,9 @@ PassResult Pipeline::Impl::run(bool overlap, ResultWriter* writer, const StepCal
         s += n;
         if (stop) {
             end = s;
+            end_late(end - 1, unit       ? launch_stream(overlap)
+                              : consumer ? *compute_stream
+                                         : *producer_stream);
             break;
         }
     }

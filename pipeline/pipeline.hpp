@@ -47,12 +47,20 @@ struct PassResult {
     std::int64_t timing_every = 0;
     double timing_judged_ms = std::numeric_limits<double>::quiet_NaN();
     std::int64_t phase_timed_steps = 0;
+    // How many timed steps share their end event with others (a retire group's: each has the
+    // group's period over its steps), and the most steps one end event retires.
+    std::int64_t grouped_steps = 0;
+    std::int64_t retire_group_steps = 1;
     // Where the host thread spent the timed steps, summed (ms): queueing each step's work,
     // reading back the step R-1 behind (which waits if the GPU is that far behind), and the
     // per-step callback (the ranks' stop vote). A small step whose period is close to their
     // sum is paced by the host, not by the GPU.
     double host_queue_ms = 0, host_retire_ms = 0, host_callback_ms = 0;
 };
+
+// What a retire group holds at most without graphs (step_timer.cpp): consecutive steps that
+// time no phase and are not written share one end event.
+inline constexpr std::int64_t kRetireGroupSteps = 4;
 
 // Called on the host after each step is queued (for progress output).
 // Returns true to stop after that step (every rank must answer alike for the same step).
@@ -61,12 +69,12 @@ using StepCallback = std::function<bool(std::int64_t step)>;
 // What a pipeline of `config` allocates on a rank of `role`, worked out once: the constructor
 // allocates exactly this, and the up-front resource check compares it with what the rank has.
 struct MemoryPlan {
-    std::uint64_t slot_bytes = 0;     // one tensor
-    std::uint64_t slots = 0;          // tensor slots: depth send (producer), 2 x depth recv and y
-    std::uint64_t c_bytes = 0;        // C's buffer (consumer)
+    std::uint64_t slot_bytes = 0;  // one tensor
+    std::uint64_t slots = 0;       // tensor slots: depth send (producer), 2 x depth recv and y
+    std::uint64_t c_bytes = 0;     // C's buffer (consumer)
     // Mismatch counts, one pair per ring slot, in pinned host memory the kernels write.
     std::uint64_t counter_host_bytes = 0;
-    std::uint64_t step_word_bytes = 0;     // graphs only: the step words, on each side
+    std::uint64_t step_word_bytes = 0;  // graphs only: the step words, on each side
     // On the device (the host, on the CPU path).
     std::uint64_t device_bytes() const { return slots * slot_bytes + c_bytes + step_word_bytes; }
     // Pinned host memory.

@@ -27,14 +27,19 @@ struct StepMarks {
     std::unique_ptr<Event> a_start, a_end, send_start, send_end;
     std::unique_ptr<Event> recv_start, recv_end;            // comm stream
     std::unique_ptr<Event> c_start, c_end, b_start, b_end;  // compute stream
-    // Recorded by every step, last on the rank's last stream (the compute stream on a consumer,
-    // the producer stream otherwise): the host retires the step on it, and the step's period is
-    // the time from the previous step's.
+    // Recorded last on the rank's last stream (the compute stream on a consumer, the producer
+    // stream otherwise) by the steps that end a retire group (step_timer.cpp): the host retires
+    // the group's steps on it, and their period is the time from the previous group's end over
+    // the group's steps.
     std::unique_ptr<Event> end;
     bool phases = false;  // whether the step in this slot recorded the phase events
-    // The steps that end with this step's end event: 1; G for the last step of a lean graph
-    // unit (whose other steps record none: 0), which times the unit as a whole.
+    // The steps that end with this step's end event (its group, back to the step after the
+    // previous end): 1 for a step that times its phases or is written; 0 for a step whose group
+    // ends later.
     std::int64_t covers = 1;
+    // Whether `end` was recorded after the fact, when a stop cut the group short: it marks when
+    // the host stopped, not when the steps ran, so they get no period.
+    bool late = false;
 };
 
 // The NVTX ranges of a step, one colour each so a timeline reads at a glance.
@@ -74,7 +79,11 @@ inline double now_ms() {
         .count();
 }
 
-// Ring slots of timing events, host counters and step words (step_timer.cpp says why so many).
+// The most steps one end event retires: kRetireGroupSteps, or with graphs the least multiple of
+// graph_steps that holds as many (step_timer.cpp).
+std::int64_t retire_group_steps(const Config& cfg);
+
+// Ring slots of timing events and host counters (step_timer.cpp says why so many).
 std::size_t timing_ring_size(const Config& cfg);
 
 }  // namespace pipeline_detail
@@ -116,17 +125,23 @@ struct Pipeline::Impl {
     // The step timer (step_timer.cpp): which steps record the phase events, and reading a
     // step's times and counts back from its ring slot.
     bool phase_timed(std::int64_t s) const;
+    bool needs_own_end(std::int64_t s, bool unit, const ResultWriter* writer) const;
+    bool unit_ends(std::int64_t s, bool unit, const ResultWriter* writer) const;
+    void mark_ends(std::int64_t s, std::int64_t n, bool each, bool last);
+    void end_late(std::int64_t last, Stream& stream);
     void retire(std::int64_t s, PassResult& result);
     void read_counts(std::int64_t j, PassResult& result);
     void decide_timing(double warm_ms, PassResult& result);
 
     // Graphs (graph_capture.cpp): G = graph_steps steps as one graph over all the rank's
-    // streams, captured once per ring position and replayed, in up to three variants: lean
-    // (G > 1: one end event, for the unit), stepwise (an end event per step) and phased (every
-    // event of every step).
-    enum class UnitVariant : std::uint8_t { lean, stepwise, phased };
-    std::uint64_t* step_word_host(std::int64_t s);
-    std::uint64_t* step_word_device(std::int64_t s);
+    // streams, captured once per ring position and replayed, in up to four variants: silent (no
+    // end event: its retire group ends in a later graph), lean (G > 1: one end event, for the
+    // unit), stepwise (an end event per step) and phased (every event of every step).
+    enum class UnitVariant : std::uint8_t { silent, lean, stepwise, phased };
+    static constexpr std::size_t kUnitVariants = 4;
+    StepArg graph_step(std::int64_t s);
+    std::uint64_t* cycle_word_host(bool next);
+    void end_step(std::int64_t s, Stream& last);
     std::vector<Stream*> graph_streams(bool overlap) const;
     Stream& launch_stream(bool overlap) const { return *graph_streams(overlap).front(); }
     std::size_t graph_index(std::int64_t first, UnitVariant variant) const;
@@ -168,18 +183,21 @@ struct Pipeline::Impl {
     // The timing this pass uses (auto: phases until decide_timing), and K when sampled.
     Timing pass_timing = Timing::phases;
     std::int64_t pass_timing_every = 0;
+    std::int64_t pass_first_step = 0;
     std::int64_t pass_timed_from = 0;
+    std::int64_t last_end = 0;  // the last step queued that records its end event
     // After the buffers: destroyed first, so no stream's queued work outlives what it uses.
     std::unique_ptr<Stream> producer_stream, comm_stream, compute_stream, io_stream;
     std::vector<std::unique_ptr<Event>> recv_done, x_free, y_free;
     std::vector<pipeline_detail::StepMarks> marks;
-    Buffer step_words_host, step_words_device;  // graphs only
-    // Graphs only: where a graph copies the next graph's step words, beside its steps.
-    std::unique_ptr<Stream> word_stream;
+    // Graphs only: the first step of the current cycle of R steps, which the kernels of a graph
+    // read (plus their offset in the cycle, StepArg), on the device; and on the host, where
+    // the first graph after eager steps ([0]) and the cycle's last graph ([1]) copy it from.
+    Buffer cycle_words_host, cycle_word_device;
     MemoryPlan plan;
     bool capturing = false;
     std::int64_t capture_first = 0;  // while capturing: the first step of the graph
-    bool capturing_lean = false;     // while capturing: whether only its last step ends
+    UnitVariant capture_variant = UnitVariant::stepwise;  // while capturing: the graph's
     // Last: destroyed first, before the events and buffers their nodes name. See graph_index.
     std::vector<std::unique_ptr<Graph>> unit_graphs;
 };

@@ -38,7 +38,7 @@ MemoryPlan plan_memory(const Config& config, Role role) {
         plan.c_bytes = config.c_elements * sizeof(std::uint32_t);
         plan.counter_host_bytes = ring * 2 * sizeof(Counter);
     }
-    if (config.graphs) plan.step_word_bytes = ring * sizeof(std::uint64_t);
+    if (config.graphs) plan.step_word_bytes = 2 * sizeof(std::uint64_t);
     return plan;
 }
 
@@ -59,9 +59,8 @@ Pipeline::Impl::Impl(const Config& cfg, Device& dev, Transport& tr, const PairPl
       ring(timing_ring_size(cfg)),
       plan(plan_memory(cfg, place.role)) {
     if (cfg.graphs) {
-        step_words_host = device.allocate_host(plan.step_word_bytes);
-        step_words_device = device.allocate(plan.step_word_bytes);
-        word_stream = device.make_stream(false, stream_label("step word stream"));
+        cycle_words_host = device.allocate_host(plan.step_word_bytes);
+        cycle_word_device = device.allocate(plan.step_word_bytes);
     }
     if (producer) {
         producer_stream = device.make_stream(false, stream_label("producer stream"));
@@ -174,14 +173,14 @@ void Pipeline::Impl::end_range(Stream& stream) {
     }
 }
 
-// Eager steps give the kernels the step number itself; a captured graph gives them the
-// device word it copies the step into first (StepArg).
+// Eager steps give the kernels the step number itself; a captured graph gives them the cycle's
+// word and their offset in it (graph_step).
 template <typename T>
 void Pipeline::Impl::queue_step(std::int64_t s, bool overlap, ResultWriter* writer,
                                 std::uint64_t& next_row) {
     const StepArg step(static_cast<std::uint64_t>(s));
     marks[static_cast<std::size_t>(s) % ring].phases = phase_timed(s);
-    marks[static_cast<std::size_t>(s) % ring].covers = 1;
+    mark_ends(s, 1, false, unit_ends(s, false, writer));
     queue_exchange<T>(s, overlap, step);
     if (consumer) queue_compute<T>(s, overlap, step);
     queue_write(s, writer, next_row);
@@ -236,7 +235,7 @@ void Pipeline::Impl::queue_exchange(std::int64_t s, bool overlap, StepArg step) 
     if (producer) {
         end_range(*out);
         if (m.phases) m.send_end->record(*out);
-        if (!consumer && records_end(s)) m.end->record(*out);
+        if (!consumer) end_step(s, *out);
     }
     if (!receives) return;
     if (m.phases && times_receive()) m.recv_end->record(*comm);
@@ -295,7 +294,7 @@ void Pipeline::Impl::queue_compute(std::int64_t s, bool overlap, StepArg step) {
                         c_iterations, slot_counters + 1, compute);
         end_range(compute);
     }
-    if (records_end(s)) m.end->record(compute);
+    end_step(s, compute);
 }
 
 // y of step s to the writer (io stream), when the run keeps that step. Always queued on the

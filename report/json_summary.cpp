@@ -33,7 +33,9 @@ nlohmann::json pass_json(const PassSummary& p) {
     j["timing"] = {{"used", p.timing},
                    {"auto", p.timing_auto},
                    {"judged_from_ms", p.timing_judged_ms},
-                   {"phase_timed_steps", p.phase_timed_steps}};
+                   {"phase_timed_steps", p.phase_timed_steps},
+                   {"grouped_steps", p.grouped_steps},
+                   {"retire_group_steps", p.retire_group_steps}};
     j["graphs"] = {{"captured", p.graphs_captured},
                    {"capture_ms", p.capture_ms},
                    {"steps_replayed", p.graph_steps}};

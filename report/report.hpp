@@ -59,6 +59,9 @@ struct PassSummary {
     bool timing_auto = false;
     double timing_judged_ms = 0;
     std::int64_t phase_timed_steps = 0;
+    // Timed steps that share their end event with others (each gets its retire group's period
+    // over its steps), and the most steps one end event retires.
+    std::int64_t grouped_steps = 0, retire_group_steps = 1;
     std::vector<PairFigures> pairs;
     bool verified() const { return x_mismatches == 0 && c_mismatches == 0 && spot_mismatches == 0; }
 };

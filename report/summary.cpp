@@ -135,6 +135,11 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     summary.timing_auto = config.timing == Timing::auto_select;
     summary.timing_judged_ms = result.timing_judged_ms;
     summary.phase_timed_steps = result.phase_timed_steps;  // every rank times the same steps
+    // The rank that groups the fewest steps (a consumer's written steps end its groups).
+    std::int64_t grouped = result.grouped_steps;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &grouped, 1, MPI_INT64_T, MPI_MIN, comm));
+    summary.grouped_steps = grouped;
+    summary.retire_group_steps = result.retire_group_steps;
     const double per_step_us = timed > 0 ? 1000.0 / static_cast<double>(timed) : kNaN;
     summary.host_queue_us = worst.host_queue_ms * per_step_us;
     summary.host_retire_us = worst.host_retire_ms * per_step_us;

@@ -107,10 +107,13 @@ void print_report(std::FILE* out, const RunSummary& s) {
             "(waits for the GPU), stop vote %s µs (waits for the other ranks)\n",
             fmt("%.1f", p.host_queue_us).c_str(), fmt("%.1f", p.host_retire_us).c_str(),
             fmt("%.1f", p.host_callback_us).c_str());
-        std::fprintf(out, "  timing %s%s; %lld of %lld timed steps carry phase times\n",
+        std::fprintf(out,
+                     "  timing %s%s; %lld of %lld timed steps carry phase times, %lld share an end "
+                     "event (groups of up to %lld, each step the group's period over its steps)\n",
                      p.timing.c_str(), timing_reason(p).c_str(),
                      static_cast<long long>(p.phase_timed_steps),
-                     static_cast<long long>(p.timed_steps));
+                     static_cast<long long>(p.timed_steps), static_cast<long long>(p.grouped_steps),
+                     static_cast<long long>(p.retire_group_steps));
         std::fprintf(out, "  step bound %s ms = %s of the medians; time per step %sx that\n",
                      fmt("%.4f", p.step_bound_ms).c_str(),
                      step_bound_formula(c.depth, p.overlap).c_str(),

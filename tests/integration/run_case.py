@@ -43,13 +43,39 @@ def phase_timed_steps(used, steps, warmup, auto):
     return timed
 
 
-def check_timings(f, summary, np_ranks, expect_timing):
+# The most eager steps that share one end event (pipeline.hpp's kRetireGroupSteps).
+RETIRE_GROUP_STEPS = 4
+
+
+def retire_groups(steps, timed_from, own):
+    """The retire groups of an eager pass from step 0, as step_timer.cpp forms them: a step that
+    times its phases or is written (own[s]) has its own end event; the others share one with
+    the steps of their group, which ends when it is full (the next step a multiple of
+    RETIRE_GROUP_STEPS), before a step with its own, before the timed region and at the end. The
+    cold step 0 ends its own."""
+    groups, current = [], []
+    for s in range(steps):
+        current.append(s)
+        after = s + 1
+        if (s == 0 or own[s] or after >= steps or after == timed_from
+                or after % RETIRE_GROUP_STEPS == 0 or own[after]):
+            groups.append(current)
+            current = []
+    return groups
+
+
+def check_timings(f, summary, np_ranks, expect_timing, written):
     """The HDF5 timings hold phase times exactly on the steps the pass's timing says (NaN on the
-    others), a period on every step but the first, and the JSON counts them right."""
+    others), a period on every step but the first, equal on the steps of each retire group, and
+    the JSON counts them right."""
     steps = int(f.attrs["steps"])
     warmup = int(summary["config"]["warmup"])
-    for p in summary["passes"]:
+    if summary["config"].get("graphs"):
+        fail("check_timings knows the timing of eager steps only")
+    for i, p in enumerate(summary["passes"]):
         name = "overlap_on" if p["overlap"] else "overlap_off"
+        # Only a run's last pass writes /y (app/run.cpp).
+        written_here = written if i + 1 == len(summary["passes"]) else set()
         timing = p["timing"]
         used, auto = timing["used"], timing["auto"]
         if expect_timing == "phases-by-auto":
@@ -81,6 +107,26 @@ def check_timings(f, summary, np_ranks, expect_timing):
         count = sum(expected[warmup:])
         if timing["phase_timed_steps"] != count:
             fail(f"{name}: phase_timed_steps {timing['phase_timed_steps']}, expected {count}")
+        # Steps that share an end event share its period: the group's over its steps.
+        # Only a consumer's written steps end its groups; the summary counts the rank that groups
+        # the fewest steps.
+        grouped = None
+        for rank in range(np_ranks):
+            writes = written_here if summary["ranks"][rank]["role"] != "producer" else set()
+            own = [expected[s] or s in writes for s in range(steps)] + [False]
+            count = 0
+            for group in retire_groups(steps, warmup, own):
+                if len(group) == 1:
+                    continue
+                count += sum(1 for s in group if s >= warmup)
+                shares = period[rank, group]
+                if not (shares == shares[0]).all():
+                    fail(f"timings/{name}/step: rank {rank}'s retire group {group} has periods "
+                         f"{list(shares)}, not one share each")
+            grouped = count if grouped is None else min(grouped, count)
+        if timing.get("grouped_steps") != grouped or timing.get("retire_group_steps") != 4:
+            fail(f"{name}: grouped_steps {timing.get('grouped_steps')} and retire_group_steps "
+                 f"{timing.get('retire_group_steps')}, expected {grouped} and 4")
         if used == "steps" and p["step_bound_ms"] is not None:
             fail(f"{name}: a step bound {p['step_bound_ms']} without phase times")
 
@@ -133,7 +179,7 @@ def check_file(path, expect_rows_for, np_ranks, summary, expect_timing):
                 t = f["timings"][name][phase][...]
                 if t.shape != (np_ranks, steps):
                     fail(f"timings/{name}/{phase} shape {t.shape}")
-        check_timings(f, summary, np_ranks, expect_timing)
+        check_timings(f, summary, np_ranks, expect_timing, set(rows))
         for key in ("gpurelay_version", "mpi_version", "hdf5_version", "config_toml", "rank_hosts"):
             if key not in attrs:
                 fail(f"attribute {key} missing")

@@ -220,6 +220,11 @@ TEST(StepArg, ReadsTheValueOrTheWordWhenAsked) {
     EXPECT_EQ(from_value.read(), 5u);
     EXPECT_EQ(StepArg(std::uint64_t{5}).read(), 5u);
     EXPECT_EQ(StepArg(&word).read(), 9u);
+    // A word and an offset: the cycle's first step in the word, the launch's place in the cycle.
+    const StepArg in_cycle(&word, 3);
+    EXPECT_EQ(in_cycle.read(), 12u);
+    word = 16;
+    EXPECT_EQ(in_cycle.read(), 19u);
 }
 
 // A launch given a step word reads the step when the stream runs it, not when it is queued: what
