@@ -459,6 +459,9 @@ CASES = {name[len("case_"):]: fn for name, fn in globals().items()
 
 
 def main():
+    # The bad-text cases pass bytes that are not UTF-8 (surrogate escapes once in Python):
+    # printing their command must not fail where stdout's encoding is strict (the GPU machine's).
+    sys.stdout.reconfigure(errors="backslashreplace")
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
     parser.add_argument("--mpirun", required=True)
