@@ -135,11 +135,7 @@ void make_partial(const std::string& partial_path, const ResultFileLayout& layou
 ResultFile ResultFile::create(MPI_Comm comm, const std::string& path, bool overwrite,
                               const ResultFileLayout& layout, const Attributes& attributes) {
     QuietHdf5Errors quiet;
-    // Same layout on every rank, so these fail everywhere or nowhere, before any collective.
-    validate_layout(layout);
-    validate_attributes(attributes);
-
-    std::unique_ptr<State> state = State::make(comm, path, overwrite, layout);
+    std::unique_ptr<State> state = State::make(comm, path, overwrite, layout, attributes);
     // One rank looks at the file system and makes the file, so every rank reports the same thing
     // and no rank waits in a collective call that failed on another.
     agree(state->comm, [&] {

@@ -96,9 +96,14 @@ struct ResultFile::State {
         independent_transfer.reset();
     }
 
-    // Not collective: the fields every open file starts from, and our own duplicate of `comm`.
+    // Not collective: checks the layout and the attributes (the same on every rank, so they fail
+    // everywhere or nowhere, before any collective), then the fields every open file starts
+    // from, and our own duplicate of `comm`.
     static std::unique_ptr<State> make(MPI_Comm comm, const std::string& path, bool overwrite,
-                                       const ResultFileLayout& layout) {
+                                       const ResultFileLayout& layout,
+                                       const Attributes& attributes) {
+        validate_layout(layout);
+        validate_attributes(attributes);
         auto state = std::make_unique<State>();
         state->path = path;
         state->partial_path = path + ".partial";

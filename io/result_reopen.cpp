@@ -59,9 +59,7 @@ void check_resumable(const std::string& partial_path, const ResultFileLayout& la
 ResultFile ResultFile::reopen(MPI_Comm comm, const std::string& path, bool overwrite,
                               const ResultFileLayout& layout, const Attributes& attributes) {
     QuietHdf5Errors quiet;
-    validate_layout(layout);
-    validate_attributes(attributes);
-    std::unique_ptr<State> state = State::make(comm, path, overwrite, layout);
+    std::unique_ptr<State> state = State::make(comm, path, overwrite, layout, attributes);
 
     // Rank 0 reads the .partial serially and closes it again before the collective open, so every
     // rank gets the same usage error and nobody writes to a file that does not fit.
