@@ -21,9 +21,9 @@ using pipeline_detail::StepMarks;
 // own end event; the others share one per retire group, of kRetireGroupSteps consecutive steps
 // from a multiple of it (with graphs, of whole graph units: the least multiple of G that holds as
 // many, one unit when G >= kRetireGroupSteps), recorded by the group's last step, and each gets
-// the group's period over its steps. On an H200 a 4 KiB step's end event and its read-back cost
-// the host about 3.5 us of an eager step's 24 and a one-graph step's 1.5 us of 9 (bench_floor's
-// _grouped_end4 variants); a group of 4 shares them.
+// the group's period over its steps. On an H200 at 4 KiB, a step's end event and its read-back
+// cost an eager step about 3.7 us (of 16-24) and a one-graph step 1.4 us (of 9), by bench_floor's
+// variants (docs/PERFORMANCE.md); a group of 4 shares them.
 std::int64_t pipeline_detail::retire_group_steps(const Config& cfg) {
     const std::int64_t g = cfg.graphs ? cfg.graph_steps : 1;
     return (kRetireGroupSteps + g - 1) / g * g;
