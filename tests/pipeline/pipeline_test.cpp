@@ -153,6 +153,48 @@ TEST(StepTimer, SampledTimesEveryKthTimedStepAndStepsTimesNone) {
     EXPECT_EQ(r.c_mismatches, std::vector<Counter>(12, 0));
 }
 
+// Steps that time no phase and are not written share one end event per retire group of up to 4
+// steps from a multiple of 4, cut before the timed region: with 12 steps and 2 of warm-up, the
+// groups are {0} (the cold step), {1}, {2, 3}, {4..7} and {8..11}, and each step of a group gets
+// the group's period over its steps.
+TEST(StepTimer, StepsOfARetireGroupShareItsPeriod) {
+    Config c = small_config();
+    c.steps = 12;
+    c.timing = Timing::steps;
+    Rig rig(c);
+    const PassResult r = rig.pipeline.run(true, nullptr, nullptr);
+    EXPECT_EQ(r.retire_group_steps, 4);
+    EXPECT_EQ(r.grouped_steps, 10);  // every timed step, 2 to 11
+    const auto period = [&](std::size_t s) { return r.steps[s].period; };
+    EXPECT_TRUE(std::isnan(period(0)));
+    EXPECT_GT(period(1), 0.0);
+    EXPECT_EQ(period(2), period(3));
+    for (std::size_t s : {5u, 6u, 7u}) EXPECT_EQ(period(s), period(4)) << "step " << s;
+    for (std::size_t s : {9u, 10u, 11u}) EXPECT_EQ(period(s), period(8)) << "step " << s;
+    EXPECT_GT(period(4), 0.0);
+    EXPECT_EQ(r.x_mismatches, std::vector<Counter>(12, 0));
+}
+
+// A stop inside a retire group ends it there: its steps' counts are read, but they get no
+// period (its end event is recorded when the host stops, not when they ran).
+TEST(StepTimer, AStopInsideARetireGroupLeavesItsStepsWithoutAPeriod) {
+    Config c = small_config();
+    c.steps = 12;
+    c.timing = Timing::steps;
+    Rig rig(c);
+    const PassResult r = rig.pipeline.run(true, nullptr, [](std::int64_t s) { return s == 6; });
+    EXPECT_EQ(r.end_step, 7);
+    EXPECT_EQ(r.steps[2].period, r.steps[3].period);
+    EXPECT_GT(r.steps[3].period, 0.0);
+    for (std::size_t s : {4u, 5u, 6u}) EXPECT_TRUE(std::isnan(r.steps[s].period)) << "step " << s;
+    EXPECT_EQ(r.grouped_steps, 5);  // {2, 3} and the cut group {4, 5, 6}
+    // The pipeline runs a second pass as it ran the first: the cut group left nothing behind.
+    const PassResult again = rig.pipeline.run(true, nullptr, nullptr);
+    EXPECT_EQ(again.end_step, 12);
+    EXPECT_EQ(again.steps[4].period, again.steps[7].period);
+    EXPECT_EQ(again.x_mismatches, std::vector<Counter>(12, 0));
+}
+
 TEST(PassLoop, MemoryIsTheSlotsOfTheRanksRoles) {
     Rig rig(small_config());
     const std::uint64_t tensor = rig.config.tensor_bytes();
