@@ -78,23 +78,19 @@ class ExecGraph {
     cudaGraphExec_t exec_ = nullptr;
 };
 
-// The step word: copied into device memory by the graph's first node, before the step (what
-// gpurelay's graphs did first), or by a node on a branch of its own, beside the step (what they
-// do now: there it is the next graph's word).
-enum class GraphExtras {
-    none,
-    step_word,
-    step_word_and_end_event,
-    step_word_beside,
-    step_word_beside_and_end_event,
-    // The kernels read the step from the pinned host word itself, which the host writes before
-    // the launch: no copy node at all.
-    mapped_word,
-    mapped_word_and_end_event,
-    // The kernels read the step from a device word that no node of the graph writes (one a
-    // graph of another ring position updates, say once a cycle of positions).
-    device_word,
-    device_word_and_end_event
+// Where a graph's kernels read the step from: the value itself (none); a device word that the
+// graph's first node copies, before the step (copied_first: what gpurelay's graphs did first), or
+// that a node on a branch of its own copies beside the step (copied_beside: there it stands for
+// the next graph's word); the pinned host word itself, which the host writes before the launch
+// (mapped_host: no copy node at all); or a device word that no node of the graph writes (device:
+// one a graph of another ring position updates once a cycle, as gpurelay's do now).
+enum class StepWord { none, copied_first, copied_beside, mapped_host, device };
+
+// What a graph step carries beyond the minimal one: where its step comes from, and whether each
+// step records an end event node (gpurelay's end event, which the host reads).
+struct GraphExtras {
+    StepWord word = StepWord::none;
+    bool end_event = false;
 };
 
 // What a gpurelay eager step does beyond the minimal one, added one at a time to measure what
@@ -158,8 +154,8 @@ struct FloorRank {
         const std::size_t k = queued % kFloorDepth;
         const std::size_t r = queued % kFloorRing;
         const bool reuse = extras != EagerExtras::none;
-        const bool end = extras == EagerExtras::reuse_wait_end_event ||
-                         extras == EagerExtras::ring_retire;
+        const bool end =
+            extras == EagerExtras::reuse_wait_end_event || extras == EagerExtras::ring_retire;
         const bool grouped = extras == EagerExtras::grouped_retire;
         if (grouped && queued % kGroup == 0) retire_group();
         if (extras == EagerExtras::ring_retire && queued >= kFloorRing) {
@@ -214,42 +210,29 @@ struct FloorRank {
     // `steps` steps as one graph over all of this rank's streams: the others fork from the
     // first at the start and join it at the end (a record and a wait inside a capture are an
     // edge of the graph, not an event node).
-    // `extras` adds what a gpurelay graph has beyond the minimal step, to measure its cost:
-    // the step word's copy as the first node (the kernels read it), and an event record node at
-    // the end of each step (gpurelay's end event, which the host reads).
-    // `end_event` is the event an end node records (the grouped variant's ring names its own).
+    // `extras` adds what a gpurelay graph has beyond the minimal step, to measure its cost: where
+    // the kernels read the step (GraphExtras), and an event record node at the end of each step.
+    // `end_node_event` is the event that node records (the grouped variant's ring names its own;
+    // else end_event).
     std::unique_ptr<ExecGraph> capture(std::size_t bytes, int steps, GraphExtras extras,
                                        cudaEvent_t end_node_event = nullptr) {
         Stream& origin = *streams.front();
-        if (extras == GraphExtras::step_word_beside ||
-            extras == GraphExtras::step_word_beside_and_end_event ||
-            extras == GraphExtras::device_word || extras == GraphExtras::device_word_and_end_event) {
+        const StepWord word = extras.word;
+        if (word == StepWord::copied_beside || word == StepWord::device) {
             // The word the kernels read, as the graph before would have left it.
             device->copy_async(word_device.data(), word_host.data(), sizeof(std::uint64_t), origin);
             origin.synchronize();
         }
         CUDA_CHECK(cudaStreamBeginCapture(cuda_handle(origin), cudaStreamCaptureModeThreadLocal));
-        const bool word = extras == GraphExtras::step_word ||
-                          extras == GraphExtras::step_word_and_end_event;
-        const bool beside = extras == GraphExtras::step_word_beside ||
-                            extras == GraphExtras::step_word_beside_and_end_event;
-        const bool mapped =
-            extras == GraphExtras::mapped_word || extras == GraphExtras::mapped_word_and_end_event;
-        const bool on_device =
-            extras == GraphExtras::device_word || extras == GraphExtras::device_word_and_end_event;
-        const bool end = extras == GraphExtras::step_word_and_end_event ||
-                         extras == GraphExtras::step_word_beside_and_end_event ||
-                         extras == GraphExtras::mapped_word_and_end_event ||
-                         extras == GraphExtras::device_word_and_end_event;
-        if (word)
+        if (word == StepWord::copied_first)
             device->copy_async(word_device.data(), word_host.data(), sizeof(std::uint64_t), origin);
-        const StepArg step = word || beside || on_device
-                                 ? StepArg(word_device.as<std::uint64_t>().data())
-                             : mapped       ? StepArg(word_host.as<std::uint64_t>().data())
-                                            : StepArg(kStep);
+        const StepArg step = word == StepWord::none ? StepArg(kStep)
+                             : word == StepWord::mapped_host
+                                 ? StepArg(word_host.as<std::uint64_t>().data())
+                                 : StepArg(word_device.as<std::uint64_t>().data());
         fork->record(origin);
         for (std::size_t i = 1; i < streams.size(); ++i) streams[i]->wait(*fork);
-        if (beside) {
+        if (word == StepWord::copied_beside) {
             // Into a word no kernel of this graph reads (it stands for the next graph's).
             word_stream->wait(*fork);
             device->copy_async(next_word_device.data(), word_host.data(), sizeof(std::uint64_t),
@@ -259,7 +242,7 @@ struct FloorRank {
         }
         for (int s = 0; s < steps; ++s) {
             queue_step(bytes, step);
-            if (end) {
+            if (extras.end_event) {
                 CUDA_CHECK(cudaEventRecordWithFlags(end_node_event ? end_node_event : end_event,
                                                     cuda_handle(*streams.back()),
                                                     cudaEventRecordExternal));
@@ -282,7 +265,7 @@ struct FloorRank {
     int peer;
     std::unique_ptr<Device> device;
     Buffer x_send, x_recv, y, counter, counter_host, word_host, word_device, next_word_device;
-    cudaEvent_t end_event = nullptr;  // a timing event, as gpurelay's end event
+    cudaEvent_t end_event = nullptr;         // a timing event, as gpurelay's end event
     cudaEvent_t group_end[kGroupRing] = {};  // the grouped variants' ring of group ends
     ~FloorRank() {
         if (end_event != nullptr) cudaEventDestroy(end_event);
@@ -297,8 +280,8 @@ struct FloorRank {
     std::vector<Stream*> streams;  // the first is where a graph is captured and launched
     std::unique_ptr<Event> recv_done, fork, join;
     std::vector<std::unique_ptr<Event>> x_free, step_end;  // the eager extras'
-    std::size_t queued = 0;                                 // eager steps queued, for the ring
-    double period_ms = 0.0;                                 // the periods ring_retire read
+    std::size_t queued = 0;                                // eager steps queued, for the ring
+    double period_ms = 0.0;                                // the periods ring_retire read
     std::unique_ptr<PlainNcclComm> nccl;
 };
 
@@ -325,8 +308,7 @@ void time_steps(benchmark::State& state, FloorRank& rank, std::size_t bytes, int
         for (int i = 0; i < kBatch / steps_per_call; ++i) {
             const auto queue_begin = std::chrono::steady_clock::now();
             queue();
-            queue_s += std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                     queue_begin)
+            queue_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - queue_begin)
                            .count();
         }
         rank.synchronize();
@@ -362,7 +344,7 @@ void floor_eager(benchmark::State& state, FloorRank& rank, std::size_t bytes,
 }
 
 void floor_graph(benchmark::State& state, FloorRank& rank, std::size_t bytes, int steps,
-                 GraphExtras extras = GraphExtras::none) {
+                 GraphExtras extras = {}) {
     const auto graph = rank.capture(bytes, steps, extras);
     time_steps(state, rank, bytes, steps, [&] { graph->launch(*rank.streams.front()); });
 }
@@ -373,14 +355,11 @@ void floor_graph(benchmark::State& state, FloorRank& rank, std::size_t bytes, in
 // `word`: where the kernels read the step (mapped_word or device_word; the ending graphs add the
 // end event).
 void floor_graph_grouped(benchmark::State& state, FloorRank& rank, std::size_t bytes,
-                         GraphExtras word) {
-    const auto silent = rank.capture(bytes, 1, word);
-    const GraphExtras with_end = word == GraphExtras::mapped_word
-                                     ? GraphExtras::mapped_word_and_end_event
-                                     : GraphExtras::device_word_and_end_event;
+                         StepWord word) {
+    const auto silent = rank.capture(bytes, 1, {word, false});
     std::vector<std::unique_ptr<ExecGraph>> ending;
     for (auto* event : rank.group_end) {
-        ending.push_back(rank.capture(bytes, 1, with_end, event));
+        ending.push_back(rank.capture(bytes, 1, {word, true}, event));
     }
     rank.queued = 0;
     time_steps(state, rank, bytes, 1, [&] {
@@ -420,15 +399,14 @@ void register_floor(FloorRank& rank, const std::string& prefix, std::size_t max_
             });
         }
         const std::pair<const char*, GraphExtras> extras[] = {
-            {"/graph_k1_plus_step_word", GraphExtras::step_word},
-            {"/graph_k1_plus_step_word_end_event", GraphExtras::step_word_and_end_event},
-            {"/graph_k1_plus_step_word_beside", GraphExtras::step_word_beside},
-            {"/graph_k1_plus_step_word_beside_end_event",
-             GraphExtras::step_word_beside_and_end_event},
-            {"/graph_k1_plus_mapped_word", GraphExtras::mapped_word},
-            {"/graph_k1_plus_mapped_word_end_event", GraphExtras::mapped_word_and_end_event},
-            {"/graph_k1_plus_device_word", GraphExtras::device_word},
-            {"/graph_k1_plus_device_word_end_event", GraphExtras::device_word_and_end_event}};
+            {"/graph_k1_plus_step_word", {StepWord::copied_first, false}},
+            {"/graph_k1_plus_step_word_end_event", {StepWord::copied_first, true}},
+            {"/graph_k1_plus_step_word_beside", {StepWord::copied_beside, false}},
+            {"/graph_k1_plus_step_word_beside_end_event", {StepWord::copied_beside, true}},
+            {"/graph_k1_plus_mapped_word", {StepWord::mapped_host, false}},
+            {"/graph_k1_plus_mapped_word_end_event", {StepWord::mapped_host, true}},
+            {"/graph_k1_plus_device_word", {StepWord::device, false}},
+            {"/graph_k1_plus_device_word_end_event", {StepWord::device, true}}};
         for (const auto& [name, extra] : extras) {
             add(prefix + name, bytes, [&rank, bytes, extra = extra](benchmark::State& state) {
                 floor_graph(state, rank, bytes, 1, extra);
@@ -436,11 +414,11 @@ void register_floor(FloorRank& rank, const std::string& prefix, std::size_t max_
         }
         add(prefix + "/graph_k1_plus_mapped_word_grouped_end4", bytes,
             [&rank, bytes](benchmark::State& state) {
-                floor_graph_grouped(state, rank, bytes, GraphExtras::mapped_word);
+                floor_graph_grouped(state, rank, bytes, StepWord::mapped_host);
             });
         add(prefix + "/graph_k1_plus_device_word_grouped_end4", bytes,
             [&rank, bytes](benchmark::State& state) {
-                floor_graph_grouped(state, rank, bytes, GraphExtras::device_word);
+                floor_graph_grouped(state, rank, bytes, StepWord::device);
             });
     }
 }
