@@ -76,7 +76,7 @@ Pipeline::Impl::UnitVariant Pipeline::Impl::unit_variant(std::int64_t first,
                                                          const ResultWriter* writer) const {
     if (unit_phased(first)) return UnitVariant::phased;
     if (needs_own_end(first, true, writer)) return UnitVariant::stepwise;
-    if (!unit_ends(first, true, writer)) return UnitVariant::silent;
+    if (!group_ends_after(first, true, writer)) return UnitVariant::silent;
     return config.graph_steps == 1 ? UnitVariant::stepwise : UnitVariant::lean;
 }
 

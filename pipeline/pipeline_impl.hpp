@@ -127,6 +127,7 @@ struct Pipeline::Impl {
     bool phase_timed(std::int64_t s) const;
     bool needs_own_end(std::int64_t s, bool unit, const ResultWriter* writer) const;
     bool unit_ends(std::int64_t s, bool unit, const ResultWriter* writer) const;
+    bool group_ends_after(std::int64_t s, bool unit, const ResultWriter* writer) const;
     void mark_ends(std::int64_t s, std::int64_t n, bool each, bool last);
     void end_late(std::int64_t last, Stream& stream);
     void retire(std::int64_t s, PassResult& result);

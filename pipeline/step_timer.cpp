@@ -81,14 +81,18 @@ bool Pipeline::Impl::needs_own_end(std::int64_t s, bool unit, const ResultWriter
 }
 
 // Whether the eager step s, or the graph unit from s, ends its retire group (records an end
-// event at its last step): when it needs its own end event; when its group is full (the next
-// step a multiple of retire_group_steps); and before what a group must not span: the next step
-// needing its own end event, eager steps and graphs meeting, the timed region's start and the
-// pass's end. The cold step ends its own.
+// event at its last step): when it needs its own end event, or its group ends after it.
 bool Pipeline::Impl::unit_ends(std::int64_t s, bool unit, const ResultWriter* writer) const {
+    return needs_own_end(s, unit, writer) || group_ends_after(s, unit, writer);
+}
+
+// Whether the retire group of the eager step s, or of the graph unit from s, ends after it: when
+// the group is full (the next step a multiple of retire_group_steps), and before what a group
+// must not span: the next step needing its own end event, eager steps and graphs meeting, the
+// timed region's start and the pass's end. The cold step is a group of its own.
+bool Pipeline::Impl::group_ends_after(std::int64_t s, bool unit, const ResultWriter* writer) const {
     const std::int64_t next = s + (unit ? config.graph_steps : 1);
-    if (s == pass_first_step || needs_own_end(s, unit, writer)) return true;
-    if (next >= config.steps || next == pass_timed_from) return true;
+    if (s == pass_first_step || next >= config.steps || next == pass_timed_from) return true;
     if (next % pipeline_detail::retire_group_steps(config) == 0) return true;
     const bool next_unit = graph_unit_at(next, pass_first_step, pass_timed_from);
     return next_unit != unit || needs_own_end(next, next_unit, writer);
