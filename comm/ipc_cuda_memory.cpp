@@ -160,10 +160,11 @@ class CudaIpcMemory final : public IpcMemory {
         return reinterpret_cast<CUdeviceptr>(word);
     }
 
-    // "same GPU", "NVLink" or "PCIe", as the report's link line says it.
+    // "same GPU, time-sliced" (or ", shared through MPS"), "NVLink" or "PCIe", as the report's
+    // link line says it.
     static std::string describe_link(const std::string& mine, const std::string& peer) {
         const std::string link = describe_peer_link(mine, peer);
-        if (link == "same GPU") return link;
+        if (link.rfind("same GPU", 0) == 0) return link;
         if (link.find("NVLink") != std::string::npos) return "NVLink";
         if (link.find("PCIe") != std::string::npos) return "PCIe";
         if (link.find("no peer access") != std::string::npos) {

@@ -25,7 +25,8 @@ namespace gpurelay {
 class IpcMemory {
   public:
     virtual ~IpcMemory() = default;
-    // How the copy travels: "shared memory", "same GPU", "NVLink", "PCIe".
+    // How the copy travels: "shared memory", "same GPU, time-sliced" (or ", shared through
+    // MPS"), "NVLink", "PCIe".
     virtual std::string link() const = 0;
     // The consumer's receive slot k, as this process addresses it (the producer writes it, the
     // consumer reads it).

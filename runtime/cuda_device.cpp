@@ -194,7 +194,16 @@ int cuda_device_count() {
 bool cuda_built() { return true; }
 
 std::string describe_peer_link(const std::string& mine, const std::string& peer) {
-    if (mine == peer) return "same GPU";
+    if (mine == peer) {
+        // Two processes on one GPU run by turns unless an MPS server runs their work together.
+        int device = -1, mps = 0;
+        if (cudaDeviceGetByPCIBusId(&device, mine.c_str()) != cudaSuccess ||
+            cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, device) != cudaSuccess) {
+            cudaGetLastError();
+            return "same GPU";
+        }
+        return mps ? "same GPU, shared through MPS" : "same GPU, time-sliced";
+    }
     int a = -1, b = -1;
     // Each lookup fails when the GPU is hidden from this process (e.g. srun --gpus-per-task=1).
     if (cudaDeviceGetByPCIBusId(&a, mine.c_str()) != cudaSuccess ||

@@ -70,7 +70,8 @@ std::unique_ptr<Device> make_cuda_device(int ordinal);
 // How many GPUs this process can see: 0 when built without CUDA or when there are none.
 int cuda_device_count();
 // How this process's GPU (PCI bus id `mine`) reaches the GPU at `peer` on the same node, as
-// `nvidia-smi topo -m` would tell a user: "same GPU", "peer access with native atomics
+// `nvidia-smi topo -m` would tell a user: "same GPU, time-sliced" (or ", shared through MPS",
+// where an MPS server runs both processes' work at once), "peer access with native atomics
 // (NVLink)", "peer access over PCIe", "no peer access (through host memory)", or why it is
 // unknown (the peer's GPU is not visible to this process, or no CUDA).
 std::string describe_peer_link(const std::string& mine, const std::string& peer);
