@@ -4,11 +4,13 @@ usage: ipc_summary.py OUT_DIR
 
 Reads OUT_DIR/bench-transport-ipc.json (bench_transport: transport/ipc_gpu beside gpu/copy_d2d
 and transport/mpi_staged_gpu) and the JSON summaries of the ipc_np2_{ipc,ipcsm,mpi}_{16Mi,64Mi}
-runs (ipcsm: ipc_engine = sm, where run)
+runs (ipcsm: ipc_engine = sm, where run) and, where run, of ipc_overlap_d{1,2} (C as long as
+the transfer)
 (float32: 64 MiB and 256 MiB steps), and prints, per size, ipc's bandwidth as a fraction of a
 device-to-device copy of the same bytes, and per step size, how many times faster the ipc
 step is than the MPI one. Exits 1 when a target is missed: ipc >= 0.80 of the copy from 64 MiB
-up, and the 256 MiB step >= 50x faster than MPI's.
+up, and the 256 MiB step >= 50x faster than MPI's. The first line names the link as the benchmark
+reported it: whether the two processes were time-sliced or shared the GPU through MPS.
 """
 import json
 import os
@@ -34,9 +36,13 @@ def step_ms(out, name):
 
 def main():
     out = sys.argv[1]
-    rates = bench_rates(os.path.join(out, "bench-transport-ipc.json"))
+    bench = os.path.join(out, "bench-transport-ipc.json")
+    rates = bench_rates(bench)
     missed = []
-    print("bench_transport, two ranks on one GPU (GB/s = 1e9 bytes moved per second):")
+    with open(bench) as f:
+        # "ipc (same GPU, time-sliced)" or "ipc (same GPU, shared through MPS)"
+        link = json.load(f)["context"].get("ipc", "ipc (link unknown)")
+    print(f"bench_transport, two ranks on one GPU, {link} (GB/s = 1e9 bytes moved per second):")
     print("  ipc = 2 slots (as depth 2), ipc4 = 4 slots, copy-only = rank 0 copying into the")
     print("  mapped slot with no handshake (a diagnosis); ratios are to the d2d copy")
     print(f"{'bytes':>10} {'ipc':>8} {'ipc4':>8} {'copy-only':>9} {'d2d copy':>9} "
@@ -72,6 +78,18 @@ def main():
                 print(f"  {mib} MiB overlap {mode}: ipc_engine sm {sm[mode]:.3f}: "
                       f"{ipc[mode] / sm[mode]:.2f}x the copy engine's speed, "
                       f"{mpi[mode] / sm[mode]:.1f}x MPI's")
+    # Overlap with C as long as the transfer (where run): whether overlap made the step faster,
+    # and the overlapped step against perfect overlap (the longer of C and A + transfer + B).
+    for depth in (1, 2):
+        path = os.path.join(out, f"ipc_overlap_d{depth}.json")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            summary = json.load(f)
+        on = step_ms(out, f"ipc_overlap_d{depth}")["on"]
+        print(f"  64 MiB, C as long as the transfer, depth {depth}: overlap speedup "
+              f"{summary['overlap_speedup']:.2f}x, step {on:.3f} ms = "
+              f"{on / summary['overlap_ideal_ms']:.2f}x perfect overlap")
     for line in missed:
         print("target missed: " + line)
     if not missed:
