@@ -11,6 +11,7 @@
 //   ipc_2_nowait   the producer never waits for a release; the consumer still waits and releases
 //   ipc_2_batched  the consumer's wait and release as one cuStreamBatchMemOp
 //   ipc_2_host     the words in shared pinned host memory instead of device memory
+//   ipc_2_aligned  the slots at 2 MiB boundaries (the others start 4 KiB into the block)
 //   pull_2         the consumer copies from the producer's buffer (the other direction)
 //   pingpong       one word each way: the round trip between the two processes' streams
 // Build: nvcc -O2 -std=c++17 -arch=sm_90 ipc_probe.cu -lcuda -o ipc_probe
@@ -54,6 +55,7 @@ namespace {
 constexpr int kBatch = 64;
 constexpr int kMaxSlots = 8;
 constexpr std::size_t kWordsBytes = 4096;
+constexpr std::size_t kAlignedAt = std::size_t{2} << 20;  // ipc_2_aligned's slots start here
 // Word offsets (uint32) in each side's word block.
 constexpr int kArrived = 0, kPing = 16, kProduced = 32;     // the consumer's block
 constexpr int kReleased = 0, kPong = 16, kConsumed = 32, kSelf = 48;  // the producer's block
@@ -95,11 +97,13 @@ struct Side {
     std::uint32_t* host = nullptr;    // shared pinned host words (device address)
     std::uint32_t* host_cpu = nullptr;
     char* slots = nullptr;  // the consumer's slots (as this process maps them)
+    char* aligned = nullptr;  // the same number of slots, from 2 MiB into the block (ipc_2_aligned)
     char* src = nullptr;    // the producer's source (as this process maps it)
     char* dst = nullptr;    // the producer's own target (d2d)
     std::uint32_t* consumer_words() const { return producer ? theirs : mine; }
     std::uint32_t* producer_words() const { return producer ? mine : theirs; }
     char* slot(int k) const { return slots + static_cast<std::size_t>(k) * bytes; }
+    char* aligned_slot(int k) const { return aligned + static_cast<std::size_t>(k) * bytes; }
 };
 
 CUstream cu(const Side& s) { return reinterpret_cast<CUstream>(s.stream); }
@@ -128,7 +132,7 @@ struct Variant {
 
 // The transport's protocol, S slots, on the words at `cw` (arrived) and `pw` (released).
 Variant protocol(const std::string& name, int slots, bool host_words, bool producer_waits,
-                 unsigned release_flags) {
+                 unsigned release_flags, bool aligned = false) {
     Variant v;
     v.name = name;
     v.queue = [=](const Side& s, int i, std::vector<std::uint32_t>& n) {
@@ -138,7 +142,7 @@ Variant protocol(const std::string& name, int slots, bool host_words, bool produ
         const std::uint32_t use = ++n[k];
         if (s.producer) {
             if (producer_waits) wait_geq(s, pw, kReleased + k, use - 1);
-            copy(s, s.slot(k), s.src);
+            copy(s, aligned ? s.aligned_slot(k) : s.slot(k), s.src);
             write_word(s, cw, kArrived + k, use);
         } else {
             wait_geq(s, cw, kArrived + k, use);
@@ -220,6 +224,7 @@ std::vector<Variant> variants() {
         all.push_back(batched);
     }
     all.push_back(protocol("ipc_2_host", 2, true, true, CU_STREAM_WRITE_VALUE_DEFAULT));
+    all.push_back(protocol("ipc_2_aligned", 2, false, true, CU_STREAM_WRITE_VALUE_DEFAULT, true));
     all.push_back({"pull_2", [](const Side& s, int i, std::vector<std::uint32_t>& n) {
                        const int k = i % 2;
                        const std::uint32_t use = ++n[k];
@@ -283,7 +288,7 @@ int side_main(bool producer, std::size_t bytes, int reps, char* host_block) {
     CK(cudaSetDevice(0));
     CK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     // Mine: words, then the slots (consumer) or the source and the d2d target (producer).
-    const std::size_t body = producer ? 2 * bytes : kMaxSlots * bytes;
+    const std::size_t body = producer ? 2 * bytes : kMaxSlots * bytes + kAlignedAt;
     char* block = nullptr;
     CK(cudaMalloc(&block, kWordsBytes + body));
     CK(cudaMemset(block, 0, kWordsBytes + body));
@@ -299,6 +304,7 @@ int side_main(bool producer, std::size_t bytes, int reps, char* host_block) {
     char* consumer_block = producer ? peer : block;
     char* producer_block = producer ? block : peer;
     s.slots = consumer_block + kWordsBytes;
+    s.aligned = consumer_block + kAlignedAt;
     s.src = producer_block + kWordsBytes;
     s.dst = producer_block + kWordsBytes + bytes;
     CK(cudaHostRegister(host_block, kWordsBytes, cudaHostRegisterMapped | cudaHostRegisterPortable));
