@@ -33,7 +33,7 @@ struct PassResult {
     std::vector<Counter> x_mismatches;  // per step (consumer; zeros elsewhere)
     std::vector<Counter> c_mismatches;  // per step (consumer)
     double cold_step_ms = 0;            // step 0, from queueing to completion
-    double timed_wall_ms = 0;           // the steps after warm-up, end to end
+    double timed_wall_ms = 0;           // the steps after warm-up, until the last one has ended
     std::uint64_t spot_checked = 0;     // host spot-check samples
     std::uint64_t spot_mismatches = 0;
     double write_wait_ms = 0;      // pipeline blocked on the result writer
