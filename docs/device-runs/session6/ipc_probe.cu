@@ -4,6 +4,7 @@
 // a batch of messages queued back to back, as bench_transport's transport/ipc_gpu does:
 //   d2d            producer copies into its own buffer (the ceiling)
 //   mapped         producer copies into the consumer's slot, no words (bench's copy-only)
+//   d2d_local_N    producer copies into N targets of its own in turn (no words)
 //   self_*         producer alone, with stream memory operations on its own words that are
 //                  already satisfied: what the memory operations cost beside the copy
 //   ipc_S          the transport's protocol with S slots (released/arrived words)
@@ -56,6 +57,7 @@ constexpr int kBatch = 64;
 constexpr int kMaxSlots = 8;
 constexpr std::size_t kWordsBytes = 4096;
 constexpr std::size_t kAlignedAt = std::size_t{2} << 20;  // ipc_2_aligned's slots start here
+constexpr int kLocalTargets = 4;  // the producer's own targets, for d2d_local_N
 // Word offsets (uint32) in each side's word block.
 constexpr int kArrived = 0, kPing = 16, kProduced = 32;     // the consumer's block
 constexpr int kReleased = 0, kPong = 16, kConsumed = 32, kSelf = 48;  // the producer's block
@@ -157,6 +159,12 @@ std::vector<Variant> variants() {
     all.push_back({"d2d", [](const Side& s, int, std::vector<std::uint32_t>&) {
                        if (s.producer) copy(s, s.dst, s.src);
                    }});
+    for (int targets : {2, 4}) {
+        all.push_back({"d2d_local_" + std::to_string(targets),
+                       [targets](const Side& s, int i, std::vector<std::uint32_t>&) {
+                           if (s.producer) copy(s, s.dst + (i % targets) * s.bytes, s.src);
+                       }});
+    }
     all.push_back({"mapped", [](const Side& s, int, std::vector<std::uint32_t>&) {
                        if (s.producer) copy(s, s.slot(0), s.src);
                    }});
@@ -288,7 +296,8 @@ int side_main(bool producer, std::size_t bytes, int reps, char* host_block) {
     CK(cudaSetDevice(0));
     CK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     // Mine: words, then the slots (consumer) or the source and the d2d target (producer).
-    const std::size_t body = producer ? 2 * bytes : kMaxSlots * bytes + kAlignedAt;
+    // The producer's: the source, then kLocalTargets targets of its own (d2d, d2d_local_N).
+    const std::size_t body = producer ? (1 + kLocalTargets) * bytes : kMaxSlots * bytes + kAlignedAt;
     char* block = nullptr;
     CK(cudaMalloc(&block, kWordsBytes + body));
     CK(cudaMemset(block, 0, kWordsBytes + body));
