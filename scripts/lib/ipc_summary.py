@@ -3,12 +3,11 @@
 usage: ipc_summary.py OUT_DIR
 
 Reads OUT_DIR/bench-transport-ipc.json (bench_transport: transport/ipc_gpu beside gpu/copy_d2d
-and transport/mpi_staged_gpu) and the JSON summaries of the ipc_np2_{ipc,ipcsm,mpi}_{16Mi,64Mi}
-runs (ipcsm: ipc_engine = sm, where run) and, where run, of ipc_overlap_d{1,2} (C as long as
-the transfer)
-(float32: 64 MiB and 256 MiB steps), and prints, per size, ipc's bandwidth as a fraction of a
-device-to-device copy of the same bytes, and per step size, how many times faster the ipc
-step is than the MPI one. Exits 1 when a target is missed: ipc >= 0.80 of the copy from 64 MiB
+and transport/mpi_staged_gpu), the JSON summaries of the ipc_np2_{ipc,ipcsm,mpi}_{16Mi,64Mi}
+runs (float32: 64 MiB and 256 MiB steps; ipcsm: ipc_engine = sm, where run) and, where run, of
+ipc_overlap_d{1,2} (C as long as the transfer). Prints, per size, ipc's bandwidth as a fraction
+of a device-to-device copy of the same bytes; per step size, how many times faster the ipc
+step is than the MPI one; and the overlap runs' speedup and step against perfect overlap. Exits 1 when a target is missed: ipc >= 0.80 of the copy from 64 MiB
 up, and the 256 MiB step >= 50x faster than MPI's. The first line names the link as the benchmark
 reported it: whether the two processes were time-sliced or shared the GPU through MPS.
 """
