@@ -13,6 +13,8 @@
 //   ipc_2_batched  the consumer's wait and release as one cuStreamBatchMemOp
 //   ipc_2_host     the words in shared pinned host memory instead of device memory
 //   ipc_2_aligned  the slots at 2 MiB boundaries (the others start 4 KiB into the block)
+//   ipc_N_vmm      the slots in memory made with cuMemCreate and passed as a file descriptor,
+//                  mapped by the producer with cuMemMap (instead of cudaIpcOpenMemHandle)
 //   pull_2         the consumer copies from the producer's buffer (the other direction)
 //   pingpong       one word each way: the round trip between the two processes' streams
 // Build: nvcc -O2 -std=c++17 -arch=sm_90 ipc_probe.cu -lcuda -o ipc_probe
@@ -21,6 +23,7 @@
 #include <cuda_runtime.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,6 +61,7 @@ constexpr int kMaxSlots = 8;
 constexpr std::size_t kWordsBytes = 4096;
 constexpr std::size_t kAlignedAt = std::size_t{2} << 20;  // ipc_2_aligned's slots start here
 constexpr int kLocalTargets = 4;  // the producer's own targets, for d2d_local_N
+constexpr int kVmmSlots = 4;      // ipc_N_vmm's slots
 // Word offsets (uint32) in each side's word block.
 constexpr int kArrived = 0, kPing = 16, kProduced = 32;     // the consumer's block
 constexpr int kReleased = 0, kPong = 16, kConsumed = 32, kSelf = 48;  // the producer's block
@@ -83,6 +87,77 @@ void barrier() {
     send_all(&c, 1);
     recv_all(&c, 1);
 }
+// A file descriptor to the peer, over the socket pair (SCM_RIGHTS), and back.
+void send_fd(int fd) {
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    if (sendmsg(sock, &msg, 0) != 1) _exit(2);
+}
+int recv_fd() {
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    if (recvmsg(sock, &msg, 0) != 1) _exit(2);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    if (c == nullptr || c->cmsg_type != SCM_RIGHTS) _exit(2);
+    int fd = -1;
+    std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    return fd;
+}
+
+// `bytes` of the consumer's device memory made with cuMemCreate, mapped in both processes (the
+// consumer exports it as a file descriptor); prints the granularity once.
+char* vmm_map(bool producer, std::size_t bytes) {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    std::size_t granularity = 0, minimum = 0;
+    DK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+    DK(cuMemGetAllocationGranularity(&minimum, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    const std::size_t size = (bytes + granularity - 1) / granularity * granularity;
+    CUmemGenericAllocationHandle handle{};
+    if (!producer) {
+        DK(cuMemCreate(&handle, size, &prop, 0));
+        int fd = -1;
+        DK(cuMemExportToShareableHandle(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+        send_fd(fd);
+        close(fd);
+    } else {
+        const int fd = recv_fd();
+        DK(cuMemImportFromShareableHandle(&handle, reinterpret_cast<void*>(static_cast<std::uintptr_t>(fd)),
+                                          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+        close(fd);
+        std::printf("vmm: granularity %zu recommended, %zu minimum; %zu bytes\n", granularity,
+                    minimum, size);
+    }
+    CUdeviceptr p = 0;
+    DK(cuMemAddressReserve(&p, size, granularity, 0, 0));
+    DK(cuMemMap(p, size, 0, handle, 0));
+    CUmemAccessDesc access{};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    DK(cuMemSetAccess(p, size, &access, 1));
+    return reinterpret_cast<char*>(p);
+}
+
 double max_over_both(double v) {
     double other = 0;
     send_all(&v, sizeof v);
@@ -100,12 +175,14 @@ struct Side {
     std::uint32_t* host_cpu = nullptr;
     char* slots = nullptr;  // the consumer's slots (as this process maps them)
     char* aligned = nullptr;  // the same number of slots, from 2 MiB into the block (ipc_2_aligned)
+    char* vmm = nullptr;      // kVmmSlots slots made with cuMemCreate (ipc_N_vmm)
     char* src = nullptr;    // the producer's source (as this process maps it)
     char* dst = nullptr;    // the producer's own target (d2d)
     std::uint32_t* consumer_words() const { return producer ? theirs : mine; }
     std::uint32_t* producer_words() const { return producer ? mine : theirs; }
     char* slot(int k) const { return slots + static_cast<std::size_t>(k) * bytes; }
     char* aligned_slot(int k) const { return aligned + static_cast<std::size_t>(k) * bytes; }
+    char* vmm_slot(int k) const { return vmm + static_cast<std::size_t>(k) * bytes; }
 };
 
 CUstream cu(const Side& s) { return reinterpret_cast<CUstream>(s.stream); }
@@ -132,9 +209,11 @@ struct Variant {
     std::function<void(const Side&)> prepare = [](const Side&) {};
 };
 
+enum class SlotsAt { block, aligned, vmm };
+
 // The transport's protocol, S slots, on the words at `cw` (arrived) and `pw` (released).
 Variant protocol(const std::string& name, int slots, bool host_words, bool producer_waits,
-                 unsigned release_flags, bool aligned = false) {
+                 unsigned release_flags, SlotsAt at = SlotsAt::block) {
     Variant v;
     v.name = name;
     v.queue = [=](const Side& s, int i, std::vector<std::uint32_t>& n) {
@@ -144,7 +223,11 @@ Variant protocol(const std::string& name, int slots, bool host_words, bool produ
         const std::uint32_t use = ++n[k];
         if (s.producer) {
             if (producer_waits) wait_geq(s, pw, kReleased + k, use - 1);
-            copy(s, aligned ? s.aligned_slot(k) : s.slot(k), s.src);
+            copy(s,
+                 at == SlotsAt::aligned ? s.aligned_slot(k)
+                 : at == SlotsAt::vmm   ? s.vmm_slot(k)
+                                        : s.slot(k),
+                 s.src);
             write_word(s, cw, kArrived + k, use);
         } else {
             wait_geq(s, cw, kArrived + k, use);
@@ -232,7 +315,12 @@ std::vector<Variant> variants() {
         all.push_back(batched);
     }
     all.push_back(protocol("ipc_2_host", 2, true, true, CU_STREAM_WRITE_VALUE_DEFAULT));
-    all.push_back(protocol("ipc_2_aligned", 2, false, true, CU_STREAM_WRITE_VALUE_DEFAULT, true));
+    all.push_back(protocol("ipc_2_aligned", 2, false, true, CU_STREAM_WRITE_VALUE_DEFAULT,
+                           SlotsAt::aligned));
+    for (int slots : {2, 4}) {
+        all.push_back(protocol("ipc_" + std::to_string(slots) + "_vmm", slots, false, true,
+                               CU_STREAM_WRITE_VALUE_DEFAULT, SlotsAt::vmm));
+    }
     all.push_back({"pull_2", [](const Side& s, int i, std::vector<std::uint32_t>& n) {
                        const int k = i % 2;
                        const std::uint32_t use = ++n[k];
@@ -314,6 +402,7 @@ int side_main(bool producer, std::size_t bytes, int reps, char* host_block) {
     char* producer_block = producer ? block : peer;
     s.slots = consumer_block + kWordsBytes;
     s.aligned = consumer_block + kAlignedAt;
+    s.vmm = vmm_map(producer, kVmmSlots * bytes);
     s.src = producer_block + kWordsBytes;
     s.dst = producer_block + kWordsBytes + bytes;
     CK(cudaHostRegister(host_block, kWordsBytes, cudaHostRegisterMapped | cudaHostRegisterPortable));
