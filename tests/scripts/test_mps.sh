@@ -73,8 +73,9 @@ echo "a stale control socket is not a daemon: ok"
 rm -f "$calls"
 PATH="$fake_path" setsid "$with_mps" --dir "$tmp/term" sleep 60 &
 job=$!
-for _ in $(seq 100); do [ -S "$tmp/term/pipe/control" ] && break; sleep 0.1; done
-[ -S "$tmp/term/pipe/control" ] || fail "the daemon never started"
+# Started means logged: the stand-in logs last, after its socket and its state.
+for _ in $(seq 100); do grep -q '^start ' "$calls" 2> /dev/null && break; sleep 0.1; done
+grep -q '^start ' "$calls" 2> /dev/null || fail "the daemon never started"
 kill -TERM -- "-$job"
 status=0
 wait "$job" 2> /dev/null || status=$?
