@@ -3,6 +3,12 @@
 // (released) are one allocation of the producer's, exported the other way. Each side therefore
 // waits only on its own memory and writes the peer's, and a wait never polls across NVLink.
 //
+// Where both sides' driver and GPU can, the allocations are made with cuMemCreate and cross as
+// file descriptors (VmmMemory, exchange_fd), and each side maps the other's with cuMemMap;
+// otherwise cudaIpcGetMemHandle / cudaIpcOpenMemHandle. The first mapping keeps a producer at the
+// copy engine's rate as it cycles through a gigabyte of the consumer's slots, where the second
+// lost 27% (docs/PERFORMANCE.md, session 6).
+//
 // Ordering is by sequence words and stream memory operations, not interprocess events: a
 // cudaStreamWaitEvent binds to the event's latest record at the time of the call, so the waiting
 // host would have to know that the peer's host had already queued that record (a per-step host
@@ -13,10 +19,13 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 
+#include "comm/cuda_vmm_memory.hpp"
+#include "comm/fd_exchange.hpp"
 #include "comm/ipc_memory.hpp"
 #include "comm/mpi_error.hpp"
 #include "runtime/cuda_stream.hpp"
@@ -62,10 +71,15 @@ void driver_check(CUresult result, const char* call) {
                         std::to_string(static_cast<int>(result)));
 }
 
-// What one side tells the other at set-up.
-struct Export {
-    cudaIpcMemHandle_t memory;
+// What one side tells the other at set-up: first whether it can share memory as a file
+// descriptor (both must, or neither uses it), then its memory.
+struct Hello {
+    int vmm;
     char pci_bus_id[32];
+};
+struct Export {
+    cudaIpcMemHandle_t memory;  // without descriptors
+    std::uint64_t bytes;        // with them: the size to map (the descriptor follows)
 };
 
 class CudaIpcMemory final : public IpcMemory {
@@ -80,30 +94,65 @@ class CudaIpcMemory final : public IpcMemory {
         const bool consumer = placement.role != Role::producer;
         // Mine: the words I wait on, and the slots when I consume. Both roles: everything.
         const std::size_t bytes = words_bytes_ + (consumer ? slots_ * slot_stride_ : 0);
-        void* allocation = nullptr;
-        CUDA_CHECK(cudaMalloc(&allocation, bytes));
-        mine_.reset(allocation);
-        CUDA_CHECK(cudaMemset(mine_.get(), 0, words_bytes_));
-        CUDA_CHECK(cudaDeviceSynchronize());
         const std::string my_bus = device.info().pci_bus_id;
         if (placement.role == Role::both) {
-            consumer_base_ = producer_base_ = static_cast<char*>(mine_.get());
+            allocate_plain(bytes);
+            consumer_base_ = producer_base_ = static_cast<char*>(mine());
             link_ = "one process";
             return;
         }
+        const int ordinal = device.info().ordinal;
+        Hello hello_out{VmmMemory::supported(ordinal) ? 1 : 0, {}};
+        std::strncpy(hello_out.pci_bus_id, my_bus.c_str(), sizeof hello_out.pci_bus_id - 1);
+        Hello hello_in{};
+        MPI_CHECK(MPI_Sendrecv(&hello_out, sizeof hello_out, MPI_BYTE, placement.peer, kHandleTag,
+                               &hello_in, sizeof hello_in, MPI_BYTE, placement.peer, kHandleTag,
+                               comm, MPI_STATUS_IGNORE));
+        link_ = describe_link(my_bus, std::string(hello_in.pci_bus_id));
+        const bool vmm = hello_out.vmm != 0 && hello_in.vmm != 0;
+        if (vmm) {
+            mine_vmm_ = VmmMemory::create(bytes, ordinal);
+            zero_words();
+        } else {
+            allocate_plain(bytes);
+        }
         Export out{};
-        CUDA_CHECK(cudaIpcGetMemHandle(&out.memory, mine_.get()));
-        std::strncpy(out.pci_bus_id, my_bus.c_str(), sizeof out.pci_bus_id - 1);
+        if (vmm) {
+            out.bytes = mine_vmm_->size();
+        } else {
+            CUDA_CHECK(cudaIpcGetMemHandle(&out.memory, mine()));
+        }
         Export in{};
         MPI_CHECK(MPI_Sendrecv(&out, sizeof out, MPI_BYTE, placement.peer, kHandleTag, &in,
                                sizeof in, MPI_BYTE, placement.peer, kHandleTag, comm,
                                MPI_STATUS_IGNORE));
-        const std::string peer_bus(in.pci_bus_id);
-        link_ = describe_link(my_bus, peer_bus);
-        // Lazy peer access: the driver enables it between the two GPUs if they differ.
-        CUDA_CHECK(cudaIpcOpenMemHandle(&theirs_, in.memory, cudaIpcMemLazyEnablePeerAccess));
-        consumer_base_ = static_cast<char*>(consumer ? mine_.get() : theirs_);
-        producer_base_ = static_cast<char*>(producer ? mine_.get() : theirs_);
+        if (vmm) {
+            // The descriptors cross on a Unix socket; each side maps the other's memory for its
+            // own GPU (peer access where the two GPUs differ).
+            const int fd = mine_vmm_->export_fd();
+            int peer_fd = -1;
+            try {
+                peer_fd = exchange_fd(comm, placement.peer, fd, shape.timeout);
+            } catch (...) {
+                close(fd);
+                throw;
+            }
+            close(fd);
+            try {
+                theirs_vmm_ = VmmMemory::import(peer_fd, in.bytes, ordinal);
+            } catch (...) {
+                close(peer_fd);
+                throw;
+            }
+            close(peer_fd);
+            theirs_ = theirs_vmm_->data();
+        } else {
+            // Lazy peer access: the driver enables it between the two GPUs if they differ.
+            CUDA_CHECK(cudaIpcOpenMemHandle(&theirs_, in.memory, cudaIpcMemLazyEnablePeerAccess));
+            theirs_opened_ = true;
+        }
+        consumer_base_ = static_cast<char*>(consumer ? mine() : theirs_);
+        producer_base_ = static_cast<char*>(producer ? mine() : theirs_);
     }
 
     // No handshake with the peer first: a destructor that waited for it would hang when the
@@ -111,7 +160,7 @@ class CudaIpcMemory final : public IpcMemory {
     // and meets at a barrier), and the driver keeps an exported allocation until its last
     // mapping is closed.
     ~CudaIpcMemory() override {
-        if (theirs_ != nullptr) cudaIpcCloseMemHandle(theirs_);
+        if (theirs_opened_) cudaIpcCloseMemHandle(theirs_);
     }
     CudaIpcMemory(const CudaIpcMemory&) = delete;
     CudaIpcMemory& operator=(const CudaIpcMemory&) = delete;
@@ -153,6 +202,22 @@ class CudaIpcMemory final : public IpcMemory {
     }
 
   private:
+    // This process's own memory: the plain allocation, or the one made for descriptors.
+    void* mine() const { return mine_vmm_ ? mine_vmm_->data() : mine_.get(); }
+
+    void allocate_plain(std::size_t bytes) {
+        void* allocation = nullptr;
+        CUDA_CHECK(cudaMalloc(&allocation, bytes));
+        mine_.reset(allocation);
+        zero_words();
+    }
+
+    // Before the peer can map them: its first wait or write comes after the set-up.
+    void zero_words() {
+        CUDA_CHECK(cudaMemset(mine(), 0, words_bytes_));
+        CUDA_CHECK(cudaDeviceSynchronize());
+    }
+
     static CUstream as_cu(Stream& stream) {
         return reinterpret_cast<CUstream>(cuda_handle(stream));
     }
@@ -180,8 +245,11 @@ class CudaIpcMemory final : public IpcMemory {
     struct DeviceFree {
         void operator()(void* p) const noexcept { cudaFree(p); }
     };
-    std::unique_ptr<void, DeviceFree> mine_;
+    std::unique_ptr<void, DeviceFree> mine_;  // without descriptors
+    std::unique_ptr<VmmMemory> mine_vmm_;     // with them
+    std::unique_ptr<VmmMemory> theirs_vmm_;   // the peer's, mapped from its descriptor
     void* theirs_ = nullptr;
+    bool theirs_opened_ = false;  // theirs_ from cudaIpcOpenMemHandle
     char* consumer_base_ = nullptr;
     char* producer_base_ = nullptr;
     std::string link_;

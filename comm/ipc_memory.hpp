@@ -56,8 +56,9 @@ struct IpcShape {
 std::unique_ptr<IpcMemory> open_host_ipc_memory(MPI_Comm comm, const PairPlacement& placement,
                                                 const IpcShape& shape);
 // The GPU path: the consumer's slots and its arrived words in its device memory, the producer's
-// released words in its own, each exported to the other with cudaIpcGetMemHandle (collective
-// over `comm`). Throws a usage error when built without CUDA.
+// released words in its own, each shared with the other as a file descriptor (cuMemCreate) or,
+// where either side's driver cannot, with cudaIpcGetMemHandle (collective over `comm`). Throws a
+// usage error when built without CUDA.
 std::unique_ptr<IpcMemory> open_cuda_ipc_memory(MPI_Comm comm, const PairPlacement& placement,
                                                 const IpcShape& shape, Device& device);
 
