@@ -1,5 +1,4 @@
-// VmmMemory: the driver's calls, found through the runtime (the program does not link libcuda,
-// so that CPU-only machines run this build too).
+// VmmMemory, on the driver's virtual memory calls (found through the runtime).
 #include "comm/cuda_vmm_memory.hpp"
 
 #include <cuda.h>
@@ -9,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "comm/cuda_driver_call.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {
@@ -30,38 +30,21 @@ struct VmmCalls {
     static const VmmCalls& get() {
         static const VmmCalls calls = [] {
             VmmCalls c;
-            c.found = find("cuMemCreate", c.create) && find("cuMemRelease", c.release) &&
-                      find("cuMemAddressReserve", c.reserve) &&
-                      find("cuMemAddressFree", c.free_address) && find("cuMemMap", c.map) &&
-                      find("cuMemUnmap", c.unmap) && find("cuMemSetAccess", c.set_access) &&
-                      find("cuMemGetAllocationGranularity", c.granularity) &&
-                      find("cuMemExportToShareableHandle", c.export_handle) &&
-                      find("cuMemImportFromShareableHandle", c.import_handle);
+            c.found = find_driver_call("cuMemCreate", c.create) &&
+                      find_driver_call("cuMemRelease", c.release) &&
+                      find_driver_call("cuMemAddressReserve", c.reserve) &&
+                      find_driver_call("cuMemAddressFree", c.free_address) &&
+                      find_driver_call("cuMemMap", c.map) &&
+                      find_driver_call("cuMemUnmap", c.unmap) &&
+                      find_driver_call("cuMemSetAccess", c.set_access) &&
+                      find_driver_call("cuMemGetAllocationGranularity", c.granularity) &&
+                      find_driver_call("cuMemExportToShareableHandle", c.export_handle) &&
+                      find_driver_call("cuMemImportFromShareableHandle", c.import_handle);
             return c;
         }();
         return calls;
     }
-
-    template <typename F>
-    static bool find(const char* name, F& function) {
-        cudaDriverEntryPointQueryResult result{};
-        void* found = nullptr;
-        if (cudaGetDriverEntryPointByVersion(name, &found, 12000, cudaEnableDefault, &result) !=
-                cudaSuccess ||
-            result != cudaDriverEntryPointSuccess) {
-            cudaGetLastError();
-            return false;
-        }
-        function = reinterpret_cast<F>(found);
-        return found != nullptr;
-    }
 };
-
-void check(CUresult result, const char* call) {
-    if (result == CUDA_SUCCESS) return;
-    throw runtime_error(std::string("ipc: CUDA driver error in ") + call + ": code " +
-                        std::to_string(static_cast<int>(result)));
-}
 
 CUmemAllocationProp properties(int device) {
     CUmemAllocationProp prop{};
@@ -75,8 +58,8 @@ CUmemAllocationProp properties(int device) {
 std::size_t granularity(int device) {
     const CUmemAllocationProp prop = properties(device);
     std::size_t g = 0;
-    check(VmmCalls::get().granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
-          "cuMemGetAllocationGranularity");
+    driver_check(VmmCalls::get().granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+                 "cuMemGetAllocationGranularity");
     return g;
 }
 
@@ -97,18 +80,18 @@ bool VmmMemory::supported(int device) {
     return true;
 }
 
-VmmMemory::VmmMemory(unsigned long long handle, std::size_t size, int device)
+VmmMemory::VmmMemory(unsigned long long handle, std::size_t size, int device, std::size_t alignment)
     : handle_(handle), size_(size) {
     const VmmCalls& calls = VmmCalls::get();
     CUdeviceptr address = 0;
-    CUresult result = calls.reserve(&address, size_, granularity(device), 0, 0);
+    CUresult result = calls.reserve(&address, size_, alignment, 0, 0);
     if (result == CUDA_SUCCESS) {
         result = calls.map(address, size_, 0, handle_, 0);
         if (result != CUDA_SUCCESS) calls.free_address(address, size_);
     }
     if (result != CUDA_SUCCESS) {
         calls.release(handle_);
-        check(result, "cuMemAddressReserve/cuMemMap");
+        driver_check(result, "cuMemAddressReserve/cuMemMap");
     }
     address_ = address;
     CUmemAccessDesc access{};
@@ -120,7 +103,7 @@ VmmMemory::VmmMemory(unsigned long long handle, std::size_t size, int device)
         calls.unmap(address, size_);
         calls.free_address(address, size_);
         calls.release(handle_);
-        check(result, "cuMemSetAccess");
+        driver_check(result, "cuMemSetAccess");
     }
 }
 
@@ -129,17 +112,17 @@ std::unique_ptr<VmmMemory> VmmMemory::create(std::size_t bytes, int device) {
     const std::size_t size = (bytes + g - 1) / g * g;
     const CUmemAllocationProp prop = properties(device);
     CUmemGenericAllocationHandle handle{};
-    check(VmmCalls::get().create(&handle, size, &prop, 0), "cuMemCreate");
-    return std::unique_ptr<VmmMemory>(new VmmMemory(handle, size, device));
+    driver_check(VmmCalls::get().create(&handle, size, &prop, 0), "cuMemCreate");
+    return std::unique_ptr<VmmMemory>(new VmmMemory(handle, size, device, g));
 }
 
 std::unique_ptr<VmmMemory> VmmMemory::import(int fd, std::size_t bytes, int device) {
     CUmemGenericAllocationHandle handle{};
-    check(VmmCalls::get().import_handle(&handle,
-                                        reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)),
-                                        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-          "cuMemImportFromShareableHandle");
-    return std::unique_ptr<VmmMemory>(new VmmMemory(handle, bytes, device));
+    driver_check(VmmCalls::get().import_handle(
+                     &handle, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)),
+                     CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                 "cuMemImportFromShareableHandle");
+    return std::unique_ptr<VmmMemory>(new VmmMemory(handle, bytes, device, granularity(device)));
 }
 
 VmmMemory::~VmmMemory() {
@@ -152,8 +135,9 @@ VmmMemory::~VmmMemory() {
 
 int VmmMemory::export_fd() const {
     int fd = -1;
-    check(VmmCalls::get().export_handle(&fd, handle_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
-          "cuMemExportToShareableHandle");
+    driver_check(
+        VmmCalls::get().export_handle(&fd, handle_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+        "cuMemExportToShareableHandle");
     return fd;
 }
 

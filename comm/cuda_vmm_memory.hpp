@@ -30,7 +30,8 @@ class VmmMemory {
     int export_fd() const;
 
   private:
-    VmmMemory(unsigned long long handle, std::size_t size, int device);
+    // Maps `size` of `handle` at an address aligned to `alignment`, for GPU `device`.
+    VmmMemory(unsigned long long handle, std::size_t size, int device, std::size_t alignment);
 
     unsigned long long handle_;       // CUmemGenericAllocationHandle
     unsigned long long address_ = 0;  // CUdeviceptr

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "comm/cuda_driver_call.hpp"
 #include "comm/cuda_vmm_memory.hpp"
 #include "comm/fd_exchange.hpp"
 #include "comm/ipc_memory.hpp"
@@ -40,8 +41,7 @@ constexpr int kHandleTag = 7301;
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
-// The driver's stream memory operations, found through the runtime so that the program does not
-// link libcuda (CPU-only machines run this build too).
+// The driver's stream memory operations.
 struct StreamMemOps {
     PFN_cuStreamWaitValue32_v11070 wait = nullptr;
     PFN_cuStreamWriteValue32_v11070 write = nullptr;
@@ -49,14 +49,8 @@ struct StreamMemOps {
     static const StreamMemOps& get() {
         static const StreamMemOps ops = [] {
             StreamMemOps found;
-            cudaDriverEntryPointQueryResult result{};
-            CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuStreamWaitValue32",
-                                                        reinterpret_cast<void**>(&found.wait),
-                                                        12000, cudaEnableDefault, &result));
-            CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuStreamWriteValue32",
-                                                        reinterpret_cast<void**>(&found.write),
-                                                        12000, cudaEnableDefault, &result));
-            if (found.wait == nullptr || found.write == nullptr) {
+            if (!find_driver_call("cuStreamWaitValue32", found.wait) ||
+                !find_driver_call("cuStreamWriteValue32", found.write)) {
                 throw runtime_error("ipc: the CUDA driver has no stream memory operations");
             }
             return found;
@@ -64,12 +58,6 @@ struct StreamMemOps {
         return ops;
     }
 };
-
-void driver_check(CUresult result, const char* call) {
-    if (result == CUDA_SUCCESS) return;
-    throw runtime_error(std::string("CUDA driver error in ") + call + ": code " +
-                        std::to_string(static_cast<int>(result)));
-}
 
 // What one side tells the other at set-up: first whether it can share memory as a file
 // descriptor (both must, or neither uses it), then its memory.
