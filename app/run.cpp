@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <type_traits>
 
 #include "app/provenance.hpp"
 #include "app/setup.hpp"
@@ -120,7 +121,9 @@ std::optional<Config> read_request(int rank, int argc, char** argv, ResumePoint&
         }
         deck = config_to_toml(line.config);
     });
-    MPI_CHECK(MPI_Bcast(&resume, 4, MPI_INT64_T, 0, MPI_COMM_WORLD));
+    static_assert(std::is_trivially_copyable_v<ResumePoint> && sizeof(ResumePoint) == 32,
+                  "ResumePoint travels as bytes");
+    MPI_CHECK(MPI_Bcast(&resume, sizeof resume, MPI_BYTE, 0, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Bcast(&action, 1, MPI_INT, 0, MPI_COMM_WORLD));
     if (action == kHelp || action == kVersion) {
         if (rank == 0) std::fputs(action == kHelp ? help.c_str() : version_text().c_str(), stdout);
@@ -135,9 +138,9 @@ std::optional<Config> read_request(int rank, int argc, char** argv, ResumePoint&
 }
 
 // Memory, said before the run starts: slots x tensor size, C's buffer, counters.
-void print_memory(const Setup& setup, const Pipeline& pipeline, int rank) {
+void print_memory(const Setup& setup, int rank) {
     const Config& config = setup.config;
-    std::uint64_t held[2] = {pipeline.device_bytes(), pipeline.host_bytes()};
+    std::uint64_t held[2] = {setup.memory.device_bytes(), setup.memory.host_bytes()};
     std::uint64_t held_max[2];
     MPI_CHECK(MPI_Allreduce(held, held_max, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD));
     // --quiet: errors only.
@@ -159,11 +162,32 @@ std::vector<bool> passes_of(const Config& config) {
     return {config.overlap == OverlapMode::on};
 }
 
+// The result writer as the pipeline's way out for y.
+class WriterSink final : public RowSink {
+  public:
+    explicit WriterSink(ResultWriter& writer) : writer_(writer) {}
+    Slot acquire() override {
+        const ResultWriter::Slot slot = writer_.acquire();
+        return {slot.index, slot.host, slot.ready};
+    }
+    void submit(const Slot& slot, std::uint64_t row, std::int64_t step) override {
+        writer_.submit({slot.index, slot.host, slot.ready}, row, step);
+    }
+    void drain() override { writer_.drain(); }
+    double waited_ms() const override { return writer_.waited_ms(); }
+    std::uint64_t checked() const override { return writer_.checked(); }
+    std::uint64_t mismatches() const override { return writer_.mismatches(); }
+
+  private:
+    ResultWriter& writer_;
+};
+
 // The result file, the writer of /y (consumers, when rows are kept), and every rank's host.
 struct Outputs {
     std::vector<std::string> hosts;
     std::optional<ResultFile> file;
     std::unique_ptr<ResultWriter> writer;
+    std::unique_ptr<WriterSink> sink;  // the writer, as the pipeline sees it
 };
 
 ResultSchema schema_of(const Setup& setup, const std::vector<bool>& passes, int size) {
@@ -216,15 +240,16 @@ Outputs open_outputs(const MpiSession& mpi, const Setup& setup, const std::vecto
     const Deadline deadline(config.timeout(), "making the result file");
     agree(MPI_COMM_WORLD, [&] {
         const Attributes attributes = root_attributes(setup, outputs.hosts, devices);
-        outputs.file.emplace(
-            config.resume ? ResultFile::reopen(MPI_COMM_WORLD, config.output, config.overwrite,
-                                               layout, attributes)
-                          : ResultFile::create(MPI_COMM_WORLD, config.output, config.overwrite,
-                                               layout, attributes));
+        outputs.file.emplace(config.resume
+                                 ? ResultFile::reopen(MPI_COMM_WORLD, config.output,
+                                                      config.overwrite, layout, attributes)
+                                 : ResultFile::create(MPI_COMM_WORLD, config.output,
+                                                      config.overwrite, layout, attributes));
     });
     const bool consumer = setup.placement.role != Role::producer;
     if (consumer && !layout.written_steps.empty()) {
         outputs.writer = make_writer(setup, *outputs.file);
+        outputs.sink = std::make_unique<WriterSink>(*outputs.writer);
     }
     return outputs;
 }
@@ -289,7 +314,7 @@ Stop run_passes(Pipeline& pipeline, const Setup& setup, Outputs& outputs,
             // Only the last pass writes /y: file I/O in both would differ anyway (the first
             // writes into fresh extents), so the overlap-off pass stays free of it and the
             // report says when the writer held up the other one.
-            result = pipeline.run(passes[i], i + 1 == passes.size() ? outputs.writer.get() : nullptr,
+            result = pipeline.run(passes[i], i + 1 == passes.size() ? outputs.sink.get() : nullptr,
                                   on_step, first_step);
         } catch (...) {
             // Streams, proxies and the writer may still be using the pipeline's buffers: end the
@@ -312,6 +337,7 @@ Stop run_passes(Pipeline& pipeline, const Setup& setup, Outputs& outputs,
 int finish_stopped(const Setup& setup, Outputs& outputs, const std::vector<bool>& passes,
                    const Stop& stop, int rank) {
     const Config& config = setup.config;
+    outputs.sink.reset();
     outputs.writer.reset();
     step_in_progress = -1;
     const Deadline deadline(config.timeout(), "closing the result file");
@@ -337,8 +363,8 @@ int finish_stopped(const Setup& setup, Outputs& outputs, const std::vector<bool>
 }
 
 // Collective: the whole run's summary (valid on rank 0; its verdict on every rank).
-RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Pipeline& pipeline,
-                     const Outputs& outputs, std::vector<PassSummary> passes) {
+RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Outputs& outputs,
+                     std::vector<PassSummary> passes) {
     RunSummary summary;
     summary.config = setup.config;
     summary.backend = setup.device->backend() == Backend::cuda ? "cuda" : "cpu";
@@ -359,9 +385,9 @@ RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Pipeline& 
                  std::string(to_string(setup.placement.role)),
                  peer_link(setup, outputs.hosts, mpi.host_name()),
                  setup.placement.pair};
-    mine.device_bytes = pipeline.device_bytes();
+    mine.device_bytes = setup.memory.device_bytes();
     mine.host_bytes =
-        pipeline.host_bytes() + (writer ? kWriterBuffers * setup.config.tensor_bytes() : 0);
+        setup.memory.host_bytes() + (writer ? kWriterBuffers * setup.config.tensor_bytes() : 0);
     mine.bytes_written = writer ? static_cast<double>(writer->bytes_written()) : 0.0;
     mine.write_seconds = writer ? writer->write_seconds() : 0.0;
     summarize_run(MPI_COMM_WORLD, mine, summary);
@@ -375,6 +401,7 @@ RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Pipeline& 
 int finish(const Setup& setup, Outputs& outputs, const RunSummary& summary,
            const ResumePoint& resume, int rank) {
     const Config& config = setup.config;
+    outputs.sink.reset();
     outputs.writer.reset();
     const bool verified = summary.verified();
     const PassSummary& main_pass = summary.main_pass();
@@ -438,17 +465,17 @@ int run(MpiSession& mpi, int argc, char** argv) {
     const Setup setup = set_up(mpi, *config);
     std::unique_ptr<Pipeline> pipeline;
     agree(MPI_COMM_WORLD, [&] {
-        pipeline = std::make_unique<Pipeline>(*config, *setup.device, *setup.transport,
-                                              setup.placement, MPI_COMM_WORLD);
+        pipeline = std::make_unique<Pipeline>(setup.spec, *setup.device, *setup.transport,
+                                              setup.placement.role, MPI_COMM_WORLD);
     });
-    print_memory(setup, *pipeline, rank);
+    print_memory(setup, rank);
 
     const std::vector<bool> passes = passes_of(*config);
     Outputs outputs = open_outputs(mpi, setup, passes);
     std::vector<PassSummary> summaries;
     const Stop stop = run_passes(*pipeline, setup, outputs, passes, resume, rank, summaries);
     if (stop.signal != 0) return finish_stopped(setup, outputs, passes, stop, rank);
-    const RunSummary summary = summarize(mpi, setup, *pipeline, outputs, std::move(summaries));
+    const RunSummary summary = summarize(mpi, setup, outputs, std::move(summaries));
     return finish(setup, outputs, summary, resume, rank);
 }
 

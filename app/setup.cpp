@@ -12,6 +12,7 @@
 
 #include "comm/agreement.hpp"
 #include "comm/mpi_error.hpp"
+#include "config/transport_choice.hpp"
 #include "io/output_path.hpp"
 #include "io/result_file.hpp"
 #include "kernels/formula.hpp"
@@ -70,144 +71,71 @@ std::string shared_gpu(const std::vector<std::string>& gpu_keys, int begin, int 
     return "";
 }
 
-// A collective pattern's transport, over a communicator of this rank's group: on the CPU path MPI
-// between host buffers (host-staged with staging = on); on the GPU NCCL when every rank of a group
-// has its own GPU, else MPI host-staged (transport = mpi, or auto where ranks of a group share a
-// GPU, which NCCL refuses).
-std::unique_ptr<Transport> open_collective(Setup& setup, const std::vector<std::string>& gpu_keys) {
+// Collective: what the transport's choice depends on, as the ranks found it. Ranks that share a
+// GPU: any two for pairs, two of one group for a collective.
+RunFacts gather_facts(const Setup& setup, int size) {
+    const PairPlacement& p = setup.placement;
+    RunFacts facts;
+    facts.cuda_path = setup.device->backend() == Backend::cuda;
+    facts.one_node = every_pair_on_one_node(MPI_COMM_WORLD, p.peer);
+    facts.world_size = size;
+    if (!*facts.cuda_path) return facts;
+    if (setup.config.pattern == Pattern::pairs) {
+        facts.shared_gpu = shared_gpu(setup.gpu_keys, 0, size);
+        return facts;
+    }
+    facts.shared_gpu = "";
+    for (int g = 0; g < p.groups && facts.shared_gpu->empty(); ++g) {
+        facts.shared_gpu = shared_gpu(setup.gpu_keys, g * p.group_size, (g + 1) * p.group_size);
+    }
+    return facts;
+}
+
+// A collective pattern's transport: the collective over a communicator of this rank's group,
+// behind the slot protocol. Collective over the world.
+std::unique_ptr<Transport> open_collective(const Setup& setup, TransportUsed used,
+                                           const TransportOptions& options) {
     const Config& config = setup.config;
     const PairPlacement& p = setup.placement;
-    TransportOptions options{config.tensor_bytes(), config.chunk, config.timeout()};
-    options.slots = static_cast<std::size_t>(config.depth);
     const Collective op = collective_of(config.pattern);
     const ReduceType type =
         config.dtype == DType::float32 ? ReduceType::float32 : ReduceType::float64;
-    // Collective over the world, before anything may throw: every rank takes part.
+    // Before anything may throw: every rank takes part.
     MPI_Comm group = MPI_COMM_NULL;
     MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, p.group, p.group_rank, &group));
     struct FreeGroup {
         MPI_Comm& comm;
         ~FreeGroup() { MPI_Comm_free(&comm); }
-    } const free_group{group};  // the transports keep their own duplicate or NCCL communicator
-    if (setup.device->backend() == Backend::host) {
-        if (config.transport == TransportKind::nccl) {
-            throw usage_error(
-                "transport = \"nccl\" needs the CUDA path, but this run is on the CPU");
-        }
-        if (config.staging == Staging::on) {
-            return make_mpi_staged_collective(group, op, type, *setup.device, options);
-        }
-        return make_mpi_host_collective(group, op, type, options);
-    }
-    std::string shared;
-    for (int g = 0; g < p.groups && shared.empty(); ++g) {
-        shared = shared_gpu(gpu_keys, g * p.group_size, (g + 1) * p.group_size);
-    }
-    if (!shared.empty() && config.transport == TransportKind::nccl) {
-        throw usage_error("transport = \"nccl\" cannot run two ranks of a group on one GPU (" +
-                          shared + "); give each rank its own GPU or use transport = \"mpi\"");
-    }
-    if (!shared.empty() && config.transport == TransportKind::auto_select) {
-        setup.transport_note = "ranks of a group share a GPU, which NCCL refuses: auto chose MPI";
-    }
-    if (!shared.empty() || config.transport == TransportKind::mpi) {
-        return make_mpi_staged_collective(group, op, type, *setup.device, options);
-    }
-    return make_nccl_collective(group, op, type);
+    } const free_group{group};  // the calls keep their own duplicate or NCCL communicator
+    std::unique_ptr<CollectiveCall> call =
+        used == TransportUsed::nccl ? make_nccl_collective(group, op, type)
+        : used == TransportUsed::mpi_staged
+            ? make_mpi_staged_collective(group, op, type, *setup.device, options)
+            : make_mpi_host_collective(group, op, type, options);
+    return make_collective_transport(std::move(call), p, *setup.device, options);
 }
 
-// What a pair's transport is chosen from.
-struct PairChoice {
-    Setup& setup;
-    TransportOptions options;
-    bool one_node;  // every pair on one of MPI's shared-memory nodes, as ipc needs
-    std::unique_ptr<Transport> ipc() const {
-        return make_ipc_transport(MPI_COMM_WORLD, setup.placement, *setup.device, options);
-    }
-    std::unique_ptr<Transport> mpi_staged() const {
-        return make_mpi_staged_transport(MPI_COMM_WORLD, *setup.device, options);
-    }
-};
-
-// The CPU path: ipc (auto, where each pair is on one node), else MPI between host buffers.
-std::unique_ptr<Transport> open_host_pair_transport(const PairChoice& choice) {
-    const Config& config = choice.setup.config;
-    if (config.graphs) {
-        throw usage_error(
-            "graphs = true needs the CUDA path, but this run is on the CPU (no GPU visible): "
-            "host streams cannot be captured in a CUDA graph");
-    }
-    if (config.transport == TransportKind::nccl) {
-        throw usage_error("transport = \"nccl\" needs the CUDA path, but this run is on the CPU");
-    }
-    if (config.staging == Staging::on) return choice.mpi_staged();
-    if (config.transport == TransportKind::ipc ||
-        (config.transport == TransportKind::auto_select && choice.one_node)) {
-        return choice.ipc();
-    }
-    return make_mpi_host_transport(MPI_COMM_WORLD, choice.options);
-}
-
-// Ranks that share GPU `shared`, which NCCL refuses: ipc (auto, on one node), else host-staged
-// MPI.
-std::unique_ptr<Transport> open_shared_gpu_pair_transport(const PairChoice& choice,
-                                                          const std::string& shared) {
-    const Config& config = choice.setup.config;
-    if (config.transport == TransportKind::nccl) {
-        throw usage_error("transport = \"nccl\" cannot run two ranks on one GPU (" + shared +
-                          "); give each rank its own GPU or use transport = \"ipc\"");
-    }
-    if (config.graphs) {
-        throw usage_error("graphs = true needs NCCL, but ranks share a GPU (" + shared +
-                          "), where NCCL cannot run and the ipc and MPI transports' waits "
-                          "cannot be captured; give each rank its own GPU");
-    }
-    if (config.transport == TransportKind::auto_select && choice.one_node) {
-        choice.setup.transport_note = "ranks share a GPU, which NCCL refuses: auto chose ipc";
-        return choice.ipc();
-    }
-    if (config.transport == TransportKind::auto_select) {
-        choice.setup.transport_note = "ranks share a GPU and pairs span nodes: auto chose MPI";
-    }
-    return choice.mpi_staged();
-}
-
-// Picks the transport, refusing up front what would fail later (NCCL with two ranks on one GPU,
-// ipc across nodes). auto: NCCL when each rank has its own GPU; ipc when ranks share a GPU, or
-// on the CPU path, as long as each pair is on one node; MPI otherwise.
-std::unique_ptr<Transport> open_transport(Setup& setup, int world_size,
-                                          const std::vector<std::string>& gpu_keys) {
+// Opens the transport `choose_transport` chose (collective over the world).
+std::unique_ptr<Transport> open_transport(const Setup& setup, TransportUsed used) {
     const Config& config = setup.config;
-    if (config.pattern != Pattern::pairs) return open_collective(setup, gpu_keys);
     TransportOptions options{config.tensor_bytes(), config.chunk, config.timeout()};
     options.slots = static_cast<std::size_t>(config.depth);
     options.debug_skip_reuse_wait = config.debug_skip_reuse_wait;
     options.produce_in_place = config.ipc_engine == IpcEngine::sm;
-    // Collective, on every rank alike.
-    const PairChoice choice{setup, options,
-                            every_pair_on_one_node(MPI_COMM_WORLD, setup.placement.peer)};
-    if (config.transport == TransportKind::ipc && config.staging == Staging::on) {
-        throw usage_error(
-            "staging = \"on\" is for transport = \"mpi\"; ipc copies straight "
-            "into the consumer's slots");
+    if (config.pattern != Pattern::pairs) return open_collective(setup, used, options);
+    Device& device = *setup.device;
+    const PairPlacement& p = setup.placement;
+    switch (used) {
+        case TransportUsed::nccl:
+            return make_nccl_transport(MPI_COMM_WORLD, p, device, options);
+        case TransportUsed::ipc:
+            return make_ipc_transport(MPI_COMM_WORLD, p, device, options);
+        case TransportUsed::mpi_host:
+            return make_mpi_host_transport(MPI_COMM_WORLD, p, device, options);
+        case TransportUsed::mpi_staged:
+            break;
     }
-    if (config.transport == TransportKind::ipc && !choice.one_node) {
-        return choice.ipc();  // which refuses pairs across nodes
-    }
-    if (setup.device->backend() == Backend::host) return open_host_pair_transport(choice);
-    if (config.transport == TransportKind::ipc) return choice.ipc();
-    if (world_size == 1) {
-        if (config.transport == TransportKind::mpi) {
-            throw usage_error(
-                "transport = \"mpi\" needs two ranks on the CUDA path; one rank sends "
-                "to itself with transport = \"nccl\" or \"ipc\"");
-        }
-        return make_nccl_transport(MPI_COMM_WORLD);
-    }
-    const std::string shared = shared_gpu(gpu_keys, 0, world_size);
-    if (!shared.empty()) return open_shared_gpu_pair_transport(choice, shared);
-    if (config.transport == TransportKind::mpi) return choice.mpi_staged();
-    return make_nccl_transport(MPI_COMM_WORLD);
+    return make_mpi_staged_transport(MPI_COMM_WORLD, p, device, options);
 }
 
 // What one rank will hold, worked out from the config before anything is allocated.
@@ -217,8 +145,7 @@ struct RankNeeds {
     double records = 0;  // of which per-step records (timings and counts of every pass)
 };
 
-RankNeeds rank_needs(const Config& config, Role role, bool cpu_path) {
-    const MemoryPlan plan = plan_memory(config, role);
+RankNeeds rank_needs(const Config& config, const MemoryPlan& plan, Role role, bool cpu_path) {
     const double steps = static_cast<double>(config.steps);
     const double passes = config.overlap == OverlapMode::compare ? 2 : 1;
     const bool writes = role != Role::producer && config.written_rows() > 0;
@@ -267,7 +194,7 @@ std::string mib(double bytes) {
 void check_resources(const Setup& setup, int rank, int size) {
     const Config& config = setup.config;
     const bool cpu_path = setup.device->backend() == Backend::host;
-    const RankNeeds needs = rank_needs(config, setup.placement.role, cpu_path);
+    const RankNeeds needs = rank_needs(config, setup.memory, setup.placement.role, cpu_path);
     // Ranks on one node share its memory.
     MPI_Comm node = MPI_COMM_NULL;
     MPI_CHECK(
@@ -313,8 +240,8 @@ void check_resources(const Setup& setup, int rank, int size) {
     });
 }
 
-// Every rank must end up on the same path; then what each will hold must fit what it has.
-void check_device_and_memory(const Setup& setup, int rank, int size) {
+// Every rank must end up on the same path.
+void check_same_path(const Setup& setup, int size) {
     int cuda_ranks = setup.device->backend() == Backend::cuda ? 1 : 0;
     int cuda_total = 0;
     MPI_CHECK(MPI_Allreduce(&cuda_ranks, &cuda_total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
@@ -324,7 +251,6 @@ void check_device_and_memory(const Setup& setup, int rank, int size) {
                               " ranks found a GPU: set device = \"cuda\" or \"cpu\" explicitly");
         }
     });
-    check_resources(setup, rank, size);
 }
 
 }  // namespace
@@ -373,12 +299,19 @@ Setup set_up(const MpiSession& mpi, const Config& config) {
         setup.device = open_device(config, mpi.local_rank());
         setup.device_info = setup.device->info();
     });
-    check_device_and_memory(setup, rank, size);
+    check_same_path(setup, size);
     const std::string gpu_key = setup.device_info.pci_bus_id.empty()
                                     ? mpi.host_name() + " cpu"
                                     : mpi.host_name() + " " + setup.device_info.pci_bus_id;
     setup.gpu_keys = allgather_strings(gpu_key, size);
-    agree(MPI_COMM_WORLD, [&] { setup.transport = open_transport(setup, size, setup.gpu_keys); });
+    const RunFacts facts = gather_facts(setup, size);
+    TransportChoice choice;
+    agree(MPI_COMM_WORLD, [&] { choice = choose_transport(config, facts); });
+    setup.transport_note = choice.reason;
+    setup.spec = pipeline_spec(config, setup.placement);
+    setup.memory = plan_memory(setup.spec, setup.placement.role, !choice.a_writes_in_place);
+    check_resources(setup, rank, size);
+    agree(MPI_COMM_WORLD, [&] { setup.transport = open_transport(setup, *choice.used); });
     // Every wait on the GPU from here on is bounded by timeout_s and watches the transport.
     setup.device->set_wait_policy(
         {config.timeout(), [transport = setup.transport.get()] { transport->check_health(); }});

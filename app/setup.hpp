@@ -11,6 +11,7 @@
 #include "comm/pairing.hpp"
 #include "comm/transport.hpp"
 #include "config/config.hpp"
+#include "pipeline/pipeline.hpp"
 #include "runtime/device.hpp"
 
 namespace gpurelay {
@@ -24,7 +25,9 @@ struct Setup {
     std::unique_ptr<Device> device;
     DeviceInfo device_info;
     std::unique_ptr<Transport> transport;
-    std::string transport_note;         // why auto chose the transport, when it had to choose
+    PipelineSpec spec;           // what the pipeline runs
+    MemoryPlan memory;           // what the pipeline and the transport's slots hold on this rank
+    std::string transport_note;  // why auto chose the transport, when it had to choose
     std::vector<std::string> gpu_keys;  // every rank's "host bus-id" ("host cpu" on the CPU path)
 };
 
@@ -35,8 +38,9 @@ void check_output_paths(Config& config);
 
 // Collective over MPI_COMM_WORLD: places the pairs, opens the device, checks that every rank is
 // on the same path and that what each will hold fits its device, its node's host memory and the
-// file system (exit 2 with the figures), and opens the transport; from then on every wait on the GPU is bounded by timeout_s and watches the
-// transport. Throws AgreedError, the same on every rank, when a step fails anywhere.
+// file system (exit 2 with the figures), and opens the transport; from then on every wait on the
+// GPU is bounded by timeout_s and watches the transport. Throws AgreedError, the same on every
+// rank, when a step fails anywhere.
 Setup set_up(const MpiSession& mpi, const Config& config);
 
 // Gathers one string per rank onto every rank (at most 255 characters each).

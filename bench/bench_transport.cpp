@@ -28,9 +28,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "bench/bench_support.hpp"
@@ -92,21 +94,34 @@ struct TransportBench {
             scratch = device->allocate(max_bytes);
         }
         stream->synchronize();
-        TransportOptions options;
-        options.max_message_bytes = max_bytes;
-        options.timeout = kWaitTimeout;
-        // Collective (it duplicates the communicator): every rank makes it here, in this order.
-        transport = make_mpi_staged_transport(MPI_COMM_WORLD, *device, options);
-        options.slots = kIpcSlots;
-        PairPlacement pair;
         pair.role = rank == kSender ? Role::producer : Role::consumer;
         pair.producer = kSender;
         pair.consumer = kReceiver;
         pair.peer = rank == kSender ? kReceiver : kSender;
-        ipc = make_ipc_transport(MPI_COMM_WORLD, pair, *device, options);
-        options.slots = kIpcWideSlots;
-        ipc_wide = make_ipc_transport(MPI_COMM_WORLD, pair, *device, options);
         if (rank == kSender && on_gpu) copy_target = device->allocate(max_bytes);
+    }
+
+    // A transport of `kind` for messages of `bytes` through `slots` slots, made when a benchmark
+    // first needs it (collective: both ranks run the benchmarks in one order), its producer's
+    // slots holding A's values.
+    enum class Kind { staged, ipc, ipc_in_place };
+    Transport& sized(Kind kind, std::size_t bytes, std::size_t slots) {
+        const auto key = std::make_tuple(static_cast<int>(kind), bytes, slots);
+        auto found = transports.find(key);
+        if (found != transports.end()) return *found->second;
+        TransportOptions options{bytes, TransportOptions{}.chunk_bytes, kWaitTimeout};
+        options.slots = slots;
+        options.produce_in_place = kind == Kind::ipc_in_place;
+        std::unique_ptr<Transport> made =
+            kind == Kind::staged ? make_mpi_staged_transport(MPI_COMM_WORLD, pair, *device, options)
+                                 : make_ipc_transport(MPI_COMM_WORLD, pair, *device, options);
+        if (rank == kSender && kind != Kind::ipc_in_place) {
+            for (std::size_t k = 0; k < slots; ++k) {
+                device->copy_async(made->acquire(k, *stream), message.data(), bytes, *stream);
+            }
+            stream->synchronize();
+        }
+        return *transports.emplace(key, std::move(made)).first->second;
     }
 
     // Rank 1: how many of the first `bytes` received at `data` (by default the message buffer)
@@ -134,31 +149,33 @@ struct TransportBench {
     Buffer counter;
     Buffer counter_host;
     Buffer copy_target;  // rank 0 on a GPU: where the device-to-device ceiling copies to
+    PairPlacement pair;  // rank 0 produces, rank 1 consumes
     // Declared last: destroyed first, while the buffers their queued work used still exist.
-    std::unique_ptr<Transport> transport;
-    std::unique_ptr<Transport> ipc;       // kIpcSlots slots
-    std::unique_ptr<Transport> ipc_wide;  // kIpcWideSlots slots
+    std::map<std::tuple<int, std::size_t, std::size_t>, std::unique_ptr<Transport>> transports;
 };
 
 void barrier() { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
 
-// One message from rank 0 to rank 1, finished on both sides: rank 0 returns when rank 1 has it.
-void one_message(TransportBench& tb, std::size_t bytes) {
+// One message from rank 0 to rank 1 through `t`'s slot 0, finished on both sides: rank 0
+// returns when rank 1 has it. Returns where it landed (rank 1).
+const void* one_message(TransportBench& tb, Transport& t) {
     if (tb.rank == kSender) {
-        const SendSide send{tb.message.data(), bytes, kReceiver, *tb.stream};
-        tb.transport->exchange(&send, nullptr);
+        t.acquire(0, *tb.stream);
+        t.publish(0, *tb.stream);
         tb.stream->synchronize();
         MPI_CHECK(
             MPI_Recv(nullptr, 0, MPI_BYTE, kReceiver, kAckTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-    } else {
-        const RecvSide recv{tb.message.data(), bytes, kSender, *tb.stream};
-        tb.transport->exchange(nullptr, &recv);
-        tb.stream->synchronize();
-        MPI_CHECK(MPI_Send(nullptr, 0, MPI_BYTE, kSender, kAckTag, MPI_COMM_WORLD));
+        return nullptr;
     }
+    const void* landed = t.await(0, *tb.stream);
+    t.release(0, *tb.stream);
+    tb.stream->synchronize();
+    MPI_CHECK(MPI_Send(nullptr, 0, MPI_BYTE, kSender, kAckTag, MPI_COMM_WORLD));
+    return landed;
 }
 
-// Rank 1 poisons its buffer, so stale data from an earlier benchmark cannot pass the check.
+// Rank 1 poisons its message buffer (where plain loops land), so stale data from an earlier
+// benchmark cannot pass the check.
 void prepare_receiver(TransportBench& tb, std::size_t bytes) {
     if (tb.rank != kReceiver) return;
     tb.device->fill_async(tb.message.data(), 0xff, bytes, *tb.stream);
@@ -222,10 +239,12 @@ double time_batches(benchmark::State& state, Stream& stream, QueueOne&& queue_on
     return total;
 }
 
+// The transport's receive slots start poisoned, so stale data cannot pass the check.
 void transport_staged(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
-    prepare_receiver(tb, bytes);
-    time_messages(state, [&] { one_message(tb, bytes); });
-    check_delivery(state, tb, bytes, static_cast<std::int64_t>(state.iterations()));
+    Transport& staged = tb.sized(TransportBench::Kind::staged, bytes, 1);
+    const void* landed = nullptr;
+    time_messages(state, [&] { landed = one_message(tb, staged); });
+    check_delivery(state, tb, bytes, static_cast<std::int64_t>(state.iterations()), landed);
 }
 
 // Plain MPI between the ranks' pinned host buffers, no GPU: what the MPI library itself moves
@@ -353,56 +372,48 @@ void collective_plain(benchmark::State& state, CollectiveBench& cb, Collective c
 }
 #endif
 
-// The ipc transport `ipc` (of `slots` slots), as the pipeline drives it: rank 0 sends into slot
-// i % slots, rank 1 receives it and releases the slot (no kernel reads it in between: this is
-// the transport alone).
-void transport_ipc(benchmark::State& state, TransportBench& tb, Transport& ipc, std::size_t slots,
+// The ipc transport (of `slots` slots), as the pipeline drives it: rank 0 sends slot i % slots,
+// rank 1 receives it and releases the slot (no kernel reads it in between: this is the
+// transport alone). Its slots start poisoned, so a copy that never came fails the check.
+void transport_ipc(benchmark::State& state, TransportBench& tb, std::size_t slots,
                    std::size_t bytes) {
+    Transport& ipc = tb.sized(TransportBench::Kind::ipc, bytes, slots);
     std::size_t next = 0;
+    const void* landed = nullptr;
     auto queue_one = [&] {
         const std::size_t slot = next++ % slots;
         if (tb.rank == kSender) {
-            const SendSide send{tb.message.data(), bytes, kReceiver, *tb.stream, slot};
-            ipc.exchange(&send, nullptr);
+            ipc.acquire(slot, *tb.stream);
+            ipc.publish(slot, *tb.stream);
         } else {
-            const RecvSide recv{ipc.receive_slot(slot), bytes, kSender, *tb.stream, slot};
-            ipc.exchange(nullptr, &recv);
+            landed = ipc.await(slot, *tb.stream);
             ipc.release(slot, *tb.stream);
         }
     };
     barrier();
-    if (tb.rank == kReceiver) {
-        for (std::size_t k = 0; k < slots; ++k) {
-            tb.device->fill_async(ipc.receive_slot(k), 0xff, bytes, *tb.stream);
-        }
-        tb.stream->synchronize();
-    }
-    barrier();  // the poison is in place before the first copy
     time_batches(state, *tb.stream, queue_one);
-    // The last message's slot: what check_delivery reads.
-    check_delivery(state, tb, bytes, static_cast<std::int64_t>(state.iterations()),
-                   tb.rank == kReceiver ? ipc.receive_slot((next - 1) % slots) : nullptr);
+    check_delivery(state, tb, bytes, static_cast<std::int64_t>(state.iterations()), landed);
 }
 
-// A diagnosis, not a transport: rank 0 copies into rank 1's mapped slot back to back, with no
-// sequence words, so rank 1's process does nothing per message. Against transport/ipc_gpu it
-// shows what the per-message handshake between the two processes costs.
+// A diagnosis, not a transport: rank 0 copies into rank 1's mapped slot back to back (where A
+// would write it in place), with no sequence words, so rank 1's process does nothing per
+// message. Against transport/ipc_gpu it shows what the per-message handshake between the two
+// processes costs.
 void ipc_copy_only(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
+    Transport& ipc = tb.sized(TransportBench::Kind::ipc_in_place, bytes, 1);
     barrier();
-    if (tb.rank == kReceiver) {
-        tb.device->fill_async(tb.ipc->receive_slot(0), 0xff, bytes, *tb.stream);
-        tb.stream->synchronize();
-    }
-    barrier();
-    // On rank 0, receive_slot is rank 1's slot as this process maps it.
+    void* slot = tb.rank == kSender ? ipc.acquire(0, *tb.stream) : nullptr;
     time_batches(state, *tb.stream, [&] {
-        if (tb.rank == kSender) {
-            tb.device->copy_async(tb.ipc->receive_slot(0), tb.message.data(), bytes, *tb.stream);
-        }
+        if (tb.rank == kSender) tb.device->copy_async(slot, tb.message.data(), bytes, *tb.stream);
     });
-    barrier();  // rank 0's copies are done before rank 1 checks
-    check_delivery(state, tb, bytes, static_cast<std::int64_t>(state.iterations()),
-                   tb.rank == kReceiver ? tb.ipc->receive_slot(0) : nullptr);
+    // One word says the copies are in; then rank 1 checks its slot.
+    const void* landed = nullptr;
+    if (tb.rank == kSender) ipc.publish(0, *tb.stream);
+    if (tb.rank == kReceiver) landed = ipc.await(0, *tb.stream);
+    tb.stream->synchronize();
+    check_delivery(state, tb, bytes, static_cast<std::int64_t>(state.iterations()), landed);
+    if (tb.rank == kReceiver) ipc.release(0, *tb.stream);
+    tb.stream->synchronize();
 }
 
 // The ipc transport's ceiling on a GPU: rank 0 copies the same bytes device to device in its own
@@ -477,12 +488,12 @@ void register_all(TransportBench& tb, const std::vector<std::size_t>& sizes) {
     const std::string ipc = tb.on_gpu ? "transport/ipc_gpu" : "transport/ipc_host";
     for (const std::size_t bytes : sizes) {
         register_sized(ipc.c_str(), bytes, [&tb, bytes](benchmark::State& state) {
-            transport_ipc(state, tb, *tb.ipc, kIpcSlots, bytes);
+            transport_ipc(state, tb, kIpcSlots, bytes);
         });
     }
     for (const std::size_t bytes : sizes) {
         register_sized((ipc + "_4slots").c_str(), bytes, [&tb, bytes](benchmark::State& state) {
-            transport_ipc(state, tb, *tb.ipc_wide, kIpcWideSlots, bytes);
+            transport_ipc(state, tb, kIpcWideSlots, bytes);
         });
     }
     for (const std::size_t bytes : sizes) {
@@ -622,8 +633,9 @@ int run(MpiSession& session, int argc, char** argv) {
     }
     TransportBench tb(session.world_rank(), all_have_gpu == 1, ordinal, max_bytes);
     benchmark::AddCustomContext("device", tb.device->info().name);
-    benchmark::AddCustomContext("transport", tb.transport->name());
-    benchmark::AddCustomContext("ipc", tb.ipc->name());
+    benchmark::AddCustomContext("transport", "mpi (host-staged)");
+    benchmark::AddCustomContext(
+        "ipc", tb.sized(TransportBench::Kind::ipc, sizes.front(), kIpcSlots).name());
     register_all(tb, sizes);
     const bool distinct = tb.on_gpu && on_distinct_gpus(session, *tb.device);
     benchmark::AddCustomContext("distinct_gpus", distinct ? "true" : "false");

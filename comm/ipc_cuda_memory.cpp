@@ -114,33 +114,39 @@ class CudaIpcMemory final : public IpcMemory {
         MPI_CHECK(MPI_Sendrecv(&out, sizeof out, MPI_BYTE, placement.peer, kHandleTag, &in,
                                sizeof in, MPI_BYTE, placement.peer, kHandleTag, comm,
                                MPI_STATUS_IGNORE));
-        if (vmm) {
-            // The descriptors cross on a Unix socket; each side maps the other's memory for its
-            // own GPU (peer access where the two GPUs differ).
-            const int fd = mine_vmm_->export_fd();
-            int peer_fd = -1;
-            try {
-                peer_fd = exchange_fd(comm, placement.peer, fd, shape.timeout);
-            } catch (...) {
-                close(fd);
-                throw;
-            }
-            close(fd);
-            try {
-                theirs_vmm_ = VmmMemory::import(peer_fd, in.bytes, ordinal);
-            } catch (...) {
-                close(peer_fd);
-                throw;
-            }
-            close(peer_fd);
-            theirs_ = theirs_vmm_->data();
-        } else {
+        map_theirs(comm, placement.peer, in, vmm, ordinal, shape.timeout);
+        consumer_base_ = static_cast<char*>(consumer ? mine() : theirs_);
+        producer_base_ = static_cast<char*>(producer ? mine() : theirs_);
+    }
+
+    // Maps the peer's memory into this process: its descriptor (VMM, over a Unix socket), each
+    // side mapping the other's for its own GPU (peer access where the two GPUs differ), or its
+    // IPC handle.
+    void map_theirs(MPI_Comm comm, int peer, const Export& in, bool vmm, int ordinal,
+                    std::chrono::milliseconds timeout) {
+        if (!vmm) {
             // Lazy peer access: the driver enables it between the two GPUs if they differ.
             CUDA_CHECK(cudaIpcOpenMemHandle(&theirs_, in.memory, cudaIpcMemLazyEnablePeerAccess));
             theirs_opened_ = true;
+            return;
         }
-        consumer_base_ = static_cast<char*>(consumer ? mine() : theirs_);
-        producer_base_ = static_cast<char*>(producer ? mine() : theirs_);
+        const int fd = mine_vmm_->export_fd();
+        int peer_fd = -1;
+        try {
+            peer_fd = exchange_fd(comm, peer, fd, timeout);
+        } catch (...) {
+            close(fd);
+            throw;
+        }
+        close(fd);
+        try {
+            theirs_vmm_ = VmmMemory::import(peer_fd, in.bytes, ordinal);
+        } catch (...) {
+            close(peer_fd);
+            throw;
+        }
+        close(peer_fd);
+        theirs_ = theirs_vmm_->data();
     }
 
     // No handshake with the peer first: a destructor that waited for it would hang when the

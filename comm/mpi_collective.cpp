@@ -91,7 +91,7 @@ std::string collective_name(Collective op, const char* memory) {
 }
 
 // The CPU path: the collective runs on the thread of the host stream it was queued on.
-class MpiHostCollective final : public Transport {
+class MpiHostCollective final : public CollectiveCall {
   public:
     MpiHostCollective(MPI_Comm group, Collective op, ReduceType type,
                       const TransportOptions& options)
@@ -102,13 +102,10 @@ class MpiHostCollective final : public Transport {
 
     std::string name() const override { return collective_name(op_, "host memory"); }
 
-    void exchange(const SendSide* send, const RecvSide* recv) override {
-        Stream& stream = collective_stream(op_, call_.root(), send, recv);
-        const void* in = send != nullptr ? send->data : nullptr;
-        void* out = recv != nullptr ? recv->data : nullptr;
-        const std::size_t bytes = collective_bytes(send, recv);
+    void run(const void* send, void* recv, std::size_t bytes, Stream& stream) override {
+        check_collective_sides(op_, call_.root(), send, recv);
         dynamic_cast<HostStream&>(stream).enqueue(
-            [this, in, out, bytes] { call_(in, out, bytes); });
+            [this, send, recv, bytes] { call_(send, recv, bytes); });
     }
 
   private:
@@ -117,11 +114,11 @@ class MpiHostCollective final : public Transport {
     MpiCollectiveCall call_;
 };
 
-// Device buffers: each exchange copies the rank's tensor into one pinned staging buffer on the
+// Device buffers: each call copies the rank's tensor into one pinned staging buffer on the
 // stream, a proxy thread runs MPI on it in place, and the stream copies the result back out. The
 // stream waits for the proxy through host functions, so the ordering stays on the stream; the next
-// exchange's copy in is queued after this one's copy out, so one buffer serves every step.
-class MpiStagedCollective final : public Transport {
+// call's copy in is queued after this one's copy out, so one buffer serves every step.
+class MpiStagedCollective final : public CollectiveCall {
   public:
     MpiStagedCollective(MPI_Comm group, Collective op, ReduceType type, Device& device,
                         const TransportOptions& options)
@@ -130,7 +127,7 @@ class MpiStagedCollective final : public Transport {
           options_(options),
           comm_(duplicate(group)),
           call_(comm_, op, type, options),
-          staging_(device.allocate_host(options.max_message_bytes)),
+          staging_(device.allocate_host(options.slot_bytes)),
           copied_in_(1),
           reduced_(1),
           proxy_(options.timeout) {}
@@ -143,16 +140,15 @@ class MpiStagedCollective final : public Transport {
 
     std::string name() const override { return collective_name(op_, "host-staged"); }
 
-    void exchange(const SendSide* send, const RecvSide* recv) override {
-        Stream& stream = collective_stream(op_, call_.root(), send, recv);
-        const std::size_t bytes = collective_bytes(send, recv);
-        if (bytes > options_.max_message_bytes) {
+    void run(const void* send, void* recv, std::size_t bytes, Stream& stream) override {
+        check_collective_sides(op_, call_.root(), send, recv);
+        if (bytes > options_.slot_bytes) {
             throw runtime_error("message of " + std::to_string(bytes) +
                                 " bytes exceeds the staging buffer");
         }
         const std::uint64_t ticket = ++tickets_;
         void* staging = staging_.data();
-        if (send != nullptr) device_.copy_async(staging, send->data, bytes, stream);
+        if (send != nullptr) device_.copy_async(staging, send, bytes, stream);
         device_.enqueue_host([this, ticket] { copied_in_.mark(ticket, 0); }, stream);
         proxy_.enqueue([this, ticket, staging, bytes] {
             copied_in_.wait(ticket, 0, options_.timeout, "copy into the collective's staging");
@@ -162,7 +158,7 @@ class MpiStagedCollective final : public Transport {
         device_.enqueue_host(
             [this, ticket] { reduced_.wait(ticket, 0, options_.timeout, "MPI collective"); },
             stream);
-        if (recv != nullptr) device_.copy_async(recv->data, staging, bytes, stream);
+        if (recv != nullptr) device_.copy_async(recv, staging, bytes, stream);
     }
 
   private:
@@ -181,14 +177,15 @@ class MpiStagedCollective final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_mpi_host_collective(MPI_Comm group, Collective op, ReduceType type,
-                                                    const TransportOptions& options) {
+std::unique_ptr<CollectiveCall> make_mpi_host_collective(MPI_Comm group, Collective op,
+                                                         ReduceType type,
+                                                         const TransportOptions& options) {
     return std::make_unique<MpiHostCollective>(group, op, type, options);
 }
 
-std::unique_ptr<Transport> make_mpi_staged_collective(MPI_Comm group, Collective op,
-                                                      ReduceType type, Device& device,
-                                                      const TransportOptions& options) {
+std::unique_ptr<CollectiveCall> make_mpi_staged_collective(MPI_Comm group, Collective op,
+                                                           ReduceType type, Device& device,
+                                                           const TransportOptions& options) {
     return std::make_unique<MpiStagedCollective>(group, op, type, device, options);
 }
 

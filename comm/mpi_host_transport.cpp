@@ -5,6 +5,7 @@
 
 #include "comm/mpi_error.hpp"
 #include "comm/mpi_wait.hpp"
+#include "comm/slot_ring.hpp"
 #include "comm/transport.hpp"
 #include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
@@ -14,7 +15,12 @@ namespace {
 
 class MpiHostTransport final : public Transport {
   public:
-    MpiHostTransport(MPI_Comm comm, const TransportOptions& options) : options_(options) {
+    MpiHostTransport(MPI_Comm comm, const PairPlacement& placement, Device& device,
+                     const TransportOptions& options)
+        : options_(options),
+          peer_(placement.peer),
+          slots_(device, placement.role, options.slots, options.slot_bytes,
+                 options.debug_skip_reuse_wait) {
         // A private communicator: the transport's messages never match the application's.
         MPI_CHECK(MPI_Comm_dup(comm, &comm_));
     }
@@ -22,23 +28,29 @@ class MpiHostTransport final : public Transport {
 
     std::string name() const override { return "mpi (host memory)"; }
 
-    void exchange(const SendSide* send, const RecvSide* recv) override {
-        if (send != nullptr) {
-            dynamic_cast<HostStream&>(send->stream)
-                .enqueue([this, data = const_cast<void*>(send->data), bytes = send->bytes,
-                          peer = send->peer] { transfer(data, bytes, peer, true); });
-        }
-        if (recv != nullptr) {
-            dynamic_cast<HostStream&>(recv->stream)
-                .enqueue([this, data = recv->data, bytes = recv->bytes, peer = recv->peer] {
-                    transfer(data, bytes, peer, false);
-                });
-        }
+    void* acquire(std::size_t k, Stream&) override { return slots_.send[k].data(); }
+
+    void publish(std::size_t k, Stream& stream) override {
+        dynamic_cast<HostStream&>(stream).enqueue(
+            [this, data = slots_.send[k].data()] { transfer(data, true); });
     }
+
+    const void* await(std::size_t k, Stream& stream) override {
+        slots_.wait_free(k, stream);
+        void* data = slots_.recv[k].data();
+        dynamic_cast<HostStream&>(stream).enqueue([this, data] { transfer(data, false); });
+        return data;
+    }
+
+    void release(std::size_t k, Stream& stream) override { slots_.free.record(k, stream); }
+    bool receive_waits() const override { return false; }
+    void streams_idle() override { slots_.free.streams_idle(); }
 
   private:
     // Messages over INT_MAX bytes go as several; MPI keeps their order between two ranks.
-    void transfer(void* data, std::size_t bytes, int peer, bool sending) {
+    void transfer(void* data, bool sending) {
+        const std::size_t bytes = options_.slot_bytes;
+        const int peer = peer_;
         const std::size_t piece = std::min<std::size_t>(options_.chunk_bytes, INT_MAX);
         auto* p = static_cast<char*>(data);
         for (std::size_t offset = 0; offset < bytes || offset == 0; offset += piece) {
@@ -57,13 +69,17 @@ class MpiHostTransport final : public Transport {
     }
 
     TransportOptions options_;
+    int peer_;
+    SlotRing slots_;
     MPI_Comm comm_ = MPI_COMM_NULL;
 };
 
 }  // namespace
 
-std::unique_ptr<Transport> make_mpi_host_transport(MPI_Comm comm, const TransportOptions& options) {
-    return std::make_unique<MpiHostTransport>(comm, options);
+std::unique_ptr<Transport> make_mpi_host_transport(MPI_Comm comm, const PairPlacement& placement,
+                                                   Device& device,
+                                                   const TransportOptions& options) {
+    return std::make_unique<MpiHostTransport>(comm, placement, device, options);
 }
 
 }  // namespace gpurelay

@@ -10,6 +10,7 @@
 #include "comm/mpi_error.hpp"
 #include "comm/mpi_wait.hpp"
 #include "comm/piece_board.hpp"
+#include "comm/slot_ring.hpp"
 #include "comm/transport.hpp"
 #include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
@@ -22,15 +23,18 @@ constexpr std::size_t kMaxTag = 32767;
 
 class MpiStagedTransport final : public Transport {
   public:
-    MpiStagedTransport(MPI_Comm comm, Device& device, const TransportOptions& options)
+    MpiStagedTransport(MPI_Comm comm, const PairPlacement& placement, Device& device,
+                       const TransportOptions& options)
         : device_(device),
           options_(options),
+          peer_(placement.peer),
+          slots_(device, placement.role, options.slots, options.slot_bytes,
+                 options.debug_skip_reuse_wait),
           piece_bytes_(
               std::min<std::size_t>(std::max<std::size_t>(options.chunk_bytes, 1), INT_MAX)),
-          pieces_(std::max<std::size_t>(
-              1, (options.max_message_bytes + piece_bytes_ - 1) / piece_bytes_)),
-          send_staging_(device.allocate_host(options.max_message_bytes)),
-          recv_staging_(device.allocate_host(options.max_message_bytes)),
+          pieces_(std::max<std::size_t>(1, (options.slot_bytes + piece_bytes_ - 1) / piece_bytes_)),
+          send_staging_(device.allocate_host(options.slot_bytes)),
+          recv_staging_(device.allocate_host(options.slot_bytes)),
           send_copied_(pieces_),
           send_done_(1),
           recv_arrived_(pieces_),
@@ -50,14 +54,24 @@ class MpiStagedTransport final : public Transport {
 
     std::string name() const override { return "mpi (host-staged)"; }
 
-    void exchange(const SendSide* send, const RecvSide* recv) override {
-        if (send != nullptr) queue_send(send->data, send->bytes, send->peer, send->stream);
-        if (recv != nullptr) queue_recv(recv->data, recv->bytes, recv->peer, recv->stream);
+    void* acquire(std::size_t k, Stream&) override { return slots_.send[k].data(); }
+
+    void publish(std::size_t k, Stream& stream) override {
+        queue_send(slots_.send[k].data(), options_.slot_bytes, peer_, stream);
     }
+
+    const void* await(std::size_t k, Stream& stream) override {
+        slots_.wait_free(k, stream);
+        queue_recv(slots_.recv[k].data(), options_.slot_bytes, peer_, stream);
+        return slots_.recv[k].data();
+    }
+
+    void release(std::size_t k, Stream& stream) override { slots_.free.record(k, stream); }
+    bool receive_waits() const override { return false; }
+    void streams_idle() override { slots_.free.streams_idle(); }
 
   private:
     void queue_send(const void* data, std::size_t bytes, int peer, Stream& stream) {
-        check_size(bytes);
         const std::uint64_t ticket = ++send_tickets_;
         const std::size_t pieces = piece_count(bytes);
         auto* staging = static_cast<char*>(send_staging_.data());
@@ -86,7 +100,6 @@ class MpiStagedTransport final : public Transport {
     }
 
     void queue_recv(void* data, std::size_t bytes, int peer, Stream& stream) {
-        check_size(bytes);
         const std::uint64_t ticket = ++recv_tickets_;
         const std::size_t pieces = piece_count(bytes);
         auto* staging = static_cast<char*>(recv_staging_.data());
@@ -124,12 +137,6 @@ class MpiStagedTransport final : public Transport {
         }
     }
 
-    void check_size(std::size_t bytes) const {
-        if (bytes > options_.max_message_bytes) {
-            throw runtime_error("message of " + std::to_string(bytes) +
-                                " bytes exceeds the staging buffers");
-        }
-    }
     std::size_t piece_count(std::size_t bytes) const {
         return std::max<std::size_t>(1, (bytes + piece_bytes_ - 1) / piece_bytes_);
     }
@@ -139,6 +146,8 @@ class MpiStagedTransport final : public Transport {
 
     Device& device_;
     TransportOptions options_;
+    int peer_;
+    SlotRing slots_;
     std::size_t piece_bytes_;
     std::size_t pieces_;
     Buffer send_staging_;
@@ -158,9 +167,10 @@ class MpiStagedTransport final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_mpi_staged_transport(MPI_Comm comm, Device& device,
+std::unique_ptr<Transport> make_mpi_staged_transport(MPI_Comm comm, const PairPlacement& placement,
+                                                     Device& device,
                                                      const TransportOptions& options) {
-    return std::make_unique<MpiStagedTransport>(comm, device, options);
+    return std::make_unique<MpiStagedTransport>(comm, placement, device, options);
 }
 
 }  // namespace gpurelay

@@ -1,4 +1,4 @@
-// NCCL on the caller's CUDA streams: point-to-point for pairs, or one collective per exchange
+// NCCL on the caller's CUDA streams: point-to-point for pairs, or one collective per call
 // (broadcast from the group's rank 0, or a sum). The communicator spans the MPI communicator's
 // ranks, from an id made on its rank 0 and broadcast over MPI.
 #include <nccl.h>
@@ -6,10 +6,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
-#include <optional>
 
 #include "comm/collective_sides.hpp"
 #include "comm/mpi_error.hpp"
+#include "comm/slot_ring.hpp"
 #include "comm/transport.hpp"
 #include "runtime/cuda_stream.hpp"
 #include "runtime/error.hpp"
@@ -17,15 +17,10 @@
 namespace gpurelay {
 namespace {
 
-// What one exchange runs: point-to-point (no collective), or the collective and what it sums.
-struct NcclOperation {
-    std::optional<Collective> collective;
-    ReduceType type = ReduceType::float32;
-};
-
-class NcclTransport final : public Transport {
+// An NCCL communicator over an MPI communicator's ranks, and its health.
+class NcclComm {
   public:
-    NcclTransport(MPI_Comm comm, NcclOperation operation) : operation_(operation) {
+    explicit NcclComm(MPI_Comm comm) {
         // Graph mixing off, before NCCL reads its parameters: a captured NCCL call then adds no
         // event nodes of its own to the graph (3 nodes instead of 5), which makes a graph launch
         // cheaper. gpurelay never has an eager NCCL call and a graph on the communicator
@@ -33,51 +28,36 @@ class NcclTransport final : public Transport {
         // ncclConfig_t has no graph usage field, so the environment is the way to say it.) An
         // NCCL_GRAPH_MIXING_SUPPORT already set is left as it is.
         setenv("NCCL_GRAPH_MIXING_SUPPORT", "0", 0);
-        int rank = 0, size = 1;
-        MPI_CHECK(MPI_Comm_rank(comm, &rank));
+        int size = 1;
+        MPI_CHECK(MPI_Comm_rank(comm, &rank_));
         MPI_CHECK(MPI_Comm_size(comm, &size));
         ncclUniqueId id{};
-        if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+        if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
         MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm));
         ncclComm_t nccl_comm = nullptr;
-        NCCL_CHECK(ncclCommInitRank(&nccl_comm, size, id, rank));
+        NCCL_CHECK(ncclCommInitRank(&nccl_comm, size, id, rank_));
         comm_ = nccl_comm;
-        root_ = rank == 0;
     }
-    ~NcclTransport() override {
+    ~NcclComm() {
         if (ncclComm_t comm = comm_.load(); comm != nullptr) ncclCommDestroy(comm);
     }
-    NcclTransport(const NcclTransport&) = delete;
-    NcclTransport& operator=(const NcclTransport&) = delete;
+    NcclComm(const NcclComm&) = delete;
+    NcclComm& operator=(const NcclComm&) = delete;
 
-    std::string name() const override {
-        if (!operation_.collective) return "nccl";
-        return "nccl " + std::string(to_string(*operation_.collective));
-    }
+    int rank() const { return rank_; }
 
-    void exchange(const SendSide* send, const RecvSide* recv) override {
+    // The communicator, or a runtime error once check_health has aborted it.
+    ncclComm_t get() {
         const ncclComm_t comm = comm_.load();
-        if (comm == nullptr) throw runtime_error(failure());
-        if (operation_.collective) {
-            collective(send, recv, comm);
-            return;
-        }
-        NCCL_CHECK(ncclGroupStart());
-        if (send != nullptr) {
-            NCCL_CHECK(ncclSend(send->data, send->bytes, ncclChar, send->peer, comm,
-                                cuda_handle(send->stream)));
-        }
-        if (recv != nullptr) {
-            NCCL_CHECK(ncclRecv(recv->data, recv->bytes, ncclChar, recv->peer, comm,
-                                cuda_handle(recv->stream)));
-        }
-        NCCL_CHECK(ncclGroupEnd());
+        if (comm != nullptr) return comm;
+        std::lock_guard lock(health_mutex_);
+        throw runtime_error(failure_.empty() ? "NCCL communicator already destroyed" : failure_);
     }
 
     // Any thread that waits on the GPU calls this (the main thread, the result writer's): one
     // at a time, so the communicator is aborted once, and every later call (on any thread)
     // reports the same failure instead of finding no communicator and calling it healthy.
-    void check_health() override {
+    void check_health() {
         std::lock_guard lock(health_mutex_);
         const ncclComm_t comm = comm_.load();
         if (comm == nullptr) {
@@ -97,16 +77,90 @@ class NcclTransport final : public Transport {
     }
 
   private:
-    // One collective call on the one stream both sides share (the root of a broadcast that does
-    // not consume broadcasts in place from its send buffer; the others ignore NCCL's send buffer).
-    void collective(const SendSide* send, const RecvSide* recv, ncclComm_t comm) {
-        const bool allreduce = *operation_.collective == Collective::allreduce;
-        Stream& stream = collective_stream(*operation_.collective, root_, send, recv);
-        const std::size_t bytes = collective_bytes(send, recv);
-        void* out = recv != nullptr ? recv->data : const_cast<void*>(send->data);
-        const void* in = send != nullptr ? send->data : out;
-        if (allreduce) {
-            const bool single = operation_.type == ReduceType::float32;
+    int rank_ = 0;
+    // Atomic: the main thread reads it while check_health() may abort it on another.
+    std::atomic<ncclComm_t> comm_{nullptr};
+    std::mutex health_mutex_;
+    std::string failure_;  // set once, when check_health() aborted the communicator
+};
+
+// Point-to-point between a pair. A rank that sends to itself runs the send and the receive as one
+// group on its producer stream (NCCL runs a communicator's calls in order, so a send to itself
+// waits for ever for a receive queued after it); its receive then only waits for that group.
+class NcclTransport final : public Transport {
+  public:
+    NcclTransport(MPI_Comm comm, const PairPlacement& placement, Device& device,
+                  const TransportOptions& options)
+        : comm_(comm),
+          peer_(placement.peer),
+          bytes_(options.slot_bytes),
+          to_itself_(placement.role == Role::both),
+          slots_(device, placement.role, options.slots, options.slot_bytes,
+                 options.debug_skip_reuse_wait),
+          arrived_(device, to_itself_ ? options.slots : 0) {}
+
+    std::string name() const override { return "nccl"; }
+
+    void* acquire(std::size_t k, Stream&) override { return slots_.send[k].data(); }
+
+    void publish(std::size_t k, Stream& stream) override {
+        const ncclComm_t comm = comm_.get();
+        if (to_itself_) slots_.wait_free(k, stream);
+        NCCL_CHECK(ncclGroupStart());
+        NCCL_CHECK(
+            ncclSend(slots_.send[k].data(), bytes_, ncclChar, peer_, comm, cuda_handle(stream)));
+        if (to_itself_) {
+            NCCL_CHECK(ncclRecv(slots_.recv[k].data(), bytes_, ncclChar, peer_, comm,
+                                cuda_handle(stream)));
+        }
+        NCCL_CHECK(ncclGroupEnd());
+        if (to_itself_) arrived_.record(k, stream);
+    }
+
+    const void* await(std::size_t k, Stream& stream) override {
+        if (to_itself_) {
+            arrived_.wait(k, stream);
+        } else {
+            slots_.wait_free(k, stream);
+            NCCL_CHECK(ncclRecv(slots_.recv[k].data(), bytes_, ncclChar, peer_, comm_.get(),
+                                cuda_handle(stream)));
+        }
+        return slots_.recv[k].data();
+    }
+
+    void release(std::size_t k, Stream& stream) override { slots_.free.record(k, stream); }
+    bool receive_waits() const override { return to_itself_; }
+    void streams_idle() override {
+        slots_.free.streams_idle();
+        arrived_.streams_idle();
+    }
+    void check_health() override { comm_.check_health(); }
+
+  private:
+    NcclComm comm_;
+    int peer_;
+    std::size_t bytes_;
+    bool to_itself_;
+    SlotRing slots_;
+    SlotEvents arrived_;  // to itself: the group that moved slot k is done
+};
+
+// One collective call on the one stream both sides share (the root of a broadcast that does not
+// consume broadcasts in place from its send buffer; the others ignore NCCL's send buffer).
+class NcclCollective final : public CollectiveCall {
+  public:
+    NcclCollective(MPI_Comm group, Collective op, ReduceType type)
+        : comm_(group), op_(op), type_(type) {}
+
+    std::string name() const override { return "nccl " + std::string(to_string(op_)); }
+
+    void run(const void* send, void* recv, std::size_t bytes, Stream& stream) override {
+        check_collective_sides(op_, comm_.rank() == 0, send, recv);
+        const ncclComm_t comm = comm_.get();
+        void* out = recv != nullptr ? recv : const_cast<void*>(send);
+        const void* in = send != nullptr ? send : out;
+        if (op_ == Collective::allreduce) {
+            const bool single = type_ == ReduceType::float32;
             NCCL_CHECK(ncclAllReduce(in, out, bytes / (single ? 4 : 8),
                                      single ? ncclFloat32 : ncclFloat64, ncclSum, comm,
                                      cuda_handle(stream)));
@@ -115,28 +169,24 @@ class NcclTransport final : public Transport {
         }
     }
 
-    std::string failure() {
-        std::lock_guard lock(health_mutex_);
-        return failure_.empty() ? "NCCL communicator already destroyed" : failure_;
-    }
+    void check_health() override { comm_.check_health(); }
 
-    NcclOperation operation_;
-    bool root_ = false;  // rank 0 of the communicator: a broadcast's root
-    // Atomic: exchange() reads it on the main thread while check_health() may abort it on
-    // another.
-    std::atomic<ncclComm_t> comm_{nullptr};
-    std::mutex health_mutex_;
-    std::string failure_;  // set once, when check_health() aborted the communicator
+  private:
+    NcclComm comm_;
+    Collective op_;
+    ReduceType type_;
 };
 
 }  // namespace
 
-std::unique_ptr<Transport> make_nccl_transport(MPI_Comm comm) {
-    return std::make_unique<NcclTransport>(comm, NcclOperation{});
+std::unique_ptr<Transport> make_nccl_transport(MPI_Comm comm, const PairPlacement& placement,
+                                               Device& device, const TransportOptions& options) {
+    return std::make_unique<NcclTransport>(comm, placement, device, options);
 }
 
-std::unique_ptr<Transport> make_nccl_collective(MPI_Comm group, Collective op, ReduceType type) {
-    return std::make_unique<NcclTransport>(group, NcclOperation{op, type});
+std::unique_ptr<CollectiveCall> make_nccl_collective(MPI_Comm group, Collective op,
+                                                     ReduceType type) {
+    return std::make_unique<NcclCollective>(group, op, type);
 }
 
 bool nccl_built() { return true; }

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "config/config.hpp"
+#include "config/transport_choice.hpp"
 #include "config/value_text.hpp"
 #include "runtime/error.hpp"
 
@@ -120,28 +121,9 @@ void validate_config(const Config& c) {
              format_real(kMinTimeoutSeconds) + " and " + format_real(kMaxTimeoutSeconds) +
              " seconds");
     }
-    // Known before any device is opened; what auto picks is checked where it picks.
-    if (c.graphs && c.device == DeviceKind::cpu) {
-        fail(
-            "graphs = true needs the CUDA path, but device = \"cpu\": host streams cannot be "
-            "captured in a CUDA graph");
-    }
-    if (c.graphs && c.transport == TransportKind::mpi) {
-        fail(
-            "graphs = true needs transport = \"nccl\": the MPI transports run host-side work "
-            "(MPI calls, staging threads) that a CUDA graph cannot capture");
-    }
-    if (c.graphs && c.transport == TransportKind::ipc) {
-        fail(
-            "graphs = true needs transport = \"nccl\": the ipc transport's waits count each "
-            "slot's uses, and a graph would replay the first count for ever");
-    }
-    if (c.ipc_engine == IpcEngine::sm && c.transport != TransportKind::ipc) {
-        fail("ipc_engine = \"sm\" needs transport = \"ipc\" (got \"" +
-             std::string(to_string(c.transport)) +
-             "\"): A writes into the consumer's slot only "
-             "through the ipc transport's mapping");
-    }
+    // What the transport table refuses from the deck alone; what auto picks is checked again
+    // where the ranks know their path, nodes and GPUs (set-up).
+    choose_transport(c, facts_from_config(c));
     if (c.pattern == Pattern::pairs && c.group_size != 0) {
         fail("group_size (" + std::to_string(c.group_size) +
              ") is for pattern = \"broadcast\" or \"allreduce\"; pairs form no groups");
@@ -152,11 +134,6 @@ void validate_config(const Config& c) {
             fail(pattern +
                  " forms groups of consecutive ranks (group_size); pairing = \"split\" "
                  "is for pattern = \"pairs\"");
-        }
-        if (c.transport == TransportKind::ipc) {
-            fail(pattern +
-                 " needs transport = \"nccl\", \"mpi\" or \"auto\": ipc copies "
-                 "into one consumer's slots");
         }
         if (c.graphs) fail(pattern + " runs eagerly: graphs = true is for pattern = \"pairs\"");
     }

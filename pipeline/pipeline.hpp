@@ -1,6 +1,6 @@
 // The producer -> consumer pipeline: the timed work of a run. Set-up, reporting and file output
-// live elsewhere; this file only queues A, the transfer, C and B on the right streams in the
-// right order, and reads back what the streams measured.
+// live elsewhere; the pipeline queues A, the transfer, C and B on the right streams in the right
+// order (step.cpp holds the schedule), and reads back what the streams measured.
 #pragma once
 
 #include <mpi.h>
@@ -15,7 +15,6 @@
 #include "comm/pairing.hpp"
 #include "comm/transport.hpp"
 #include "config/config.hpp"
-#include "io/result_writer.hpp"
 #include "kernels/kernels.hpp"
 #include "pipeline/phase.hpp"
 #include "runtime/device.hpp"
@@ -66,8 +65,51 @@ inline constexpr std::int64_t kRetireGroupSteps = 4;
 // Returns true to stop after that step (every rank must answer alike for the same step).
 using StepCallback = std::function<bool(std::int64_t step)>;
 
-// What a pipeline of `config` allocates on a rank of `role`, worked out once: the constructor
-// allocates exactly this, and the up-front resource check compares it with what the rank has.
+// What the pipeline is told to run: the tensor, the kernels' settings, the steps and how they are
+// timed and launched. Made from the run's Config (pipeline_spec), nothing else read from it.
+struct PipelineSpec {
+    DType dtype = DType::float32;
+    std::uint64_t elements = 0;
+    std::size_t bytes = 0;  // one tensor
+    std::int64_t steps = 0, warmup = 0, depth = 1;
+    std::uint32_t seed = 0;
+    double alpha = 1;
+    std::uint64_t c_elements = 0;  // 0: no C
+    std::int64_t c_iterations = 0;
+    Timing timing = Timing::phases;
+    std::int64_t timing_every = 0;
+    bool graphs = false;
+    std::int64_t graph_steps = 1;
+    bool blocking = false;
+    std::int64_t profile_first = -1, profile_last = -1;
+    TensorForm a_form, b_form;  // what A makes here, and what B checks the received x against
+    std::function<bool(std::int64_t)> writes_step;  // whether step s goes to /y
+};
+PipelineSpec pipeline_spec(const Config& config, const PairPlacement& placement);
+
+// Where the consumer's y leaves the pipeline: the caller's result writer, behind this interface.
+class RowSink {
+  public:
+    virtual ~RowSink() = default;
+    struct Slot {
+        int index;
+        void* host;    // where the row is copied to
+        Event* ready;  // recorded on the stream after the copy
+    };
+    // A free host buffer (may block: that is the pipeline waiting on I/O).
+    virtual Slot acquire() = 0;
+    // Once `slot.ready` is reached, row `row` (step `step`) is in `slot.host`.
+    virtual void submit(const Slot& slot, std::uint64_t row, std::int64_t step) = 0;
+    // Blocks until every submitted row is out.
+    virtual void drain() = 0;
+    // Totals since the sink was made: time the pipeline waited, and the host's row checks.
+    virtual double waited_ms() const = 0;
+    virtual std::uint64_t checked() const = 0;
+    virtual std::uint64_t mismatches() const = 0;
+};
+
+// What a pipeline allocates on a rank of `role`, worked out once: the transport's slots and the
+// pipeline's own, which the up-front resource check compares with what the rank has.
 struct MemoryPlan {
     std::uint64_t slot_bytes = 0;  // one tensor
     std::uint64_t slots = 0;       // tensor slots: depth send (producer), 2 x depth recv and y
@@ -80,7 +122,9 @@ struct MemoryPlan {
     // Pinned host memory.
     std::uint64_t host_bytes() const { return counter_host_bytes + step_word_bytes; }
 };
-MemoryPlan plan_memory(const Config& config, Role role);
+// `producer_slots`: whether the producer's transport keeps slots of its own for A (not when A
+// writes into the consumer's memory).
+MemoryPlan plan_memory(const PipelineSpec& spec, Role role, bool producer_slots);
 
 // The collective a pattern runs (for broadcast and allreduce; pairs run none).
 inline Collective collective_of(Pattern pattern) {
@@ -100,25 +144,21 @@ inline TensorForm received_form(const Config& config, const PairPlacement& place
 
 class Pipeline {
   public:
-    // Allocates every buffer, stream and event the run needs (reported by device_bytes()).
+    // Allocates every buffer, stream and event the run needs besides the transport's slots.
     // `comm` holds every rank of the run: a pass starts, times and ends at barriers over it.
-    Pipeline(const Config& config, Device& device, Transport& transport,
-             const PairPlacement& placement, MPI_Comm comm);
+    Pipeline(const PipelineSpec& spec, Device& device, Transport& transport, Role role,
+             MPI_Comm comm);
     ~Pipeline();
     Pipeline(const Pipeline&) = delete;
     Pipeline& operator=(const Pipeline&) = delete;
 
-    // Runs all steps once; `writer` (consumers, may be null) receives the rows `config.write`
-    // selects; `on_step` runs after each step is queued and may stop the pass there. Steps
-    // before `first_step` are skipped (a resumed run).
-    PassResult run(bool overlap, ResultWriter* writer, const StepCallback& on_step,
+    // Runs all steps once; `sink` (consumers, may be null) receives the rows the spec writes;
+    // `on_step` runs after each step is queued and may stop the pass there. Steps before
+    // `first_step` are skipped (a resumed run).
+    PassResult run(bool overlap, RowSink* sink, const StepCallback& on_step,
                    std::int64_t first_step = 0);
 
-    // Memory the pipeline holds on the device (or the host, on the CPU path).
-    std::uint64_t device_bytes() const;
-    std::uint64_t host_bytes() const;
-
-    struct Impl;
+    class Impl;
 
   private:
     std::unique_ptr<Impl> impl_;

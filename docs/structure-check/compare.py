@@ -75,7 +75,10 @@ def main(before, after):
         nonlocal failures
         print(("same      " if ok else "DIFFERENT ") + what + ("" if ok else "\n" + detail))
         failures += 0 if ok else 1
-    for name in ("a", "b"):
+    import os
+    decks = sorted(f[:-3] for f in os.listdir(before) if f.endswith(".h5"))
+    check(f"decks: {', '.join(decks)}", decks == sorted(f[:-3] for f in os.listdir(after) if f.endswith(".h5")))
+    for name in decks:
         f1, f2 = f"{before}/{name}.h5", f"{after}/{name}.h5"
         rc, out = run(["h5diff", "-r", "--exclude-path", "/timings", "--exclude-attribute", "/", f1, f2])
         check(f"{name}.h5: h5diff -r --exclude-path /timings --exclude-attribute / (rc {rc})", rc == 0, out)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Usage: docs/structure-check/run.sh BINARY NAME
-# The two reference runs of docs/STRUCTURE.md, written in one fixed folder (paths are stored in
-# the files, so both sides must use the same one) and then moved to /tmp/gpurelay-structure/NAME.
+# The reference runs of docs/STRUCTURE.md, written in one fixed folder (paths are stored in the
+# files, so both sides must use the same one) and then moved to /tmp/gpurelay-structure/NAME.
+# Each deck writes DECK.h5 and DECK.json, and a row of runs.csv.
 set -euo pipefail
 [[ $# -eq 2 ]] || { echo "usage: $0 BINARY NAME" >&2; exit 2; }
 bin=$(realpath "$1"); base=/tmp/gpurelay-structure; out=$base/run
@@ -13,16 +14,29 @@ mpi=(mpirun --oversubscribe)
 timing=()
 help=$("$bin" --help 2>/dev/null || true)
 [[ $help == *--timing* ]] && timing=(--timing phases)
+small=(--device cpu --elements 3001 --c-elements 4096 --c-iterations 16 --steps 7 --warmup 2)
+run() {  # DECK NP ARGS...
+    local deck=$1 np=$2; shift 2
+    "${mpi[@]}" -np "$np" "$bin" "$@" --quiet --tag "ref-$deck" "${timing[@]}" \
+        --output "$out/$deck.h5" --summary-json "$out/$deck.json" --results-csv "$out/runs.csv" \
+        >"$out/$deck.log"
+}
 # a: two ranks, both passes (compare), every row written, float32, a length with a tail.
-"${mpi[@]}" -np 2 "$bin" --device cpu --elements 3001 --c-elements 4096 --c-iterations 16 \
-    --steps 7 --warmup 2 --overlap compare --write all --quiet --tag ref-a \
-    "${timing[@]}" --output "$out/a.h5" --summary-json "$out/a.json" --results-csv "$out/runs.csv" \
-    >"$out/a.log"
+run a 2 "${small[@]}" --overlap compare --write all
 # b: four ranks split across pairs, depth 3, float64, staged MPI in pieces, every third row.
-"${mpi[@]}" -np 4 "$bin" --device cpu --elements 100003 --chunk 4096 --c-elements 4096 \
-    --steps 9 --warmup 2 --depth 3 --pairing split --dtype float64 --alpha 0.37 --staging on \
-    --overlap on --write every:3 --quiet --tag ref-b \
-    "${timing[@]}" --output "$out/b.h5" --summary-json "$out/b.json" --results-csv "$out/runs.csv" \
-    >"$out/b.log"
+run b 4 --device cpu --elements 100003 --chunk 4096 --c-elements 4096 --steps 9 --warmup 2 \
+    --depth 3 --pairing split --dtype float64 --alpha 0.37 --staging on --overlap on --write every:3
+# c-e: one rank playing both roles over each of its transports, depth 1 to 3.
+run c 1 "${small[@]}" --transport ipc --depth 1 --overlap compare --write last
+run d 1 "${small[@]}" --transport mpi --depth 2 --overlap off --write all
+run e 1 "${small[@]}" --transport mpi --staging on --depth 3 --overlap on --write every:2
+# f-g: ipc across two ranks, the copy engine and A writing in place.
+run f 2 "${small[@]}" --transport ipc --depth 1 --overlap compare --write all
+run g 2 "${small[@]}" --transport ipc --ipc-engine sm --depth 3 --overlap on --write last
+# h: MPI between host buffers, four ranks, overlap off.
+run h 4 "${small[@]}" --transport mpi --depth 2 --overlap off --write every:3
+# i-j: the collectives.
+run i 4 "${small[@]}" --pattern broadcast --group-size 2 --depth 2 --overlap compare --write all
+run j 3 "${small[@]}" --pattern allreduce --depth 1 --dtype float64 --overlap on --write last
 mv "$out" "$base/$2"
 echo "$base/$2"

@@ -1,4 +1,4 @@
-// The CPU path's collective transports through Transport::exchange, under mpirun -np 1, 3 and 4:
+// The CPU path's collectives through CollectiveCall::run, under mpirun -np 1, 3 and 4:
 // every group size that divides the world, the host and the host-staged collective, pieces with
 // a tail. A broadcast's receivers check every byte of the root's message (into buffers poisoned
 // first); an all-reduce's ranks each add their share (A's all-reduce form) and check that the sum
@@ -36,8 +36,8 @@ std::vector<int> group_sizes() {
     return sizes;
 }
 
-using MakeCollective = std::function<std::unique_ptr<Transport>(MPI_Comm, Collective, ReduceType,
-                                                                Device&, const TransportOptions&)>;
+using MakeCollective = std::function<std::unique_ptr<CollectiveCall>(
+    MPI_Comm, Collective, ReduceType, Device&, const TransportOptions&)>;
 
 struct Kind {
     std::string name;
@@ -99,9 +99,7 @@ void broadcast_messages(const Kind& kind, int group_size, std::size_t bytes, std
             for (std::size_t i = 0; i < bytes; ++i) out_bytes[i] = pattern(i, m, p.group);
         }
         std::memset(in_bytes, 0xee, bytes + 1);  // one byte past the message stays untouched
-        const SendSide send{out.data(), bytes, p.peer, *stream};
-        const RecvSide recv{in.data(), bytes, p.peer, *stream};
-        transport->exchange(root ? &send : nullptr, receives ? &recv : nullptr);
+        transport->run(root ? out.data() : nullptr, receives ? in.data() : nullptr, bytes, *stream);
         stream->synchronize();
         if (receives) {
             std::size_t wrong = 0;
@@ -143,9 +141,7 @@ void allreduce_messages(const Kind& kind, int group_size, std::size_t elements, 
                                      allreduce_share(p.group_rank));
         }
         std::fill(sum.begin(), sum.end(), static_cast<T>(-1));
-        const SendSide send{share.data(), bytes, p.peer, *stream};
-        const RecvSide recv{sum.data(), bytes, p.peer, *stream};
-        transport->exchange(&send, &recv);
+        transport->run(share.data(), sum.data(), bytes, *stream);
         stream->synchronize();
         std::size_t wrong = 0;
         for (std::size_t i = 0; i < elements; ++i) {
@@ -182,27 +178,69 @@ TEST(CpuCollectives, NamesSayWhatTheyAre) {
               "mpi allreduce (host-staged)");
 }
 
-// A misuse is refused before anything is queued: an all-reduce needs both sides, on one stream;
-// only the root of a broadcast sends.
+// A misuse is refused before anything is queued: an all-reduce needs both sides; only the root
+// of a broadcast sends.
 TEST(CpuCollectives, RefusesSidesThatDoNotFit) {
     auto device = make_host_device(kTimeout);
     const TransportOptions options{64, 64, kTimeout};
     auto allreduce = make_mpi_host_collective(MPI_COMM_SELF, Collective::allreduce,
                                               ReduceType::float32, options);
     auto stream = device->make_stream(false, "a");
-    auto other = device->make_stream(false, "b");
     float data[16] = {};
-    const SendSide send{data, sizeof data, 0, *stream};
-    const RecvSide recv{data, sizeof data, 0, *stream};
-    const RecvSide recv_elsewhere{data, sizeof data, 0, *other};
-    EXPECT_THROW(allreduce->exchange(&send, nullptr), Error);
-    EXPECT_THROW(allreduce->exchange(&send, &recv_elsewhere), Error);
+    EXPECT_THROW(allreduce->run(data, nullptr, sizeof data, *stream), Error);
+    EXPECT_THROW(allreduce->run(nullptr, data, sizeof data, *stream), Error);
     Group group(test::world_size(), Collective::broadcast);
     auto broadcast =
         make_mpi_host_collective(group.comm, Collective::broadcast, ReduceType::float32, options);
-    if (group.placement.group_rank != 0) EXPECT_THROW(broadcast->exchange(&send, &recv), Error);
-    if (group.placement.group_rank == 0) EXPECT_THROW(broadcast->exchange(nullptr, &recv), Error);
+    if (group.placement.group_rank != 0) {
+        EXPECT_THROW(broadcast->run(data, data, sizeof data, *stream), Error);
+    }
+    if (group.placement.group_rank == 0) {
+        EXPECT_THROW(broadcast->run(nullptr, data, sizeof data, *stream), Error);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// The slot protocol over a collective, as the pipeline drives it: the root writes where acquire
+// says and publishes; every receiver (the root too, in a group of one) awaits and releases. Two
+// slots, reused; the root's A and the receive on two streams, as with overlap.
+TEST(CpuCollectives, TheSlotProtocolCarriesBroadcastsThroughReusedSlots) {
+    for (const int n : group_sizes()) {
+        const PairPlacement p = place_groups(test::world_rank(), test::world_size(), n,
+                                             Collective::broadcast, kMaxAllreduceGroup);
+        MPI_Comm group = MPI_COMM_NULL;
+        MPI_Comm_split(MPI_COMM_WORLD, p.group, p.group_rank, &group);
+        auto device = make_host_device(kTimeout);
+        constexpr std::size_t kBytes = 1003;
+        TransportOptions options{kBytes, 1 << 20, kTimeout};
+        options.slots = 2;
+        auto transport = make_collective_transport(
+            make_mpi_host_collective(group, Collective::broadcast, ReduceType::float32, options), p,
+            *device, options);
+        MPI_Comm_free(&group);
+        auto produce = device->make_stream(false, "producer");
+        auto receive = device->make_stream(true, "comm");
+        for (int m = 0; m < 5; ++m) {
+            const std::size_t k = static_cast<std::size_t>(m) % options.slots;
+            if (p.role != Role::consumer) {
+                auto* out = static_cast<std::uint8_t*>(transport->acquire(k, *produce));
+                produce->synchronize();
+                for (std::size_t i = 0; i < kBytes; ++i) out[i] = pattern(i, m, p.group);
+                transport->publish(k, *produce);
+            }
+            if (p.role != Role::producer) {
+                const auto* in = static_cast<const std::uint8_t*>(transport->await(k, *receive));
+                receive->synchronize();
+                std::size_t wrong = 0;
+                for (std::size_t i = 0; i < kBytes; ++i) wrong += in[i] != pattern(i, m, p.group);
+                EXPECT_EQ(wrong, 0u) << "group of " << n << ", message " << m;
+                transport->release(k, *receive);
+            }
+            produce->synchronize();
+            receive->synchronize();
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
 }
 
 }  // namespace

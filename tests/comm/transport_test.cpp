@@ -1,7 +1,7 @@
-// The CPU path's transports through Transport::exchange, under mpirun: -np 2 sends from rank 0
-// to rank 1, -np 1 sends a rank to itself (both sides in one exchange, on two streams). Each
-// message is a pattern the receiver checks byte for byte, into a buffer poisoned first. The ipc
-// transport's messages land in its own slots, which the receiver releases.
+// The CPU path's transports through the slot protocol (acquire, publish, await, release), under
+// mpirun: -np 2 sends from rank 0 to rank 1, -np 1 sends a rank to itself (both sides, on two
+// streams). Each message is a pattern the receiver checks byte for byte, in slots poisoned
+// first; the receiver releases each slot before its next use.
 #include "comm/transport.hpp"
 
 #include <gtest/gtest.h>
@@ -39,52 +39,55 @@ struct Case {
     std::string name;
     std::size_t bytes;
     std::size_t chunk;
-    std::function<std::unique_ptr<Transport>(Device&, const TransportOptions&)> make;
+    std::function<std::unique_ptr<Transport>(const PairPlacement&, Device&,
+                                             const TransportOptions&)>
+        make;
 };
 
-// Sends `messages` messages of case `c` one after another on the same streams and buffers, as
-// the pipeline's slots are reused: each must arrive whole and in order.
+// Sends `messages` messages of case `c` one after another through two slots, as the pipeline
+// reuses them: each must arrive whole and in order. A slot the receiver has read is released
+// before its next use.
 void exchange_messages(const Case& c, int messages) {
-    const int rank = world(MPI_Comm_rank);
-    const int size = world(MPI_Comm_size);
-    const bool sender = rank == 0;
-    const bool receiver = size == 1 || rank == 1;
-    const int peer = size == 1 ? 0 : 1 - rank;
+    const PairPlacement placement = place_pairs(world(MPI_Comm_rank), world(MPI_Comm_size), false);
+    const bool sender = placement.role != Role::consumer;
+    const bool receiver = placement.role != Role::producer;
     auto device = make_host_device(kTimeout);
-    const TransportOptions options{c.bytes, c.chunk, kTimeout};
-    auto transport = c.make(*device, options);
+    TransportOptions options{c.bytes, c.chunk, kTimeout};
+    options.slots = 2;
+    auto transport = c.make(placement, *device, options);
     auto send_stream = device->make_stream(false, "send");
     auto recv_stream = device->make_stream(true, "recv");
-    Buffer out = device->allocate(c.bytes + 1);
-    Buffer in = device->allocate(c.bytes + 1);
-    auto* out_bytes = static_cast<std::uint8_t*>(out.data());
-    auto* in_bytes = static_cast<std::uint8_t*>(in.data());
     for (int m = 0; m < messages; ++m) {
+        const std::size_t k = static_cast<std::size_t>(m) % options.slots;
         if (sender) {
-            for (std::size_t i = 0; i < c.bytes; ++i) out_bytes[i] = pattern(i, m);
+            auto* out = static_cast<std::uint8_t*>(transport->acquire(k, *send_stream));
+            send_stream->synchronize();
+            for (std::size_t i = 0; i < c.bytes; ++i) out[i] = pattern(i, m);
+            transport->publish(k, *send_stream);
         }
-        std::memset(in_bytes, 0xee, c.bytes + 1);  // one byte past the message stays untouched
-        const SendSide send{out.data(), c.bytes, peer, *send_stream, static_cast<std::size_t>(m)};
-        const RecvSide recv{in.data(), c.bytes, peer, *recv_stream, static_cast<std::size_t>(m)};
-        transport->exchange(sender ? &send : nullptr, receiver ? &recv : nullptr);
+        if (receiver) {
+            const auto* in = static_cast<const std::uint8_t*>(transport->await(k, *recv_stream));
+            recv_stream->synchronize();
+            std::size_t wrong = 0;
+            for (std::size_t i = 0; i < c.bytes; ++i) wrong += in[i] != pattern(i, m);
+            EXPECT_EQ(wrong, 0u) << c.name << ": message " << m << " of " << c.bytes << " bytes";
+            transport->release(k, *recv_stream);
+        }
         send_stream->synchronize();
         recv_stream->synchronize();
-        if (receiver) {
-            std::size_t wrong = 0;
-            for (std::size_t i = 0; i < c.bytes; ++i) wrong += in_bytes[i] != pattern(i, m);
-            EXPECT_EQ(wrong, 0u) << c.name << ": message " << m << " of " << c.bytes << " bytes";
-            EXPECT_EQ(in_bytes[c.bytes], 0xee) << c.name << ": wrote past the message";
-        }
         MPI_Barrier(MPI_COMM_WORLD);
     }
 }
 
 std::vector<Case> cases() {
-    auto host = [](Device&, const TransportOptions& o) {
-        return make_mpi_host_transport(MPI_COMM_WORLD, o);
+    auto host = [](const PairPlacement& p, Device& d, const TransportOptions& o) {
+        return make_mpi_host_transport(MPI_COMM_WORLD, p, d, o);
     };
-    auto staged = [](Device& d, const TransportOptions& o) {
-        return make_mpi_staged_transport(MPI_COMM_WORLD, d, o);
+    auto staged = [](const PairPlacement& p, Device& d, const TransportOptions& o) {
+        return make_mpi_staged_transport(MPI_COMM_WORLD, p, d, o);
+    };
+    auto ipc = [](const PairPlacement& p, Device& d, const TransportOptions& o) {
+        return make_ipc_transport(MPI_COMM_WORLD, p, d, o);
     };
     return {
         {"host, one piece", 10007, 1 << 20, host},
@@ -92,6 +95,7 @@ std::vector<Case> cases() {
         {"staged, one piece", 10007, 1 << 20, staged},
         {"staged, pieces with a tail", 100003, 4096, staged},
         {"staged, pieces of one byte", 37, 1, staged},
+        {"ipc", 10007, 1 << 20, ipc},
     };
 }
 
@@ -109,9 +113,11 @@ TEST(CpuTransports, AnEmptyMessageCompletes) {
 
 TEST(CpuTransports, NamesSayWhatTheyAre) {
     auto device = make_host_device(kTimeout);
+    const PairPlacement placement = place_pairs(world(MPI_Comm_rank), world(MPI_Comm_size), false);
     const TransportOptions options{64, 64, kTimeout};
-    EXPECT_EQ(make_mpi_host_transport(MPI_COMM_WORLD, options)->name(), "mpi (host memory)");
-    EXPECT_EQ(make_mpi_staged_transport(MPI_COMM_WORLD, *device, options)->name(),
+    EXPECT_EQ(make_mpi_host_transport(MPI_COMM_WORLD, placement, *device, options)->name(),
+              "mpi (host memory)");
+    EXPECT_EQ(make_mpi_staged_transport(MPI_COMM_WORLD, placement, *device, options)->name(),
               "mpi (host-staged)");
 }
 
@@ -121,34 +127,35 @@ struct IpcPair {
     explicit IpcPair(std::size_t bytes, std::size_t slots, bool skip_reuse_wait = false)
         : rank(world(MPI_Comm_rank)),
           placement(place_pairs(rank, world(MPI_Comm_size), false)),
-          device(make_host_device(kTimeout)) {
+          device(make_host_device(kTimeout)),
+          landed(slots, nullptr) {
         TransportOptions options{bytes, bytes, kTimeout};
         options.slots = slots;
         options.debug_skip_reuse_wait = skip_reuse_wait;
         transport = make_ipc_transport(MPI_COMM_WORLD, placement, *device, options);
         send_stream = device->make_stream(false, "send");
         recv_stream = device->make_stream(true, "recv");
-        out = device->allocate(bytes);
     }
     bool sender() const { return placement.role != Role::consumer; }
     bool receiver() const { return placement.role != Role::producer; }
 
+    // The producer writes message m where slot k's next tensor goes, and sends it.
+    void send(int m, std::size_t k, std::size_t bytes) {
+        auto* out = static_cast<std::uint8_t*>(transport->acquire(k, *send_stream));
+        send_stream->synchronize();  // what A would wait for
+        for (std::size_t i = 0; i < bytes; ++i) out[i] = pattern(i, m);
+        transport->publish(k, *send_stream);
+    }
     // Queues message m into slot k on this rank's side(s).
     void exchange(int m, std::size_t k, std::size_t bytes) {
-        auto* out_bytes = static_cast<std::uint8_t*>(out.data());
-        if (sender()) {
-            send_stream->synchronize();  // the previous message has left `out`
-            for (std::size_t i = 0; i < bytes; ++i) out_bytes[i] = pattern(i, m);
-        }
-        const SendSide send{out.data(), bytes, placement.peer, *send_stream, k};
-        const RecvSide recv{transport->receive_slot(k), bytes, placement.peer, *recv_stream, k};
-        transport->exchange(sender() ? &send : nullptr, receiver() ? &recv : nullptr);
+        if (sender()) send(m, k, bytes);
+        if (receiver())
+            landed[k] = static_cast<const std::uint8_t*>(transport->await(k, *recv_stream));
     }
     // Bytes of slot k (consumer) that differ from message m.
     std::size_t wrong_in_slot(std::size_t k, int m, std::size_t bytes) {
-        const auto* slot = static_cast<const std::uint8_t*>(transport->receive_slot(k));
         std::size_t wrong = 0;
-        for (std::size_t i = 0; i < bytes; ++i) wrong += slot[i] != pattern(i, m);
+        for (std::size_t i = 0; i < bytes; ++i) wrong += landed[k][i] != pattern(i, m);
         return wrong;
     }
 
@@ -157,7 +164,7 @@ struct IpcPair {
     std::unique_ptr<Device> device;
     std::unique_ptr<Transport> transport;
     std::unique_ptr<Stream> send_stream, recv_stream;
-    Buffer out;
+    std::vector<const std::uint8_t*> landed;  // where each slot's last message landed
 };
 
 TEST(CpuIpc, MessagesLandInTheirSlotsWholeAndInOrder) {
@@ -187,14 +194,8 @@ void second_message_into_one_slot(bool skip_reuse_wait) {
     IpcPair pair(kBytes, 1, skip_reuse_wait);
     pair.exchange(0, 0, kBytes);
     if (pair.receiver()) pair.recv_stream->synchronize();
-    MPI_Barrier(MPI_COMM_WORLD);  // message 0 is in the slot
-    if (pair.sender()) {
-        const SendSide send{pair.out.data(), kBytes, pair.placement.peer, *pair.send_stream, 0};
-        pair.send_stream->synchronize();
-        auto* out_bytes = static_cast<std::uint8_t*>(pair.out.data());
-        for (std::size_t i = 0; i < kBytes; ++i) out_bytes[i] = pattern(i, 1);
-        pair.transport->exchange(&send, nullptr);  // held until slot 0 is released
-    }
+    MPI_Barrier(MPI_COMM_WORLD);                 // message 0 is in the slot
+    if (pair.sender()) pair.send(1, 0, kBytes);  // held until slot 0 is released
     // Without the wait the copy is done once the send stream is; with it, the stream is held,
     // and a copy that wrongly went ahead would be there after a while.
     if (skip_reuse_wait && pair.sender()) pair.send_stream->synchronize();
@@ -208,9 +209,7 @@ void second_message_into_one_slot(bool skip_reuse_wait) {
             EXPECT_EQ(still_first, 0u) << "the second copy did not wait for the release";
         }
         pair.transport->release(0, *pair.recv_stream);
-        const RecvSide recv{pair.transport->receive_slot(0), kBytes, pair.placement.peer,
-                            *pair.recv_stream, 0};
-        pair.transport->exchange(nullptr, &recv);
+        pair.transport->await(0, *pair.recv_stream);
         pair.recv_stream->synchronize();
         EXPECT_EQ(pair.wrong_in_slot(0, 1, kBytes), 0u) << "the second message after the release";
     }

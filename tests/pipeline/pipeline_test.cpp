@@ -37,15 +37,21 @@ struct Rig {
     explicit Rig(const Config& c)
         : config(c),
           placement(place_pairs(test::world_rank(), test::world_size(), false)),
+          spec(pipeline_spec(config, placement)),
           device(make_host_device(config.timeout())),
-          transport(make_mpi_host_transport(
-              MPI_COMM_WORLD, {config.tensor_bytes(), config.chunk, config.timeout()})),
-          pipeline(config, *device, *transport, placement, MPI_COMM_WORLD) {}
+          transport(make_mpi_host_transport(MPI_COMM_WORLD, placement, *device, options(config))),
+          pipeline(spec, *device, *transport, placement.role, MPI_COMM_WORLD) {}
+    static TransportOptions options(const Config& c) {
+        TransportOptions o{c.tensor_bytes(), c.chunk, c.timeout()};
+        o.slots = static_cast<std::size_t>(c.depth);
+        return o;
+    }
     bool producer() const { return placement.role != Role::consumer; }
     bool consumer() const { return placement.role != Role::producer; }
 
     Config config;
     PairPlacement placement;
+    PipelineSpec spec;
     std::unique_ptr<Device> device;
     std::unique_ptr<Transport> transport;
     Pipeline pipeline;
@@ -96,8 +102,7 @@ TEST(PassLoop, AFullPassTimesAndVerifiesEveryStep) {
 
 TEST(PassLoop, TheCallbackStopsThePassAfterItsStep) {
     Rig rig(small_config());
-    const PassResult r =
-        rig.pipeline.run(true, nullptr, [](std::int64_t s) { return s == 4; });
+    const PassResult r = rig.pipeline.run(true, nullptr, [](std::int64_t s) { return s == 4; });
     EXPECT_EQ(r.end_step, 5);
     for (std::size_t s = 0; s < 9; ++s) {
         // Steps after the stop never ran: no times at all.
@@ -200,10 +205,11 @@ TEST(PassLoop, MemoryIsTheSlotsOfTheRanksRoles) {
     const std::uint64_t tensor = rig.config.tensor_bytes();
     const std::uint64_t slots = 2 * tensor;  // depth 2
     // Producers: A's send slots; consumers: receive and result slots and C's buffer.
-    const std::uint64_t expected = (rig.producer() ? slots : 0) +
-                                   (rig.consumer() ? 2 * slots + 512 * 4 : 0);
-    EXPECT_GE(rig.pipeline.device_bytes(), expected);
-    EXPECT_LT(rig.pipeline.device_bytes(), expected + 4096);  // and little besides
+    const std::uint64_t expected =
+        (rig.producer() ? slots : 0) + (rig.consumer() ? 2 * slots + 512 * 4 : 0);
+    const MemoryPlan plan = plan_memory(rig.spec, rig.placement.role, true);
+    EXPECT_GE(plan.device_bytes(), expected);
+    EXPECT_LT(plan.device_bytes(), expected + 4096);  // and little besides
 }
 
 }  // namespace

@@ -1,0 +1,109 @@
+// Graphs.
+//
+// A graph holds G consecutive steps whose first is a multiple of G, so ring slot and tensor slot
+// repeat from one graph to the next: one capture per ring position serves every launch there
+// (R / G of them), in two variants, timed and untimed (step_timer.cpp). Every graph is launched
+// on one stream, so each runs whole after the one before: a wait on a slot's previous reader in
+// an earlier graph is implied, and the ordering events inside are edges of the graph (the
+// transport is told the streams are idle before each capture, so it names only those). What
+// crosses a graph's edge: the timing events (event nodes: the host reads them, the io stream
+// waits on a step's end), and y_free, waited on the launch stream before the launch.
+//
+// Cycle words: the kernels read their step as a word in device memory plus their offset in the
+// cycle of R steps (StepArg). The word holds the cycle's first step, and the graph at the cycle's
+// last ring position copies the next cycle's there, from where the host wrote it, after every
+// kernel of the cycle has read it. So a graph has no node for its step but once a cycle: on an
+// H200 at 4 KiB, a copy node costs a graph about 2 us wherever it sits (8.9 us bare, 11.0 with a
+// copy node per step), and a word the kernels read from pinned host memory costs 11.6 us.
+#include "pipeline/graph_set.hpp"
+
+
+#include "runtime/nvtx.hpp"
+
+namespace gpurelay {
+GraphSet::GraphSet(const PipelineSpec& spec, Device& device, std::size_t ring)
+    : spec_(spec), device_(device), ring_(ring) {
+    if (!spec.graphs) return;
+    host_words_ = device.allocate_host(2 * sizeof(std::uint64_t));
+    device_word_ = device.allocate(2 * sizeof(std::uint64_t));
+}
+
+std::uint64_t* GraphSet::host_word(bool next) const {
+    return host_words_.as<std::uint64_t>().data() + (next ? 1 : 0);
+}
+
+StepArg GraphSet::step_arg(std::int64_t s) const {
+    return {device_word_.as<std::uint64_t>().data(), static_cast<std::uint64_t>(s) % ring_};
+}
+
+std::size_t GraphSet::index(std::int64_t first, bool timed) const {
+    return static_cast<std::size_t>(first) % ring_ / static_cast<std::size_t>(spec_.graph_steps) *
+               2 +
+           (timed ? 1 : 0);
+}
+
+template <typename T>
+void GraphSet::capture(StepSchedule& schedule, StepTimer& timer, Transport& transport,
+                       PassResult& result) {
+    const NvtxRange range("capture step graphs", info(Phase::graph).colour);
+    const double start = now_ms();
+    const std::int64_t g = spec_.graph_steps;
+    const PassPlan& plan = schedule.plan();
+    const std::vector<Stream*> joined(plan.graph_streams.begin() + 1, plan.graph_streams.end());
+    graphs_.clear();
+    graphs_.resize(2 * ring_ / static_cast<std::size_t>(g));
+    for (std::int64_t first = 0; first < static_cast<std::int64_t>(ring_); first += g) {
+        for (const bool timed : {false, true}) {
+            if (spec_.timing == (timed ? Timing::steps : Timing::phases)) continue;
+            transport.streams_idle();
+            auto capture = device_.begin_capture(*plan.graph_streams.front(), joined);
+            schedule.set_capturing(true);
+            timer.begin_capture(first, timed);
+            for (std::int64_t s = first; s < first + g; ++s) schedule.step<T>(s, step_arg(s));
+            if (first + g == static_cast<std::int64_t>(ring_)) {
+                // The next cycle's first step, after every kernel of this one on the last stream.
+                device_.copy_async(device_word_.data(), host_word(true), sizeof(std::uint64_t),
+                                   *plan.last);
+            }
+            graphs_[index(first, timed)] = capture->finish();
+            timer.end_capture();
+            schedule.set_capturing(false);
+            ++result.graphs_captured;
+        }
+    }
+    transport.streams_idle();
+    result.capture_ms += now_ms() - start;
+}
+
+void GraphSet::launch(std::int64_t s, bool entering, StepSchedule& schedule, StepTimer& timer,
+                      std::uint64_t& next_row, PassResult& result) {
+    const std::int64_t g = spec_.graph_steps;
+    const bool timed = timer.unit_timed(s);
+    Stream& stream = launch_stream(schedule.plan());
+    if (entering) {
+        // No graph before this one set the cycle's first step.
+        *host_word(false) = static_cast<std::uint64_t>(s) - static_cast<std::uint64_t>(s) % ring_;
+        device_.copy_async(device_word_.data(), host_word(false), sizeof(std::uint64_t), stream);
+    }
+    // The cycle's last graph copies the next cycle's first step. Safe to overwrite: that graph's
+    // copy R steps before has run, since a later end event on the same stream has been retired
+    // (pass_loop.cpp retires up to s + G - 1 - R + C).
+    if ((s + g) % static_cast<std::int64_t>(ring_) == 0) {
+        *host_word(true) = static_cast<std::uint64_t>(s + g);
+    }
+    timer.begin_unit(s, timed);
+    for (std::int64_t j = s; j < s + g; ++j) schedule.wait_y_free(j, stream);
+    if constexpr (nvtx::kBuilt) {
+        nvtx::push_step(info(Phase::graph).range, info(Phase::graph).colour, s, s < spec_.warmup);
+    }
+    graphs_[index(s, timed)]->launch(stream);
+    if constexpr (nvtx::kBuilt) nvtx::pop();
+    timer.end_unit(s, stream);
+    result.graph_steps += g;
+    for (std::int64_t j = s; j < s + g; ++j) schedule.write_step(j, next_row);
+}
+
+template void GraphSet::capture<float>(StepSchedule&, StepTimer&, Transport&, PassResult&);
+template void GraphSet::capture<double>(StepSchedule&, StepTimer&, Transport&, PassResult&);
+
+}  // namespace gpurelay

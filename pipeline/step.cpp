@@ -1,0 +1,209 @@
+// One step, as the hardware runs it.
+//
+//   producer stream   acquire(k) ─ A: x ─ publish(k) ──────────────────────────┐
+//                                                                           (transport)
+//   comm stream                               await(k) ─ record arrived[k] ◄───┘
+//                                                              │
+//   compute stream    C ──────────────────────── wait arrived[k] ─ B: y = αx ─ release(k) ─ check C
+//                                                                   │
+//   io stream                                                 (y out, when written)
+//
+// Slot k = s mod depth. The transport keeps the rule that a slot is written again only after its
+// last reader (B) has released it, on whichever side writes it. A receive that only waits for the
+// producer's side (ipc, a rank sending to itself) goes on the compute stream after C instead.
+// Every call only queues work: the host waits nowhere in a step.
+#include "pipeline/step.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+
+template <typename T>
+void StepSchedule::producer_step(std::int64_t s, StepArg step) {
+    const std::size_t k = slot_of(s);
+    Stream& out = *plan_.produce;
+    void* x = transport_.acquire(k, out);
+    {
+        PhaseScope a(timer_, Phase::a, s, out);
+        launch_a(Span<T>{static_cast<T*>(x), spec_.elements}, step, spec_.seed, out, spec_.a_form);
+    }
+    {
+        PhaseScope send(timer_, Phase::send, s, out);
+        transport_.publish(k, out);
+    }
+    if (!consumer_) timer_.end_step(s, out);
+}
+
+template <typename T>
+void StepSchedule::consumer_step(std::int64_t s, StepArg step) {
+    const std::size_t k = slot_of(s);
+    Stream& compute = *compute_;
+    Counter* counts = counts_of(s);
+    const auto iterations = static_cast<std::uint32_t>(spec_.c_iterations);
+    const void* x = nullptr;
+    if (plan_.receive_first) {
+        PhaseScope recv(timer_, Phase::recv, s, *plan_.receive);
+        x = transport_.await(k, *plan_.receive);
+    }
+    if (plan_.receive != &compute) arrived_[k]->record(*plan_.receive);
+    {
+        PhaseScope c(timer_, Phase::c, s, compute, spec_.c_elements > 0);
+        if (spec_.c_elements > 0)
+            launch_c(c_.as<std::uint32_t>(), step, spec_.seed, iterations, compute);
+    }
+    {
+        // The GPU waits for the tensor, not the host; and for y's copy out before B overwrites it.
+        PhaseScope wait(timer_, Phase::wait, s, compute);
+        if (!plan_.receive_first) {
+            PhaseScope recv(timer_, Phase::recv, s, compute);
+            x = transport_.await(k, compute);
+        }
+        if (plan_.receive != &compute) compute.wait(*arrived_[k]);
+        wait_y_free(s, compute);
+    }
+    {
+        PhaseScope b(timer_, Phase::b, s, compute);
+        launch_b(Span<const T>{static_cast<const T*>(x), spec_.elements}, y_[k].as<T>(),
+                 static_cast<T>(spec_.alpha), step, spec_.seed, counts, compute, spec_.b_form);
+    }
+    transport_.release(k, compute);  // B was x's last reader
+    if (spec_.c_elements > 0) {
+        PhaseScope verify(timer_, Phase::verify, s, compute);
+        launch_verify_c(Span<const std::uint32_t>(c_.as<std::uint32_t>()), step, spec_.seed,
+                        iterations, counts + 1, compute);
+    }
+    timer_.end_step(s, compute);
+}
+
+template <typename T>
+void StepSchedule::step(std::int64_t s, StepArg step) {
+    if (producer_) producer_step<T>(s, step);
+    if (consumer_) consumer_step<T>(s, step);
+}
+
+void StepSchedule::write_step(std::int64_t s, std::uint64_t& next_row) {
+    if (!plan_.writes(s)) return;
+    const std::size_t k = slot_of(s);
+    const RowSink::Slot row = plan_.sink->acquire();
+    io_->wait(timer_.end_event(s));  // B has written y
+    {
+        PhaseScope write(timer_, Phase::write, s, *io_);
+        device_.copy_async(row.host, y_[k].data(), spec_.bytes, *io_);
+    }
+    row.ready->record(*io_);
+    y_free_[k]->record(*io_);
+    y_pending_[k] = true;
+    plan_.sink->submit(row, next_row++, s);
+}
+
+// While capturing, the graph's launch makes these waits (graph_set.cpp).
+void StepSchedule::wait_y_free(std::int64_t s, Stream& stream) {
+    const std::size_t k = slot_of(s);
+    if (plan_.capturing || !y_pending_[k]) return;
+    stream.wait(*y_free_[k]);
+    y_pending_[k] = false;
+}
+
+// --- Set-up -------------------------------------------------------------------------------------
+
+StepSchedule::StepSchedule(const PipelineSpec& spec, Device& device, Transport& transport,
+                           Role role, StepTimer& timer, std::size_t ring,
+                           const std::string& rank_label)
+    : spec_(spec),
+      device_(device),
+      transport_(transport),
+      timer_(timer),
+      producer_(role != Role::consumer),
+      consumer_(role != Role::producer),
+      depth_(static_cast<std::size_t>(spec.depth)),
+      ring_(ring) {
+    const auto label = [&](const char* what) { return rank_label + ": " + what; };
+    if (producer_) producer_stream_ = device.make_stream(false, label("producer stream"));
+    if (!consumer_) return;
+    // The comm stream gets the higher priority: the compute stream's B waits on it, and C must
+    // not delay the transfer it is meant to hide.
+    comm_ = device.make_stream(true, label("comm stream"));
+    compute_ = device.make_stream(false, label("compute stream"));
+    io_ = device.make_stream(false, label("io stream"));
+    for (std::size_t k = 0; k < depth_; ++k) {
+        y_.push_back(device.allocate(spec.bytes));
+        // NaN bytes, so a y that B never wrote is a mismatch rather than a stale right answer.
+        device.fill_async(y_.back().data(), 0xff, spec.bytes, *compute_);
+        arrived_.push_back(device.make_event(EventUse::ordering));
+        y_free_.push_back(device.make_event(EventUse::ordering));
+    }
+    y_pending_.assign(depth_, false);
+    c_ = device.allocate(spec.c_elements * sizeof(std::uint32_t));
+    // B and C's check add their mismatches here, in the step's ring slot: host memory the kernels
+    // write directly (pinned, so mapped on a GPU), read and zeroed by the host when it retires
+    // the step, so a step needs no memset and no copy.
+    counts_ = device.allocate_host(ring * 2 * sizeof(Counter));
+    std::memset(counts_.data(), 0, counts_.bytes());
+    compute_->synchronize();
+}
+
+PassPlan& StepSchedule::begin_pass(bool overlap, RowSink* sink, std::int64_t first_step,
+                                   std::int64_t timed_from) {
+    plan_ = PassPlan{};
+    plan_.spec = &spec_;
+    plan_.overlap = overlap;
+    plan_.first_step = first_step;
+    plan_.timed_from = timed_from;
+    plan_.sink = consumer_ ? sink : nullptr;
+    plan_.produce = producer_stream_.get();
+    plan_.compute = compute_.get();
+    plan_.last = consumer_ ? compute_.get() : producer_stream_.get();
+    if (consumer_) {
+        const bool waits = transport_.receive_waits();
+        plan_.receive_first = !(overlap && waits);
+        plan_.receive = overlap && !waits ? comm_.get() : compute_.get();
+        plan_.times_receive = !waits;
+    }
+    if (producer_) plan_.graph_streams.push_back(producer_stream_.get());
+    if (consumer_ && plan_.receive != compute_.get()) plan_.graph_streams.push_back(comm_.get());
+    if (consumer_) plan_.graph_streams.push_back(compute_.get());
+    return plan_;
+}
+
+Counter* StepSchedule::counts_of(std::int64_t s) {
+    return counts_.as<Counter>().data() + 2 * (static_cast<std::size_t>(s) % ring_);
+}
+
+void StepSchedule::read_counts(std::int64_t s, PassResult& result) {
+    if (!consumer_) return;
+    Counter* counts = counts_of(s);
+    result.x_mismatches[static_cast<std::size_t>(s)] = counts[0];
+    result.c_mismatches[static_cast<std::size_t>(s)] = counts[1];
+    counts[0] = counts[1] = 0;
+}
+
+template <typename T>
+void StepSchedule::spot_check_last(PassResult& result) {
+    // Spot-check samples taken on the host from the last tensor of a pass.
+    constexpr std::uint64_t kSpotSamples = 4096;
+    if (!consumer_) return;
+    const std::int64_t last = result.end_step - 1;
+    Buffer host = device_.allocate_host(spec_.bytes);
+    device_.copy_async(host.data(), y_[slot_of(last)].data(), spec_.bytes, *compute_);
+    compute_->synchronize();
+    result.spot_checked += std::min<std::uint64_t>(kSpotSamples, spec_.elements);
+    result.spot_mismatches +=
+        spot_check_y(Span<const T>(host.as<T>()), static_cast<T>(spec_.alpha),
+                     static_cast<std::uint64_t>(last), spec_.seed, kSpotSamples, spec_.b_form);
+}
+
+void StepSchedule::synchronize_all() {
+    for (Stream* stream : {producer_stream_.get(), comm_.get(), compute_.get(), io_.get()}) {
+        if (stream != nullptr) stream->synchronize();
+    }
+}
+
+template void StepSchedule::step<float>(std::int64_t, StepArg);
+template void StepSchedule::step<double>(std::int64_t, StepArg);
+template void StepSchedule::spot_check_last<float>(PassResult&);
+template void StepSchedule::spot_check_last<double>(PassResult&);
+
+}  // namespace gpurelay

@@ -1,0 +1,73 @@
+// The schedule of one step, and what it owns: the streams, the consumer's y slots and counts, and
+// C's buffer (the tensor slots are the transport's). step.cpp holds the whole schedule.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "pipeline/plan.hpp"
+#include "pipeline/step_timer.hpp"
+
+namespace gpurelay {
+
+class StepSchedule {
+  public:
+    StepSchedule(const PipelineSpec& spec, Device& device, Transport& transport, Role role,
+                 StepTimer& timer, std::size_t ring, const std::string& rank_label);
+
+    // The plan of a pass (the schedule follows it until the next).
+    PassPlan& begin_pass(bool overlap, RowSink* sink, std::int64_t first_step,
+                         std::int64_t timed_from);
+    const PassPlan& plan() const { return plan_; }
+    // While graphs are captured: the waits a graph's launch makes for it are left out.
+    void set_capturing(bool capturing) { plan_.capturing = capturing; }
+
+    // Queues step s: the producer's part, then the consumer's, as this rank plays them. `step` is
+    // the step as the kernels read it (s itself, or a graph's cycle word and offset).
+    template <typename T>
+    void step(std::int64_t s, StepArg step);
+    // Queues the copy of step s's y to the sink, when this rank writes it (always eager: which
+    // steps are written varies, and the sink's buffers come from it).
+    void write_step(std::int64_t s, std::uint64_t& next_row);
+    // Before B of step s overwrites y slot s mod depth: the io stream's copy of it, if any, is
+    // done.
+    void wait_y_free(std::int64_t s, Stream& stream);
+
+    // Step s's mismatch counts, once its work is done, into `result` (and zeroed for the ring
+    // slot's next step).
+    void read_counts(std::int64_t s, PassResult& result);
+    // The host's own check of the pass's last y.
+    template <typename T>
+    void spot_check_last(PassResult& result);
+    // The host blocks until every stream of this rank is idle.
+    void synchronize_all();
+    bool producer() const { return producer_; }
+    bool consumer() const { return consumer_; }
+
+  private:
+    template <typename T>
+    void producer_step(std::int64_t s, StepArg step);
+    template <typename T>
+    void consumer_step(std::int64_t s, StepArg step);
+    std::size_t slot_of(std::int64_t s) const { return static_cast<std::size_t>(s) % depth_; }
+    Counter* counts_of(std::int64_t s);
+
+    const PipelineSpec& spec_;
+    Device& device_;
+    Transport& transport_;
+    StepTimer& timer_;
+    bool producer_, consumer_;
+    std::size_t depth_, ring_;
+    PassPlan plan_;
+    std::vector<Buffer> y_;
+    Buffer c_, counts_;
+    // Per tensor slot: the receive is in (comm to compute stream), and the io stream has copied y
+    // out (with whether such a copy is pending).
+    std::vector<std::unique_ptr<Event>> arrived_, y_free_;
+    std::vector<bool> y_pending_;
+    // After the buffers: destroyed first, so no stream's queued work outlives what it uses.
+    std::unique_ptr<Stream> producer_stream_, comm_, compute_, io_;
+};
+
+}  // namespace gpurelay

@@ -1,0 +1,121 @@
+// The step timer: the events that time a step's phases and its end, in a ring of R sets read back
+// about R steps later, and the NVTX ranges. The schedule opens one PhaseScope per phase; what the
+// timing mode, retire groups and graph captures change is decided here, never in the schedule.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "pipeline/pipeline.hpp"
+#include "pipeline/plan.hpp"
+
+namespace gpurelay {
+
+// Steps [first, last] whose work is known to be done (first > last: none).
+struct RetiredSteps {
+    std::int64_t first = 0, last = -1;
+};
+
+class StepTimer {
+  public:
+    StepTimer(Device& device, const PipelineSpec& spec, Role role, std::size_t ring);
+
+    // A new pass: its timing mode from the spec (auto times every phase until decide_timing).
+    void begin_pass(const PassPlan& plan);
+    // timing = auto, at the first timed step (every stream idle): sampled when the slowest
+    // rank's warm-up steps were short. Collective over `comm`.
+    void decide_timing(double warm_ms, MPI_Comm comm, PassResult& result);
+    Timing timing() const { return timing_; }
+    std::int64_t timing_every() const { return timing_ == Timing::sampled ? every_ : 0; }
+
+    // Eager step s, about to be queued: whether it times its phases and records its end event.
+    void begin_step(std::int64_t s);
+    // The unit of graph steps from s, about to be launched as the timed or untimed graph.
+    void begin_unit(std::int64_t s, bool timed);
+    // After an untimed unit's launch on `stream`: its end event, where its retire group ends.
+    void end_unit(std::int64_t s, Stream& stream);
+    // Whether the graph of the steps from `first` is the timed one.
+    bool unit_timed(std::int64_t first) const;
+    // While capturing the graph of the steps from `first`: what its steps record.
+    void begin_capture(std::int64_t first, bool timed);
+    void end_capture();
+
+    // The last of step s's work on `stream`, the rank's last stream: its end event, if it records
+    // one.
+    void end_step(std::int64_t s, Stream& stream);
+    // Step s's end event (the io stream waits on it before copying y out).
+    Event& end_event(std::int64_t s) { return *marks_[slot(s)].end; }
+    // A stop after step `last` inside a retire group: the group's end, recorded now on `stream`.
+    void stop_after(std::int64_t last, Stream& stream);
+    // Reads step s's times, when s ends a group (blocking until it has run): the steps retired.
+    RetiredSteps retire(std::int64_t s, PassResult& result);
+
+  private:
+    friend class PhaseScope;
+    // One set of events per ring slot: a start and an end per timed phase of this rank's roles,
+    // and the step's end.
+    struct Marks {
+        std::array<std::unique_ptr<Event>, 2 * kPhaseCount> phase;
+        std::unique_ptr<Event> end;
+        bool phases = false;      // the step in this slot records its phase events
+        std::int64_t covers = 1;  // steps its end event retires (0: its group ends later)
+        bool late = false;        // its end was recorded by stop_after: no period
+    };
+    std::size_t slot(std::int64_t s) const { return static_cast<std::size_t>(s) % marks_.size(); }
+    bool phase_timed(std::int64_t s) const;
+    bool needs_own_end(std::int64_t s, bool unit) const;
+    bool ends_group(std::int64_t s, bool unit) const;
+    void mark_ends(std::int64_t s, std::int64_t n, bool each, bool last);
+    // Where a PhaseScope records: the phase's start or end event of step s, or null.
+    Event* phase_event(Phase phase, std::int64_t s, bool end);
+    bool ranges() const { return !capture_.active; }
+
+    Device& device_;
+    const PipelineSpec& spec_;
+    bool both_;  // the rank plays both roles
+    const PassPlan* plan_ = nullptr;
+    Timing timing_ = Timing::phases;
+    std::int64_t every_ = 0;
+    std::int64_t last_end_ = 0;  // the last step queued that records its end event
+    struct {
+        bool active = false, timed = false;
+        std::int64_t first = 0;
+    } capture_;
+    std::vector<Marks> marks_;
+};
+
+// One phase of one step on one stream, for the scope's lifetime: its event pair when the step
+// times its phases, and its NVTX range (on a host stream, opened and closed by the stream's own
+// thread in queue order, so it spans what the events time) unless `runs` is false (a phase that
+// queues nothing this run, such as C with c_elements = 0, is timed but shows no range).
+class PhaseScope {
+  public:
+    PhaseScope(StepTimer& timer, Phase phase, std::int64_t step, Stream& stream, bool runs = true);
+    ~PhaseScope();
+    PhaseScope(const PhaseScope&) = delete;
+    PhaseScope& operator=(const PhaseScope&) = delete;
+
+  private:
+    StepTimer& timer_;
+    Phase phase_;
+    std::int64_t step_;
+    Stream& stream_;
+    bool ranged_;
+};
+
+// The host's clock, in milliseconds: what the pass loop times its own work with.
+inline double now_ms() {
+    return std::chrono::duration<double, std::milli>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// Ring slots of timing events and host counters (step_timer.cpp says why so many).
+std::size_t timing_ring_size(const PipelineSpec& spec);
+// The most steps one end event retires.
+std::int64_t retire_group_steps(const PipelineSpec& spec);
+
+}  // namespace gpurelay
