@@ -144,7 +144,7 @@ def mpi_staged(folder):
     runs, ctx = bench(os.path.join(folder, "bench-transport.json"))
     rows = []
     for (fam, size), run in sorted(runs.items()):
-        if fam == "transport/mpi_staged_gpu" and size >= MIB:
+        if fam == "transport/mpi_staged_gpu" and size >= 64 * MIB:
             d2h, h2d = runs.get(("gpu/copy_d2h", size)), runs.get(("gpu/copy_h2d", size))
             rows.append([size_name(size), f"{run['bytes_per_second'] / 1e9:.2f}",
                          fmt(d2h and d2h["bytes_per_second"] / 1e9, 0),
@@ -196,7 +196,7 @@ def small_steps(folder):
         size = int(r["tensor_bytes"])
         if int(r["world_size"]) != 1 or r["transport"] != "nccl" or size > 16 * MIB \
                 or r["overlap"] != "on" or int(r["c_elements"]) > 1024 \
-                or tag.startswith(("small_mismatch", "small_graphs_")):
+                or r["timing"] == "phases" or tag.startswith(("small_mismatch", "small_graphs_")):
             continue
         graphs = r["graphs"] == "true"
         steps = int(r.get("graph_steps") or 1)
@@ -266,7 +266,7 @@ def collectives(folder):
     for pattern in ("broadcast", "allreduce"):
         mine = ours.get(f"collective_{pattern}_np1_nccl")
         for (fam, size), run in sorted(runs.items()):
-            if fam != f"transport/nccl_{pattern}_plain" or size < MIB:
+            if fam != f"transport/nccl_{pattern}_plain" or size < 16 * MIB:
                 continue
             cells = ["–", "–"]
             if mine and int(mine["tensor_bytes"]) == size:
@@ -308,14 +308,19 @@ def two_gpus(folder):
     runs, ctx = bench(os.path.join(folder, "bench-transport-pair.json"))
     sweep = runs_in(folder)
     by = {}
-    for r in sweep.values():
-        if r["transport"] == "nccl" and int(r["world_size"]) == 2 and r.get("transfer_gbps"):
+    for tag, r in sweep.items():
+        # The sweep's runs; pair_* are the calibrated-C runs, whose transfer C slows.
+        if tag.startswith("pair_") or r["transport"] != "nccl" or int(r["world_size"]) != 2:
+            continue
+        if r.get("transfer_gbps"):
             by[(int(r["tensor_bytes"]), int(r["depth"]))] = num(r["transfer_gbps"])
     rows = []
     for (fam, size), run in sorted(runs.items()):
         if fam == "transport/nccl_plain" and size >= 64 * KIB:
             plain = run["bytes_per_second"] / 1e9
             d2 = by.get((size, 2))
+            if not any(by.get((size, d)) for d in (1, 2, 4)):
+                continue
             rows.append([size_name(size), f"{plain:.1f}"] + [fmt(by.get((size, d)), 1) for d in (1, 2, 4)]
                         + [fmt(d2 and d2 / plain, 2)])
     if rows:
