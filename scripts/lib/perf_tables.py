@@ -13,7 +13,7 @@ again under MPS. It prints every table those files make, each between the marker
     <!-- end table NAME -->
 
 With --update DOC, it replaces instead each block of DOC whose NAME it could make, and leaves
-the others: after a device call, `scripts/lib/perf_tables.py DIR --update docs/PERFORMANCE.md`
+the others: after a run on the GPU machine, `scripts/lib/perf_tables.py DIR --update docs/PERFORMANCE.md`
 brings the document up to date. Each block ends with the date of its data and the commit it
 was measured on: --commit HASH, else the git hash the data carry (which is stale where the
 device's copy of the tree has no history of its own). --only keeps the named tables, for a
