@@ -1,6 +1,6 @@
 """The tables of docs/PERFORMANCE.md, made from a scripts/gpu-check output folder.
 
-usage: perf_tables.py DIR [--update DOC] [--commit HASH] [--only NAME,...]
+usage: python3 scripts/lib/perf_tables.py DIR [--update DOC] [--commit HASH] [--only NAME,...]
 
 DIR is what `scripts/gpu-check --out DIR` wrote (default outputs/gpu-check), or one of the
 folders under docs/results/. The script reads the benchmark JSON (bench-*.json), the runs'
@@ -13,7 +13,8 @@ again under MPS. It prints every table those files make, each between the marker
     <!-- end table NAME -->
 
 With --update DOC, it replaces instead each block of DOC whose NAME it could make, and leaves
-the others: after a run on the GPU machine, `scripts/lib/perf_tables.py DIR --update docs/PERFORMANCE.md`
+the others: after a run on the GPU machine,
+    python3 scripts/lib/perf_tables.py DIR --update docs/PERFORMANCE.md --commit HASH
 brings the document up to date. Each block ends with the date of its data and the commit it
 was measured on: --commit HASH, else the git hash the data carry (which is stale where the
 device's copy of the tree has no history of its own). --only keeps the named tables, for a
@@ -46,7 +47,9 @@ def num(value):
 
 
 def fmt(value, digits=3):
-    return "–" if value is None else f"{value:.{digits}g}" if digits < 0 else f"{value:.{digits}f}"
+    if value is None:
+        return "–"
+    return f"{value:.{digits}g}" if digits < 0 else f"{value:.{digits}f}"
 
 
 def table(header, rows):
@@ -106,7 +109,8 @@ def runs_in(folder):
             "c_iterations": c["c_iterations"], "overlap": c["overlap"],
             "time_per_step_ms": last["time_per_step_ms"],
             "time_per_step_no_overlap_ms": off[0]["time_per_step_ms"] if off else None,
-            "overlap_speedup": s.get("overlap_speedup"), "overlap_ideal_ms": s.get("overlap_ideal_ms"),
+            "overlap_speedup": s.get("overlap_speedup"),
+            "overlap_ideal_ms": s.get("overlap_ideal_ms"),
             "step_bound_ms": last.get("step_bound_ms"), "transfer_gbps": last.get("transfer_gbps"),
             "algbw_gbps": last.get("algbw_gbps"), "busbw_gbps": last.get("busbw_gbps"),
             "algbw_no_overlap_gbps": off[0].get("algbw_gbps") if off else None,
@@ -151,7 +155,8 @@ def mpi_staged(folder):
                          fmt(h2d and h2d["bytes_per_second"] / 1e9, 0)])
     if rows:
         yield "mpi-staged", table(["size", "staged MPI GB/s", "pinned D2H GB/s",
-                                   "pinned H2D GB/s"], rows), [ctx.get("date")], [ctx.get("gpurelay_git")]
+                                   "pinned H2D GB/s"], rows), \
+            [ctx.get("date")], [ctx.get("gpurelay_git")]
 
 
 def run_rows(runs, tags):
@@ -162,7 +167,8 @@ def run_rows(runs, tags):
         if r is None:
             continue
         rows.append([tag, r["world_size"], r["transport"], size_name(int(r["tensor_bytes"])),
-                     fmt(num(r["time_per_step_no_overlap_ms"]), 4), fmt(num(r["time_per_step_ms"]), 4),
+                     fmt(num(r["time_per_step_no_overlap_ms"]), 4),
+                     fmt(num(r["time_per_step_ms"]), 4),
                      fmt(num(r["overlap_speedup"]), 2), fmt(num(r["transfer_gbps"]), 0),
                      r["verified"]])
         dates.append(r["timestamp"])
@@ -184,7 +190,8 @@ def floors(folder):
              fmt(run.get("host_queue_us"), 2)] for (fam, size), run in sorted(runs.items())
             if fam.startswith("floor/") and size == 4 * KIB]
     if rows:
-        yield "floors", table(["floor variant", "tensor", "µs per step", "host queue µs"], rows), \
+        header = ["floor variant", "tensor", "µs per step", "host queue µs"]
+        yield "floors", table(header, rows), \
             [ctx.get("date")], [ctx.get("gpurelay_git")]
 
 
@@ -234,20 +241,23 @@ def ipc(folder):
                 continue
             copy = rate["gpu/copy_d2d"]
             ratio = [fmt(rate.get(f) and rate[f] / copy, 3) for f in
-                     ("transport/ipc_gpu", "transport/ipc_gpu_4slots", "transport/ipc_gpu_copy_only")]
+                     ("transport/ipc_gpu", "transport/ipc_gpu_4slots",
+                      "transport/ipc_gpu_copy_only")]
             rows.append([leg, size_name(size), f"{copy / 1e9:.0f}"] + ratio)
             dates.append(ctx.get("date"))
             hashes.append(ctx.get("gpurelay_git"))
         steps = runs_in(where)
         for elements, size in (("16Mi", "64 MiB"), ("64Mi", "256 MiB")):
-            ipc_run, mpi_run = steps.get(f"ipc_np2_ipc_{elements}"), steps.get(f"ipc_np2_mpi_{elements}")
+            ipc_run = steps.get(f"ipc_np2_ipc_{elements}")
+            mpi_run = steps.get(f"ipc_np2_mpi_{elements}")
             sm_run = steps.get(f"ipc_np2_ipcsm_{elements}")
             if not ipc_run or not mpi_run:
                 continue
             cells = [leg, size]
             for key in ("time_per_step_no_overlap_ms", "time_per_step_ms"):
                 cells += [fmt(num(ipc_run[key]), 3), fmt(sm_run and num(sm_run[key]), 3),
-                          fmt(num(mpi_run[key]), 2), f"{num(mpi_run[key]) / num(ipc_run[key]):.0f}×"]
+                          fmt(num(mpi_run[key]), 2),
+                          f"{num(mpi_run[key]) / num(ipc_run[key]):.0f}×"]
             step_rows.append(cells)
     if rows:
         yield "ipc-transfer", table(["ranks share the GPU", "size", "D2D copy GB/s",
@@ -274,7 +284,8 @@ def collectives(folder):
                 # row has only the overlapped pass, with C beside the collective.
                 for i, key in enumerate(("algbw_no_overlap_gbps", "algbw_gbps")):
                     if num(mine.get(key)):
-                        cells[i] = f"{num(mine[key]):.0f} ({num(mine[key]) / run['algbw_gbps']:.3f}×)"
+                        ratio = num(mine[key]) / run["algbw_gbps"]
+                        cells[i] = f"{num(mine[key]):.0f} ({ratio:.3f}×)"
             rows.append([pattern, size_name(size), f"{run['algbw_gbps']:.0f}"] + cells)
     if rows:
         yield "collectives", table(["collective", "size", "plain NCCL loop algbw GB/s",
@@ -321,7 +332,8 @@ def two_gpus(folder):
             d2 = by.get((size, 2))
             if not any(by.get((size, d)) for d in (1, 2, 4)):
                 continue
-            rows.append([size_name(size), f"{plain:.1f}"] + [fmt(by.get((size, d)), 1) for d in (1, 2, 4)]
+            rows.append([size_name(size), f"{plain:.1f}"]
+                        + [fmt(by.get((size, d)), 1) for d in (1, 2, 4)]
                         + [fmt(d2 and d2 / plain, 2)])
     if rows:
         yield "two-gpu-transfer", table(["size", "plain NCCL loop GB/s", "depth 1", "depth 2",

@@ -33,8 +33,9 @@ def main():
     with tempfile.TemporaryDirectory() as out:
         size = 64 * MIB
         write_bench(os.path.join(out, "bench-kernels.json"),
-                    [(f"gpu/copy_d2d/{size}/manual_time", 4.0e12), (f"gpu/a/{size}/manual_time", 3.0e12),
-                     (f"gpu/b/{size}/manual_time", 3.6e12), ("gpu/a/4096/manual_time", 1e9)])
+                    [(f"gpu/copy_d2d/{size}/manual_time", 4.0e12),
+                     (f"gpu/a/{size}/manual_time", 3.0e12), (f"gpu/b/{size}/manual_time", 3.6e12),
+                     ("gpu/a/4096/manual_time", 1e9)])
         columns = ["tag", "timestamp", "git_hash", "world_size", "transport", "tensor_bytes",
                    "depth", "graphs", "c_elements", "c_iterations", "overlap", "time_per_step_ms",
                    "time_per_step_no_overlap_ms", "overlap_speedup", "step_bound_ms",
@@ -60,7 +61,8 @@ def main():
             fail(f"perf_tables.py exited {made.returncode}: {made.stderr}")
         text = made.stdout
         for needle in ("<!-- table kernels -->", "| 64 MiB | 4000 | 3000 | 75.0% | 3600 | 90.0% |",
-                       "<!-- table pipeline -->", "| np1_nccl | 1 | nccl | 256 MiB | 0.6000 | 0.5000 | 1.20 |",
+                       "<!-- table pipeline -->",
+                       "| np1_nccl | 1 | nccl | 256 MiB | 0.6000 | 0.5000 | 1.20 |",
                        "| np2_mpi | 2 | mpi | 4 KiB | 0.0900 | 0.1000 | 0.90 |",
                        "Measured 2026-12-02 on `abcdef1`."):
             if needle not in text:
