@@ -343,7 +343,7 @@ constexpr std::string_view kAlphaDoc =
     "normal float32, which keeps `y` finite and the check exact.";
 constexpr std::string_view kSeedDoc =
     "A's formula uses `u >> 8`, so two seeds that differ only in their low 8 bits give the same "
-    "tensors (docs/OUTPUT.md has the formulas).";
+    "tensors ([OUTPUT.md](OUTPUT.md) has the formulas).";
 constexpr std::string_view kPairingDoc =
     "With an even world size, `adjacent` pairs rank 2k with 2k+1 (the same node under block "
     "placement), `split` pairs rank k with k + N/2 (across nodes). Pairs only: collectives "
@@ -369,22 +369,23 @@ constexpr std::string_view kIpcEngineDoc =
     "`copy` uses a copy engine and leaves the SMs to A and C; the report's transfer is the "
     "copy. `sm` has no copy and no send slots: A's stores are the transfer (through the "
     "mapping: local memory on one GPU, NVLink or PCIe between two), and the report's transfer "
-    "is only the arrival signal. Only with `transport = \"ipc\"` (`auto` included, it is "
-    "refused).";
+    "is only the arrival signal. Only with `transport = \"ipc\"`: with any other transport, "
+    "`auto` included, it is refused.";
 constexpr std::string_view kOutputDoc =
     "The file is written as `OUTPUT.partial` and renamed when the run completes. An existing "
     "file, or a `.partial` that `resume` could finish, is replaced only with `overwrite`, and "
     "only ever a regular file (never a directory, FIFO or device). One job at a time per "
-    "output: `OUTPUT.lock` is held with `flock` for the run. docs/OUTPUT.md has the layout, "
-    "docs/OPERATIONS.md what is left after a failure.";
+    "output: `OUTPUT.lock` is held with `flock` for the run. [OUTPUT.md](OUTPUT.md) has the "
+    "layout, [OPERATIONS.md](OPERATIONS.md) what is left after a failure.";
 constexpr std::string_view kResumeDoc =
     "Run the same command again with `--resume`: the keys that shape the results must match "
     "the deck stored in the file, and the run continues from `stopped_at_step` (a `.partial` "
     "that is already complete is only renamed). `/y` then equals an uninterrupted run's. A "
-    ".partial left by a rank killed mid-step cannot be resumed (docs/OPERATIONS.md).";
+    "`.partial` left by a rank killed mid-step cannot be resumed ([OPERATIONS.md](OPERATIONS.md)).";
 constexpr std::string_view kWriteDoc =
-    "`last` keeps the last step's `y`, `all` every step's, `every:K` steps 0, K, 2K, ... and "
-    "`none` no rows (the timings and counts are still written). Rows are copied out on an io "
+    "`last` keeps the last step's `y`, `all` every step's, `every:K` every K-th step's (steps "
+    "K−1, 2K−1, ...) and `none` none (the timings and counts are still written). Rows are "
+    "copied out on an io "
     "stream into three pinned buffers and written by a host thread, so writing holds a pass "
     "up only when the file is slower than the steps.";
 constexpr std::string_view kFlushDoc =
@@ -393,7 +394,7 @@ constexpr std::string_view kFlushDoc =
 constexpr std::string_view kSideOutputsDoc =
     "The JSON is written as `PATH.tmp` and renamed; the CSV gets one row per run, appended "
     "under a lock (so job-array tasks can share a file) with a header when new. A CSV whose "
-    "columns differ is refused at start (exit 2). docs/OUTPUT.md lists their fields.";
+    "columns differ is refused at start (exit 2). [OUTPUT.md](OUTPUT.md) lists their fields.";
 constexpr std::string_view kTimeoutDoc =
     "Bounds MPI waits (a watchdog thread), waits on the GPU (polled, with NCCL's asynchronous "
     "error checked), CPU-path stream waits, and making, opening and closing the file. The rank "
