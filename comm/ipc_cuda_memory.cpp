@@ -7,7 +7,7 @@
 // file descriptors (VmmMemory, exchange_fd), and each side maps the other's with cuMemMap;
 // otherwise cudaIpcGetMemHandle / cudaIpcOpenMemHandle. The first mapping keeps a producer at the
 // copy engine's rate as it cycles through a gigabyte of the consumer's slots, where the second
-// lost 27% (docs/PERFORMANCE.md, session 6).
+// lost 27% on an H200.
 //
 // Ordering is by sequence words and stream memory operations, not interprocess events: a
 // cudaStreamWaitEvent binds to the event's latest record at the time of the call, so the waiting

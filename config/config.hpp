@@ -93,14 +93,21 @@ struct Config {
     std::int64_t written_rows() const;
 };
 
-// Description of one key, for --help, --print-config and the did-you-mean hint.
+// Description of one key, for --help, --print-config, the did-you-mean hint and docs/CONFIG.md.
 struct ConfigKey {
     std::string_view name;
-    std::string_view help;
+    std::string_view help;        // one sentence: --help's line and CONFIG.md's meaning
     std::string_view value_hint;  // what the value looks like, e.g. "SIZE" or "on|off|compare"
     bool is_bool = false;         // a bare --flag means true
+    std::string_view type;        // the kind of value in words: "integer", "size", "choice", ...
+    std::string_view range;       // the values the run accepts, in words (CONFIG.md)
+    std::string_view details;     // CONFIG.md's paragraph on the key, or empty
 };
 const std::vector<ConfigKey>& config_keys();
+
+// docs/CONFIG.md: every key's type, default, range and meaning as one Markdown table, then a
+// paragraph per key that has one. The test config.doc_current compares the committed file.
+std::string config_doc_markdown();
 
 // Sets one key from its text form (a deck value or a flag's argument); throws a usage error.
 void set_config_value(Config& config, std::string_view key, std::string_view value);

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "config/config.hpp"
-
 #include "config/value_text.hpp"
 #include "runtime/error.hpp"
 
@@ -45,7 +44,7 @@ struct KeySpec {
 
 KeySpec int_key(std::string_view name, std::string_view help, std::int64_t Config::*field,
                 std::int64_t min) {
-    return {{name, help, min > 0 ? "INT>=1" : "INT>=0", false},
+    return {{name, help, min > 0 ? "INT>=1" : "INT>=0", false, "integer", {}, {}},
             TomlForm::bare,
             [field, min](Config& c, std::string_view text, std::string_view label) {
                 c.*field = parse_int(label, text, min);
@@ -54,7 +53,7 @@ KeySpec int_key(std::string_view name, std::string_view help, std::int64_t Confi
 }
 
 KeySpec size_key(std::string_view name, std::string_view help, std::uint64_t Config::*field) {
-    return {{name, help, "SIZE", false},
+    return {{name, help, "SIZE", false, "size", {}, {}},
             TomlForm::size,
             [field](Config& c, std::string_view text, std::string_view label) {
                 c.*field = parse_size(label, text);
@@ -64,7 +63,7 @@ KeySpec size_key(std::string_view name, std::string_view help, std::uint64_t Con
 
 KeySpec real_key(std::string_view name, std::string_view help, double Config::*field,
                  bool positive) {
-    return {{name, help, positive ? "NUMBER>0" : "NUMBER", false},
+    return {{name, help, positive ? "NUMBER>0" : "NUMBER", false, "number", {}, {}},
             TomlForm::bare,
             [field, positive](Config& c, std::string_view text, std::string_view label) {
                 const double value = parse_real(label, text);
@@ -75,7 +74,7 @@ KeySpec real_key(std::string_view name, std::string_view help, double Config::*f
 }
 
 KeySpec bool_key(std::string_view name, std::string_view help, bool Config::*field) {
-    return {{name, help, "true|false", true},
+    return {{name, help, "true|false", true, "boolean", {}, {}},
             TomlForm::bare,
             [field](Config& c, std::string_view text, std::string_view label) {
                 c.*field = parse_bool(label, text);
@@ -85,7 +84,7 @@ KeySpec bool_key(std::string_view name, std::string_view help, bool Config::*fie
 
 KeySpec text_key(std::string_view name, std::string_view help, std::string_view hint,
                  std::string Config::*field) {
-    return {{name, help, hint, false},
+    return {{name, help, hint, false, "text", {}, {}},
             TomlForm::quoted,
             [field](Config& c, std::string_view text, std::string_view) { c.*field = text; },
             [field](const Config& c) { return c.*field; }};
@@ -95,7 +94,7 @@ KeySpec text_key(std::string_view name, std::string_view help, std::string_view 
 template <class Enum, std::size_t N>
 KeySpec choice_key(std::string_view name, std::string_view help, std::string_view hint,
                    Enum Config::*field, std::array<Enum, N> choices) {
-    return {{name, help, hint, false},
+    return {{name, help, hint, false, "choice", {}, {}},
             TomlForm::quoted,
             [field, choices, hint](Config& c, std::string_view text, std::string_view label) {
                 for (const Enum choice : choices) {
@@ -110,7 +109,13 @@ KeySpec choice_key(std::string_view name, std::string_view help, std::string_vie
 }
 
 KeySpec seed_key() {
-    return {{"seed", "seed of the formula that fills and checks the tensors", "UINT32", false},
+    return {{"seed",
+             "seed of the formula that fills and checks the tensors",
+             "UINT32",
+             false,
+             "integer",
+             {},
+             {}},
             TomlForm::bare,
             [](Config& c, std::string_view text, std::string_view label) {
                 std::uint64_t value = 0;
@@ -137,32 +142,37 @@ std::int64_t count_after(std::string_view text, std::string_view name) {
 
 KeySpec write_key() {
     constexpr std::string_view kWhat = "all, last, none or every:K with K >= 1";
-    return {
-        {"write", "which steps of y are kept in the output file", "all|last|none|every:K", false},
-        TomlForm::quoted,
-        [kWhat](Config& c, std::string_view text, std::string_view label) {
-            // write_every only means something for every:K; zero it otherwise so that two
-            // configs that write the same steps compare equal.
-            if (text == "all" || text == "last" || text == "none") {
-                c.write = text == "all"    ? WriteMode::all
-                          : text == "last" ? WriteMode::last
-                                           : WriteMode::none;
-                c.write_every = 0;
-                return;
-            }
-            if (const std::int64_t k = count_after(text, "every"); k > 0) {
-                c.write = WriteMode::every;
-                c.write_every = k;
-                return;
-            }
-            throw_expected(label, kWhat, text);
-        },
-        [](const Config& c) {
-            std::string text(to_string(c.write));
-            // Appended in two steps: GCC 12 warns falsely (-Wrestrict) on ":" + a temporary.
-            if (c.write == WriteMode::every) (text += ':') += std::to_string(c.write_every);
-            return text;
-        }};
+    return {{"write",
+             "which steps of y are kept in the output file",
+             "all|last|none|every:K",
+             false,
+             "choice",
+             {},
+             {}},
+            TomlForm::quoted,
+            [kWhat](Config& c, std::string_view text, std::string_view label) {
+                // write_every only means something for every:K; zero it otherwise so that two
+                // configs that write the same steps compare equal.
+                if (text == "all" || text == "last" || text == "none") {
+                    c.write = text == "all"    ? WriteMode::all
+                              : text == "last" ? WriteMode::last
+                                               : WriteMode::none;
+                    c.write_every = 0;
+                    return;
+                }
+                if (const std::int64_t k = count_after(text, "every"); k > 0) {
+                    c.write = WriteMode::every;
+                    c.write_every = k;
+                    return;
+                }
+                throw_expected(label, kWhat, text);
+            },
+            [](const Config& c) {
+                std::string text(to_string(c.write));
+                // Appended in two steps: GCC 12 warns falsely (-Wrestrict) on ":" + a temporary.
+                if (c.write == WriteMode::every) (text += ':') += std::to_string(c.write_every);
+                return text;
+            }};
 }
 
 KeySpec timing_key() {
@@ -171,7 +181,11 @@ KeySpec timing_key() {
              "which steps time each phase with events: phases (every step), sampled:K (every "
              "K-th timed step from the first; the others time only their period), steps (none), "
              "auto (sampled:16 when a warm-up step takes under 0.25 ms, else phases)",
-             "auto|phases|sampled:K|steps", false},
+             "auto|phases|sampled:K|steps",
+             false,
+             "choice",
+             {},
+             {}},
             TomlForm::quoted,
             [kWhat](Config& c, std::string_view text, std::string_view label) {
                 // As write_every: zero unless sampled:K, so equal settings compare equal.
@@ -202,7 +216,11 @@ KeySpec profile_steps_key() {
     return {{"profile_steps",
              "steps A to B (0-based, warm-up included) inside cudaProfilerStart/Stop, for nsys "
              "--capture-range=cudaProfilerApi (empty: no range)",
-             "A:B", false},
+             "A:B",
+             false,
+             "text",
+             {},
+             {}},
             TomlForm::quoted,
             [kWhat](Config& c, std::string_view text, std::string_view label) {
                 if (text.empty()) {
@@ -241,82 +259,269 @@ std::string unknown_key_message(std::string_view key) {
     return message;
 }
 
+// `spec` with what docs/CONFIG.md says beside its help line: the accepted values in words (empty
+// for a choice or a boolean, whose hint lists them) and a paragraph (empty where the help line
+// says it all).
+KeySpec documented(KeySpec spec, std::string_view range, std::string_view details = {}) {
+    spec.key.range = range;
+    spec.key.details = details;
+    return spec;
+}
+
+// --- CONFIG.md's paragraphs, one per key that needs more than its help line --------------------
+
+constexpr std::string_view kDeviceDoc =
+    "`auto` takes the GPU when one is visible and the CPU path otherwise. Each process drives "
+    "one GPU: its node-local rank modulo the GPUs it can see, so `CUDA_VISIBLE_DEVICES`, `srun "
+    "--gpus-per-task=1` and `--gpus-per-node` all work. The CPU path runs the same pipeline on "
+    "host memory and host streams (asynchronous in-order queues with events), so everything "
+    "but the CUDA code is tested without a GPU.";
+constexpr std::string_view kTransportDoc =
+    "`auto` picks `nccl` when every rank has a GPU of its own; `ipc` when ranks share a GPU, and "
+    "on the CPU path, as long as each producer and its consumer are on one node (MPI's "
+    "shared-memory node); `mpi` otherwise (pairs across nodes). The report says what `auto` "
+    "chose and why. `nccl` with two ranks on one GPU, and `ipc` across nodes, are refused at "
+    "start (exit 2). `mpi` on the GPU path stages through pinned host memory in `chunk` pieces "
+    "(there is no CUDA-aware MPI path). `ipc` copies each tensor once, from the producer's "
+    "buffer into the consumer's receive slot in another process of the same node: GPU memory "
+    "made with `cuMemCreate` and passed as a file descriptor over a Unix socket where the "
+    "driver allows (else `cudaIpcGetMemHandle`), an MPI-3 shared-memory window on the CPU path. "
+    "Each slot carries two sequence words that only grow (`arrived`, `released`), waited on "
+    "and written by the GPU's front end (`cuStreamWaitValue32`, `cuStreamWriteValue32`), so "
+    "the host never waits for its peer. With one rank (`-np 1`) the rank is producer and "
+    "consumer on separate streams: NCCL sends to itself, and `ipc` is a plain device copy.";
+constexpr std::string_view kElementsDoc =
+    "Sizes take the suffixes `Ki Mi Gi Ti` (powers of 1024) or `k K M G T` (powers of 1000): "
+    "`64Mi` float32 values are 256 MiB. The kernels index with 32-bit integers, hence the "
+    "upper limit.";
+constexpr std::string_view kStepsDoc =
+    "Step 0 is timed alone and reported as the cold step (it includes NCCL's connection "
+    "set-up); steps 0 to `warmup` − 1 are left out of every statistic.";
+constexpr std::string_view kDepthDoc =
+    "A slot is written again only after B of the step that last read it (a GPU-side wait, "
+    "never the host); `debug_skip_reuse_wait` drops that wait to show that it matters.";
+constexpr std::string_view kOverlapDoc =
+    "`off` puts the receive, C and B on one stream; `on` puts the receive on a comm stream of "
+    "higher priority beside C; `compare` runs `off` then `on` in one process and reports the "
+    "overlap speedup and the step against perfect overlap. Only the `on` pass writes `/y`; "
+    "when it waited on the file writer, the report says the speedup includes I/O (and the "
+    "JSON sets `overlap_speedup_includes_io`).";
+constexpr std::string_view kGraphsDoc =
+    "After the cold step, steps are replays of CUDA graphs captured once per ring position, "
+    "each covering all the rank's streams (A, the NCCL send and receive, C, B, the checks, and "
+    "the events the step records), so a step costs one launch. The kernels read their step "
+    "from a device word plus their place in the ring's cycle, so no graph node updates it "
+    "per step. NCCL's graph mixing is turned off (`NCCL_GRAPH_MIXING_SUPPORT=0`, unless set) so "
+    "that a captured NCCL call adds no event nodes. Refused with `device = cpu`, `transport = "
+    "mpi` or `ipc` (host-side work, or waits on counts, cannot be replayed), and with a "
+    "collective `pattern`. One graph runs whole after the one before, so consecutive steps "
+    "overlap only inside a graph: see `graph_steps`.";
+constexpr std::string_view kGraphStepsDoc =
+    "A graph starts at a step that is a multiple of `graph_steps`; the steps before the first "
+    "such, and a remainder at the end, run eagerly, and no graph straddles the end of the "
+    "warm-up. More steps per launch amortize the launch for the smallest tensors. Needs "
+    "`write = \"last\"` or `\"none\"`, since a graph reuses each `y` slot before the writer "
+    "could copy it out.";
+constexpr std::string_view kTimingDoc =
+    "`phases` records the phase events on every step; `sampled:K` on every K-th timed step "
+    "from the first (with graphs, on the first step of every K-th graph); `steps` on none (no "
+    "phase statistics and no step bound). A step that records no phase events and is not "
+    "written shares its end event with the other steps of its retire group, up to 4 "
+    "consecutive steps (with graphs, the fewest whole graphs that hold 4 steps): the host reads "
+    "one event a group, and each of its steps gets the group's period over its steps (in the "
+    "report, the JSON and `/timings`). `auto` is `sampled:16` in a pass whose warm-up steps "
+    "took under 0.25 ms each on the slowest rank (a phase-timed step costs the host about 9 "
+    "more event records, which so short a step cannot hide), else `phases`. The report and "
+    "the JSON say what a pass used and how many of its steps carry phase times; the file has "
+    "NaN in the phases of the others. Use `phases` to time every step on its own.";
+constexpr std::string_view kCDoc =
+    "C runs `c_iterations` steps of a 32-bit LCG on each of `c_elements` values, on the "
+    "consumer's compute stream, while the tensor is received: the work that overlap hides. "
+    "Size it to the transfer to measure overlap (`scripts/gpu-check` calibrates it that way).";
+constexpr std::string_view kAlphaDoc =
+    "B computes `y = alpha * x` in the tensor's type, so with float32 `alpha` must be 0 or a "
+    "normal float32, which keeps `y` finite and the check exact.";
+constexpr std::string_view kSeedDoc =
+    "A's formula uses `u >> 8`, so two seeds that differ only in their low 8 bits give the same "
+    "tensors ([OUTPUT.md](OUTPUT.md) has the formulas).";
+constexpr std::string_view kPairingDoc =
+    "With an even world size, `adjacent` pairs rank 2k with 2k+1 (the same node under block "
+    "placement), `split` pairs rank k with k + N/2 (across nodes). Pairs only: collectives "
+    "form groups of consecutive ranks.";
+constexpr std::string_view kPatternDoc =
+    "`broadcast`: each group's rank 0 runs A and broadcasts it; every other rank receives it, "
+    "runs C beside the receive and B after it. `allreduce`: every rank runs A with its group "
+    "rank folded in, the group sums the shares, and every rank runs B on the sum. On the GPU "
+    "these are `ncclBroadcast` and `ncclAllReduce` on one communicator per group (one GPU per "
+    "rank); with `transport = mpi`, or `auto` where ranks share a GPU, `MPI_Ibcast` and "
+    "`MPI_Iallreduce` through a pinned buffer. The report, JSON and CSV give the collective's "
+    "algbw and busbw in nccl-tests' conventions (busbw = algbw × 1 for a broadcast, × 2(n−1)/n "
+    "for an all-reduce over n ranks). Refused with `transport = ipc`, `graphs = true` and "
+    "`pairing = split`.";
+constexpr std::string_view kGroupSizeDoc =
+    "An all-reduce group holds at most 256 ranks, so that any partial sum of the shares stays "
+    "exact in float32 and the check stays bit for bit. Only with a collective `pattern`.";
+constexpr std::string_view kStagingDoc =
+    "The host-staged MPI transport copies piece p+1 to the host while piece p is sent (and on "
+    "the other side receives p+1 while p is copied to the GPU), with one MPI proxy thread per "
+    "direction. `on` runs the same staging on the CPU path, so CI tests it.";
+constexpr std::string_view kIpcEngineDoc =
+    "`copy` uses a copy engine and leaves the SMs to A and C; the report's transfer is the "
+    "copy. `sm` has no copy and no send slots: A's stores are the transfer (through the "
+    "mapping: local memory on one GPU, NVLink or PCIe between two), and the report's transfer "
+    "is only the arrival signal. Only with `transport = \"ipc\"`: with any other transport, "
+    "`auto` included, it is refused.";
+constexpr std::string_view kOutputDoc =
+    "The file is written as `OUTPUT.partial` and renamed when the run completes. An existing "
+    "file, or a `.partial` that `resume` could finish, is replaced only with `overwrite`, and "
+    "only ever a regular file (never a directory, FIFO or device). One job at a time per "
+    "output: `OUTPUT.lock` is held with `flock` for the run. [OUTPUT.md](OUTPUT.md) has the "
+    "layout, [OPERATIONS.md](OPERATIONS.md) what is left after a failure.";
+constexpr std::string_view kResumeDoc =
+    "Run the same command again with `--resume`: the keys that shape the results must match "
+    "the deck stored in the file, and the run continues from `stopped_at_step` (a `.partial` "
+    "that is already complete is only renamed). `/y` then equals an uninterrupted run's. A "
+    "`.partial` left by a rank killed mid-step cannot be resumed ([OPERATIONS.md](OPERATIONS.md)).";
+constexpr std::string_view kWriteDoc =
+    "`last` keeps the last step's `y`, `all` every step's, `every:K` every K-th step's (steps "
+    "K−1, 2K−1, ...) and `none` none (the timings and counts are still written). Rows are "
+    "copied out on an io "
+    "stream into three pinned buffers and written by a host thread, so writing holds a pass "
+    "up only when the file is slower than the steps.";
+constexpr std::string_view kFlushDoc =
+    "So a crash keeps the rows written so far. The flush is collective, and `timeout_s` does "
+    "not bound it: a peer that stops during one hangs the others.";
+constexpr std::string_view kSideOutputsDoc =
+    "The JSON is written as `PATH.tmp` and renamed; the CSV gets one row per run, appended "
+    "under a lock (so job-array tasks can share a file) with a header when new. A CSV whose "
+    "columns differ is refused at start (exit 2). [OUTPUT.md](OUTPUT.md) lists their fields.";
+constexpr std::string_view kTimeoutDoc =
+    "Bounds MPI waits (a watchdog thread), waits on the GPU (polled, with NCCL's asynchronous "
+    "error checked), CPU-path stream waits, and making, opening and closing the file. The rank "
+    "that gives up names itself, the step and the wait, and the job ends with exit 4.";
+constexpr std::string_view kQuietDoc =
+    "Without it, rank 0 prints a progress line on long runs (refreshed in place only when "
+    "gpurelay is alone on a terminal; under `mpirun`, Slurm or into a log, a whole line every "
+    "10 s) and the report.";
+constexpr std::string_view kProfileDoc =
+    "`cudaProfilerStart` comes just before step A is queued and `cudaProfilerStop` once step B "
+    "has finished, so `nsys profile --capture-range=cudaProfilerApi` (what `scripts/profile` "
+    "passes) records exactly those steps. With `overlap = compare` only the first pass is "
+    "recorded: profile `on` and `off` as separate runs.";
+
 // The one table of keys, in deck order.
 const std::vector<KeySpec>& key_table() {
     using DK = DeviceKind;
     using TK = TransportKind;
     static const std::vector<KeySpec> table = {
-        choice_key("device", "where the kernels run", "auto|cuda|cpu", &Config::device,
-                   std::array{DK::auto_select, DK::cuda, DK::cpu}),
-        choice_key("transport", "how tensors move between ranks", "auto|nccl|mpi|ipc",
-                   &Config::transport, std::array{TK::auto_select, TK::nccl, TK::mpi, TK::ipc}),
-        size_key("elements", "values per tensor (at most 2^32-1)", &Config::elements),
+        documented(choice_key("device", "where the kernels run", "auto|cuda|cpu", &Config::device,
+                              std::array{DK::auto_select, DK::cuda, DK::cpu}),
+                   {}, kDeviceDoc),
+        documented(
+            choice_key("transport", "how tensors move between ranks", "auto|nccl|mpi|ipc",
+                       &Config::transport, std::array{TK::auto_select, TK::nccl, TK::mpi, TK::ipc}),
+            {}, kTransportDoc),
+        documented(size_key("elements", "values per tensor (at most 2^32-1)", &Config::elements),
+                   "1 to 2^32−1", kElementsDoc),
         choice_key("dtype", "value type of the tensors", "float32|float64", &Config::dtype,
                    std::array{DType::float32, DType::float64}),
-        int_key("steps", "total steps, warm-up included", &Config::steps, 1),
-        int_key("warmup", "first steps left out of the timings", &Config::warmup, 0),
-        int_key("depth", "slots in the ring (1..64)", &Config::depth, 1),
-        choice_key("overlap", "overlap the exchange with compute, or run both and compare",
-                   "on|off|compare", &Config::overlap,
-                   std::array{OverlapMode::on, OverlapMode::off, OverlapMode::compare}),
+        documented(int_key("steps", "total steps, warm-up included", &Config::steps, 1), "≥ 1",
+                   kStepsDoc),
+        documented(int_key("warmup", "first steps left out of the timings", &Config::warmup, 0),
+                   "0 to steps − 1", kStepsDoc),
+        documented(int_key("depth", "slots in the ring (1..64)", &Config::depth, 1), "1 to 64",
+                   kDepthDoc),
+        documented(
+            choice_key("overlap", "overlap the exchange with compute, or run both and compare",
+                       "on|off|compare", &Config::overlap,
+                       std::array{OverlapMode::on, OverlapMode::off, OverlapMode::compare}),
+            {}, kOverlapDoc),
         bool_key("blocking", "wait for each exchange before the next step", &Config::blocking),
-        bool_key("graphs",
-                 "replay each step after the first as CUDA graphs, captured once (CUDA path and "
-                 "NCCL only)",
-                 &Config::graphs),
-        int_key("graph_steps",
-                "graphs = true: consecutive steps captured in one graph (1, or a multiple of "
-                "depth)",
-                &Config::graph_steps, 1),
-        timing_key(),
-        size_key("c_elements", "values of the independent compute C (0 disables it)",
-                 &Config::c_elements),
-        int_key("c_iterations", "iterations of the compute C per step", &Config::c_iterations, 0),
-        real_key("alpha", "scale factor in the step formula", &Config::alpha, false),
-        seed_key(),
-        choice_key("pairing", "which ranks exchange: neighbours or the two halves",
-                   "adjacent|split", &Config::pairing,
-                   std::array{Pairing::adjacent, Pairing::split}),
-        choice_key("pattern",
-                   "what each step moves: a tensor per producer/consumer pair, a broadcast from "
-                   "each group's rank 0, or an all-reduce (sum) over each group",
-                   "pairs|broadcast|allreduce", &Config::pattern,
-                   std::array{Pattern::pairs, Pattern::broadcast, Pattern::allreduce}),
-        int_key("group_size",
-                "ranks per group of a broadcast or all-reduce, consecutive ranks (0: the whole "
-                "world; must divide it)",
-                &Config::group_size, 0),
-        size_key("chunk", "bytes per staged MPI message piece (at least 4096)", &Config::chunk),
-        choice_key("staging",
-                   "MPI through host staging buffers: auto (on the GPU path) or on (also on the "
-                   "CPU path, to exercise the staging pipeline without a GPU)",
-                   "auto|on", &Config::staging, std::array{Staging::auto_select, Staging::on}),
-        choice_key("ipc_engine",
-                   "how transport = \"ipc\" moves a tensor: copy (the producer's copy engine "
-                   "copies A's output into the consumer's slot) or sm (A itself writes into the "
-                   "consumer's slot, on the producer's SMs: no copy)",
-                   "copy|sm", &Config::ipc_engine, std::array{IpcEngine::copy, IpcEngine::sm}),
-        text_key("output", "HDF5 result file", "PATH", &Config::output),
+        documented(bool_key("graphs",
+                            "replay each step after the first as CUDA graphs, captured once (CUDA "
+                            "path and NCCL only)",
+                            &Config::graphs),
+                   {}, kGraphsDoc),
+        documented(int_key("graph_steps",
+                           "graphs = true: consecutive steps captured in one graph (1, or a "
+                           "multiple of depth)",
+                           &Config::graph_steps, 1),
+                   "1, or a multiple of depth (> 1 only with graphs)", kGraphStepsDoc),
+        documented(timing_key(), "`auto`, `phases`, `sampled:K` (K ≥ 1), `steps`", kTimingDoc),
+        documented(size_key("c_elements", "values of the independent compute C (0 disables it)",
+                            &Config::c_elements),
+                   "0 to 2^32−1", kCDoc),
+        documented(int_key("c_iterations", "iterations of the compute C per step",
+                           &Config::c_iterations, 0),
+                   "0 to 2^32−1", kCDoc),
+        documented(real_key("alpha", "scale factor in the step formula", &Config::alpha, false),
+                   "finite; with float32, 0 or of magnitude 1.17549e-38 to 3.40282e+38", kAlphaDoc),
+        documented(seed_key(), "0 to 2^32−1", kSeedDoc),
+        documented(choice_key("pairing", "which ranks exchange: neighbours or the two halves",
+                              "adjacent|split", &Config::pairing,
+                              std::array{Pairing::adjacent, Pairing::split}),
+                   {}, kPairingDoc),
+        documented(choice_key("pattern",
+                              "what each step moves: a tensor per producer/consumer pair, a "
+                              "broadcast from each group's rank 0, or an all-reduce (sum) over "
+                              "each group",
+                              "pairs|broadcast|allreduce", &Config::pattern,
+                              std::array{Pattern::pairs, Pattern::broadcast, Pattern::allreduce}),
+                   {}, kPatternDoc),
+        documented(int_key("group_size",
+                           "ranks per group of a broadcast or all-reduce, consecutive ranks (0: "
+                           "the whole world; must divide it)",
+                           &Config::group_size, 0),
+                   "0, or a divisor of the world size (≤ 256 for an all-reduce)", kGroupSizeDoc),
+        documented(
+            size_key("chunk", "bytes per staged MPI message piece (at least 4096)", &Config::chunk),
+            "≥ 4096", kStagingDoc),
+        documented(
+            choice_key("staging",
+                       "MPI through host staging buffers: auto (on the GPU path) or on "
+                       "(also on the CPU path, to exercise the staging pipeline without a "
+                       "GPU)",
+                       "auto|on", &Config::staging, std::array{Staging::auto_select, Staging::on}),
+            {}, kStagingDoc),
+        documented(
+            choice_key("ipc_engine",
+                       "how transport = \"ipc\" moves a tensor: copy (the producer's copy "
+                       "engine copies A's output into the consumer's slot) or sm (A itself "
+                       "writes into the consumer's slot, on the producer's SMs: no copy)",
+                       "copy|sm", &Config::ipc_engine, std::array{IpcEngine::copy, IpcEngine::sm}),
+            {}, kIpcEngineDoc),
+        documented(text_key("output", "HDF5 result file", "PATH", &Config::output),
+                   "a path in a folder that exists", kOutputDoc),
         bool_key("overwrite", "replace an existing output file", &Config::overwrite),
-        bool_key("resume",
-                 "continue OUTPUT.partial, left by a run stopped with SIGTERM, SIGINT or "
-                 "SIGUSR1, from the step where it stopped",
-                 &Config::resume),
-        write_key(),
-        int_key("flush_every", "flush the file every K steps (0: only at creation and the end)",
-                &Config::flush_every, 0),
-        text_key("summary_json", "JSON summary file (empty: none)", "PATH", &Config::summary_json),
-        text_key("results_csv", "CSV timings file (empty: none)", "PATH", &Config::results_csv),
-        real_key("timeout_s", "longest a rank waits on a peer, in seconds", &Config::timeout_s,
-                 true),
-        bool_key("quiet",
-                 "errors only: no progress, memory line or report (the files and CSV row are still "
-                 "written)",
-                 &Config::quiet),
+        documented(bool_key("resume",
+                            "continue OUTPUT.partial, left by a run stopped with SIGTERM, SIGINT "
+                            "or SIGUSR1, from the step where it stopped",
+                            &Config::resume),
+                   {}, kResumeDoc),
+        documented(write_key(), "`all`, `last`, `none`, `every:K` (K ≥ 1)", kWriteDoc),
+        documented(
+            int_key("flush_every", "flush the file every K steps (0: only at creation and the end)",
+                    &Config::flush_every, 0),
+            "≥ 0", kFlushDoc),
+        documented(text_key("summary_json", "JSON summary file (empty: none)", "PATH",
+                            &Config::summary_json),
+                   "a path, or empty", kSideOutputsDoc),
+        documented(
+            text_key("results_csv", "CSV timings file (empty: none)", "PATH", &Config::results_csv),
+            "a path, or empty", kSideOutputsDoc),
+        documented(real_key("timeout_s", "longest a rank waits on a peer, in seconds",
+                            &Config::timeout_s, true),
+                   "0.001 to 31536000 (a year)", kTimeoutDoc),
+        documented(bool_key("quiet",
+                            "errors only: no progress, memory line or report (the files and CSV "
+                            "row are still written)",
+                            &Config::quiet),
+                   {}, kQuietDoc),
         bool_key("debug_skip_reuse_wait", "tests only: drop the slot-reuse wait",
                  &Config::debug_skip_reuse_wait),
-        text_key("tag", "free-text label stored with the results", "TEXT", &Config::tag),
-        profile_steps_key(),
+        documented(text_key("tag", "free-text label stored with the results", "TEXT", &Config::tag),
+                   "UTF-8 without control characters"),
+        documented(profile_steps_key(), "`A:B` with 0 ≤ A ≤ B < steps, or empty", kProfileDoc),
     };
     return table;
 }

@@ -10,7 +10,7 @@
 
 namespace gpurelay {
 
-// Exit codes documented in README.md; every rank of a job ends with the same one.
+// Exit codes documented in docs/OPERATIONS.md; every rank of a job ends with the same one.
 enum class ExitCode : int {
     ok = 0,
     usage = 2,         // bad input deck, flag, rank count or path

@@ -1,5 +1,5 @@
-"""bench/torch_pipeline.py's time per step against gpurelay's, on the same GPU (issue #12's
-target: gpurelay at least 20x faster at 4 KiB).
+"""bench/torch_pipeline.py's time per step against gpurelay's, on the same GPU (the target:
+gpurelay at least 20x faster at 4 KiB).
 
 usage: torch_vs_gpurelay.py DIR                      (each DIR/torch_NAME.json beside DIR/NAME.json)
        torch_vs_gpurelay.py --pair TORCH GPURELAY [--pair ...]

@@ -1,4 +1,4 @@
-# The faults of a real cluster (issue #17): each made for real, each run bounded, the exit code,
+# The faults of a real cluster: each made for real, each run bounded, the exit code,
 # the one error line and what is left on disk checked. Included from tests/integration/CMakeLists.txt, which
 # defines gpurelay_case, GPURELAY_PYTHON and GPURELAY_MPIRUN_STRING.
 

@@ -1,4 +1,4 @@
-"""The README's formulas in numpy, written independently of the C++ code."""
+"""docs/OUTPUT.md's formulas in numpy, written independently of the C++ code."""
 import numpy as np
 
 

@@ -16,7 +16,7 @@
 namespace gpurelay {
 namespace {
 
-// The README's formula, spelled out with explicit 32-bit wrapping.
+// docs/OUTPUT.md's formula, spelled out with explicit 32-bit wrapping.
 double reference_x(std::uint64_t step, std::uint32_t i, std::uint32_t seed) {
     const std::uint32_t u =
         static_cast<std::uint32_t>(i * 2654435761ull) ^
@@ -43,7 +43,7 @@ TEST(KernelA, DiffersBetweenStepsAndSeeds) {
         same_step += a_value<double>(1, i, 5) == a_value<double>(2, i, 5);
         same_seed += a_value<double>(1, i, 5) == a_value<double>(1, i, 5 + 256);
         // u >> 8 drops the low 8 bits, so seeds that differ only there give the same tensor
-        // (README says so).
+        // (docs/OUTPUT.md says so).
         same_low_bits += a_value<double>(1, i, 5) == a_value<double>(1, i, 6);
     }
     EXPECT_LT(same_step, 5);
@@ -60,7 +60,7 @@ TEST(TensorForm, TheDefaultFormIsAsFormula) {
     }
 }
 
-// Rank r's share, written out from the README: ((u >> 8) >> 9) + r, times 2^-24.
+// Rank r's share, written out from docs/OUTPUT.md: ((u >> 8) >> 9) + r, times 2^-24.
 double reference_share(std::uint64_t step, std::uint32_t i, std::uint32_t seed, int r) {
     const double bits = std::ldexp(reference_x(step, i, seed), 24);  // u >> 8, exactly
     return std::ldexp(std::floor(bits / 512.0) + r, -24);

@@ -164,8 +164,8 @@ speedup_lines="$(grep "^overlap.png: speedup lines: " "$tmp/log5")"
     fail "overlap.png: expected a compare and an on/off speedup line: $speedup_lines"
 
 
-echo "== bus bandwidth per pattern (the README's collectives sweep, on a CPU deck)"
-# README: scripts/sweep --csv outputs/collectives.csv np=4 pattern=pairs,broadcast,allreduce \
+echo "== bus bandwidth per pattern (a collectives sweep, on a CPU deck)"
+# As a user would: scripts/sweep --csv outputs/collectives.csv np=4 pattern=pairs,broadcast,allreduce \
 #             elements=64Ki,1Mi
 "$root/scripts/sweep" --deck "$tmp/deck.toml" --csv "$tmp/patterns.csv" --binary "$binary" \
     --out-dir "$tmp/patterns-sweep" np=4 pattern=pairs,broadcast,allreduce elements=1Ki,4Ki \

@@ -1,0 +1,104 @@
+// docs/CONFIG.md, made from the key table: the reference a reader looks keys up in, generated so
+// that it cannot drift from what --help and the parser accept.
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace gpurelay {
+namespace {
+
+// `text` in backticks. Built by appends: GCC 12 warns falsely (-Wrestrict) on "`" + a temporary.
+std::string code(std::string_view text) {
+    std::string out(1, '`');
+    out += text;
+    out += '`';
+    return out;
+}
+
+// "a|b|c" as "`a`, `b`, `c`" (a table cell cannot hold a bare "|").
+std::string choices_text(std::string_view hint) {
+    std::string text;
+    while (!hint.empty()) {
+        const std::size_t bar = hint.find('|');
+        if (!text.empty()) text += ", ";
+        text += code(hint.substr(0, bar));
+        hint = bar == std::string_view::npos ? std::string_view() : hint.substr(bar + 1);
+    }
+    return text;
+}
+
+// A size in bytes or values as its count and, where it is a whole number of them, in Ki/Mi/Gi.
+std::string size_text(const std::string& count) {
+    const unsigned long long value = std::stoull(count);
+    static constexpr std::pair<unsigned long long, std::string_view> kUnits[] = {
+        {1ull << 30, "Gi"}, {1ull << 20, "Mi"}, {1ull << 10, "Ki"}};
+    for (const auto& [unit, suffix] : kUnits) {
+        if (value >= unit && value % unit == 0) {
+            return code(std::to_string(value / unit) + std::string(suffix));
+        }
+    }
+    return code(count);
+}
+
+std::string default_text(const ConfigKey& key) {
+    const std::string text = config_value_text(Config{}, key.name);
+    if (text.empty()) return "none";
+    return key.type == "size" ? size_text(text) : code(text);
+}
+
+std::string range_text(const ConfigKey& key) {
+    if (!key.range.empty()) return std::string(key.range);
+    return choices_text(key.value_hint);
+}
+
+}  // namespace
+
+std::string config_doc_markdown() {
+    const std::vector<ConfigKey>& keys = config_keys();
+    std::string doc =
+        "# Configuration keys\n"
+        "\n"
+        "<!-- Generated from config/key_table.cpp by build/config/gpurelay_config_doc; do not "
+        "edit.\n"
+        "     After changing the key table: build/config/gpurelay_config_doc > docs/CONFIG.md\n"
+        "     (the test config.doc_current fails while the two differ). -->\n"
+        "\n"
+        "Every key can be set in an input deck (TOML, `--input deck.toml`) and as a flag: key "
+        "`foo_bar` is `--foo-bar VALUE`, and flags override the deck. A boolean flag alone means "
+        "`true`. Unknown keys and bad values are refused before anything runs (exit 2), with a "
+        "did-you-mean hint. `gpurelay --help` lists the same keys; `gpurelay --print-config` "
+        "prints the resolved deck, which read back gives the same run.\n"
+        "\n"
+        "| key | type | default | range | meaning |\n"
+        "| --- | --- | --- | --- | --- |\n";
+    for (const ConfigKey& key : keys) {
+        for (const std::string& cell : {code(key.name), std::string(key.type), default_text(key),
+                                        range_text(key), std::string(key.help)}) {
+            (doc += "| ") += cell;
+            doc += ' ';
+        }
+        doc += "|\n";
+    }
+    doc += "\n## Details\n";
+    // Keys next to one another that share a paragraph get one section.
+    for (std::size_t i = 0; i < keys.size();) {
+        if (keys[i].details.empty()) {
+            ++i;
+            continue;
+        }
+        std::string heading = code(keys[i].name);
+        std::size_t next = i + 1;
+        for (; next < keys.size() && keys[next].details == keys[i].details; ++next) {
+            (heading += ", ") += code(keys[next].name);
+        }
+        ((doc += "\n### ") += heading) += "\n\n";
+        (doc += keys[i].details) += '\n';
+        i = next;
+    }
+    return doc;
+}
+
+}  // namespace gpurelay

@@ -1,0 +1,397 @@
+"""The tables of docs/PERFORMANCE.md, made from a scripts/gpu-check output folder.
+
+usage: python3 scripts/lib/perf_tables.py DIR [--update DOC] [--commit HASH] [--only NAME,...]
+
+DIR is what `scripts/gpu-check --out DIR` wrote (default outputs/gpu-check), or one of the
+folders under docs/results/. The script reads the benchmark JSON (bench-*.json), the runs'
+results CSVs (results.csv, and the sweeps' pair-*.csv) and JSON summaries (NAME.json, the run
+tagged NAME), torch_*.json from bench/torch_pipeline.py, and DIR/mps/ where the ipc group ran
+again under MPS. It prints every table those files make, each between the markers
+
+    <!-- table NAME -->
+    ...
+    <!-- end table NAME -->
+
+With --update DOC, it replaces instead each block of DOC whose NAME it could make, and leaves
+the others: after a run on the GPU machine,
+    python3 scripts/lib/perf_tables.py DIR --update docs/PERFORMANCE.md --commit HASH
+brings the document up to date. Each block ends with the date of its data and the commit it
+was measured on: --commit HASH, else the git hash the data carry (which is stale where the
+device's copy of the tree has no history of its own). --only keeps the named tables, for a
+folder that also holds runs a later call has superseded. Exits 2 when DIR holds nothing to
+tabulate.
+"""
+import argparse
+import csv
+import glob
+import json
+import os
+import re
+import sys
+
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+
+
+def size_name(n):
+    for unit, name in ((GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")):
+        if n >= unit and n % unit == 0:
+            return f"{n // unit} {name}"
+    return f"{n} B"
+
+
+def num(value):
+    """A CSV or JSON field as a float (None where empty)."""
+    if value is None or value == "":
+        return None
+    return float(value)
+
+
+def fmt(value, digits=3):
+    if value is None:
+        return "–"
+    return f"{value:.{digits}g}" if digits < 0 else f"{value:.{digits}f}"
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def bench(path):
+    """({(family, bytes): run}, context) from a Google Benchmark JSON file; aggregates and
+    failed runs are left out. "floor/np1/eager/4096/..." is family "floor/np1/eager"."""
+    if not os.path.exists(path):
+        return {}, {}
+    with open(path) as f:
+        data = json.load(f)
+    runs = {}
+    for run in data["benchmarks"]:
+        if run.get("run_type") == "aggregate" or run.get("error_occurred"):
+            continue
+        parts = run["name"].split("/")
+        sized = [i for i, p in enumerate(parts) if p.isdigit()]
+        if sized:
+            runs[("/".join(parts[:sized[0]]), int(parts[sized[0]]))] = run
+    return runs, data.get("context", {})
+
+
+def runs_in(folder):
+    """{tag: run} with each run as the results CSV has it (the main pass, and the pass without
+    overlap in time_per_step_no_overlap_ms); a JSON summary NAME.json adds or replaces run NAME."""
+    runs = {}
+    for path in sorted(glob.glob(os.path.join(folder, "*.csv"))):
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                # The CSV has no graph_steps column; gpu-check tags a run of graphs of N steps
+                # NAME_gN.
+                steps = re.search(r"_g(\d+)(_|$)", row["tag"])
+                row.setdefault("graph_steps", steps.group(1) if steps else "1")
+                runs[row["tag"]] = row
+    for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
+        name = os.path.basename(path)[:-5]
+        if name.startswith(("bench-", "torch_")):
+            continue
+        with open(path) as f:
+            s = json.load(f)
+        if "passes" not in s:
+            continue
+        # Older summaries hold the config as TOML literals ('"float32"'); newer ones typed.
+        c = {k: v.strip('"') if isinstance(v, str) else v for k, v in s["config"].items()}
+        last = s["passes"][-1]
+        off = [p for p in s["passes"] if not p["overlap"]]
+        runs[name] = {
+            "tag": name, "timestamp": s.get("timestamp", ""), "git_hash": s.get("git_hash", ""),
+            "world_size": s["world_size"], "transport": s["transport"],
+            "tensor_bytes": int(c["elements"]) * (4 if c["dtype"] == "float32" else 8),
+            "depth": c["depth"], "graphs": str(c["graphs"]).lower(),
+            "graph_steps": c.get("graph_steps", 1), "c_elements": c["c_elements"],
+            "c_iterations": c["c_iterations"], "overlap": c["overlap"],
+            "time_per_step_ms": last["time_per_step_ms"],
+            "time_per_step_no_overlap_ms": off[0]["time_per_step_ms"] if off else None,
+            "overlap_speedup": s.get("overlap_speedup"),
+            "overlap_ideal_ms": s.get("overlap_ideal_ms"),
+            "step_bound_ms": last.get("step_bound_ms"), "transfer_gbps": last.get("transfer_gbps"),
+            "algbw_gbps": last.get("algbw_gbps"), "busbw_gbps": last.get("busbw_gbps"),
+            "algbw_no_overlap_gbps": off[0].get("algbw_gbps") if off else None,
+            "timing": last.get("timing", {}).get("used", ""),
+            "verified": "ok" if s["verified"] else "FAILED",
+        }
+    return runs
+
+
+def provenance(dates, hashes, commit):
+    date = max((d for d in dates if d), default="")[:10] or "date unknown"
+    hashes = sorted({h[:7] for h in hashes if h and h != "unknown"})
+    where = f"`{commit}`" if commit else ", ".join(f"`{h}`" for h in hashes) or "an unknown commit"
+    return f"Measured {date} on {where}."
+
+
+def kernels(folder):
+    runs, ctx = bench(os.path.join(folder, "bench-kernels.json"))
+    rows = []
+    for size in sorted({b for (fam, b) in runs if fam == "gpu/copy_d2d" and b >= MIB}):
+        rate = {fam: runs[(fam, size)]["bytes_per_second"] / 1e9 for fam in
+                ("gpu/copy_d2d", "gpu/a", "gpu/b") if (fam, size) in runs}
+        if len(rate) < 3:
+            continue
+        copy = rate["gpu/copy_d2d"]
+        rows.append([size_name(size), f"{copy:.0f}", f"{rate['gpu/a']:.0f}",
+                     f"{rate['gpu/a'] / copy:.1%}", f"{rate['gpu/b']:.0f}",
+                     f"{rate['gpu/b'] / copy:.1%}"])
+    if rows:
+        yield "kernels", table(["size", "D2D copy GB/s", "A GB/s", "A / copy", "B GB/s",
+                                "B / copy"], rows), [ctx.get("date")], [ctx.get("gpurelay_git")]
+
+
+def mpi_staged(folder):
+    runs, ctx = bench(os.path.join(folder, "bench-transport.json"))
+    rows = []
+    for (fam, size), run in sorted(runs.items()):
+        if fam == "transport/mpi_staged_gpu" and size >= 64 * MIB:
+            d2h, h2d = runs.get(("gpu/copy_d2h", size)), runs.get(("gpu/copy_h2d", size))
+            rows.append([size_name(size), f"{run['bytes_per_second'] / 1e9:.2f}",
+                         fmt(d2h and d2h["bytes_per_second"] / 1e9, 0),
+                         fmt(h2d and h2d["bytes_per_second"] / 1e9, 0)])
+    if rows:
+        yield "mpi-staged", table(["size", "staged MPI GB/s", "pinned D2H GB/s",
+                                   "pinned H2D GB/s"], rows), \
+            [ctx.get("date")], [ctx.get("gpurelay_git")]
+
+
+def run_rows(runs, tags):
+    """The compare-mode table of the runs named in `tags` that the folder has."""
+    rows, dates, hashes = [], [], []
+    for tag in tags:
+        r = runs.get(tag)
+        if r is None:
+            continue
+        rows.append([tag, r["world_size"], r["transport"], size_name(int(r["tensor_bytes"])),
+                     fmt(num(r["time_per_step_no_overlap_ms"]), 4),
+                     fmt(num(r["time_per_step_ms"]), 4),
+                     fmt(num(r["overlap_speedup"]), 2), fmt(num(r["transfer_gbps"]), 0),
+                     r["verified"]])
+        dates.append(r["timestamp"])
+        hashes.append(r["git_hash"])
+    header = ["run", "ranks", "transport", "tensor", "ms/step, overlap off", "ms/step, on",
+              "speedup", "transfer GB/s (on)", "verified"]
+    return (table(header, rows), dates, hashes) if rows else None
+
+
+def pipeline(folder):
+    made = run_rows(runs_in(folder), ["np1_nccl", "np1_nccl_small", "np2_mpi", "np2_mpi_overlap"])
+    if made:
+        yield ("pipeline",) + made
+
+
+def floors(folder):
+    runs, ctx = bench(os.path.join(folder, "bench-floor.json"))
+    rows = [[fam.split("/", 2)[-1], size_name(size), f"{run['real_time']:.2f}",
+             fmt(run.get("host_queue_us"), 2)] for (fam, size), run in sorted(runs.items())
+            if fam.startswith("floor/") and size == 4 * KIB]
+    if rows:
+        header = ["floor variant", "tensor", "µs per step", "host queue µs"]
+        yield "floors", table(header, rows), \
+            [ctx.get("date")], [ctx.get("gpurelay_git")]
+
+
+def small_steps(folder):
+    floor, _ = bench(os.path.join(folder, "bench-floor.json"))
+    runs = runs_in(folder)
+    rows, dates, hashes = [], [], []
+    for tag, r in sorted(runs.items(), key=lambda kv: (int(kv[1]["tensor_bytes"]), kv[0])):
+        size = int(r["tensor_bytes"])
+        if int(r["world_size"]) != 1 or r["transport"] != "nccl" or size > 16 * MIB \
+                or r["overlap"] != "on" or int(r["c_elements"]) > 1024 \
+                or r["timing"] == "phases" or tag.startswith(("small_mismatch", "small_graphs_")):
+            continue
+        graphs = r["graphs"] == "true"
+        steps = int(r.get("graph_steps") or 1)
+        floor_run = floor.get((f"floor/np1/{'graph_k' + str(steps) if graphs else 'eager'}", size))
+        step_us = float(r["time_per_step_ms"]) * 1e3
+        bound = num(r["step_bound_ms"])
+        rows.append([tag, size_name(size), f"graphs of {steps}" if graphs else "eager",
+                     r["timing"], "off" if int(r["c_elements"]) == 0 else
+                     f"{r['c_elements']} × {r['c_iterations']}", f"{step_us:.1f}",
+                     fmt(floor_run and step_us / floor_run["real_time"], 2),
+                     fmt(bound and step_us / (bound * 1e3), 2), r["verified"]])
+        dates.append(r["timestamp"])
+        hashes.append(r["git_hash"])
+    if rows:
+        yield "small-steps", table(["run", "tensor", "steps", "timing", "C", "µs per step",
+                                    "× floor", "× bound", "verified"], rows), dates, hashes
+
+
+def large_steps(folder):
+    made = run_rows(runs_in(folder), ["small_64M_noc_compare", "small_256M_noc_compare"])
+    if made:
+        yield ("large-steps",) + made
+
+
+def ipc(folder):
+    legs = [(folder, "time-sliced")] + [(os.path.join(folder, "mps"), "MPS")]
+    rows, step_rows, dates, hashes = [], [], [], []
+    for where, leg in legs:
+        runs, ctx = bench(os.path.join(where, "bench-transport-ipc.json"))
+        for size in (64 * MIB, 256 * MIB):
+            rate = {fam: runs[(fam, size)]["bytes_per_second"] for fam in
+                    ("transport/ipc_gpu", "transport/ipc_gpu_4slots", "transport/ipc_gpu_copy_only",
+                     "gpu/copy_d2d") if (fam, size) in runs}
+            if "transport/ipc_gpu" not in rate or "gpu/copy_d2d" not in rate:
+                continue
+            copy = rate["gpu/copy_d2d"]
+            ratio = [fmt(rate.get(f) and rate[f] / copy, 3) for f in
+                     ("transport/ipc_gpu", "transport/ipc_gpu_4slots",
+                      "transport/ipc_gpu_copy_only")]
+            rows.append([leg, size_name(size), f"{copy / 1e9:.0f}"] + ratio)
+            dates.append(ctx.get("date"))
+            hashes.append(ctx.get("gpurelay_git"))
+        steps = runs_in(where)
+        for elements, size in (("16Mi", "64 MiB"), ("64Mi", "256 MiB")):
+            ipc_run = steps.get(f"ipc_np2_ipc_{elements}")
+            mpi_run = steps.get(f"ipc_np2_mpi_{elements}")
+            sm_run = steps.get(f"ipc_np2_ipcsm_{elements}")
+            if not ipc_run or not mpi_run:
+                continue
+            cells = [leg, size]
+            for key in ("time_per_step_no_overlap_ms", "time_per_step_ms"):
+                cells += [fmt(num(ipc_run[key]), 3), fmt(sm_run and num(sm_run[key]), 3),
+                          fmt(num(mpi_run[key]), 2),
+                          f"{num(mpi_run[key]) / num(ipc_run[key]):.0f}×"]
+            step_rows.append(cells)
+    if rows:
+        yield "ipc-transfer", table(["ranks share the GPU", "size", "D2D copy GB/s",
+                                     "ipc / copy (2 slots)", "4 slots", "copy alone, no handshake"],
+                                    rows), dates, hashes
+    if step_rows:
+        yield "ipc-steps", table(["ranks share the GPU", "tensor", "ipc ms (off)", "ipc sm ms",
+                                  "MPI ms", "ipc vs MPI", "ipc ms (on)", "ipc sm ms", "MPI ms",
+                                  "ipc vs MPI"], step_rows), dates, hashes
+
+
+def collectives(folder):
+    runs, ctx = bench(os.path.join(folder, "bench-collectives.json"))
+    ours = runs_in(folder)
+    rows = []
+    for pattern in ("broadcast", "allreduce"):
+        mine = ours.get(f"collective_{pattern}_np1_nccl")
+        for (fam, size), run in sorted(runs.items()):
+            if fam != f"transport/nccl_{pattern}_plain" or size < 16 * MIB:
+                continue
+            cells = ["–", "–"]
+            if mine and int(mine["tensor_bytes"]) == size:
+                # The pass without overlap times the collective alone, as the loop does; a CSV
+                # row has only the overlapped pass, with C beside the collective.
+                for i, key in enumerate(("algbw_no_overlap_gbps", "algbw_gbps")):
+                    if num(mine.get(key)):
+                        ratio = num(mine[key]) / run["algbw_gbps"]
+                        cells[i] = f"{num(mine[key]):.0f} ({ratio:.3f}×)"
+            rows.append([pattern, size_name(size), f"{run['algbw_gbps']:.0f}"] + cells)
+    if rows:
+        yield "collectives", table(["collective", "size", "plain NCCL loop algbw GB/s",
+                                    "gpurelay, overlap off: algbw GB/s (× the loop)",
+                                    "overlap on, C beside it"], rows), \
+            [ctx.get("date")], [ctx.get("gpurelay_git")]
+
+
+def torch(folder):
+    runs = runs_in(folder)
+    rows, dates, hashes = [], [], []
+    for path in sorted(glob.glob(os.path.join(folder, "torch_*.json"))):
+        with open(path) as f:
+            t = json.load(f)
+        r = runs.get(os.path.basename(path)[len("torch_"):-5])
+        if r is None:
+            continue
+        mode = "eager" if t["mode"] == "eager" else f"graphs of {t['graph_steps']}"
+        c = "off" if t["c_elements"] == 0 else f"{t['c_elements']} × {t['c_iterations']}"
+        ours = float(r["time_per_step_ms"])
+        rows.append([size_name(t["bytes"]), mode, c, f"{t['time_per_step_ms']:.4f}", f"{ours:.4f}",
+                     f"{t['time_per_step_ms'] / ours:.1f}×"])
+        dates.append(r["timestamp"])
+        hashes.append(r["git_hash"])
+    if rows:
+        yield "torch", table(["tensor", "both as", "C", "PyTorch ms/step", "gpurelay ms/step",
+                              "PyTorch / gpurelay"], rows), dates, hashes
+
+
+def two_gpus(folder):
+    runs, ctx = bench(os.path.join(folder, "bench-transport-pair.json"))
+    sweep = runs_in(folder)
+    by = {}
+    for tag, r in sweep.items():
+        # The sweep's runs; pair_* are the calibrated-C runs, whose transfer C slows.
+        if tag.startswith("pair_") or r["transport"] != "nccl" or int(r["world_size"]) != 2:
+            continue
+        if r.get("transfer_gbps"):
+            by[(int(r["tensor_bytes"]), int(r["depth"]))] = num(r["transfer_gbps"])
+    rows = []
+    for (fam, size), run in sorted(runs.items()):
+        if fam == "transport/nccl_plain" and size >= 64 * KIB:
+            plain = run["bytes_per_second"] / 1e9
+            d2 = by.get((size, 2))
+            if not any(by.get((size, d)) for d in (1, 2, 4)):
+                continue
+            rows.append([size_name(size), f"{plain:.1f}"]
+                        + [fmt(by.get((size, d)), 1) for d in (1, 2, 4)]
+                        + [fmt(d2 and d2 / plain, 2)])
+    if rows:
+        yield "two-gpu-transfer", table(["size", "plain NCCL loop GB/s", "depth 1", "depth 2",
+                                         "depth 4", "depth 2 / plain"], rows), \
+            [ctx.get("date")], [ctx.get("gpurelay_git")]
+    made = run_rows(sweep, ["pair_overlap_d1", "pair_overlap_d2"])
+    if made:
+        yield ("two-gpu-overlap",) + made
+
+
+MAKERS = (kernels, mpi_staged, pipeline, floors, small_steps, large_steps, ipc, collectives, torch,
+          two_gpus)
+
+
+def blocks(folder, commit):
+    out = {}
+    for maker in MAKERS:
+        for name, text, dates, hashes in maker(folder):
+            out[name] = f"{text}\n\n{provenance(dates, hashes, commit)}"
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("dir")
+    parser.add_argument("--update", metavar="DOC")
+    parser.add_argument("--commit")
+    parser.add_argument("--only", metavar="NAMES",
+                        help="comma-separated table names: make only these")
+    args = parser.parse_args()
+    made = blocks(args.dir, args.commit)
+    if args.only:
+        wanted = args.only.split(",")
+        made = {name: text for name, text in made.items() if name in wanted}
+    if not made:
+        print(f"perf_tables: nothing to tabulate in {args.dir}", file=sys.stderr)
+        return 2
+    if not args.update:
+        for name, text in made.items():
+            print(f"<!-- table {name} -->\n{text}\n<!-- end table {name} -->\n")
+        return 0
+    with open(args.update) as f:
+        doc = f.read()
+    replaced = []
+
+    def swap(match):
+        name = match.group(1)
+        if name not in made:
+            return match.group(0)
+        replaced.append(name)
+        return f"<!-- table {name} -->\n{made[name]}\n<!-- end table {name} -->"
+
+    doc = re.sub(r"<!-- table ([\w-]+) -->\n.*?<!-- end table \1 -->", swap, doc, flags=re.S)
+    with open(args.update, "w") as f:
+        f.write(doc)
+    print(f"perf_tables: updated {', '.join(replaced) or 'nothing'} in {args.update}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
