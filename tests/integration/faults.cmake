@@ -30,6 +30,12 @@ gpurelay_case(bad_summary_is_output 2 --expect-exit 2 --expect-message "the same
   -- --summary-json @TMP@/out.h5)
 gpurelay_case(bad_csv_is_summary 2 --expect-exit 2 --expect-message "the same file"
   -- --summary-json @TMP@/s.json --results-csv @TMP@/s.json)
+# A folder whose rights let root in but whose file system makes no files (/proc): refused at
+# start, before any file is made, not after the run.
+gpurelay_case(bad_summary_unwritable_folder 2 --expect-exit 2 --expect-message
+  "summary_json: folder '/proc' does not take new files" -- --summary-json /proc/x.json)
+gpurelay_case(bad_csv_unwritable_folder 2 --expect-exit 2 --expect-message
+  "results_csv: folder '/proc' does not take new files" -- --results-csv /proc/x.csv)
 gpurelay_case(bad_summary_directory 2 --make "s.json=dir" --expect-exit 2 --expect-message "is a directory"
   -- --summary-json @TMP@/s.json)
 
