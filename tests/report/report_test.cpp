@@ -166,6 +166,7 @@ RunSummary hand_summary() {
     RunSummary s;
     s.config = small_config();
     s.config.tag = "a, \"quoted\" tag";
+    s.config.output = "/runs/a, b.h5";
     s.backend = "cpu";
     s.transport = "mpi (host memory)";
     s.world_size = 2;
@@ -220,7 +221,7 @@ TEST(ResultsCsv, HeaderIsTheColumnTableInOrder) {
               "a_ms,send_ms,recv_ms,c_ms,wait_ms,b_ms,transfer_gbps,aggregate_gbps,a_gbps,b_gbps,"
               "cold_step_ms,time_per_step_no_overlap_ms,overlap_speedup,x_checked,x_mismatches,"
               "c_mismatches,verified,step_bound_ms,overlap_ideal_ms,pattern,group_size,"
-              "algbw_gbps,busbw_gbps,timing,phase_timed_steps");
+              "algbw_gbps,busbw_gbps,timing,phase_timed_steps,output");
     EXPECT_EQ(split_csv_line(results_csv_header()).size(), results_csv_columns().size());
 }
 
@@ -256,6 +257,7 @@ TEST(ResultsCsv, EachCellSitsUnderItsColumn) {
     EXPECT_EQ(cell("overlap_ideal_ms"), "1.25");
     EXPECT_EQ(cell("timing"), "sampled:16");  // the main pass's
     EXPECT_EQ(cell("phase_timed_steps"), "4");
+    EXPECT_EQ(cell("output"), "/runs/a, b.h5");  // quoted in the file, as the tag
 }
 
 TEST(SummaryJson, PhasesAreTheTableAndTotalsArePerPass) {
