@@ -48,7 +48,7 @@ function(gpurelay_fault name)
 endfunction()
 gpurelay_fault(bad_text)
 foreach(fault full_disk side_outputs_full read_only quota two_jobs resumable_kept complete_partial
-        damaged_partial mpirun_sigterm mpirun_sigint mpirun_kill_window
+        damaged_partial mpirun_sigterm mpirun_sigint mpirun_kill_window mpirun_double_sigint
         mpirun_sigusr1)
   gpurelay_fault(${fault})
 endforeach()
