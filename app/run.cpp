@@ -13,7 +13,6 @@
 
 #include "app/provenance.hpp"
 #include "app/setup.hpp"
-#include "app/version.hpp"
 #include "comm/agreement.hpp"
 #include "comm/mpi_error.hpp"
 #include "comm/mpi_session.hpp"
@@ -367,7 +366,7 @@ RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Pipeline& 
     summarize_run(MPI_COMM_WORLD, mine, summary);
     summary.versions = versions_line();
     summary.timestamp = utc_timestamp();
-    summary.git_hash = kGitHash;
+    summary.git_hash = git_hash();
     return summary;
 }
 
