@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "app/git_hash.hpp"
 #include "app/version.hpp"
 #include "comm/mpi_session.hpp"
 
@@ -13,6 +14,8 @@ std::string version_text() {
            cuda_version_string() + "\nNCCL " + nccl_version_string() + "\nMPI " +
            mpi_version_string() + "\nHDF5 " + hdf5_version() + "\n";
 }
+
+std::string git_hash() { return kGitHash; }
 
 std::string versions_line() {
     return std::string("gpurelay ") + kVersion + " (git " + kGitHash + "), CUDA " +

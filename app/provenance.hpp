@@ -12,7 +12,10 @@ namespace gpurelay {
 
 // --version: one line each for gpurelay (and its git hash), CUDA, NCCL, MPI and HDF5.
 std::string version_text();
-// The same on one line, for the report and the JSON summary.
+// The source tree's commit when this binary was built ("1a2b3c4d5e6f", with "-dirty" when
+// tracked files had changes), or "unknown" when the tree was not a git repository of its own.
+std::string git_hash();
+// The same as version_text() on one line, for the report and the JSON summary.
 std::string versions_line();
 // Now, as "2026-12-01T09:00:00Z".
 std::string utc_timestamp();

@@ -14,7 +14,6 @@
 
 #include "app/provenance.hpp"
 #include "app/setup.hpp"
-#include "app/version.hpp"
 #include "comm/agreement.hpp"
 #include "comm/mpi_error.hpp"
 #include "comm/mpi_session.hpp"
@@ -135,25 +134,6 @@ std::optional<Config> read_request(int rank, int argc, char** argv, ResumePoint&
         return std::nullopt;
     }
     return config_from_toml(deck, "the broadcast deck");
-}
-
-// Memory, said before the run starts: slots x tensor size, C's buffer, counters.
-void print_memory(const Setup& setup, int rank) {
-    const Config& config = setup.config;
-    std::uint64_t held[2] = {setup.memory.device_bytes(), setup.memory.host_bytes()};
-    std::uint64_t held_max[2];
-    MPI_CHECK(MPI_Allreduce(held, held_max, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD));
-    // --quiet: errors only.
-    if (rank != 0 || config.quiet) return;
-    std::printf(
-        "gpurelay: %s memory per rank (largest): %.1f MiB for depth %lld x %.1f MiB "
-        "slots and C's %.1f MiB; pinned host %.1f MiB before the writer's buffers\n",
-        setup.device->backend() == Backend::cuda ? "device" : "host",
-        static_cast<double>(held_max[0]) / 1048576.0, static_cast<long long>(config.depth),
-        static_cast<double>(config.tensor_bytes()) / 1048576.0,
-        static_cast<double>(config.c_elements * 4) / 1048576.0,
-        static_cast<double>(held_max[1]) / 1048576.0);
-    std::fflush(stdout);
 }
 
 // Compare runs without overlap first, then with; /y comes from the last pass.
@@ -393,7 +373,7 @@ RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Outputs& o
     summarize_run(MPI_COMM_WORLD, mine, summary);
     summary.versions = versions_line();
     summary.timestamp = utc_timestamp();
-    summary.git_hash = kGitHash;
+    summary.git_hash = git_hash();
     return summary;
 }
 
@@ -468,10 +448,12 @@ int run(MpiSession& mpi, int argc, char** argv) {
         pipeline = std::make_unique<Pipeline>(setup.spec, *setup.device, *setup.transport,
                                               setup.placement.role, MPI_COMM_WORLD);
     });
-    print_memory(setup, rank);
 
     const std::vector<bool> passes = passes_of(*config);
     Outputs outputs = open_outputs(mpi, setup, passes);
+    // What runs where, said before the steps (and their progress lines) start.
+    const RunSummary head = summarize(mpi, setup, outputs, {});
+    if (rank == 0 && !config->quiet) print_run_header(stdout, head);  // --quiet: errors only
     std::vector<PassSummary> summaries;
     const Stop stop = run_passes(*pipeline, setup, outputs, passes, resume, rank, summaries);
     if (stop.signal != 0) return finish_stopped(setup, outputs, passes, stop, rank);

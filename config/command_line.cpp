@@ -80,7 +80,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     app.footer(
         "Every key of the input deck is also a flag: key foo_bar is --foo-bar VALUE, and flags "
         "override the deck. Sizes take k, K, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti (powers "
-        "of 1024), e.g. 64Mi.");
+        "of 1024), e.g. 64Mi, or are whole numbers in exponent form, e.g. 1e9.");
     // Unknown arguments are collected rather than rejected by CLI11, so that the error can say
     // which flag was probably meant.
     app.allow_extras();

@@ -127,7 +127,8 @@ std::string config_to_toml(const Config& config);
 // Reads a deck from TOML text on top of `base`; `origin` names the source in errors.
 Config config_from_toml(std::string_view toml_text, std::string_view origin, Config base = {});
 
-// Parses "64Mi", "1G", "4096" into a count; throws a usage error naming `key`.
+// Parses "64Mi", "1G", "4096", "1e9" (exponent form: only a whole number) into a count; throws a
+// usage error naming `key`.
 std::uint64_t parse_size(std::string_view key, std::string_view text);
 // The closest known key to `unknown`, or empty when nothing is close.
 std::string closest_key(std::string_view unknown);

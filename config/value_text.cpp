@@ -6,6 +6,8 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <limits>
+#include <string>
 #include <system_error>
 
 #include "config/config.hpp"
@@ -121,19 +123,82 @@ std::string toml_quote(std::string_view text) {
 
 using config_detail::quote_for_message;
 
+namespace {
+
+constexpr std::uint64_t kMaxSize = std::numeric_limits<std::uint64_t>::max();
+
+[[noreturn]] void throw_bad_size(std::string_view key, std::string_view text) {
+    throw usage_error(std::string(key) +
+                      ": expected a size (an integer with an optional suffix k, K, Ki, M, Mi, G, "
+                      "Gi, T or Ti, or a whole number in exponent form such as 1e9), got " +
+                      quote_for_message(text));
+}
+
+[[noreturn]] void throw_huge_size(std::string_view key, std::string_view text) {
+    throw usage_error(std::string(key) + ": " + quote_for_message(text) +
+                      " is too large (at most 18446744073709551615)");
+}
+
+bool all_digits(std::string_view text) {
+    return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+               return c >= '0' && c <= '9';
+           });
+}
+
+// "1e9", "2.5e3", "15E+2": a size in exponent form (no suffix), taken only when it is exactly a
+// whole number, worked out in decimal digits so no rounding can make "1.0000000000000001e0" one.
+std::uint64_t parse_exponent_size(std::string_view key, std::string_view text) {
+    const std::size_t e = text.find_first_of("eE");
+    const std::string_view mantissa = text.substr(0, e);
+    std::string_view exponent_text = text.substr(e + 1);
+    if (!exponent_text.empty() && exponent_text.front() == '+') exponent_text.remove_prefix(1);
+    const bool negative = !exponent_text.empty() && exponent_text.front() == '-';
+    if (negative) exponent_text.remove_prefix(1);
+    const std::size_t dot = mantissa.find('.');
+    const std::string_view whole = mantissa.substr(0, dot);
+    const std::string_view fraction =
+        dot == std::string_view::npos ? std::string_view() : mantissa.substr(dot + 1);
+    if (!all_digits(whole) || (dot != std::string_view::npos && !all_digits(fraction)) ||
+        !all_digits(exponent_text) || exponent_text.size() > 4) {
+        throw_bad_size(key, text);
+    }
+    std::string digits = std::string(whole) + std::string(fraction);
+    std::int64_t exponent = std::stoll(std::string(exponent_text));
+    exponent = (negative ? -exponent : exponent) - static_cast<std::int64_t>(fraction.size());
+    // Digits moved behind the point must all be zeros, else the value is not whole.
+    for (; exponent < 0; ++exponent) {
+        if (digits.empty() || digits.back() != '0') {
+            throw usage_error(std::string(key) + ": " + quote_for_message(text) +
+                              " is not a whole number");
+        }
+        digits.pop_back();
+    }
+    std::uint64_t value = 0;
+    for (const char digit : digits) {
+        const auto d = static_cast<std::uint64_t>(digit - '0');
+        if (value > (kMaxSize - d) / 10) throw_huge_size(key, text);
+        value = value * 10 + d;
+    }
+    for (; exponent > 0 && value != 0; --exponent) {
+        if (value > kMaxSize / 10) throw_huge_size(key, text);
+        value *= 10;
+    }
+    return value;
+}
+
+}  // namespace
+
 std::uint64_t parse_size(std::string_view key, std::string_view text) {
-    const auto bad = [&] {
-        return usage_error(std::string(key) +
-                           ": expected a size (an integer with an optional suffix k, K, Ki, M, "
-                           "Mi, G, Gi, T or Ti), got " +
-                           quote_for_message(text));
-    };
+    if (text.find_first_of("eE") != std::string_view::npos) {
+        return parse_exponent_size(key, text);
+    }
+    const auto bad = [&] { throw_bad_size(key, text); };
     std::uint64_t count = 0;
     const char* const first = text.data();
     const char* const last = text.data() + text.size();
     // from_chars takes no sign, so "-4" and "+4" fail here as they should.
     const auto [digits_end, ec] = std::from_chars(first, last, count);
-    if (ec == std::errc::invalid_argument) throw bad();
+    if (ec == std::errc::invalid_argument) bad();
     const std::string_view suffix(digits_end, static_cast<std::size_t>(last - digits_end));
     struct Multiplier {
         std::string_view suffix;
@@ -153,11 +218,9 @@ std::uint64_t parse_size(std::string_view key, std::string_view text) {
     }};
     const auto multiplier = std::find_if(kMultipliers.begin(), kMultipliers.end(),
                                          [&](const Multiplier& m) { return m.suffix == suffix; });
-    if (multiplier == kMultipliers.end()) throw bad();
-    if (ec == std::errc::result_out_of_range ||
-        count > std::numeric_limits<std::uint64_t>::max() / multiplier->factor) {
-        throw usage_error(std::string(key) + ": " + quote_for_message(text) +
-                          " is too large (at most 18446744073709551615)");
+    if (multiplier == kMultipliers.end()) bad();
+    if (ec == std::errc::result_out_of_range || count > kMaxSize / multiplier->factor) {
+        throw_huge_size(key, text);
     }
     return count * multiplier->factor;
 }

@@ -35,6 +35,16 @@ const char* kind_of(mode_t mode) {
     return "not a regular file";
 }
 
+// Makes and removes a file of a name no one else uses in `folder`; the errno of the failure, or 0.
+int try_making_file_in(const std::string& folder) {
+    const std::string probe = folder + "/.gpurelay-probe-" + std::to_string(::getpid());
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return errno == EEXIST ? 0 : errno;  // EEXIST: the folder does take names
+    ::close(fd);
+    ::unlink(probe.c_str());
+    return 0;
+}
+
 }  // namespace
 
 std::string resolve_output_path(const std::string& key, const std::string& path) {
@@ -79,6 +89,12 @@ void check_output_target(const std::string& key, const std::string& path,
     if (::faccessat(AT_FDCWD, folder.c_str(), W_OK | X_OK, AT_EACCESS) != 0) {
         throw usage_error(key + ": folder '" + folder +
                           "' does not take new files: " + reason(errno));
+    }
+    // The rights say yes to root even where the file system itself says no (/proc, sysfs, a
+    // FUSE mount): only making a file there tells.
+    if (const int error = try_making_file_in(folder); error != 0) {
+        throw usage_error(key + ": folder '" + folder + "' does not take new files: " +
+                          reason(error));
     }
     const long name_max = ::pathconf(folder.c_str(), _PC_NAME_MAX);
     const std::string name = fs::path(path).filename().string();

@@ -16,7 +16,8 @@ namespace gpurelay {
 // usage error naming `key` (the config key, e.g. "output").
 std::string resolve_output_path(const std::string& key, const std::string& path);
 
-// Checks that a file can be written at `path` (resolved): its folder exists and takes new names;
+// Checks that a file can be written at `path` (resolved): its folder exists and takes new names
+// (a file of a name no one uses is made there and removed: root's rights do not show a /proc);
 // `path` and `path` + each of `suffixes` (the names it is written under, e.g. ".partial") fit the
 // file system's name limit; and what stands at `path` is nothing, or a regular file that may be
 // replaced. `replace_flag`: empty when an existing regular file may be replaced (or appended to),

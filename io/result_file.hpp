@@ -85,6 +85,11 @@ class ResultFile {
     // could finish. Usage errors with the system's reason.
     static void check_target(const std::string& path, bool overwrite);
 
+    // How to start afresh over a PATH.partial that --resume cannot continue, as check_target()
+    // rules: "run again without --resume (a fresh run replaces it)", or, where the file holds a
+    // finished or stopped run that a fresh run keeps, "... with --overwrite".
+    static std::string fresh_start_advice(const std::string& path);
+
     // Not collective; one rank (rank 0): gives a PATH.partial that is already complete (its run
     // ended between the close and the rename) its final name, under the rule of check_target().
     static void publish_complete_partial(const std::string& path, bool overwrite);

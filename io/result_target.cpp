@@ -96,6 +96,13 @@ void ResultFile::publish_complete_partial(const std::string& path, bool overwrit
     publish_partial(path + ".partial", path, overwrite);
 }
 
+std::string ResultFile::fresh_start_advice(const std::string& path) {
+    QuietHdf5Errors quiet;
+    return finishable_contents(path + ".partial").empty()
+               ? "run again without --resume to start afresh (a fresh run replaces it)"
+               : "run again with --overwrite instead of --resume to start afresh";
+}
+
 void ResultFile::check_target(const std::string& path, bool overwrite) {
     QuietHdf5Errors quiet;
     check_final_path(path, overwrite);

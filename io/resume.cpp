@@ -21,30 +21,33 @@ ResumePoint find_resume_point(const Config& config) {
     if (!std::filesystem::exists(std::filesystem::symlink_status(partial, missing))) {
         throw usage_error("resume: nothing to resume: '" + partial + "' does not exist");
     }
-    const std::string damaged = "damaged .partial '" + partial + "': ";
+    // Each refusal says how to start afresh instead, as a fresh run would take it.
+    const auto damaged = [&](const std::string& what) {
+        return usage_error("damaged .partial '" + partial + "': " + what + ": " +
+                           ResultFile::fresh_start_advice(config.output));
+    };
     const auto read = [&](const char* name) -> std::optional<AttributeValue> {
         try {
             return ResultFile::read_root_attribute(partial, name);
         } catch (const Error& e) {
-            throw usage_error(damaged + e.what() + " (start afresh with --overwrite)");
+            throw damaged(e.what());
         }
     };
     const auto integer = [&](const char* name) -> std::optional<std::int64_t> {
         const auto value = read(name);
         if (!value) return std::nullopt;
         if (!std::holds_alternative<std::int64_t>(*value)) {
-            throw usage_error(damaged + "attribute " + name + " is not an integer");
+            throw damaged(std::string("attribute ") + name + " is not an integer");
         }
         return std::get<std::int64_t>(*value);
     };
     const auto complete = integer("complete");
     if (!complete || (*complete != 0 && *complete != 1)) {
-        throw usage_error(damaged + "attribute complete is missing or not 0 or 1");
+        throw damaged("attribute complete is missing or not 0 or 1");
     }
     const auto stored = read("config_toml");
     if (!stored || !std::holds_alternative<std::string>(*stored)) {
-        throw usage_error(damaged +
-                          "attribute config_toml (the deck it was started with) is "
+        throw damaged("attribute config_toml (the deck it was started with) is "
                           "missing or not text");
     }
     Config before;
@@ -52,7 +55,7 @@ ResumePoint find_resume_point(const Config& config) {
         before = config_from_toml(std::get<std::string>(*stored), "its config_toml");
         validate_config(before);
     } catch (const Error& e) {
-        throw usage_error(damaged + e.what());
+        throw damaged(e.what());
     }
     for (const char* key :
          {"elements", "dtype", "steps", "warmup", "overlap", "c_elements", "c_iterations", "alpha",
@@ -66,8 +69,7 @@ ResumePoint find_resume_point(const Config& config) {
     if (*complete == 1) {
         const auto verified = integer("verified");
         if (!verified || (*verified != 0 && *verified != 1)) {
-            throw usage_error(damaged +
-                              "it is complete but attribute verified is missing or "
+            throw damaged("it is complete but attribute verified is missing or "
                               "not 0 or 1");
         }
         return {0, 0, 1, *verified};
@@ -75,18 +77,22 @@ ResumePoint find_resume_point(const Config& config) {
     const auto step = integer("stopped_at_step");
     const auto pass = integer("stopped_pass");
     if (!step || !pass) {
+        // Its ranks were killed, or ended by an mpirun that exited (Open MPI's mpirun exits at
+        // once on a second SIGINT or SIGTERM, and kills the ranks a second after its first).
         throw usage_error("resume: '" + partial +
-                          "' was not stopped by a signal (no stopped_at_step): start afresh with "
-                          "--overwrite");
+                          "' was not stopped cleanly (no stopped_at_step: its ranks were killed "
+                          "mid-run; under mpirun, SIGUSR1 to mpirun stops a run so it can "
+                          "resume): " +
+                          ResultFile::fresh_start_advice(config.output));
     }
     const std::int64_t passes = config.overlap == OverlapMode::compare ? 2 : 1;
     if (*pass < 0 || *pass >= passes) {
-        throw usage_error(damaged + "stopped_pass " + std::to_string(*pass) + " is outside 0.." +
+        throw damaged("stopped_pass " + std::to_string(*pass) + " is outside 0.." +
                           std::to_string(passes - 1));
     }
     // A stop comes after at least one step of the pass and before its last (see on_step).
     if (*step < 1 || *step >= config.steps) {
-        throw usage_error(damaged + "stopped_at_step " + std::to_string(*step) + " is outside 1.." +
+        throw damaged("stopped_at_step " + std::to_string(*step) + " is outside 1.." +
                           std::to_string(config.steps - 1));
     }
     return {*pass, *step, 0, 0};

@@ -91,7 +91,9 @@ struct RunSummary {
     // Compare only: the time per step perfect overlap would give, the overlapped step bound
     // from the overlap=off pass's phases (measured without the two streams contending).
     double overlap_ideal_ms = 0;
-    std::uint64_t device_bytes = 0, host_bytes = 0;  // largest rank
+    // The largest rank's: on the device (the host, on the CPU path), in pinned host memory (the
+    // writer's buffers and the counters), and of both together.
+    std::uint64_t device_bytes = 0, host_bytes = 0, total_bytes = 0;
     double write_gbps = 0;
     std::string versions;  // "gpurelay 0.1.0 (git) CUDA ... NCCL ... MPI ... HDF5 ..."
     std::string timestamp, git_hash;
@@ -133,7 +135,15 @@ struct RankFigures {
 // passes (compare) the overlap speedup and the time per step perfect overlap would give.
 void summarize_run(MPI_Comm comm, const RankFigures& mine, RunSummary& summary);
 
+// Before the steps: the ranks, transport, wrapped config, versions, ranks and memory (needs no
+// passes in `summary`).
+void print_run_header(std::FILE* out, const RunSummary& summary);
+// After the run: each pass's phases and rates, the overlap speedup, verification and the output.
 void print_report(std::FILE* out, const RunSummary& summary);
+// "memory per rank (largest): ...", as the header prints it.
+std::string memory_text(const RunSummary& summary);
+// A duration in microseconds in the unit that reads: "82.5 µs", "1.95 ms", "1.95 s".
+std::string duration_text_us(double us);
 // The JSON summary's layout version, its "schema_version": 2 since the config values are typed
 // (numbers, booleans, strings) rather than TOML literals in strings.
 inline constexpr int kSummarySchemaVersion = 2;

@@ -94,6 +94,8 @@ std::vector<CsvColumn> make_results_csv_columns() {
         // phase times (the phase columns are medians over those).
         {"timing", [](R r) { return r.main_pass().timing; }},
         {"phase_timed_steps", [](R r) { return std::to_string(r.main_pass().phase_timed_steps); }},
+        // The HDF5 file the row's measurements and /y are in, as the run resolved it.
+        {"output", [](R r) { return csv_text(r.config.output); }},
     };
     columns.insert(columns.end(), rest.begin(), rest.end());
     return columns;

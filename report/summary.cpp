@@ -262,12 +262,14 @@ void summarize_run(MPI_Comm comm, const RankFigures& mine, RunSummary& summary) 
             step_bound_ms(phase_medians(summary.passes[0]), summary.config.depth, /*overlap=*/true);
     }
     struct Memory {
-        std::uint64_t device_bytes, host_bytes;
+        std::uint64_t device_bytes, host_bytes, total_bytes;
     };
-    const Memory largest = reduce_fields<std::uint64_t>(Memory{mine.device_bytes, mine.host_bytes},
-                                                        MPI_UINT64_T, MPI_MAX, comm);
+    const Memory largest = reduce_fields<std::uint64_t>(
+        Memory{mine.device_bytes, mine.host_bytes, mine.device_bytes + mine.host_bytes},
+        MPI_UINT64_T, MPI_MAX, comm);
     summary.device_bytes = largest.device_bytes;
     summary.host_bytes = largest.host_bytes;
+    summary.total_bytes = largest.total_bytes;
     struct Writes {
         double bytes, seconds;
     };

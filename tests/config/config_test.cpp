@@ -210,6 +210,32 @@ TEST(ParseSize, Suffixes) {
     EXPECT_EQ(parse_size("elements", "16777215Ti"), 16777215ull << 40);
 }
 
+TEST(ParseSize, ExponentFormWhenWhole) {
+    EXPECT_EQ(parse_size("elements", "1e9"), 1000000000u);
+    EXPECT_EQ(parse_size("elements", "1E6"), 1000000u);
+    EXPECT_EQ(parse_size("elements", "1e+09"), 1000000000u);  // TOML's 1e9, as it is printed
+    EXPECT_EQ(parse_size("elements", "2.5e3"), 2500u);
+    EXPECT_EQ(parse_size("elements", "2500e-2"), 25u);
+    EXPECT_EQ(parse_size("elements", "0e0"), 0u);
+    Config c;
+    set_config_value(c, "chunk", "4e6");
+    EXPECT_EQ(c.chunk, 4000000u);
+    EXPECT_EQ(parse({"--elements", "1e9"}).config.elements, 1000000000u);
+    EXPECT_EQ(parse_size("elements", "1.8446744073709551615e19"), 18446744073709551615ull);
+    for (const char* fraction : {"2.5e0", "1e-1", "1.0000000000000001e0", "2501e-2"}) {
+        EXPECT_EQ(usage_message([&] { parse_size("chunk", fraction); }),
+                  std::string("chunk: '") + fraction + "' is not a whole number");
+    }
+    for (const char* bad : {"e9", "1e", "1e9Ki", "-1e3", "1.e", "1e3.0", "0x1e3", "1ee3"}) {
+        const std::string message = usage_message([&] { parse_size("chunk", bad); });
+        EXPECT_TRUE(contains(message, "chunk: expected a size")) << bad << ": " << message;
+    }
+    for (const char* huge : {"1e20", "1.8446744073709551616e19", "1e9999"}) {
+        const std::string message = usage_message([&] { parse_size("chunk", huge); });
+        EXPECT_TRUE(contains(message, "too large")) << huge << ": " << message;
+    }
+}
+
 TEST(ParseSize, Rejects) {
     for (const char* bad :
          {"1.5Mi", "-4", "12Q", "", "Mi", "4 Ki", "4ki", "+4", " 4", "4Mi ", "0x10", "4MiB"}) {
@@ -393,7 +419,8 @@ TEST(Toml, WrongTypes) {
               "deck.toml: steps: expected a positive integer, got 'abc'");
     EXPECT_TRUE(contains(deck_error("steps = 1.5\n"), "deck.toml: steps: expected a positive"));
     EXPECT_TRUE(contains(deck_error("steps = 2.0\n"), "deck.toml: steps: expected a positive"));
-    EXPECT_TRUE(contains(deck_error("elements = 1e6\n"), "deck.toml: elements: expected a size"));
+    EXPECT_EQ(config_from_toml("elements = 1e6\n", "deck.toml").elements, 1000000u);
+    EXPECT_TRUE(contains(deck_error("elements = 1.5\n"), "deck.toml: elements: expected a size"));
     EXPECT_TRUE(contains(deck_error("elements = -4\n"), "deck.toml: elements: expected a size"));
     EXPECT_EQ(deck_error("blocking = \"yes\"\n"),
               "deck.toml: blocking: expected true or false, got 'yes'");

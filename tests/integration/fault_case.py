@@ -349,6 +349,16 @@ def case_damaged_partial(runner, tmp, args):
     damaged(del_attr("complete"), "damaged .partial")
     damaged(truncate, "damaged .partial")
     damaged(corrupt_superblock, "damaged .partial")
+    # Each refusal says how to start afresh, as a fresh run takes it: one that says where the
+    # run stopped is kept without --overwrite, a file that is not HDF5 is not.
+    damaged(set_attr("stopped_pass", np.int64(7)), "with --overwrite instead of --resume")
+    code, ours, _ = runner.run(long_args)
+    if code != 2 or not ours or "--overwrite to discard it" not in ours[0]:
+        fail(f"a fresh run over a .partial that says where it stopped: exit {code}, {ours}")
+    damaged(corrupt_superblock, "run again without --resume to start afresh")
+    expect_complete_run(runner, with_keys(long_args, "--steps", "20"), output,
+                        "a fresh run over an unreadable .partial, without --overwrite")
+    os.unlink(output)
     # Undamaged, it still resumes.
     with open(partial, "wb") as f:
         f.write(pristine)
@@ -421,8 +431,52 @@ def case_mpirun_kill_window(runner, tmp, args):
     readable_or_absent(output + ".partial")
     if not os.path.exists(output + ".partial"):
         fail("no .partial left")
-    expect_usage_error(runner.run(slow + ["--resume"]), "was not stopped by a signal")
+    # The refusal names the signal that would have kept the file, and how to start afresh, the
+    # way a fresh run then takes it: without --overwrite, which it does not need here.
+    result = runner.run(slow + ["--resume"])
+    expect_usage_error(result, "was not stopped cleanly")
+    for part in ("SIGUSR1 to mpirun", "run again without --resume to start afresh"):
+        if part not in result[1][0]:
+            fail(f"the refusal {result[1][0]!r} does not say {part!r}")
     readable_or_absent(output + ".partial")
+    expect_complete_run(runner, with_keys(slow, "--steps", "2", "--c-iterations", "10"), output,
+                        "a fresh run over the killed run's .partial")
+
+
+def case_mpirun_double_sigint(runner, tmp, args):
+    """Two SIGINTs to mpirun, as `timeout -s INT` sends (to mpirun, then to its process group) or
+    a second Ctrl-C: Open MPI's mpirun then exits at once and its library ends the ranks, which
+    get no signal to stop on. Every rank ends, the .partial still opens, and --resume says what
+    to send instead (SIGUSR1 to mpirun) and how to start afresh, which works as it says."""
+    output = os.path.join(tmp, "double.h5")
+    args = with_keys(LONG, "--steps", "3000", "--output", output)
+    proc = runner.start(args)
+    wait_for(lambda: os.path.exists(output + ".partial"), 30, "the .partial file")
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    code, _, _ = finish(proc, 60)
+    if code == 0:
+        fail("mpirun exited 0 after two SIGINTs")
+    pids = lambda: subprocess.run(["pgrep", "-f", "^" + runner.binary + " .*" + output],
+                                  capture_output=True, text=True).stdout.split()
+    wait_for(lambda: not pids(), 30, "the ranks to end after mpirun exited")
+    if os.path.exists(output + ".lock"):
+        os.unlink(output + ".lock")  # the killed rank 0 could not remove it; a stale lock is free
+    readable_or_absent(output + ".partial")
+    with h5py.File(output + ".partial", "r") as f:
+        stopped = "stopped_at_step" in f.attrs
+    if stopped:
+        print("mpirun forwarded a SIGTERM before it exited: the ranks stopped cleanly")
+        return
+    result = runner.run(with_keys(args, "--steps", "3000") + ["--resume"])
+    expect_usage_error(result, "was not stopped cleanly")
+    for part in ("SIGUSR1 to mpirun", "run again without --resume to start afresh"):
+        if part not in result[1][0]:
+            fail(f"the refusal {result[1][0]!r} does not say {part!r}")
+    expect_complete_run(runner, with_keys(args, "--steps", "20"), output,
+                        "a fresh run over the .partial, without --overwrite")
 
 
 

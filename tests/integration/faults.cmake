@@ -30,6 +30,12 @@ gpurelay_case(bad_summary_is_output 2 --expect-exit 2 --expect-message "the same
   -- --summary-json @TMP@/out.h5)
 gpurelay_case(bad_csv_is_summary 2 --expect-exit 2 --expect-message "the same file"
   -- --summary-json @TMP@/s.json --results-csv @TMP@/s.json)
+# A folder whose rights let root in but whose file system makes no files (/proc): refused at
+# start, before any file is made, not after the run.
+gpurelay_case(bad_summary_unwritable_folder 2 --expect-exit 2 --expect-message
+  "summary_json: folder '/proc' does not take new files" -- --summary-json /proc/x.json)
+gpurelay_case(bad_csv_unwritable_folder 2 --expect-exit 2 --expect-message
+  "results_csv: folder '/proc' does not take new files" -- --results-csv /proc/x.csv)
 gpurelay_case(bad_summary_directory 2 --make "s.json=dir" --expect-exit 2 --expect-message "is a directory"
   -- --summary-json @TMP@/s.json)
 
@@ -42,7 +48,7 @@ function(gpurelay_fault name)
 endfunction()
 gpurelay_fault(bad_text)
 foreach(fault full_disk side_outputs_full read_only quota two_jobs resumable_kept complete_partial
-        damaged_partial mpirun_sigterm mpirun_sigint mpirun_kill_window
+        damaged_partial mpirun_sigterm mpirun_sigint mpirun_kill_window mpirun_double_sigint
         mpirun_sigusr1)
   gpurelay_fault(${fault})
 endforeach()

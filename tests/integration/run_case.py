@@ -287,6 +287,9 @@ def main():
     parser.add_argument("--expect-exit", type=int, default=0)
     parser.add_argument("--expect-message", default="")
     parser.add_argument("--expect-stdout", default="")
+    parser.add_argument("--expect-stdout-order", nargs="+", default=[], metavar="TEXT",
+                        help="run without --quiet; each TEXT must start a line of stdout, in "
+                             "this order")
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--existing-output", action="store_true",
                         help="create the output file first (it must survive untouched)")
@@ -347,7 +350,8 @@ def main():
         if opts.existing_output:
             with open(output, "w") as f:
                 f.write("precious")
-        command = shlex.split(opts.mpirun) + ["-n", str(opts.np), opts.binary] + args + ["--quiet"]
+        quiet = [] if opts.expect_stdout_order else ["--quiet"]
+        command = shlex.split(opts.mpirun) + ["-n", str(opts.np), opts.binary] + args + quiet
         print("+ " + " ".join(shlex.quote(c) for c in command), flush=True)
         start = time.monotonic()
         try:
@@ -389,6 +393,13 @@ def main():
             fail(f"no stderr line contains {opts.expect_message!r}")
         if opts.expect_stdout and opts.expect_stdout not in run.stdout:
             fail(f"stdout does not contain {opts.expect_stdout!r}")
+        lines = run.stdout.splitlines()
+        at = -1
+        for text in opts.expect_stdout_order:
+            found = [i for i, line in enumerate(lines) if line.startswith(text)]
+            if not found or found[0] <= at:
+                fail(f"no line starting {text!r} after the one before it in stdout")
+            at = found[0]
         if opts.expect_exit == 0 and "--print-config" not in args:
             check_file(output, rows_for, opts.np, json.load(open(summary)), opts.expect_timing)
             check_totals(summary, opts.np)

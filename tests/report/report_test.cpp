@@ -166,6 +166,7 @@ RunSummary hand_summary() {
     RunSummary s;
     s.config = small_config();
     s.config.tag = "a, \"quoted\" tag";
+    s.config.output = "/runs/a, b.h5";
     s.backend = "cpu";
     s.transport = "mpi (host memory)";
     s.world_size = 2;
@@ -220,7 +221,7 @@ TEST(ResultsCsv, HeaderIsTheColumnTableInOrder) {
               "a_ms,send_ms,recv_ms,c_ms,wait_ms,b_ms,transfer_gbps,aggregate_gbps,a_gbps,b_gbps,"
               "cold_step_ms,time_per_step_no_overlap_ms,overlap_speedup,x_checked,x_mismatches,"
               "c_mismatches,verified,step_bound_ms,overlap_ideal_ms,pattern,group_size,"
-              "algbw_gbps,busbw_gbps,timing,phase_timed_steps");
+              "algbw_gbps,busbw_gbps,timing,phase_timed_steps,output");
     EXPECT_EQ(split_csv_line(results_csv_header()).size(), results_csv_columns().size());
 }
 
@@ -256,6 +257,7 @@ TEST(ResultsCsv, EachCellSitsUnderItsColumn) {
     EXPECT_EQ(cell("overlap_ideal_ms"), "1.25");
     EXPECT_EQ(cell("timing"), "sampled:16");  // the main pass's
     EXPECT_EQ(cell("phase_timed_steps"), "4");
+    EXPECT_EQ(cell("output"), "/runs/a, b.h5");  // quoted in the file, as the tag
 }
 
 TEST(SummaryJson, PhasesAreTheTableAndTotalsArePerPass) {
@@ -311,6 +313,82 @@ TEST(ReportText, ListsEveryPhaseOfEveryPass) {
         EXPECT_EQ(count, 2u) << phase.name;
     }
     EXPECT_NE(report.find("FAILED"), std::string::npos);
+}
+
+std::string report_of(const RunSummary& s, void (*print)(std::FILE*, const RunSummary&)) {
+    char* text = nullptr;
+    std::size_t length = 0;
+    std::FILE* out = open_memstream(&text, &length);
+    print(out, s);
+    std::fclose(out);
+    const std::string report(text, length);
+    std::free(text);
+    return report;
+}
+
+bool has(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+// Issue #26: the report says only what ran, in units that read, and the same memory figure
+// once.
+TEST(ReportText, SaysOnlyWhatRanInUnitsThatRead) {
+    if (world_rank() != 0) return;
+    RunSummary s = hand_summary();
+    s.passes[1].host_retire_us = 1951057.5;
+    s.passes[1].host_queue_us = 82.5;
+    s.passes[1].host_callback_us = 3908.8;
+    s.passes[1].step_bound_ms = 2.5;
+    std::string report = report_of(s, print_report);
+    EXPECT_TRUE(has(report, "queueing 82.5 µs, reading back 1.95 s (waits for the host streams), "
+                            "stop vote 3.91 ms"))
+        << report;
+    EXPECT_FALSE(has(report, "waits for the GPU")) << "the CPU path has no GPU";
+    EXPECT_FALSE(has(report, "step bound")) << "a figure a step can beat is no bound";
+    EXPECT_TRUE(has(report, "step model 2.5000 ms = ")) << report;
+    EXPECT_TRUE(has(report, "an estimate")) << report;
+    EXPECT_TRUE(has(report, " Giter/s")) << "C ran";
+    EXPECT_TRUE(has(report, "(write ")) << "rows were written";
+    s.backend = "cuda";
+    EXPECT_TRUE(has(report_of(s, print_report), "(waits for the GPU)"));
+
+    s.config.c_iterations = 0;
+    s.config.write = WriteMode::none;
+    report = report_of(s, print_report);
+    EXPECT_FALSE(has(report, "Giter/s")) << "C did not run: " << report;
+    EXPECT_FALSE(has(report, "GB/s; the pipeline waited")) << "nothing was written: " << report;
+    EXPECT_TRUE(has(report, "write = none")) << report;
+}
+
+TEST(ReportText, HeaderWrapsTheConfigAndGivesOneMemoryFigure) {
+    if (world_rank() != 0) return;
+    RunSummary s = hand_summary();
+    s.device_bytes = 5u << 20;
+    s.host_bytes = 3u << 20;
+    s.total_bytes = 8u << 20;
+    const std::string header = report_of(s, print_run_header);
+    std::size_t config_lines = 0;
+    for (std::size_t begin = 0; begin < header.size();) {
+        const std::size_t end = header.find('\n', begin);
+        const std::string line = header.substr(begin, end - begin);
+        if (line.rfind("config:", 0) == 0 || line.rfind("  ", 0) == 0) {
+            ++config_lines;
+            EXPECT_LE(line.size(), 100u) << line;
+        }
+        begin = end == std::string::npos ? header.size() : end + 1;
+    }
+    EXPECT_GT(config_lines, 1u) << header;
+    // Every key is still there, in the wrapped lines.
+    for (const auto& key : config_keys()) {
+        EXPECT_TRUE(has(header, std::string(key.name) + "=")) << key.name;
+    }
+    // The CPU path: one host figure, the whole of it, and no separate "host" part to disagree.
+    EXPECT_TRUE(has(header, "memory per rank (largest): host 8.00 MiB (")) << header;
+    EXPECT_FALSE(has(header, "device ")) << header;
+    s.backend = "cuda";
+    EXPECT_TRUE(has(report_of(s, print_run_header),
+                    "memory per rank (largest): device 5.00 MiB ("));
+    EXPECT_TRUE(has(report_of(s, print_run_header), "; pinned host 3.00 MiB ("));
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ header+=',overlap_ideal_ms'
 # The hand-written rows below predate the collectives' columns (a CSV without them still plots);
 # gpurelay's own CSV has them at the end.
 real_expected_header="$header,pattern,group_size,algbw_gbps,busbw_gbps,timing,phase_timed_steps"
+real_expected_header+=",output"
 
 # row TAG WORLD PAIRS TRANSPORT ELEMENTS OVERLAP C_ITER TIME_MS NO_OVERLAP_MS SPEEDUP GBPS AGG_GBPS
 row() {
