@@ -184,8 +184,10 @@ def active_tags(out_dir):
         raise UsageError(f"{os.path.join(out_dir, SUBMITTED_FILE)} lists Slurm jobs, but squeue "
                          "is not on PATH to say which still run; run this where Slurm is, or "
                          "remove that file once the jobs have ended")
-    # -r: one line per array task, pending ones included; %A array job id, %K task index.
-    result = subprocess.run(["squeue", "--me", "-h", "-r", "-o", "%A %K %T"],
+    # -r: one line per array task, pending ones included; %F the array's job id (the id sbatch
+    # printed, which slurm-jobs.csv holds), %K the task index. Not %A: a task that has started
+    # is listed under a job id of its own there.
+    result = subprocess.run(["squeue", "--me", "-h", "-r", "-o", "%F %K %T"],
                             capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise UsageError("squeue failed, so the points still queued are not known: "
