@@ -273,9 +273,41 @@ def submit_slurm(pending, args):
     return 0
 
 
+def run_point(command):
+    """Runs one point, its stderr passed through as it comes; returns (exit code, reason), the
+    reason being the first line on stderr that is not the launcher's frame (gpurelay's one-line
+    error, where it gave one)."""
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, errors="replace")
+    reason = ""
+    for line in process.stderr:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+        text = line.strip()
+        if not reason and text and not set(text) <= set("-=*"):
+            reason = text
+    return process.wait(), reason
+
+
+def uncovered(point, covered):
+    return sum(1 for key, value in point if value not in covered[key])
+
+
 def run_here(pending, total, args):
+    """Runs the pending points in grid order. While none has succeeded, the next point after a
+    failure is the one that tries the most values not yet tried: when the points run so far take
+    every value of every key and all failed the same way (exit code and message), the rest would
+    too, and the sweep stops instead of running them."""
     failed = []
-    for number, point in enumerate(pending, start=1):
+    succeeded = 0
+    remaining = list(pending)
+    covered = {key: set() for key, _ in pending[0]}
+    number = 0
+    while remaining:
+        point = remaining[0]
+        if failed and not succeeded:
+            point = max(remaining, key=lambda p: uncovered(p, covered))
+        remaining.remove(point)
+        number += 1
         tag = tag_of(point)
         command = (launcher_for(point, args) + [args.binary]
                    + point_args(point, args.deck, args.csv, args.out_dir))
@@ -284,25 +316,38 @@ def run_here(pending, total, args):
             print("  " + shlex.join(command))
             continue
         start = time.monotonic()
-        code = subprocess.call(command)
+        code, reason = run_point(command)
         seconds = time.monotonic() - start
         if code == 0 and tag not in read_done(args.csv):
             print(f"  exit 0 but no row tagged '{tag}' in {args.csv}", file=sys.stderr)
-            failed.append((tag, "0 (no CSV row)"))
+            failed.append((tag, "0 (no CSV row)", reason))
         elif code != 0:
             print(f"  failed: exit {code} after {seconds:.1f} s", file=sys.stderr, flush=True)
-            failed.append((tag, str(code)))
+            failed.append((tag, str(code), reason))
         else:
             print(f"  done in {seconds:.1f} s", flush=True)
-    succeeded = len(pending) - len(failed)
+            succeeded += 1
+        for key, value in point:
+            covered[key].add(value)
+        ways = {(code, reason) for _, code, reason in failed}
+        if (remaining and not succeeded and len(ways) == 1
+                and all(uncovered(p, covered) == 0 for p in remaining)):
+            code, reason = ways.pop()
+            print(f"sweep: stopped: the {len(failed)} points run, which take every value of every "
+                  f"key, all failed the same way (exit {code}: {reason or 'no message'}); the "
+                  f"other {len(remaining)} would too and were not run; nothing written to "
+                  f"{args.csv}", file=sys.stderr)
+            return 1
     if args.dry_run:
         print(f"dry run: {len(pending)} of {total} points would run")
         return 0
+    where = (f"results in {args.csv}" if os.path.exists(args.csv)
+             else f"no results ({args.csv} not written)")
     print(f"sweep: {succeeded} done, {total - len(pending)} skipped, {len(failed)} failed "
-          f"(of {total}); results in {args.csv}")
+          f"(of {total}); {where}")
     if failed:
         print("failed points (exit code: tag):", file=sys.stderr)
-        for tag, code in failed:
+        for tag, code, _ in failed:
             print(f"  {code}: {tag}", file=sys.stderr)
         return 1
     return 0
@@ -332,7 +377,11 @@ run again at any time: it submits only the points that are neither done nor on t
 (a task that failed is submitted again).
 A tag names a point within one CSV only (the deck is not part of it): use one CSV per deck.
 Values are matched as written: elements=1Mi and elements=1048576 are different points.
-exit status: 0 all points done, 1 some point failed (listed at the end), 2 bad arguments.""")
+While no point has succeeded, a failure is followed by the point that tries the most values not
+tried yet; once the points run take every value of every key and all failed the same way
+(exit code and first line of the error), the sweep stops there: the others would fail too.
+exit status: 0 all points done, 1 some point failed (listed at the end) or the sweep stopped
+early (why, on one line), 2 bad arguments.""")
     parser.add_argument("axes", nargs="+", metavar="KEY=V1,V2",
                         help="a deck key and the values to run it at")
     parser.add_argument("--deck", help="input deck every point starts from")
