@@ -93,6 +93,21 @@ def short_hash(tag):
     return hashlib.sha1(tag.encode("utf-8")).hexdigest()[:12]
 
 
+# Longest readable part of a point's file name: well under the 255 bytes a name may have, with
+# room for the hash and the side files gpurelay writes beside its output.
+READABLE_NAME_MAX = 160
+
+
+def output_name(tag):
+    """The point's HDF5 file name: its tag with commas for spaces ("np=2,elements=1Mi.h5"),
+    distinct for distinct tags (values hold no space, comma or '='); a tag too long for a file
+    name keeps what fits and adds a hash of the whole tag."""
+    name = tag.replace(" ", ",")
+    if len(name) <= READABLE_NAME_MAX:
+        return name + ".h5"
+    return name[:READABLE_NAME_MAX - 13] + "-" + short_hash(tag) + ".h5"
+
+
 def flag_of(key):
     return "--" + key.replace("_", "-")
 
@@ -107,7 +122,7 @@ def point_args(point, deck, csv_path, out_dir):
     # and a value that starts with '-' (alpha=-1) cannot be mistaken for a flag.
     args += [f"{flag_of(key)}={value}" for key, value in point if key != NP_KEY]
     args += ["--results-csv", csv_path, "--tag", tag,
-             "--output", os.path.join(out_dir, short_hash(tag) + ".h5"),
+             "--output", os.path.join(out_dir, output_name(tag)),
              "--overwrite", "--quiet"]
     return args
 
@@ -361,7 +376,8 @@ def parse_args(argv):
         epilog="""\
 each point runs
   LAUNCHER BINARY [--input DECK] --key-1=v1 ... --results-csv CSV --tag TAG
-           --output OUT_DIR/<hash of TAG>.h5 --overwrite --quiet
+           --output OUT_DIR/key-1=v1,key-2=v2.h5 --overwrite --quiet
+(a tag too long for a file name is cut, with a hash of the whole tag added)
 examples:
   scripts/sweep --deck inputs/bandwidth-study.toml --csv outputs/bw.csv \\
       transport=nccl,mpi elements=64Ki,1Mi,16Mi,256Mi

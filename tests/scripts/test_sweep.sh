@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Tests scripts/sweep against a gpurelay binary: a 2x2 grid runs 4 points, a second run skips
-# all 4, a grid with one new point runs only it, a failing point makes the sweep fail, a grid
-# whose points all fail the same way (the README's overlap sweep on a deck that wants a GPU,
-# with none visible) stops after the points that take every value once and says why, and a
-# malformed KEY=V argument is refused with exit 2.
+# Tests scripts/sweep against a gpurelay binary: a 2x2 grid runs 4 points, each writing a file
+# named by its keys and values, a second run skips all 4, a grid with one new point runs only
+# it, a failing point makes the sweep fail, a grid whose points all fail the same way (the
+# README's overlap sweep on a deck that wants a GPU, with none visible) stops after the points
+# that take every value once and says why, a tag too long for a file name gets a shortened
+# name, and a malformed KEY=V argument is refused with exit 2.
 # Usage: tests/scripts/test_sweep.sh GPURELAY_BINARY REPO_ROOT
 set -euo pipefail
 
@@ -49,6 +50,10 @@ expected_tags="$(printf '%s\n' \
     fail "tags differ: got [$(csv_tags "$csv" | tr '\n' '|')]"
 [[ "$(grep -c '^run \[' "$tmp/log1")" -eq 4 ]] || fail "expected 4 'run' lines"
 [[ "$(find "$tmp/out" -name '*.h5' | wc -l)" -eq 4 ]] || fail "expected 4 HDF5 files in $tmp/out"
+for name in elements=1Ki,c_iterations=1 elements=1Ki,c_iterations=2 elements=2Ki,c_iterations=1 \
+    elements=2Ki,c_iterations=2; do
+    [[ -s "$tmp/out/$name.h5" ]] || fail "no $name.h5 (files named by the point) in $tmp/out"
+done
 
 echo "== same grid again: all 4 skipped"
 "${sweep[@]}" elements=1Ki,2Ki c_iterations=1,2 | tee "$tmp/log2" ||
@@ -102,6 +107,14 @@ cat "$tmp/log6"
 [[ "$(grep -c '^run \[' "$tmp/log6")" -eq 4 ]] || fail "expected all 4 points run"
 grep -q '^sweep: 2 done, 0 skipped, 2 failed (of 4); results in ' "$tmp/log6" ||
     fail "no summary line with 2 done and 2 failed"
+
+echo "== a tag too long for a file name: a shortened name with a hash"
+long="$(printf 'v%.0s' {1..300})"
+"${sweep[@]}" --dry-run --any-key "zz=$long,w" >"$tmp/log7" || fail "dry run exited non-zero"
+grep -q -- "--output $tmp/out/zz=$long" "$tmp/log7" && fail "a 300-character file name"
+grep -Eq -- "--output $tmp/out/zz=v{140,}-[0-9a-f]{12}\.h5 " "$tmp/log7" ||
+    fail "no shortened name with a hash: $(grep -- --output "$tmp/log7" | head -n 1)"
+grep -q -- "--output $tmp/out/zz=w.h5 " "$tmp/log7" || fail "the short tag's name is not zz=w.h5"
 
 echo "== bad arguments: exit 2 with one line"
 for bad in elements= elements=1Ki,,2Ki elements notakey=1; do
