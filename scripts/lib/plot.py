@@ -5,7 +5,9 @@
                          per overlap mode / transport; the speedup from overlap=compare rows
                          (their overlap_speedup) and from overlap=on and =off rows of the same
                          configuration (off's time per step / on's)
-  scaling.png            aggregate_gbps vs pairs, one line per transport/backend
+  scaling.png            aggregate_gbps (the bytes all receivers get per step over the time per
+                         step) vs world_size (ranks), one line per transport/backend, and
+                         per pattern where it varies
   bus_bandwidth_vs_size.png
                          busbw_gbps (nccl-tests' bus bandwidth: the algorithm bandwidth
                          bytes / time, x 1 for pairs and broadcast, x 2(n-1)/n for an
@@ -37,9 +39,11 @@ CONFIG_COLUMNS = [
 ]
 # Config columns added after the first CSVs were written: a CSV without them still plots.
 LATER_COLUMNS = {"graphs", "pattern", "group_size"}
-# Columns that follow from others (tensor_bytes = elements x dtype size, world_size = 2 x pairs):
-# never listed on their own, never a reason to split a line.
-DERIVED = {"tensor_bytes": "elements", "world_size": "pairs"}
+# Columns that follow from others: tensor_bytes = elements x dtype size, and pairs (the
+# receivers: world_size / 2 for pairs, the ranks but each group's root for a broadcast, every
+# rank for an all-reduce) from world_size and the pattern. Never listed on their own, never a
+# reason to split a line.
+DERIVED = {"tensor_bytes": "elements", "pairs": "world_size"}
 SIZE_COLUMNS = {"elements", "c_elements"}  # counts, shown as 256Ki
 BYTE_COLUMNS = {"tensor_bytes", "chunk"}    # bytes, shown as 1 MiB
 
@@ -417,10 +421,14 @@ def plot_overlap(rows, out_dir, plt):
 
 
 def plot_scaling(rows, out_dir, plt):
-    return plot_lines(rows, out_dir, plt, "scaling.png", "pairs", "aggregate_gbps", count_axis,
-                      "pairs of ranks (world_size / 2)",
-                      "aggregate bandwidth over all pairs (GB/s, 1 GB = 1e9 bytes)",
-                      "Aggregate bandwidth vs pairs")
+    # Against the ranks, which every pattern has alike: the CSV's pairs column counts receivers
+    # (3 for a broadcast over 4 ranks, 4 for an all-reduce), so runs on 4 ranks would stand at
+    # 2, 3 and 4 on an axis of "pairs".
+    return plot_lines(rows, out_dir, plt, "scaling.png", "world_size", "aggregate_gbps",
+                      count_axis, "ranks (world_size)",
+                      "aggregate bandwidth into all receivers (GB/s, 1 GB = 1e9 bytes)",
+                      "Aggregate bandwidth vs ranks",
+                      line_base=("pattern", "transport", "backend"))
 
 
 def save(fig, out_dir, name, plt):
@@ -444,7 +452,7 @@ def main(argv):
                         help="where the PNGs go (default: outputs/plots in the repository)")
     parser.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
                         help="plot only rows whose COLUMN is VALUE, as written in the CSV "
-                             "(repeatable), e.g. --where transport=nccl --where pairs=1")
+                             "(repeatable), e.g. --where transport=nccl --where world_size=2")
     parser.add_argument("--include-failed", action="store_true",
                         help="also plot rows whose verified column is not 'ok'")
     args = parser.parse_args(argv)

@@ -93,6 +93,21 @@ def short_hash(tag):
     return hashlib.sha1(tag.encode("utf-8")).hexdigest()[:12]
 
 
+# Longest readable part of a point's file name: well under the 255 bytes a name may have, with
+# room for the hash and the side files gpurelay writes beside its output.
+READABLE_NAME_MAX = 160
+
+
+def output_name(tag):
+    """The point's HDF5 file name: its tag with commas for spaces ("np=2,elements=1Mi.h5"),
+    distinct for distinct tags (values hold no space, comma or '='); a tag too long for a file
+    name keeps what fits and adds a hash of the whole tag."""
+    name = tag.replace(" ", ",")
+    if len(name) <= READABLE_NAME_MAX:
+        return name + ".h5"
+    return name[:READABLE_NAME_MAX - 13] + "-" + short_hash(tag) + ".h5"
+
+
 def flag_of(key):
     return "--" + key.replace("_", "-")
 
@@ -107,7 +122,7 @@ def point_args(point, deck, csv_path, out_dir):
     # and a value that starts with '-' (alpha=-1) cannot be mistaken for a flag.
     args += [f"{flag_of(key)}={value}" for key, value in point if key != NP_KEY]
     args += ["--results-csv", csv_path, "--tag", tag,
-             "--output", os.path.join(out_dir, short_hash(tag) + ".h5"),
+             "--output", os.path.join(out_dir, output_name(tag)),
              "--overwrite", "--quiet"]
     return args
 
@@ -184,8 +199,10 @@ def active_tags(out_dir):
         raise UsageError(f"{os.path.join(out_dir, SUBMITTED_FILE)} lists Slurm jobs, but squeue "
                          "is not on PATH to say which still run; run this where Slurm is, or "
                          "remove that file once the jobs have ended")
-    # -r: one line per array task, pending ones included; %A array job id, %K task index.
-    result = subprocess.run(["squeue", "--me", "-h", "-r", "-o", "%A %K %T"],
+    # -r: one line per array task, pending ones included; %F the array's job id (the id sbatch
+    # printed, which slurm-jobs.csv holds), %K the task index. Not %A: a task that has started
+    # is listed under a job id of its own there.
+    result = subprocess.run(["squeue", "--me", "-h", "-r", "-o", "%F %K %T"],
                             capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise UsageError("squeue failed, so the points still queued are not known: "
@@ -271,9 +288,41 @@ def submit_slurm(pending, args):
     return 0
 
 
+def run_point(command):
+    """Runs one point, its stderr passed through as it comes; returns (exit code, reason), the
+    reason being the first line on stderr that is not the launcher's frame (gpurelay's one-line
+    error, where it gave one)."""
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, errors="replace")
+    reason = ""
+    for line in process.stderr:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+        text = line.strip()
+        if not reason and text and not set(text) <= set("-=*"):
+            reason = text
+    return process.wait(), reason
+
+
+def uncovered(point, covered):
+    return sum(1 for key, value in point if value not in covered[key])
+
+
 def run_here(pending, total, args):
+    """Runs the pending points in grid order. While none has succeeded, the next point after a
+    failure is the one that tries the most values not yet tried: when the points run so far take
+    every value of every key and all failed the same way (exit code and message), the rest would
+    too, and the sweep stops instead of running them."""
     failed = []
-    for number, point in enumerate(pending, start=1):
+    succeeded = 0
+    remaining = list(pending)
+    covered = {key: set() for key, _ in pending[0]}
+    number = 0
+    while remaining:
+        point = remaining[0]
+        if failed and not succeeded:
+            point = max(remaining, key=lambda p: uncovered(p, covered))
+        remaining.remove(point)
+        number += 1
         tag = tag_of(point)
         command = (launcher_for(point, args) + [args.binary]
                    + point_args(point, args.deck, args.csv, args.out_dir))
@@ -282,25 +331,38 @@ def run_here(pending, total, args):
             print("  " + shlex.join(command))
             continue
         start = time.monotonic()
-        code = subprocess.call(command)
+        code, reason = run_point(command)
         seconds = time.monotonic() - start
         if code == 0 and tag not in read_done(args.csv):
             print(f"  exit 0 but no row tagged '{tag}' in {args.csv}", file=sys.stderr)
-            failed.append((tag, "0 (no CSV row)"))
+            failed.append((tag, "0 (no CSV row)", reason))
         elif code != 0:
             print(f"  failed: exit {code} after {seconds:.1f} s", file=sys.stderr, flush=True)
-            failed.append((tag, str(code)))
+            failed.append((tag, str(code), reason))
         else:
             print(f"  done in {seconds:.1f} s", flush=True)
-    succeeded = len(pending) - len(failed)
+            succeeded += 1
+        for key, value in point:
+            covered[key].add(value)
+        ways = {(code, reason) for _, code, reason in failed}
+        if (remaining and not succeeded and len(ways) == 1
+                and all(uncovered(p, covered) == 0 for p in remaining)):
+            code, reason = ways.pop()
+            print(f"sweep: stopped: the {len(failed)} points run, which take every value of every "
+                  f"key, all failed the same way (exit {code}: {reason or 'no message'}); the "
+                  f"other {len(remaining)} would too and were not run; nothing written to "
+                  f"{args.csv}", file=sys.stderr)
+            return 1
     if args.dry_run:
         print(f"dry run: {len(pending)} of {total} points would run")
         return 0
+    where = (f"results in {args.csv}" if os.path.exists(args.csv)
+             else f"no results ({args.csv} not written)")
     print(f"sweep: {succeeded} done, {total - len(pending)} skipped, {len(failed)} failed "
-          f"(of {total}); results in {args.csv}")
+          f"(of {total}); {where}")
     if failed:
         print("failed points (exit code: tag):", file=sys.stderr)
-        for tag, code in failed:
+        for tag, code, _ in failed:
             print(f"  {code}: {tag}", file=sys.stderr)
         return 1
     return 0
@@ -314,7 +376,8 @@ def parse_args(argv):
         epilog="""\
 each point runs
   LAUNCHER BINARY [--input DECK] --key-1=v1 ... --results-csv CSV --tag TAG
-           --output OUT_DIR/<hash of TAG>.h5 --overwrite --quiet
+           --output OUT_DIR/key-1=v1,key-2=v2.h5 --overwrite --quiet
+(a tag too long for a file name is cut, with a hash of the whole tag added)
 examples:
   scripts/sweep --deck inputs/bandwidth-study.toml --csv outputs/bw.csv \\
       transport=nccl,mpi elements=64Ki,1Mi,16Mi,256Mi
@@ -330,7 +393,11 @@ run again at any time: it submits only the points that are neither done nor on t
 (a task that failed is submitted again).
 A tag names a point within one CSV only (the deck is not part of it): use one CSV per deck.
 Values are matched as written: elements=1Mi and elements=1048576 are different points.
-exit status: 0 all points done, 1 some point failed (listed at the end), 2 bad arguments.""")
+While no point has succeeded, a failure is followed by the point that tries the most values not
+tried yet; once the points run take every value of every key and all failed the same way
+(exit code and first line of the error), the sweep stops there: the others would fail too.
+exit status: 0 all points done, 1 some point failed (listed at the end) or the sweep stopped
+early (why, on one line), 2 bad arguments.""")
     parser.add_argument("axes", nargs="+", metavar="KEY=V1,V2",
                         help="a deck key and the values to run it at")
     parser.add_argument("--deck", help="input deck every point starts from")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tests the example decks in inputs/: each is valid TOML, uses only documented keys, comments
-# every key, and is accepted by gpurelay (--print-config); the quick-start deck then runs on
-# 2 ranks and verifies.
+# every key, and is accepted by gpurelay (--print-config); each runs where no GPU is visible
+# (the CPU path; small sizes), as the README's sweeps do on a laptop; the quick-start deck then
+# runs on 2 ranks and verifies, and its comment on transport names what auto picked there.
 # Usage: tests/scripts/test_inputs.sh GPURELAY_BINARY REPO_ROOT
 set -euo pipefail
 
@@ -54,6 +55,23 @@ for deck in "${decks[@]}"; do
     echo "$(basename "$deck"): accepted"
 done
 
+echo "== every deck runs where no GPU is visible (the CPU path)"
+small=(--elements 1Ki --c-elements 1Ki --c-iterations 1 --steps 3 --warmup 1 --write none
+    --summary-json "" --quiet)
+for deck in "${decks[@]}"; do
+    name="cpu-$(basename "$deck" .toml)"
+    status=0
+    (cd "$root" && CUDA_VISIBLE_DEVICES="" timeout 120 "$binary" --input "$deck" "${small[@]}" \
+        --output "$tmp/$name.h5" --results-csv "$tmp/$name.csv") >"$tmp/$name.log" 2>&1 ||
+        status=$?
+    [[ $status -eq 0 ]] || { cat "$tmp/$name.log"; fail "$(basename "$deck") exits $status without a GPU"; }
+    "$python" -c 'import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+sys.exit(0 if [(r["backend"], r["verified"]) for r in rows] == [("cpu", "ok")] else 1)' \
+        "$tmp/$name.csv" || fail "$(basename "$deck"): no verified CSV row with backend cpu"
+    echo "$(basename "$deck"): runs on the CPU path"
+done
+
 echo "== the quick-start deck runs on 2 ranks and verifies"
 start=$SECONDS
 (cd "$root" && mpirun_np 2 "$binary" --input inputs/quickstart.toml \
@@ -67,6 +85,21 @@ assert len(rows) == 1, rows
 assert rows[0]["verified"] == "ok", rows[0]
 assert rows[0]["tag"] == "quickstart", rows[0]["tag"]
 PY
+# Its comment on transport says what auto picks on the CPU path: what the run above chose.
+"$python" - "$tmp/quickstart.csv" "$root/inputs/quickstart.toml" <<'PY' ||
+import csv, re, sys
+chosen = next(csv.DictReader(open(sys.argv[1])))["transport"]
+lines = open(sys.argv[2], encoding="utf-8").read().splitlines()
+at = next(i for i, line in enumerate(lines) if re.match(r"transport\s*=", line))
+start = at
+while start > 0 and lines[start - 1].startswith("#"):
+    start -= 1
+comment = " ".join(line.lstrip("# ") for line in lines[start:at])
+sentence = next((part for part in re.split(r";|\. ", comment) if "CPU path" in part), "")
+print(f"auto chose {chosen} on the CPU path; the comment: {sentence.strip()}")
+sys.exit(0 if re.search(rf"\b{re.escape(chosen)}\b", sentence, re.IGNORECASE) else 1)
+PY
+    fail "quickstart.toml's comment on transport does not name what auto picks on the CPU path"
 
 echo "== an empty tag keeps its CSV column (the row lines up with the header)"
 (cd "$root" && mpirun_np 2 "$binary" --input inputs/quickstart.toml --tag "" --steps 4 \

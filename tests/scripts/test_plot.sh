@@ -5,7 +5,8 @@
 # the gpurelay binary plots too; the README's example sweep gives all three figures it shows
 # (sane sizes, legends naming each varied key, a speedup from overlap on/off rows); compare
 # and on/off rows both give speedup lines; a sweep over pattern gives the bus bandwidth figure,
-# one line per pattern, with busbw = algbw x nccl-tests' factor.
+# one line per pattern, with busbw = algbw x nccl-tests' factor, and no scaling figure (its
+# runs all had 4 ranks; scaling is against the ranks, not the CSV's receivers in "pairs").
 # Usage: tests/scripts/test_plot.sh GPURELAY_BINARY REPO_ROOT
 set -euo pipefail
 
@@ -136,7 +137,7 @@ for png in bandwidth_vs_size overlap scaling; do
     check_figure "$tmp/study/$png.png"
 done
 # Legends name every key that varies between lines, as key=value.
-for key in overlap= c_iterations= pairs=; do
+for key in overlap= c_iterations= world_size=; do
     grep "^bandwidth_vs_size.png: lines: " "$tmp/log4" | grep -q "$key" ||
         fail "bandwidth_vs_size.png's legend does not name $key"
 done
@@ -180,6 +181,11 @@ for pattern in pairs broadcast allreduce; do
     grep -q "pattern=$pattern" <<<"$bus_lines" ||
         fail "bus_bandwidth_vs_size.png has no line for pattern=$pattern: $bus_lines"
 done
+# Every run had 4 ranks (receivers: 2 pairs' consumers, 3 for the broadcast, 4 for the
+# all-reduce): there is no scaling to plot, rather than 2, 3 and 4 "pairs" on an axis.
+grep -qx 'skip scaling.png: world_size has 1 distinct value (4) in the rows; nothing to plot against' \
+    "$tmp/log6" || fail "scaling.png is not skipped for runs that all had 4 ranks"
+[[ ! -e "$tmp/patterns/scaling.png" ]] || fail "scaling.png drawn for runs that all had 4 ranks"
 "$python" - "$tmp/patterns.csv" <<'PY' || fail "the pattern sweep's busbw is not algbw x nccl-tests' factor"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))

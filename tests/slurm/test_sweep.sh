@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/sweep --slurm on the test cluster: the array is throttled (%1 by default, --throttle
 # N), a re-run while its tasks are queued submits nothing (held tasks: deterministic), a re-run
-# once they are done skips them all, a grid with one new point submits only that point, and a
-# point whose task failed is submitted again.
+# once they are done skips them all, a grid with one new point submits only that point, a
+# point whose task failed is submitted again, and two re-runs while a task runs (under a job id
+# of its own in squeue) and the next waits submit nothing.
 # Usage: tests/slurm/test_sweep.sh GPURELAY_BINARY REPO_ROOT   (SLURM_CONF set)
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=common.sh
@@ -78,4 +79,37 @@ job6="$(job_of "$tmp/log6")"
 [[ -n "$job6" ]] || fail "the failed point was not submitted again"
 submitted+=("$job6")
 wait_job "$job6" 120
+
+echo "== two re-runs while task 0 runs and task 1 waits: nothing submitted"
+# Task 0 takes about 15 ms of kernel C a step for 1500 steps: it is still running (and task 1,
+# throttled, still pending) while the sweeps below ask squeue; cancelled once they have.
+sed -e 's/^c_elements = .*/c_elements = "64Ki"/' -e 's/^c_iterations = .*/c_iterations = 400/' \
+    "$tmp/deck.toml" >"$tmp/slow.toml"
+slow=("$root/scripts/sweep" --slurm --deck "$tmp/slow.toml" --csv "$tmp/slow.csv"
+    --binary "$binary" --out-dir "$tmp/slow-out" steps=1500,4)
+"${slow[@]}" | tee "$tmp/log7" || fail "slow sweep failed"
+job7="$(job_of "$tmp/log7")"
+[[ -n "$job7" ]] || fail "no 'submitted job' line"
+submitted+=("$job7")
+start=$SECONDS
+until [[ "$(squeue -h -r -j "$job7" -o '%K %T' 2>/dev/null | sort | tr '\n' ' ')" == \
+    "0 RUNNING 1 PENDING " ]]; do
+    ((SECONDS - start < 60)) || fail "array $job7: task 0 not running after 60 s: $(squeue -r -j "$job7")"
+    sleep 1
+done
+for again in 1 2; do
+    "${slow[@]}" | tee "$tmp/log8" || fail "re-run $again of the slow sweep failed"
+    grep -qx "skip (queued or running as ${job7}_0 (RUNNING)): steps=1500" "$tmp/log8" ||
+        fail "re-run $again: the running task 0 is not skipped as ${job7}_0 (RUNNING)"
+    grep -qx "skip (queued or running as ${job7}_1 (PENDING)): steps=4" "$tmp/log8" ||
+        fail "re-run $again: the pending task 1 is not skipped as ${job7}_1 (PENDING)"
+    if grep -q '^submitted job' "$tmp/log8"; then
+        submitted+=("$(job_of "$tmp/log8")")
+        fail "re-run $again submitted points that are running or queued"
+    fi
+done
+[[ "$(squeue -h -r -j "$job7" -o '%K %T' | sort | tr '\n' ' ')" == "0 RUNNING 1 PENDING " ]] ||
+    fail "array $job7: task 0 ended before the re-runs were done; make it slower"
+scancel "$job7"
+wait_job "$job7" 60
 echo "PASS: slurm test_sweep"

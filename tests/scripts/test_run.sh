@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Tests scripts/run (the README's first command) without installing or building: a deck of the
+# user's own (--input my.toml, or --input=my.toml) replaces the quick-start deck instead of
+# being refused as a second --input, and runs; with no --input the quick-start deck is used.
+# Usage: tests/scripts/test_run.sh GPURELAY_BINARY REPO_ROOT
+set -euo pipefail
+
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+run=("$root/scripts/run" --no-install --binary "$binary")
+
+# Tiny and CPU-only: a second or two.
+cat >"$tmp/my.toml" <<TOML
+device = "cpu"
+elements = "1Ki"
+steps = 4
+warmup = 1
+c_elements = "1Ki"
+c_iterations = 1
+write = "none"
+output = "$tmp/my.h5"
+results_csv = "$tmp/my.csv"
+tag = "my deck"
+timeout_s = 60.0
+TOML
+
+echo "== scripts/run --input my.toml: runs that deck alone"
+status=0
+timeout 120 "${run[@]}" --input "$tmp/my.toml" >"$tmp/log1" 2>&1 || status=$?
+cat "$tmp/log1"
+[[ $status -eq 0 ]] || fail "scripts/run --input my.toml exited $status"
+if grep -q 'given more than once' "$tmp/log1"; then fail "--input was passed twice"; fi
+[[ -s "$tmp/my.h5" ]] || fail "the deck's output $tmp/my.h5 was not written"
+"$python" - "$tmp/my.csv" <<'PY' || fail "no verified row tagged 'my deck' (the deck did not apply)"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [(r["tag"], r["verified"], r["elements"]) for r in rows] == [("my deck", "ok", "1024")], rows
+PY
+
+echo "== the command line: one --input, the user's, in either form"
+for form in "--input $tmp/my.toml" "--input=$tmp/my.toml"; do
+    # shellcheck disable=SC2086  # the form is two words or one, on purpose
+    "${run[@]}" --dry-run $form --steps 3 >"$tmp/dry" || fail "--dry-run $form exited non-zero"
+    line="$(grep '^+ ' "$tmp/dry")"
+    [[ "$(grep -o -- '--input' <<<"$line" | wc -l)" -eq 1 ]] || fail "$form: not one --input: $line"
+    [[ "$line" != *quickstart.toml* ]] || fail "$form: the quick-start deck is still passed: $line"
+done
+
+echo "== no --input: the quick-start deck"
+"${run[@]}" --dry-run --steps 3 >"$tmp/dry" || fail "--dry-run exited non-zero"
+grep -q -- "^+ .* --input inputs/quickstart.toml --steps 3$" "$tmp/dry" ||
+    fail "the quick-start deck is not passed: $(cat "$tmp/dry")"
+
+echo "PASS: test_run"
