@@ -294,8 +294,10 @@ Stop run_passes(Pipeline& pipeline, const Setup& setup, Outputs& outputs,
             // Only the last pass writes /y: file I/O in both would differ anyway (the first
             // writes into fresh extents), so the overlap-off pass stays free of it and the
             // report says when the writer held up the other one.
+            // The ceilings are measured once, in the first pass this launch runs.
+            const bool calibrate = config.calibrate && i == static_cast<std::size_t>(resume.pass);
             result = pipeline.run(passes[i], i + 1 == passes.size() ? outputs.sink.get() : nullptr,
-                                  on_step, first_step);
+                                  on_step, first_step, calibrate);
         } catch (...) {
             // Streams, proxies and the writer may still be using the pipeline's buffers: end the
             // job here, before unwinding frees them under running threads.
@@ -343,8 +345,8 @@ int finish_stopped(const Setup& setup, Outputs& outputs, const std::vector<bool>
 }
 
 // Collective: the whole run's summary (valid on rank 0; its verdict on every rank).
-RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Outputs& outputs,
-                     std::vector<PassSummary> passes) {
+RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Pipeline& pipeline,
+                     const Outputs& outputs, std::vector<PassSummary> passes) {
     RunSummary summary;
     summary.config = setup.config;
     summary.backend = setup.device->backend() == Backend::cuda ? "cuda" : "cpu";
@@ -357,6 +359,8 @@ RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Outputs& o
         summary.group_size = setup.placement.group_size;
     }
     summary.passes = std::move(passes);
+    summary.ceilings =
+        summarize_ceilings(MPI_COMM_WORLD, setup.config, setup.placement, pipeline.ceilings());
     const ResultWriter* writer = outputs.writer.get();
     RankFigures mine;
     mine.info = {mpi.host_name(),
@@ -452,12 +456,12 @@ int run(MpiSession& mpi, int argc, char** argv) {
     const std::vector<bool> passes = passes_of(*config);
     Outputs outputs = open_outputs(mpi, setup, passes);
     // What runs where, said before the steps (and their progress lines) start.
-    const RunSummary head = summarize(mpi, setup, outputs, {});
+    const RunSummary head = summarize(mpi, setup, *pipeline, outputs, {});
     if (rank == 0 && !config->quiet) print_run_header(stdout, head);  // --quiet: errors only
     std::vector<PassSummary> summaries;
     const Stop stop = run_passes(*pipeline, setup, outputs, passes, resume, rank, summaries);
     if (stop.signal != 0) return finish_stopped(setup, outputs, passes, stop, rank);
-    const RunSummary summary = summarize(mpi, setup, outputs, std::move(summaries));
+    const RunSummary summary = summarize(mpi, setup, *pipeline, outputs, std::move(summaries));
     return finish(setup, outputs, summary, resume, rank);
 }
 

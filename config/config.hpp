@@ -41,7 +41,8 @@ struct Config {
     std::int64_t depth = 2;   // slots in the ring
     OverlapMode overlap = OverlapMode::compare;
     bool blocking = false;
-    bool graphs = false;  // replay each steady-state step as CUDA graphs (CUDA path, NCCL only)
+    bool calibrate = true;  // measure the phases' ceilings before the timed steps
+    bool graphs = false;    // replay each steady-state step as CUDA graphs (CUDA path, NCCL only)
     std::int64_t graph_steps = 1;  // graphs = true: consecutive steps per graph (1 or k * depth)
     Timing timing = Timing::auto_select;
     std::int64_t timing_every = 0;  // K of timing = "sampled:K"

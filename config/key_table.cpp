@@ -300,6 +300,13 @@ constexpr std::string_view kStepsDoc =
 constexpr std::string_view kDepthDoc =
     "A slot is written again only after B of the step that last read it (a GPU-side wait, "
     "never the host); `debug_skip_reuse_wait` drops that wait to show that it matters.";
+constexpr std::string_view kCalibrateDoc =
+    "Where the first pass's timed steps start (after the cold step and the warm-up, every stream "
+    "idle), each rank measures, alone and untimed in the step statistics: its transport moving "
+    "the same bytes through the same slots and streams with no A, B or C (the bare transfer), a "
+    "device copy of the tensor (the ceiling of A and B) and C alone, 2 + 10 times each. The "
+    "report, the JSON summary and the CSV give each phase against its ceiling and the "
+    "calibration's cost. The copy takes two tensors of memory for its duration.";
 constexpr std::string_view kOverlapDoc =
     "`off` puts the receive, C and B on one stream; `on` puts the receive on a comm stream of "
     "higher priority beside C; `compare` runs `off` then `on` in one process and reports the "
@@ -437,6 +444,11 @@ const std::vector<KeySpec>& key_table() {
                        std::array{OverlapMode::on, OverlapMode::off, OverlapMode::compare}),
             {}, kOverlapDoc),
         bool_key("blocking", "wait for each exchange before the next step", &Config::blocking),
+        documented(bool_key("calibrate",
+                            "measure the ceilings (bare transfer, a copy, C alone) before the "
+                            "timed steps",
+                            &Config::calibrate),
+                   {}, kCalibrateDoc),
         documented(bool_key("graphs",
                             "replay each step after the first as CUDA graphs, captured once (CUDA "
                             "path and NCCL only)",

@@ -35,8 +35,9 @@ class Pipeline::Impl {
 
     template <typename T>
     PassResult run(bool overlap, RowSink* sink, const StepCallback& on_step,
-                   std::int64_t first_step);
+                   std::int64_t first_step, bool calibrate);
     const PipelineSpec& spec() const { return spec_; }
+    const PassResult& ceilings() const { return ceilings_; }
 
   private:
     // Where the loop stands within a pass.
@@ -48,6 +49,7 @@ class Pipeline::Impl {
         bool in_graphs = false;    // whether the last steps queued were a graph
         double timed_start = 0, warm_start = 0;
         double sink_waited_ms = 0;
+        bool calibrate = false;  // measure the ceilings where the timed steps start
         std::uint64_t sink_checked = 0, sink_mismatches = 0;
     };
     Pass begin(bool overlap, RowSink* sink, std::int64_t first_step);
@@ -64,7 +66,8 @@ class Pipeline::Impl {
     std::size_t ring_;
     StepTimer timer_;
     StepSchedule schedule_;
-    GraphSet graphs_;  // last: destroyed first, before the events and buffers its graphs name
+    PassResult ceilings_;  // what measure_ceilings measured (no steps when it did not run)
+    GraphSet graphs_;      // last: destroyed first, before the events and buffers its graphs name
 };
 
 Pipeline::Impl::Pass Pipeline::Impl::begin(bool overlap, RowSink* sink, std::int64_t first_step) {
@@ -133,6 +136,11 @@ void Pipeline::Impl::before_unit(Pass& pass, std::int64_t s, bool unit) {
     } else {
         MPI_CHECK(MPI_Barrier(comm_));
     }
+    if (pass.calibrate) {
+        // Here, after the cold step and the warm-up, with every stream idle; not timed.
+        ceilings_ = schedule_.measure_ceilings(comm_);
+        transport_.streams_idle();
+    }
     pass.timed_start = now_ms();
 }
 
@@ -197,10 +205,11 @@ PassResult Pipeline::Impl::finish(Pass& pass, std::int64_t end) {
 
 template <typename T>
 PassResult Pipeline::Impl::run(bool overlap, RowSink* sink, const StepCallback& on_step,
-                               std::int64_t first_step) {
+                               std::int64_t first_step, bool calibrate) {
     // The whole pass on the main thread's row, so passes of a compare run are easy to tell apart.
     const NvtxRange pass_range(overlap ? "pass overlap=on" : "pass overlap=off", kPassColour);
     Pass pass = begin(overlap, sink, first_step);
+    pass.calibrate = calibrate;
     MPI_CHECK(MPI_Barrier(comm_));
     std::int64_t end = spec_.steps;
     for (std::int64_t s = first_step; s < spec_.steps;) {
@@ -272,10 +281,12 @@ Pipeline::Pipeline(const PipelineSpec& spec, Device& device, Transport& transpor
 Pipeline::~Pipeline() = default;
 
 PassResult Pipeline::run(bool overlap, RowSink* sink, const StepCallback& on_step,
-                         std::int64_t first_step) {
+                         std::int64_t first_step, bool calibrate) {
     return with_dtype(impl_->spec().dtype, [&]<typename T>() {
-        return impl_->run<T>(overlap, sink, on_step, first_step);
+        return impl_->run<T>(overlap, sink, on_step, first_step, calibrate);
     });
 }
+
+const PassResult& Pipeline::ceilings() const { return impl_->ceilings(); }
 
 }  // namespace gpurelay

@@ -154,9 +154,14 @@ class Pipeline {
 
     // Runs all steps once; `sink` (consumers, may be null) receives the rows the spec writes;
     // `on_step` runs after each step is queued and may stop the pass there. Steps before
-    // `first_step` are skipped (a resumed run).
+    // `first_step` are skipped (a resumed run). `calibrate`: measure the ceilings where the
+    // timed steps start (after the cold step and the warm-up, outside the timings).
     PassResult run(bool overlap, RowSink* sink, const StepCallback& on_step,
-                   std::int64_t first_step = 0);
+                   std::int64_t first_step = 0, bool calibrate = false);
+    // The ceilings the last calibrating pass measured, as a pass of their own: send and recv the
+    // bare transfer, a and b a device copy of the tensor on the producer and the consumer, c C
+    // alone (no steps when none was measured).
+    const PassResult& ceilings() const;
 
     class Impl;
 

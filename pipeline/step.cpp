@@ -121,6 +121,7 @@ StepSchedule::StepSchedule(const PipelineSpec& spec, Device& device, Transport& 
       depth_(static_cast<std::size_t>(spec.depth)),
       ring_(ring) {
     const auto label = [&](const char* what) { return rank_label + ": " + what; };
+    for (auto& event : ceiling_events_) event = device.make_event(EventUse::timing);
     if (producer_) producer_stream_ = device.make_stream(false, label("producer stream"));
     if (!consumer_) return;
     // The comm stream gets the higher priority: the compute stream's B waits on it, and C must

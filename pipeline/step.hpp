@@ -2,6 +2,7 @@
 // C's buffer (the tensor slots are the transport's). step.cpp holds the whole schedule.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -40,6 +41,9 @@ class StepSchedule {
     // The host's own check of the pass's last y.
     template <typename T>
     void spot_check_last(PassResult& result);
+    // The ceilings of the phases, each measured alone (ceilings.cpp). Collective over `comm`;
+    // every stream idle before and after.
+    PassResult measure_ceilings(MPI_Comm comm);
     // The host blocks until every stream of this rank is idle.
     void synchronize_all();
     bool producer() const { return producer_; }
@@ -52,6 +56,9 @@ class StepSchedule {
     void consumer_step(std::int64_t s, StepArg step);
     std::size_t slot_of(std::int64_t s) const { return static_cast<std::size_t>(s) % depth_; }
     Counter* counts_of(std::int64_t s);
+    void measure_transfer(std::int64_t s, PassResult& result, MPI_Comm comm);
+    template <typename Work>
+    double timed(Stream& stream, Work&& work);
 
     const PipelineSpec& spec_;
     Device& device_;
@@ -66,6 +73,7 @@ class StepSchedule {
     // out (with whether such a copy is pending).
     std::vector<std::unique_ptr<Event>> arrived_, y_free_;
     std::vector<bool> y_pending_;
+    std::array<std::unique_ptr<Event>, 4> ceiling_events_;  // two start/end pairs
     // After the buffers: destroyed first, so no stream's queued work outlives what it uses.
     std::unique_ptr<Stream> producer_stream_, comm_, compute_, io_;
 };

@@ -103,7 +103,29 @@ std::string summary_json(const RunSummary& s) {
                               {"pair", r.pair},
                               {"peer_link", r.peer_link}});
     }
-    for (const PassSummary& p : s.passes) j["passes"].push_back(pass_json(p));
+    for (const PassSummary& p : s.passes) {
+        nlohmann::json pass = pass_json(p);
+        if (s.ceilings.measured) {
+            const CeilingRatios r = against_ceilings(p, s.ceilings);
+            pass["vs_ceilings"] = {{"transfer", r.transfer}, {"a", r.a}, {"b", r.b}, {"c", r.c}};
+        }
+        j["passes"].push_back(pass);
+    }
+    if (s.ceilings.measured) {
+        const Ceilings& c = s.ceilings;
+        j["ceilings_ms"] = {{"transfer", c.transfer_ms},
+                            {"a_copy", c.a_copy_ms},
+                            {"b_copy", c.b_copy_ms},
+                            {"c", c.c_ms},
+                            {"cost", c.cost_ms}};
+    }
+    if (const OverlapAttribution a = attribute_overlap(s); a.measured) {
+        j["overlap_attribution_ms"] = {{"step", a.step_ms},
+                                       {"perfect_overlap", a.perfect_ms},
+                                       {"c_slowdown", a.c_slowdown_ms},
+                                       {"transfer_slowdown", a.transfer_slowdown_ms},
+                                       {"rest", a.rest_ms}};
+    }
     if (s.overlap_speedup > 0) {
         j["overlap_speedup"] = s.overlap_speedup;
         j["overlap_speedup_includes_io"] = s.speedup_includes_io();

@@ -78,6 +78,19 @@ struct RankInfo {
     int pair = 0;
 };
 
+// The phases' ceilings, measured alone in the same launch (calibrate = true), in ms: the bare
+// transfer (the same transport, slots and streams, no A, B or C), a device copy of the tensor on
+// the producer and on the consumer (A's and B's ceiling), and C alone; and what measuring them
+// took.
+struct Ceilings {
+    bool measured = false;
+    double transfer_ms = 0, a_copy_ms = 0, b_copy_ms = 0, c_ms = 0, cost_ms = 0;
+};
+// A pass's phases as fractions of their ceilings' speed (1: at the ceiling; NaN: not measured).
+struct CeilingRatios {
+    double transfer, a, b, c;
+};
+
 struct RunSummary {
     Config config;
     std::string backend;         // "cuda" or "cpu"
@@ -87,7 +100,8 @@ struct RunSummary {
     int groups = 0, group_size = 0;  // a collective pattern's groups (0 for pairs)
     std::vector<RankInfo> ranks;
     std::vector<PassSummary> passes;  // in run order
-    double overlap_speedup = 0;       // compare only: time per step off / on (0 otherwise)
+    Ceilings ceilings;
+    double overlap_speedup = 0;  // compare only: time per step off / on (0 otherwise)
     // Compare only: the time per step perfect overlap would give, the overlapped step bound
     // from the overlap=off pass's phases (measured without the two streams contending).
     double overlap_ideal_ms = 0;
@@ -119,6 +133,25 @@ PhaseMedians phase_medians(const PassSummary& pass);
 // valid on rank 0; the verification totals on every rank (so all agree on the exit code).
 PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                            const PassResult& result);
+
+// Collective: the ceilings Pipeline::ceilings() measured on each rank, reduced as a pass is
+// (valid on rank 0); not measured when any rank measured none.
+Ceilings summarize_ceilings(MPI_Comm comm, const Config& config, const PairPlacement& placement,
+                            const PassResult& measured);
+CeilingRatios against_ceilings(const PassSummary& pass, const Ceilings& ceilings);
+// A compare run's overlapped step, split (in ms) into perfect overlap (the step bound of the
+// overlap=off medians with the transfer and C at their ceilings), C's slowdown beside the transfer
+// (C's median with overlap less C alone), the transfer's slowdown beside C, A and B (its median
+// with overlap less the bare transfer), and the rest (ordering, launches, the host): the four add
+// up to the measured time per step. Not measured without the ceilings or without compare.
+struct OverlapAttribution {
+    bool measured = false;
+    double step_ms = 0, perfect_ms = 0, c_slowdown_ms = 0, transfer_slowdown_ms = 0, rest_ms = 0;
+};
+OverlapAttribution attribute_overlap(const RunSummary& summary);
+void print_overlap_attribution(std::FILE* out, const RunSummary& summary);
+// The report's line for `pass` against the ceilings (nothing when none were measured).
+void print_ceilings(std::FILE* out, const RunSummary& summary, const PassSummary& pass);
 
 // Collective: host, device and role of every rank, valid on rank 0.
 std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine);

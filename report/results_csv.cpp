@@ -32,6 +32,10 @@ std::string csv_text(const std::string& text) {
 
 std::string csv_bool(bool value) { return value ? "true" : "false"; }
 bool compared(const RunSummary& r) { return r.overlap_speedup > 0; }
+std::string ceiling_cell(const RunSummary& r, double CeilingRatios::*figure) {
+    if (!r.ceilings.measured) return "";
+    return csv_number(against_ceilings(r.main_pass(), r.ceilings).*figure);
+}
 
 // The columns in file order; the phase medians come from kPhases (the step's period has its
 // median, min and max earlier, as step_ms_*).
@@ -94,6 +98,13 @@ std::vector<CsvColumn> make_results_csv_columns() {
         // phase times (the phase columns are medians over those).
         {"timing", [](R r) { return r.main_pass().timing; }},
         {"phase_timed_steps", [](R r) { return std::to_string(r.main_pass().phase_timed_steps); }},
+        // The main pass against this launch's ceilings (calibrate = true; empty otherwise).
+        {"ceiling_transfer_ms",
+         [](R r) { return r.ceilings.measured ? csv_number(r.ceilings.transfer_ms) : ""; }},
+        {"transfer_vs_ceiling", [](R r) { return ceiling_cell(r, &CeilingRatios::transfer); }},
+        {"a_vs_copy", [](R r) { return ceiling_cell(r, &CeilingRatios::a); }},
+        {"b_vs_copy", [](R r) { return ceiling_cell(r, &CeilingRatios::b); }},
+        {"c_vs_alone", [](R r) { return ceiling_cell(r, &CeilingRatios::c); }},
         // The HDF5 file the row's measurements and /y are in, as the run resolved it.
         {"output", [](R r) { return csv_text(r.config.output); }},
     };

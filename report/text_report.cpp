@@ -238,10 +238,12 @@ void print_report(std::FILE* out, const RunSummary& s) {
     for (const PassSummary& p : s.passes) {
         print_phase_table(out, p);
         print_rates(out, s, p);
+        print_ceilings(out, s, p);
         print_timing(out, s.config, p);
         print_pairs(out, s.config, p);
     }
     print_overlap(out, s);
+    print_overlap_attribution(out, s);
     print_verdict(out, s);
     std::fflush(out);
 }

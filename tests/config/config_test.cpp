@@ -79,6 +79,7 @@ Config everything_changed() {
         {"depth", "5"},
         {"overlap", "off"},
         {"blocking", "true"},
+        {"calibrate", "false"},
         {"graphs", "true"},
         {"graph_steps", "10"},  // a multiple of depth
         {"timing", "sampled:3"},
@@ -158,6 +159,7 @@ TEST(Config, KeyTable) {
                                                "depth",
                                                "overlap",
                                                "blocking",
+                                               "calibrate",
                                                "graphs",
                                                "graph_steps",
                                                "timing",

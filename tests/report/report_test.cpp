@@ -221,7 +221,8 @@ TEST(ResultsCsv, HeaderIsTheColumnTableInOrder) {
               "a_ms,send_ms,recv_ms,c_ms,wait_ms,b_ms,transfer_gbps,aggregate_gbps,a_gbps,b_gbps,"
               "cold_step_ms,time_per_step_no_overlap_ms,overlap_speedup,x_checked,x_mismatches,"
               "c_mismatches,verified,step_bound_ms,overlap_ideal_ms,pattern,group_size,"
-              "algbw_gbps,busbw_gbps,timing,phase_timed_steps,output");
+              "algbw_gbps,busbw_gbps,timing,phase_timed_steps,ceiling_transfer_ms,"
+              "transfer_vs_ceiling,a_vs_copy,b_vs_copy,c_vs_alone,output");
     EXPECT_EQ(split_csv_line(results_csv_header()).size(), results_csv_columns().size());
 }
 

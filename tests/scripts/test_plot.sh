@@ -31,7 +31,7 @@ header+=',overlap_ideal_ms'
 # The hand-written rows below predate the collectives' columns (a CSV without them still plots);
 # gpurelay's own CSV has them at the end.
 real_expected_header="$header,pattern,group_size,algbw_gbps,busbw_gbps,timing,phase_timed_steps"
-real_expected_header+=",output"
+real_expected_header+=",ceiling_transfer_ms,transfer_vs_ceiling,a_vs_copy,b_vs_copy,c_vs_alone,output"
 
 # row TAG WORLD PAIRS TRANSPORT ELEMENTS OVERLAP C_ITER TIME_MS NO_OVERLAP_MS SPEEDUP GBPS AGG_GBPS
 row() {

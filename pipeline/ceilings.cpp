@@ -1,0 +1,91 @@
+// The ceilings, measured in the same launch before the timed steps: each measurement alone on the
+// rank's streams, nothing else queued. The transport moves the same bytes through the same slots
+// and streams as the steps do (no A, B or C); a device copy of the tensor on each side is the
+// ceiling of A and B; C runs alone. They go into a PassResult as the phases they stand for
+// (send and recv: the bare transfer; a: the producer's copy; b: the consumer's copy; c: C alone),
+// so the report reduces them as it reduces a pass.
+#include "comm/mpi_error.hpp"
+#include "pipeline/step.hpp"
+
+namespace gpurelay {
+namespace {
+
+// Calibration measurements taken of each kind, after the ones left out as warm-up.
+constexpr std::int64_t kCeilingWarmup = 2;
+constexpr std::int64_t kCeilingSamples = 10;
+
+}  // namespace
+
+PassResult StepSchedule::measure_ceilings(MPI_Comm comm) {
+    const std::int64_t total = kCeilingWarmup + kCeilingSamples;
+    const double started = now_ms();
+    PassResult result;
+    result.timed_from = kCeilingWarmup;
+    result.end_step = total;
+    result.steps.assign(static_cast<std::size_t>(total), StepTimes{});
+    result.x_mismatches.assign(static_cast<std::size_t>(total), 0);
+    result.c_mismatches.assign(static_cast<std::size_t>(total), 0);
+    for (std::int64_t s = 0; s < total; ++s) measure_transfer(s, result, comm);
+    Buffer from = device_.allocate(spec_.bytes), to = device_.allocate(spec_.bytes);
+    for (std::int64_t s = 0; s < total; ++s) {
+        StepTimes& t = result.steps[static_cast<std::size_t>(s)];
+        Stream& stream = producer_ ? *producer_stream_ : *compute_;
+        const double copy =
+            timed(stream, [&] { device_.copy_async(to.data(), from.data(), spec_.bytes, stream); });
+        (producer_ ? t.a : t.b) = copy;
+        if (producer_ && consumer_) t.b = copy;
+        if (consumer_ && spec_.c_elements > 0) {
+            t.c = timed(*compute_, [&] {
+                launch_c(c_.as<std::uint32_t>(), static_cast<std::uint64_t>(s), spec_.seed,
+                         static_cast<std::uint32_t>(spec_.c_iterations), *compute_);
+            });
+        }
+    }
+    MPI_CHECK(MPI_Barrier(comm));
+    result.timed_wall_ms = now_ms() - started;
+    return result;
+}
+
+// One bare transfer through slot s mod depth, both sides started together; a receive that only
+// waits for the producer's side is not a transfer of its own and is not timed.
+void StepSchedule::measure_transfer(std::int64_t s, PassResult& result, MPI_Comm comm) {
+    const std::size_t k = slot_of(s);
+    StepTimes& t = result.steps[static_cast<std::size_t>(s)];
+    const bool waits = transport_.receive_waits();
+    Stream* receive = waits || !consumer_ ? compute_.get() : comm_.get();
+    MPI_CHECK(MPI_Barrier(comm));
+    // Both sides are queued before either is waited on: a rank sending to itself over MPI would
+    // otherwise wait for a receive it has not posted.
+    if (producer_) {
+        ceiling_events_[0]->record(*producer_stream_);
+        transport_.acquire(k, *producer_stream_);
+        transport_.publish(k, *producer_stream_);
+        ceiling_events_[1]->record(*producer_stream_);
+    }
+    if (consumer_) {
+        ceiling_events_[2]->record(*receive);
+        transport_.await(k, *receive);
+        ceiling_events_[3]->record(*receive);
+        transport_.release(k, *receive);
+    }
+    if (producer_) {
+        ceiling_events_[1]->synchronize();
+        t.send = ceiling_events_[1]->elapsed_ms_since(*ceiling_events_[0]);
+    }
+    if (consumer_) {
+        ceiling_events_[3]->synchronize();
+        if (!waits) t.recv = ceiling_events_[3]->elapsed_ms_since(*ceiling_events_[2]);
+    }
+    synchronize_all();
+}
+
+template <typename Work>
+double StepSchedule::timed(Stream& stream, Work&& work) {
+    ceiling_events_[0]->record(stream);
+    work();
+    ceiling_events_[1]->record(stream);
+    ceiling_events_[1]->synchronize();
+    return ceiling_events_[1]->elapsed_ms_since(*ceiling_events_[0]);
+}
+
+}  // namespace gpurelay

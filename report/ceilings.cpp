@@ -1,0 +1,91 @@
+// The ceilings measured in the same launch (calibrate = true), and each phase of a pass held
+// against them as a fraction of the ceiling's speed (1: at the ceiling).
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "report/report.hpp"
+
+namespace gpurelay {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double ratio(double ceiling_ms, double ms) { return ms > 0 ? ceiling_ms / ms : kNaN; }
+
+}  // namespace
+
+Ceilings summarize_ceilings(MPI_Comm comm, const Config& config, const PairPlacement& placement,
+                            const PassResult& measured) {
+    Ceilings ceilings;
+    // Collective: every rank knows alike whether any was measured.
+    int any = measured.steps.empty() ? 0 : 1;
+    MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MIN, comm);
+    if (any == 0) return ceilings;
+    Config shape = config;
+    shape.steps = static_cast<std::int64_t>(measured.steps.size());
+    const PassSummary s = summarize_pass(comm, shape, placement, measured);
+    ceilings.measured = true;
+    ceilings.transfer_ms = s.transfer_ms;
+    ceilings.a_copy_ms = s.phase(Phase::a).median;
+    ceilings.b_copy_ms = s.phase(Phase::b).median;
+    ceilings.c_ms = s.phase(Phase::c).median;
+    double cost = measured.timed_wall_ms;
+    MPI_Allreduce(MPI_IN_PLACE, &cost, 1, MPI_DOUBLE, MPI_MAX, comm);
+    ceilings.cost_ms = cost;
+    return ceilings;
+}
+
+// A writes the tensor (N bytes) where a copy reads and writes it (2N), as the kernel benchmarks
+// count them; B reads and writes it.
+CeilingRatios against_ceilings(const PassSummary& pass, const Ceilings& c) {
+    if (!c.measured) return {kNaN, kNaN, kNaN, kNaN};
+    return {ratio(c.transfer_ms, pass.transfer_ms),
+            ratio(c.a_copy_ms, 2 * pass.phase(Phase::a).median),
+            ratio(c.b_copy_ms, pass.phase(Phase::b).median),
+            ratio(c.c_ms, pass.phase(Phase::c).median)};
+}
+
+OverlapAttribution attribute_overlap(const RunSummary& s) {
+    OverlapAttribution a;
+    if (!s.ceilings.measured || s.overlap_speedup <= 0) return a;
+    const PassSummary& off = s.passes.front();
+    const PassSummary& on = s.passes.back();
+    const Ceilings& c = s.ceilings;
+    PhaseMedians alone = phase_medians(off);
+    alone.transfer = c.transfer_ms;
+    if (s.config.c_elements > 0) alone.c = c.c_ms;
+    a.measured = true;
+    a.step_ms = on.time_per_step_ms;
+    a.perfect_ms = step_bound_ms(alone, s.config.depth, true);
+    a.c_slowdown_ms = s.config.c_elements > 0 ? on.phase(Phase::c).median - c.c_ms : 0;
+    a.transfer_slowdown_ms = on.transfer_ms - c.transfer_ms;
+    a.rest_ms = a.step_ms - a.perfect_ms - a.c_slowdown_ms - a.transfer_slowdown_ms;
+    return a;
+}
+
+void print_overlap_attribution(std::FILE* out, const RunSummary& s) {
+    const OverlapAttribution a = attribute_overlap(s);
+    if (!a.measured) return;
+    std::fprintf(out,
+                 "  overlap, attributed: step %.4f ms = perfect overlap %.4f (the ceilings) + C "
+                 "slower beside the transfer %+.4f + the transfer slower beside C, A and B %+.4f "
+                 "+ the rest (ordering, launches, the host) %+.4f\n",
+                 a.step_ms, a.perfect_ms, a.c_slowdown_ms, a.transfer_slowdown_ms, a.rest_ms);
+}
+
+void print_ceilings(std::FILE* out, const RunSummary& s, const PassSummary& pass) {
+    const Ceilings& c = s.ceilings;
+    if (!c.measured) return;
+    const CeilingRatios r = against_ceilings(pass, c);
+    std::fprintf(out,
+                 "  against this launch's ceilings (measured alone, %.1f ms): transfer %.2f of "
+                 "the bare transfer (%.4f ms)",
+                 c.cost_ms, r.transfer, c.transfer_ms);
+    if (!std::isnan(r.a)) std::fprintf(out, "; A %.2f of a copy", r.a);
+    if (!std::isnan(r.b)) std::fprintf(out, "; B %.2f of a copy", r.b);
+    if (!std::isnan(r.c)) std::fprintf(out, "; C %.2f of C alone (%.4f ms)", r.c, c.c_ms);
+    std::fprintf(out, "\n");
+}
+
+}  // namespace gpurelay

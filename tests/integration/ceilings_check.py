@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""The ceilings measured in the same launch (calibrate = true): run gpurelay on the CPU path,
+then check that the JSON summary holds them, that every ratio is exactly what the two
+measurements it compares give (the ceiling's time over the phase's; A counts half a copy's bytes),
+that the CSV's columns say the same of the main pass, that the calibration stayed out of the
+timed steps, and that calibrate = false measures none.
+
+usage: ceilings_check.py --binary GPURELAY --mpirun "MPIRUN ..." [--np N] -- ARGS...
+"""
+import argparse
+import csv
+import json
+import math
+import shlex
+import subprocess
+import sys
+import tempfile
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def close(a, b):
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def run(args, binary, mpirun, np, out, extra):
+    cmd = shlex.split(mpirun) + ["-np", str(np), binary, "--device", "cpu", "--quiet",
+                                 "--output", f"{out}/{extra}.h5", "--summary-json",
+                                 f"{out}/{extra}.json", "--results-csv", f"{out}/{extra}.csv"]
+    cmd += args
+    print("+ " + " ".join(cmd))
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        fail(f"exit {done.returncode}: {done.stderr.strip()[-400:]}")
+    summary = json.load(open(f"{out}/{extra}.json"))
+    rows = list(csv.DictReader(open(f"{out}/{extra}.csv")))
+    return summary, rows[-1]
+
+
+def check_on(summary, row):
+    c = summary.get("ceilings_ms")
+    if not c:
+        fail("calibrate = true but the summary has no ceilings_ms")
+    for key in ("transfer", "a_copy", "b_copy", "c", "cost"):
+        if not (c[key] is not None and c[key] > 0):
+            fail(f"ceiling {key} = {c[key]!r}, not a positive time")
+    for p in summary["passes"]:
+        r, ph = p["vs_ceilings"], p["phases_ms"]
+        expected = {"transfer": c["transfer"] / p["transfer_ms"],
+                    "a": c["a_copy"] / (2 * ph["a"]["median"]),
+                    "b": c["b_copy"] / ph["b"]["median"],
+                    "c": c["c"] / ph["c"]["median"]}
+        for key, value in expected.items():
+            if not close(r[key], value):
+                fail(f"pass overlap={p['overlap']}: {key} against its ceiling {r[key]} != {value}")
+        if p["timing"]["phase_timed_steps"] > p.get("timed_steps", 10**9):
+            fail("more phase-timed steps than timed steps")
+    main = summary["passes"][-1]
+    config = summary["config"]
+    for column, key in (("transfer_vs_ceiling", "transfer"), ("a_vs_copy", "a"),
+                        ("b_vs_copy", "b"), ("c_vs_alone", "c")):
+        if not math.isclose(float(row[column]), main["vs_ceilings"][key], rel_tol=1e-5):
+            fail(f"CSV {column} {row[column]} != the JSON's {main['vs_ceilings'][key]}")
+    if not math.isclose(float(row["ceiling_transfer_ms"]), c["transfer"], rel_tol=1e-5):
+        fail("CSV ceiling_transfer_ms differs from the JSON's")
+    # The overlapped step, attributed: the parts add up to it, each as its formula says.
+    a = summary["overlap_attribution_ms"]
+    off, on = summary["passes"][0], summary["passes"][-1]
+    if not close(a["step"], on["time_per_step_ms"]):
+        fail("the attributed step is not the overlap=on pass's time per step")
+    if not close(a["perfect_overlap"] + a["c_slowdown"] + a["transfer_slowdown"] + a["rest"],
+                 a["step"]):
+        fail(f"the attribution's parts do not add up to the step: {a}")
+    if not close(a["c_slowdown"], on["phases_ms"]["c"]["median"] - c["c"]):
+        fail("C's slowdown is not C's median with overlap less C alone")
+    if not close(a["transfer_slowdown"], on["transfer_ms"] - c["transfer"]):
+        fail("the transfer's slowdown is not its median with overlap less the bare transfer")
+    ph = off["phases_ms"]
+    depth = config["depth"]
+    perfect = max(ph["a"]["median"] + c["transfer"],
+                  (max(c["transfer"], c["c"]) if depth == 1 else c["c"]) + ph["b"]["median"])
+    if not close(a["perfect_overlap"], perfect):
+        fail(f"perfect overlap {a['perfect_overlap']} != {perfect} from the ceilings")
+    # The calibration is not in the timed steps: their count is the deck's.
+    timed = config["steps"] - config["warmup"]
+    if main["timing"]["phase_timed_steps"] > timed:
+        fail("the calibration was counted among the timed steps")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--np", type=int, default=2)
+    parser.add_argument("args", nargs=argparse.REMAINDER)
+    a = parser.parse_args()
+    args = a.args[1:] if a.args[:1] == ["--"] else a.args
+    with tempfile.TemporaryDirectory() as out:
+        summary, row = run(args + ["--timing", "phases"], a.binary, a.mpirun, a.np, out, "on")
+        check_on(summary, row)
+        summary, row = run(args + ["--calibrate", "false"], a.binary, a.mpirun, a.np, out, "off")
+        if ("ceilings_ms" in summary or "overlap_attribution_ms" in summary
+                or any("vs_ceilings" in p for p in summary["passes"])):
+            fail("calibrate = false but the summary has ceilings")
+        if row["transfer_vs_ceiling"] != "" or row["ceiling_transfer_ms"] != "":
+            fail("calibrate = false but the CSV has ceiling cells")
+    print("ok: ceilings and their ratios")
+
+
+if __name__ == "__main__":
+    main()
