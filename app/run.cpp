@@ -307,7 +307,8 @@ int finish_stopped(const Setup& setup, Outputs& outputs, const std::vector<bool>
                      stop_signal_name(stop.signal),
                      // Open MPI's mpirun turns a Ctrl-C into SIGTERM for its ranks.
                      stop.signal == SIGTERM && launched_by_mpirun()
-                         ? " (mpirun sends SIGTERM for SIGINT too)"
+                         ? " (if mpirun was signalled: it sends SIGTERM for SIGINT too, and "
+                           "SIGKILL a second later; SIGUSR1 to mpirun stops without that)"
                          : "",
                      static_cast<long long>(stop.step), static_cast<long long>(config.steps),
                      ResultSchema::pass_group(passes[static_cast<std::size_t>(stop.pass)]).c_str(),
