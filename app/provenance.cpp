@@ -5,7 +5,9 @@
 
 #include "app/git_hash.hpp"
 #include "app/version.hpp"
+#include "comm/mpi_error.hpp"
 #include "comm/mpi_session.hpp"
+#include "io/result_schema.hpp"
 
 namespace gpurelay {
 
@@ -38,6 +40,10 @@ Attributes root_attributes(const Setup& setup, const std::vector<std::string>& h
         const std::string text = config_value_toml(config, key.name);
         if (text.size() >= 2 && text.front() == '"') {
             attrs.emplace_back(std::string(key.name), text.substr(1, text.size() - 2));
+            continue;
+        }
+        if (text == "true" || text == "false") {  // a boolean key, typed as h5py reads one
+            attrs.emplace_back(std::string(key.name), text == "true");
             continue;
         }
         char* end = nullptr;
@@ -73,10 +79,69 @@ Attributes root_attributes(const Setup& setup, const std::vector<std::string>& h
     attrs.emplace_back("rank_hosts", host_list);
     attrs.emplace_back("rank_devices", gpu_list);
     attrs.emplace_back("started_utc", utc_timestamp());
-    // 0 until the close of a complete, verified run sets it: a reader of a .partial file finds
-    // it too (and a resumed run starts from 0 again).
-    attrs.emplace_back("verified", std::int64_t{0});
+    // false until the close of a complete, verified run sets it: a reader of a .partial file
+    // finds it too (and a resumed run starts from false again).
+    attrs.emplace_back("verified", false);
+    attrs.emplace_back("description",
+                       std::string("gpurelay result file: B's output /y at the written steps, "
+                                   "phase times per rank and step (/timings), wrong elements "
+                                   "per pair and step (/verification), one group per pass"));
+    // Attributes cannot carry attributes of their own: the special values are said here.
+    attrs.emplace_back("sentinels",
+                       std::string("complete: 0 while the run is in progress or stopped, 1 once "
+                                   "it closed; stopped_at_step, stopped_pass, resumed_from_step: "
+                                   "-1 when the run was not stopped, or not resumed; stop_signal: "
+                                   "the signal's number (15 SIGTERM, 2 SIGINT, 10 SIGUSR1); NaN in "
+                                   "/timings: a phase not this rank's, or not timed"));
     return attrs;
+}
+
+GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary) {
+    // The figures are rank 0's; every rank writes the same attribute metadata, so they travel.
+    constexpr int kReals = 10, kCounts = 10, kTiming = 32;
+    struct Figures {
+        double reals[kReals];
+        std::int64_t counts[kCounts];
+        char timing[kTiming];
+    };
+    std::vector<Figures> figures(summary.passes.size());
+    for (std::size_t i = 0; i < figures.size(); ++i) {
+        const PassSummary& p = summary.passes[i];
+        figures[i] = {
+            {p.time_per_step_ms, p.steps_per_s, p.transfer_ms, p.transfer_gbps, p.aggregate_gbps,
+             p.a_gbps, p.b_gbps, p.c_giter_per_s, p.cold_step_ms, p.step_bound_ms},
+            {p.overlap ? 1 : 0, p.timed_steps, p.timed_from, p.phase_timed_steps,
+             static_cast<std::int64_t>(p.x_mismatches), static_cast<std::int64_t>(p.c_mismatches),
+             static_cast<std::int64_t>(p.spot_mismatches), static_cast<std::int64_t>(p.x_checked),
+             static_cast<std::int64_t>(p.c_checked), static_cast<std::int64_t>(p.spot_checked)},
+            {}};
+        p.timing.copy(figures[i].timing, kTiming - 1);
+    }
+    MPI_CHECK(MPI_Bcast(figures.data(), static_cast<int>(figures.size() * sizeof(Figures)),
+                        MPI_BYTE, 0, comm));
+    GroupAttributes groups;
+    for (const Figures& f : figures) {
+        const bool overlap = f.counts[0] != 0;
+        const char* const real_names[kReals] = {
+            "time_per_step_ms", "steps_per_s", "transfer_ms",   "transfer_gbps", "aggregate_gbps",
+            "a_gbps",           "b_gbps",      "c_giter_per_s", "cold_step_ms",  "step_model_ms"};
+        Attributes timings;
+        for (int r = 0; r < kReals; ++r) timings.emplace_back(real_names[r], f.reals[r]);
+        timings.emplace_back("timed_steps", f.counts[1]);
+        timings.emplace_back("timed_from_step", f.counts[2]);
+        timings.emplace_back("phase_timed_steps", f.counts[3]);
+        timings.emplace_back("timing", std::string(f.timing));
+        groups.push_back({"/timings/" + ResultSchema::pass_group(overlap), std::move(timings)});
+        groups.push_back({"/verification/" + ResultSchema::pass_group(overlap),
+                          {{"x_mismatches", f.counts[4]},
+                           {"c_mismatches", f.counts[5]},
+                           {"spot_mismatches", f.counts[6]},
+                           {"x_checked", f.counts[7]},
+                           {"c_checked", f.counts[8]},
+                           {"spot_checked", f.counts[9]},
+                           {"verified", f.counts[4] + f.counts[5] + f.counts[6] == 0}}});
+    }
+    return groups;
 }
 
 }  // namespace gpurelay

@@ -7,6 +7,7 @@
 
 #include "app/setup.hpp"
 #include "io/result_file.hpp"
+#include "report/report.hpp"
 
 namespace gpurelay {
 
@@ -23,5 +24,10 @@ std::string utc_timestamp();
 // backend and transport, and every rank's host and device.
 Attributes root_attributes(const Setup& setup, const std::vector<std::string>& hosts,
                            const std::vector<std::string>& gpus);
+
+// Collective: each pass's summary as attributes of its groups, /timings/PASS (time per step,
+// transfer, rates, the step model; names end in their unit) and /verification/PASS (the counts
+// and the verdict), alike on every rank (the figures are rank 0's, broadcast).
+GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary);
 
 }  // namespace gpurelay

@@ -335,7 +335,8 @@ int finish_stopped(const Setup& setup, Outputs& outputs, const std::vector<bool>
                      stop_signal_name(stop.signal),
                      // Open MPI's mpirun turns a Ctrl-C into SIGTERM for its ranks.
                      stop.signal == SIGTERM && launched_by_mpirun()
-                         ? " (mpirun sends SIGTERM for SIGINT too)"
+                         ? " (if mpirun was signalled: it sends SIGTERM for SIGINT too, and "
+                           "SIGKILL a second later; SIGUSR1 to mpirun stops without that)"
                          : "",
                      static_cast<long long>(stop.step), static_cast<long long>(config.steps),
                      ResultSchema::pass_group(passes[static_cast<std::size_t>(stop.pass)]).c_str(),
@@ -392,15 +393,17 @@ int finish(const Setup& setup, Outputs& outputs, const RunSummary& summary,
     step_in_progress = -1;
     std::optional<Deadline> deadline;
     deadline.emplace(config.timeout(), "closing the result file");
+    const GroupAttributes pass_groups = pass_attributes(MPI_COMM_WORLD, summary);
     outputs.file->close(
-        true, {{"verified", static_cast<std::int64_t>(verified ? 1 : 0)},
+        true, {{"verified", verified},
                {"x_mismatches", static_cast<std::int64_t>(main_pass.x_mismatches)},
                {"c_mismatches", static_cast<std::int64_t>(main_pass.c_mismatches)},
                {"overlap_speedup", summary.overlap_speedup},
                {"cold_step_ms", summary.passes.front().cold_step_ms},
                {"stopped_at_step", static_cast<std::int64_t>(-1)},
                {"resumed_from_step", config.resume ? resume.step : static_cast<std::int64_t>(-1)},
-               {"finished_utc", utc_timestamp()}});
+               {"finished_utc", utc_timestamp()}},
+        pass_groups);
     outputs.file.reset();
     deadline.reset();
     if (rank == 0) {

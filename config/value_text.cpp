@@ -140,9 +140,8 @@ constexpr std::uint64_t kMaxSize = std::numeric_limits<std::uint64_t>::max();
 }
 
 bool all_digits(std::string_view text) {
-    return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
-               return c >= '0' && c <= '9';
-           });
+    return !text.empty() &&
+           std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // "1e9", "2.5e3", "15E+2": a size in exponent form (no suffix), taken only when it is exactly a

@@ -1,7 +1,11 @@
-// Scalar attributes (variable-length UTF-8 strings, int64, float64) and hyperslab writes.
+// Scalar attributes (variable-length UTF-8 strings, int64, float64, h5py's enum booleans), the
+// notes a dataset carries (units, description, dimension labels), and hyperslab writes.
 #include "io/h5_data.hpp"
 
+#include <hdf5_hl.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <variant>
 
 #include "io/h5_call.hpp"
@@ -32,6 +36,14 @@ void write_attribute(hid_t object, const std::string& name, const AttributeValue
             H5Acreate2(object, name.c_str(), H5T_STD_I64LE, scalar.get(), H5P_DEFAULT, H5P_DEFAULT),
             "H5Acreate2(" + what + ")"));
         h5_check(H5Awrite(attribute.get(), H5T_NATIVE_INT64, integer), "H5Awrite(" + what + ")");
+        h5_check(attribute.close(), "H5Aclose(" + what + ")");
+    } else if (const auto* flag = std::get_if<bool>(&value)) {
+        H5Datatype type = bool_type();
+        const std::int8_t stored = *flag ? 1 : 0;
+        H5Attribute attribute(h5_check(
+            H5Acreate2(object, name.c_str(), type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT),
+            "H5Acreate2(" + what + ")"));
+        h5_check(H5Awrite(attribute.get(), type.get(), &stored), "H5Awrite(" + what + ")");
         h5_check(attribute.close(), "H5Aclose(" + what + ")");
     } else {
         const double real = std::get<double>(value);
@@ -82,6 +94,16 @@ AttributeValue read_attribute(hid_t object, const std::string& name, const std::
             h5_check(H5Aread(attribute.get(), H5T_NATIVE_INT64, &value), "H5Aread(" + what + ")");
             return value;
         }
+        case H5T_ENUM: {
+            // Only h5py's boolean: {FALSE = 0, TRUE = 1}; the conversion fails on other names.
+            H5Datatype memory = bool_type();
+            std::int8_t value = 0;
+            if (H5Aread(attribute.get(), memory.get(), &value) < 0) {
+                H5Eclear2(H5E_DEFAULT);
+                throw usage_error(what + " is an enum other than a boolean {FALSE, TRUE}");
+            }
+            return value != 0;
+        }
         case H5T_FLOAT: {
             double value = 0;
             h5_check(H5Aread(attribute.get(), H5T_NATIVE_DOUBLE, &value), "H5Aread(" + what + ")");
@@ -89,6 +111,31 @@ AttributeValue read_attribute(hid_t object, const std::string& name, const std::
         }
         default:
             throw usage_error(what + " is neither a string, an integer nor a float");
+    }
+}
+
+H5Datatype bool_type() {
+    H5Datatype type(h5_check(H5Tenum_create(H5T_NATIVE_INT8), "H5Tenum_create(bool)"));
+    const std::int8_t no = 0, yes = 1;
+    h5_check(H5Tenum_insert(type.get(), "FALSE", &no), "H5Tenum_insert(FALSE)");
+    h5_check(H5Tenum_insert(type.get(), "TRUE", &yes), "H5Tenum_insert(TRUE)");
+    return type;
+}
+
+void write_notes(hid_t dataset, const DatasetNotes& notes, const std::string& what) {
+    if (!notes.units.empty()) write_attribute(dataset, "units", notes.units);
+    if (!notes.description.empty()) write_attribute(dataset, "description", notes.description);
+    for (std::size_t d = 0; d < notes.dims.size(); ++d) {
+        h5_check(H5DSset_label(dataset, static_cast<unsigned>(d), notes.dims[d].c_str()),
+                 "H5DSset_label(" + what + ", " + notes.dims[d] + ")");
+    }
+}
+
+void write_group_attributes(hid_t file, const GroupAttributes& groups) {
+    for (const auto& [path, attributes] : groups) {
+        H5Group group(
+            h5_check(H5Gopen2(file, path.c_str(), H5P_DEFAULT), "H5Gopen2(" + path + ")"));
+        for (const auto& [name, value] : attributes) write_attribute(group.get(), name, value);
     }
 }
 

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "io/h5_handle.hpp"
 #include "io/result_file.hpp"
 
 namespace gpurelay {
@@ -16,6 +17,15 @@ void write_attribute(hid_t object, const std::string& name, const AttributeValue
 // Reads a scalar attribute as the AttributeValue alternative of its class: any string (variable
 // or fixed length), any integer (as int64), any float (as double). `what` names it in messages.
 AttributeValue read_attribute(hid_t object, const std::string& name, const std::string& what);
+
+// h5py's boolean type: an enum over int8 with FALSE = 0 and TRUE = 1.
+H5Datatype bool_type();
+
+// Serial or collective alike: writes `notes` on `dataset` (units, description, dimension labels).
+void write_notes(hid_t dataset, const DatasetNotes& notes, const std::string& what);
+
+// Writes each group's attributes on it (the groups must exist).
+void write_group_attributes(hid_t file, const GroupAttributes& groups);
 
 // Writes the hyperslab start[..] + count[..] of `dataset` from `values` contiguous values in
 // memory: no staging copy, the buffer goes straight to MPI-IO.

@@ -93,8 +93,8 @@ void check_output_target(const std::string& key, const std::string& path,
     // The rights say yes to root even where the file system itself says no (/proc, sysfs, a
     // FUSE mount): only making a file there tells.
     if (const int error = try_making_file_in(folder); error != 0) {
-        throw usage_error(key + ": folder '" + folder + "' does not take new files: " +
-                          reason(error));
+        throw usage_error(key + ": folder '" + folder +
+                          "' does not take new files: " + reason(error));
     }
     const long name_max = ::pathconf(folder.c_str(), _PC_NAME_MAX);
     const std::string name = fs::path(path).filename().string();

@@ -1,6 +1,7 @@
 // Creating a result file: rank 0 makes the whole PATH.partial serially (every dataset allocated,
 // the matrices filled, the root attributes with complete = 0), then every rank opens it.
 #include <hdf5.h>
+#include <hdf5_hl.h>
 
 #include <filesystem>
 #include <limits>
@@ -77,7 +78,9 @@ void create_structure(hid_t file, const ResultFileLayout& layout, const Attribut
         H5PropertyList y_create = contiguous_early("/y");
         h5_check(H5Pset_fill_time(y_create.get(), H5D_FILL_TIME_NEVER), "H5Pset_fill_time(/y)");
         const hsize_t y_dims[3] = {layout.pairs, rows, layout.elements};
-        create_dataset(file, "/y", layout.y_type, 3, y_dims, H5P_DEFAULT, y_create.get());
+        H5Dataset y =
+            create_dataset(file, "/y", layout.y_type, 3, y_dims, H5P_DEFAULT, y_create.get());
+        write_notes(y.get(), layout.y_notes, "/y");
         H5PropertyList step_create = contiguous_early("/step");
         h5_check(H5Pset_fill_time(step_create.get(), H5D_FILL_TIME_NEVER),
                  "H5Pset_fill_time(/step)");
@@ -86,6 +89,10 @@ void create_structure(hid_t file, const ResultFileLayout& layout, const Attribut
         const hsize_t start = 0;
         write_hyperslab(step.get(), &start, &rows, rows, H5T_NATIVE_INT64, H5P_DEFAULT,
                         layout.written_steps.data(), "/step");
+        write_notes(step.get(), layout.step_notes, "/step");
+        // /step is the coordinate of /y's rows: a dimension scale attached to its dimension 1.
+        h5_check(H5DSset_scale(step.get(), "step"), "H5DSset_scale(/step)");
+        h5_check(H5DSattach_scale(y.get(), step.get(), 1), "H5DSattach_scale(/y, /step)");
     }
     H5PropertyList link_create(h5_check(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate(link create)"));
     h5_check(H5Pset_create_intermediate_group(link_create.get(), 1),
@@ -97,8 +104,13 @@ void create_structure(hid_t file, const ResultFileLayout& layout, const Attribut
         const hsize_t dims[2] = {spec.rows, spec.cols};
         H5Dataset dataset =
             create_dataset(file, name, spec.type, 2, dims, link_create.get(), matrix_create.get());
-        if (!spec.units.empty()) write_attribute(dataset.get(), "units", spec.units);
+        DatasetNotes notes{spec.units, spec.description, {}};
+        if (!spec.row_label.empty() || !spec.col_label.empty()) {
+            notes.dims = {spec.row_label, spec.col_label};
+        }
+        write_notes(dataset.get(), notes, name);
     }
+    write_group_attributes(file, layout.group_attributes);
     for (const auto& [name, value] : attributes) write_attribute(file, name, value);
     write_attribute(file, std::string(complete_attribute), std::int64_t{0});
 }

@@ -95,7 +95,8 @@ void ResultFile::flush() {
     state.flush_everywhere();
 }
 
-void ResultFile::close(bool complete, const Attributes& attributes) {
+void ResultFile::close(bool complete, const Attributes& attributes,
+                       const GroupAttributes& group_attributes) {
     if (!state_) {
         throw runtime_error("result file: close on a moved-from file");
     }
@@ -110,6 +111,7 @@ void ResultFile::close(bool complete, const Attributes& attributes) {
         std::exception_ptr first_failure;
         try {
             state.write_root_attributes(attributes);
+            write_group_attributes(state.file.get(), group_attributes);
             write_attribute(state.file.get(), std::string(complete_attribute),
                             std::int64_t{complete ? 1 : 0});
         } catch (...) {

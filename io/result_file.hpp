@@ -49,12 +49,24 @@ struct MatrixSpec {
     ElementType type;
     std::uint64_t rows;
     std::uint64_t cols;
-    std::string units = {};  // the dataset's "units" attribute (e.g. "ms"); empty: none
+    std::string units = {};        // the dataset's "units" attribute (e.g. "ms"); empty: none
+    std::string description = {};  // its one-line "description" attribute; empty: none
+    std::string row_label = {}, col_label = {};  // its dimension names ("rank", "step")
 };
 
-// Root attribute values: a UTF-8 string (variable length), an int64 or a float64.
-using AttributeValue = std::variant<std::string, std::int64_t, double>;
+// What a dataset says about itself: its "units" and "description" attributes and the names of
+// its dimensions (HDF5 dimension labels, which h5py reads as dataset.dims[i].label).
+struct DatasetNotes {
+    std::string units, description;
+    std::vector<std::string> dims;
+};
+
+// Attribute values: a UTF-8 string (variable length), an int64, a float64 or a boolean (stored as
+// h5py stores one: an 8-bit enum {FALSE = 0, TRUE = 1}, which h5py reads as numpy.bool_).
+using AttributeValue = std::variant<std::string, std::int64_t, double, bool>;
 using Attributes = std::vector<std::pair<std::string, AttributeValue>>;
+// Attributes of groups inside the file: {"/timings/overlap_on", {...}}.
+using GroupAttributes = std::vector<std::pair<std::string, Attributes>>;
 
 // What datasets the file holds; must be the same on every rank.
 struct ResultFileLayout {
@@ -64,6 +76,9 @@ struct ResultFileLayout {
     std::uint64_t elements = 0;
     ElementType y_type = ElementType::float32;
     std::vector<MatrixSpec> matrices;  // created in this order; intermediate groups made as needed
+    DatasetNotes y_notes, step_notes;  // what /y and /step say about themselves
+    // Attributes written on groups when the file is made (their "description").
+    GroupAttributes group_attributes;
 };
 
 class ResultFile {
@@ -126,7 +141,9 @@ class ResultFile {
     // `complete` to 1 when `complete` (0 otherwise), closes the file and, when `complete`, renames
     // PATH.partial to PATH once every rank has closed it. Every rank throws the same error when any
     // step failed on any rank; the file is closed either way.
-    void close(bool complete, const Attributes& attributes);
+    // `group_attributes` are written on their (existing) groups alike on every rank.
+    void close(bool complete, const Attributes& attributes,
+               const GroupAttributes& group_attributes = {});
 
     // The final path.
     const std::string& path() const;

@@ -47,8 +47,9 @@ ResumePoint find_resume_point(const Config& config) {
     }
     const auto stored = read("config_toml");
     if (!stored || !std::holds_alternative<std::string>(*stored)) {
-        throw damaged("attribute config_toml (the deck it was started with) is "
-                          "missing or not text");
+        throw damaged(
+            "attribute config_toml (the deck it was started with) is "
+            "missing or not text");
     }
     Config before;
     try {
@@ -67,12 +68,14 @@ ResumePoint find_resume_point(const Config& config) {
         }
     }
     if (*complete == 1) {
-        const auto verified = integer("verified");
-        if (!verified || (*verified != 0 && *verified != 1)) {
-            throw damaged("it is complete but attribute verified is missing or "
-                              "not 0 or 1");
+        // A boolean since the file describes itself; 0 or 1 in files of earlier versions.
+        const auto verified = read("verified");
+        const bool* flag = verified ? std::get_if<bool>(&*verified) : nullptr;
+        const std::int64_t* number = verified ? std::get_if<std::int64_t>(&*verified) : nullptr;
+        if (!flag && !(number && (*number == 0 || *number == 1))) {
+            throw damaged("it is complete but attribute verified is missing or not a boolean");
         }
-        return {0, 0, 1, *verified};
+        return {0, 0, 1, flag ? std::int64_t{*flag} : *number};
     }
     const auto step = integer("stopped_at_step");
     const auto pass = integer("stopped_pass");
@@ -88,12 +91,12 @@ ResumePoint find_resume_point(const Config& config) {
     const std::int64_t passes = config.overlap == OverlapMode::compare ? 2 : 1;
     if (*pass < 0 || *pass >= passes) {
         throw damaged("stopped_pass " + std::to_string(*pass) + " is outside 0.." +
-                          std::to_string(passes - 1));
+                      std::to_string(passes - 1));
     }
     // A stop comes after at least one step of the pass and before its last (see on_step).
     if (*step < 1 || *step >= config.steps) {
         throw damaged("stopped_at_step " + std::to_string(*step) + " is outside 1.." +
-                          std::to_string(config.steps - 1));
+                      std::to_string(config.steps - 1));
     }
     return {*pass, *step, 0, 0};
 }

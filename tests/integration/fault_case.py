@@ -409,6 +409,9 @@ def case_mpirun_sigint(runner, tmp, args):
     if not any(line.startswith("gpurelay: stopped by SIGTERM") and "mpirun" in line
                for line in ours):
         fail(f"no 'stopped by SIGTERM' line naming mpirun: {ours}")
+    # ... and the signal that stops without mpirun's kill window (issue #26).
+    if not any("SIGUSR1 to mpirun" in line for line in ours):
+        fail(f"the 'stopped by' line does not name SIGUSR1 to mpirun: {ours}")
     readable_or_absent(output + ".partial")
 
 

@@ -180,9 +180,58 @@ def check_file(path, expect_rows_for, np_ranks, summary, expect_timing):
                 if t.shape != (np_ranks, steps):
                     fail(f"timings/{name}/{phase} shape {t.shape}")
         check_timings(f, summary, np_ranks, expect_timing, set(rows))
+        check_self_description(f, summary)
         for key in ("gpurelay_version", "mpi_version", "hdf5_version", "config_toml", "rank_hosts"):
             if key not in attrs:
                 fail(f"attribute {key} missing")
+
+
+# Dimension names of each kind of dataset (issue #26: the file describes itself).
+DIMS = {"y": ["pair", "step", "element"], "step": ["row"], "timings": ["rank", "step"],
+        "verification": ["pair", "step"]}
+
+
+def check_self_description(f, summary):
+    """Every dataset says its units, what it holds and its dimensions; /step is /y's dimension
+    scale; booleans are h5py booleans; the special values are explained; each pass group carries
+    its summary, the same figures as the JSON's."""
+    datasets = []
+    f.visititems(lambda name, obj: datasets.append(name) if isinstance(obj, h5py.Dataset) else None)
+    for name in datasets:
+        d = f[name]
+        for key in ("units", "description"):
+            if not isinstance(d.attrs.get(key), str) or not d.attrs[key]:
+                fail(f"/{name} has no {key} attribute")
+        labels = [dim.label for dim in d.dims]
+        if labels != DIMS[name.split("/")[0]]:
+            fail(f"/{name}: dimension names {labels}, expected {DIMS[name.split('/')[0]]}")
+    if "y" in f:
+        scales = [s.name for s in f["y"].dims[1].values()]
+        if scales != ["/step"]:
+            fail(f"/y's step dimension has scales {scales}, expected /step")
+    for key in ("blocking", "graphs", "overwrite", "resume", "quiet", "verified"):
+        value = f.attrs[key]
+        if not isinstance(value, np.bool_):
+            fail(f"attribute {key} = {value!r} is a {type(value).__name__}, not a boolean")
+    for key in ("description", "sentinels"):
+        if not f.attrs.get(key):
+            fail(f"root attribute {key} missing")
+    if "stopped_at_step" not in f.attrs["sentinels"]:
+        fail("the sentinels attribute does not explain stopped_at_step")
+    for p in summary["passes"]:
+        name = "overlap_on" if p["overlap"] else "overlap_off"
+        t, v = f["timings"][name].attrs, f["verification"][name].attrs
+        for key, want in (("time_per_step_ms", p["time_per_step_ms"]),
+                          ("transfer_gbps", p["algbw_gbps"]),
+                          ("step_model_ms", p["step_bound_ms"])):
+            got = t.get(key)
+            if got is None or not (got == want or (want is None and np.isnan(got))
+                                   or math.isclose(got, want, rel_tol=1e-12)):
+                fail(f"/timings/{name} attribute {key} = {got}, the JSON says {want}")
+        if t.get("overlap") is not np.bool_(p["overlap"]) and bool(t.get("overlap")) != p["overlap"]:
+            fail(f"/timings/{name} overlap attribute wrong")
+        if v.get("verified") != np.True_ or int(v["x_mismatches"]) != 0:
+            fail(f"/verification/{name} does not carry its verdict")
 
 
 def rows_for(steps, write):

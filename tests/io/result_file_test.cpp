@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <hdf5_hl.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -387,6 +388,71 @@ TYPED_TEST(ResultFileRoundTrip, EveryRankWritesItsRowsAndRank0ReadsThemBack) {
     const std::vector<std::string> expected_names = {"alpha", "complete", "elapsed_s", "note",
                                                      "steps", "title",    "unicode"};
     EXPECT_EQ(root_attribute_names(read.get()), expected_names);
+}
+
+// Issue #26: the file describes itself. Booleans are h5py's enum {FALSE, TRUE} (read back as
+// bool), datasets carry units, a description and dimension labels, /step is /y's dimension
+// scale, and groups carry the attributes given at create and at close.
+TEST_F(ResultFileTest, DescribesItselfWithTypedBooleansNotesAndGroupAttributes) {
+    const std::string path = scratch_path("notes.h5");
+    ResultFileLayout layout = small_layout(ElementType::float64);
+    layout.matrices[0].units = "s";
+    layout.matrices[0].description = "seconds per step";
+    layout.matrices[0].row_label = "rank";
+    layout.matrices[0].col_label = "step";
+    layout.y_notes = {"1", "the tensor", {"pair", "step", "element"}};
+    layout.step_notes = {"1", "the step of each row", {"row"}};
+    layout.group_attributes = {{"/timings", {{"description", std::string("times")}}}};
+    ResultFile file = ResultFile::create(MPI_COMM_WORLD, path, false, layout,
+                                         {{"blocking", false}, {"graphs", true}});
+    file.close(true, {{"verified", true}},
+               {{"/counts", {{"ok", true}, {"wrong", std::int64_t{0}}}}});
+    if (world_rank() != 0) return;
+    EXPECT_EQ(ResultFile::read_root_attribute(path, "blocking"), AttributeValue(false));
+    EXPECT_EQ(ResultFile::read_root_attribute(path, "graphs"), AttributeValue(true));
+    EXPECT_EQ(ResultFile::read_root_attribute(path, "verified"), AttributeValue(true));
+    H5File read = open_serial(path);
+    {
+        H5Attribute flag(check(H5Aopen(read.get(), "verified", H5P_DEFAULT), "open verified"));
+        H5Datatype type(check(H5Aget_type(flag.get()), "type of verified"));
+        EXPECT_EQ(H5Tget_class(type.get()), H5T_ENUM);
+        EXPECT_EQ(H5Tget_size(type.get()), 1u);
+        char name[8] = {};
+        const std::int8_t yes = 1;
+        check(H5Tenum_nameof(type.get(), &yes, name, sizeof name), "nameof TRUE");
+        EXPECT_STREQ(name, "TRUE");
+    }
+    const auto text_of = [&](const char* object, const char* attribute) {
+        H5Attribute a(
+            check(H5Aopen_by_name(read.get(), object, attribute, H5P_DEFAULT, H5P_DEFAULT),
+                  std::string("open ") + object + " " + attribute));
+        H5Datatype memory(check(H5Tcopy(H5T_C_S1), "copy"));
+        check(H5Tset_size(memory.get(), H5T_VARIABLE), "size");
+        char* text = nullptr;
+        check(H5Aread(a.get(), memory.get(), &text), "read text");
+        std::string value = text;
+        H5free_memory(text);
+        return value;
+    };
+    EXPECT_EQ(text_of("/timings/step_seconds", "units"), "s");
+    EXPECT_EQ(text_of("/timings/step_seconds", "description"), "seconds per step");
+    EXPECT_EQ(text_of("/y", "description"), "the tensor");
+    {
+        H5Dataset step(check(H5Dopen2(read.get(), "/step", H5P_DEFAULT), "open /step"));
+        EXPECT_GT(check(H5DSis_scale(step.get()), "H5DSis_scale(/step)"), 0);
+        H5Dataset y(check(H5Dopen2(read.get(), "/y", H5P_DEFAULT), "open /y"));
+        EXPECT_GT(check(H5DSis_attached(y.get(), step.get(), 1), "H5DSis_attached"), 0);
+        char label[16] = {};
+        check(H5DSget_label(y.get(), 2, label, sizeof label), "H5DSget_label");
+        EXPECT_STREQ(label, "element");
+    }
+    EXPECT_EQ(text_of("/timings", "description"), "times");
+    EXPECT_TRUE(check(H5Aexists_by_name(read.get(), "/y", "DIMENSION_LIST", H5P_DEFAULT),
+                      "y's scales") > 0);
+    EXPECT_TRUE(check(H5Aexists_by_name(read.get(), "/timings/step_seconds", "DIMENSION_LABELS",
+                                        H5P_DEFAULT),
+                      "labels") > 0);
+    EXPECT_TRUE(check(H5Aexists_by_name(read.get(), "/counts", "ok", H5P_DEFAULT), "ok") > 0);
 }
 
 TEST_F(ResultFileTest, IncompleteCloseLeavesPartialWithCompleteZero) {

@@ -341,8 +341,9 @@ TEST(ReportText, SaysOnlyWhatRanInUnitsThatRead) {
     s.passes[1].host_callback_us = 3908.8;
     s.passes[1].step_bound_ms = 2.5;
     std::string report = report_of(s, print_report);
-    EXPECT_TRUE(has(report, "queueing 82.5 µs, reading back 1.95 s (waits for the host streams), "
-                            "stop vote 3.91 ms"))
+    EXPECT_TRUE(has(report,
+                    "queueing 82.5 µs, reading back 1.95 s (waits for the host streams), "
+                    "stop vote 3.91 ms"))
         << report;
     EXPECT_FALSE(has(report, "waits for the GPU")) << "the CPU path has no GPU";
     EXPECT_FALSE(has(report, "step bound")) << "a figure a step can beat is no bound";
@@ -387,8 +388,8 @@ TEST(ReportText, HeaderWrapsTheConfigAndGivesOneMemoryFigure) {
     EXPECT_TRUE(has(header, "memory per rank (largest): host 8.00 MiB (")) << header;
     EXPECT_FALSE(has(header, "device ")) << header;
     s.backend = "cuda";
-    EXPECT_TRUE(has(report_of(s, print_run_header),
-                    "memory per rank (largest): device 5.00 MiB ("));
+    EXPECT_TRUE(
+        has(report_of(s, print_run_header), "memory per rank (largest): device 5.00 MiB ("));
     EXPECT_TRUE(has(report_of(s, print_run_header), "; pinned host 3.00 MiB ("));
 }
 
