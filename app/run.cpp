@@ -12,6 +12,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "app/delayed_transport.hpp"
 #include "app/provenance.hpp"
 #include "app/setup.hpp"
 #include "comm/agreement.hpp"
@@ -450,9 +451,13 @@ int run(MpiSession& mpi, int argc, char** argv) {
     if (resume.complete != 0) return publish_complete(*config, resume, rank);
 
     const Setup setup = set_up(mpi, *config);
+    // Tests only: debug_delay_rank's receives start debug_delay_us late (0: no delay).
+    DelayedTransport transport(
+        *setup.transport,
+        std::chrono::microseconds(rank == config->debug_delay_rank ? config->debug_delay_us : 0));
     std::unique_ptr<Pipeline> pipeline;
     agree(MPI_COMM_WORLD, [&] {
-        pipeline = std::make_unique<Pipeline>(setup.spec, *setup.device, *setup.transport,
+        pipeline = std::make_unique<Pipeline>(setup.spec, *setup.device, transport,
                                               setup.placement.role, MPI_COMM_WORLD);
     });
 

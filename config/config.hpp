@@ -68,7 +68,10 @@ struct Config {
     double timeout_s = 300.0;  // longest a rank waits on a peer before giving up
     bool quiet = false;
     bool debug_skip_reuse_wait = false;  // tests only: drop the slot-reuse wait to show it matters
-    std::string tag;                     // free-text label stored with the results
+    // Tests only: each receive of rank debug_delay_rank starts debug_delay_us late (a slow pair).
+    std::int64_t debug_delay_us = 0;
+    std::int64_t debug_delay_rank = 0;
+    std::string tag;  // free-text label stored with the results
     // profile_steps = "A:B": the profiler capture range covers steps A to B (-1: no range).
     std::int64_t profile_first = -1;
     std::int64_t profile_last = -1;

@@ -531,6 +531,12 @@ const std::vector<KeySpec>& key_table() {
                    {}, kQuietDoc),
         bool_key("debug_skip_reuse_wait", "tests only: drop the slot-reuse wait",
                  &Config::debug_skip_reuse_wait),
+        int_key(
+            "debug_delay_us",
+            "tests only: microseconds each receive of debug_delay_rank starts late (a slow pair)",
+            &Config::debug_delay_us, 0),
+        int_key("debug_delay_rank", "tests only: the rank debug_delay_us slows",
+                &Config::debug_delay_rank, 0),
         documented(text_key("tag", "free-text label stored with the results", "TEXT", &Config::tag),
                    "UTF-8 without control characters"),
         documented(profile_steps_key(), "`A:B` with 0 ≤ A ≤ B < steps, or empty", kProfileDoc),

@@ -11,10 +11,18 @@ namespace {
 nlohmann::json pass_json(const PassSummary& p) {
     nlohmann::json j;
     j["overlap"] = p.overlap;
+    // The steps the figures are over: timed_from to timed_from + timed_steps - 1.
+    j["timed_from"] = p.timed_from;
+    j["timed_steps"] = p.timed_steps;
     for (const PhaseInfo& phase : kPhases) {
         const PhaseStats& st = p.phase(phase.phase);
-        j["phases_ms"][phase.name] = {{"median", st.median}, {"min", st.min}, {"max", st.max}};
+        j["phases_ms"][phase.name] = {{"median", st.median}, {"min", st.min}, {"max", st.max},
+                                      {"p50", st.p50},       {"p90", st.p90}, {"p99", st.p99},
+                                      {"cv", st.cv}};
     }
+    j["slow_steps"] = {{"count", p.slow_steps},
+                       {"first", p.slow_step_numbers},
+                       {"over_median_x", kSlowStepFactor}};
     j["transfer_ms"] = p.transfer_ms;
     j["transfer_gbps"] = p.transfer_gbps;
     j["algbw_gbps"] = p.transfer_gbps;
@@ -49,7 +57,8 @@ nlohmann::json pass_json(const PassSummary& p) {
                               {"consumer", f.consumer},
                               {"step_ms", f.step_ms},
                               {"transfer_ms", f.transfer_ms},
-                              {"transfer_gbps", f.transfer_gbps}});
+                              {"transfer_gbps", f.transfer_gbps},
+                              {"slow", f.slow}});
     }
     return j;
 }

@@ -19,16 +19,29 @@
 
 namespace gpurelay {
 
+// A phase's distribution over every rank's timed steps (NaN steps left out). Percentiles
+// interpolate linearly between the sorted samples, as numpy.percentile's default does, so a
+// reader can check them against the file; cv is the coefficient of variation, the population
+// standard deviation over the mean.
 struct PhaseStats {
     double median, min, max;
+    double p50, p90, p99, cv;
 };
+
+// Steps whose period on some rank took more than kSlowStepFactor times the median period: how
+// many, and the first kSlowStepsKept of their numbers (to find them on a profile's timeline).
+inline constexpr double kSlowStepFactor = 3.0;
+inline constexpr std::size_t kSlowStepsKept = 8;
 
 struct PairFigures {
     int pair, producer, consumer;
     double step_ms;      // median step period on the consumer
     double transfer_ms;  // median transfer time
     double transfer_gbps;
+    // More than kSlowPairMargin slower than the median pair, in step time or in transfer time.
+    bool slow = false;
 };
+inline constexpr double kSlowPairMargin = 0.10;
 
 struct PassSummary {
     bool overlap = true;
@@ -63,6 +76,8 @@ struct PassSummary {
     // over its steps), and the most steps one end event retires.
     std::int64_t grouped_steps = 0, retire_group_steps = 1;
     std::vector<PairFigures> pairs;
+    std::int64_t slow_steps = 0;                  // see kSlowStepFactor
+    std::vector<std::int64_t> slow_step_numbers;  // the first kSlowStepsKept of them
     bool verified() const { return x_mismatches == 0 && c_mismatches == 0 && spot_mismatches == 0; }
 };
 
@@ -121,6 +136,9 @@ struct RunSummary {
     }
     const PassSummary& main_pass() const { return passes.back(); }
 };
+
+// The distribution of `values` (NaN left out; all NaN without any), as PhaseStats says.
+PhaseStats phase_stats(std::vector<double> values);
 
 // nccl-tests' bus bandwidth factor, what each rank's link carries per byte of the tensor:
 // point-to-point and broadcast 1, all-reduce 2(n-1)/n for a group of n.

@@ -37,6 +37,22 @@ std::string ceiling_cell(const RunSummary& r, double CeilingRatios::*figure) {
     return csv_number(against_ceilings(r.main_pass(), r.ceilings).*figure);
 }
 
+int slow_pairs(const PassSummary& p) {
+    int slow = 0;
+    for (const PairFigures& f : p.pairs) slow += f.slow ? 1 : 0;
+    return slow;
+}
+
+struct DistributionColumn {
+    const char* suffix;
+    double PhaseStats::*field;
+};
+// Named PHASE + suffix: step_ms_p99, b_cv (a ratio, without unit).
+constexpr DistributionColumn kDistributionColumns[] = {{"_ms_p50", &PhaseStats::p50},
+                                                       {"_ms_p90", &PhaseStats::p90},
+                                                       {"_ms_p99", &PhaseStats::p99},
+                                                       {"_cv", &PhaseStats::cv}};
+
 // The columns in file order; the phase medians come from kPhases (the step's period has its
 // median, min and max earlier, as step_ms_*).
 std::vector<CsvColumn> make_results_csv_columns() {
@@ -107,8 +123,19 @@ std::vector<CsvColumn> make_results_csv_columns() {
         {"c_vs_alone", [](R r) { return ceiling_cell(r, &CeilingRatios::c); }},
         // The HDF5 file the row's measurements and /y are in, as the run resolved it.
         {"output", [](R r) { return csv_text(r.config.output); }},
+        {"slow_steps", [](R r) { return std::to_string(r.main_pass().slow_steps); }},
+        {"slow_pairs", [](R r) { return std::to_string(slow_pairs(r.main_pass())); }},
     };
     columns.insert(columns.end(), rest.begin(), rest.end());
+    // The distributions last, so the columns before them keep their places: every timed phase
+    // (the period as step) by percentile, then the coefficients of variation.
+    for (const auto& [suffix, field] : kDistributionColumns) {
+        for (const PhaseInfo& phase : kPhases) {
+            columns.push_back({std::string(phase.name) + suffix, [p = phase.phase, field](R r) {
+                                   return csv_number(r.main_pass().phase(p).*field);
+                               }});
+        }
+    }
     return columns;
 }
 

@@ -17,15 +17,22 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-PhaseStats stats_of(std::vector<double> values) {
-    values.erase(
-        std::remove_if(values.begin(), values.end(), [](double v) { return std::isnan(v); }),
-        values.end());
-    if (values.empty()) return {kNaN, kNaN, kNaN};
-    std::sort(values.begin(), values.end());
-    const std::size_t n = values.size();
-    const double median = n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-    return {median, values.front(), values.back()};
+// numpy.percentile's default ("linear"): the sorted samples' value at (n - 1) * q, interpolated
+// between its neighbours.
+double percentile_of_sorted(const std::vector<double>& sorted, double q) {
+    const double at = (static_cast<double>(sorted.size()) - 1.0) * q;
+    const auto below = static_cast<std::size_t>(std::floor(at));
+    const std::size_t above = std::min(below + 1, sorted.size() - 1);
+    return sorted[below] + (at - static_cast<double>(below)) * (sorted[above] - sorted[below]);
+}
+
+double coefficient_of_variation(const std::vector<double>& values) {
+    double sum = 0;
+    for (double v : values) sum += v;
+    const double mean = sum / static_cast<double>(values.size());
+    double squares = 0;
+    for (double v : values) squares += (v - mean) * (v - mean);
+    return std::sqrt(squares / static_cast<double>(values.size())) / mean;
 }
 
 // What summarize_pass sums over the ranks, by name.
@@ -50,7 +57,56 @@ Fields reduce_fields(const Fields& fields, MPI_Datatype type, MPI_Op op, MPI_Com
 
 double gbps(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e6) : kNaN; }
 
+// Steps s in [from, end) whose period on some rank exceeds kSlowStepFactor x `median`.
+template <typename Period>
+void find_slow_steps(std::size_t from, std::size_t end, int ranks, double median, Period period,
+                     PassSummary& summary) {
+    if (!(median > 0)) return;
+    for (std::size_t s = from; s < end; ++s) {
+        bool slow = false;
+        for (int r = 0; r < ranks && !slow; ++r) slow = period(r, s) > kSlowStepFactor * median;
+        if (!slow) continue;
+        if (summary.slow_step_numbers.size() < kSlowStepsKept)
+            summary.slow_step_numbers.push_back(static_cast<std::int64_t>(s));
+        ++summary.slow_steps;
+    }
+}
+
+// A pair more than kSlowPairMargin slower than the median pair, in its step or its transfer:
+// the stop vote keeps every rank's step loop within a step of the others', so a slow link shows
+// in its transfer more than in the period that all pairs then share.
+void flag_slow_pairs(std::vector<PairFigures>& pairs) {
+    if (pairs.size() < 2) return;
+    std::vector<double> steps, transfers;
+    for (const PairFigures& f : pairs) {
+        steps.push_back(f.step_ms);
+        transfers.push_back(f.transfer_ms);
+    }
+    const double step = phase_stats(steps).median, transfer = phase_stats(transfers).median;
+    for (PairFigures& f : pairs) {
+        f.slow = f.step_ms > (1 + kSlowPairMargin) * step ||
+                 f.transfer_ms > (1 + kSlowPairMargin) * transfer;
+    }
+}
+
 }  // namespace
+
+PhaseStats phase_stats(std::vector<double> values) {
+    values.erase(
+        std::remove_if(values.begin(), values.end(), [](double v) { return std::isnan(v); }),
+        values.end());
+    if (values.empty()) return {kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN};
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    const double median = n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+    return {median,
+            values.front(),
+            values.back(),
+            percentile_of_sorted(values, 0.50),
+            percentile_of_sorted(values, 0.90),
+            percentile_of_sorted(values, 0.99),
+            coefficient_of_variation(values)};
+}
 
 bool RunSummary::verified() const {
     return std::all_of(passes.begin(), passes.end(),
@@ -154,8 +210,11 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
         for (int r = 0; r < size; ++r) {
             for (std::size_t s = warmup; s < end; ++s) samples.push_back(value(r, s, phase.phase));
         }
-        summary.phases[index_of(phase.phase)] = stats_of(std::move(samples));
+        summary.phases[index_of(phase.phase)] = phase_stats(std::move(samples));
     }
+    find_slow_steps(
+        warmup, end, size, summary.phase(Phase::step).median,
+        [&](int r, std::size_t s) { return value(r, s, Phase::step); }, summary);
     // A transfer's time, seen from either end, also holds waiting for the other end (the sender
     // for a receiver still busy; the receiver for a sender whose A ran late): the shorter of the
     // two is the closer measure of the transfer itself.
@@ -177,9 +236,9 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
             periods.push_back(value((g + 1) * n - 1, s, Phase::step));
         }
         all_transfers.insert(all_transfers.end(), transfers.begin(), transfers.end());
-        const double transfer_ms = stats_of(transfers).median;
-        summary.pairs.push_back({g, g * n, (g + 1) * n - 1, stats_of(periods).median, transfer_ms,
-                                 gbps(bytes, transfer_ms)});
+        const double transfer_ms = phase_stats(transfers).median;
+        summary.pairs.push_back({g, g * n, (g + 1) * n - 1, phase_stats(periods).median,
+                                 transfer_ms, gbps(bytes, transfer_ms)});
     }
     for (int pair = 0; config.pattern == Pattern::pairs && pair < placement.pairs; ++pair) {
         const PairPlacement p = place_pairs(size == 1 ? 0 : (split ? pair : 2 * pair), size, split);
@@ -190,11 +249,12 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
             periods.push_back(value(p.consumer, s, Phase::step));
         }
         all_transfers.insert(all_transfers.end(), transfers.begin(), transfers.end());
-        const double transfer_ms = stats_of(transfers).median;
-        summary.pairs.push_back({pair, p.producer, p.consumer, stats_of(periods).median,
+        const double transfer_ms = phase_stats(transfers).median;
+        summary.pairs.push_back({pair, p.producer, p.consumer, phase_stats(periods).median,
                                  transfer_ms, gbps(bytes, transfer_ms)});
     }
-    summary.transfer_ms = stats_of(all_transfers).median;
+    flag_slow_pairs(summary.pairs);
+    summary.transfer_ms = phase_stats(all_transfers).median;
     summary.transfer_gbps = gbps(bytes, summary.transfer_ms);
     summary.bus_gbps = summary.transfer_gbps * bus_factor(config.pattern, n);
     summary.aggregate_gbps = gbps(bytes * placement.pairs, summary.time_per_step_ms);

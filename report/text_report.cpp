@@ -65,15 +65,26 @@ bool c_runs(const Config& c) { return c.c_elements > 0 && c.c_iterations > 0; }
 void print_phase_table(std::FILE* out, const PassSummary& p) {
     std::fprintf(out,
                  "\n%s: %lld timed steps from step %lld (ms; step = period between completed "
-                 "steps)\n",
+                 "steps; p90, p99 as numpy.percentile; cv = std / mean)\n",
                  pass_name(p.overlap), static_cast<long long>(p.timed_steps),
                  static_cast<long long>(p.timed_from));
-    std::fprintf(out, "  %-6s %11s %11s %11s\n", "phase", "median", "min", "max");
+    std::fprintf(out, "  %-6s %10s %10s %10s %10s %10s %6s\n", "phase", "median", "min", "max",
+                 "p90", "p99", "cv");
     for (const PhaseInfo& phase : kPhases) {
         const PhaseStats& st = p.phase(phase.phase);
-        std::fprintf(out, "  %-6s %11s %11s %11s\n", phase.name, fmt("%.4f", st.median).c_str(),
-                     fmt("%.4f", st.min).c_str(), fmt("%.4f", st.max).c_str());
+        std::fprintf(out, "  %-6s %10s %10s %10s %10s %10s %6s\n", phase.name,
+                     fmt("%.4f", st.median).c_str(), fmt("%.4f", st.min).c_str(),
+                     fmt("%.4f", st.max).c_str(), fmt("%.4f", st.p90).c_str(),
+                     fmt("%.4f", st.p99).c_str(), fmt("%.3f", st.cv).c_str());
     }
+    std::string numbers;
+    for (const std::int64_t step : p.slow_step_numbers) {
+        numbers += (numbers.empty() ? " (steps " : ", ") + std::to_string(step);
+    }
+    if (p.slow_steps > static_cast<std::int64_t>(p.slow_step_numbers.size())) numbers += ", ...";
+    std::fprintf(out, "  slow steps (a period over %gx the median): %lld%s\n", kSlowStepFactor,
+                 static_cast<long long>(p.slow_steps),
+                 (numbers + (numbers.empty() ? "" : ")")).c_str());
 }
 
 void print_rates(std::FILE* out, const RunSummary& s, const PassSummary& p) {
@@ -129,14 +140,31 @@ void print_timing(std::FILE* out, const Config& c, const PassSummary& p) {
     }
 }
 
-void print_pairs(std::FILE* out, const Config& c, const PassSummary& p) {
+// "host GPU busid" of rank r, as the header names it ("?" where the ranks were not gathered).
+std::string rank_place(const RunSummary& s, int r) {
+    if (r < 0 || static_cast<std::size_t>(r) >= s.ranks.size()) return "?";
+    const RankInfo& info = s.ranks[static_cast<std::size_t>(r)];
+    return info.host + " " + info.device + (info.bus_id.empty() ? "" : " " + info.bus_id);
+}
+
+void print_pairs(std::FILE* out, const RunSummary& s, const PassSummary& p) {
     if (p.pairs.size() <= 1) return;
+    const bool pairs = s.config.pattern == Pattern::pairs;
+    const std::string slow_note = "  SLOW: over " + fmt("%g", 100 * kSlowPairMargin) +
+                                  "% slower than the median " + (pairs ? "pair" : "group");
     for (const PairFigures& f : p.pairs) {
-        std::fprintf(out, "  %s %d (rank %d %s %d): step %s ms, transfer %s ms = %s GB/s\n",
-                     c.pattern == Pattern::pairs ? "pair" : "group", f.pair, f.producer,
-                     c.pattern == Pattern::pairs ? "->" : "to", f.consumer,
-                     fmt("%.4f", f.step_ms).c_str(), fmt("%.4f", f.transfer_ms).c_str(),
-                     fmt("%.2f", f.transfer_gbps).c_str());
+        const std::string link =
+            f.producer >= 0 && static_cast<std::size_t>(f.producer) < s.ranks.size()
+                ? s.ranks[static_cast<std::size_t>(f.producer)].peer_link
+                : "?";
+        std::fprintf(out,
+                     "  %s %d: rank %d (%s) %s rank %d (%s) over %s: %s GB/s, step %s ms "
+                     "(transfer %s ms)%s\n",
+                     pairs ? "pair" : "group", f.pair, f.producer,
+                     rank_place(s, f.producer).c_str(), pairs ? "->" : "to", f.consumer,
+                     rank_place(s, f.consumer).c_str(), link.c_str(),
+                     fmt("%.2f", f.transfer_gbps).c_str(), fmt("%.4f", f.step_ms).c_str(),
+                     fmt("%.4f", f.transfer_ms).c_str(), f.slow ? slow_note.c_str() : "");
     }
 }
 
@@ -239,7 +267,7 @@ void print_report(std::FILE* out, const RunSummary& s) {
         print_rates(out, s, p);
         print_ceilings(out, s, p);
         print_timing(out, s.config, p);
-        print_pairs(out, s.config, p);
+        print_pairs(out, s, p);
     }
     print_overlap(out, s);
     print_overlap_attribution(out, s);

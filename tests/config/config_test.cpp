@@ -103,6 +103,8 @@ Config everything_changed() {
         {"timeout_s", "0.3333333333333333"},
         {"quiet", "true"},
         {"debug_skip_reuse_wait", "true"},
+        {"debug_delay_us", "250"},
+        {"debug_delay_rank", "3"},
         {"tag", "run #1 = 'a' [b]"},
         {"profile_steps", "3:10"},
     };
@@ -183,6 +185,8 @@ TEST(Config, KeyTable) {
                                                "timeout_s",
                                                "quiet",
                                                "debug_skip_reuse_wait",
+                                               "debug_delay_us",
+                                               "debug_delay_rank",
                                                "tag",
                                                "profile_steps"};
     std::vector<std::string> names;

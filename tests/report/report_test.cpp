@@ -116,6 +116,39 @@ TEST(ReportStatistics, PhaseMediansMinMaxOverTheTimedStepsOfEveryRank) {
     EXPECT_DOUBLE_EQ(p.step_bound_ms, step_bound_ms(phase_medians(p), 2, true));
 }
 
+// The values numpy gives for the same samples: numpy.percentile (linear) and std / mean.
+TEST(ReportStatistics, PercentilesAreNumpysLinearInterpolation) {
+    const PhaseStats st = phase_stats({3, 1, 4, kNaN, 1, 5, 9, 2, 6, 5, 3.5});
+    EXPECT_DOUBLE_EQ(st.median, 3.75);
+    EXPECT_DOUBLE_EQ(st.min, 1.0);
+    EXPECT_DOUBLE_EQ(st.max, 9.0);
+    EXPECT_DOUBLE_EQ(st.p50, 3.75);
+    EXPECT_NEAR(st.p90, 6.3, 1e-12);
+    EXPECT_NEAR(st.p99, 8.73, 1e-12);
+    EXPECT_NEAR(st.cv, 0.589525621376963, 1e-12);
+    const PhaseStats one = phase_stats({2.5});
+    EXPECT_DOUBLE_EQ(one.p99, 2.5);
+    EXPECT_DOUBLE_EQ(one.cv, 0.0);
+    EXPECT_TRUE(std::isnan(phase_stats({kNaN, kNaN}).p90));
+}
+
+// A period over 3x the median on any rank makes its step slow, counted once.
+TEST(ReportStatistics, SlowStepsAreCountedAndNamed) {
+    const Config config = small_config();
+    const PairPlacement placement = place_pairs(world_rank(), world_size(), false);
+    PassResult result = pass_result(config, placement.role);
+    result.steps[1].period = 1000.0;  // warm-up: not timed
+    result.steps[5].period = 1000.0;
+    if (world_rank() == 0) result.steps[6].period = 50.0;
+    const PassSummary p = summarize_pass(MPI_COMM_WORLD, config, placement, result);
+    const PassSummary plain =
+        summarize_pass(MPI_COMM_WORLD, config, placement, pass_result(config, placement.role));
+    if (world_rank() != 0) return;
+    EXPECT_EQ(p.slow_steps, 2);
+    EXPECT_EQ(p.slow_step_numbers, (std::vector<std::int64_t>{5, 6}));
+    EXPECT_EQ(plain.slow_steps, 0);
+}
+
 // nccl-tests' bus bandwidth factors: 1 for point-to-point and broadcast, 2(n-1)/n for an
 // all-reduce over n ranks.
 TEST(ReportStatistics, BusFactorsAreNcclTests) {
@@ -222,7 +255,11 @@ TEST(ResultsCsv, HeaderIsTheColumnTableInOrder) {
               "cold_step_ms,time_per_step_no_overlap_ms,overlap_speedup,x_checked,x_mismatches,"
               "c_mismatches,verified,step_bound_ms,overlap_ideal_ms,pattern,group_size,"
               "algbw_gbps,busbw_gbps,timing,phase_timed_steps,ceiling_transfer_ms,"
-              "transfer_vs_ceiling,a_vs_copy,b_vs_copy,c_vs_alone,output");
+              "transfer_vs_ceiling,a_vs_copy,b_vs_copy,c_vs_alone,output,slow_steps,slow_pairs,"
+              "a_ms_p50,send_ms_p50,recv_ms_p50,c_ms_p50,wait_ms_p50,b_ms_p50,step_ms_p50,"
+              "a_ms_p90,send_ms_p90,recv_ms_p90,c_ms_p90,wait_ms_p90,b_ms_p90,step_ms_p90,"
+              "a_ms_p99,send_ms_p99,recv_ms_p99,c_ms_p99,wait_ms_p99,b_ms_p99,step_ms_p99,"
+              "a_cv,send_cv,recv_cv,c_cv,wait_cv,b_cv,step_cv");
     EXPECT_EQ(split_csv_line(results_csv_header()).size(), results_csv_columns().size());
 }
 
@@ -271,7 +308,10 @@ TEST(SummaryJson, PhasesAreTheTableAndTotalsArePerPass) {
         const nlohmann::json& st = on["phases_ms"][kPhases[i].name];
         EXPECT_DOUBLE_EQ(st["median"].get<double>(), 100.5 + static_cast<double>(i));
         EXPECT_DOUBLE_EQ(st["min"].get<double>(), 100.0 + static_cast<double>(i));
+        for (const char* key : {"p50", "p90", "p99", "cv"}) EXPECT_TRUE(st.contains(key)) << key;
     }
+    EXPECT_EQ(on["slow_steps"]["count"], 0);
+    EXPECT_TRUE(on["slow_steps"]["first"].is_array());
     EXPECT_EQ(on["verification"]["x_mismatches"], 1);
     EXPECT_EQ(on["verification"]["spot_checked"], 30);
     EXPECT_EQ(j["passes"][0]["verification"]["x_mismatches"], 0);

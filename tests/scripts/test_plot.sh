@@ -31,7 +31,14 @@ header+=',overlap_ideal_ms'
 # The hand-written rows below predate the collectives' columns (a CSV without them still plots);
 # gpurelay's own CSV has them at the end.
 real_expected_header="$header,pattern,group_size,algbw_gbps,busbw_gbps,timing,phase_timed_steps"
-real_expected_header+=",ceiling_transfer_ms,transfer_vs_ceiling,a_vs_copy,b_vs_copy,c_vs_alone,output"
+real_expected_header+=",ceiling_transfer_ms,transfer_vs_ceiling,a_vs_copy,b_vs_copy,c_vs_alone"
+real_expected_header+=",output,slow_steps,slow_pairs"
+# The distributions, by percentile then cv, each over the phases in their table's order.
+for stat in ms_p50 ms_p90 ms_p99 cv; do
+    for phase in a send recv c wait b step; do
+        real_expected_header+=",${phase}_${stat}"
+    done
+done
 
 # row TAG WORLD PAIRS TRANSPORT ELEMENTS OVERLAP C_ITER TIME_MS NO_OVERLAP_MS SPEEDUP GBPS AGG_GBPS
 row() {

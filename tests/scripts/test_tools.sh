@@ -16,7 +16,7 @@ fail() {
     exit 1
 }
 
-tools=(install-deps.sh build run test sweep plot profile bench gpu-check local-slurm with-mps)
+tools=(install-deps.sh build run test sweep plot profile bench gpu-check local-slurm with-mps compare)
 for tool in "${tools[@]}"; do
     path="$root/scripts/$tool"
     [[ -x "$path" ]] || fail "scripts/$tool missing or not executable"
@@ -25,7 +25,7 @@ for tool in "${tools[@]}"; do
     echo "scripts/$tool --help: ok"
 done
 
-shell_files=("$root"/scripts/{install-deps.sh,build,run,test,sweep,plot,profile,local-slurm,with-mps}
+shell_files=("$root"/scripts/{install-deps.sh,build,run,test,sweep,plot,profile,local-slurm,with-mps,compare}
     "$root"/scripts/slurm/*.sbatch "$root"/tests/scripts/*.sh "$root"/tests/slurm/test_*.sh)
 for file in "${shell_files[@]}"; do
     bash -n "$file" || fail "bash -n $file"

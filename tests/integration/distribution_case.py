@@ -1,0 +1,144 @@
+"""Runs gpurelay under mpirun with the report on and checks its distributions and its pairs: each
+phase's median, min, max, p50, p90, p99 and cv in the JSON summary against numpy over the same
+/timings read back from the file, the slow steps against the periods there, the CSV row against
+the JSON; one report line per pair (with more than one), the pairs slowed with debug_delay_us flagged SLOW (in the
+report and the JSON) and no other.
+
+usage: distribution_case.py --binary B --mpirun "mpirun ..." --np N [--slow-pair P ...]
+                            -- GPURELAY_ARGS...
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+
+SLOW_STEP_FACTOR = 3.0  # report/report.hpp's kSlowStepFactor
+SLOW_STEPS_KEPT = 8
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def close(got, want, what):
+    if got is None or not math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12):
+        fail(f"{what}: {got} in the JSON, numpy says {want}")
+
+
+def check_distributions(f, summary):
+    """Every pass's phases against numpy over the file's timed steps of every rank."""
+    for p in summary["passes"]:
+        name = "overlap_on" if p["overlap"] else "overlap_off"
+        start, end = p["timed_from"], p["timed_from"] + p["timed_steps"]
+        for phase, stats in p["phases_ms"].items():
+            t = f["timings"][name][phase][:, start:end]
+            samples = t[~np.isnan(t)]
+            if samples.size == 0:
+                if stats["p99"] is not None:
+                    fail(f"{name}/{phase}: a p99 {stats['p99']} without samples")
+                continue
+            want = {"median": np.median(samples), "min": samples.min(), "max": samples.max(),
+                    "p50": np.percentile(samples, 50), "p90": np.percentile(samples, 90),
+                    "p99": np.percentile(samples, 99), "cv": samples.std() / samples.mean()}
+            for key, value in want.items():
+                close(stats.get(key), float(value), f"{name}/{phase} {key}")
+        period = f["timings"][name]["step"][:, start:end]
+        median = np.median(period[~np.isnan(period)])
+        slow = [start + s for s in range(period.shape[1])
+                if (period[:, s] > SLOW_STEP_FACTOR * median).any()]
+        got = p["slow_steps"]
+        if got["count"] != len(slow) or got["first"] != slow[:SLOW_STEPS_KEPT]:
+            fail(f"{name}: slow steps {got}, the file says {len(slow)}: {slow[:SLOW_STEPS_KEPT]}")
+    print(f"distributions of {len(summary['passes'])} pass(es) agree with numpy")
+
+
+def check_csv(path, summary):
+    rows = list(csv.DictReader(open(path)))
+    if len(rows) != 1:
+        fail(f"{len(rows)} CSV rows, expected 1")
+    main = summary["passes"][-1]
+    for phase, stats in main["phases_ms"].items():
+        for key, column in (("p50", "_ms_p50"), ("p90", "_ms_p90"), ("p99", "_ms_p99"),
+                            ("cv", "_cv")):
+            cell, want = rows[0][phase + column], stats[key]
+            if want is None:
+                if cell != "":
+                    fail(f"CSV {phase}{column} = {cell!r} where the JSON has null")
+            elif not math.isclose(float(cell), want, rel_tol=1e-5, abs_tol=1e-9):
+                fail(f"CSV {phase}{column} = {cell}, the JSON {want}")
+    slow_pairs = sum(1 for pair in main.get("pairs", []) if pair["slow"])
+    if int(rows[0]["slow_steps"]) != main["slow_steps"]["count"] or \
+            int(rows[0]["slow_pairs"]) != slow_pairs:
+        fail(f"CSV slow_steps/slow_pairs {rows[0]['slow_steps']}/{rows[0]['slow_pairs']}")
+
+
+def check_pairs(stdout, summary, slow_pairs):
+    """One report line per pair per pass, naming both ranks' places and the link; SLOW exactly
+    on the slowed pairs, there and in the JSON."""
+    for i, p in enumerate(summary["passes"]):
+        flagged = sorted(pair["pair"] for pair in p["pairs"] if pair["slow"])
+        if flagged != sorted(slow_pairs):
+            fail(f"pass {i}: the JSON flags pairs {flagged}, expected {sorted(slow_pairs)}: "
+                 f"{p['pairs']}")
+    lines = [line for line in stdout.splitlines() if re.match(r"  pair \d+: rank \d+ \(", line)]
+    pairs = len(summary["passes"][0]["pairs"])
+    # One pair has no line of its own: the pass's figures are its.
+    expected = pairs * len(summary["passes"]) if pairs > 1 else 0
+    if len(lines) != expected:
+        fail(f"{len(lines)} pair lines in the report, expected {expected}")
+    for line in lines:
+        pair = int(re.match(r"  pair (\d+):", line).group(1))
+        host = summary["ranks"][summary["passes"][0]["pairs"][pair]["producer"]]["host"]
+        if host not in line or " GB/s, step " not in line or " over " not in line:
+            fail(f"pair line without host, link, GB/s or step: {line!r}")
+        if ("SLOW" in line) != (pair in slow_pairs):
+            fail(f"pair {pair} {'flagged' if 'SLOW' in line else 'not flagged'}: {line!r}")
+    if not any(re.match(r"  phase +median +min +max +p90 +p99 +cv$", line)
+               for line in stdout.splitlines()):
+        fail("no phase table with p90, p99 and cv columns in the report")
+    if "slow steps (a period over 3x the median): " not in stdout:
+        fail("no slow steps line in the report")
+    print(f"{len(lines)} pair lines; flagged: {sorted(slow_pairs)}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--np", type=int, required=True)
+    parser.add_argument("--slow-pair", type=int, action="append", default=[],
+                        help="a pair the run slows (debug_delay_rank its consumer), to be flagged")
+    parser.add_argument("args", nargs=argparse.REMAINDER)
+    opts = parser.parse_args()
+    args = [a for a in opts.args if a != "--"]
+    with tempfile.TemporaryDirectory() as tmp:
+        output, summary_path = os.path.join(tmp, "out.h5"), os.path.join(tmp, "summary.json")
+        csv_path = os.path.join(tmp, "results.csv")
+        command = shlex.split(opts.mpirun) + ["-n", str(opts.np), opts.binary] + args + [
+            "--output", output, "--summary-json", summary_path, "--results-csv", csv_path]
+        print("+ " + " ".join(shlex.quote(c) for c in command), flush=True)
+        run = subprocess.run(command, capture_output=True, text=True, timeout=150)
+        print(run.stdout)
+        print(run.stderr, file=sys.stderr)
+        if run.returncode != 0:
+            fail(f"exit code {run.returncode}")
+        summary = json.load(open(summary_path))
+        with h5py.File(output, "r") as f:
+            check_distributions(f, summary)
+        check_csv(csv_path, summary)
+        check_pairs(run.stdout, summary, opts.slow_pair)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
