@@ -25,8 +25,10 @@ for tool in "${tools[@]}"; do
     echo "scripts/$tool --help: ok"
 done
 
+shopt -s nullglob
 shell_files=("$root"/scripts/{install-deps.sh,build,run,test,sweep,plot,profile,local-slurm,with-mps,compare}
-    "$root"/scripts/slurm/*.sbatch "$root"/tests/scripts/*.sh "$root"/tests/slurm/test_*.sh)
+    "$root"/scripts/lib/*.sh "$root"/scripts/slurm/*.sbatch "$root"/tests/scripts/*.sh "$root"/tests/slurm/test_*.sh)
+shopt -u nullglob
 for file in "${shell_files[@]}"; do
     bash -n "$file" || fail "bash -n $file"
     head -n 30 "$file" | grep -q 'set -euo pipefail' || fail "$file: no 'set -euo pipefail'"
@@ -43,6 +45,22 @@ if command -v shellcheck >/dev/null 2>&1; then
     echo "shellcheck: ok"
 else
     echo "shellcheck not installed: skipped"
+fi
+
+# Each batch template writes its log where git ignores it (its --output, from the repository
+# root, where it is submitted).
+if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    for template in "$root"/scripts/slurm/*.sbatch; do
+        log="$(sed -n 's/^#SBATCH --output=//p' "$template")"
+        [[ -n "$log" ]] || fail "$template: no #SBATCH --output"
+        # One concrete name for the pattern: %x job name, %j/%A job id, %a task.
+        name="$(sed -e 's/%x/gpurelay-job/g' -e 's/%[jA]/123/g' -e 's/%a/0/g' <<<"$log")"
+        git -C "$root" check-ignore -q "$name" ||
+            fail "$(basename "$template") writes its log to $name, which git does not ignore"
+    done
+    echo "batch template logs: ignored by git"
+else
+    echo "not a git checkout: the template logs' ignore check skipped"
 fi
 
 for file in "$root"/scripts/lib/*.py; do

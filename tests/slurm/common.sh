@@ -1,15 +1,17 @@
 # shellcheck shell=bash disable=SC2034  # the variables are for the scripts that source this
 # Shared set-up of the Slurm tests, sourced by each: tests/scripts/common.sh ($binary, $root,
 # $python, $tmp, fail), a submit directory $work laid out like the repository root (inputs/ and
-# scripts/ linked, GPURELAY_BINARY for the binary), and helpers to submit and wait. Jobs a test
-# submitted are cancelled when it exits, so a failed test leaves none queued.
+# scripts/ linked, outputs/ made, GPURELAY_BINARY for the binary), and helpers to submit and
+# wait. Jobs a test submitted are cancelled when it exits, so a failed test leaves none queued.
 # shellcheck source-path=SCRIPTDIR source=../scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
 [[ -n "${SLURM_CONF:-}" && -f "$SLURM_CONF" ]] ||
     fail "SLURM_CONF does not name a cluster's slurm.conf (run under ctest: the fixture sets it)"
 
 work="$tmp/work"
-mkdir -p "$work"
+# outputs/ as in a clone (outputs/README.md is tracked): the templates' logs go there, and Slurm
+# does not make the folder.
+mkdir -p "$work/outputs"
 ln -s "$root/inputs" "$work/inputs"
 ln -s "$root/scripts" "$work/scripts"
 export GPURELAY_BINARY="$binary"

@@ -86,7 +86,7 @@ echo "== two re-runs while task 0 runs and task 1 waits: nothing submitted"
 sed -e 's/^c_elements = .*/c_elements = "64Ki"/' -e 's/^c_iterations = .*/c_iterations = 400/' \
     "$tmp/deck.toml" >"$tmp/slow.toml"
 slow=("$root/scripts/sweep" --slurm --deck "$tmp/slow.toml" --csv "$tmp/slow.csv"
-    --binary "$binary" --out-dir "$tmp/slow-out" steps=1500,4)
+    --binary "$binary" --out-dir "$tmp/slow-out" "steps=1500,4")
 "${slow[@]}" | tee "$tmp/log7" || fail "slow sweep failed"
 job7="$(job_of "$tmp/log7")"
 [[ -n "$job7" ]] || fail "no 'submitted job' line"

@@ -37,8 +37,8 @@ for id in "$one" "$mine" "$multi" "$array"; do
 done
 
 echo "== one-node-two-gpus.sbatch: the deck as shipped, then flags over it and the user's tag"
-check_done "$one" "$work/gpurelay-1n2g-$one.out"
-check_done "$mine" "$work/gpurelay-1n2g-$mine.out"
+check_done "$one" "$work/outputs/gpurelay-1n2g-$one.out"
+check_done "$mine" "$work/outputs/gpurelay-1n2g-$mine.out"
 csv="$work/outputs/bandwidth-study.csv"
 [[ "$(csv_column "$csv" "slurm-$one" elements)" == 67108864 ]] ||
     fail "job $one: no row tagged slurm-$one with the deck's 64Mi elements in $csv"
@@ -53,7 +53,7 @@ for id in "$one" "$mine"; do
 done
 
 echo "== multi-node.sbatch: pairing = split from the deck, ranks 0-3 and 4-7 on two nodes"
-check_done "$multi" "$work/gpurelay-multinode-$multi.out"
+check_done "$multi" "$work/outputs/gpurelay-multinode-$multi.out"
 csv="$work/outputs/multi-node.csv"
 tag="slurm-$multi nodes=2"
 for pair in pairing=split world_size=8 pairs=4 elements=65536 transport=mpi verified=ok; do
@@ -68,7 +68,7 @@ echo "== sweep-array.sbatch: six points, one task at a time, one file each"
 csv="$work/outputs/sweep-array.csv"
 tasks="$(job_field "$array" JobState | grep -c '^COMPLETED$' || true)"
 [[ "$tasks" -eq 6 ]] || {
-    show_log "$work/gpurelay-sweep-${array}_0.out"
+    show_log "$work/outputs/gpurelay-sweep-${array}_0.out"
     fail "array $array: $tasks of 6 tasks COMPLETED ($(job_field "$array" JobState | tr '\n' ' '))"
 }
 for transport in auto mpi; do

@@ -79,7 +79,7 @@ class Cluster:
             time.sleep(1)
 
     def log(self, job):
-        path = os.path.join(self.work, f"gpurelay-resumable-{job}.out")
+        path = os.path.join(self.work, "outputs", f"gpurelay-resumable-{job}.out")
         return open(path).read() if os.path.exists(path) else "(no log)"
 
     def cancel_all(self):
@@ -125,6 +125,8 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         for name in ("inputs", "scripts"):
             os.symlink(os.path.join(opts.root, name), os.path.join(work, name))
+        # As in a clone: the templates' logs go there, and Slurm does not make the folder.
+        os.mkdir(os.path.join(work, "outputs"))
         os.environ["GPURELAY_BINARY"] = os.path.abspath(opts.binary)
         cluster = Cluster(work)
         try:

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317  # end_marked and cleanup run from the EXIT trap
+# One rank of scripts/profile, started by the launcher (mpirun, srun) in place of the rank:
+#   nsys_rank.sh FINISH_TIMEOUT NSYS_COMMAND...
+# Runs NSYS_COMMAND (nsys profile ... gpurelay ...) with a TMPDIR of this rank's own, so that
+# the nsys sessions of ranks on one node do not share a session manager, and one rank's nsys
+# at a time on a node starts (until it has started gpurelay): nsys instances starting at once
+# collide ("Agent launcher failed", "Connection to the Agent lost", or a hang). Bounds
+# the wait: once gpurelay has ended under nsys (no process of this rank but nsys's own runs),
+# nsys has
+# FINISH_TIMEOUT seconds to write the report and exit; then it is stopped (exit 124). On every
+# way out it ends what this rank started, nsys's agent included (which leaves nsys's session
+# and process group): each process whose environment holds this rank's marker.
+# Exit status: nsys's (gpurelay's), 124 when nsys hung after gpurelay, 143/130 on a signal.
+set -euo pipefail
+shopt -s extglob
+
+# Whether process $1 runs (a zombie, exited but not reaped, does not).
+alive() {
+    local state
+    state="$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null || true)"
+    [[ -n "$state" && "$state" != Z ]]
+}
+
+# The processes whose environment holds $marker (only those this rank started have it).
+marked() {
+    { grep -lzxF -- "$marker" /proc/[0-9]*/environ 2>/dev/null || true; } |
+        sed -n 's#^/proc/\([0-9]*\)/environ$#\1#p'
+}
+
+# Ends every marked process: SIGTERM, and SIGKILL after 3 s for those that ignore it (nsys's
+# agent does); then the shared-memory files of the agents that were killed.
+end_marked() {
+    local pids=() pid tries
+    mapfile -t pids < <(marked)
+    ((${#pids[@]})) || return 0
+    kill -TERM "${pids[@]}" 2>/dev/null || true
+    for ((tries = 0; tries < 30; tries++)); do
+        mapfile -t pids < <(marked)
+        ((${#pids[@]})) || break
+        sleep 0.1
+    done
+    if ((${#pids[@]})); then
+        echo "profile: rank $rank: ending ${#pids[@]} leftover process(es) of nsys with SIGKILL" \
+            "(pids ${pids[*]})" >&2
+        kill -KILL "${pids[@]}" 2>/dev/null || true
+        sleep 0.5
+        remove_agent_state "${pids[@]}"
+    fi
+}
+
+# After SIGKILL: the shared memory of the agents killed, and nsys's session registry
+# (/dev/shm/NSys-VERSION), whose lock a killed nsys may hold, so that every later nsys on the
+# node fails ("Agent launcher failed"). The registry only while no nsys runs here any more.
+remove_agent_state() {
+    local pid p
+    for pid in "$@"; do rm -f "/dev/shm/quadd-agent-instance-$pid" "/dev/shm/sem.nsys_sem_$pid"; done
+    for p in /proc/[0-9]*; do
+        [[ "$(cat "$p/comm" 2>/dev/null)" == @(nsys|nsys-launcher) ]] && return 0
+    done
+    find /dev/shm -maxdepth 1 -name 'NSys-*' -user "$(id -u)" -delete 2>/dev/null || true
+}
+
+# scripts/profile's own clean-up after SIGKILL: nsys_rank.sh --remove-agent-state PID...
+if [[ "${1:-}" == --remove-agent-state ]]; then
+    shift
+    remove_agent_state "$@"
+    exit 0
+fi
+
+finish_timeout="$1"
+shift
+rank="${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-${PMIX_RANK:-0}}}"
+marker="GPURELAY_PROFILE_RANK=${GPURELAY_PROFILE_RUN:-$$}/$rank"
+scratch="$(mktemp -d "${TMPDIR:-/tmp}/gpurelay-nsys.XXXXXX")"
+
+cleanup() {
+    end_marked
+    rm -rf "$scratch"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+
+# The start lock: this script's own file, which every rank on the node can open. Waited for
+# at most 60 s a rank (then the rank starts anyway: a slow start is better than none).
+exec 9<"${BASH_SOURCE[0]}"
+flock -w 60 9 || echo "profile: rank $rank: starting nsys without waiting longer for" \
+    "the other ranks' nsys to start" >&2
+
+TMPDIR="$scratch" GPURELAY_PROFILE_RANK="${marker#*=}" "$@" 9<&- &
+nsys_pid=$!
+
+# Whether the program profiled runs: a marked process that is neither nsys's own nor this
+# script's (the fork that becomes nsys carries the marker before its exec).
+app_runs() {
+    local pid comm
+    for pid in $(marked); do
+        comm="$(cat "/proc/$pid/comm" 2>/dev/null || true)"
+        [[ -z "$comm" || "$comm" == @(nsys|nsys-launcher|nsys-tee|nsys_rank.sh) ]] || return 0
+    done
+    return 1
+}
+
+started=0
+ended_at=""
+while alive "$nsys_pid"; do
+    if app_runs; then
+        # gpurelay runs under nsys: the next rank's nsys may start.
+        ((started)) || flock -u 9
+        started=1
+    elif ((started)) && [[ -z "$ended_at" ]]; then
+        ended_at=$SECONDS
+    fi
+    if [[ -n "$ended_at" ]] && ((SECONDS - ended_at >= finish_timeout)); then
+        echo "profile: rank $rank: nsys still running ${finish_timeout} s after gpurelay" \
+            "ended (--finish-timeout); stopped it, no report for this rank" >&2
+        exit 124
+    fi
+    sleep 0.5
+done
+flock -u 9
+status=0
+wait "$nsys_pid" || status=$?
+exit "$status"

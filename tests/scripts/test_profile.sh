@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Tests scripts/profile with the nsys on PATH (CI: Debian's 2022.4, scripts/install-deps.sh
+# --nsys): the README's CPU-path command (2 ranks under mpirun, --trace nvtx,osrt,
+# --no-capture-range) finishes in seconds with its reports (nsys 2022: a one-line note and one
+# report from one nsys over mpirun; others: one report per rank); the same run with CPU
+# sampling and context-switch tracing forced back on (what hangs nsys 2022) and a short
+# --finish-timeout ends within its bounds either way; a run stopped with SIGTERM exits 143. Each time, no process of the run is left (nsys's agents leave its process group, so
+# they are looked for by a marker in the environment, which they inherit).
+# Usage: tests/scripts/test_profile.sh GPURELAY_BINARY REPO_ROOT   (nsys on PATH)
+set -euo pipefail
+
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+command -v nsys >/dev/null 2>&1 || fail "nsys not on PATH"
+nsys --version
+
+# Every process the profile runs below start carries this in its environment.
+mark="GPURELAY_TEST_PROFILE=$$-$RANDOM"
+export "${mark?}"
+leftovers() {
+    local pid line
+    for pid in $({ grep -lzxF -- "$mark" /proc/[0-9]*/environ 2>/dev/null || true; } |
+        sed -n 's#^/proc/\([0-9]*\)/environ$#\1#p'); do
+        [[ "$pid" == "$$" ]] && continue
+        line="$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | cut -c1-120 || true)"
+        # This shell's own helpers (the grep above, its subshells) carry the mark too.
+        [[ -z "$line" || "$line" == grep\ * || "$line" == bash\ *test_profile.sh* ]] ||
+            echo "$pid $line"
+    done
+    return 0
+}
+# check_no_leftovers WHAT: nothing of the run is still there (it has had 2 s to go).
+check_no_leftovers() {
+    sleep 2
+    local left
+    left="$(leftovers | grep -v -e '^[0-9]* sleep ' || true)"
+    if [[ -n "$left" ]]; then
+        echo "$left"
+        # Not left for the next test either: the agents ignore SIGTERM.
+        leftovers | while read -r pid _; do kill -KILL "$pid" 2>/dev/null || true; done
+        fail "$1: processes of the run are still there"
+    fi
+}
+
+small=(--device cpu --steps 40 --elements 64Ki --c-elements 64Ki --c-iterations 4 --quiet)
+profile=("$root/scripts/profile" --np 2 --binary "$binary")
+
+echo "== the README's CPU-path command: two reports, in seconds"
+# nsys 2022.4 now and then fails at start on a busy machine (an exception from its agent, in
+# seconds, not a hang): such a failure gets one more try, a hang none.
+for attempt in 1 2; do
+    start=$SECONDS
+    status=0
+    timeout -k 5 150 "${profile[@]}" --trace nvtx,osrt --no-capture-range --overwrite \
+        --out-dir "$tmp/p1" -- "${small[@]}" --output "$tmp/p1.h5" >"$tmp/log1" 2>&1 || status=$?
+    grep -v '^\[' "$tmp/log1" || true
+    [[ $status -ne 124 && $status -ne 137 ]] || fail "scripts/profile still running after 150 s"
+    check_no_leftovers "the README's command (attempt $attempt)"
+    ((status != 0 && attempt == 1)) || break
+    echo "scripts/profile exited $status (nsys failed by itself); once more"
+done
+[[ $status -eq 0 ]] || fail "scripts/profile exited $status"
+if [[ "$(nsys --version)" == *" version 2022."* ]]; then
+    [[ "$(grep -c '^profile: nsys 2022.* cannot profile ranks one by one under mpirun: one nsys over mpirun instead.* --sample=none --cpuctxsw=none' "$tmp/log1")" -eq 1 ]] ||
+        fail "no one-line note that nsys 2022 profiles mpirun as a whole, without sampling"
+    [[ -s "$tmp/p1/gpurelay.nsys-rep" ]] || fail "no report gpurelay.nsys-rep"
+else
+    for rank in 0 1; do
+        [[ -s "$tmp/p1/gpurelay.rank$rank.nsys-rep" ]] || fail "no report for rank $rank"
+    done
+fi
+echo "done in $((SECONDS - start)) s"
+
+echo "== CPU sampling and context switches forced on, --finish-timeout 5: bounded either way"
+start=$SECONDS
+status=0
+timeout -k 5 120 "${profile[@]}" --trace nvtx,osrt --no-capture-range --finish-timeout 5 \
+    --nsys-args "--sample=cpu --cpuctxsw=process-tree" --out-dir "$tmp/p2" \
+    -- "${small[@]}" --output "$tmp/p2.h5" >"$tmp/log2" 2>&1 || status=$?
+grep -v '^\[' "$tmp/log2" || true
+# (124 is also scripts/profile's own exit after --finish-timeout: told apart by the time.)
+if ((status == 137 || (status == 124 && SECONDS - start >= 120))); then
+    fail "scripts/profile still running after 120 s"
+fi
+echo "exit $status after $((SECONDS - start)) s"
+if ((status == 0)); then
+    compgen -G "$tmp/p2/gpurelay*.nsys-rep" >/dev/null || fail "exit 0 without a report"
+elif grep -q 'after gpurelay ended (--finish-timeout)' "$tmp/log2"; then
+    echo "(nsys hung after gpurelay, and was stopped)"
+fi
+check_no_leftovers "the run with CPU sampling"
+
+echo "== SIGTERM mid-run: exit 143, nothing left"
+# As above, an nsys that fails to start gpurelay (it happens on a busy machine) gets one more try.
+for attempt in 1 2; do
+    "${profile[@]}" --trace nvtx,osrt --no-capture-range --finish-timeout 10 --overwrite \
+        --out-dir "$tmp/p3" -- --device cpu --steps 100000 --elements 64Ki --c-elements 64Ki \
+        --c-iterations 4 --quiet --output "$tmp/p3.h5" >"$tmp/log3" 2>&1 &
+    pid=$!
+    # Until gpurelay runs under nsys (its ranks carry the mark too), at most 30 s.
+    for ((tries = 0; tries < 60; tries++)); do
+        # (not "leftovers | grep -q": grep's early exit fails the pipeline under pipefail)
+        grep -q ' /[^ ]*/gpurelay --device' <<<"$(leftovers)" && break
+        sleep 0.5
+    done
+    ((tries == 60)) || break
+    echo "gpurelay did not start under nsys in 30 s (attempt $attempt): the run must end by itself"
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((tries = 0; tries < 60; tries++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.5
+    done
+    kill -0 "$pid" 2>/dev/null && { kill -KILL "$pid"; fail "scripts/profile still running 30 s after SIGTERM"; }
+    wait "$pid" || true
+    grep -v '^\[' "$tmp/log3" || true
+    check_no_leftovers "a run whose gpurelay did not start"
+    ((attempt == 1)) || fail "gpurelay did not start under nsys, twice"
+done
+sleep 2
+kill -TERM "$pid" 2>/dev/null || { cat "$tmp/log3"; fail "scripts/profile ended before SIGTERM"; }
+status=0
+for ((tries = 0; tries < 60; tries++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+done
+kill -0 "$pid" 2>/dev/null && { kill -KILL "$pid"; fail "scripts/profile still running 30 s after SIGTERM"; }
+wait "$pid" || status=$?
+grep -v '^\[' "$tmp/log3" | tail -n 5 || true
+[[ $status -eq 143 ]] || fail "scripts/profile exited $status after SIGTERM, not 143"
+check_no_leftovers "the run stopped with SIGTERM"
+
+echo "PASS: test_profile"
