@@ -1,7 +1,9 @@
 #include "app/provenance.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <type_traits>
 
 #include "app/git_hash.hpp"
 #include "app/version.hpp"
@@ -96,14 +98,56 @@ Attributes root_attributes(const Setup& setup, const std::vector<std::string>& h
     return attrs;
 }
 
+namespace {
+
+void fill_spread(const PassSummary& p, double (*spread)[4], std::int64_t& slow_steps) {
+    for (std::size_t ph = 0; ph < kPhaseCount; ++ph) {
+        const PhaseStats& st = p.phases[ph];
+        spread[ph][0] = st.p50;
+        spread[ph][1] = st.p90;
+        spread[ph][2] = st.p99;
+        spread[ph][3] = st.cv;
+    }
+    slow_steps = p.slow_steps;
+}
+
+std::string list_text(const std::vector<std::int64_t>& numbers) {
+    std::string text;
+    for (const std::int64_t n : numbers) text += (text.empty() ? "" : ",") + std::to_string(n);
+    return text;
+}
+
+// One line per pair (group), as the JSON's pairs: its ranks, median step and transfer, and
+// whether it is flagged slow.
+std::string pairs_text(const PassSummary& p) {
+    std::string text;
+    char line[160];
+    for (const PairFigures& f : p.pairs) {
+        std::snprintf(line, sizeof line,
+                      "%spair %d: ranks %d -> %d, step %.6g ms, transfer %.6g ms "
+                      "(%.6g GB/s)%s",
+                      text.empty() ? "" : "; ", f.pair, f.producer, f.consumer, f.step_ms,
+                      f.transfer_ms, f.transfer_gbps, f.slow ? ", slow" : "");
+        text += line;
+    }
+    return text;
+}
+
+}  // namespace
+
 GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary) {
     // The figures are rank 0's; every rank writes the same attribute metadata, so they travel.
-    constexpr int kReals = 10, kCounts = 10, kTiming = 32;
+    constexpr int kReals = 10, kCounts = 10, kTiming = 32, kLists = 512;
     struct Figures {
         double reals[kReals];
         std::int64_t counts[kCounts];
         char timing[kTiming];
+        // Each timed phase's p50, p90, p99 and cv; the slow steps; the pairs as text.
+        double spread[kPhaseCount][4];
+        std::int64_t slow_steps;
+        char slow_step_numbers[kTiming], pairs[kLists];
     };
+    static_assert(std::is_trivially_copyable_v<Figures>, "Figures travel as bytes");
     std::vector<Figures> figures(summary.passes.size());
     for (std::size_t i = 0; i < figures.size(); ++i) {
         const PassSummary& p = summary.passes[i];
@@ -116,6 +160,9 @@ GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary) {
              static_cast<std::int64_t>(p.c_checked), static_cast<std::int64_t>(p.spot_checked)},
             {}};
         p.timing.copy(figures[i].timing, kTiming - 1);
+        fill_spread(p, figures[i].spread, figures[i].slow_steps);
+        list_text(p.slow_step_numbers).copy(figures[i].slow_step_numbers, kTiming - 1);
+        pairs_text(p).copy(figures[i].pairs, kLists - 1);
     }
     MPI_CHECK(MPI_Bcast(figures.data(), static_cast<int>(figures.size() * sizeof(Figures)),
                         MPI_BYTE, 0, comm));
@@ -131,6 +178,16 @@ GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary) {
         timings.emplace_back("timed_from_step", f.counts[2]);
         timings.emplace_back("phase_timed_steps", f.counts[3]);
         timings.emplace_back("timing", std::string(f.timing));
+        for (std::size_t ph = 0; ph < kPhaseCount; ++ph) {
+            const std::string name = kPhases[ph].name;
+            timings.emplace_back(name + "_p50_ms", f.spread[ph][0]);
+            timings.emplace_back(name + "_p90_ms", f.spread[ph][1]);
+            timings.emplace_back(name + "_p99_ms", f.spread[ph][2]);
+            timings.emplace_back(name + "_cv", f.spread[ph][3]);
+        }
+        timings.emplace_back("slow_steps", f.slow_steps);
+        timings.emplace_back("slow_step_numbers", std::string(f.slow_step_numbers));
+        timings.emplace_back("pairs", std::string(f.pairs));
         groups.push_back({"/timings/" + ResultSchema::pass_group(overlap), std::move(timings)});
         groups.push_back({"/verification/" + ResultSchema::pass_group(overlap),
                           {{"x_mismatches", f.counts[4]},

@@ -59,7 +59,30 @@ def check_distributions(f, summary):
         got = p["slow_steps"]
         if got["count"] != len(slow) or got["first"] != slow[:SLOW_STEPS_KEPT]:
             fail(f"{name}: slow steps {got}, the file says {len(slow)}: {slow[:SLOW_STEPS_KEPT]}")
-    print(f"distributions of {len(summary['passes'])} pass(es) agree with numpy")
+        # The file's pass group carries the same figures.
+        attrs = f["timings"][name].attrs
+        for phase, stats in p["phases_ms"].items():
+            for key, attr in (("p50", "_p50_ms"), ("p90", "_p90_ms"), ("p99", "_p99_ms"),
+                              ("cv", "_cv")):
+                in_file, in_json = float(attrs[phase + attr]), stats[key]
+                if in_json is None and math.isnan(in_file):
+                    continue
+                if in_json is None or not math.isclose(in_file, in_json, rel_tol=1e-12):
+                    fail(f"/timings/{name} {phase}{attr}: {in_file} in the file, {in_json} in the "
+                         "JSON")
+        if int(attrs["slow_steps"]) != got["count"]:
+            fail(f"/timings/{name} slow_steps {attrs['slow_steps']} != the JSON's {got['count']}")
+        numbers = attrs["slow_step_numbers"]
+        numbers = numbers.decode() if isinstance(numbers, bytes) else str(numbers)
+        if numbers != ",".join(str(n) for n in got["first"]):
+            fail(f"/timings/{name} slow_step_numbers {numbers!r} != the JSON's {got['first']}")
+        pairs = attrs["pairs"]
+        pairs = pairs.decode() if isinstance(pairs, bytes) else str(pairs)
+        slow_in_file = pairs.count(", slow")
+        if slow_in_file != sum(1 for q in p["pairs"] if q["slow"]):
+            fail(f"/timings/{name} pairs {pairs!r} flags {slow_in_file} slow pair(s), the JSON "
+                 f"{sum(1 for q in p['pairs'] if q['slow'])}")
+    print(f"distributions of {len(summary['passes'])} pass(es) agree with numpy and the file")
 
 
 def check_csv(path, summary):
