@@ -31,9 +31,10 @@ marked() {
 # Ends every marked process: SIGTERM, and SIGKILL after 3 s for those that ignore it (nsys's
 # agent does); then the shared-memory files of the agents that were killed.
 end_marked() {
-    local pids=() pid tries
+    local pids=() found=() tries
     mapfile -t pids < <(marked)
     ((${#pids[@]})) || return 0
+    found=("${pids[@]}")
     kill -TERM "${pids[@]}" 2>/dev/null || true
     for ((tries = 0; tries < 30; tries++)); do
         mapfile -t pids < <(marked)
@@ -45,18 +46,20 @@ end_marked() {
             "(pids ${pids[*]})" >&2
         kill -KILL "${pids[@]}" 2>/dev/null || true
         sleep 0.5
-        remove_agent_state "${pids[@]}"
     fi
+    # An agent that ended on a signal leaves its shared memory, and maybe the registry.
+    remove_agent_state "${found[@]}"
 }
 
-# After SIGKILL: the shared memory of the agents killed, and nsys's session registry
+# After a signal: the shared memory of the agents ended, and nsys's session registry
 # (/dev/shm/NSys-VERSION), whose lock a killed nsys may hold, so that every later nsys on the
 # node fails ("Agent launcher failed"). The registry only while no nsys runs here any more.
 remove_agent_state() {
     local pid p
     for pid in "$@"; do rm -f "/dev/shm/quadd-agent-instance-$pid" "/dev/shm/sem.nsys_sem_$pid"; done
     for p in /proc/[0-9]*; do
-        [[ "$(cat "$p/comm" 2>/dev/null)" == @(nsys|nsys-launcher) ]] && return 0
+        [[ "$(cat "$p/comm" 2>/dev/null)" == @(nsys|nsys-launcher) ]] && alive "${p#/proc/}" &&
+            return 0
     done
     find /dev/shm -maxdepth 1 -name 'NSys-*' -user "$(id -u)" -delete 2>/dev/null || true
 }
@@ -74,7 +77,9 @@ rank="${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-${PMIX_RANK:-0}}}"
 marker="GPURELAY_PROFILE_RANK=${GPURELAY_PROFILE_RUN:-$$}/$rank"
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/gpurelay-nsys.XXXXXX")"
 
+# The scratch folder first: scripts/profile ends this script too when it takes long.
 cleanup() {
+    rm -rf "$scratch"
     end_marked
     rm -rf "$scratch"
 }

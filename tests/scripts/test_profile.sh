@@ -29,9 +29,17 @@ leftovers() {
     done
     return 0
 }
-# check_no_leftovers WHAT: nothing of the run is still there (it has had 2 s to go).
+# check_no_leftovers WHAT: nothing of the run is still there (it has had 2 s to go), nor
+# its ranks' scratch folders.
 check_no_leftovers() {
     sleep 2
+    [[ -z "$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'gpurelay-nsys.*' -newer "$tmp" 2>/dev/null)" ]] ||
+        fail "$1: a scratch folder ${TMPDIR:-/tmp}/gpurelay-nsys.* is left"
+    # nsys's session registry outlives no nsys (a stale one fails every later nsys here).
+    if [[ -e "/dev/shm/NSys-$(nsys --version | sed -n 's/.*version \([0-9.]*\).*/\1/p')" ]] &&
+        [[ -z "$(pgrep -x nsys; pgrep -x nsys-launcher)" ]]; then
+        fail "$1: /dev/shm/NSys-* is left with no nsys running"
+    fi
     local left
     left="$(leftovers | grep -v -e '^[0-9]* sleep ' || true)"
     if [[ -n "$left" ]]; then
