@@ -133,6 +133,21 @@ std::string pairs_text(const PassSummary& p) {
     return text;
 }
 
+// The distributions, the slow steps and the pairs, as the JSON has them.
+void add_spread(Attributes& timings, const double (*spread)[4], std::int64_t slow_steps,
+                const char* slow_step_numbers, const char* pairs) {
+    for (std::size_t ph = 0; ph < kPhaseCount; ++ph) {
+        const std::string name = kPhases[ph].name;
+        timings.emplace_back(name + "_p50_ms", spread[ph][0]);
+        timings.emplace_back(name + "_p90_ms", spread[ph][1]);
+        timings.emplace_back(name + "_p99_ms", spread[ph][2]);
+        timings.emplace_back(name + "_cv", spread[ph][3]);
+    }
+    timings.emplace_back("slow_steps", slow_steps);
+    timings.emplace_back("slow_step_numbers", std::string(slow_step_numbers));
+    timings.emplace_back("pairs", std::string(pairs));
+}
+
 }  // namespace
 
 GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary) {
@@ -178,16 +193,7 @@ GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary) {
         timings.emplace_back("timed_from_step", f.counts[2]);
         timings.emplace_back("phase_timed_steps", f.counts[3]);
         timings.emplace_back("timing", std::string(f.timing));
-        for (std::size_t ph = 0; ph < kPhaseCount; ++ph) {
-            const std::string name = kPhases[ph].name;
-            timings.emplace_back(name + "_p50_ms", f.spread[ph][0]);
-            timings.emplace_back(name + "_p90_ms", f.spread[ph][1]);
-            timings.emplace_back(name + "_p99_ms", f.spread[ph][2]);
-            timings.emplace_back(name + "_cv", f.spread[ph][3]);
-        }
-        timings.emplace_back("slow_steps", f.slow_steps);
-        timings.emplace_back("slow_step_numbers", std::string(f.slow_step_numbers));
-        timings.emplace_back("pairs", std::string(f.pairs));
+        add_spread(timings, f.spread, f.slow_steps, f.slow_step_numbers, f.pairs);
         groups.push_back({"/timings/" + ResultSchema::pass_group(overlap), std::move(timings)});
         groups.push_back({"/verification/" + ResultSchema::pass_group(overlap),
                           {{"x_mismatches", f.counts[4]},
