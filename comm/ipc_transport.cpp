@@ -29,14 +29,14 @@ class IpcTransport final : public Transport {
           received_(options.slots, 0),
           released_(options.slots, 0) {
         // A's own slots, which the copy reads; with produce_in_place A writes the consumer's.
+        std::vector<void*> landing;
         for (std::size_t k = 0; k < options.slots; ++k) {
             if (placement.role != Role::consumer && !options.produce_in_place) {
                 own_.push_back(device.allocate(options.slot_bytes));
             }
-            if (placement.role != Role::producer) {
-                poison(device, memory_->slot(k), options.slot_bytes);
-            }
+            if (placement.role != Role::producer) landing.push_back(memory_->slot(k));
         }
+        poison(device, landing, options.slot_bytes);
     }
 
     std::string name() const override {

@@ -38,11 +38,12 @@ class SlotEvents {
     std::vector<bool> recorded_;
 };
 
-// Fills `bytes` at `data` with 0xff (NaN in either float type) and waits for it, so that a read of
-// a slot that nothing has written is a mismatch rather than a stale right answer.
-inline void poison(Device& device, void* data, std::size_t bytes) {
+// Fills each of `slots` (`bytes` each) with 0xff (NaN in either float type) and waits for it, so
+// that a read of a slot that nothing has written is a mismatch rather than a stale right answer.
+inline void poison(Device& device, const std::vector<void*>& slots, std::size_t bytes) {
+    if (slots.empty()) return;
     auto stream = device.make_stream(false, "slot poisoning");
-    device.fill_async(data, 0xff, bytes, *stream);
+    for (void* slot : slots) device.fill_async(slot, 0xff, bytes, *stream);
     stream->synchronize();
 }
 
@@ -54,11 +55,11 @@ struct SlotRing {
         : free(device, slots), skip_reuse_wait_(skip_reuse_wait) {
         for (std::size_t k = 0; k < slots; ++k) {
             if (role != Role::consumer) send.push_back(device.allocate(bytes));
-            if (role != Role::producer) {
-                recv.push_back(device.allocate(bytes));
-                poison(device, recv.back().data(), bytes);
-            }
+            if (role != Role::producer) recv.push_back(device.allocate(bytes));
         }
+        std::vector<void*> landing;
+        for (const Buffer& slot : recv) landing.push_back(slot.data());
+        poison(device, landing, bytes);
     }
     // Queued on `stream` before slot k is written again: its last reader is done.
     void wait_free(std::size_t k, Stream& stream) {
