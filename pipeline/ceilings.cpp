@@ -32,8 +32,8 @@ PassResult StepSchedule::measure_ceilings(MPI_Comm comm) {
         Stream& stream = producer_ ? *producer_stream_ : *compute_;
         const double copy =
             timed(stream, [&] { device_.copy_async(to.data(), from.data(), spec_.bytes, stream); });
-        (producer_ ? t.a : t.b) = copy;
-        if (producer_ && consumer_) t.b = copy;
+        if (producer_) t.a = copy;
+        if (consumer_) t.b = copy;
         if (consumer_ && spec_.c_elements > 0) {
             t.c = timed(*compute_, [&] {
                 launch_c(c_.as<std::uint32_t>(), static_cast<std::uint64_t>(s), spec_.seed,
