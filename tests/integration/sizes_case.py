@@ -29,7 +29,7 @@ import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from formula import consumer_rows, y_values  # noqa: E402
+from formula import allreduce_y_values, consumer_rows, y_values  # noqa: E402
 from interrupt_case import fail, finish, rank_pids, start  # noqa: E402
 
 
@@ -53,7 +53,9 @@ def check_sizes_file(path, sizes, np_ranks):
             fail(f"groups {sorted(f['cases'])}, expected one per size")
         seed, alpha = int(f.attrs["seed"]), float(f.attrs["alpha"])
         dtype = np.float32 if f.attrs["dtype"] == "float32" else np.float64
-        pairs = consumer_rows("pairs", 0, np_ranks)
+        pattern = str(f.attrs["pattern"])
+        group_size = int(f.attrs["group_size"]) or np_ranks
+        pairs = consumer_rows(pattern, group_size, np_ranks)
         for i, elements in enumerate(sizes):
             group = f["cases"][str(i)]
             if int(group.attrs["elements"]) != elements or not bool(group.attrs["verified"]):
@@ -63,7 +65,9 @@ def check_sizes_file(path, sizes, np_ranks):
             if y.shape[0] != pairs or y.shape[2] != elements:
                 fail(f"/cases/{i}/y has shape {y.shape}")
             for r, step in enumerate(group["step"][...]):
-                expected = y_values(int(step), elements, seed, alpha, dtype)
+                expected = (allreduce_y_values(int(step), elements, seed, alpha, group_size, dtype)
+                            if pattern == "allreduce" else
+                            y_values(int(step), elements, seed, alpha, dtype))
                 for pair in range(pairs):
                     wrong = np.count_nonzero(y[pair, r, :] != expected)
                     if wrong:
@@ -81,7 +85,7 @@ def check_summaries(csv_path, json_path, report, sizes):
         rows = list(csv.DictReader(f))
     if [int(r["elements"]) for r in rows] != sizes:
         fail(f"CSV rows for {[r['elements'] for r in rows]}, expected {sizes}")
-    if any(r["verified"] != "ok" or int(r["tensor_bytes"]) != 4 * int(r["elements"]) for r in rows):
+    if any(r["verified"] != "ok" or int(r["tensor_bytes"]) % int(r["elements"]) for r in rows):
         fail("a CSV row is not verified or has the wrong tensor_bytes")
     with open(json_path) as f:
         summary = json.load(f)
@@ -91,8 +95,9 @@ def check_summaries(csv_path, json_path, report, sizes):
         fail("the JSON's cases are not the sizes in order")
     table = [m for m in (re.match(r"\s+(\d+)\s+(\d+)\s+(\d+)\s.*\s(PASSED|FAILED)$", line)
                          for line in report.splitlines()) if m]
+    width = int(rows[0]["tensor_bytes"]) // sizes[0]
     if [(int(m[1]), int(m[2]), int(m[3]), m[4]) for m in table] != [
-            (i, 4 * n, n, "PASSED") for i, n in enumerate(sizes)]:
+            (i, width * n, n, "PASSED") for i, n in enumerate(sizes)]:
         fail(f"the closing table's rows are {[m[0] for m in table]}")
 
 
