@@ -400,8 +400,8 @@ RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Config& co
         summary.group_size = setup.placement.group_size;
     }
     summary.passes = std::move(passes);
-    summary.ceilings = summarize_ceilings(MPI_COMM_WORLD, config, setup.placement,
-                                          pipeline.ceilings());
+    summary.ceilings =
+        summarize_ceilings(MPI_COMM_WORLD, config, setup.placement, pipeline.ceilings());
     const ResultWriter* writer = outputs.writer.get();
     RankFigures mine;
     mine.info = {mpi.host_name(),
@@ -428,13 +428,12 @@ void file_size(ResultFile& file, const SizeCase& size, const RunSummary& summary
                std::int64_t sizes_failed) {
     GroupAttributes groups = pass_attributes(MPI_COMM_WORLD, summary, size.group);
     const PassSummary& main_pass = summary.main_pass();
-    groups.push_back(
-        {size.group,
-         {{"verified", summary.verified()},
-          {"x_mismatches", static_cast<std::int64_t>(main_pass.x_mismatches)},
-          {"c_mismatches", static_cast<std::int64_t>(main_pass.c_mismatches)},
-          {"overlap_speedup", summary.overlap_speedup},
-          {"cold_step_ms", summary.passes.front().cold_step_ms}}});
+    groups.push_back({size.group,
+                      {{"verified", summary.verified()},
+                       {"x_mismatches", static_cast<std::int64_t>(main_pass.x_mismatches)},
+                       {"c_mismatches", static_cast<std::int64_t>(main_pass.c_mismatches)},
+                       {"overlap_speedup", summary.overlap_speedup},
+                       {"cold_step_ms", summary.passes.front().cold_step_ms}}});
     groups.push_back({"/",
                       {{"sizes_done", static_cast<std::int64_t>(size.index + 1)},
                        {"sizes_failed", sizes_failed}}});
@@ -572,17 +571,18 @@ int run(MpiSession& mpi, int argc, char** argv) {
     if (rank == 0 && !config->quiet) print_run_header(stdout, head);  // --quiet: errors only
     // A resumed run starts the count where the stopped one left it.
     const auto pass_count = static_cast<std::int64_t>(passes.size());
-    Run run{mpi,
-            setup,
-            *pipeline,
-            outputs,
-            passes,
-            resume,
-            rank,
-            Progress(rank == 0 && !config->quiet,
-                     config->steps * pass_count * static_cast<std::int64_t>(config->size_list().size()),
-                     (resume.size * pass_count + resume.pass) * config->steps + resume.step),
-            StopVote(MPI_COMM_WORLD, config->timeout())};
+    Run run{
+        mpi,
+        setup,
+        *pipeline,
+        outputs,
+        passes,
+        resume,
+        rank,
+        Progress(rank == 0 && !config->quiet,
+                 config->steps * pass_count * static_cast<std::int64_t>(config->size_list().size()),
+                 (resume.size * pass_count + resume.pass) * config->steps + resume.step),
+        StopVote(MPI_COMM_WORLD, config->timeout())};
     std::vector<RunSummary> sizes;
     const Stop stop = run_sizes(run, sizes);
     if (stop.signal != 0) {

@@ -96,7 +96,7 @@ class IpcTransport final : public Transport {
     TransportOptions options_;
     std::size_t bytes_;           // each tensor's
     std::vector<void*> landing_;  // the consumer's slots, where x arrives
-    std::vector<Buffer> own_;  // the producer's slots that A writes (copy engine only)
+    std::vector<Buffer> own_;     // the producer's slots that A writes (copy engine only)
     // Uses of each slot so far, counted alike on both sides (the sequence numbers).
     std::vector<std::uint32_t> sent_, received_, released_;
 };

@@ -62,7 +62,10 @@ inline void check_tensor_bytes(std::size_t bytes, std::size_t capacity) {
 // its previous use (`free`).
 struct SlotRing {
     SlotRing(Device& device, Role role, std::size_t slots, std::size_t bytes, bool skip_reuse_wait)
-        : free(device, slots), device_(device), capacity_(bytes), skip_reuse_wait_(skip_reuse_wait) {
+        : free(device, slots),
+          device_(device),
+          capacity_(bytes),
+          skip_reuse_wait_(skip_reuse_wait) {
         for (std::size_t k = 0; k < slots; ++k) {
             if (role != Role::consumer) send.push_back(device.allocate(bytes));
             if (role != Role::producer) recv.push_back(device.allocate(bytes));

@@ -616,8 +616,7 @@ std::string config_value_toml(const Config& config, std::string_view key) {
             std::int64_t as_signed = 0;
             const auto [end, ec] =
                 std::from_chars(text.data(), text.data() + text.size(), as_signed);
-            return ec == std::errc() && end == text.data() + text.size() ? text
-                                                                         : toml_quote(text);
+            return ec == std::errc() && end == text.data() + text.size() ? text : toml_quote(text);
         }
     }
     return text;

@@ -271,9 +271,9 @@ std::vector<std::uint64_t> parse_size_list(std::string_view key, std::string_vie
             const std::string_view item = trimmed(text.substr(start, comma - start));
             if (item.empty()) {
                 throw usage_error(std::string(key) + ": " +
-                                  (trimmed(text).empty() ? std::string("the list of sizes is empty")
-                                                         : "an empty size in the list " +
-                                                               quote_for_message(text)));
+                                  (trimmed(text).empty()
+                                       ? std::string("the list of sizes is empty")
+                                       : "an empty size in the list " + quote_for_message(text)));
             }
             sizes.push_back(parse_size(key, item));
             if (comma == std::string_view::npos) break;

@@ -71,8 +71,7 @@ H5Dataset create_dataset(hid_t file, const std::string& path, ElementType type, 
 // Rank 0 only: every dataset of `layout` (allocated, matrices filled), /step and the root
 // attributes with complete = 0, in `file` opened serially.
 // One set's /y and its /step, under `group` (made first when it is not the root).
-void create_rows(hid_t file, const ResultFileLayout& layout, const RowSet& set,
-                 hid_t link_create) {
+void create_rows(hid_t file, const ResultFileLayout& layout, const RowSet& set, hid_t link_create) {
     const std::string y_name = set.group + "/y", step_name = set.group + "/step";
     const hsize_t rows = layout.written_steps.size();
     // Every element of /y gets written (or the run is incomplete): filling it first would
@@ -106,7 +105,8 @@ void create_structure(hid_t file, const ResultFileLayout& layout, const Attribut
     h5_check(H5Pset_create_intermediate_group(link_create.get(), 1),
              "H5Pset_create_intermediate_group");
     if (!layout.written_steps.empty()) {
-        for (const RowSet& set : row_sets(layout)) create_rows(file, layout, set, link_create.get());
+        for (const RowSet& set : row_sets(layout))
+            create_rows(file, layout, set, link_create.get());
     }
     for (const MatrixSpec& spec : layout.matrices) {
         const std::string name = matrix_name(spec);

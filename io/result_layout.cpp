@@ -87,7 +87,8 @@ std::vector<DeclaredDataset> declared_datasets(const ResultFileLayout& layout) {
     if (!layout.written_steps.empty()) {
         const hsize_t rows = layout.written_steps.size();
         for (const RowSet& set : row_sets(layout)) {
-            datasets.push_back({set.group + "/y", layout.y_type, {layout.pairs, rows, set.elements}});
+            datasets.push_back(
+                {set.group + "/y", layout.y_type, {layout.pairs, rows, set.elements}});
             datasets.push_back({set.group + "/step", ElementType::int64, {rows}});
         }
     }

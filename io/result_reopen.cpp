@@ -49,7 +49,8 @@ void check_resumable(const std::string& partial_path, const ResultFileLayout& la
                              steps.data()),
                      "H5Dread(" + declared.name + ")");
             if (steps != layout.written_steps) {
-                throw usage_error(prefix + declared.name + " holds other steps than this run writes");
+                throw usage_error(prefix + declared.name +
+                                  " holds other steps than this run writes");
             }
         }
     }

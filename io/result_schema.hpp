@@ -49,7 +49,6 @@ class ResultSchema {
     void add_size(ResultFileLayout& layout, const std::string& group) const;
 
   public:
-
   private:
     Shape shape_;
 };

@@ -68,8 +68,8 @@ class ResultWriter {
     Device& device_;
     ResultFile& file_;
     std::uint64_t pair_;
-    std::size_t capacity_;      // each staging buffer's
-    std::size_t set_ = 0;       // the /y rows go to
+    std::size_t capacity_;  // each staging buffer's
+    std::size_t set_ = 0;   // the /y rows go to
     std::size_t row_bytes_;
     RowCheck check_;
     std::vector<Buffer> staging_;

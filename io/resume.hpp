@@ -9,8 +9,8 @@
 namespace gpurelay {
 
 // Where a resumed run starts, read from the .partial file: the size, the pass and the step after
-// the last completed one, or, when the file is already complete (its run ended between the close and the
-// rename), that it only needs its final name.
+// the last completed one, or, when the file is already complete (its run ended between the close
+// and the rename), that it only needs its final name.
 struct ResumePoint {
     std::int64_t pass = 0;
     std::int64_t step = 0;

@@ -5,9 +5,9 @@
 #include <limits>
 
 #include "comm/mpi_error.hpp"
-#include "runtime/error.hpp"
 #include "pipeline/graph_set.hpp"
 #include "pipeline/step.hpp"
+#include "runtime/error.hpp"
 #include "runtime/nvtx.hpp"
 #include "runtime/profiler.hpp"
 
@@ -62,7 +62,7 @@ class Pipeline::Impl {
     void retire_through(Pass& pass, std::int64_t last);
     PassResult finish(Pass& pass, std::int64_t end);
 
-    PipelineSpec spec_;  // the timer, the schedule and the graphs read its size as it is now
+    PipelineSpec spec_;     // the timer, the schedule and the graphs read its size as it is now
     std::size_t capacity_;  // bytes of the largest tensor, which every buffer holds
     Device& device_;
     Transport& transport_;

@@ -260,8 +260,7 @@ TEST(ParseSizeList, ListsAndRanges) {
     EXPECT_EQ(parse_size_list("elements", "4Ki,64Ki,1Mi"), (Sizes{4096, 65536, 1048576}));
     EXPECT_EQ(parse_size_list("elements", "1Mi, 4Ki"), (Sizes{1048576, 4096}));  // as listed
     EXPECT_EQ(parse_size_list("elements", "4Ki:256Mi:x4"),
-              (Sizes{4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
-                     268435456}));
+              (Sizes{4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864, 268435456}));
     EXPECT_EQ(parse_size_list("elements", "1Ki:4Ki:+1Ki"), (Sizes{1024, 2048, 3072, 4096}));
     EXPECT_EQ(parse_size_list("elements", "1000:3500:+1000"), (Sizes{1000, 2000, 3000}));
     EXPECT_EQ(parse_size_list("elements", "4096:5000:x2"), Sizes{4096});

@@ -907,8 +907,8 @@ TEST_F(ResultFileTest, RowSetsHoldOneYPerGroupAndAttributesArriveMidRun) {
         const std::vector<float> one(7);
         EXPECT_THROW(file.write_y_row(2, rank, 0, one.data()), Error);  // no third set
     }
-    file.write_attributes({{"/cases/0", {{"elements", std::int64_t{5}}}},
-                           {"/", {{"sizes_done", std::int64_t{1}}}}});
+    file.write_attributes(
+        {{"/cases/0", {{"elements", std::int64_t{5}}}}, {"/", {{"sizes_done", std::int64_t{1}}}}});
     file.close(true, {{"sizes_done", std::int64_t{2}}});
     if (world_rank() != 0) return;
     H5File read = open_serial(path);
@@ -916,8 +916,8 @@ TEST_F(ResultFileTest, RowSetsHoldOneYPerGroupAndAttributesArriveMidRun) {
     for (std::size_t set = 0; set < 2; ++set) {
         const std::string group = "/cases/" + std::to_string(set);
         const hsize_t length = set == 0 ? 5 : 7;
-        const std::vector<float> y = read_dataset<float>(
-            read.get(), group + "/y", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {pairs, 2, length});
+        const std::vector<float> y = read_dataset<float>(read.get(), group + "/y", H5T_IEEE_F32LE,
+                                                         H5T_NATIVE_FLOAT, {pairs, 2, length});
         ASSERT_EQ(y.size(), pairs * 2 * length);
         for (std::uint64_t p = 0; p < pairs && p < static_cast<std::uint64_t>(world_size()); ++p) {
             for (std::uint64_t row = 0; row < 2; ++row) {
