@@ -31,6 +31,7 @@ class DelayedTransport final : public Transport {
     void release(std::size_t k, Stream& stream) override { inner_.release(k, stream); }
     bool receive_waits() const override { return inner_.receive_waits(); }
     void streams_idle() override { inner_.streams_idle(); }
+    void set_tensor_bytes(std::size_t bytes) override { inner_.set_tensor_bytes(bytes); }
     void check_health() override { inner_.check_health(); }
 
   private:

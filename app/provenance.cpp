@@ -150,7 +150,8 @@ void add_spread(Attributes& timings, const double (*spread)[4], std::int64_t slo
 
 }  // namespace
 
-GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary) {
+GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary,
+                                const std::string& group) {
     // The figures are rank 0's; every rank writes the same attribute metadata, so they travel.
     constexpr int kReals = 10, kCounts = 10, kTiming = 32, kLists = 512;
     struct Figures {
@@ -194,8 +195,9 @@ GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary) {
         timings.emplace_back("phase_timed_steps", f.counts[3]);
         timings.emplace_back("timing", std::string(f.timing));
         add_spread(timings, f.spread, f.slow_steps, f.slow_step_numbers, f.pairs);
-        groups.push_back({"/timings/" + ResultSchema::pass_group(overlap), std::move(timings)});
-        groups.push_back({"/verification/" + ResultSchema::pass_group(overlap),
+        groups.push_back(
+            {group + "/timings/" + ResultSchema::pass_group(overlap), std::move(timings)});
+        groups.push_back({group + "/verification/" + ResultSchema::pass_group(overlap),
                           {{"x_mismatches", f.counts[4]},
                            {"c_mismatches", f.counts[5]},
                            {"spot_mismatches", f.counts[6]},

@@ -27,7 +27,9 @@ Attributes root_attributes(const Setup& setup, const std::vector<std::string>& h
 
 // Collective: each pass's summary as attributes of its groups, /timings/PASS (time per step,
 // transfer, rates, the step model; names end in their unit) and /verification/PASS (the counts
-// and the verdict), alike on every rank (the figures are rank 0's, broadcast).
-GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary);
+// and the verdict), under `group` (a size's, of a run of several), alike on every rank (the
+// figures are rank 0's, broadcast).
+GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary,
+                                const std::string& group = "");
 
 }  // namespace gpurelay

@@ -121,7 +121,7 @@ std::optional<Config> read_request(int rank, int argc, char** argv, ResumePoint&
         }
         deck = config_to_toml(line.config);
     });
-    static_assert(std::is_trivially_copyable_v<ResumePoint> && sizeof(ResumePoint) == 32,
+    static_assert(std::is_trivially_copyable_v<ResumePoint> && sizeof(ResumePoint) == 48,
                   "ResumePoint travels as bytes");
     MPI_CHECK(MPI_Bcast(&resume, sizeof resume, MPI_BYTE, 0, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Bcast(&action, 1, MPI_INT, 0, MPI_COMM_WORLD));
@@ -171,6 +171,23 @@ struct Outputs {
     std::unique_ptr<WriterSink> sink;  // the writer, as the pipeline sees it
 };
 
+// One size of the run: the run as it is for that size alone, and where its datasets lie.
+struct SizeCase {
+    std::size_t index = 0;
+    Config config;      // elements = this size, and no other sizes
+    std::string group;  // "" for a run of one size (today's layout); "/cases/i" for several
+};
+
+std::vector<SizeCase> cases_of(const Config& config) {
+    std::vector<SizeCase> cases;
+    const std::vector<std::uint64_t> sizes = config.size_list();
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        cases.push_back({i, config.sized(sizes[i]),
+                         config.several_sizes() ? ResultSchema::case_group(i) : std::string()});
+    }
+    return cases;
+}
+
 ResultSchema schema_of(const Setup& setup, const std::vector<bool>& passes, int size) {
     const Config& config = setup.config;
     ResultSchema::Shape shape;
@@ -178,6 +195,7 @@ ResultSchema schema_of(const Setup& setup, const std::vector<bool>& passes, int 
     shape.ranks = static_cast<std::uint64_t>(size);
     shape.steps = static_cast<std::uint64_t>(config.steps);
     shape.elements = config.elements;
+    shape.sizes = config.sizes;
     shape.y_type = with_dtype(config.dtype, []<typename T>() { return element_type<T>(); });
     shape.written_steps = config.written_steps();
     shape.passes = passes;
@@ -186,13 +204,12 @@ ResultSchema schema_of(const Setup& setup, const std::vector<bool>& passes, int 
 }
 
 // Each row of /y is spot-checked on the host before it is written, against the formula (for an
-// all-reduce, of the group's sum).
-std::unique_ptr<ResultWriter> make_writer(const Setup& setup, ResultFile& file) {
-    const Config& config = setup.config;
-    ResultWriter::RowCheck check = with_dtype(config.dtype, [&]<typename T>() {
+// all-reduce, of the group's sum), for the size `config` runs.
+ResultWriter::RowCheck row_check(const Config& config, const PairPlacement& placement) {
+    return with_dtype(config.dtype, [&]<typename T>() {
         return ResultWriter::RowCheck(
             [alpha = static_cast<T>(config.alpha), seed = config.seed, elements = config.elements,
-             form = received_form(config, setup.placement)](const void* row, std::int64_t step) {
+             form = received_form(config, placement)](const void* row, std::int64_t step) {
                 const Span<const T> y{static_cast<const T*>(row), elements};
                 return ResultWriter::RowCheckResult{
                     std::min(kRowSpotSamples, elements),
@@ -200,9 +217,6 @@ std::unique_ptr<ResultWriter> make_writer(const Setup& setup, ResultFile& file) 
                                  form)};
             });
     });
-    return std::make_unique<ResultWriter>(*setup.device, file,
-                                          static_cast<std::uint64_t>(setup.placement.pair),
-                                          config.tensor_bytes(), kWriterBuffers, check);
 }
 
 // Collective: creates the result file (or reopens the .partial of a resumed run).
@@ -229,88 +243,105 @@ Outputs open_outputs(const MpiSession& mpi, const Setup& setup, const std::vecto
     });
     const bool consumer = setup.placement.role != Role::producer;
     if (consumer && !layout.written_steps.empty()) {
-        outputs.writer = make_writer(setup, *outputs.file);
+        // Buffers for the largest size; each size switches the writer to its rows.
+        const Config first = config.sized(config.elements);
+        outputs.writer = std::make_unique<ResultWriter>(
+            *setup.device, *outputs.file, static_cast<std::uint64_t>(setup.placement.pair),
+            config.largest().tensor_bytes(), kWriterBuffers, row_check(first, setup.placement));
         outputs.sink = std::make_unique<WriterSink>(*outputs.writer);
     }
     return outputs;
 }
 
 // Each rank files its own rows of a pass: timings under its rank, counts under its pair.
-void file_pass(ResultFile& file, const Setup& setup, bool overlap, const PassResult& result,
-               int rank) {
+void file_pass(ResultFile& file, const Setup& setup, const std::string& group, bool overlap,
+               const PassResult& result, int rank) {
     for (const PhaseInfo& phase : kPhases) {
         std::vector<double> row(result.steps.size());
         for (std::size_t s = 0; s < row.size(); ++s) row[s] = result.steps[s].*phase.member;
-        file.write_matrix_row(ResultSchema::timings_path(overlap, phase.name),
+        file.write_matrix_row(ResultSchema::timings_path(group, overlap, phase.name),
                               static_cast<std::uint64_t>(rank), row.data());
     }
     if (setup.placement.role == Role::producer) return;
     const auto pair = static_cast<std::uint64_t>(setup.placement.pair);
-    file.write_matrix_row(ResultSchema::x_mismatches_path(overlap), pair,
+    file.write_matrix_row(ResultSchema::x_mismatches_path(group, overlap), pair,
                           result.x_mismatches.data());
-    file.write_matrix_row(ResultSchema::c_mismatches_path(overlap), pair,
+    file.write_matrix_row(ResultSchema::c_mismatches_path(group, overlap), pair,
                           result.c_mismatches.data());
 }
 
 // Where the passes ended: at the end, or after the step every rank agreed to stop on.
 struct Stop {
     int signal = 0;  // SIGTERM, SIGINT or SIGUSR1; 0 when every pass ran to its end
-    std::int64_t pass = 0, step = 0;
+    std::int64_t size = 0, pass = 0, step = 0;
 };
 
-// Runs the passes from where a resumed run stopped, files each pass's rows and summarises it.
-Stop run_passes(Pipeline& pipeline, const Setup& setup, Outputs& outputs,
-                const std::vector<bool>& passes, const ResumePoint& resume, int rank,
-                std::vector<PassSummary>& summaries) {
-    const Config& config = setup.config;
-    // A resumed run starts the count where the stopped one left it.
-    Progress progress(rank == 0 && !config.quiet,
-                      config.steps * static_cast<std::int64_t>(passes.size()),
-                      resume.pass * config.steps + resume.step);
-    StopVote stop_vote(MPI_COMM_WORLD, config.timeout());
+// What every size's passes share: the pipeline and the outputs, where a resumed run starts, the
+// progress line and the ranks' stop vote.
+struct Run {
+    const MpiSession& mpi;
+    const Setup& setup;
+    Pipeline& pipeline;
+    Outputs& outputs;
+    const std::vector<bool>& passes;
+    const ResumePoint& resume;
+    int rank;
+    Progress progress;
+    StopVote stop_vote;
+};
+
+// Runs the passes of one size from where a resumed run stopped, files each pass's rows and
+// summarises it.
+Stop run_passes(Run& run, const SizeCase& size, std::vector<PassSummary>& summaries) {
+    const Config& config = run.setup.config;
+    const std::vector<bool>& passes = run.passes;
+    const bool resumed_size = static_cast<std::int64_t>(size.index) == run.resume.size;
+    const std::size_t first_pass = resumed_size ? static_cast<std::size_t>(run.resume.pass) : 0;
     Stop stop;
-    for (std::size_t i = static_cast<std::size_t>(resume.pass); i < passes.size(); ++i) {
+    for (std::size_t i = first_pass; i < passes.size(); ++i) {
         // Every rank passes the same step boundaries, so the collective flush lines up; the
         // writer is drained first because only one thread may be inside HDF5 at a time.
         current_pass_overlap = passes[i] ? 1 : 0;
         auto on_step = [&](std::int64_t s) {
             step_in_progress = std::min(s + 1, config.steps - 1);
-            progress.step_done();
+            run.progress.step_done();
             if (config.flush_every > 0 && (s + 1) % config.flush_every == 0) {
-                if (outputs.writer) outputs.writer->drain();
-                outputs.file->flush();
+                if (run.outputs.writer) run.outputs.writer->drain();
+                run.outputs.file->flush();
             }
             // A stop after a pass's last step would leave nothing in it to resume: that pass
             // ends as usual, and the next (if any) stops after its first step.
-            const int vote = stop_vote.after_step();
+            const int vote = run.stop_vote.after_step();
             if (vote == 0 || s + 1 >= config.steps) return false;
             stop.signal = vote;
             return true;
         };
-        const std::int64_t first_step =
-            static_cast<std::int64_t>(i) == resume.pass ? resume.step : 0;
+        const std::int64_t first_step = resumed_size && i == first_pass ? run.resume.step : 0;
         PassResult result;
         step_in_progress = first_step;
         try {
             // Only the last pass writes /y: file I/O in both would differ anyway (the first
             // writes into fresh extents), so the overlap-off pass stays free of it and the
             // report says when the writer held up the other one.
-            // The ceilings are measured once, in the first pass this launch runs.
-            const bool calibrate = config.calibrate && i == static_cast<std::size_t>(resume.pass);
-            result = pipeline.run(passes[i], i + 1 == passes.size() ? outputs.sink.get() : nullptr,
-                                  on_step, first_step, calibrate);
+            // Each size's ceilings are measured once, in the first of its passes this launch runs.
+            const bool calibrate = config.calibrate && i == first_pass;
+            result = run.pipeline.run(passes[i],
+                                      i + 1 == passes.size() ? run.outputs.sink.get() : nullptr,
+                                      on_step, first_step, calibrate);
         } catch (...) {
             // Streams, proxies and the writer may still be using the pipeline's buffers: end the
             // job here, before unwinding frees them under running threads.
             fail_fatally(std::current_exception());
         }
-        file_pass(*outputs.file, setup, passes[i], result, rank);
+        file_pass(*run.outputs.file, run.setup, size.group, passes[i], result, run.rank);
         if (stop.signal != 0) {
+            stop.size = static_cast<std::int64_t>(size.index);
             stop.pass = static_cast<std::int64_t>(i);
             stop.step = result.end_step;
             break;
         }
-        summaries.push_back(summarize_pass(MPI_COMM_WORLD, config, setup.placement, result));
+        summaries.push_back(
+            summarize_pass(MPI_COMM_WORLD, size.config, run.setup.placement, result));
     }
     return stop;
 }
@@ -318,7 +349,7 @@ Stop run_passes(Pipeline& pipeline, const Setup& setup, Outputs& outputs,
 // Stopped by SIGTERM/SIGINT/SIGUSR1: every completed step is in the file, which stays
 // PATH.partial with complete = 0 and says where to resume.
 int finish_stopped(const Setup& setup, Outputs& outputs, const std::vector<bool>& passes,
-                   const Stop& stop, int rank) {
+                   const Stop& stop, std::int64_t sizes_failed, int rank) {
     const Config& config = setup.config;
     outputs.sink.reset();
     outputs.writer.reset();
@@ -326,43 +357,51 @@ int finish_stopped(const Setup& setup, Outputs& outputs, const std::vector<bool>
     const Deadline deadline(config.timeout(), "closing the result file");
     outputs.file->close(false, {{"stopped_at_step", stop.step},
                                 {"stopped_pass", stop.pass},
+                                {"stopped_size", stop.size},
+                                {"sizes_failed", sizes_failed},
                                 {"stop_signal", static_cast<std::int64_t>(stop.signal)},
                                 {"finished_utc", utc_timestamp()}});
-    if (rank == 0) {
-        std::fprintf(stderr,
-                     "gpurelay: stopped by %s%s after step %lld of %lld (%s pass); completed "
-                     "steps are in %s.partial (complete = 0); run again with --resume to "
-                     "finish\n",
-                     stop_signal_name(stop.signal),
-                     // Open MPI's mpirun turns a Ctrl-C into SIGTERM for its ranks.
-                     stop.signal == SIGTERM && launched_by_mpirun()
-                         ? " (if mpirun was signalled: it sends SIGTERM for SIGINT too, and "
-                           "SIGKILL a second later; SIGUSR1 to mpirun stops without that)"
-                         : "",
-                     static_cast<long long>(stop.step), static_cast<long long>(config.steps),
-                     ResultSchema::pass_group(passes[static_cast<std::size_t>(stop.pass)]).c_str(),
-                     config.output.c_str());
-    }
+    if (rank != 0) return static_cast<int>(stopped_exit_code(stop.signal));
+    const std::string size_words =
+        config.several_sizes()
+            ? " of size " + std::to_string(stop.size + 1) + " of " +
+                  std::to_string(config.sizes.size()) + " (" +
+                  std::to_string(config.sizes[static_cast<std::size_t>(stop.size)]) + " elements)"
+            : std::string();
+    std::fprintf(stderr,
+                 "gpurelay: stopped by %s%s after step %lld of %lld (%s pass%s); completed "
+                 "steps are in %s.partial (complete = 0); run again with --resume to finish\n",
+                 stop_signal_name(stop.signal),
+                 // Open MPI's mpirun turns a Ctrl-C into SIGTERM for its ranks.
+                 stop.signal == SIGTERM && launched_by_mpirun()
+                     ? " (if mpirun was signalled: it sends SIGTERM for SIGINT too, and "
+                       "SIGKILL a second later; SIGUSR1 to mpirun stops without that)"
+                     : "",
+                 static_cast<long long>(stop.step), static_cast<long long>(config.steps),
+                 ResultSchema::pass_group(passes[static_cast<std::size_t>(stop.pass)]).c_str(),
+                 size_words.c_str(), config.output.c_str());
     return static_cast<int>(stopped_exit_code(stop.signal));
 }
 
-// Collective: the whole run's summary (valid on rank 0; its verdict on every rank).
-RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Pipeline& pipeline,
-                     const Outputs& outputs, std::vector<PassSummary> passes) {
+// Collective: one size's summary (valid on rank 0; its verdict on every rank), or with no passes
+// the run's header.
+RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Config& config,
+                     const Pipeline& pipeline, const Outputs& outputs,
+                     std::vector<PassSummary> passes) {
     RunSummary summary;
-    summary.config = setup.config;
+    summary.config = config;
     summary.backend = setup.device->backend() == Backend::cuda ? "cuda" : "cpu";
     summary.transport = setup.transport->name();
     summary.transport_note = setup.transport_note;
     summary.world_size = mpi.world_size();
     summary.pairs = setup.placement.pairs;
-    if (setup.config.pattern != Pattern::pairs) {
+    if (config.pattern != Pattern::pairs) {
         summary.groups = setup.placement.groups;
         summary.group_size = setup.placement.group_size;
     }
     summary.passes = std::move(passes);
-    summary.ceilings =
-        summarize_ceilings(MPI_COMM_WORLD, setup.config, setup.placement, pipeline.ceilings());
+    summary.ceilings = summarize_ceilings(MPI_COMM_WORLD, config, setup.placement,
+                                          pipeline.ceilings());
     const ResultWriter* writer = outputs.writer.get();
     RankFigures mine;
     mine.info = {mpi.host_name(),
@@ -372,8 +411,8 @@ RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Pipeline& 
                  peer_link(setup, outputs.hosts, mpi.host_name()),
                  setup.placement.pair};
     mine.device_bytes = setup.memory.device_bytes();
-    mine.host_bytes =
-        setup.memory.host_bytes() + (writer ? kWriterBuffers * setup.config.tensor_bytes() : 0);
+    mine.host_bytes = setup.memory.host_bytes() +
+                      (writer ? kWriterBuffers * setup.config.largest().tensor_bytes() : 0);
     mine.bytes_written = writer ? static_cast<double>(writer->bytes_written()) : 0.0;
     mine.write_seconds = writer ? writer->write_seconds() : 0.0;
     summarize_run(MPI_COMM_WORLD, mine, summary);
@@ -383,43 +422,108 @@ RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Pipeline& 
     return summary;
 }
 
-// Closes the file as complete, and on rank 0 prints the report and writes the JSON and CSV.
-int finish(const Setup& setup, Outputs& outputs, const RunSummary& summary,
+// Collective, for a run of several sizes: what a finished size says of itself in its group, and
+// how many sizes are done and failed, on the root, there before the next size starts.
+void file_size(ResultFile& file, const SizeCase& size, const RunSummary& summary,
+               std::int64_t sizes_failed) {
+    GroupAttributes groups = pass_attributes(MPI_COMM_WORLD, summary, size.group);
+    const PassSummary& main_pass = summary.main_pass();
+    groups.push_back(
+        {size.group,
+         {{"verified", summary.verified()},
+          {"x_mismatches", static_cast<std::int64_t>(main_pass.x_mismatches)},
+          {"c_mismatches", static_cast<std::int64_t>(main_pass.c_mismatches)},
+          {"overlap_speedup", summary.overlap_speedup},
+          {"cold_step_ms", summary.passes.front().cold_step_ms}}});
+    groups.push_back({"/",
+                      {{"sizes_done", static_cast<std::int64_t>(size.index + 1)},
+                       {"sizes_failed", sizes_failed}}});
+    file.write_attributes(groups);
+}
+
+// Runs every size from where a resumed run stopped, each resized into the same pipeline; `done`
+// gets the summary of each size that ran to its end in this launch.
+Stop run_sizes(Run& run, std::vector<RunSummary>& done) {
+    const Config& config = run.setup.config;
+    std::int64_t sizes_failed = run.resume.sizes_failed;
+    for (const SizeCase& size : cases_of(config)) {
+        if (static_cast<std::int64_t>(size.index) < run.resume.size) continue;
+        run.pipeline.resize(size.config.elements);
+        if (run.outputs.writer) {
+            run.outputs.writer->switch_rows(size.index, size.config.tensor_bytes(),
+                                            row_check(size.config, run.setup.placement));
+        }
+        std::vector<PassSummary> passes;
+        Stop stop = run_passes(run, size, passes);
+        if (stop.signal != 0) return stop;
+        done.push_back(summarize(run.mpi, run.setup, size.config, run.pipeline, run.outputs,
+                                 std::move(passes)));
+        if (!done.back().verified()) ++sizes_failed;
+        if (config.several_sizes()) file_size(*run.outputs.file, size, done.back(), sizes_failed);
+    }
+    return {};
+}
+
+// Rank 0, once the file is closed: the report (for several sizes, their table), the JSON summary
+// and the CSV rows, of the sizes this launch ran to their end.
+void report_sizes(const Config& config, const std::vector<RunSummary>& sizes,
+                  const ResumePoint& resume, bool verified) {
+    if (!config.quiet) {  // --quiet: errors only
+        if (config.several_sizes()) {
+            print_size_table(stdout, sizes, static_cast<std::size_t>(resume.size));
+        } else {
+            print_report(stdout, sizes.front());
+        }
+    }
+    if (!config.summary_json.empty()) {
+        write_file_atomically(config.summary_json, config.several_sizes()
+                                                       ? sizes_json(sizes, verified)
+                                                       : summary_json(sizes.front()));
+    }
+    if (!config.results_csv.empty()) append_results_csv(config.results_csv, sizes);
+    if (!verified) {
+        std::fprintf(stderr,
+                     "gpurelay: verification failed: results differ from the formula (%s)\n",
+                     config.quiet ? "the counts are in the file's verification group"
+                                  : "see the report above");
+    }
+}
+
+// Closes the file as complete, and on rank 0 prints the report and writes the JSON and CSV: for
+// one size as ever, for several the table of sizes, a case per size and a row per size.
+int finish(const Setup& setup, Outputs& outputs, const std::vector<RunSummary>& sizes,
            const ResumePoint& resume, int rank) {
     const Config& config = setup.config;
     outputs.sink.reset();
     outputs.writer.reset();
-    const bool verified = summary.verified();
-    const PassSummary& main_pass = summary.main_pass();
+    bool verified = resume.sizes_failed == 0;
+    for (const RunSummary& size : sizes) verified = verified && size.verified();
     step_in_progress = -1;
     std::optional<Deadline> deadline;
     deadline.emplace(config.timeout(), "closing the result file");
-    const GroupAttributes pass_groups = pass_attributes(MPI_COMM_WORLD, summary);
-    outputs.file->close(
-        true, {{"verified", verified},
-               {"x_mismatches", static_cast<std::int64_t>(main_pass.x_mismatches)},
-               {"c_mismatches", static_cast<std::int64_t>(main_pass.c_mismatches)},
-               {"overlap_speedup", summary.overlap_speedup},
-               {"cold_step_ms", summary.passes.front().cold_step_ms},
-               {"stopped_at_step", static_cast<std::int64_t>(-1)},
-               {"resumed_from_step", config.resume ? resume.step : static_cast<std::int64_t>(-1)},
-               {"finished_utc", utc_timestamp()}},
-        pass_groups);
+    Attributes attributes = {
+        {"verified", verified},
+        {"stopped_at_step", static_cast<std::int64_t>(-1)},
+        {"resumed_from_step", config.resume ? resume.step : static_cast<std::int64_t>(-1)},
+        {"finished_utc", utc_timestamp()}};
+    GroupAttributes pass_groups;
+    if (!config.several_sizes()) {
+        const RunSummary& summary = sizes.front();
+        const PassSummary& main_pass = summary.main_pass();
+        attributes.insert(attributes.begin() + 1,
+                          {{"x_mismatches", static_cast<std::int64_t>(main_pass.x_mismatches)},
+                           {"c_mismatches", static_cast<std::int64_t>(main_pass.c_mismatches)},
+                           {"overlap_speedup", summary.overlap_speedup},
+                           {"cold_step_ms", summary.passes.front().cold_step_ms}});
+        pass_groups = pass_attributes(MPI_COMM_WORLD, summary);
+    } else {
+        attributes.push_back(
+            {"resumed_from_size", config.resume ? resume.size : static_cast<std::int64_t>(-1)});
+    }
+    outputs.file->close(true, attributes, pass_groups);
     outputs.file.reset();
     deadline.reset();
-    if (rank == 0) {
-        if (!config.quiet) print_report(stdout, summary);  // --quiet: errors only
-        if (!config.summary_json.empty())
-            write_file_atomically(config.summary_json, summary_json(summary));
-        if (!config.results_csv.empty()) append_results_csv(config.results_csv, summary);
-        if (!verified) {
-            std::fprintf(stderr,
-                         "gpurelay: verification failed: results differ from the formula "
-                         "(%s)\n",
-                         config.quiet ? "the counts are in the file's verification group"
-                                      : "see the report above");
-        }
-    }
+    if (rank == 0) report_sizes(config, sizes, resume, verified);
     return static_cast<int>(verified ? ExitCode::ok : ExitCode::verification);
 }
 
@@ -464,13 +568,29 @@ int run(MpiSession& mpi, int argc, char** argv) {
     const std::vector<bool> passes = passes_of(*config);
     Outputs outputs = open_outputs(mpi, setup, passes);
     // What runs where, said before the steps (and their progress lines) start.
-    const RunSummary head = summarize(mpi, setup, *pipeline, outputs, {});
+    const RunSummary head = summarize(mpi, setup, *config, *pipeline, outputs, {});
     if (rank == 0 && !config->quiet) print_run_header(stdout, head);  // --quiet: errors only
-    std::vector<PassSummary> summaries;
-    const Stop stop = run_passes(*pipeline, setup, outputs, passes, resume, rank, summaries);
-    if (stop.signal != 0) return finish_stopped(setup, outputs, passes, stop, rank);
-    const RunSummary summary = summarize(mpi, setup, *pipeline, outputs, std::move(summaries));
-    return finish(setup, outputs, summary, resume, rank);
+    // A resumed run starts the count where the stopped one left it.
+    const auto pass_count = static_cast<std::int64_t>(passes.size());
+    Run run{mpi,
+            setup,
+            *pipeline,
+            outputs,
+            passes,
+            resume,
+            rank,
+            Progress(rank == 0 && !config->quiet,
+                     config->steps * pass_count * static_cast<std::int64_t>(config->size_list().size()),
+                     (resume.size * pass_count + resume.pass) * config->steps + resume.step),
+            StopVote(MPI_COMM_WORLD, config->timeout())};
+    std::vector<RunSummary> sizes;
+    const Stop stop = run_sizes(run, sizes);
+    if (stop.signal != 0) {
+        std::int64_t failed = resume.sizes_failed;
+        for (const RunSummary& size : sizes) failed += size.verified() ? 0 : 1;
+        return finish_stopped(setup, outputs, passes, stop, failed, rank);
+    }
+    return finish(setup, outputs, sizes, resume, rank);
 }
 
 }  // namespace

@@ -117,7 +117,8 @@ std::unique_ptr<Transport> open_collective(const Setup& setup, TransportUsed use
 
 // Opens the transport `choose_transport` chose (collective over the world).
 std::unique_ptr<Transport> open_transport(const Setup& setup, TransportUsed used) {
-    const Config& config = setup.config;
+    // Slots for the largest of the run's sizes; each size moves through them in turn.
+    const Config config = setup.config.largest();
     TransportOptions options{config.tensor_bytes(), config.chunk, config.timeout()};
     options.slots = static_cast<std::size_t>(config.depth);
     options.debug_skip_reuse_wait = config.debug_skip_reuse_wait;
@@ -160,7 +161,8 @@ RankNeeds rank_needs(const Config& config, const MemoryPlan& plan, Role role, bo
     return needs;
 }
 
-// The result file's size: /y, /step, every timing and count matrix, and room for metadata.
+// The result file's size for one tensor size: /y, /step, every timing and count matrix, and room
+// for metadata.
 double result_file_bytes(const Config& config, int world_size, int pairs) {
     const double steps = static_cast<double>(config.steps);
     const double rows = static_cast<double>(config.written_rows());
@@ -192,7 +194,8 @@ std::string mib(double bytes) {
 // device and its node's host memory, and what the file will take, against what there is.
 // Collective; every rank leaves with the same usage error when anything does not fit.
 void check_resources(const Setup& setup, int rank, int size) {
-    const Config& config = setup.config;
+    // Every buffer is made for the largest size; the file holds every size's datasets.
+    const Config config = setup.config.largest();
     const bool cpu_path = setup.device->backend() == Backend::host;
     const RankNeeds needs = rank_needs(config, setup.memory, setup.placement.role, cpu_path);
     // Ranks on one node share its memory.
@@ -221,7 +224,10 @@ void check_resources(const Setup& setup, int rank, int size) {
                               " available (MemAvailable)");
         }
         if (rank != 0) return;
-        double file_bytes = result_file_bytes(config, size, setup.placement.pairs);
+        double file_bytes = 0;
+        for (const std::uint64_t elements : setup.config.size_list()) {
+            file_bytes += result_file_bytes(config.sized(elements), size, setup.placement.pairs);
+        }
         if (config.resume) {
             // A resumed file is already allocated, but for the rows not written yet.
             struct stat status {};
@@ -308,7 +314,7 @@ Setup set_up(const MpiSession& mpi, const Config& config) {
     TransportChoice choice;
     agree(MPI_COMM_WORLD, [&] { choice = choose_transport(config, facts); });
     setup.transport_note = choice.reason;
-    setup.spec = pipeline_spec(config, setup.placement);
+    setup.spec = pipeline_spec(config.largest(), setup.placement);
     setup.memory = plan_memory(setup.spec, setup.placement.role, !choice.a_writes_in_place);
     check_resources(setup, rank, size);
     agree(MPI_COMM_WORLD, [&] { setup.transport = open_transport(setup, *choice.used); });

@@ -55,6 +55,7 @@ class CollectiveTransport final : public Transport {
         published_.streams_idle();
         read_.streams_idle();
     }
+    void set_tensor_bytes(std::size_t bytes) override { bytes_ = slots_.resize(bytes); }
     void check_health() override { call_->check_health(); }
 
   private:

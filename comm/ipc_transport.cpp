@@ -24,19 +24,20 @@ class IpcTransport final : public Transport {
     IpcTransport(std::unique_ptr<IpcMemory> memory, const PairPlacement& placement, Device& device,
                  const TransportOptions& options)
         : memory_(std::move(memory)),
+          device_(device),
           options_(options),
+          bytes_(options.slot_bytes),
           sent_(options.slots, 0),
           received_(options.slots, 0),
           released_(options.slots, 0) {
         // A's own slots, which the copy reads; with produce_in_place A writes the consumer's.
-        std::vector<void*> landing;
         for (std::size_t k = 0; k < options.slots; ++k) {
             if (placement.role != Role::consumer && !options.produce_in_place) {
                 own_.push_back(device.allocate(options.slot_bytes));
             }
-            if (placement.role != Role::producer) landing.push_back(memory_->slot(k));
+            if (placement.role != Role::producer) landing_.push_back(memory_->slot(k));
         }
-        poison(device, landing, options.slot_bytes);
+        poison(device, landing_, options.slot_bytes);
     }
 
     std::string name() const override {
@@ -55,7 +56,7 @@ class IpcTransport final : public Transport {
     void publish(std::size_t k, Stream& stream) override {
         if (!options_.produce_in_place) {
             wait_for_release(k, stream);
-            memory_->copy(memory_->slot(k), own_[k].data(), options_.slot_bytes, stream);
+            memory_->copy(memory_->slot(k), own_[k].data(), bytes_, stream);
         }
         memory_->write_word(memory_->arrived(k), ++sent_[k], stream);
     }
@@ -73,6 +74,13 @@ class IpcTransport final : public Transport {
     bool receive_waits() const override { return true; }
     // The words count each slot's uses, so no wait depends on what was recorded before.
     void streams_idle() override {}
+    // Between passes: the producer writes again only after the pass's opening barrier, once the
+    // consumer's slots are poisoned.
+    void set_tensor_bytes(std::size_t bytes) override {
+        check_tensor_bytes(bytes, options_.slot_bytes);
+        poison(device_, landing_, bytes);
+        bytes_ = bytes;
+    }
 
   private:
     // The reuse wait before the producer writes slot k for its next use: the consumer's reader
@@ -84,7 +92,10 @@ class IpcTransport final : public Transport {
     }
 
     std::unique_ptr<IpcMemory> memory_;
+    Device& device_;
     TransportOptions options_;
+    std::size_t bytes_;           // each tensor's
+    std::vector<void*> landing_;  // the consumer's slots, where x arrives
     std::vector<Buffer> own_;  // the producer's slots that A writes (copy engine only)
     // Uses of each slot so far, counted alike on both sides (the sequence numbers).
     std::vector<std::uint32_t> sent_, received_, released_;

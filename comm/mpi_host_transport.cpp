@@ -18,6 +18,7 @@ class MpiHostTransport final : public Transport {
     MpiHostTransport(MPI_Comm comm, const PairPlacement& placement, Device& device,
                      const TransportOptions& options)
         : options_(options),
+          bytes_(options.slot_bytes),
           peer_(placement.peer),
           slots_(device, placement.role, options.slots, options.slot_bytes,
                  options.debug_skip_reuse_wait) {
@@ -45,11 +46,12 @@ class MpiHostTransport final : public Transport {
     void release(std::size_t k, Stream& stream) override { slots_.free.record(k, stream); }
     bool receive_waits() const override { return false; }
     void streams_idle() override { slots_.free.streams_idle(); }
+    void set_tensor_bytes(std::size_t bytes) override { bytes_ = slots_.resize(bytes); }
 
   private:
     // Messages over INT_MAX bytes go as several; MPI keeps their order between two ranks.
     void transfer(void* data, bool sending) {
-        const std::size_t bytes = options_.slot_bytes;
+        const std::size_t bytes = bytes_;
         const int peer = peer_;
         const std::size_t piece = std::min<std::size_t>(options_.chunk_bytes, INT_MAX);
         auto* p = static_cast<char*>(data);
@@ -69,6 +71,7 @@ class MpiHostTransport final : public Transport {
     }
 
     TransportOptions options_;
+    std::size_t bytes_;  // each tensor's (the stream threads read it only while queued work runs)
     int peer_;
     SlotRing slots_;
     MPI_Comm comm_ = MPI_COMM_NULL;

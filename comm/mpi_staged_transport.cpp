@@ -27,6 +27,7 @@ class MpiStagedTransport final : public Transport {
                        const TransportOptions& options)
         : device_(device),
           options_(options),
+          bytes_(options.slot_bytes),
           peer_(placement.peer),
           slots_(device, placement.role, options.slots, options.slot_bytes,
                  options.debug_skip_reuse_wait),
@@ -57,18 +58,19 @@ class MpiStagedTransport final : public Transport {
     void* acquire(std::size_t k, Stream&) override { return slots_.send[k].data(); }
 
     void publish(std::size_t k, Stream& stream) override {
-        queue_send(slots_.send[k].data(), options_.slot_bytes, peer_, stream);
+        queue_send(slots_.send[k].data(), bytes_, peer_, stream);
     }
 
     const void* await(std::size_t k, Stream& stream) override {
         slots_.wait_free(k, stream);
-        queue_recv(slots_.recv[k].data(), options_.slot_bytes, peer_, stream);
+        queue_recv(slots_.recv[k].data(), bytes_, peer_, stream);
         return slots_.recv[k].data();
     }
 
     void release(std::size_t k, Stream& stream) override { slots_.free.record(k, stream); }
     bool receive_waits() const override { return false; }
     void streams_idle() override { slots_.free.streams_idle(); }
+    void set_tensor_bytes(std::size_t bytes) override { bytes_ = slots_.resize(bytes); }
 
   private:
     void queue_send(const void* data, std::size_t bytes, int peer, Stream& stream) {
@@ -146,6 +148,7 @@ class MpiStagedTransport final : public Transport {
 
     Device& device_;
     TransportOptions options_;
+    std::size_t bytes_;  // each tensor's
     int peer_;
     SlotRing slots_;
     std::size_t piece_bytes_;

@@ -134,6 +134,7 @@ class NcclTransport final : public Transport {
         slots_.free.streams_idle();
         arrived_.streams_idle();
     }
+    void set_tensor_bytes(std::size_t bytes) override { bytes_ = slots_.resize(bytes); }
     void check_health() override { comm_.check_health(); }
 
   private:

@@ -4,10 +4,12 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/pairing.hpp"
 #include "runtime/device.hpp"
+#include "runtime/error.hpp"
 
 namespace gpurelay {
 
@@ -47,19 +49,34 @@ inline void poison(Device& device, const std::vector<void*>& slots, std::size_t 
     stream->synchronize();
 }
 
+// A tensor of `bytes` must fit the slots (`capacity` bytes each) made for the run's largest.
+inline void check_tensor_bytes(std::size_t bytes, std::size_t capacity) {
+    if (bytes > capacity) {
+        throw runtime_error("transport: a tensor of " + std::to_string(bytes) +
+                            " bytes does not fit its slots of " + std::to_string(capacity));
+    }
+}
+
 // A rank's slots: `slots` send buffers when it produces, as many receive buffers when it
 // consumes, and the consumer's reuse rule: a receive into slot k is queued after the release of
 // its previous use (`free`).
 struct SlotRing {
     SlotRing(Device& device, Role role, std::size_t slots, std::size_t bytes, bool skip_reuse_wait)
-        : free(device, slots), skip_reuse_wait_(skip_reuse_wait) {
+        : free(device, slots), device_(device), capacity_(bytes), skip_reuse_wait_(skip_reuse_wait) {
         for (std::size_t k = 0; k < slots; ++k) {
             if (role != Role::consumer) send.push_back(device.allocate(bytes));
             if (role != Role::producer) recv.push_back(device.allocate(bytes));
         }
+        resize(bytes);
+    }
+    // The tensors from now on are `bytes` long (at most a slot's), and the receive slots are
+    // poisoned again: a step of a new size cannot pass on what a step of the last size left.
+    std::size_t resize(std::size_t bytes) {
+        check_tensor_bytes(bytes, capacity_);
         std::vector<void*> landing;
         for (const Buffer& slot : recv) landing.push_back(slot.data());
-        poison(device, landing, bytes);
+        poison(device_, landing, bytes);
+        return bytes;
     }
     // Queued on `stream` before slot k is written again: its last reader is done.
     void wait_free(std::size_t k, Stream& stream) {
@@ -70,6 +87,8 @@ struct SlotRing {
     SlotEvents free;  // recorded by release, after the slot's last reader
 
   private:
+    Device& device_;
+    std::size_t capacity_;  // bytes a slot holds
     bool skip_reuse_wait_;
 };
 

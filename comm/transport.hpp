@@ -47,6 +47,9 @@ class Transport {
     // Every stream of this rank is idle: the orderings queued so far are met, and the next work
     // may be a graph capture (whose waits may name only events recorded in the same capture).
     virtual void streams_idle() = 0;
+    // The bytes of each tensor from now on, at most a slot's: a run of several sizes moves each
+    // in turn through the same slots. Called only while every stream of the rank is idle.
+    virtual void set_tensor_bytes(std::size_t bytes) = 0;
     // Throws if the transport has failed in the background (NCCL's asynchronous errors; the
     // communicator is aborted first, which unblocks this rank's NCCL kernels).
     virtual void check_health() {}

@@ -1,9 +1,27 @@
 // Config's members: the tensor's size and which steps are kept in /y.
 #include "config/config.hpp"
 
+#include <algorithm>
+
 namespace gpurelay {
 
 std::uint64_t Config::tensor_bytes() const { return elements * dtype_size(dtype); }
+
+std::vector<std::uint64_t> Config::size_list() const {
+    return sizes.empty() ? std::vector<std::uint64_t>{elements} : sizes;
+}
+
+Config Config::sized(std::uint64_t size_elements) const {
+    Config one = *this;
+    one.elements = size_elements;
+    one.sizes.clear();
+    return one;
+}
+
+Config Config::largest() const {
+    const std::vector<std::uint64_t> all = size_list();
+    return sized(*std::max_element(all.begin(), all.end()));
+}
 
 bool Config::writes_step(std::int64_t step) const {
     if (step < 0 || step >= steps) return false;

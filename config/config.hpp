@@ -34,7 +34,10 @@ inline constexpr std::int64_t kTimingAutoEvery = 16;
 struct Config {
     DeviceKind device = DeviceKind::auto_select;
     TransportKind transport = TransportKind::auto_select;
-    std::uint64_t elements = 1ull << 20;  // per tensor
+    std::uint64_t elements = 1ull << 20;  // per tensor (of a run of several sizes: the first's)
+    // A run of several tensor sizes (the key elements as a list or a range): each in turn, in this
+    // order, in one launch. Empty: the one size `elements`.
+    std::vector<std::uint64_t> sizes;
     DType dtype = DType::float32;
     std::int64_t steps = 20;  // total steps, warm-up included
     std::int64_t warmup = 2;  // first steps left out of the timings (step 0 is the cold step)
@@ -80,6 +83,14 @@ struct Config {
 
     // Bytes of one tensor of `elements` values of `dtype`.
     std::uint64_t tensor_bytes() const;
+    // The run's tensor sizes in order: `sizes`, or `elements` alone.
+    std::vector<std::uint64_t> size_list() const;
+    // Whether the run has several sizes.
+    bool several_sizes() const { return sizes.size() > 1; }
+    // This run for one size: elements = `size_elements`, no other sizes.
+    Config sized(std::uint64_t size_elements) const;
+    // The largest of the run's sizes: what every buffer is made for.
+    Config largest() const;
     // Whether profile_steps asks for a profiler capture range.
     bool profiles() const { return profile_first >= 0; }
     // timeout_s as a duration, for every wait that honours it.
@@ -134,6 +145,13 @@ Config config_from_toml(std::string_view toml_text, std::string_view origin, Con
 // Parses "64Mi", "1G", "4096", "1e9" (exponent form: only a whole number) into a count; throws a
 // usage error naming `key`.
 std::uint64_t parse_size(std::string_view key, std::string_view text);
+// At most this many sizes in one run.
+inline constexpr std::size_t kMaxSizes = 64;
+// Parses one size, a list "4Ki,64Ki,1Mi", or a range "4Ki:256Mi:x4" (geometric, an integer factor
+// of at least 2) or "1Ki:8Ki:+1Ki" (arithmetic), into the sizes in order; throws a usage error
+// naming `key` for an empty list or item, a range that does not grow, more than kMaxSizes sizes
+// or a size given twice.
+std::vector<std::uint64_t> parse_size_list(std::string_view key, std::string_view text);
 // The closest known key to `unknown`, or empty when nothing is close.
 std::string closest_key(std::string_view unknown);
 // The candidate nearest to `unknown` (edit distance at most max(2, length/3)), or empty.

@@ -61,6 +61,26 @@ KeySpec size_key(std::string_view name, std::string_view help, std::uint64_t Con
             [field](const Config& c) { return std::to_string(c.*field); }};
 }
 
+// `elements`: one size, or the sizes of a run of several (parse_size_list), written back as plain
+// numbers ("4096,65536", a TOML string; one size stays a TOML integer).
+KeySpec sizes_key(std::string_view name, std::string_view help) {
+    return {{name, help, "SIZE|LIST|RANGE", false, "size, or a list or range of sizes", {}, {}},
+            TomlForm::size,
+            [](Config& c, std::string_view text, std::string_view label) {
+                std::vector<std::uint64_t> sizes = parse_size_list(label, text);
+                c.elements = sizes.front();
+                if (sizes.size() == 1) sizes.clear();
+                c.sizes = std::move(sizes);
+            },
+            [](const Config& c) {
+                std::string text;
+                for (const std::uint64_t size : c.size_list()) {
+                    text += (text.empty() ? "" : ",") + std::to_string(size);
+                }
+                return text;
+            }};
+}
+
 KeySpec real_key(std::string_view name, std::string_view help, double Config::*field,
                  bool positive) {
     return {{name, help, positive ? "NUMBER>0" : "NUMBER", false, "number", {}, {}},
@@ -293,7 +313,12 @@ constexpr std::string_view kTransportDoc =
 constexpr std::string_view kElementsDoc =
     "Sizes take the suffixes `Ki Mi Gi Ti` (powers of 1024) or `k K M G T` (powers of 1000): "
     "`64Mi` float32 values are 256 MiB. The kernels index with 32-bit integers, hence the "
-    "upper limit.";
+    "upper limit. Several sizes run in turn in one launch, as nccl-tests sweeps them: a list "
+    "`4Ki,64Ki,1Mi`, or a range `4Ki:256Mi:x4` (each size times 4 while at most the last) or "
+    "`1Ki:8Ki:+1Ki` (plus 1Ki each). The communicator, streams and slots are made once, for the "
+    "largest size (checked against memory before anything is allocated); each size has its own "
+    "cold step, warm-up and timed steps, its own ceilings, a row of the report's closing table, "
+    "a case in the JSON, a row in the CSV and a group in the file (docs/OUTPUT.md).";
 constexpr std::string_view kStepsDoc =
     "Step 0 is timed alone and reported as the cold step (it includes NCCL's connection "
     "set-up); steps 0 to `warmup` − 1 are left out of every statistic.";
@@ -428,8 +453,10 @@ const std::vector<KeySpec>& key_table() {
             choice_key("transport", "how tensors move between ranks", "auto|nccl|mpi|ipc",
                        &Config::transport, std::array{TK::auto_select, TK::nccl, TK::mpi, TK::ipc}),
             {}, kTransportDoc),
-        documented(size_key("elements", "values per tensor (at most 2^32-1)", &Config::elements),
-                   "1 to 2^32−1", kElementsDoc),
+        documented(sizes_key("elements",
+                             "values per tensor (at most 2^32-1), or a list or range of sizes "
+                             "run in turn"),
+                   "1 to 2^32−1 each; at most 64 sizes", kElementsDoc),
         choice_key("dtype", "value type of the tensors", "float32|float64", &Config::dtype,
                    std::array{DType::float32, DType::float64}),
         documented(int_key("steps", "total steps, warm-up included", &Config::steps, 1), "≥ 1",
@@ -589,7 +616,8 @@ std::string config_value_toml(const Config& config, std::string_view key) {
             std::int64_t as_signed = 0;
             const auto [end, ec] =
                 std::from_chars(text.data(), text.data() + text.size(), as_signed);
-            return ec == std::errc() ? text : toml_quote(text);
+            return ec == std::errc() && end == text.data() + text.size() ? text
+                                                                         : toml_quote(text);
         }
     }
     return text;

@@ -61,9 +61,11 @@ void validate_config(const Config& c) {
         fail("depth (" + std::to_string(c.depth) + ") must be from 1 to 64");
     }
     // The kernels index with 32-bit unsigned integers.
-    if (c.elements < 1 || c.elements > kMax32) {
-        fail("elements (" + std::to_string(c.elements) +
-             ") must be from 1 to 4294967295: kernels index with 32-bit integers");
+    for (const std::uint64_t elements : c.size_list()) {
+        if (elements < 1 || elements > kMax32) {
+            fail("elements (" + std::to_string(elements) +
+                 ") must be from 1 to 4294967295: kernels index with 32-bit integers");
+        }
     }
     if (c.c_elements > kMax32) {
         fail("c_elements (" + std::to_string(c.c_elements) +

@@ -224,4 +224,75 @@ std::uint64_t parse_size(std::string_view key, std::string_view text) {
     return count * multiplier->factor;
 }
 
+namespace {
+
+std::string_view trimmed(std::string_view text) {
+    const auto first = text.find_first_not_of(' ');
+    if (first == std::string_view::npos) return {};
+    return text.substr(first, text.find_last_not_of(' ') - first + 1);
+}
+
+// "FIRST:LAST:xF" or "FIRST:LAST:+STEP": every size from FIRST while it is at most LAST.
+std::vector<std::uint64_t> parse_size_range(std::string_view key, std::string_view text) {
+    const std::size_t a = text.find(':'), b = text.find(':', a + 1);
+    const std::string_view step = b == std::string_view::npos ? "" : trimmed(text.substr(b + 1));
+    if (b == std::string_view::npos || step.size() < 2 || (step[0] != 'x' && step[0] != '+')) {
+        throw usage_error(std::string(key) + ": expected a range FIRST:LAST:xFACTOR or " +
+                          "FIRST:LAST:+STEP (e.g. 4Ki:256Mi:x4), got " + quote_for_message(text));
+    }
+    const std::uint64_t first = parse_size(key, trimmed(text.substr(0, a)));
+    const std::uint64_t last = parse_size(key, trimmed(text.substr(a + 1, b - a - 1)));
+    const bool geometric = step[0] == 'x';
+    const std::uint64_t by = parse_size(key, step.substr(1));
+    if (last < first || (geometric ? by < 2 || first == 0 : by == 0)) {
+        throw usage_error(std::string(key) + ": the range " + quote_for_message(text) +
+                          " does not grow (FIRST at most LAST, a factor of at least x2 or a step "
+                          "of at least +1)");
+    }
+    std::vector<std::uint64_t> sizes;
+    for (std::uint64_t size = first;;) {
+        sizes.push_back(size);
+        if (sizes.size() > kMaxSizes) break;  // reported by the caller
+        if (geometric ? size > last / by : size > last - by) break;
+        size = geometric ? size * by : size + by;
+    }
+    return sizes;
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> parse_size_list(std::string_view key, std::string_view text) {
+    std::vector<std::uint64_t> sizes;
+    if (text.find(':') != std::string_view::npos) {
+        sizes = parse_size_range(key, text);
+    } else {
+        for (std::size_t start = 0;;) {
+            const std::size_t comma = text.find(',', start);
+            const std::string_view item = trimmed(text.substr(start, comma - start));
+            if (item.empty()) {
+                throw usage_error(std::string(key) + ": " +
+                                  (trimmed(text).empty() ? std::string("the list of sizes is empty")
+                                                         : "an empty size in the list " +
+                                                               quote_for_message(text)));
+            }
+            sizes.push_back(parse_size(key, item));
+            if (comma == std::string_view::npos) break;
+            start = comma + 1;
+        }
+    }
+    if (sizes.size() > kMaxSizes) {
+        throw usage_error(std::string(key) + ": " + quote_for_message(text) + " gives more than " +
+                          std::to_string(kMaxSizes) + " sizes (at most " +
+                          std::to_string(kMaxSizes) + " in one run)");
+    }
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        if (std::find(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(i), sizes[i]) !=
+            sizes.begin() + static_cast<std::ptrdiff_t>(i)) {
+            throw usage_error(std::string(key) + ": the size " + std::to_string(sizes[i]) +
+                              " is given twice in " + quote_for_message(text));
+        }
+    }
+    return sizes;
+}
+
 }  // namespace gpurelay

@@ -70,33 +70,44 @@ H5Dataset create_dataset(hid_t file, const std::string& path, ElementType type, 
 
 // Rank 0 only: every dataset of `layout` (allocated, matrices filled), /step and the root
 // attributes with complete = 0, in `file` opened serially.
+// One set's /y and its /step, under `group` (made first when it is not the root).
+void create_rows(hid_t file, const ResultFileLayout& layout, const RowSet& set,
+                 hid_t link_create) {
+    const std::string y_name = set.group + "/y", step_name = set.group + "/step";
+    const hsize_t rows = layout.written_steps.size();
+    // Every element of /y gets written (or the run is incomplete): filling it first would
+    // write the whole tensor twice.
+    H5PropertyList y_create = contiguous_early(y_name);
+    h5_check(H5Pset_fill_time(y_create.get(), H5D_FILL_TIME_NEVER),
+             "H5Pset_fill_time(" + y_name + ")");
+    const hsize_t y_dims[3] = {layout.pairs, rows, set.elements};
+    H5Dataset y =
+        create_dataset(file, y_name, layout.y_type, 3, y_dims, link_create, y_create.get());
+    write_notes(y.get(), layout.y_notes, y_name);
+    H5PropertyList step_create = contiguous_early(step_name);
+    h5_check(H5Pset_fill_time(step_create.get(), H5D_FILL_TIME_NEVER),
+             "H5Pset_fill_time(" + step_name + ")");
+    H5Dataset step = create_dataset(file, step_name, ElementType::int64, 1, &rows, link_create,
+                                    step_create.get());
+    const hsize_t start = 0;
+    write_hyperslab(step.get(), &start, &rows, rows, H5T_NATIVE_INT64, H5P_DEFAULT,
+                    layout.written_steps.data(), step_name);
+    write_notes(step.get(), layout.step_notes, step_name);
+    // /step is the coordinate of /y's rows: a dimension scale attached to its dimension 1.
+    h5_check(H5DSset_scale(step.get(), "step"), "H5DSset_scale(" + step_name + ")");
+    h5_check(H5DSattach_scale(y.get(), step.get(), 1),
+             "H5DSattach_scale(" + y_name + ", " + step_name + ")");
+}
+
+// Rank 0 only: every dataset of `layout` (allocated, matrices filled), /step and the root
+// attributes with complete = 0, in `file` opened serially.
 void create_structure(hid_t file, const ResultFileLayout& layout, const Attributes& attributes) {
-    if (!layout.written_steps.empty()) {
-        const hsize_t rows = layout.written_steps.size();
-        // Every element of /y gets written (or the run is incomplete): filling it first would
-        // write the whole tensor twice.
-        H5PropertyList y_create = contiguous_early("/y");
-        h5_check(H5Pset_fill_time(y_create.get(), H5D_FILL_TIME_NEVER), "H5Pset_fill_time(/y)");
-        const hsize_t y_dims[3] = {layout.pairs, rows, layout.elements};
-        H5Dataset y =
-            create_dataset(file, "/y", layout.y_type, 3, y_dims, H5P_DEFAULT, y_create.get());
-        write_notes(y.get(), layout.y_notes, "/y");
-        H5PropertyList step_create = contiguous_early("/step");
-        h5_check(H5Pset_fill_time(step_create.get(), H5D_FILL_TIME_NEVER),
-                 "H5Pset_fill_time(/step)");
-        H5Dataset step = create_dataset(file, "/step", ElementType::int64, 1, &rows, H5P_DEFAULT,
-                                        step_create.get());
-        const hsize_t start = 0;
-        write_hyperslab(step.get(), &start, &rows, rows, H5T_NATIVE_INT64, H5P_DEFAULT,
-                        layout.written_steps.data(), "/step");
-        write_notes(step.get(), layout.step_notes, "/step");
-        // /step is the coordinate of /y's rows: a dimension scale attached to its dimension 1.
-        h5_check(H5DSset_scale(step.get(), "step"), "H5DSset_scale(/step)");
-        h5_check(H5DSattach_scale(y.get(), step.get(), 1), "H5DSattach_scale(/y, /step)");
-    }
     H5PropertyList link_create(h5_check(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate(link create)"));
     h5_check(H5Pset_create_intermediate_group(link_create.get(), 1),
              "H5Pset_create_intermediate_group");
+    if (!layout.written_steps.empty()) {
+        for (const RowSet& set : row_sets(layout)) create_rows(file, layout, set, link_create.get());
+    }
     for (const MatrixSpec& spec : layout.matrices) {
         const std::string name = matrix_name(spec);
         H5PropertyList matrix_create = contiguous_early(name);

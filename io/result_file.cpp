@@ -41,25 +41,33 @@ ResultFile& ResultFile::operator=(ResultFile&&) noexcept = default;
 ResultFile::~ResultFile() = default;
 
 void ResultFile::write_y_row(std::uint64_t pair, std::uint64_t row, const void* data) {
+    write_y_row(0, pair, row, data);
+}
+
+void ResultFile::write_y_row(std::size_t set, std::uint64_t pair, std::uint64_t row,
+                             const void* data) {
     if (!state_) {
         throw runtime_error("result file: write_y_row on a moved-from file");
     }
     State& state = *state_;
     state.require_open("write_y_row");
-    if (!state.y) {
-        throw runtime_error("result file: write_y_row, but the file has no /y (no written steps)");
+    if (set >= state.row_sets.size()) {
+        throw runtime_error("result file: write_y_row, but the file has no /y " +
+                            (state.row_sets.empty() ? std::string("(no written steps)")
+                                                    : "set " + std::to_string(set)));
     }
     if (pair >= state.pairs || row >= state.rows) {
         throw runtime_error("result file: /y row (pair " + std::to_string(pair) + ", row " +
                             std::to_string(row) + ") is outside [" + std::to_string(state.pairs) +
                             ", " + std::to_string(state.rows) + "]");
     }
+    const State::Rows& rows = state.row_sets[set];
     QuietHdf5Errors quiet;
     const hsize_t start[3] = {pair, row, 0};
-    const hsize_t count[3] = {1, 1, state.elements};
-    write_hyperslab(state.y.get(), start, count, state.elements, memory_type(state.y_type),
+    const hsize_t count[3] = {1, 1, rows.elements};
+    write_hyperslab(rows.y.get(), start, count, rows.elements, memory_type(state.y_type),
                     state.independent_transfer.get(), data,
-                    "/y pair " + std::to_string(pair) + " row " + std::to_string(row));
+                    rows.group + "/y pair " + std::to_string(pair) + " row " + std::to_string(row));
 }
 
 void ResultFile::write_matrix_row(const std::string& path, std::uint64_t row, const void* data) {
@@ -92,6 +100,17 @@ void ResultFile::flush() {
     State& state = *state_;
     state.require_open("flush");
     QuietHdf5Errors quiet;
+    state.flush_everywhere();
+}
+
+void ResultFile::write_attributes(const GroupAttributes& group_attributes) {
+    if (!state_) {
+        throw runtime_error("result file: write_attributes on a moved-from file");
+    }
+    State& state = *state_;
+    state.require_open("write_attributes");
+    QuietHdf5Errors quiet;
+    agree(state.comm, [&] { write_group_attributes(state.file.get(), group_attributes); });
     state.flush_everywhere();
 }
 

@@ -68,12 +68,22 @@ using Attributes = std::vector<std::pair<std::string, AttributeValue>>;
 // Attributes of groups inside the file: {"/timings/overlap_on", {...}}.
 using GroupAttributes = std::vector<std::pair<std::string, Attributes>>;
 
+// Where a /y and its /step lie, and its rows' length: "" for the root's (/y, /step), or a group
+// of a run of several tensor sizes ("/cases/1": /cases/1/y and /cases/1/step).
+struct RowSet {
+    std::string group;
+    std::uint64_t elements = 0;
+};
+
 // What datasets the file holds; must be the same on every rank.
 struct ResultFileLayout {
     std::uint64_t pairs = 1;
     std::vector<std::int64_t>
         written_steps;  // /step: which step each row of /y holds; empty → no /y
     std::uint64_t elements = 0;
+    // Several /y, one per group, each with the written steps above: a run of several sizes. Empty:
+    // one /y at the root, of `elements` values a row.
+    std::vector<RowSet> row_sets;
     ElementType y_type = ElementType::float32;
     std::vector<MatrixSpec> matrices;  // created in this order; intermediate groups made as needed
     DatasetNotes y_notes, step_notes;  // what /y and /step say about themselves
@@ -131,11 +141,18 @@ class ResultFile {
     // `pair` in /y from `elements` values of y_type at `data`. Throws a runtime error on this rank
     // only, for a bad index or a failed write.
     void write_y_row(std::uint64_t pair, std::uint64_t row, const void* data);
+    // The same for the `set`-th /y of a layout with row sets (0: the only one otherwise).
+    void write_y_row(std::size_t set, std::uint64_t pair, std::uint64_t row, const void* data);
     // Independent: writes row `row` of the matrix declared as `path`, `cols` values of its type.
     void write_matrix_row(const std::string& path, std::uint64_t row, const void* data);
 
     // Collective: flushes what every rank has written so far to disk.
     void flush();
+
+    // Collective: writes `group_attributes` on their (existing) groups ("/" for the root) alike on
+    // every rank, and flushes: what a finished part of the run (one size of several) says of
+    // itself, there before the rest of the run.
+    void write_attributes(const GroupAttributes& group_attributes);
 
     // Collective: writes `attributes` on the root (replacing those of the same name), sets
     // `complete` to 1 when `complete` (0 otherwise), closes the file and, when `complete`, renames

@@ -41,14 +41,18 @@ struct ResultFile::State {
 
     std::uint64_t pairs = 0;
     std::uint64_t rows = 0;
-    std::uint64_t elements = 0;
     ElementType y_type = ElementType::float32;
 
     // Declared first, so destroyed last: the file closes only after its datasets.
     H5File file;
     H5PropertyList independent_transfer;
-    H5Dataset y;
-    H5Dataset step;
+    // Each row set's /y and /step (none without written steps), and its rows' length.
+    struct Rows {
+        H5Dataset y, step;
+        std::uint64_t elements = 0;
+        std::string group;
+    };
+    std::vector<Rows> row_sets;
     std::map<std::string, Matrix> matrices;
     bool closed = false;
 
@@ -65,8 +69,10 @@ struct ResultFile::State {
             for (auto& entry : matrices) {
                 entry.second.dataset.release();
             }
-            y.release();
-            step.release();
+            for (Rows& set : row_sets) {
+                set.y.release();
+                set.step.release();
+            }
             independent_transfer.release();
             file.release();
             return;
@@ -91,8 +97,10 @@ struct ResultFile::State {
         for (auto& entry : matrices) {
             entry.second.dataset.reset();
         }
-        y.reset();
-        step.reset();
+        for (Rows& set : row_sets) {
+            set.y.reset();
+            set.step.reset();
+        }
         independent_transfer.reset();
     }
 
@@ -110,7 +118,6 @@ struct ResultFile::State {
         state->overwrite = overwrite;
         state->pairs = layout.pairs;
         state->rows = layout.written_steps.size();
-        state->elements = layout.elements;
         state->y_type = layout.y_type;
         MPI_CHECK(MPI_Comm_dup(comm, &state->comm));
         MPI_CHECK(MPI_Comm_rank(state->comm, &state->rank));
@@ -124,12 +131,18 @@ struct ResultFile::State {
             h5_check(H5Fopen(partial_path.c_str(), H5F_ACC_RDWR, parallel_file_access(comm).get()),
                      "H5Fopen('" + partial_path + "')"));
         independent_transfer = independent_transfer_list();
-        // The declared order: /y, /step, then the matrices as listed.
+        // The declared order: each set's y and step, then the matrices as listed.
         const std::vector<DeclaredDataset> declared = declared_datasets(layout);
         std::size_t next = 0;
         if (!layout.written_steps.empty()) {
-            y = open_declared_dataset(file.get(), partial_path, declared[next++]);
-            step = open_declared_dataset(file.get(), partial_path, declared[next++]);
+            for (const RowSet& set : gpurelay::row_sets(layout)) {
+                Rows& rows_of_set = row_sets.emplace_back();
+                rows_of_set.y = open_declared_dataset(file.get(), partial_path, declared[next++]);
+                rows_of_set.step =
+                    open_declared_dataset(file.get(), partial_path, declared[next++]);
+                rows_of_set.elements = set.elements;
+                rows_of_set.group = set.group;
+            }
         }
         for (const MatrixSpec& spec : layout.matrices) {
             matrices.emplace(

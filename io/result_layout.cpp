@@ -55,7 +55,8 @@ void validate_layout(const ResultFileLayout& layout) {
         if (key.empty()) {
             throw runtime_error("result file: matrix path '" + spec.path + "' is empty");
         }
-        if (!layout.written_steps.empty() && (key == "y" || key == "step")) {
+        if (!layout.written_steps.empty() && layout.row_sets.empty() &&
+            (key == "y" || key == "step")) {
             throw runtime_error("result file: matrix path '" + spec.path + "' is reserved");
         }
         if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
@@ -76,12 +77,19 @@ void validate_attributes(const Attributes& attributes) {
     }
 }
 
+std::vector<RowSet> row_sets(const ResultFileLayout& layout) {
+    if (!layout.row_sets.empty()) return layout.row_sets;
+    return {{"", layout.elements}};
+}
+
 std::vector<DeclaredDataset> declared_datasets(const ResultFileLayout& layout) {
     std::vector<DeclaredDataset> datasets;
     if (!layout.written_steps.empty()) {
         const hsize_t rows = layout.written_steps.size();
-        datasets.push_back({"/y", layout.y_type, {layout.pairs, rows, layout.elements}});
-        datasets.push_back({"/step", ElementType::int64, {rows}});
+        for (const RowSet& set : row_sets(layout)) {
+            datasets.push_back({set.group + "/y", layout.y_type, {layout.pairs, rows, set.elements}});
+            datasets.push_back({set.group + "/step", ElementType::int64, {rows}});
+        }
     }
     for (const MatrixSpec& spec : layout.matrices) {
         datasets.push_back({matrix_name(spec), spec.type, {spec.rows, spec.cols}});

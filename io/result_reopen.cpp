@@ -42,13 +42,14 @@ void check_resumable(const std::string& partial_path, const ResultFileLayout& la
     for (const DeclaredDataset& declared : declared_datasets(layout)) {
         H5Dataset dataset = open_declared_dataset(file.get(), partial_path, declared);
         // Rows are placed by their index into written_steps, so the steps must be the same.
-        if (declared.name == "/step") {
+        // (Each /step is the one 1-D dataset of its set; matrices are 2-D.)
+        if (declared.dims.size() == 1) {
             std::vector<std::int64_t> steps(layout.written_steps.size());
             h5_check(H5Dread(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
                              steps.data()),
-                     "H5Dread(/step)");
+                     "H5Dread(" + declared.name + ")");
             if (steps != layout.written_steps) {
-                throw usage_error(prefix + "/step holds other steps than this run writes");
+                throw usage_error(prefix + declared.name + " holds other steps than this run writes");
             }
         }
     }

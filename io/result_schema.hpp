@@ -18,6 +18,9 @@ class ResultSchema {
         std::uint64_t ranks = 1;
         std::uint64_t steps = 0;
         std::uint64_t elements = 0;
+        // A run of several sizes: each size's elements, in run order, each with its datasets in a
+        // group of its own (case_group). Empty: one size, `elements`, at the root.
+        std::vector<std::uint64_t> sizes;
         ElementType y_type = ElementType::float32;
         std::vector<std::int64_t> written_steps;  // the rows of /y; empty: no /y
         std::vector<bool> passes;                 // each pass's overlap, in run order
@@ -25,17 +28,27 @@ class ResultSchema {
     };
     explicit ResultSchema(Shape shape) : shape_(std::move(shape)) {}
 
-    // /y, /step, then per pass the timings of every phase and the two mismatch counts.
+    // /y, /step, then per pass the timings of every phase and the two mismatch counts; for
+    // several sizes, all of these in each size's group.
     ResultFileLayout layout() const;
 
+    // Where size i of a run of several sizes keeps its datasets: "/cases/0". Every path below
+    // takes the group it lies in ("" for the root, a run of one size).
+    static std::string case_group(std::size_t i);
     // "overlap_on" or "overlap_off": the group of a pass's datasets.
     static std::string pass_group(bool overlap);
     // Rank r's times of `phase`, one per step, in row r: "/timings/overlap_on/a".
-    static std::string timings_path(bool overlap, std::string_view phase);
+    static std::string timings_path(std::string_view group, bool overlap, std::string_view phase);
     // Pair p's wrong elements of x (B's fused check), one per step, in row p.
-    static std::string x_mismatches_path(bool overlap);
+    static std::string x_mismatches_path(std::string_view group, bool overlap);
     // ... and of C's output.
-    static std::string c_mismatches_path(bool overlap);
+    static std::string c_mismatches_path(std::string_view group, bool overlap);
+
+  private:
+    // The datasets of one size under `group`.
+    void add_size(ResultFileLayout& layout, const std::string& group) const;
+
+  public:
 
   private:
     Shape shape_;

@@ -8,7 +8,12 @@ namespace gpurelay {
 
 ResultWriter::ResultWriter(Device& device, ResultFile& file, std::uint64_t pair,
                            std::size_t row_bytes, int buffers, RowCheck check)
-    : device_(device), file_(file), pair_(pair), row_bytes_(row_bytes), check_(std::move(check)) {
+    : device_(device),
+      file_(file),
+      pair_(pair),
+      capacity_(row_bytes),
+      row_bytes_(row_bytes),
+      check_(std::move(check)) {
     for (int i = 0; i < buffers; ++i) {
         staging_.push_back(device.allocate_host(row_bytes));
         ready_.push_back(device.make_event(EventUse::ordering));
@@ -55,6 +60,18 @@ void ResultWriter::drain() {
     changed_.wait(lock, [this] { return in_flight_ == 0; });
 }
 
+void ResultWriter::switch_rows(std::size_t set, std::size_t row_bytes, RowCheck check) {
+    if (row_bytes > capacity_) {
+        throw runtime_error("result writer: rows of " + std::to_string(row_bytes) +
+                            " bytes, but its buffers hold " + std::to_string(capacity_));
+    }
+    drain();
+    std::lock_guard lock(mutex_);
+    set_ = set;
+    row_bytes_ = row_bytes;
+    check_ = std::move(check);
+}
+
 void ResultWriter::run() {
     try {
         device_.make_current();
@@ -70,7 +87,7 @@ void ResultWriter::run() {
             const auto start = std::chrono::steady_clock::now();
             const RowCheckResult found =
                 check_ ? check_(staging_[index].data(), job.step) : RowCheckResult{};
-            file_.write_y_row(pair_, job.row, staging_[index].data());
+            file_.write_y_row(set_, pair_, job.row, staging_[index].data());
             const double seconds =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             lock.lock();

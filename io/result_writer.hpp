@@ -46,6 +46,9 @@ class ResultWriter {
     void submit(const Slot& slot, std::uint64_t row, std::int64_t step);
     // Blocks until every submitted row is in the file.
     void drain();
+    // Once drained: the rows from now on go to the file's `set`-th /y (a run of several sizes),
+    // `row_bytes` each (at most the size the writer was made with), checked by `check`.
+    void switch_rows(std::size_t set, std::size_t row_bytes, RowCheck check);
 
     // Totals since the writer was made (it serves every pass of a run).
     double waited_ms() const;
@@ -65,6 +68,8 @@ class ResultWriter {
     Device& device_;
     ResultFile& file_;
     std::uint64_t pair_;
+    std::size_t capacity_;      // each staging buffer's
+    std::size_t set_ = 0;       // the /y rows go to
     std::size_t row_bytes_;
     RowCheck check_;
     std::vector<Buffer> staging_;

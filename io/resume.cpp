@@ -88,6 +88,15 @@ ResumePoint find_resume_point(const Config& config) {
                           "resume): " +
                           ResultFile::fresh_start_advice(config.output));
     }
+    // Files of one size, and of versions before several sizes, have neither: 0.
+    const std::int64_t size = integer("stopped_size").value_or(0);
+    const std::int64_t sizes_failed = integer("sizes_failed").value_or(0);
+    const auto sizes = static_cast<std::int64_t>(config.size_list().size());
+    if (size < 0 || size >= sizes || sizes_failed < 0 || sizes_failed > size) {
+        throw damaged("stopped_size " + std::to_string(size) + " is outside 0.." +
+                      std::to_string(sizes - 1) + ", or sizes_failed " +
+                      std::to_string(sizes_failed) + " is more than the sizes before it");
+    }
     const std::int64_t passes = config.overlap == OverlapMode::compare ? 2 : 1;
     if (*pass < 0 || *pass >= passes) {
         throw damaged("stopped_pass " + std::to_string(*pass) + " is outside 0.." +
@@ -98,7 +107,7 @@ ResumePoint find_resume_point(const Config& config) {
         throw damaged("stopped_at_step " + std::to_string(*step) + " is outside 1.." +
                       std::to_string(config.steps - 1));
     }
-    return {*pass, *step, 0, 0};
+    return {*pass, *step, 0, 0, size, sizes_failed};
 }
 
 }  // namespace gpurelay

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "comm/mpi_error.hpp"
+#include "runtime/error.hpp"
 #include "pipeline/graph_set.hpp"
 #include "pipeline/step.hpp"
 #include "runtime/nvtx.hpp"
@@ -25,6 +26,7 @@ class Pipeline::Impl {
   public:
     Impl(const PipelineSpec& spec, Device& device, Transport& transport, Role role, MPI_Comm comm)
         : spec_(spec),
+          capacity_(spec.bytes),
           device_(device),
           transport_(transport),
           comm_(comm),
@@ -37,6 +39,7 @@ class Pipeline::Impl {
     PassResult run(bool overlap, RowSink* sink, const StepCallback& on_step,
                    std::int64_t first_step, bool calibrate);
     const PipelineSpec& spec() const { return spec_; }
+    void resize(std::uint64_t elements);
     const PassResult& ceilings() const { return ceilings_; }
 
   private:
@@ -59,7 +62,8 @@ class Pipeline::Impl {
     void retire_through(Pass& pass, std::int64_t last);
     PassResult finish(Pass& pass, std::int64_t end);
 
-    PipelineSpec spec_;
+    PipelineSpec spec_;  // the timer, the schedule and the graphs read its size as it is now
+    std::size_t capacity_;  // bytes of the largest tensor, which every buffer holds
     Device& device_;
     Transport& transport_;
     MPI_Comm comm_;  // the ranks that run the pipeline together: they meet at its barriers
@@ -279,6 +283,19 @@ Pipeline::Pipeline(const PipelineSpec& spec, Device& device, Transport& transpor
     : impl_(std::make_unique<Impl>(spec, device, transport, role, comm)) {}
 
 Pipeline::~Pipeline() = default;
+
+void Pipeline::Impl::resize(std::uint64_t elements) {
+    const std::size_t bytes = elements * dtype_size(spec_.dtype);
+    if (bytes > capacity_) {
+        throw runtime_error("pipeline: tensors of " + std::to_string(bytes) +
+                            " bytes, but its buffers hold " + std::to_string(capacity_));
+    }
+    spec_.elements = elements;
+    spec_.bytes = bytes;
+    transport_.set_tensor_bytes(bytes);
+}
+
+void Pipeline::resize(std::uint64_t elements) { impl_->resize(elements); }
 
 PassResult Pipeline::run(bool overlap, RowSink* sink, const StepCallback& on_step,
                          std::int64_t first_step, bool calibrate) {

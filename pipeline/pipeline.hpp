@@ -158,6 +158,9 @@ class Pipeline {
     // timed steps start (after the cold step and the warm-up, outside the timings).
     PassResult run(bool overlap, RowSink* sink, const StepCallback& on_step,
                    std::int64_t first_step = 0, bool calibrate = false);
+    // From the next pass on, tensors of `elements` values (a run of several sizes, each in turn
+    // through the buffers and slots made for the largest, which the spec gave). Between passes.
+    void resize(std::uint64_t elements);
     // The ceilings the last calibrating pass measured, as a pass of their own: send and recv the
     // bare transfer, a and b a device copy of the tensor on the producer and the consumer, c C
     // alone (no steps when none was measured).

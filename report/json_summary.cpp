@@ -83,6 +83,19 @@ nlohmann::json typed_value(const std::string& toml_literal) {
 
 }  // namespace
 
+std::string sizes_json(const std::vector<RunSummary>& sizes, bool verified) {
+    nlohmann::ordered_json j;
+    j["schema_version"] = kSummarySchemaVersion;
+    j["sizes"] = nlohmann::ordered_json::array();
+    j["verified"] = verified;
+    j["cases"] = nlohmann::ordered_json::array();
+    for (const RunSummary& size : sizes) {
+        j["sizes"].push_back(size.config.elements);
+        j["cases"].push_back(nlohmann::ordered_json::parse(summary_json(size)));
+    }
+    return j.dump(2) + "\n";
+}
+
 std::string summary_json(const RunSummary& s) {
     nlohmann::json j;
     j["schema_version"] = kSummarySchemaVersion;

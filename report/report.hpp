@@ -200,9 +200,20 @@ std::string duration_text_us(double us);
 inline constexpr int kSummarySchemaVersion = 2;
 // The JSON summary: provenance, the resolved config (typed), the ranks, each pass.
 std::string summary_json(const RunSummary& summary);
+// A run of several sizes: {"schema_version", "sizes", "verified", "cases": [the summary_json of
+// each size, in run order]}; `verified` covers every size of the run, those of an earlier launch
+// too (a resumed run).
+std::string sizes_json(const std::vector<RunSummary>& sizes, bool verified);
+// A run of several sizes: the closing table, a row per size as nccl-tests prints one (size, time
+// per step, the transfer and its algbw and busbw, the transfer against its ceiling, the overlap
+// speedup with compare, verified), then the verdict. `first` numbers the first row: the sizes
+// before it ran in a launch that stopped (a resumed run), and are only in the file.
+void print_size_table(std::FILE* out, const std::vector<RunSummary>& sizes, std::size_t first);
 // Appends one row (and the header when the file is new or empty) under an exclusive lock, so
 // the tasks of a job array can share one file.
 void append_results_csv(const std::string& path, const RunSummary& summary);
+// The same for the sizes of a run of several, a row each, in one append.
+void append_results_csv(const std::string& path, const std::vector<RunSummary>& sizes);
 // The CSV header, one line without newline: the names of results_csv_columns().
 std::string results_csv_header();
 

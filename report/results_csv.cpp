@@ -190,7 +190,12 @@ void check_results_csv_header(const std::string& path) {
 }
 
 void append_results_csv(const std::string& path, const RunSummary& s) {
-    const std::string line = results_csv_row(s);
+    append_results_csv(path, std::vector<RunSummary>{s});
+}
+
+void append_results_csv(const std::string& path, const std::vector<RunSummary>& runs) {
+    std::string rows;
+    for (const RunSummary& run : runs) rows += results_csv_row(run) + "\n";
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND, 0644);
     if (fd < 0)
         throw runtime_error("cannot open results CSV '" + path + "': " + std::strerror(errno));
@@ -205,7 +210,7 @@ void append_results_csv(const std::string& path, const RunSummary& s) {
         ::close(fd);
         throw runtime_error(header_mismatch(path));
     }
-    text += line + "\n";
+    text += rows;
     const bool written = write_all(fd, text) && ::fsync(fd) == 0;
     const int error = errno;
     // A row that did not fit is taken back: the file keeps only whole rows.

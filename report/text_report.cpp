@@ -222,7 +222,9 @@ std::string duration_text_us(double us) {
 
 std::string memory_text(const RunSummary& s) {
     const Config& c = s.config;
-    const std::string slots = "tensor slots of " + human_bytes(c.tensor_bytes()) + ", 2 x " +
+    // A run of several sizes makes its slots for the largest.
+    const std::string slots = "tensor slots of " + human_bytes(c.largest().tensor_bytes()) +
+                              (c.several_sizes() ? " (the largest size)" : "") + ", 2 x " +
                               std::to_string(c.depth) + " on a consumer and " +
                               std::to_string(c.depth) + " on a producer";
     const std::string c_buffer = c_runs(c) ? "; C's " + human_bytes(c.c_elements * 4) : "";

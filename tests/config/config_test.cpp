@@ -72,7 +72,7 @@ Config everything_changed() {
     const std::vector<std::pair<std::string, std::string>> values = {
         {"device", "cpu"},
         {"transport", "mpi"},
-        {"elements", "4Ki"},
+        {"elements", "4Ki,64Ki"},  // several sizes: a TOML string
         {"dtype", "float64"},
         {"steps", "11"},
         {"warmup", "3"},
@@ -252,6 +252,67 @@ TEST(ParseSize, Rejects) {
         const std::string message = usage_message([&] { parse_size("chunk", huge); });
         EXPECT_TRUE(contains(message, "chunk:") && contains(message, "too large")) << message;
     }
+}
+
+TEST(ParseSizeList, ListsAndRanges) {
+    using Sizes = std::vector<std::uint64_t>;
+    EXPECT_EQ(parse_size_list("elements", "4Ki"), Sizes{4096});
+    EXPECT_EQ(parse_size_list("elements", "4Ki,64Ki,1Mi"), (Sizes{4096, 65536, 1048576}));
+    EXPECT_EQ(parse_size_list("elements", "1Mi, 4Ki"), (Sizes{1048576, 4096}));  // as listed
+    EXPECT_EQ(parse_size_list("elements", "4Ki:256Mi:x4"),
+              (Sizes{4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
+                     268435456}));
+    EXPECT_EQ(parse_size_list("elements", "1Ki:4Ki:+1Ki"), (Sizes{1024, 2048, 3072, 4096}));
+    EXPECT_EQ(parse_size_list("elements", "1000:3500:+1000"), (Sizes{1000, 2000, 3000}));
+    EXPECT_EQ(parse_size_list("elements", "4096:5000:x2"), Sizes{4096});
+    EXPECT_EQ(parse_size_list("elements", "1:64:+1").size(), kMaxSizes);
+}
+
+TEST(ParseSizeList, Rejects) {
+    const auto message = [](const char* text) {
+        return usage_message([&] { parse_size_list("elements", text); });
+    };
+    EXPECT_EQ(message(""), "elements: the list of sizes is empty");
+    EXPECT_TRUE(contains(message("4Ki,,8Ki"), "an empty size in the list")) << message("4Ki,,8Ki");
+    EXPECT_TRUE(contains(message("4Ki,"), "an empty size in the list"));
+    for (const char* flat : {"8Ki:4Ki:x2", "4Ki:8Ki:x1", "4Ki:8Ki:+0", "0:8Ki:x2"}) {
+        EXPECT_TRUE(contains(message(flat), "does not grow")) << flat << ": " << message(flat);
+    }
+    for (const char* form : {"4Ki:8Ki", "4Ki:8Ki:*2", "4Ki:8Ki:x", "4Ki:8Ki:2"}) {
+        EXPECT_TRUE(contains(message(form), "expected a range FIRST:LAST:xFACTOR")) << form;
+    }
+    EXPECT_TRUE(contains(message("1:65:+1"), "gives more than 64 sizes")) << message("1:65:+1");
+    EXPECT_TRUE(contains(message("1:1Ti:+1Gi"), "gives more than 64 sizes"));
+    EXPECT_TRUE(contains(message("4Ki,1Mi,4096"), "the size 4096 is given twice"));
+    EXPECT_TRUE(contains(message("4Ki,1Q"), "elements: expected a size")) << message("4Ki,1Q");
+}
+
+TEST(SetValue, SeveralSizes) {
+    Config c;
+    set_config_value(c, "elements", "1Mi,4Ki,64Ki");
+    EXPECT_EQ(c.elements, 1048576u);  // the first size's
+    EXPECT_EQ(c.sizes, (std::vector<std::uint64_t>{1048576, 4096, 65536}));
+    EXPECT_TRUE(c.several_sizes());
+    EXPECT_EQ(config_value_text(c, "elements"), "1048576,4096,65536");
+    EXPECT_EQ(config_value_toml(c, "elements"), "\"1048576,4096,65536\"");
+    EXPECT_EQ(c.largest().elements, 1048576u);
+    EXPECT_TRUE(c.largest().sizes.empty());
+    EXPECT_EQ(c.sized(4096).elements, 4096u);
+    EXPECT_EQ(c.sized(4096).tensor_bytes(), 16384u);
+    EXPECT_FALSE(c.sized(4096).several_sizes());
+    // One size again: no list left, and a bare TOML integer as before.
+    set_config_value(c, "elements", "4Ki");
+    EXPECT_TRUE(c.sizes.empty());
+    EXPECT_EQ(c.size_list(), std::vector<std::uint64_t>{4096});
+    EXPECT_EQ(config_value_toml(c, "elements"), "4096");
+    // Every size must suit the kernels, not only the first.
+    set_config_value(c, "elements", "4Ki,8Gi");
+    EXPECT_EQ(usage_message([&] { validate_config(c); }),
+              "elements (8589934592) must be from 1 to 4294967295: kernels index with 32-bit "
+              "integers");
+    // A deck gives the list as a string.
+    const Config deck = config_from_toml("elements = \"4Ki:16Ki:x2\"", "deck.toml");
+    EXPECT_EQ(deck.sizes, (std::vector<std::uint64_t>{4096, 8192, 16384}));
 }
 
 // --- Values of single keys -----------------------------------------------------------------------
