@@ -114,28 +114,22 @@ def parse_size(text):
 
 def expand_range(text):
     """'4Ki:256Mi:x4' (geometric) or '1Ki:8Ki:+1Ki' (arithmetic) -> its counts, from the first
-    up to the last."""
+    while at most the last, as gpurelay expands it (config/value_text.cpp, parse_size_range)."""
     parts = text.split(":")
-    if len(parts) != 3 or parts[2][:1] not in ("x", "+"):
+    if len(parts) != 3 or len(parts[2]) < 2 or parts[2][0] not in ("x", "+"):
         raise UsageError(f"elements: '{text}' is not a range (FIRST:LAST:xFACTOR or "
                          "FIRST:LAST:+STEP, e.g. 4Ki:256Mi:x4)")
-    first, last = parse_size(parts[0]), parse_size(parts[1])
-    if parts[2][0] == "x":
-        if not re.fullmatch(r"[0-9]+", parts[2][1:]) or int(parts[2][1:]) < 2:
-            raise UsageError(f"elements: '{text}': the factor after x must be an integer >= 2")
-        factor = int(parts[2][1:])
-        grow = lambda value: value * factor  # noqa: E731
-    else:
-        step = parse_size(parts[2][1:])
-        if step < 1:
-            raise UsageError(f"elements: '{text}': the step after + must be at least 1")
-        grow = lambda value: value + step  # noqa: E731
-    if last <= first:
-        raise UsageError(f"elements: '{text}' does not grow (the last size must be above the "
-                         "first)")
+    first, last, by = parse_size(parts[0]), parse_size(parts[1]), parse_size(parts[2][1:])
+    geometric = parts[2][0] == "x"
+    if last < first or (by < 2 or first == 0 if geometric else by == 0):
+        raise UsageError(f"elements: the range '{text}' does not grow (FIRST at most LAST, a "
+                         "factor of at least x2 or a step of at least +1)")
     counts = [first]
-    while grow(counts[-1]) <= last and len(counts) <= MAX_SIZES:
-        counts.append(grow(counts[-1]))
+    while len(counts) <= MAX_SIZES:
+        following = counts[-1] * by if geometric else counts[-1] + by
+        if following > last:
+            break
+        counts.append(following)
     return counts
 
 
@@ -152,7 +146,7 @@ def sizes_of(values, source):
     counts as size_text writes it. UsageError for a size given twice or more sizes than one
     launch runs."""
     sizes = []
-    for value in values:
+    for value in (value.strip() for value in values):
         if ":" in value:
             sizes += [(size_text(count), count) for count in expand_range(value)]
         else:
@@ -163,8 +157,8 @@ def sizes_of(values, source):
             raise UsageError(f"{source}: {seen[count]} and {text} are the same size ({count})")
         seen[count] = text
     if len(sizes) > MAX_SIZES:
-        raise UsageError(f"{source}: {len(sizes)} sizes; one launch of gpurelay runs at most "
-                         f"{MAX_SIZES}")
+        raise UsageError(f"{source}: more than {MAX_SIZES} sizes (at most {MAX_SIZES} in one "
+                         "launch of gpurelay)")
     return sizes
 
 

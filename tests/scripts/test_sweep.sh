@@ -127,7 +127,7 @@ grep -qx 'run \[1/1\]: depth=2 elements=2Ki,4Ki' "$tmp/log-list2" ||
 
 echo "== the sweep's sizes are gpurelay's (ranges and suffixes, against --print-config)"
 # What the sweep matches the CSV's elements column with: its counts of each value.
-for value in 4Ki:256Ki:x4 1Ki:8Ki:+1Ki 1e3,2k,1Ki,3 1Ki:5Ki:x2 64Mi 1.5e3; do
+for value in 4Ki:256Ki:x4 1Ki:8Ki:+1Ki 1e3,2k,1Ki,3 1Ki:5Ki:x2 1Ki:1Gi:x1Ki 3:3:+1 64Mi 1.5e3; do
     ours="$(PYTHONPATH="$root/scripts/lib" "$python" -c 'import sys, sweep
 print(",".join(str(count) for _, count in sweep.sizes_of(sys.argv[1].split(","), "elements")))' \
         "$value")"
@@ -137,7 +137,7 @@ print(",".join(str(count) for _, count in sweep.sizes_of(sys.argv[1].split(","),
     echo "elements=$value: $ours"
 done
 
-echo "== two sweeps' JSON summaries: scripts/compare case by case"
+echo "== a sweep's JSON summary (--summary-json): scripts/compare case by case, exit 0, 1 and 2"
 "${sweep[@]}" --summary-json --csv "$tmp/json.csv" --out-dir "$tmp/json" transport=mpi \
     elements=1Ki,4Ki >"$tmp/log-json" || fail "the sweep with --summary-json failed"
 summary="$tmp/json/transport=mpi,elements=1Ki_4Ki.json"
