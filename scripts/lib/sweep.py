@@ -273,6 +273,11 @@ def launches_of(grid, points):
     return [Launch(grid, group[0][0], group) for group in groups.values()]
 
 
+def counted(number, noun, nouns):
+    """'1 launch', '2 launches'."""
+    return f"{number} {noun if number == 1 else nouns}"
+
+
 def short_hash(tag):
     return hashlib.sha1(tag.encode("utf-8")).hexdigest()[:12]
 
@@ -503,7 +508,8 @@ def submit_slurm(launches, args):
     os.chmod(path, 0o755)
     command = ["sbatch", "--parsable"] + shlex.split(args.sbatch_args) + [path]
     points = sum(len(launch.points) for launch in launches)
-    print(f"wrote {path} ({len(launches)} array tasks, {points} points)")
+    print(f"wrote {path} ({counted(len(launches), 'array task', 'array tasks')}, "
+          f"{counted(points, 'point', 'points')})")
     if args.dry_run:
         print(script)
         print("dry run; would submit: " + shlex.join(command))
@@ -557,10 +563,6 @@ def failed_points(grid, launch, code, csv_path):
     if code != 0 and not failed:
         failed = [(point, str(code)) for point in launch.points]
     return failed
-
-
-def launches_text(launches):
-    return f"{len(launches)} launch" + ("" if len(launches) == 1 else "es")
 
 
 def run_here(grid, launches, total, args):
@@ -620,7 +622,7 @@ def run_here(grid, launches, total, args):
             return 1
     points = sum(len(launch.points) for launch in launches)
     if args.dry_run:
-        print(f"dry run: {points} of {total} points would run, in {launches_text(launches)}")
+        print(f"dry run: {points} of {total} points would run, in {counted(len(launches), 'launch', 'launches')}")
         return 0
     where = (f"results in {args.csv}" if os.path.exists(args.csv)
              else f"no results ({args.csv} not written)")
