@@ -2,12 +2,13 @@
 # Tests scripts/sweep against a gpurelay binary: a 2x2 grid (elements x c_iterations) runs 4
 # points in 2 launches, one per combination with both sizes inside (a row per size, an HDF5 file
 # per launch with a group per size), a second run skips all 4, new sizes run alone in each
-# combination, rows of older sweeps (a launch per size) still count, a deck's sizes resume the
-# same way, the sweep counts sizes as gpurelay does, two sweeps' JSON summaries compare case by
-# case, a failing point makes the sweep fail, a grid whose points all fail the same way (the
-# README's overlap sweep on a deck that wants a GPU, with none visible) stops after the launches
-# that take every value once and says why, a tag too long for a file name gets a shortened
-# name, and a malformed KEY=V argument or list of sizes is refused with exit 2.
+# combination, a launch cut short after a size counts that size done and resumes with the
+# others, rows of older sweeps (a launch per size) still count, a deck's sizes resume the same
+# way, the sweep counts sizes as gpurelay does, a launch's JSON summary (--summary-json)
+# compares case by case, a failing point makes the sweep fail, a grid whose points all fail the
+# same way (the README's overlap sweep on a deck that wants a GPU, with none visible) stops
+# after the launches that take every value once and says why, a tag too long for a file name
+# gets a shortened name, and a malformed KEY=V argument or list of sizes is refused with exit 2.
 # Usage: tests/scripts/test_sweep.sh GPURELAY_BINARY REPO_ROOT
 set -euo pipefail
 
@@ -109,6 +110,40 @@ mpirun_np 2 "$binary" --input "$tmp/deck.toml" --elements 8Ki --c-iterations 1 \
     fail "the sweep over an old row failed"
 grep -qx 'skip (done): elements=8Ki c_iterations=1' "$tmp/log3b" || fail "the old row is not done"
 if grep -q '^run \[' "$tmp/log3b"; then fail "a point ran again"; fi
+
+echo "== a launch that ends after its first size: that point done, the rest failed, then resumed"
+# A stand-in launcher: mpirun with the launch's first size only, then exit 3, as a job that
+# is killed between two sizes would end.
+cat >"$tmp/first-size-only.sh" <<'EOF'
+#!/usr/bin/env bash
+set -euo pipefail
+command=()
+for arg in "$@"; do
+    if [[ "$arg" == --elements=* ]]; then arg="${arg%%,*}"; fi
+    command+=("$arg")
+done
+"${command[@]}"
+exit 3
+EOF
+mpirun=(mpirun -np "{np}")
+if ((EUID == 0)); then mpirun+=(--allow-run-as-root); fi
+status=0
+"${sweep[@]}" --csv "$tmp/cut.csv" --out-dir "$tmp/cut" elements=1Ki,2Ki,4Ki transport=mpi \
+    --launcher "bash $tmp/first-size-only.sh ${mpirun[*]}" >"$tmp/log-cut" 2>&1 || status=$?
+cat "$tmp/log-cut"
+[[ $status -eq 1 ]] || fail "a launch that ended early: exit $status, not 1"
+grep -qx '  failed: exit 3 after .* s (1 of 3 sizes done)' "$tmp/log-cut" ||
+    fail "no 'failed: exit 3 ... (1 of 3 sizes done)' line"
+grep -q '^sweep: 1 done, 0 skipped, 2 failed (of 3); ' "$tmp/log-cut" ||
+    fail "no summary of 1 done and 2 failed"
+grep -qx '  3: elements=4Ki transport=mpi' "$tmp/log-cut" || fail "4Ki is not listed as failed"
+"${sweep[@]}" --csv "$tmp/cut.csv" --out-dir "$tmp/cut" elements=1Ki,2Ki,4Ki transport=mpi |
+    tee "$tmp/log-cut2" || fail "the resumed sweep failed"
+grep -qx 'run \[1/1\]: elements=2Ki,4Ki transport=mpi' "$tmp/log-cut2" ||
+    fail "the resumed sweep did not run the two missing sizes alone"
+[[ "$(csv_points "$tmp/cut.csv" | tr '\n' ' ')" == \
+    "transport=mpi|1024 transport=mpi|2048 transport=mpi|4096 " ]] ||
+    fail "rows after the resume: $(csv_points "$tmp/cut.csv" | tr '\n' ' ')"
 
 echo "== elements not swept: the deck's sizes, one launch per combination, resumed by size"
 sed -e 's/^elements = .*/elements = "1Ki"/' "$tmp/deck.toml" >"$tmp/list.toml"
