@@ -46,7 +46,7 @@ std::string size_text(const std::string& count) {
 std::string default_text(const ConfigKey& key) {
     const std::string text = config_value_text(Config{}, key.name);
     if (text.empty()) return "none";
-    return key.type == "size" ? size_text(text) : code(text);
+    return key.type.starts_with("size") ? size_text(text) : code(text);
 }
 
 std::string range_text(const ConfigKey& key) {

@@ -7,7 +7,9 @@ import csv, json, re, subprocess, sys
 
 # Root attributes that hold a time, a clock reading or the build's commit.
 VARYING_ATTRS = {"started_utc", "finished_utc", "git_hash", "cold_step_ms", "overlap_speedup"}
-VARYING_KEYS = {"timestamp", "git_hash"}
+# ... and figures judged from the timings: a pair or a step flagged slow, and a rate that %g may
+# print without a point (so the CSV would read it as an integer).
+VARYING_KEYS = {"timestamp", "git_hash", "slow", "slow_steps", "slow_pairs", "steps_per_s"}
 
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -41,7 +43,7 @@ def stable(value, key=""):
     if isinstance(value, float):
         return "<float>"
     if isinstance(value, str):  # the versions line names the build's commit
-        return re.sub(r"git ([0-9a-f]{7,40}|unknown)", "git <hash>", value)
+        return re.sub(r"git ([0-9a-f]{7,40}(-dirty)?|unknown)", "git <hash>", value)
     return value
 
 def differing_paths(x, y, path=""):

@@ -881,6 +881,62 @@ TEST_F(ResultFileTest, ReopenFillsInTheRowsLeftByARunThatStoppedEarly) {
     EXPECT_EQ(read_int_attribute(read.get(), "steps"), 21);
 }
 
+// A run of several sizes: one y and step per group, each its own length, and attributes written
+// on groups and the root while the file is open.
+TEST_F(ResultFileTest, RowSetsHoldOneYPerGroupAndAttributesArriveMidRun) {
+    const std::string path = scratch_path("sizes.h5");
+    ResultFileLayout layout;
+    layout.pairs = pairs;
+    layout.written_steps = {1, 3};
+    layout.y_type = ElementType::float32;
+    layout.row_sets = {{"/cases/0", 5}, {"/cases/1", 7}};
+    layout.matrices = {{"/cases/0/timings/t", ElementType::float64, 1, 2},
+                       {"/cases/1/timings/t", ElementType::float64, 1, 2}};
+    ResultFile file = ResultFile::create(MPI_COMM_WORLD, path, false, layout, create_attributes);
+    const auto rank = static_cast<std::uint64_t>(world_rank());
+    if (rank < pairs) {
+        for (std::size_t set = 0; set < 2; ++set) {
+            for (std::uint64_t row = 0; row < 2; ++row) {
+                std::vector<float> values(set == 0 ? 5 : 7);
+                for (std::size_t e = 0; e < values.size(); ++e) {
+                    values[e] = static_cast<float>(1000 * set + 100 * rank + 10 * row + e);
+                }
+                file.write_y_row(set, rank, row, values.data());
+            }
+        }
+        const std::vector<float> one(7);
+        EXPECT_THROW(file.write_y_row(2, rank, 0, one.data()), Error);  // no third set
+    }
+    file.write_attributes({{"/cases/0", {{"elements", std::int64_t{5}}}},
+                           {"/", {{"sizes_done", std::int64_t{1}}}}});
+    file.close(true, {{"sizes_done", std::int64_t{2}}});
+    if (world_rank() != 0) return;
+    H5File read = open_serial(path);
+    EXPECT_EQ(H5Lexists(read.get(), "/y", H5P_DEFAULT), 0);  // nothing at the root
+    for (std::size_t set = 0; set < 2; ++set) {
+        const std::string group = "/cases/" + std::to_string(set);
+        const hsize_t length = set == 0 ? 5 : 7;
+        const std::vector<float> y = read_dataset<float>(
+            read.get(), group + "/y", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {pairs, 2, length});
+        ASSERT_EQ(y.size(), pairs * 2 * length);
+        for (std::uint64_t p = 0; p < pairs && p < static_cast<std::uint64_t>(world_size()); ++p) {
+            for (std::uint64_t row = 0; row < 2; ++row) {
+                for (hsize_t e = 0; e < length; ++e) {
+                    EXPECT_EQ(y[(p * 2 + row) * length + e],
+                              static_cast<float>(1000 * set + 100 * p + 10 * row + e))
+                        << group << " pair " << p << " row " << row;
+                }
+            }
+        }
+        EXPECT_EQ(read_dataset<std::int64_t>(read.get(), group + "/step", H5T_STD_I64LE,
+                                             H5T_NATIVE_INT64, {2}),
+                  (std::vector<std::int64_t>{1, 3}));
+    }
+    H5Group first(check(H5Gopen2(read.get(), "/cases/0", H5P_DEFAULT), "open /cases/0"));
+    EXPECT_EQ(read_int_attribute(first.get(), "elements"), 5);
+    EXPECT_EQ(read_int_attribute(read.get(), "sizes_done"), 2);  // the close's replaces it
+}
+
 TEST_F(ResultFileTest, ReopenWithoutPartialIsUsageErrorOnEveryRank) {
     const std::string path = scratch_path("out.h5");
     expect_reopen_usage_error(path, false, small_layout(ElementType::float32),
