@@ -5,12 +5,14 @@ usage: scripts/compare BASE NEW [--threshold PCT]
 
 For each figure it prints BASE, NEW, NEW / BASE and whether lower or higher is better: the time
 per step, each phase's median and p99, and the transfer GB/s (of the last pass of a JSON summary;
-of each row of a CSV, rows matched by their configuration columns). A figure either file lacks
-(an older file, a phase that did not run) is left out.
+of each row of a CSV, rows matched by their configuration columns). A summary of several sizes
+(one launch of --elements S1,S2,...: its "cases") is compared case by case, cases matched by
+their size; a single-size summary is one case. A figure either file lacks (an older file, a
+phase that did not run) is left out.
 
 Exit status: 0 when no figure is more than PCT percent worse (default 5), 1 when one is, 2 when
-the inputs cannot be compared (unreadable, of different kinds, or of different configurations),
-with a one-line reason on stderr.
+the inputs cannot be compared (unreadable, of different kinds, of different configurations, or
+with a size that one of them lacks), with a one-line reason on stderr.
 """
 import argparse
 import csv
@@ -44,8 +46,22 @@ def number(value):
     return None if math.isnan(v) else v
 
 
+def json_cases(path, summary):
+    """A summary's cases: those of a multi-size summary, or the single-size summary itself."""
+    if "cases" not in summary:
+        cases = [summary]
+    elif isinstance(summary["cases"], list) and summary["cases"]:
+        cases = summary["cases"]
+    else:
+        raise Mismatch(f"{path}: a multi-size JSON summary without cases")
+    for case in cases:
+        if not isinstance(case, dict) or not case.get("passes"):
+            raise Mismatch(f"{path}: a JSON file without passes (not a gpurelay summary)")
+    return cases
+
+
 def read_input(path):
-    """('json', summary) or ('csv', (header, rows)); Mismatch if it is neither."""
+    """('json', [case summary, ...]) or ('csv', (header, rows)); Mismatch if it is neither."""
     try:
         with open(path, newline="") as f:
             text = f.read()
@@ -56,9 +72,9 @@ def read_input(path):
             summary = json.loads(text)
         except json.JSONDecodeError as e:
             raise Mismatch(f"{path}: not valid JSON ({e})")
-        if not isinstance(summary, dict) or not summary.get("passes"):
+        if not isinstance(summary, dict):
             raise Mismatch(f"{path}: a JSON file without passes (not a gpurelay summary)")
-        return "json", summary
+        return "json", json_cases(path, summary)
     rows = list(csv.DictReader(text.splitlines()))
     header = text.splitlines()[0].split(",") if text.strip() else []
     if "time_per_step_ms" not in header or not rows:
@@ -123,7 +139,7 @@ def table_head():
     return f"  {'figure':<18} {'better':<6} {'base':>12} {'new':>12} {'new/base':>8}"
 
 
-def compare_json(base, new, threshold):
+def check_configurations(base, new):
     b_config, n_config = json_configuration(base), json_configuration(new)
     differ = sorted(k for k in set(b_config) | set(n_config) if b_config.get(k) != n_config.get(k))
     if differ:
@@ -131,8 +147,40 @@ def compare_json(base, new, threshold):
         raise Mismatch(f"different configurations: {k} = {b_config.get(k)!r} in BASE, "
                        f"{n_config.get(k)!r} in NEW" + (f" (and {len(differ) - 1} more)"
                                                         if len(differ) > 1 else ""))
-    lines, worse = compare_figures(json_figures(base), json_figures(new), threshold)
-    return [table_head()] + lines, worse
+
+
+def cases_by_size(cases, name):
+    """{config.elements: case}, in the file's order."""
+    by_size = {}
+    for case in cases:
+        size = (case.get("config") or {}).get("elements")
+        if size in by_size:
+            raise Mismatch(f"{name} has two cases of elements = {size!r}")
+        by_size[size] = case
+    return by_size
+
+
+def compare_json(base, new, threshold):
+    """Case by case, matched by size; every size must be in both."""
+    b_by, n_by = cases_by_size(base, "BASE"), cases_by_size(new, "NEW")
+    if len(b_by) == 1 and len(n_by) == 1:
+        # One size each: compared as they are, so that a different size says so below.
+        b_by, n_by = {None: base[0]}, {None: new[0]}
+    for ours, theirs, name in ((b_by, n_by, "BASE"), (n_by, b_by, "NEW")):
+        missing = [size for size in ours if size not in theirs]
+        if missing:
+            raise Mismatch(f"different sizes: elements = {missing[0]!r} in {name} only"
+                           + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    out, worse = [], False
+    for size, b_case in b_by.items():
+        check_configurations(b_case, n_by[size])
+        if size is not None:
+            out.append(f"elements={size}:")
+        lines, case_worse = compare_figures(json_figures(b_case), json_figures(n_by[size]),
+                                            threshold)
+        out += [table_head()] + lines
+        worse = worse or case_worse
+    return out, worse
 
 
 def compare_csv(base, new, threshold):

@@ -78,16 +78,24 @@ def bench(path):
 
 def runs_in(folder):
     """{tag: run} with each run as the results CSV has it (the main pass, and the pass without
-    overlap in time_per_step_no_overlap_ms); a JSON summary NAME.json adds or replaces run NAME."""
+    overlap in time_per_step_no_overlap_ms); a JSON summary NAME.json adds or replaces run NAME.
+    The rows of one tag at several sizes (a launch of several, as scripts/sweep makes one per
+    combination) are runs "TAG elements=N" each (tensor_bytes=N in a CSV without elements)."""
     runs = {}
     for path in sorted(glob.glob(os.path.join(folder, "*.csv"))):
         with open(path, newline="") as f:
-            for row in csv.DictReader(f):
-                # The CSV has no graph_steps column; gpu-check tags a run of graphs of N steps
-                # NAME_gN.
-                steps = re.search(r"_g(\d+)(_|$)", row["tag"])
-                row.setdefault("graph_steps", steps.group(1) if steps else "1")
-                runs[row["tag"]] = row
+            rows = list(csv.DictReader(f))
+        size = "elements" if rows and "elements" in rows[0] else "tensor_bytes"
+        sizes = {}
+        for row in rows:
+            sizes.setdefault(row["tag"], set()).add(row[size])
+        for row in rows:
+            # The CSV has no graph_steps column; gpu-check tags a run of graphs of N steps
+            # NAME_gN.
+            steps = re.search(r"_g(\d+)(_|$)", row["tag"])
+            row.setdefault("graph_steps", steps.group(1) if steps else "1")
+            name = row["tag"] + (f" {size}={row[size]}" if len(sizes[row["tag"]]) > 1 else "")
+            runs[name] = row
     for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
         name = os.path.basename(path)[:-5]
         if name.startswith(("bench-", "torch_")):

@@ -1,4 +1,5 @@
-"""Plots a gpurelay results CSV (one row per run) as PNG figures.
+"""Plots a gpurelay results CSV (one row per run and size: a run of several sizes, such as each
+launch of scripts/sweep, writes a row per size, all with its tag) as PNG figures.
 
   bandwidth_vs_size.png  transfer_gbps vs tensor_bytes, one line per transport/backend
   overlap.png            time_per_step_ms and the overlap speedup vs c_iterations, one line

@@ -1,16 +1,20 @@
 """Runs gpurelay over a Cartesian grid of deck keys, one results-CSV row per point.
 
-Each point is named by its canonical tag "key1=v1 key2=v2 ..." (keys in the order given on the
-command line). The tag is stored in the CSV row, so a sweep can be stopped and run again: points
-whose tag is already in the CSV are skipped. With --slurm the pending points become one Slurm
-job array instead of running here, at most --throttle tasks at a time; the points submitted are
-recorded in OUT_DIR/slurm-jobs.csv, and a point whose task is still queued or running (squeue)
-is skipped too, so running the same sweep again never submits a point twice.
+A point is a combination of the other keys' values and one size (elements). Each combination is
+one launch of gpurelay that runs every size of the grid in turn (--elements S1,S2,...), and its
+rows are tagged with the combination, "key1=v1 key2=v2 ..." (keys in the order given, elements
+left out), so a sweep can be stopped and run again: a point whose row (tag, elements) is already
+in the CSV is skipped, and a combination runs with only its sizes still missing. With --slurm
+the pending combinations become one Slurm job array instead of running here, one task each, at
+most --throttle tasks at a time; the tasks submitted are recorded in OUT_DIR/slurm-jobs.csv, and
+a point whose task is still queued or running (squeue) is skipped too, so running the same sweep
+again never submits a point twice.
 """
 
 import argparse
 import csv
 import difflib
+import fractions
 import hashlib
 import itertools
 import os
@@ -41,6 +45,20 @@ VALUE_PATTERN = re.compile(r"^[A-Za-z0-9_.:+\-]+$")
 KEY_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 
 EXIT_USAGE = 2
+
+# The key whose values share a launch: one launch of gpurelay runs every size of a combination.
+ELEMENTS_KEY = "elements"
+# gpurelay's limit on the sizes of one launch.
+MAX_SIZES = 64
+# The tag of the rows of a sweep over elements alone, whose combination has no key to name it.
+NO_KEYS_TAG = "sweep"
+
+# A size as gpurelay reads it (config/value_text.cpp, parse_size): an integer with a suffix, or
+# a whole number in exponent form.
+SIZE_SUFFIXES = {"": 1, "k": 1000, "K": 1000, "Ki": 1 << 10, "M": 1000**2, "Mi": 1 << 20,
+                 "G": 1000**3, "Gi": 1 << 30, "T": 1000**4, "Ti": 1 << 40}
+SIZE_PATTERN = re.compile(r"([0-9]+)([A-Za-z]*)")
+EXPONENT_PATTERN = re.compile(r"([0-9]+(?:\.[0-9]+)?)[eE]\+?(-?[0-9]{1,4})")
 
 
 class UsageError(Exception):
@@ -79,6 +97,93 @@ def parse_axis(text, allow_any_key):
     return key, values
 
 
+def parse_size(text):
+    """'64Ki', '1M', '1e6' -> the count, as gpurelay reads it."""
+    exponent = EXPONENT_PATTERN.fullmatch(text)
+    if exponent:
+        value = fractions.Fraction(exponent[1]) * fractions.Fraction(10) ** int(exponent[2])
+        if value.denominator == 1:
+            return int(value)
+    else:
+        match = SIZE_PATTERN.fullmatch(text)
+        if match and match[2] in SIZE_SUFFIXES:
+            return int(match[1]) * SIZE_SUFFIXES[match[2]]
+    raise UsageError(f"elements: '{text}' is not a size (an integer with an optional suffix k, "
+                     "K, Ki, M, Mi, G, Gi, T or Ti, or a whole number such as 1e6)")
+
+
+def expand_range(text):
+    """'4Ki:256Mi:x4' (geometric) or '1Ki:8Ki:+1Ki' (arithmetic) -> its counts, from the first
+    while at most the last, as gpurelay expands it (config/value_text.cpp, parse_size_range)."""
+    parts = text.split(":")
+    if len(parts) != 3 or len(parts[2]) < 2 or parts[2][0] not in ("x", "+"):
+        raise UsageError(f"elements: '{text}' is not a range (FIRST:LAST:xFACTOR or "
+                         "FIRST:LAST:+STEP, e.g. 4Ki:256Mi:x4)")
+    first, last, by = parse_size(parts[0]), parse_size(parts[1]), parse_size(parts[2][1:])
+    geometric = parts[2][0] == "x"
+    if last < first or (by < 2 or first == 0 if geometric else by == 0):
+        raise UsageError(f"elements: the range '{text}' does not grow (FIRST at most LAST, a "
+                         "factor of at least x2 or a step of at least +1)")
+    counts = [first]
+    while len(counts) <= MAX_SIZES:
+        following = counts[-1] * by if geometric else counts[-1] + by
+        if following > last:
+            break
+        counts.append(following)
+    return counts
+
+
+def size_text(count):
+    """A count as a size gpurelay reads, in Ki/Mi/Gi where it is a whole number of them."""
+    for suffix in ("Ti", "Gi", "Mi", "Ki"):
+        if count >= SIZE_SUFFIXES[suffix] and count % SIZE_SUFFIXES[suffix] == 0:
+            return f"{count // SIZE_SUFFIXES[suffix]}{suffix}"
+    return str(count)
+
+
+def sizes_of(values, source):
+    """Sizes and ranges, as written -> [(text, count)] in their order: a range gives each of its
+    counts as size_text writes it. UsageError for a size given twice or more sizes than one
+    launch runs."""
+    sizes = []
+    for value in (value.strip() for value in values):
+        if ":" in value:
+            sizes += [(size_text(count), count) for count in expand_range(value)]
+        else:
+            sizes.append((value, parse_size(value)))
+    seen = {}
+    for text, count in sizes:
+        if count in seen:
+            raise UsageError(f"{source}: {seen[count]} and {text} are the same size ({count})")
+        seen[count] = text
+    if len(sizes) > MAX_SIZES:
+        raise UsageError(f"{source}: more than {MAX_SIZES} sizes (at most {MAX_SIZES} in one "
+                         "launch of gpurelay)")
+    return sizes
+
+
+def deck_sizes(deck):
+    """The deck's sizes [(text, count)] when elements is not swept; None when it sets none
+    (gpurelay's default: one size) or this Python cannot read TOML (before 3.11): the
+    combination is then done once its tag has a row."""
+    if not deck:
+        return None
+    try:
+        import tomllib
+    except ImportError:
+        return None
+    with open(deck, "rb") as f:
+        try:
+            value = tomllib.load(f).get(ELEMENTS_KEY)
+        except tomllib.TOMLDecodeError as err:
+            raise UsageError(f"deck {deck}: {err}")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [(str(value), value)]
+    if isinstance(value, str):
+        return sizes_of(value.split(","), f"the elements of {deck}")
+    return None
+
+
 def expand_grid(axes):
     """The Cartesian product, first key outermost, as lists of (key, value)."""
     keys = [key for key, _ in axes]
@@ -89,19 +194,104 @@ def tag_of(point):
     return " ".join(f"{key}={value}" for key, value in point)
 
 
+class Grid:
+    """The sweep's points: each combination of the keys other than elements, with each size."""
+
+    def __init__(self, axes, deck):
+        self.keys = [key for key, _ in axes]
+        self.swept = ELEMENTS_KEY in self.keys
+        self.sizes = (sizes_of(dict(axes)[ELEMENTS_KEY], ELEMENTS_KEY) if self.swept
+                      else deck_sizes(deck))
+        self.combinations = expand_grid([(k, v) for k, v in axes if k != ELEMENTS_KEY])
+
+    def points(self):
+        """[(combination, size)], the sizes of one combination together; size (text, count),
+        or None when the deck's size is not known here."""
+        return [(combination, size) for combination in self.combinations
+                for size in (self.sizes or [None])]
+
+    def with_elements(self, combination, value):
+        """The combination's (key, value) list with elements=value where elements stands among
+        the keys (last when it is not swept)."""
+        at = self.keys.index(ELEMENTS_KEY) if self.swept else len(combination)
+        return combination[:at] + [(ELEMENTS_KEY, value)] + combination[at:]
+
+    def label(self, point):
+        """What a point is called in the output: its combination and, where the combination
+        has several sizes or elements is swept, its size ("elements=1Ki c_iterations=2")."""
+        combination, size = point
+        if size is None or (not self.swept and len(self.sizes) == 1):
+            return tag_of(combination)
+        return tag_of(self.with_elements(combination, size[0]))
+
+    def tags(self, point):
+        """The tags a point's row may have: its combination's, and the point's own label, which
+        sweeps that ran one launch per size gave it (so their CSVs still count as done)."""
+        return [combination_tag(point[0]), self.label(point)]
+
+    def launch_keys(self, combination, sizes, separator=","):
+        """The (key, value) list that a launch of these sizes sets: elements only when swept or
+        when not every size of the deck is to run (then the missing ones)."""
+        if sizes is None or (not self.swept and len(sizes) == len(self.sizes)):
+            return combination
+        return self.with_elements(combination, separator.join(text for text, _ in sizes))
+
+
+def size_count(point):
+    """A point's count of elements, or None for the deck's size."""
+    return point[1][1] if point[1] else None
+
+
+def combination_tag(combination):
+    """The tag of every row of a combination's launches (elements is the row's own column)."""
+    return tag_of(combination) or NO_KEYS_TAG
+
+
+class Launch:
+    """One run of gpurelay: a combination with the sizes of it still to run."""
+
+    def __init__(self, grid, combination, points):
+        self.combination = combination
+        self.points = points
+        self.sizes = None if points[0][1] is None else [size for _, size in points]
+        self.tag = combination_tag(combination)
+        self.keys = grid.launch_keys(combination, self.sizes)
+        self.name_keys = grid.launch_keys(combination, self.sizes, separator="_")
+        # The values it tries, for run_here's choice of the next launch after a failure.
+        self.values = list(combination) + [(ELEMENTS_KEY, text) for text, _ in
+                                           (self.sizes if grid.swept else [])]
+
+    def label(self):
+        return tag_of(self.keys)
+
+
+def launches_of(grid, points):
+    """The points grouped by combination, in grid order: one launch each."""
+    groups = {}
+    for point in points:
+        groups.setdefault(combination_tag(point[0]), []).append(point)
+    return [Launch(grid, group[0][0], group) for group in groups.values()]
+
+
+def counted(number, noun, nouns):
+    """'1 launch', '2 launches'."""
+    return f"{number} {noun if number == 1 else nouns}"
+
+
 def short_hash(tag):
     return hashlib.sha1(tag.encode("utf-8")).hexdigest()[:12]
 
 
-# Longest readable part of a point's file name: well under the 255 bytes a name may have, with
+# Longest readable part of a launch's file name: well under the 255 bytes a name may have, with
 # room for the hash and the side files gpurelay writes beside its output.
 READABLE_NAME_MAX = 160
 
 
 def output_name(tag):
-    """The point's HDF5 file name: its tag with commas for spaces ("np=2,elements=1Mi.h5"),
-    distinct for distinct tags (values hold no space, comma or '='); a tag too long for a file
-    name keeps what fits and adds a hash of the whole tag."""
+    """A launch's HDF5 file name: its keys with commas for spaces ("np=2,elements=1Ki_4Ki.h5",
+    a launch's sizes joined by '_'), distinct for distinct launches (values hold no space, comma
+    or '=', sizes no '_'); a name too long for a file keeps what fits and adds a hash of the
+    whole."""
     name = tag.replace(" ", ",")
     if len(name) <= READABLE_NAME_MAX:
         return name + ".h5"
@@ -112,40 +302,78 @@ def flag_of(key):
     return "--" + key.replace("_", "-")
 
 
-def point_args(point, deck, csv_path, out_dir):
-    """gpurelay's arguments for one point (after the binary)."""
-    tag = tag_of(point)
-    args = []
-    if deck:
-        args += ["--input", deck]
+def launch_args(launch, args):
+    """gpurelay's arguments for one launch (after the binary)."""
+    argv = []
+    if args.deck:
+        argv += ["--input", args.deck]
     # --key=value rather than "--key value": a boolean flag takes its value only in this form,
     # and a value that starts with '-' (alpha=-1) cannot be mistaken for a flag.
-    args += [f"{flag_of(key)}={value}" for key, value in point if key != NP_KEY]
-    args += ["--results-csv", csv_path, "--tag", tag,
-             "--output", os.path.join(out_dir, output_name(tag)),
-             "--overwrite", "--quiet"]
-    return args
+    argv += [f"{flag_of(key)}={value}" for key, value in launch.keys if key != NP_KEY]
+    output = os.path.join(args.out_dir, output_name(tag_of(launch.name_keys)))
+    argv += ["--results-csv", args.csv, "--tag", launch.tag, "--output", output]
+    if args.summary_json:
+        argv += ["--summary-json", output[:-len(".h5")] + ".json"]
+    return argv + ["--overwrite", "--quiet"]
+
+
+class Records:
+    """Values by (tag, size) and by tag: the rows of the results CSV (their verified value), or
+    the array tasks still queued ("JOB_TASK (STATE)")."""
+
+    def __init__(self):
+        self.by_size = {}
+        self.by_tag = {}
+        self.whole_tag = {}  # entries for every size of their tag (no elements recorded)
+
+    def add(self, tag, count, value):
+        if count is None:
+            self.whole_tag[tag] = value
+        else:
+            self.by_size[(tag, count)] = value
+        self.by_tag[tag] = value
+
+    def find(self, tags, count):
+        """The value recorded for a point (its tags, its count or None), or None."""
+        for tag in tags:
+            if count is not None and (tag, count) in self.by_size:
+                return self.by_size[(tag, count)]
+            if tag in self.whole_tag:
+                return self.whole_tag[tag]
+            if count is None and tag in self.by_tag:
+                return self.by_tag[tag]
+        return None
+
+
+def count_of(text):
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None
 
 
 def read_done(csv_path):
-    """Tags already in the results CSV -> their 'verified' value ('' when absent)."""
+    """The results CSV's rows by (tag, elements) -> their 'verified' value ('' when absent)."""
+    done = Records()
     if not os.path.exists(csv_path) or os.path.getsize(csv_path) == 0:
-        return {}
+        return done
     with open(csv_path, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
         if reader.fieldnames is None or "tag" not in reader.fieldnames:
             raise UsageError(f"{csv_path}: no 'tag' column in the header; is it a gpurelay "
                              "results CSV?")
-        return {row["tag"]: (row.get("verified") or "") for row in reader}
+        for row in reader:
+            done.add(row["tag"], count_of(row.get(ELEMENTS_KEY)), row.get("verified") or "")
+    return done
 
 
-def point_np(point, default):
-    """Ranks for this point: its np value when np is an axis, else --np."""
-    return int(dict(point).get(NP_KEY, default))
+def point_np(combination, default):
+    """Ranks for this combination: its np value when np is an axis, else --np."""
+    return int(dict(combination).get(NP_KEY, default))
 
 
-def launcher_for(point, args):
-    np = point_np(point, args.np)
+def launcher_for(combination, args):
+    np = point_np(combination, args.np)
     if args.launcher:
         # {np} in --launcher is replaced by the point's rank count.
         return shlex.split(args.launcher.replace("{np}", str(np)))
@@ -164,37 +392,47 @@ def default_launcher(np):
 
 
 # Array tasks submitted by --slurm, one row each, so that a later run can ask squeue which of
-# its points are still queued or running.
+# its points are still queued or running: the task's tag and its sizes (counts separated by
+# spaces; empty for the deck's size).
 SUBMITTED_FILE = "slurm-jobs.csv"
-SUBMITTED_COLUMNS = ["job_id", "task", "tag"]
+SUBMITTED_COLUMNS = ["job_id", "task", "tag", "elements"]
 
 
 def read_submitted(out_dir):
-    """(job id, task index) -> tag, for every array task this sweep folder has submitted."""
+    """(job id, task index) -> (tag, [counts] or None), for every array task this sweep folder
+    has submitted (a file from before the elements column: None, every size of the tag)."""
     path = os.path.join(out_dir, SUBMITTED_FILE)
     if not os.path.exists(path):
         return {}
     with open(path, newline="", encoding="utf-8") as f:
-        return {(row["job_id"], row["task"]): row["tag"] for row in csv.DictReader(f)}
+        return {(row["job_id"], row["task"]):
+                (row["tag"], [int(c) for c in row.get("elements", "").split()] or None)
+                for row in csv.DictReader(f)}
 
 
-def record_submitted(out_dir, job_id, points):
+def record_submitted(out_dir, job_id, launches):
     path = os.path.join(out_dir, SUBMITTED_FILE)
-    new_file = not os.path.exists(path)
-    with open(path, "a", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        if new_file:
-            writer.writerow(SUBMITTED_COLUMNS)
-        for index, point in enumerate(points):
-            writer.writerow([job_id, str(index), tag_of(point)])
+    rows = []
+    if os.path.exists(path):
+        # A file from before the elements column gets it (empty: every size of the row's tag).
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = [[row.get(column) or "" for column in SUBMITTED_COLUMNS]
+                    for row in csv.DictReader(f)]
+    for index, launch in enumerate(launches):
+        counts = " ".join(str(count) for _, count in launch.sizes or [])
+        rows.append([job_id, str(index), launch.tag, counts])
+    with open(path + ".new", "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([SUBMITTED_COLUMNS] + rows)
+    os.replace(path + ".new", path)
 
 
-def active_tags(out_dir):
-    """Tag -> "JOB_TASK (STATE)" for the submitted points whose array task squeue still lists
-    (pending, running, completing...). Empty when nothing was submitted from out_dir."""
+def active_points(out_dir):
+    """Records of the submitted launches whose array task squeue still lists (pending, running,
+    completing...), as "JOB_TASK (STATE)". Empty when nothing was submitted from out_dir."""
+    active = Records()
     submitted = read_submitted(out_dir)
     if not submitted:
-        return {}
+        return active
     if shutil.which("squeue") is None:
         raise UsageError(f"{os.path.join(out_dir, SUBMITTED_FILE)} lists Slurm jobs, but squeue "
                          "is not on PATH to say which still run; run this where Slurm is, or "
@@ -207,27 +445,29 @@ def active_tags(out_dir):
     if result.returncode != 0:
         raise UsageError("squeue failed, so the points still queued are not known: "
                          + (result.stderr.strip() or f"exit {result.returncode}"))
-    active = {}
     for line in result.stdout.splitlines():
         fields = line.split()
         if len(fields) == 3 and (fields[0], fields[1]) in submitted:
-            active[submitted[(fields[0], fields[1])]] = f"{fields[0]}_{fields[1]} ({fields[2]})"
+            tag, counts = submitted[(fields[0], fields[1])]
+            for count in counts or [None]:
+                active.add(tag, count, f"{fields[0]}_{fields[1]} ({fields[2]})")
     return active
 
 
-def sbatch_script(points, args):
-    """A job-array script: task i runs pending point i with srun."""
+def sbatch_script(launches, args):
+    """A job-array script: task i runs pending launch i with srun."""
     srun = ["srun"] + shlex.split(args.srun_args)
-    max_np = max(point_np(point, args.np) for point in points)
+    max_np = max(point_np(launch.combination, args.np) for launch in launches)
     lines = [
         "#!/bin/bash",
-        "# Written by scripts/sweep: one array task per pending point of the sweep.",
+        "# Written by scripts/sweep: one array task per pending combination of the sweep, its",
+        "# sizes still missing in one launch (--elements).",
         "# Options given to sbatch on the command line (--sbatch-args) override these.",
         "#SBATCH --job-name=gpurelay-sweep",
         f"# %{args.throttle}: at most {args.throttle} task(s) at a time (scripts/sweep --throttle), "
         "so that timed points",
         "# do not share a node; above 1, --sbatch-args --exclusive gives each its own node.",
-        f"#SBATCH --array=0-{len(points) - 1}%{args.throttle}",
+        f"#SBATCH --array=0-{len(launches) - 1}%{args.throttle}",
         f"#SBATCH --ntasks={max_np}",
         f"#SBATCH --output={os.path.join(args.out_dir, 'slurm-%A_%a.out')}",
         "# GPUs, partition, time: pass them with --sbatch-args (cluster specific), e.g.",
@@ -240,14 +480,14 @@ def sbatch_script(points, args):
         "# Every task appends to the same CSV; gpurelay takes an flock on it for each row.",
         'case "${SLURM_ARRAY_TASK_ID:?run this with sbatch (it is a job array)}" in',
     ]
-    for index, point in enumerate(points):
-        argv = point_args(point, args.deck, args.csv, args.out_dir)
-        lines.append(f"    {index}) ntasks={point_np(point, args.np)}; "
+    for index, launch in enumerate(launches):
+        argv = launch_args(launch, args)
+        lines.append(f"    {index}) ntasks={point_np(launch.combination, args.np)}; "
                      f"args=({' '.join(shlex.quote(a) for a in argv)}) ;;")
     lines += [
-        '    *) echo "no point for array task $SLURM_ARRAY_TASK_ID" >&2; exit 2 ;;',
+        '    *) echo "no launch for array task $SLURM_ARRAY_TASK_ID" >&2; exit 2 ;;',
         "esac",
-        'echo "point $SLURM_ARRAY_TASK_ID ($ntasks ranks): ${args[*]}"',
+        'echo "task $SLURM_ARRAY_TASK_ID ($ntasks ranks): ${args[*]}"',
         " ".join(shlex.quote(a) for a in srun) + ' --ntasks="$ntasks" '
         + shlex.quote(args.binary) + ' "${args[@]}"',
         "",
@@ -255,19 +495,21 @@ def sbatch_script(points, args):
     return "\n".join(lines)
 
 
-def submit_slurm(pending, args):
+def submit_slurm(launches, args):
     if not args.dry_run and shutil.which("sbatch") is None:
         print("sweep: sbatch not found on PATH (use --dry-run to only write the script)",
               file=sys.stderr)
         return EXIT_USAGE
-    script = sbatch_script(pending, args)
+    script = sbatch_script(launches, args)
     path = os.path.join(args.out_dir, "sweep.sbatch")
     os.makedirs(args.out_dir, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         f.write(script)
     os.chmod(path, 0o755)
     command = ["sbatch", "--parsable"] + shlex.split(args.sbatch_args) + [path]
-    print(f"wrote {path} ({len(pending)} array tasks)")
+    points = sum(len(launch.points) for launch in launches)
+    print(f"wrote {path} ({counted(len(launches), 'array task', 'array tasks')}, "
+          f"{counted(points, 'point', 'points')})")
     if args.dry_run:
         print(script)
         print("dry run; would submit: " + shlex.join(command))
@@ -282,14 +524,14 @@ def submit_slurm(pending, args):
     if not job_id.isdigit():
         print(f"sweep: sbatch printed '{result.stdout.strip()}', not a job id", file=sys.stderr)
         return 1
-    record_submitted(args.out_dir, job_id, pending)
-    print(f"submitted job {job_id}: tasks 0-{len(pending) - 1}, at most {args.throttle} at a "
+    record_submitted(args.out_dir, job_id, launches)
+    print(f"submitted job {job_id}: tasks 0-{len(launches) - 1}, at most {args.throttle} at a "
           f"time; output in {os.path.join(args.out_dir, f'slurm-{job_id}_<task>.out')}")
     return 0
 
 
-def run_point(command):
-    """Runs one point, its stderr passed through as it comes; returns (exit code, reason), the
+def run_launch(command):
+    """Runs one launch, its stderr passed through as it comes; returns (exit code, reason), the
     reason being the first line on stderr that is not the launcher's frame (gpurelay's one-line
     error, where it gave one)."""
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, errors="replace")
@@ -303,67 +545,93 @@ def run_point(command):
     return process.wait(), reason
 
 
-def uncovered(point, covered):
-    return sum(1 for key, value in point if value not in covered[key])
+def uncovered(launch, covered):
+    return sum(1 for key, value in launch.values if value not in covered[key])
 
 
-def run_here(pending, total, args):
-    """Runs the pending points in grid order. While none has succeeded, the next point after a
-    failure is the one that tries the most values not yet tried: when the points run so far take
-    every value of every key and all failed the same way (exit code and message), the rest would
-    too, and the sweep stops instead of running them."""
+def failed_points(grid, launch, code, csv_path):
+    """The launch's points that did not succeed, each with its exit code as listed: those with
+    no row in the CSV or a row not verified, and all of them when gpurelay failed after
+    writing every row."""
+    rows = read_done(csv_path)
     failed = []
+    for point in launch.points:
+        verified = rows.find(grid.tags(point), size_count(point))
+        if verified not in ("ok", ""):
+            why = "no CSV row" if verified is None else f"verified={verified}"
+            failed.append((point, str(code) if code else f"0 ({why})"))
+    if code != 0 and not failed:
+        failed = [(point, str(code)) for point in launch.points]
+    return failed
+
+
+def run_here(grid, launches, total, args):
+    """Runs the pending launches in grid order. While none has succeeded, the next launch after
+    a failure is the one that tries the most values not yet tried: when the launches run so far
+    take every value of every key and all failed the same way (exit code and message), the rest
+    would too, and the sweep stops instead of running them."""
+    failed = []  # (label, exit code as listed) per point
+    ways = set()  # (exit code, reason) per failed launch
     succeeded = 0
-    remaining = list(pending)
-    covered = {key: set() for key, _ in pending[0]}
+    points_done = 0
+    remaining = list(launches)
+    covered = {key: set() for key in grid.keys}
     number = 0
     while remaining:
-        point = remaining[0]
+        launch = remaining[0]
         if failed and not succeeded:
-            point = max(remaining, key=lambda p: uncovered(p, covered))
-        remaining.remove(point)
+            launch = max(remaining, key=lambda candidate: uncovered(candidate, covered))
+        remaining.remove(launch)
         number += 1
-        tag = tag_of(point)
-        command = (launcher_for(point, args) + [args.binary]
-                   + point_args(point, args.deck, args.csv, args.out_dir))
-        print(f"run [{number}/{len(pending)}]: {tag}", flush=True)
+        command = (launcher_for(launch.combination, args) + [args.binary]
+                   + launch_args(launch, args))
+        print(f"run [{number}/{len(launches)}]: {launch.label()}", flush=True)
         if args.dry_run:
             print("  " + shlex.join(command))
             continue
         start = time.monotonic()
-        code, reason = run_point(command)
+        code, reason = run_launch(command)
         seconds = time.monotonic() - start
-        if code == 0 and tag not in read_done(args.csv):
-            print(f"  exit 0 but no row tagged '{tag}' in {args.csv}", file=sys.stderr)
-            failed.append((tag, "0 (no CSV row)", reason))
+        launch_failed = failed_points(grid, launch, code, args.csv)
+        points_done += len(launch.points) - len(launch_failed)
+        if code == 0 and launch_failed:
+            print(f"  exit 0 but no verified row tagged '{launch.tag}' in {args.csv} for "
+                  + ", ".join(grid.label(point) for point, _ in launch_failed), file=sys.stderr)
         elif code != 0:
-            print(f"  failed: exit {code} after {seconds:.1f} s", file=sys.stderr, flush=True)
-            failed.append((tag, str(code), reason))
+            written = len(launch.points) - len(launch_failed)
+            print(f"  failed: exit {code} after {seconds:.1f} s"
+                  + (f" ({written} of {len(launch.points)} sizes done)" if written else ""),
+                  file=sys.stderr, flush=True)
         else:
             print(f"  done in {seconds:.1f} s", flush=True)
             succeeded += 1
-        for key, value in point:
+        if launch_failed:
+            ways.add((launch_failed[0][1], reason))
+            failed += [(grid.label(point), listed) for point, listed in launch_failed]
+        for key, value in launch.values:
             covered[key].add(value)
-        ways = {(code, reason) for _, code, reason in failed}
         if (remaining and not succeeded and len(ways) == 1
-                and all(uncovered(p, covered) == 0 for p in remaining)):
+                and all(uncovered(other, covered) == 0 for other in remaining)):
             code, reason = ways.pop()
-            print(f"sweep: stopped: the {len(failed)} points run, which take every value of every "
+            left = sum(len(other.points) for other in remaining)
+            nothing = f"; nothing written to {args.csv}" if not points_done else ""
+            print(f"sweep: stopped: the {number} launches run, which take every value of every "
                   f"key, all failed the same way (exit {code}: {reason or 'no message'}); the "
-                  f"other {len(remaining)} would too and were not run; nothing written to "
-                  f"{args.csv}", file=sys.stderr)
+                  f"other {len(remaining)} ({left} points) would too and were not run{nothing}",
+                  file=sys.stderr)
             return 1
+    points = sum(len(launch.points) for launch in launches)
     if args.dry_run:
-        print(f"dry run: {len(pending)} of {total} points would run")
+        print(f"dry run: {points} of {total} points would run, in {counted(len(launches), 'launch', 'launches')}")
         return 0
     where = (f"results in {args.csv}" if os.path.exists(args.csv)
              else f"no results ({args.csv} not written)")
-    print(f"sweep: {succeeded} done, {total - len(pending)} skipped, {len(failed)} failed "
+    print(f"sweep: {points_done} done, {total - points} skipped, {len(failed)} failed "
           f"(of {total}); {where}")
     if failed:
-        print("failed points (exit code: tag):", file=sys.stderr)
-        for tag, code, _ in failed:
-            print(f"  {code}: {tag}", file=sys.stderr)
+        print("failed points (exit code: point):", file=sys.stderr)
+        for label, listed in failed:
+            print(f"  {listed}: {label}", file=sys.stderr)
         return 1
     return 0
 
@@ -374,27 +642,34 @@ def parse_args(argv):
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=__doc__,
         epilog="""\
-each point runs
-  LAUNCHER BINARY [--input DECK] --key-1=v1 ... --results-csv CSV --tag TAG
-           --output OUT_DIR/key-1=v1,key-2=v2.h5 --overwrite --quiet
-(a tag too long for a file name is cut, with a hash of the whole tag added)
+each combination of the keys other than elements runs once, with its sizes still missing:
+  LAUNCHER BINARY [--input DECK] --key-1=v1 --elements=S1,S2 ... --results-csv CSV
+           --tag "key-1=v1 ..." --output OUT_DIR/key-1=v1,elements=S1_S2.h5
+           [--summary-json OUT_DIR/key-1=v1,elements=S1_S2.json] --overwrite --quiet
+(a name too long for a file is cut, with a hash of the whole added)
 examples:
   scripts/sweep --deck inputs/bandwidth-study.toml --csv outputs/bw.csv \\
       transport=nccl,mpi elements=64Ki,1Mi,16Mi,256Mi
+  scripts/sweep --deck inputs/bandwidth-study.toml transport=nccl elements=4Ki:256Mi:x4
   scripts/sweep --deck inputs/overlap-study.toml overlap=on,off c_iterations=8,32,128
   scripts/sweep --deck inputs/bandwidth-study.toml --csv outputs/scaling.csv np=2,4,8
   scripts/sweep --slurm --sbatch-args "--partition=gpu --ntasks-per-node=2 --gpus-per-node=2" \\
       elements=1Mi,1Gi
+elements takes sizes and ranges (FIRST:LAST:xFACTOR, FIRST:LAST:+STEP), at most 64 sizes; a
+point is a combination and one size, the CSV row (tag, elements) says it is done. Without an
+elements axis the deck's sizes are the combination's (one launch as well). A sweep over
+elements alone tags its rows "sweep".
 np is not a deck key: np=2,4,8 sets the number of ranks per point (pairs = np/2) for
 scaling studies; it goes to the launcher and into the tag.
-With --slurm, points submitted earlier from the same OUT_DIR whose array task is still
-queued or running are skipped (OUT_DIR/slurm-jobs.csv and squeue), so the same sweep can be
-run again at any time: it submits only the points that are neither done nor on their way
-(a task that failed is submitted again).
-A tag names a point within one CSV only (the deck is not part of it): use one CSV per deck.
-Values are matched as written: elements=1Mi and elements=1048576 are different points.
-While no point has succeeded, a failure is followed by the point that tries the most values not
-tried yet; once the points run take every value of every key and all failed the same way
+With --slurm, one array task per combination; points submitted earlier from the same OUT_DIR
+whose array task is still queued or running are skipped (OUT_DIR/slurm-jobs.csv and squeue),
+so the same sweep can be run again at any time: it submits only the points that are neither
+done nor on their way (a task that failed is submitted again).
+A tag names a combination within one CSV only (the deck is not part of it): use one CSV per
+deck. Sizes are matched by their count (elements=1Mi and elements=1048576 are the same point);
+the other values as written.
+While no launch has succeeded, a failure is followed by the launch that tries the most values
+not tried yet; once the launches run take every value of every key and all failed the same way
 (exit code and first line of the error), the sweep stops there: the others would fail too.
 exit status: 0 all points done, 1 some point failed (listed at the end) or the sweep stopped
 early (why, on one line), 2 bad arguments.""")
@@ -415,8 +690,9 @@ early (why, on one line), 2 bad arguments.""")
                         help="where the HDF5 files (and sweep.sbatch) go (default: "
                              "outputs/sweep in the repository)")
     parser.add_argument("--slurm", action="store_true",
-                        help="write OUT_DIR/sweep.sbatch, one array task per pending point, "
-                             "and submit it with sbatch instead of running here")
+                        help="write OUT_DIR/sweep.sbatch, one array task per pending "
+                             "combination (its sizes in one launch), and submit it with sbatch "
+                             "instead of running here")
     parser.add_argument("--throttle", type=int, default=1,
                         help="with --slurm: array tasks running at once (the %%N of --array; "
                              "default 1, so points never share a node while timed)")
@@ -424,6 +700,9 @@ early (why, on one line), 2 bad arguments.""")
                         help="extra sbatch options (with --slurm), e.g. \"--partition=gpu\"")
     parser.add_argument("--srun-args", default="--mpi=pmix --kill-on-bad-exit=1",
                         help="srun options in the array script (default: %(default)s)")
+    parser.add_argument("--summary-json", action="store_true",
+                        help="also write each launch's JSON summary beside its HDF5 file "
+                             "(OUT_DIR/NAME.json, one case per size), for scripts/compare")
     parser.add_argument("--any-key", action="store_true",
                         help="allow keys this script does not know (newer gpurelay options)")
     parser.add_argument("--dry-run", action="store_true",
@@ -465,8 +744,9 @@ def main(argv):
             if NP_KEY in keys and "{np}" not in args.launcher:
                 raise UsageError("an np=... axis with --launcher needs {np} in the launcher, "
                                  'e.g. --launcher "mpirun -np {np} --bind-to none"')
+        grid = Grid(axes, args.deck)
         if not args.slurm and not args.dry_run:
-            starter = launcher_for(expand_grid(axes)[0], args)[0]
+            starter = launcher_for(grid.combinations[0], args)[0]
             if shutil.which(starter) is None:
                 raise UsageError(f"launcher {starter} not found on PATH (scripts/install-deps.sh "
                                  "installs mpirun; or pass --launcher)")
@@ -474,36 +754,39 @@ def main(argv):
         done = read_done(args.csv)
         # Only for points not done: a task that wrote its row and is still completing counts
         # as done.
-        active = active_tags(args.out_dir)
+        active = active_points(args.out_dir)
     except UsageError as err:
         print(f"sweep: {err}", file=sys.stderr)
         return EXIT_USAGE
 
-    points = expand_grid(axes)
+    points = grid.points()
     pending = []
+    waiting = 0
     for point in points:
-        tag = tag_of(point)
-        if tag in done:
-            note = "" if done[tag] in ("ok", "") else f" [verified={done[tag]}]"
-            print(f"skip (done): {tag}{note}")
-        elif tag in active:
-            print(f"skip (queued or running as {active[tag]}): {tag}")
+        verified = done.find(grid.tags(point), size_count(point))
+        queued = active.find(grid.tags(point), size_count(point))
+        if verified is not None:
+            note = "" if verified in ("ok", "") else f" [verified={verified}]"
+            print(f"skip (done): {grid.label(point)}{note}")
+        elif queued is not None:
+            print(f"skip (queued or running as {queued}): {grid.label(point)}")
+            waiting += 1
         else:
             pending.append(point)
     if not pending:
-        waiting = sum(1 for point in points if tag_of(point) in active)
         if waiting:
             print(f"sweep: {len(points) - waiting} of {len(points)} points already in "
                   f"{args.csv}, {waiting} queued or running; nothing to submit")
         else:
             print(f"sweep: all {len(points)} points already in {args.csv}; nothing to run")
         return 0
+    launches = launches_of(grid, pending)
     if not args.dry_run:
         os.makedirs(args.out_dir, exist_ok=True)
         os.makedirs(os.path.dirname(args.csv), exist_ok=True)
     if args.slurm:
-        return submit_slurm(pending, args)
-    return run_here(pending, len(points), args)
+        return submit_slurm(launches, args)
+    return run_here(grid, launches, len(points), args)
 
 
 if __name__ == "__main__":

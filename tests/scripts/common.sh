@@ -1,7 +1,7 @@
 # shellcheck shell=bash disable=SC2034  # the variables are for the scripts that source this
 # Shared set-up of the script tests, sourced by each: checks the two arguments
 # (GPURELAY_BINARY REPO_ROOT), sets $binary, $root, $python and a temporary $tmp removed on exit,
-# and defines fail().
+# and defines fail() and mpirun_np().
 set -euo pipefail
 if [[ $# -ne 2 || "$1" == -h || "$1" == --help ]]; then
     echo "Usage: $0 GPURELAY_BINARY REPO_ROOT" >&2
@@ -18,4 +18,13 @@ trap 'rm -rf "$tmp"' EXIT
 fail() {
     echo "FAIL: $*" >&2
     exit 1
+}
+
+# mpirun_np N COMMAND...: COMMAND on N ranks, with what Open MPI needs as root and on few cores.
+mpirun_np() {
+    local launcher=(mpirun -np "$1")
+    if ((EUID == 0)); then launcher+=(--allow-run-as-root); fi
+    if (($(nproc) < $1)); then launcher+=(--oversubscribe); fi
+    shift
+    "${launcher[@]}" "$@"
 }

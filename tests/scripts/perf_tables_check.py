@@ -1,5 +1,6 @@
 """scripts/lib/perf_tables.py on made-up gpu-check outputs: the tables it makes from benchmark
-JSON, a results CSV and a JSON summary, and --update replacing only the blocks it can make.
+JSON, results CSVs (one with a sweep's launch of two sizes, whose rows share a tag) and a JSON
+summary, and --update replacing only the blocks it can make.
 
 usage: perf_tables_check.py REPO_ROOT
 """
@@ -46,6 +47,14 @@ def main():
             writer.writerow(["np1_nccl", "2026-12-02T01:02:03Z", "abcdef123456", 1, "nccl",
                              256 * MIB, 2, "false", 67108864, 64, "compare", 0.5, 0.6, 1.2, 0.45,
                              900, "phases", "ok"])
+        # A sweep's launch of two sizes: its rows share the tag, and each is a run of its own.
+        with open(os.path.join(out, "sweep.csv"), "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(columns + ["elements"])
+            for elements in (1024, 16384):
+                writer.writerow(["depth=2", "2026-12-02T01:03:00Z", "abcdef123456", 1, "nccl",
+                                 4 * elements, 2, "false", 0, 0, "on", 0.02, "", "", 0.01, 1,
+                                 "step", "ok", elements])
         summary = {"config": {"elements": 1024, "dtype": "float32", "depth": 2, "graphs": False,
                               "graph_steps": 1, "c_elements": 0, "c_iterations": 64,
                               "overlap": "compare"},
@@ -64,6 +73,8 @@ def main():
                        "<!-- table pipeline -->",
                        "| np1_nccl | 1 | nccl | 256 MiB | 0.6000 | 0.5000 | 1.20 |",
                        "| np2_mpi | 2 | mpi | 4 KiB | 0.0900 | 0.1000 | 0.90 |",
+                       "| depth=2 elements=1024 | 4 KiB | eager |",
+                       "| depth=2 elements=16384 | 64 KiB | eager |",
                        "Measured 2026-12-02 on `abcdef1`."):
             if needle not in text:
                 fail(f"the tables lack {needle!r}:\n{text}")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Tests scripts/compare on made-up JSON summaries and results CSVs: exit 0 within the threshold,
-# 1 when a figure is worse than it (each way round: a longer time, a lower bandwidth), 2 with a
-# one-line reason for inputs that cannot be compared.
+# Tests scripts/compare on made-up JSON summaries (of one size, and of several: one case per
+# size, matched by size) and results CSVs: exit 0 within the threshold, 1 when a figure is worse
+# than it (each way round: a longer time, a lower bandwidth), 2 with a one-line reason for
+# inputs that cannot be compared (a size that one side lacks among them).
 # Usage: tests/scripts/test_compare.sh GPURELAY_BINARY REPO_ROOT   (the binary is not used)
 set -euo pipefail
 
@@ -61,6 +62,34 @@ expect 1 "b_ms_p99" "$tmp/base.json" "$tmp/tail.json"
 expect 1 "transfer_gbps      higher" "$tmp/base.json" "$tmp/narrower.json"
 expect 0 "better by 9.1%" "$tmp/slower.json" "$tmp/base.json"
 expect 2 "elements = 1024 in BASE, 2048 in NEW" "$tmp/base.json" "$tmp/other.json"
+
+# sizes NAME CASE... : a multi-size summary (one launch of --elements S1,S2,...) of the cases,
+# each the summary of one size.
+sizes() {
+    local name="$1" cases="" part
+    shift
+    for part in "$@"; do cases+="${cases:+,}$(cat "$tmp/$part")"; done
+    echo "{\"schema_version\": 2, \"sizes\": [], \"verified\": true, \"cases\": [$cases]}" \
+        >"$tmp/$name"
+}
+summary big.json 2.00 1.60 20.0 4096
+summary big-slower.json 2.30 1.60 20.0 4096
+summary big-same.json 2.02 1.61 19.9 4096
+sizes sweep.json base.json big.json
+sizes sweep-same.json big-same.json same.json # the same sizes in another order
+sizes sweep-slower.json base.json big-slower.json
+sizes sweep-fewer.json big.json
+
+expect 0 "elements=4096:" "$tmp/sweep.json" "$tmp/sweep-same.json"
+expect 0 "none worse than 5%" "$tmp/sweep.json" "$tmp/sweep-same.json"
+expect 1 "WORSE by 15.0%" "$tmp/sweep.json" "$tmp/sweep-slower.json"
+expect 2 "different sizes: elements = 1024 in BASE only" "$tmp/sweep.json" "$tmp/sweep-fewer.json"
+expect 2 "different sizes: elements = 1024 in NEW only" "$tmp/sweep-fewer.json" "$tmp/sweep.json"
+# A single-size summary is one case: it matches the case of its size, and no other.
+expect 0 "time_per_step_ms" "$tmp/big.json" "$tmp/sweep-fewer.json"
+expect 2 "different sizes: elements = 4096 in NEW only" "$tmp/base.json" "$tmp/sweep.json"
+echo '{"schema_version": 2, "sizes": [], "cases": []}' >"$tmp/no-cases.json"
+expect 2 "a multi-size JSON summary without cases" "$tmp/sweep.json" "$tmp/no-cases.json"
 
 header="tag,world_size,elements,depth,time_per_step_ms,step_ms_median,b_ms,transfer_gbps,b_ms_p99"
 printf '%s\n' "$header" "a,2,1024,2,1.0,1.0,0.5,10,0.8" "b,2,4096,2,2.0,2.0,1.0,20,1.5" \

@@ -9,14 +9,6 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-mpirun_np() {
-    local launcher=(mpirun -np "$1")
-    if ((EUID == 0)); then launcher+=(--allow-run-as-root); fi
-    if (($(nproc) < $1)); then launcher+=(--oversubscribe); fi
-    shift
-    "${launcher[@]}" "$@"
-}
-
 decks=("$root"/inputs/*.toml)
 [[ -e "${decks[0]}" ]] || fail "no decks in $root/inputs"
 for required in quickstart bandwidth-study overlap-study multi-node; do

@@ -111,12 +111,20 @@ timeout_s = 60.0
 EOF
 "$root/scripts/sweep" --deck "$tmp/deck.toml" --csv "$tmp/real.csv" --np 2 --binary "$binary" \
     --out-dir "$tmp/sweep" elements=1Ki,4Ki || fail "sweep for the real CSV failed"
+# One launch of both sizes: a row per size, in the order given, with the launch's one tag.
+"$python" - "$tmp/real.csv" <<'PY' || fail "the sweep's CSV is not one launch's row per size"
+import csv, sys
+rows = [(r["tag"], r["elements"]) for r in csv.DictReader(open(sys.argv[1]))]
+print(rows)
+sys.exit(0 if rows == [("sweep", "1024"), ("sweep", "4096")] else 1)
+PY
 real_header="$(head -n 1 "$tmp/real.csv" | tr -d '\r')"
 [[ "$real_header" == "$real_expected_header" ]] ||
     fail "gpurelay's CSV header differs from the documented one: $real_header"
 "$plot" --csv "$tmp/real.csv" --out-dir "$tmp/real" | tee "$tmp/log3" ||
     fail "plot of the real CSV exited non-zero"
 check_png "$tmp/real/bandwidth_vs_size.png"
+grep -q '^bandwidth_vs_size.png: lines: ' "$tmp/log3" || fail "no line of the launch's two sizes"
 
 # check_figure PNG: a PNG of sane pixel size (from its IHDR chunk) and file size.
 check_figure() {

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# scripts/sweep --slurm on the test cluster: the array is throttled (%1 by default, --throttle
-# N), a re-run while its tasks are queued submits nothing (held tasks: deterministic), a re-run
-# once they are done skips them all, a grid with one new point submits only that point, a
-# point whose task failed is submitted again, and two re-runs while a task runs (under a job id
-# of its own in squeue) and the next waits submit nothing.
+# scripts/sweep --slurm on the test cluster: one task per combination, its sizes inside; the
+# array is throttled (%1 by default, --throttle N), a re-run while its tasks are queued submits
+# nothing (held tasks: deterministic), a re-run once they are done skips them all, a grid with
+# one new size submits only that point, a new size of a queued combination is submitted alone,
+# a point whose task failed is submitted again, and two re-runs while a task runs (under a job
+# id of its own in squeue) and the next waits submit nothing.
 # Usage: tests/slurm/test_sweep.sh GPURELAY_BINARY REPO_ROOT   (SLURM_CONF set)
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=common.sh
@@ -35,20 +36,31 @@ rows() {
     "$python" -c 'import csv, sys; print(sum(1 for _ in csv.DictReader(open(sys.argv[1]))))' "$1"
 }
 
-echo "== submit 4 points, held: the array is throttled to one task at a time"
+echo "== submit 4 points as 2 tasks (one per combination), held: throttled to one at a time"
 "${sweep[@]}" --sbatch-args=--hold "${grid[@]}" | tee "$tmp/log1" || fail "first sweep failed"
 job="$(job_of "$tmp/log1")"
 [[ -n "$job" ]] || fail "no 'submitted job' line"
 submitted+=("$job")
 [[ "$(job_field "$job" ArrayTaskThrottle | sort -u)" == 1 ]] ||
     fail "array $job: ArrayTaskThrottle $(job_field "$job" ArrayTaskThrottle | sort -u), not 1"
-grep -q -- "--array=0-3%1" "$out/sweep.sbatch" || fail "sweep.sbatch has no --array=0-3%1"
+grep -q -- "--array=0-1%1" "$out/sweep.sbatch" || fail "sweep.sbatch has no --array=0-1%1"
+grep -q -- "--elements=1Ki,2Ki --c-iterations=1 " "$out/sweep.sbatch" ||
+    fail "task 0 does not run both sizes of c_iterations=1"
 
 echo "== the same sweep while they are queued: nothing submitted"
 "${sweep[@]}" "${grid[@]}" | tee "$tmp/log2" || fail "second sweep failed"
-[[ "$(grep -c "^skip (queued or running as ${job}_[0-3] (PENDING)): " "$tmp/log2")" -eq 4 ]] ||
+[[ "$(grep -c "^skip (queued or running as ${job}_[0-1] (PENDING)): " "$tmp/log2")" -eq 4 ]] ||
     fail "expected 4 'skip (queued or running as ${job}_N (PENDING))' lines"
 if grep -q '^submitted job' "$tmp/log2"; then fail "queued points were submitted again"; fi
+
+echo "== a new size of the queued combinations: a task for it alone (dry run)"
+"${sweep[@]}" --dry-run elements=1Ki,2Ki,8Ki c_iterations=1,2 | tee "$tmp/log2b" ||
+    fail "the dry run with a new size failed"
+grep -q "^skip (queued or running as ${job}_0 (PENDING)): elements=2Ki c_iterations=1$" \
+    "$tmp/log2b" || fail "a queued point is not skipped as ${job}_0"
+grep -q -- "--elements=8Ki --c-iterations=1 " "$tmp/log2b" || fail "8Ki does not run alone"
+[[ "$(grep -c '^    [0-9]) ntasks=' "$tmp/log2b")" -eq 2 ]] ||
+    fail "expected 2 tasks for the new size"
 
 echo "== released: all 4 run; the same sweep then skips them as done"
 scontrol release "$job"
@@ -58,7 +70,7 @@ wait_job "$job" 300
 [[ "$(grep -c '^skip (done): ' "$tmp/log3")" -eq 4 ]] || fail "expected 4 'skip (done)' lines"
 if grep -q '^submitted job' "$tmp/log3"; then fail "done points were submitted again"; fi
 
-echo "== one new point (and --throttle 2): only it is submitted"
+echo "== one new size (and --throttle 2): only it is submitted"
 "${sweep[@]}" --throttle 2 elements=1Ki,2Ki,4Ki c_iterations=1 | tee "$tmp/log4" ||
     fail "fourth sweep failed"
 job4="$(job_of "$tmp/log4")"
