@@ -57,6 +57,9 @@ def walls(folder):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
     folder = sys.argv[1]
     for name in ("nccl", "ipc"):
         table(folder, name)
