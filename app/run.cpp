@@ -247,7 +247,7 @@ Outputs open_outputs(const MpiSession& mpi, const Setup& setup, const std::vecto
         const Config first = config.sized(config.elements);
         outputs.writer = std::make_unique<ResultWriter>(
             *setup.device, *outputs.file, static_cast<std::uint64_t>(setup.placement.pair),
-            config.largest().tensor_bytes(), kWriterBuffers, row_check(first, setup.placement));
+            setup.spec.bytes, kWriterBuffers, row_check(first, setup.placement));
         outputs.sink = std::make_unique<WriterSink>(*outputs.writer);
     }
     return outputs;
@@ -274,6 +274,8 @@ void file_pass(ResultFile& file, const Setup& setup, const std::string& group, b
 struct Stop {
     int signal = 0;  // SIGTERM, SIGINT or SIGUSR1; 0 when every pass ran to its end
     std::int64_t size = 0, pass = 0, step = 0;
+    // Sizes of the run that ended and failed verification, those of an earlier launch included.
+    std::int64_t sizes_failed = 0;
 };
 
 // What every size's passes share: the pipeline and the outputs, where a resumed run starts, the
@@ -349,7 +351,7 @@ Stop run_passes(Run& run, const SizeCase& size, std::vector<PassSummary>& summar
 // Stopped by SIGTERM/SIGINT/SIGUSR1: every completed step is in the file, which stays
 // PATH.partial with complete = 0 and says where to resume.
 int finish_stopped(const Setup& setup, Outputs& outputs, const std::vector<bool>& passes,
-                   const Stop& stop, std::int64_t sizes_failed, int rank) {
+                   const Stop& stop, int rank) {
     const Config& config = setup.config;
     outputs.sink.reset();
     outputs.writer.reset();
@@ -358,7 +360,7 @@ int finish_stopped(const Setup& setup, Outputs& outputs, const std::vector<bool>
     outputs.file->close(false, {{"stopped_at_step", stop.step},
                                 {"stopped_pass", stop.pass},
                                 {"stopped_size", stop.size},
-                                {"sizes_failed", sizes_failed},
+                                {"sizes_failed", stop.sizes_failed},
                                 {"stop_signal", static_cast<std::int64_t>(stop.signal)},
                                 {"finished_utc", utc_timestamp()}});
     if (rank != 0) return static_cast<int>(stopped_exit_code(stop.signal));
@@ -411,8 +413,7 @@ RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Config& co
                  peer_link(setup, outputs.hosts, mpi.host_name()),
                  setup.placement.pair};
     mine.device_bytes = setup.memory.device_bytes();
-    mine.host_bytes = setup.memory.host_bytes() +
-                      (writer ? kWriterBuffers * setup.config.largest().tensor_bytes() : 0);
+    mine.host_bytes = setup.memory.host_bytes() + (writer ? kWriterBuffers * setup.spec.bytes : 0);
     mine.bytes_written = writer ? static_cast<double>(writer->bytes_written()) : 0.0;
     mine.write_seconds = writer ? writer->write_seconds() : 0.0;
     summarize_run(MPI_COMM_WORLD, mine, summary);
@@ -454,13 +455,18 @@ Stop run_sizes(Run& run, std::vector<RunSummary>& done) {
         }
         std::vector<PassSummary> passes;
         Stop stop = run_passes(run, size, passes);
-        if (stop.signal != 0) return stop;
+        if (stop.signal != 0) {
+            stop.sizes_failed = sizes_failed;
+            return stop;
+        }
         done.push_back(summarize(run.mpi, run.setup, size.config, run.pipeline, run.outputs,
                                  std::move(passes)));
         if (!done.back().verified()) ++sizes_failed;
         if (config.several_sizes()) file_size(*run.outputs.file, size, done.back(), sizes_failed);
     }
-    return {};
+    Stop end;
+    end.sizes_failed = sizes_failed;
+    return end;
 }
 
 // Rank 0, once the file is closed: the report (for several sizes, their table), the JSON summary
@@ -491,12 +497,11 @@ void report_sizes(const Config& config, const std::vector<RunSummary>& sizes,
 // Closes the file as complete, and on rank 0 prints the report and writes the JSON and CSV: for
 // one size as ever, for several the table of sizes, a case per size and a row per size.
 int finish(const Setup& setup, Outputs& outputs, const std::vector<RunSummary>& sizes,
-           const ResumePoint& resume, int rank) {
+           const ResumePoint& resume, std::int64_t sizes_failed, int rank) {
     const Config& config = setup.config;
     outputs.sink.reset();
     outputs.writer.reset();
-    bool verified = resume.sizes_failed == 0;
-    for (const RunSummary& size : sizes) verified = verified && size.verified();
+    const bool verified = sizes_failed == 0;
     step_in_progress = -1;
     std::optional<Deadline> deadline;
     deadline.emplace(config.timeout(), "closing the result file");
@@ -585,12 +590,8 @@ int run(MpiSession& mpi, int argc, char** argv) {
         StopVote(MPI_COMM_WORLD, config->timeout())};
     std::vector<RunSummary> sizes;
     const Stop stop = run_sizes(run, sizes);
-    if (stop.signal != 0) {
-        std::int64_t failed = resume.sizes_failed;
-        for (const RunSummary& size : sizes) failed += size.verified() ? 0 : 1;
-        return finish_stopped(setup, outputs, passes, stop, failed, rank);
-    }
-    return finish(setup, outputs, sizes, resume, rank);
+    if (stop.signal != 0) return finish_stopped(setup, outputs, passes, stop, rank);
+    return finish(setup, outputs, sizes, resume, stop.sizes_failed, rank);
 }
 
 }  // namespace
