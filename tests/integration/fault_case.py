@@ -310,11 +310,16 @@ def case_damaged_partial(runner, tmp, args):
     partial = output + ".partial"
     pristine = open(partial, "rb").read()
 
-    def damaged(edit, message):
+    def damage(edit):
         with open(partial, "wb") as f:
             f.write(pristine)
         edit()
-        expect_usage_error(runner.run(long_args + ["--resume"]), message)
+
+    def damaged(edit, *messages):
+        damage(edit)
+        result = runner.run(long_args + ["--resume"])
+        for message in messages:
+            expect_usage_error(result, message)
         if os.path.exists(output):
             fail("a damaged .partial was published")
 
@@ -339,7 +344,10 @@ def case_damaged_partial(runner, tmp, args):
             f.seek(0)
             f.write(b"\0" * 64)
 
-    damaged(set_attr("stopped_pass", np.int64(7)), "damaged .partial")
+    # Each refusal says how to start afresh, as a fresh run takes it: one that says where the
+    # run stopped is kept without --overwrite, a file that is not HDF5 is not.
+    damaged(set_attr("stopped_pass", np.int64(7)), "damaged .partial",
+            "with --overwrite instead of --resume")
     damaged(set_attr("stopped_pass", np.int64(-1)), "damaged .partial")
     damaged(set_attr("stopped_at_step", np.int64(-3)), "damaged .partial")
     damaged(set_attr("stopped_at_step", np.int64(10**12)), "damaged .partial")
@@ -348,14 +356,12 @@ def case_damaged_partial(runner, tmp, args):
     damaged(del_attr("config_toml"), "damaged .partial")
     damaged(del_attr("complete"), "damaged .partial")
     damaged(truncate, "damaged .partial")
-    damaged(corrupt_superblock, "damaged .partial")
-    # Each refusal says how to start afresh, as a fresh run takes it: one that says where the
-    # run stopped is kept without --overwrite, a file that is not HDF5 is not.
-    damaged(set_attr("stopped_pass", np.int64(7)), "with --overwrite instead of --resume")
+    damaged(corrupt_superblock, "damaged .partial", "run again without --resume to start afresh")
+    damage(set_attr("stopped_pass", np.int64(7)))
     code, ours, _ = runner.run(long_args)
     if code != 2 or not ours or "--overwrite to discard it" not in ours[0]:
         fail(f"a fresh run over a .partial that says where it stopped: exit {code}, {ours}")
-    damaged(corrupt_superblock, "run again without --resume to start afresh")
+    damage(corrupt_superblock)
     expect_complete_run(runner, with_keys(long_args, "--steps", "20"), output,
                         "a fresh run over an unreadable .partial, without --overwrite")
     os.unlink(output)
