@@ -46,9 +46,11 @@ NOT_CONFIGURATION = {"output", "overwrite", "resume", "summary_json", "results_c
 # comparison is for, so they never make two runs incomparable.
 DEBUG_PREFIX = "debug_"
 # The results CSV's columns that make a row's configuration (those of them that both files have).
+# Not timing: the CSV holds the mode timing = auto chose, which differs between identical
+# launches (the JSON's config holds "auto" itself).
 CSV_CONFIGURATION = ["world_size", "pairs", "backend", "transport", "dtype", "elements", "steps",
                      "warmup", "depth", "overlap", "blocking", "graphs", "c_elements",
-                     "c_iterations", "pairing", "chunk", "pattern", "group_size", "timing"]
+                     "c_iterations", "pairing", "chunk", "pattern", "group_size"]
 CSV_PHASES = ["a", "send", "recv", "c", "wait", "b"]
 # Figures whose change decides the exit status; lower is better unless listed in HIGHER_BETTER.
 HEADLINE = ["time_per_step_ms", "transfer_gbps"]
@@ -406,6 +408,7 @@ SEPARATOR = "\0--"
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="scripts/compare", description=__doc__,
+        usage="%(prog)s BASE... -- NEW... [--threshold PCT] [--gate-phases]  (or BASE NEW)",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("inputs", nargs="+", metavar="FILE",
                         help="BASE NEW, or BASE... -- NEW...: JSON summaries or results CSVs")
