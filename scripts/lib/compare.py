@@ -1,34 +1,63 @@
-"""Compares two gpurelay results: two JSON summaries (--summary-json) or two results CSVs
-(--results-csv), the second against the first, figure by figure.
+"""Compares gpurelay results, NEW against BASE, telling a change from the noise between launches.
 
-usage: scripts/compare BASE NEW [--threshold PCT]
+usage: scripts/compare BASE... -- NEW... [--threshold PCT] [--gate-phases]
+       scripts/compare BASE NEW [--threshold PCT] [--gate-phases]
 
-For each figure it prints BASE, NEW, NEW / BASE and whether lower or higher is better: the time
-per step, each phase's median and p99, and the transfer GB/s (of the last pass of a JSON summary;
-of each row of a CSV, rows matched by their configuration columns). A summary of several sizes
-(one launch of --elements S1,S2,...: its "cases") is compared case by case, cases matched by
-their size; a single-size summary is one case. A figure either file lacks (an older file, a
-phase that did not run) is left out.
+Each side is one or more JSON summaries (--summary-json) or results CSVs (--results-csv); every
+launch is one sample: a file per launch, or a CSV row per launch (a CSV written by
+scripts/sweep --repeat N holds N rows of each configuration, so it counts as N). A summary of
+several sizes (one launch of --elements S1,S2,...: its "cases") gives one sample of each size;
+cases are matched by size, CSV rows by their configuration columns.
 
-Exit status: 0 when no figure is more than PCT percent worse (default 5), 1 when one is, 2 when
-the inputs cannot be compared (unreadable, of different kinds, of different configurations, or
-with a size that one of them lacks), with a one-line reason on stderr.
+Every pass is compared (with overlap = compare: overlap off and overlap on; a CSV row holds the
+on pass's figures and the off pass's time per step). Per figure it prints the median of each
+side with the spread of its launches (largest distance from the median, in percent), the
+change of the medians, and the two-sided p-value of a Mann-Whitney U test between the two sets
+of launches; "~" where p > 0.05, where the launches do not show a difference (as Go's benchstat
+prints). With one launch on a side there is no test: a figure counts as changed only when the
+change is beyond that figure's own spread over the run's steps (2 x (p90 - p50) / p50 of its
+phase, about p90 - p10; the larger of the two runs') as well as beyond the threshold.
+
+Headline figures gate the verdict: the time per step and the transfer bandwidth (the tensor
+over the median transfer time) of each pass. The phases' medians and p99s are shown, and gate
+only with --gate-phases.
+
+Exit status: 0 when no gating figure is significantly worse by more than PCT percent (default
+5), 1 when one is, 2 when the inputs cannot be compared (unreadable, of different kinds, of
+different configurations, or with a size or configuration that one side lacks), with a one-line
+reason on stderr.
 """
 import argparse
 import csv
 import json
 import math
+import os
+import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mann_whitney import mann_whitney_p, smallest_p  # noqa: E402
 
 # Config keys that say where a run's outputs went or how it was watched, not what it measured:
 # two runs that differ only in these are the same benchmark.
 NOT_CONFIGURATION = {"output", "overwrite", "resume", "summary_json", "results_csv", "quiet",
                      "tag", "timeout_s", "profile_steps", "flush_every"}
+# The tests' knobs (debug_delay_us: a slow rank) stand for a change of code, which is what a
+# comparison is for, so they never make two runs incomparable.
+DEBUG_PREFIX = "debug_"
 # The results CSV's columns that make a row's configuration (those of them that both files have).
+# Not timing: the CSV holds the mode timing = auto chose, which differs between identical
+# launches (the JSON's config holds "auto" itself).
 CSV_CONFIGURATION = ["world_size", "pairs", "backend", "transport", "dtype", "elements", "steps",
                      "warmup", "depth", "overlap", "blocking", "graphs", "c_elements",
-                     "c_iterations", "pairing", "chunk", "pattern", "group_size", "timing"]
+                     "c_iterations", "pairing", "chunk", "pattern", "group_size"]
 CSV_PHASES = ["a", "send", "recv", "c", "wait", "b"]
+# Figures whose change decides the exit status; lower is better unless listed in HIGHER_BETTER.
+HEADLINE = ["time_per_step_ms", "transfer_gbps"]
+HIGHER_BETTER = {"transfer_gbps"}
+ALPHA = 0.05
+# Passes as a JSON summary's "overlap" names them.
+PASS_NAMES = {False: "overlap off", True: "overlap on"}
 
 
 class Mismatch(Exception):
@@ -44,6 +73,14 @@ def number(value):
     except (TypeError, ValueError):
         return None
     return None if math.isnan(v) else v
+
+
+def relative_spread(p50, p90):
+    """2 x (p90 - p50) / p50: a step-to-step spread (about p90 - p10) as a fraction, or None."""
+    p50, p90 = number(p50), number(p90)
+    if p50 is None or p90 is None or p50 <= 0:
+        return None
+    return 2.0 * (p90 - p50) / p50
 
 
 def json_cases(path, summary):
@@ -82,160 +119,330 @@ def read_input(path):
     return "csv", (header, rows)
 
 
-def json_figures(summary):
-    """[(name, value, lower_is_better)] of the summary's last pass (the compare run's overlapped
-    one)."""
-    p = summary["passes"][-1]
-    figures = [("time_per_step_ms", number(p.get("time_per_step_ms")), True)]
-    for phase, stats in (p.get("phases_ms") or {}).items():
+class Sample:
+    """One launch's figures of one pass: {figure: value} and {figure: step-to-step spread}."""
+
+    def __init__(self):
+        self.values = {}
+        self.spreads = {}
+
+    def add(self, figure, value, spread=None):
+        if number(value) is not None:
+            self.values[figure] = number(value)
+            if spread is not None:
+                self.spreads[figure] = spread
+
+
+def json_pass_sample(p):
+    """The figures of one pass of a JSON summary, with the spreads of the phases behind them."""
+    phases = p.get("phases_ms") or {}
+    spread = {name: relative_spread(s.get("p50", s.get("median")), s.get("p90"))
+              for name, s in phases.items() if isinstance(s, dict)}
+    transfer = [spread[k] for k in ("send", "recv") if spread.get(k) is not None]
+    sample = Sample()
+    sample.add("time_per_step_ms", p.get("time_per_step_ms"), spread.get("step"))
+    sample.add("transfer_gbps", p.get("transfer_gbps"),
+               max(transfer) if transfer else spread.get("step"))
+    for name, stats in phases.items():
         for stat in ("median", "p99"):
-            figures.append((f"{phase}_ms_{stat}", number(stats.get(stat)), True))
-    figures.append(("transfer_gbps", number(p.get("transfer_gbps")), False))
-    return figures
+            sample.add(f"{name}_ms_{stat}", (stats or {}).get(stat), spread.get(name))
+    return sample
+
+
+def csv_row_samples(row):
+    """{pass name: Sample} of a results-CSV row: its main pass (overlap = compare: the on pass),
+    and for compare rows the off pass's time per step."""
+    def spread(phase, median_column):
+        return relative_spread(row.get(f"{phase}_ms_p50") or row.get(median_column),
+                               row.get(f"{phase}_ms_p90"))
+    overlap = row.get("overlap", "")
+    main = Sample()
+    main.add("time_per_step_ms", row.get("time_per_step_ms"), spread("step", "step_ms_median"))
+    transfer = [s for s in (spread("send", "send_ms"), spread("recv", "recv_ms")) if s is not None]
+    main.add("transfer_gbps", row.get("transfer_gbps"), max(transfer) if transfer else None)
+    for phase, median_column in [("step", "step_ms_median")] + [(p, f"{p}_ms") for p in CSV_PHASES]:
+        main.add(f"{phase}_ms_median", row.get(median_column), spread(phase, median_column))
+        main.add(f"{phase}_ms_p99", row.get(f"{phase}_ms_p99"), spread(phase, median_column))
+    name = {"off": "overlap off", "on": "overlap on", "compare": "overlap on"}.get(overlap, "")
+    samples = {name or "main pass": main}
+    if overlap == "compare":
+        off = Sample()
+        off.add("time_per_step_ms", row.get("time_per_step_no_overlap_ms"))
+        samples["overlap off"] = off
+    return samples
 
 
 def json_configuration(summary):
     config = {k: v for k, v in (summary.get("config") or {}).items()
-              if k not in NOT_CONFIGURATION}
+              if k not in NOT_CONFIGURATION and not k.startswith(DEBUG_PREFIX)}
     config["world_size"] = summary.get("world_size")
     return config
 
 
-def csv_columns():
-    """[(figure, column, lower_is_better)]: the CSV names a phase's median PHASE_ms."""
-    columns = [("time_per_step_ms", "time_per_step_ms", True),
-               ("step_ms_median", "step_ms_median", True), ("step_ms_p99", "step_ms_p99", True)]
-    for phase in CSV_PHASES:
-        columns.append((f"{phase}_ms_median", f"{phase}_ms", True))
-        columns.append((f"{phase}_ms_p99", f"{phase}_ms_p99", True))
-    return columns + [("transfer_gbps", "transfer_gbps", False)]
+def check_configurations(first, first_name, other, other_name):
+    a, b = json_configuration(first), json_configuration(other)
+    differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    if differ:
+        k = differ[0]
+        raise Mismatch(f"different configurations: {k} = {a.get(k)!r} in {first_name}, "
+                       f"{b.get(k)!r} in {other_name}"
+                       + (f" (and {len(differ) - 1} more)" if len(differ) > 1 else ""))
 
 
-def csv_figures(row):
-    return [(figure, number(row.get(column)), lower) for figure, column, lower in csv_columns()]
+def add_sample(groups, label, pass_name, sample):
+    groups.setdefault(label, {}).setdefault(pass_name, []).append(sample)
 
 
-def compare_figures(base, new, threshold):
-    """Table lines and whether any figure is more than `threshold` percent worse."""
-    new_values = {name: value for name, value, _ in new}
-    lines, worse = [], False
-    for name, b, lower in base:
-        n = new_values.get(name)
-        if b is None or n is None or b == 0:
+def json_groups(sides):
+    """[{case label: {pass: [Sample]}}] per side, from [(side name, [(path, cases)])]: cases
+    matched by size, every case of a size of the same configuration as the first one seen."""
+    sizes = [{(c.get("config") or {}).get("elements") for _, cases in files for c in cases}
+             for _, files in sides]
+    # One size a side: compared as they are, so that a different size says so below.
+    by_size = not all(len(s) == 1 for s in sizes)
+    first_seen = {}
+    result = []
+    for side, files in sides:
+        groups = {}
+        for path, cases in files:
+            seen = set()
+            for case in cases:
+                size = (case.get("config") or {}).get("elements")
+                if size in seen:
+                    raise Mismatch(f"{path} has two cases of elements = {size!r}")
+                seen.add(size)
+                label = f"elements={size}" if by_size else ""
+                where = side if len(files) == 1 else f"{side} ({path})"
+                if label in first_seen:
+                    check_configurations(*first_seen[label], case, where)
+                first_seen.setdefault(label, (case, where))
+                for p in case["passes"]:
+                    add_sample(groups, label, PASS_NAMES.get(p.get("overlap"), "main pass"),
+                               json_pass_sample(p))
+        result.append(groups)
+    check_same_labels(result, "different sizes: elements = {} in {} only",
+                      lambda label: label.partition("=")[2])
+    return result
+
+
+def csv_groups(sides):
+    """As json_groups, for results CSVs: rows matched by the configuration columns that every
+    file has; each row is one launch."""
+    headers = [h for _, files in sides for _, (h, _) in files]
+    keys = [k for k in CSV_CONFIGURATION if all(k in h for h in headers)]
+    labels = {}
+    result = []
+    for side, files in sides:
+        groups = {}
+        for _, (_, rows) in files:
+            for row in rows:
+                key = tuple(row.get(k, "") for k in keys)
+                labels[key] = key
+                for pass_name, sample in csv_row_samples(row).items():
+                    add_sample(groups, key, pass_name, sample)
+        result.append(groups)
+    varying = [i for i, _ in enumerate(keys) if len({key[i] for key in labels}) > 1]
+    check_same_labels(result, "different configurations: no row in {1} for {0}",
+                      lambda key: " ".join(f"{k}={v}" for k, v in zip(keys, key)),
+                      flip=True)
+    named = [{" ".join(f"{keys[i]}={key[i]}" for i in varying): passes
+              for key, passes in groups.items()} for groups in result]
+    return named
+
+
+def check_same_labels(groups, message, describe, flip=False):
+    """Mismatch when a case (size, configuration) is on one side only."""
+    base, new = groups
+    for ours, theirs, name, other in ((base, new, "BASE", "NEW"), (new, base, "NEW", "BASE")):
+        missing = [label for label in ours if label not in theirs]
+        if missing:
+            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            raise Mismatch(message.format(describe(missing[0]), other if flip else name) + more)
+
+
+class Row:
+    """One figure of one pass compared: the medians, the change and whether it counts."""
+
+    def __init__(self, figure, base, new, spreads):
+        self.figure = figure
+        self.lower = figure not in HIGHER_BETTER
+        self.base, self.new = base, new
+        self.base_median, self.new_median = statistics.median(base), statistics.median(new)
+        ratio = self.new_median / self.base_median
+        self.change = (ratio - 1.0) * 100.0  # of the value, as printed
+        self.worse = self.change if self.lower else -self.change  # > 0: worse
+        if len(base) >= 2 and len(new) >= 2:
+            self.p = mann_whitney_p(base, new)
+            self.changed = self.p <= ALPHA
+        else:
+            # One launch a side: only a change beyond the runs' own step-to-step spread.
+            self.p = None
+            self.changed = abs(self.change) > 100.0 * max(spreads, default=0.0)
+
+    def verdict(self, threshold, gating):
+        if not self.changed:
+            return "~", False
+        if self.worse > threshold and gating:
+            return f"WORSE by {self.worse:.1f}%", True
+        return (f"worse by {self.worse:.1f}%" if self.worse > 0
+                else f"better by {-self.worse:.1f}%"), False
+
+
+def launch_spread(values):
+    """'±x%': the largest distance of a launch from the median, or '' for one launch."""
+    if len(values) < 2:
+        return ""
+    median = statistics.median(values)
+    return f"±{100.0 * max(abs(v - median) for v in values) / abs(median):.0f}%"
+
+
+def figure_names(samples):
+    names = []
+    for sample in samples:
+        names += [f for f in sample.values if f not in names]
+    return sorted(names, key=lambda f: (f not in HEADLINE, HEADLINE.index(f) if f in HEADLINE
+                                        else 0, f))
+
+
+def compare_pass(b_samples, n_samples, opts):
+    """Table lines of one pass, and the gating figures that are worse (their names)."""
+    lines, failed = [], []
+    for figure in figure_names(b_samples):
+        base = [s.values[figure] for s in b_samples if figure in s.values]
+        new = [s.values[figure] for s in n_samples if figure in s.values]
+        if not base or not new or statistics.median(base) == 0:
             continue
-        ratio = n / b
-        change = (ratio - 1.0) * 100.0 if lower else (1.0 - ratio) * 100.0
-        verdict = ""
-        if change > threshold:
-            verdict, worse = f"WORSE by {change:.1f}%", True
-        elif change < -threshold:
-            verdict = f"better by {-change:.1f}%"
-        lines.append(f"  {name:<18} {'lower' if lower else 'higher':<6} {b:>12.6g} {n:>12.6g}"
-                     f" {ratio:>8.3f}  {verdict}".rstrip())
-    return lines, worse
+        spreads = [s.spreads[figure] for s in b_samples + n_samples if figure in s.spreads]
+        row = Row(figure, base, new, spreads)
+        gating = figure in HEADLINE or opts.gate_phases
+        verdict, fails = row.verdict(opts.threshold, gating)
+        if fails:
+            failed.append(figure)
+        p = "-" if row.p is None else f"{row.p:.3f}"
+        lines.append(f"  {figure:<18} {'lower' if row.lower else 'higher':<6} "
+                     f"{row.base_median:>11.5g} {launch_spread(base):>5} "
+                     f"{row.new_median:>11.5g} {launch_spread(new):>5} {row.change:>+8.1f}% "
+                     f"{p:>6}  {verdict}")
+    return lines, failed
 
 
 def table_head():
-    return f"  {'figure':<18} {'better':<6} {'base':>12} {'new':>12} {'new/base':>8}"
+    return (f"  {'figure':<18} {'better':<6} {'base':>11} {'':>5} {'new':>11} {'':>5} "
+            f"{'change':>9} {'p':>6}  verdict")
 
 
-def check_configurations(base, new):
-    b_config, n_config = json_configuration(base), json_configuration(new)
-    differ = sorted(k for k in set(b_config) | set(n_config) if b_config.get(k) != n_config.get(k))
-    if differ:
-        k = differ[0]
-        raise Mismatch(f"different configurations: {k} = {b_config.get(k)!r} in BASE, "
-                       f"{n_config.get(k)!r} in NEW" + (f" (and {len(differ) - 1} more)"
-                                                        if len(differ) > 1 else ""))
+def compare_groups(base, new, opts):
+    """Every case and pass both sides have: (lines, [(figure, where)] worse, passes compared,
+    the fewest launches on a side, the most on a side)."""
+    out, failed, passes, counts = [], [], [], []
+    for label, b_passes in base.items():
+        for pass_name, b_samples in b_passes.items():
+            n_samples = new[label].get(pass_name)
+            if not n_samples:
+                continue
+            where = pass_name + (f", {label}" if label else "")
+            passes += [pass_name] if pass_name not in passes else []
+            counts.append((len(b_samples), len(n_samples)))
+            out.append(f"{where}: BASE {launches(len(b_samples))}, NEW {launches(len(n_samples))}")
+            lines, worse = compare_pass(b_samples, n_samples, opts)
+            out += [table_head()] + lines
+            failed += [(figure, where) for figure in worse]
+    if not passes:
+        raise Mismatch("no pass that both sides ran (compare overlap = on with on, off with off)")
+    return out, failed, passes, counts
 
 
-def cases_by_size(cases, name):
-    """{config.elements: case}, in the file's order."""
-    by_size = {}
-    for case in cases:
-        size = (case.get("config") or {}).get("elements")
-        if size in by_size:
-            raise Mismatch(f"{name} has two cases of elements = {size!r}")
-        by_size[size] = case
-    return by_size
+def launches(count):
+    return f"{count} launch" + ("" if count == 1 else "es")
 
 
-def compare_json(base, new, threshold):
-    """Case by case, matched by size; every size must be in both."""
-    b_by, n_by = cases_by_size(base, "BASE"), cases_by_size(new, "NEW")
-    if len(b_by) == 1 and len(n_by) == 1:
-        # One size each: compared as they are, so that a different size says so below.
-        b_by, n_by = {None: base[0]}, {None: new[0]}
-    for ours, theirs, name in ((b_by, n_by, "BASE"), (n_by, b_by, "NEW")):
-        missing = [size for size in ours if size not in theirs]
-        if missing:
-            raise Mismatch(f"different sizes: elements = {missing[0]!r} in {name} only"
-                           + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
-    out, worse = [], False
-    for size, b_case in b_by.items():
-        check_configurations(b_case, n_by[size])
-        if size is not None:
-            out.append(f"elements={size}:")
-        lines, case_worse = compare_figures(json_figures(b_case), json_figures(n_by[size]),
-                                            threshold)
-        out += [table_head()] + lines
-        worse = worse or case_worse
-    return out, worse
+def notes(counts):
+    """What the numbers of launches [(BASE, NEW)] allow, before the table."""
+    if min(min(pair) for pair in counts) < 2:
+        return ["compare: one launch on a side: the noise between launches cannot be told from "
+                "a change; a figure counts as changed only beyond its run's spread over its steps "
+                "(2 x (p90 - p50) / p50) and the threshold. For an A/B comparison run 5 or more "
+                "launches a side (scripts/sweep --repeat 5) and pass them all."]
+    fewest = min(counts, key=min)
+    if smallest_p(*fewest) > ALPHA:
+        return [f"compare: {fewest[0]} and {fewest[1]} launches can hardly show a change at "
+                f"p <= {ALPHA:g} (without ties the smallest p is {smallest_p(*fewest):.2f}): use "
+                "5 or more a side"]
+    return []
 
 
-def compare_csv(base, new, threshold):
-    (b_header, b_rows), (n_header, n_rows) = base, new
-    keys = [k for k in CSV_CONFIGURATION if k in b_header and k in n_header]
-    def by_key(rows):
-        # A configuration run twice: its last row (sweeps append) is the one compared.
-        return {tuple(r.get(k, "") for k in keys): r for r in rows}
-    b_by, n_by = by_key(b_rows), by_key(n_rows)
-    for ours, theirs, name in ((b_by, n_by, "NEW"), (n_by, b_by, "BASE")):
-        missing = [key for key in ours if key not in theirs]
-        if missing:
-            described = " ".join(f"{k}={v}" for k, v in zip(keys, missing[0]))
-            raise Mismatch(f"different configurations: no row in {name} for {described}")
-    varying = [i for i, k in enumerate(keys) if len({key[i] for key in b_by}) > 1]
-    out, worse = [], False
-    for key, b_row in b_by.items():
-        if varying:
-            out.append(" ".join(f"{keys[i]}={key[i]}" for i in varying) + ":")
-        lines, row_worse = compare_figures(csv_figures(b_row), csv_figures(n_by[key]),
-                                           threshold)
-        out += [table_head()] + lines
-        worse = worse or row_worse
-    return out, worse
+def split_sides(inputs):
+    """BASE... -- NEW... (or BASE NEW) -> ([base paths], [new paths])."""
+    if SEPARATOR in inputs:
+        at = inputs.index(SEPARATOR)
+        base, new = inputs[:at], inputs[at + 1:]
+        if SEPARATOR in new or not base or not new:
+            raise Mismatch("expected BASE... -- NEW...: one '--' with files on both sides")
+        return base, new
+    if len(inputs) != 2:
+        raise Mismatch(f"{len(inputs)} files without '--': give BASE NEW, or BASE... -- NEW...")
+    return inputs[:1], inputs[1:]
+
+
+def read_sides(base_paths, new_paths):
+    sides = []
+    kinds = set()
+    for name, paths in (("BASE", base_paths), ("NEW", new_paths)):
+        files = []
+        for path in paths:
+            kind, content = read_input(path)
+            if kinds and kind not in kinds:
+                raise Mismatch(f"different kinds of file: {path} is a {kind.upper()}, the "
+                               f"others {kinds.pop().upper()}s")
+            kinds.add(kind)
+            files.append((path, content))
+        sides.append((name, files))
+    return (json_groups if kinds == {"json"} else csv_groups)(sides)
+
+
+# Stands for the "--" between the sides while argparse reads the options (a path cannot hold
+# a NUL byte, so it cannot be a file's name).
+SEPARATOR = "\0--"
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="scripts/compare", description=__doc__,
+        usage="%(prog)s BASE... -- NEW... [--threshold PCT] [--gate-phases]  (or BASE NEW)",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("inputs", nargs="+", metavar="FILE",
+                        help="BASE NEW, or BASE... -- NEW...: JSON summaries or results CSVs")
+    parser.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
+                        help="how much worse (percent) a gating figure may be (default: 5)")
+    parser.add_argument("--gate-phases", action="store_true",
+                        help="the phases' medians and p99s gate the verdict too")
+    # "--" ends argparse's options; here it separates the sides, so it is kept as a value.
+    return parser.parse_intermixed_args([SEPARATOR if a == "--" else a for a in argv])
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(
-        prog="scripts/compare",
-        description="Compare two gpurelay JSON summaries or two results CSVs (NEW against BASE).",
-        epilog="Exit status: 0 none worse, 1 a figure worse than the threshold, 2 inputs that "
-               "cannot be compared.")
-    parser.add_argument("base", metavar="BASE")
-    parser.add_argument("new", metavar="NEW")
-    parser.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
-                        help="how much worse (percent) a figure may be (default: 5)")
-    opts = parser.parse_args(argv)
+    opts = parse_args(argv)
     if not opts.threshold >= 0:
         print("compare: --threshold must be a percentage >= 0", file=sys.stderr)
         return 2
     try:
-        b_kind, base = read_input(opts.base)
-        n_kind, new = read_input(opts.new)
-        if b_kind != n_kind:
-            raise Mismatch(f"different kinds of file: BASE is a {b_kind.upper()}, "
-                           f"NEW a {n_kind.upper()}")
-        compare = compare_json if b_kind == "json" else compare_csv
-        lines, worse = compare(base, new, opts.threshold)
+        base_paths, new_paths = split_sides(opts.inputs)
+        base, new = read_sides(base_paths, new_paths)
+        lines, failed, passes, counts = compare_groups(base, new, opts)
     except Mismatch as e:
         print(f"compare: {e}", file=sys.stderr)
         return 2
-    print("\n".join(lines))
-    verdict = f"worse than {opts.threshold:g}%" if worse else f"none worse than {opts.threshold:g}%"
-    print(f"compare: {verdict} (NEW {opts.new} against BASE {opts.base})")
-    return 1 if worse else 0
+    print("\n".join(notes(counts) + lines))
+    gating = ", ".join(HEADLINE) + (" and every phase's median and p99" if opts.gate_phases
+                                    else " (phases shown, not gating: --gate-phases)")
+    test = (f"p <= {ALPHA:g}" if min(min(pair) for pair in counts) >= 2
+            else "beyond the runs' spread")
+    verdict = (f"WORSE than {opts.threshold:g}% ({test}): "
+               + "; ".join(f"{f} ({w})" for f, w in failed) if failed
+               else f"none worse than {opts.threshold:g}% ({test})")
+    print(f"compare: {verdict}; gating: {gating} of {', '.join(passes)}; "
+          f"NEW {' '.join(new_paths)} against BASE {' '.join(base_paths)}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

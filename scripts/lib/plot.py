@@ -18,7 +18,11 @@ launch of scripts/sweep, writes a row per size, all with its tag) as PNG figures
 Each title lists the configuration held fixed in the plotted rows; a configuration column that
 varies and is not the x axis splits the lines further (shown in the legend), so no point mixes
 different configurations. Legends name every key that varies between the lines (key=value).
-Repeated runs of one configuration are plotted as their median.
+Repeated runs of one configuration (scripts/sweep --repeat: rows tagged repeat=K) are plotted
+as their median, with a bar from the least to the largest of them. Sizes are shown in bytes
+(tensor_bytes), on the axes and in the legends; an axis whose values span two decades or more
+is logarithmic. The bus bandwidth figure is left out when it would repeat the transfer
+bandwidth (every row's busbw equals its algbw: pairs and broadcasts).
 A figure whose x column has a single value is skipped with a message.
 """
 
@@ -40,11 +44,11 @@ CONFIG_COLUMNS = [
 ]
 # Config columns added after the first CSVs were written: a CSV without them still plots.
 LATER_COLUMNS = {"graphs", "pattern", "group_size"}
-# Columns that follow from others: tensor_bytes = elements x dtype size, and pairs (the
-# receivers: world_size / 2 for pairs, the ranks but each group's root for a broadcast, every
-# rank for an all-reduce) from world_size and the pattern. Never listed on their own, never a
-# reason to split a line.
-DERIVED = {"tensor_bytes": "elements", "pairs": "world_size"}
+# Columns that follow from others: elements = tensor_bytes / dtype size (sizes are shown in
+# bytes), and pairs (the receivers: world_size / 2 for pairs, the ranks but each group's root
+# for a broadcast, every rank for an all-reduce) from world_size and the pattern. Never listed
+# on their own, never a reason to split a line.
+DERIVED = {"elements": "tensor_bytes", "pairs": "world_size"}
 SIZE_COLUMNS = {"elements", "c_elements"}  # counts, shown as 256Ki
 BYTE_COLUMNS = {"tensor_bytes", "chunk"}    # bytes, shown as 1 MiB
 
@@ -191,10 +195,11 @@ def grouped(rows, x_column, y_column, line_columns):
     return groups
 
 
-def labelled(groups, line_columns, label_keys=None, always=()):
+def labelled(groups, line_columns, label_keys=None, always=(), with_range=False):
     """{line label: ([x], [median y])}, x ascending, from grouped(); and how many points were
     medians of repeated runs. The labels name the columns that vary over label_keys (default:
-    the groups' keys), so that two panels can label their lines alike."""
+    the groups' keys), so that two panels can label their lines alike. with_range adds each
+    point's least and largest y: ([x], [median], [min], [max])."""
     result = {}
     medians = 0
     labels = line_labels(line_columns, list(label_keys if label_keys is not None else groups),
@@ -204,12 +209,25 @@ def labelled(groups, line_columns, label_keys=None, always=()):
         xs = sorted(points)
         medians += sum(1 for x in xs if len(points[x]) > 1)
         result[labels[key]] = (xs, [statistics.median(points[x]) for x in xs])
+        if with_range:
+            result[labels[key]] += ([min(points[x]) for x in xs], [max(points[x]) for x in xs])
     return result, medians
 
 
 def series(rows, x_column, y_column, line_columns):
-    """{line label: ([x], [median y])}, x ascending; and how many points were medians."""
-    return labelled(grouped(rows, x_column, y_column, line_columns), line_columns)
+    """{line label: ([x], [median y], [min y], [max y])}, x ascending; and how many points were
+    medians."""
+    return labelled(grouped(rows, x_column, y_column, line_columns), line_columns,
+                    with_range=True)
+
+
+def value_axis(ax, ys):
+    """y from 0, or logarithmic where the positive values span two decades or more."""
+    positive = [y for y in ys if y > 0]
+    if positive and len(positive) == len(ys) and max(positive) / min(positive) >= 100:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
 
 
 def on_off_speedup(rows, x_column, line_columns):
@@ -287,7 +305,7 @@ def count_axis(ax, xs):
 
 
 def x_values(all_series):
-    return sorted({x for xs, _ in all_series.values() for x in xs})
+    return sorted({x for xs, *_ in all_series.values() for x in xs})
 
 
 def skip_single(name, x_column, rows, y_column):
@@ -310,9 +328,10 @@ def note_lines(name, data, what="lines"):
     print(f"{name}: {what}: " + "; ".join(data))
 
 
-def note_medians(name, medians):
+def note_medians(name, medians, bars=False):
     if medians:
-        print(f"{name}: {medians} points are medians of repeated runs")
+        print(f"{name}: {medians} points are medians of repeated runs"
+              + (", with bars from the least to the largest" if bars else ""))
 
 
 def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, xlabel, ylabel, title,
@@ -325,16 +344,20 @@ def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, xlabel, ylabe
     lines = split_columns(rows, x_column, list(line_base))
     data, medians = series(rows, x_column, y_column, lines)
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    for label, (x, y) in data.items():
-        ax.plot(x, y, marker="o", label=label)
+    for label, (x, y, low, high) in data.items():
+        if medians:
+            errors = [[m - lo for m, lo in zip(y, low)], [hi - m for m, hi in zip(y, high)]]
+            ax.errorbar(x, y, yerr=errors, marker="o", capsize=3, label=label)
+        else:
+            ax.plot(x, y, marker="o", label=label)
     axis(ax, x_values(data))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_ylim(bottom=0)
+    value_axis(ax, [v for _, _, low, high in data.values() for v in low + high])
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     title_text(ax, title, fixed_config(rows, x_column))
-    note_medians(name, medians)
+    note_medians(name, medians, bars=True)
     note_lines(name, data)
     return save(fig, out_dir, name, plt)
 
@@ -350,6 +373,11 @@ def plot_bus_bandwidth(rows, out_dir, plt):
     """nccl-tests' bus bandwidth against size, one line per pattern; rows of a CSV written before
     the collectives have no busbw_gbps and are left out."""
     rows = [r for r in rows if r.get("busbw_gbps") not in (None, "")]
+    name = "bus_bandwidth_vs_size.png"
+    if rows and all(r["busbw_gbps"] == r.get("algbw_gbps", r["transfer_gbps"]) for r in rows):
+        print(f"skip {name}: the bus bandwidth equals the algorithm bandwidth in every row "
+              "(pairs, broadcast); bandwidth_vs_size.png shows it")
+        return None
     return plot_lines(rows, out_dir, plt, "bus_bandwidth_vs_size.png", "tensor_bytes",
                       "busbw_gbps", bytes_axis, "tensor size (bytes, log2 scale)",
                       "bus bandwidth (GB/s, nccl-tests' busbw)",

@@ -9,6 +9,12 @@ the pending combinations become one Slurm job array instead of running here, one
 most --throttle tasks at a time; the tasks submitted are recorded in OUT_DIR/slurm-jobs.csv, and
 a point whose task is still queued or running (squeue) is skipped too, so running the same sweep
 again never submits a point twice.
+With --repeat N every combination runs N times, as N separate launches (the noise between
+launches is what an A/B comparison must see): launch K's tag and file name end in "repeat=K"
+(K = 0..N-1), the rows' repeat number, and the repeats of the whole grid run in turn (every
+combination once, then again), so that a slow spell of the machine does not fall on one
+combination's repeats alone. At the end the sweep prints each point's median and range over
+its repeats.
 """
 
 import argparse
@@ -21,6 +27,7 @@ import os
 import re
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -39,6 +46,8 @@ RESERVED_KEYS = ["output", "overwrite", "quiet", "results_csv", "tag", "summary_
 # Not a deck key: the number of ranks, for scaling studies (pairs = np / 2). It goes to the
 # launcher (mpirun -np, srun --ntasks) and into the tag, never to gpurelay as a flag.
 NP_KEY = "np"
+# Not a deck key either: the repeat number of a launch (--repeat), in its tag and file name only.
+REPEAT_KEY = "repeat"
 
 # Values go into a space-separated tag and a command line: keep them to plain tokens.
 VALUE_PATTERN = re.compile(r"^[A-Za-z0-9_.:+\-]+$")
@@ -73,6 +82,8 @@ def parse_axis(text, allow_any_key):
     key = key.strip().replace("-", "_")
     if not KEY_PATTERN.match(key):
         raise UsageError(f"'{text}': '{key}' is not a key name (lower case, digits, _)")
+    if key == REPEAT_KEY:
+        raise UsageError(f"'{text}': repeats are not an axis; use --repeat N")
     if key in RESERVED_KEYS:
         raise UsageError(f"'{text}': {key} is set by the sweep itself and cannot be swept")
     if key not in SWEEPABLE_KEYS and key != NP_KEY and not allow_any_key:
@@ -197,12 +208,16 @@ def tag_of(point):
 class Grid:
     """The sweep's points: each combination of the keys other than elements, with each size."""
 
-    def __init__(self, axes, deck):
+    def __init__(self, axes, deck, repeats=1):
         self.keys = [key for key, _ in axes]
         self.swept = ELEMENTS_KEY in self.keys
         self.sizes = (sizes_of(dict(axes)[ELEMENTS_KEY], ELEMENTS_KEY) if self.swept
                       else deck_sizes(deck))
         self.combinations = expand_grid([(k, v) for k, v in axes if k != ELEMENTS_KEY])
+        if repeats > 1:
+            # Repeat outermost: the whole grid once, then again.
+            self.combinations = [combination + [(REPEAT_KEY, str(k))] for k in range(repeats)
+                                 for combination in self.combinations]
 
     def points(self):
         """[(combination, size)], the sizes of one combination together; size (text, count),
@@ -258,8 +273,9 @@ class Launch:
         self.keys = grid.launch_keys(combination, self.sizes)
         self.name_keys = grid.launch_keys(combination, self.sizes, separator="_")
         # The values it tries, for run_here's choice of the next launch after a failure.
-        self.values = list(combination) + [(ELEMENTS_KEY, text) for text, _ in
-                                           (self.sizes if grid.swept else [])]
+        # (A repeat is not a value to try: it fails as its first launch did.)
+        self.values = [(k, v) for k, v in combination if k != REPEAT_KEY] + [
+            (ELEMENTS_KEY, text) for text, _ in (self.sizes if grid.swept else [])]
 
     def label(self):
         return tag_of(self.keys)
@@ -309,7 +325,8 @@ def launch_args(launch, args):
         argv += ["--input", args.deck]
     # --key=value rather than "--key value": a boolean flag takes its value only in this form,
     # and a value that starts with '-' (alpha=-1) cannot be mistaken for a flag.
-    argv += [f"{flag_of(key)}={value}" for key, value in launch.keys if key != NP_KEY]
+    argv += [f"{flag_of(key)}={value}" for key, value in launch.keys
+             if key not in (NP_KEY, REPEAT_KEY)]
     output = os.path.join(args.out_dir, output_name(tag_of(launch.name_keys)))
     argv += ["--results-csv", args.csv, "--tag", launch.tag, "--output", output]
     if args.summary_json:
@@ -565,6 +582,42 @@ def failed_points(grid, launch, code, csv_path):
     return failed
 
 
+# The figures whose spread over the repeats the sweep prints at its end.
+SPREAD_FIGURES = ("time_per_step_ms", "transfer_gbps")
+
+
+def repeat_of(tag):
+    """(the tag without its repeat word, the repeat number) or (tag, None)."""
+    words = tag.split()
+    repeats = [w for w in words if w.startswith(REPEAT_KEY + "=")]
+    if not repeats:
+        return tag, None
+    rest = " ".join(w for w in words if w not in repeats)
+    return rest or NO_KEYS_TAG, count_of(repeats[0].partition("=")[2])
+
+
+def repeat_summary(csv_path):
+    """Lines: each point's median and range (min to max) over its repeats, per figure."""
+    groups = {}
+    with open(csv_path, newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            tag, repeat = repeat_of(row.get("tag", ""))
+            if repeat is not None:
+                groups.setdefault((tag, row.get(ELEMENTS_KEY, "")), []).append(row)
+    lines = []
+    for (tag, elements), rows in groups.items():
+        parts = []
+        for figure in SPREAD_FIGURES:
+            values = sorted(float(r[figure]) for r in rows if r.get(figure) not in (None, ""))
+            if values:
+                median = statistics.median(values)
+                width = f" ({100 * (values[-1] - values[0]) / median:.0f}%)" if median else ""
+                parts.append(f"{figure} {median:.4g} [{values[0]:.4g} to {values[-1]:.4g}]{width}")
+        lines.append(f"  {tag} elements={elements}, {counted(len(rows), 'repeat', 'repeats')}: "
+                     + "; ".join(parts))
+    return lines
+
+
 def run_here(grid, launches, total, args):
     """Runs the pending launches in grid order. While none has succeeded, the next launch after
     a failure is the one that tries the most values not yet tried: when the launches run so far
@@ -628,6 +681,10 @@ def run_here(grid, launches, total, args):
              else f"no results ({args.csv} not written)")
     print(f"sweep: {points_done} done, {total - points} skipped, {len(failed)} failed "
           f"(of {total}); {where}")
+    if args.repeat > 1 and os.path.exists(args.csv):
+        print("median [min to max] (range) over the repeats; scripts/compare tells whether two "
+              "such sets differ:")
+        print("\n".join(repeat_summary(args.csv)))
     if failed:
         print("failed points (exit code: point):", file=sys.stderr)
         for label, listed in failed:
@@ -659,6 +716,10 @@ elements takes sizes and ranges (FIRST:LAST:xFACTOR, FIRST:LAST:+STEP), at most 
 point is a combination and one size, the CSV row (tag, elements) says it is done. Without an
 elements axis the deck's sizes are the combination's (one launch as well). A sweep over
 elements alone tags its rows "sweep".
+--repeat N runs each combination N times (a launch each, the grid's repeats in turn) and tags
+its rows "... repeat=K"; one configuration repeated is a sweep of one value, e.g.
+  scripts/sweep --repeat 5 --summary-json --csv outputs/base.csv elements=64Ki
+then scripts/compare outputs/base.csv -- outputs/new.csv (or the JSONs of each side).
 np is not a deck key: np=2,4,8 sets the number of ranks per point (pairs = np/2) for
 scaling studies; it goes to the launcher and into the tag.
 With --slurm, one array task per combination; points submitted earlier from the same OUT_DIR
@@ -703,6 +764,9 @@ early (why, on one line), 2 bad arguments.""")
     parser.add_argument("--summary-json", action="store_true",
                         help="also write each launch's JSON summary beside its HDF5 file "
                              "(OUT_DIR/NAME.json, one case per size), for scripts/compare")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="run every combination N times, as N launches (tags and file "
+                             "names end in repeat=0..N-1; default 1: no repeat word)")
     parser.add_argument("--any-key", action="store_true",
                         help="allow keys this script does not know (newer gpurelay options)")
     parser.add_argument("--dry-run", action="store_true",
@@ -710,6 +774,8 @@ early (why, on one line), 2 bad arguments.""")
     args = parser.parse_args(argv)
     if args.np < 1:
         parser.error("--np must be positive")
+    if args.repeat < 1:
+        parser.error("--repeat must be positive")
     if args.throttle < 1:
         parser.error("--throttle must be positive")
     if (args.sbatch_args or args.srun_args != parser.get_default("srun_args")
@@ -744,7 +810,7 @@ def main(argv):
             if NP_KEY in keys and "{np}" not in args.launcher:
                 raise UsageError("an np=... axis with --launcher needs {np} in the launcher, "
                                  'e.g. --launcher "mpirun -np {np} --bind-to none"')
-        grid = Grid(axes, args.deck)
+        grid = Grid(axes, args.deck, args.repeat)
         if not args.slurm and not args.dry_run:
             starter = launcher_for(grid.combinations[0], args)[0]
             if shutil.which(starter) is None:

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Tests scripts/compare on made-up JSON summaries (of one size, and of several: one case per
-# size, matched by size) and results CSVs: exit 0 within the threshold, 1 when a figure is worse
-# than it (each way round: a longer time, a lower bandwidth), 2 with a one-line reason for
-# inputs that cannot be compared (a size that one side lacks among them).
+# size, matched by size) and results CSVs: one launch a side, exit 0 within the threshold, 1
+# when a headline figure is worse than it (each way round: a longer time, a lower bandwidth);
+# several launches a side (BASE... -- NEW..., and a CSV's repeated rows), exit 0 and "~" for the
+# same distribution, 1 naming the figure for a shifted one, phases gating only with
+# --gate-phases; the Mann-Whitney p-values against values worked by hand (and SciPy's where it
+# is installed); 2 with a one-line reason for inputs that cannot be compared.
 # Usage: tests/scripts/test_compare.sh GPURELAY_BINARY REPO_ROOT   (the binary is not used)
 set -euo pipefail
 
@@ -11,6 +14,7 @@ if [[ $# -ne 2 || "$1" == -h || "$1" == --help ]]; then
     exit 2
 fi
 root="$(cd "$2" && pwd)"
+python="${GPURELAY_PYTHON:-/usr/bin/python3}"
 compare="$root/scripts/compare"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
@@ -34,8 +38,8 @@ expect() {
     echo "compare $*: exit $code ok"
 }
 
-# summary NAME TIME_PER_STEP B_P99 GBPS [ELEMENTS]: a JSON summary of two passes (the last is
-# the one compared; the first is far slower, so comparing it would fail every case).
+# summary NAME TIME_PER_STEP B_P99 GBPS [ELEMENTS]: a JSON summary of two passes, both compared
+# (the off pass the same in every file).
 summary() {
     cat >"$tmp/$1" <<JSON
 {"schema_version": 2, "world_size": 2,
@@ -58,7 +62,9 @@ expect 0 "none worse than 5%" "$tmp/base.json" "$tmp/same.json"
 expect 0 "b_ms_p99" "$tmp/base.json" "$tmp/same.json"
 expect 1 "WORSE by 10.0%" "$tmp/base.json" "$tmp/slower.json"
 expect 0 "none worse than 15%" "$tmp/base.json" "$tmp/slower.json" --threshold 15
-expect 1 "b_ms_p99" "$tmp/base.json" "$tmp/tail.json"
+# A phase's tail is shown, and gates only when asked.
+expect 0 "worse by 12.5%" "$tmp/base.json" "$tmp/tail.json"
+expect 1 "b_ms_p99 (overlap on)" "$tmp/base.json" "$tmp/tail.json" --gate-phases
 expect 1 "transfer_gbps      higher" "$tmp/base.json" "$tmp/narrower.json"
 expect 0 "better by 9.1%" "$tmp/slower.json" "$tmp/base.json"
 expect 2 "elements = 1024 in BASE, 2048 in NEW" "$tmp/base.json" "$tmp/other.json"
@@ -94,8 +100,9 @@ expect 2 "a multi-size JSON summary without cases" "$tmp/sweep.json" "$tmp/no-ca
 header="tag,world_size,elements,depth,time_per_step_ms,step_ms_median,b_ms,transfer_gbps,b_ms_p99"
 printf '%s\n' "$header" "a,2,1024,2,1.0,1.0,0.5,10,0.8" "b,2,4096,2,2.0,2.0,1.0,20,1.5" \
     >"$tmp/base.csv"
-# The same configurations in another order, one run twice (its last row counts), within 5%.
-printf '%s\n' "$header" "b,2,4096,2,2.5,2.0,1.0,20,1.5" "a,2,1024,2,1.02,1.0,0.5,10,0.8" \
+# The same configurations in another order, one run twice (both rows are its launches: their
+# median counts), within 5%.
+printf '%s\n' "$header" "b,2,4096,2,1.98,2.0,1.0,20,1.5" "a,2,1024,2,1.02,1.0,0.5,10,0.8" \
     "b,2,4096,2,2.04,2.0,1.0,20,1.5" >"$tmp/same.csv"
 printf '%s\n' "$header" "a,2,1024,2,1.0,1.0,0.5,10,0.8" "b,2,4096,2,2.0,2.0,1.0,17,1.5" \
     >"$tmp/narrower.csv"
@@ -114,4 +121,72 @@ expect 2 "neither a gpurelay JSON summary nor a results CSV" "$tmp/base.csv" "$t
 expect 2 "cannot read" "$tmp/base.csv" "$tmp/missing.csv"
 echo '{"passes": [' >"$tmp/broken.json"
 expect 2 "not valid JSON" "$tmp/base.json" "$tmp/broken.json"
+
+echo "== several launches a side"
+# Five launches a side: the same values in another order, then every one about 12% slower.
+for i in 1 2 3 4 5; do
+    summary "r$i.json" "1.0$i" 0.80 10.0
+    summary "s$i.json" "1.0$((6 - i))" 0.80 10.0
+    summary "slow$i.json" "1.1$((i + 2))" 0.80 10.0
+    summary "tail$i.json" "1.0$i" "0.9$i" 10.0
+done
+r=("$tmp"/r?.json) s=("$tmp"/s?.json) slow=("$tmp"/slow?.json) tails=("$tmp"/tail?.json)
+expect 0 "none worse than 5% (p <= 0.05)" "${r[@]}" -- "${s[@]}"
+expect 0 "+0.0%  1.000  ~" "${r[@]}" -- "${s[@]}"
+expect 0 "overlap on: BASE 5 launches, NEW 5 launches" "${r[@]}" -- "${s[@]}"
+expect 1 "WORSE than 5% (p <= 0.05): time_per_step_ms (overlap on)" "${r[@]}" -- "${slow[@]}"
+expect 1 "0.008  WORSE by 11.7%" "${r[@]}" -- "${slow[@]}"
+expect 0 "none worse than 15%" "${r[@]}" -- "${slow[@]}" --threshold 15
+# The last line names the figures that gate, and every pass compared.
+expect 0 "gating: time_per_step_ms, transfer_gbps (phases shown, not gating: --gate-phases) of overlap off, overlap on" \
+    "${r[@]}" -- "${tails[@]}"
+expect 1 "b_ms_p99 (overlap on)" "${r[@]}" -- "${tails[@]}" --gate-phases
+expect 0 "3 and 3 launches can hardly show a change" "${r[@]:0:3}" -- "${slow[@]:0:3}"
+expect 2 "one '--' with files on both sides" "${r[@]}" --
+expect 2 "3 files without '--'" "${r[@]:0:3}"
+
+# A CSV with repeats: each configuration's rows are its launches.
+{
+    echo "$header"
+    for i in 1 2 3 4 5; do echo "a,2,1024,2,1.0$i,1.0,0.5,10,0.8"; done
+} >"$tmp/repeats.csv"
+{
+    echo "$header"
+    for i in 5 4 3 2 1; do echo "a,2,1024,2,1.0$i,1.0,0.5,10,0.8"; done
+} >"$tmp/repeats-same.csv"
+sed 's/,1\.0\([0-9]\),1\.0,/,1.2\1,1.0,/' "$tmp/repeats.csv" >"$tmp/repeats-slow.csv"
+expect 0 "BASE 5 launches, NEW 5 launches" "$tmp/repeats.csv" "$tmp/repeats-same.csv"
+expect 1 "time_per_step_ms (main pass)" "$tmp/repeats.csv" "$tmp/repeats-slow.csv"
+
+echo "== the U test's p-values"
+"$python" - "$root/scripts/lib" <<'PY' || fail "Mann-Whitney p-values differ from the known ones"
+import math, sys
+sys.path.insert(0, sys.argv[1])
+from mann_whitney import mann_whitney_p
+# Exact, no ties: complete separation of 3 and 3 is 2 of the C(6,3) = 20 orderings; of 5 and 5,
+# 2 of 252; x = [1,4], y = [2,3,5]: U = 2, P(U <= 2) = 4/10 of the orderings, doubled.
+cases = [([1, 2, 3], [4, 5, 6], 0.1), ([1, 2, 3, 4, 5], [6, 7, 8, 9, 10], 2 / 252),
+         ([1, 4], [2, 3, 5], 0.8), ([5.0], [1.0, 2.0], 2 / 3)]
+# With ties, the normal approximation: x = [1,1,2], y = [2,3,3]: U = 0.5, mean 4.5, variance
+# 9/12 x (7 - 18/30) = 4.8, z = (4 - 0.5) / sqrt(4.8).
+cases.append(([1, 1, 2], [2, 3, 3], math.erfc(3.5 / math.sqrt(4.8) / math.sqrt(2))))
+cases.append(([7, 7, 7], [7, 7], 1.0))
+for x, y, expected in cases:
+    got = mann_whitney_p(x, y)
+    print(x, y, got)
+    assert abs(got - expected) < 1e-12, (x, y, got, expected)
+try:
+    from scipy.stats import mannwhitneyu
+except ImportError:
+    print("scipy not installed: no cross-check")
+    sys.exit(0)
+import random
+random.seed(7)
+for _ in range(500):
+    x = [random.randint(0, 9) for _ in range(random.randint(1, 12))]
+    y = [random.randint(0, 12) for _ in range(random.randint(1, 12))]
+    expected = mannwhitneyu(x, y, alternative="two-sided").pvalue
+    assert abs(mann_whitney_p(x, y) - expected) < 1e-9, (x, y)
+print("500 random samples agree with scipy.stats.mannwhitneyu")
+PY
 echo "scripts/compare: ok"

@@ -12,6 +12,7 @@ set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need_modules matplotlib
 plot="$root/scripts/plot"
 
 # A PNG starts with the 8 bytes 89 50 4E 47 0D 0A 1A 0A.
@@ -87,6 +88,43 @@ grep -q '^skip overlap.png' "$tmp/log2" || fail "overlap.png not reported as ski
 grep -q '^skip scaling.png' "$tmp/log2" || fail "scaling.png not reported as skipped"
 [[ ! -e "$tmp/where/scaling.png" ]] || fail "scaling.png written from one value of pairs"
 
+echo "== repeated runs: medians with min-max bars; a log y axis over decades; no busbw for pairs"
+{
+    echo "$header,pattern,group_size,algbw_gbps,busbw_gbps"
+    for repeat in 0 1 2; do
+        for e in 1024 262144 67108864; do
+            gbps=$((e / 65536 + repeat + 1))
+            row "repeat=$repeat" 2 1 nccl "$e" off 64 1.0 "" "" "$gbps" "$gbps" |
+                sed "s/\$/,pairs,0,$gbps,$gbps/"
+        done
+    done
+} >"$tmp/repeats.csv"
+"$plot" --csv "$tmp/repeats.csv" --out-dir "$tmp/repeats" | tee "$tmp/log-repeats" ||
+    fail "plot of repeated rows exited non-zero"
+check_png "$tmp/repeats/bandwidth_vs_size.png"
+grep -qx 'bandwidth_vs_size.png: 3 points are medians of repeated runs, with bars from the least to the largest' \
+    "$tmp/log-repeats" || fail "the repeats are not plotted as medians with bars"
+grep -q '^skip bus_bandwidth_vs_size.png: the bus bandwidth equals the algorithm bandwidth' \
+    "$tmp/log-repeats" || fail "the bus bandwidth of pairs is drawn again"
+"$python" - "$tmp/repeats.csv" "$root/scripts/lib" <<'PY' || fail "the figure's axes are not as expected"
+import sys
+sys.path.insert(0, sys.argv[2])
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import plot
+rows, _ = plot.read_rows(sys.argv[1], False)
+plot.save = lambda fig, out_dir, name, plt: fig  # keep the figure to look at
+fig = plot.plot_bandwidth(rows, "", plt)
+ax = fig.axes[0]
+assert ax.get_xscale() == "log" and ax.get_yscale() == "log", (ax.get_xscale(), ax.get_yscale())
+labels = [t.get_text() for t in ax.get_xticklabels()]
+assert "1 KiB" not in labels and "4 KiB" in labels and "256 MiB" in labels, labels
+bars = [c for c in ax.containers if c.has_yerr]
+assert len(bars) == 1, ax.containers
+print("log x (bytes) and log y, one line with min-max bars; ticks", labels)
+PY
+
 echo "== missing and empty CSVs: exit 2"
 for bad in "$tmp/none.csv" "$tmp/empty.csv" "$tmp/header-only.csv"; do
     : >"$tmp/empty.csv"
@@ -156,7 +194,7 @@ for key in overlap= c_iterations= world_size=; do
     grep "^bandwidth_vs_size.png: lines: " "$tmp/log4" | grep -q "$key" ||
         fail "bandwidth_vs_size.png's legend does not name $key"
 done
-for key in overlap= elements= c_iterations=; do
+for key in overlap= tensor_bytes= c_iterations=; do
     grep "^scaling.png: lines: " "$tmp/log4" | grep -q "$key" ||
         fail "scaling.png's legend does not name $key"
 done

@@ -8,12 +8,15 @@
 # compares case by case, a failing point makes the sweep fail, a grid whose points all fail the
 # same way (the README's overlap sweep on a deck that wants a GPU, with none visible) stops
 # after the launches that take every value once and says why, a tag too long for a file name
-# gets a shortened name, and a malformed KEY=V argument or list of sizes is refused with exit 2.
+# gets a shortened name, --repeat N runs a configuration N times (rows tagged repeat=0..N-1, a
+# median and range at the end; in a grid in turn; an array task each), and a malformed KEY=V
+# argument or list of sizes is refused with exit 2.
 # Usage: tests/scripts/test_sweep.sh GPURELAY_BINARY REPO_ROOT
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need_modules h5py
 
 # The CSV's data rows as "TAG|ELEMENTS", one per line (parsed as CSV: a tag holds spaces and may
 # be quoted).
@@ -182,7 +185,15 @@ summary = json.load(open(sys.argv[1]))
 assert summary["sizes"] == [1024, 4096] and summary["verified"] is True, summary.keys()
 assert [case["config"]["elements"] for case in summary["cases"]] == [1024, 4096]
 # NEW with one size's time per step 20% longer, and NEW without the 4096 case.
-slower = json.loads(json.dumps(summary))
+# One launch a side counts only a change beyond the runs' own spread over their steps, which
+# is wide in 4 steps on the CPU: both sides' steps made steady (p90 = p50), then NEW's second
+# size 20% slower.
+steady = json.loads(json.dumps(summary))
+for case in steady["cases"]:
+    for stats in case["passes"][-1]["phases_ms"].values():
+        stats["p90"] = stats["p50"]
+json.dump(steady, open(sys.argv[2] + "/steady.json", "w"))
+slower = json.loads(json.dumps(steady))
 slower["cases"][1]["passes"][-1]["time_per_step_ms"] *= 1.2
 json.dump(slower, open(sys.argv[2] + "/slower.json", "w"))
 fewer = json.loads(json.dumps(summary))
@@ -190,9 +201,9 @@ fewer["sizes"], fewer["cases"] = fewer["sizes"][:1], fewer["cases"][:1]
 json.dump(fewer, open(sys.argv[2] + "/fewer.json", "w"))
 PY
 "$root/scripts/compare" "$summary" "$summary" >"$tmp/cmp" || fail "a summary against itself: not 0"
-grep -qx 'elements=4096:' "$tmp/cmp" || fail "no table for elements=4096: $(cat "$tmp/cmp")"
+grep -q '^overlap on, elements=4096: BASE 1 launch, NEW 1 launch$' "$tmp/cmp" || fail "no table for elements=4096: $(cat "$tmp/cmp")"
 status=0
-"$root/scripts/compare" "$summary" "$tmp/slower.json" >"$tmp/cmp" || status=$?
+"$root/scripts/compare" "$tmp/steady.json" "$tmp/slower.json" >"$tmp/cmp" || status=$?
 [[ $status -eq 1 ]] || fail "a time per step 20% longer: exit $status, not 1"
 grep -q 'time_per_step_ms .* WORSE by 20.0%' "$tmp/cmp" || fail "no WORSE line: $(cat "$tmp/cmp")"
 status=0
@@ -246,8 +257,28 @@ grep -Eq -- "--output $tmp/out/zz=v{140,}-[0-9a-f]{12}\.h5 " "$tmp/log7" ||
     fail "no shortened name with a hash: $(grep -- --output "$tmp/log7" | head -n 1)"
 grep -q -- "--output $tmp/out/zz=w.h5 " "$tmp/log7" || fail "the short tag's name is not zz=w.h5"
 
+echo "== --repeat: one configuration, N launches, rows tagged repeat=0..N-1"
+"${sweep[@]}" --csv "$tmp/repeat.csv" --out-dir "$tmp/repeat" --repeat 3 elements=1Ki |
+    tee "$tmp/log8" || fail "the repeated sweep failed"
+[[ "$(csv_points "$tmp/repeat.csv" | tr '\n' ' ')" == "repeat=0|1024 repeat=1|1024 repeat=2|1024 " ]] ||
+    fail "rows of the repeats: $(csv_points "$tmp/repeat.csv" | tr '\n' ' ')"
+[[ "$(grep -c '^run \[' "$tmp/log8")" -eq 3 ]] || fail "expected 3 launches"
+grep -Eq '^  sweep elements=1024, 3 repeats: time_per_step_ms [0-9.e+-]+ \[[0-9.e+-]+ to [0-9.e+-]+\]' \
+    "$tmp/log8" || fail "no median and range over the repeats at the end"
+"${sweep[@]}" --csv "$tmp/repeat.csv" --out-dir "$tmp/repeat" --repeat 3 elements=1Ki |
+    tee "$tmp/log9" || fail "the repeated sweep run again failed"
+[[ "$(grep -c '^skip (done): ' "$tmp/log9")" -eq 3 ]] || fail "the 3 repeats are not done"
+# In a grid, the repeats of every combination in turn; the Slurm array a task per repeat.
+"${sweep[@]}" --dry-run --repeat 2 c_iterations=1,2 >"$tmp/log10" || fail "dry run exited non-zero"
+[[ "$(grep '^run \[' "$tmp/log10" | tr '\n' ' ')" == "run [1/4]: c_iterations=1 repeat=0 run [2/4]: c_iterations=2 repeat=0 run [3/4]: c_iterations=1 repeat=1 run [4/4]: c_iterations=2 repeat=1 " ]] ||
+    fail "the repeats are not in turn: $(grep '^run \[' "$tmp/log10" | tr '\n' ' ')"
+"${sweep[@]}" --dry-run --slurm --out-dir "$tmp/repeat-slurm" --repeat 2 c_iterations=1 \
+    >"$tmp/log11" || fail "the Slurm dry run exited non-zero"
+grep -q "^    1) .*--tag 'c_iterations=1 repeat=1' .*c_iterations=1,repeat=1.h5" "$tmp/log11" ||
+    fail "no array task for repeat 1: $(grep '^    [0-9])' "$tmp/log11")"
+
 echo "== bad arguments: exit 2 with one line"
-for bad in elements= elements=1Ki,,2Ki elements notakey=1 elements=1Ki,1024 elements=4Ki:1Ki:x2 \
+for bad in repeat=1,2 elements= elements=1Ki,,2Ki elements notakey=1 elements=1Ki,1024 elements=4Ki:1Ki:x2 \
     elements=1Ki:1Mi:x1 elements=1Ki:1Gi:+1Ki elements=1Kb; do
     status=0
     "${sweep[@]}" "$bad" >"$tmp/out.txt" 2>"$tmp/err.txt" || status=$?

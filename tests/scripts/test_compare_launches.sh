@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The acceptance test of scripts/compare against the noise between launches, with the real
+# binary on the CPU path: two sets of 5 identical launches (scripts/sweep --repeat 5
+# --summary-json) compare as no change (exit 0), as their JSON summaries and as their CSVs; a
+# set slowed by a known delay per step (debug_delay_us on the consumer) is found worse (exit 1,
+# naming time_per_step_ms); one launch a side of identical configurations exits 0 and says it
+# cannot tell noise from a change.
+# Usage: tests/scripts/test_compare_launches.sh GPURELAY_BINARY REPO_ROOT
+set -euo pipefail
+
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+compare="$root/scripts/compare"
+
+# Small and short: the point is the comparison, not the figures. write = none keeps the disk
+# out of the step times.
+cat >"$tmp/deck.toml" <<'TOML'
+device = "cpu"
+transport = "mpi"
+steps = 40
+warmup = 2
+c_elements = "4Ki"
+c_iterations = 1
+write = "none"
+timeout_s = 60.0
+TOML
+
+# launches NAME [KEY=V...]: 5 launches of elements=64Ki into $tmp/NAME/ (a JSON each) and
+# $tmp/NAME.csv.
+launches() {
+    local name="$1"
+    shift
+    "$root/scripts/sweep" --deck "$tmp/deck.toml" --binary "$binary" --out-dir "$tmp/$name" \
+        --csv "$tmp/$name.csv" --summary-json --repeat 5 --any-key elements=64Ki "$@" \
+        >"$tmp/$name.log" 2>&1 || { cat "$tmp/$name.log"; fail "the $name launches failed"; }
+    [[ "$(find "$tmp/$name" -name '*.json' | wc -l)" -eq 5 ]] || fail "$name: not 5 JSON summaries"
+}
+
+# expect CODE TEXT ARGS...: scripts/compare ARGS exits CODE and its output holds TEXT.
+expect() {
+    local code="$1" text="$2" status=0
+    shift 2
+    "$compare" "$@" >"$tmp/out" 2>&1 || status=$?
+    cat "$tmp/out"
+    [[ "$status" == "$code" ]] || fail "compare exited $status, expected $code"
+    grep -qF -- "$text" "$tmp/out" || fail "no '$text' in the output"
+}
+
+launches base
+launches same
+# 2 ms before each receive of the consumer (rank 1): every step at least that much longer.
+launches slow debug_delay_us=2000 debug_delay_rank=1
+
+echo "== identical launches: no change"
+expect 0 "none worse than 5% (p <= 0.05)" "$tmp"/base/*.json -- "$tmp"/same/*.json
+grep -q "^overlap off: BASE 5 launches, NEW 5 launches" "$tmp/out" || fail "the off pass not compared"
+expect 0 "none worse than 5% (p <= 0.05)" "$tmp/base.csv" -- "$tmp/same.csv"
+
+echo "== a delay per step: worse"
+expect 1 "time_per_step_ms (overlap on" "$tmp"/base/*.json -- "$tmp"/slow/*.json
+expect 1 "time_per_step_ms (overlap on" "$tmp/base.csv" -- "$tmp/slow.csv"
+
+echo "== one launch a side, identical: no change, and a note that it cannot tell"
+first() { find "$tmp/$1" -name '*repeat=0.json'; }
+expect 0 "one launch on a side" "$(first base)" "$(first same)"
+expect 0 "none worse than 5% (beyond the runs' spread)" "$(first base)" "$(first same)"
+echo "PASS: test_compare_launches"
