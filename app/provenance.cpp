@@ -113,7 +113,11 @@ void fill_spread(const PassSummary& p, double (*spread)[4], std::int64_t& slow_s
 
 std::string list_text(const std::vector<std::int64_t>& numbers) {
     std::string text;
-    for (const std::int64_t n : numbers) text += (text.empty() ? "" : ",") + std::to_string(n);
+    // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on "," + to_string().
+    for (const std::int64_t n : numbers) {
+        if (!text.empty()) text += ',';
+        text += std::to_string(n);
+    }
     return text;
 }
 
@@ -174,6 +178,10 @@ GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary,
              static_cast<std::int64_t>(p.x_mismatches), static_cast<std::int64_t>(p.c_mismatches),
              static_cast<std::int64_t>(p.spot_mismatches), static_cast<std::int64_t>(p.x_checked),
              static_cast<std::int64_t>(p.c_checked), static_cast<std::int64_t>(p.spot_checked)},
+            {},
+            {},
+            0,
+            {},
             {}};
         p.timing.copy(figures[i].timing, kTiming - 1);
         fill_spread(p, figures[i].spread, figures[i].slow_steps);

@@ -75,7 +75,8 @@ KeySpec sizes_key(std::string_view name, std::string_view help) {
             [](const Config& c) {
                 std::string text;
                 for (const std::uint64_t size : c.size_list()) {
-                    text += (text.empty() ? "" : ",") + std::to_string(size);
+                    if (!text.empty()) text += ',';
+                    text += std::to_string(size);
                 }
                 return text;
             }};
