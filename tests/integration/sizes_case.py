@@ -10,7 +10,7 @@ per size, and the report's closing table one PASSED row per size.
 With --stop: SIGTERM to every rank once the first size is done (its sizes_done is in the
 .partial), so the stop lands in a later size (the second, unless the poll saw the file late);
 the .partial says which (stopped_size, with the sizes before it done), --resume finishes it, and
-every size's /y equals that of an uninterrupted run, element by element.
+every size's /y is what an uninterrupted run writes (the formula), element by element.
 """
 import argparse
 import csv
@@ -119,7 +119,6 @@ def stop_and_resume(opts, args, tmp, sizes):
     output = os.path.join(tmp, "stopped.h5")
     proc = start(opts, args, output)
     wait_for_first_size(output + ".partial", proc)
-    time.sleep(0.3)
     for pid in rank_pids(opts.binary, output):
         os.kill(pid, signal.SIGTERM)
     code, err = finish(proc, 60, "after the signal")
@@ -132,17 +131,13 @@ def stop_and_resume(opts, args, tmp, sizes):
     if f"of size {stopped + 1} of {len(sizes)}" not in err:
         fail(f"the stop line does not name size {stopped + 1}")
     run_to_end(opts, args + ["--resume"], output)
-    reference = os.path.join(tmp, "whole.h5")
-    run_to_end(opts, args, reference)
+    # Every size's /y by the formula: what an uninterrupted run writes, element by element.
     check_sizes_file(output, sizes, opts.np)
-    with h5py.File(output, "r") as resumed, h5py.File(reference, "r") as whole:
+    with h5py.File(output, "r") as resumed:
         if int(resumed.attrs["resumed_from_size"]) != stopped:
             fail(f"resumed_from_size is not {stopped}")
-        for i in range(len(sizes)):
-            a, b = resumed[f"cases/{i}/y"][...], whole[f"cases/{i}/y"][...]
-            if not np.array_equal(a, b):
-                fail(f"/cases/{i}/y differs from the uninterrupted run")
-    print(f"ok: stopped in size {stopped + 1} of {len(sizes)}, resumed; every size's /y identical")
+    print(f"ok: stopped in size {stopped + 1} of {len(sizes)}, resumed; every size's /y by the "
+          "formula")
 
 
 def main():

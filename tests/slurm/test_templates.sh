@@ -23,7 +23,10 @@ check_done() {
 }
 
 small=(--device cpu --elements 64Ki --c-elements 64Ki --c-iterations 4 --steps 12 --warmup 2)
-one="$(submit scripts/slurm/one-node-two-gpus.sbatch --device cpu)"
+# Few steps: the deck's 64Mi tensors (and the array's 16Mi) take a few hundred ms a step on a
+# CPU, and what is checked is that the deck applies, not how long it runs.
+few=(--steps 8 --warmup 2)
+one="$(submit scripts/slurm/one-node-two-gpus.sbatch --device cpu "${few[@]}")"
 mine="$(submit scripts/slurm/one-node-two-gpus.sbatch --device cpu --elements 1Mi --tag "my tag")"
 # The deck's transport = auto: the pairs cross the two nodes (which share one host here), so
 # auto must pick MPI, by the same "one node" test that ipc refuses pairs across nodes by.
@@ -31,7 +34,8 @@ mine="$(submit scripts/slurm/one-node-two-gpus.sbatch --device cpu --elements 1M
 # once they would be 14 ranks on a two-core machine, where the eight ranks of two nodes sharing one
 # host once failed to start in CI (one rank's segmentation fault, shared-memory set-up failing).
 multi="$(submit --dependency="afterany:$one:$mine" scripts/slurm/multi-node.sbatch "${small[@]}")"
-array="$(submit --dependency="afterany:$multi" scripts/slurm/sweep-array.sbatch --device cpu)"
+array="$(submit --dependency="afterany:$multi" scripts/slurm/sweep-array.sbatch --device cpu \
+    "${few[@]}")"
 echo "submitted: one-node $one and $mine, multi-node $multi, sweep-array $array"
 for id in "$one" "$mine" "$multi" "$array"; do
     wait_job "$id" 400

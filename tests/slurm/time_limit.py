@@ -1,6 +1,15 @@
 """The time-limit path on the test cluster, with scripts/slurm/time-limit.sbatch as shipped.
 
-usage: time_limit.py --binary B --root REPO_ROOT      (SLURM_CONF set; run by ctest)
+usage: time_limit.py --binary B --root REPO_ROOT [--quick]     (SLURM_CONF set; run by ctest)
+
+--quick (the full suite's slurm.stop_resume, seconds): the template's srun and its mpirun
+(GPURELAY_LAUNCHER=mpirun), each stopped by `scancel --batch --signal=TERM`, the signal the time
+limit sends to the batch shell, as soon as the run's first rows are in its .partial. Each must
+end by the signal and leave OUTPUT.partial, and a second job with --resume must complete the
+file, every element of /y by OUTPUT.md's formula.
+
+Without --quick (slurm.time_limit, in the slow tier: over a minute, since Slurm checks time
+limits on a 30-s timer):
 
 Three jobs are stopped mid-run: the template's srun and its mpirun (GPURELAY_LAUNCHER=mpirun)
 under `sbatch --time --signal=B:TERM@S`, and srun stopped by `scancel --signal=TERM`. Each must
@@ -24,8 +33,14 @@ import sys
 import tempfile
 import time
 
-import h5py
-import numpy as np
+# The poll reads a .partial that the run has open (flushed, never half-written metadata).
+os.environ["HDF5_USE_FILE_LOCKING"] = "FALSE"
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from interrupt_case import check_y_by_formula, first_row_written  # noqa: E402
 
 TEMPLATE = "scripts/slurm/time-limit.sbatch"
 SIGNAL_AHEAD_S = 80
@@ -47,8 +62,10 @@ class Cluster:
     def submit(self, sbatch_args, flags, env=None):
         command = ["sbatch", "--parsable"] + sbatch_args + [TEMPLATE] + flags
         print("+ " + " ".join(command), flush=True)
+        # The jobs keep HDF5's file locking: only this script's polls do without it.
+        environment = {k: v for k, v in os.environ.items() if k != "HDF5_USE_FILE_LOCKING"}
         run = subprocess.run(command, cwd=self.work, capture_output=True, text=True,
-                             env=dict(os.environ, **(env or {})))
+                             env=dict(environment, **(env or {})))
         if run.returncode != 0:
             fail(f"sbatch failed: {run.stderr.strip()}")
         job = run.stdout.strip().split(";")[0]
@@ -118,6 +135,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
     parser.add_argument("--root", required=True)
+    parser.add_argument("--quick", action="store_true",
+                        help="scancel's signal to the batch shell at once, not the time limit")
     opts = parser.parse_args()
     if not os.path.isfile(os.environ.get("SLURM_CONF", "")):
         fail("SLURM_CONF does not name a cluster's slurm.conf (the ctest fixture sets it)")
@@ -130,10 +149,54 @@ def main():
         os.environ["GPURELAY_BINARY"] = os.path.abspath(opts.binary)
         cluster = Cluster(work)
         try:
-            run(cluster, work)
+            (run_quick if opts.quick else run)(cluster, work)
         finally:
             cluster.cancel_all()
-    print("PASS: time_limit")
+    print("PASS: time_limit" + (" --quick" if opts.quick else ""))
+
+
+# CI runs as root, which mpirun refuses unless told.
+MPIRUN = {"GPURELAY_LAUNCHER": "mpirun", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+          "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def run_quick(cluster, work):
+    # 15 to 30 ms of kernel C a step: the run is still in its steps when the signal comes after
+    # its first flushed rows, and the resumed job has the rest to do.
+    steps = 200
+    flags = ["--device", "cpu", "--elements", "4096", "--c-elements", "64Ki", "--c-iterations",
+             "400", "--steps", str(steps), "--warmup", "2", "--overlap", "on", "--write", "all",
+             "--flush-every", "4", "--quiet"]
+    cases = {"srun": {}, "mpirun": MPIRUN}
+    jobs = {name: cluster.submit(["--time=10"], flags + ["--output", f"outputs/{name}.h5"], env)
+            for name, env in cases.items()}
+    for name, job in jobs.items():
+        partial = os.path.join(work, "outputs", f"{name}.h5.partial")
+        deadline = time.monotonic() + 120
+        while not first_row_written(partial):
+            if time.monotonic() > deadline or not cluster.listed(job):
+                print(cluster.log(job))
+                fail(f"{name}: job {job} wrote no rows to {partial} within 120 s")
+            time.sleep(0.05)
+        # --batch: to the batch shell, as the time limit's B: signal goes (the template passes
+        # it on: SIGTERM to srun, SIGUSR1 to mpirun).
+        subprocess.run(["scancel", "--batch", "--signal=TERM", job], check=True)
+    cluster.wait(list(jobs.values()), 120)
+    for name, job in jobs.items():
+        check_stopped(cluster, job, os.path.join(work, "outputs", f"{name}.h5"), steps,
+                      f"{name}, scancel --batch", cases[name].get("GPURELAY_LAUNCHER", "srun"))
+    resumed = {name: cluster.submit(["--time=10"], flags + ["--output", f"outputs/{name}.h5",
+                                                            "--resume"], cases[name])
+               for name in jobs}
+    cluster.wait(list(resumed.values()), 300)
+    for name, job in resumed.items():
+        if cluster.field(job, "JobState") != "COMPLETED":
+            print(cluster.log(job))
+            fail(f"{name}: the --resume job {job} ended {cluster.field(job, 'JobState')}")
+        with h5py.File(os.path.join(work, "outputs", f"{name}.h5"), "r") as f:
+            read_y(f.filename)
+            elements = check_y_by_formula(f)
+        print(f"{name}: resumed by job {job}; every element of /y by the formula ({elements})")
 
 
 def run(cluster, work):
@@ -163,9 +226,7 @@ def run(cluster, work):
         return ["--output", f"outputs/{name}.h5"]
 
     limit = ["--time=2", f"--signal=B:TERM@{SIGNAL_AHEAD_S}"]
-    # CI runs as root, which mpirun refuses unless told.
-    mpirun = {"GPURELAY_LAUNCHER": "mpirun", "OMPI_ALLOW_RUN_AS_ROOT": "1",
-              "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    mpirun = MPIRUN
     cases = {
         "srun, time limit": (cluster.submit(limit, flags + out("srun")), "srun", {}),
         "mpirun, time limit": (cluster.submit(limit, flags + out("mpirun"), mpirun), "mpirun",
