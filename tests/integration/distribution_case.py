@@ -18,8 +18,13 @@ import subprocess
 import sys
 import tempfile
 
-import h5py
-import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from needs import need_modules  # noqa: E402
+
+need_modules("numpy", "h5py")
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
 
 SLOW_STEP_FACTOR = 3.0  # report/report.hpp's kSlowStepFactor
 SLOW_STEPS_KEPT = 8

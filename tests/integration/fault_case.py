@@ -18,14 +18,15 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from needs import SKIP, need_modules  # noqa: E402
+
+need_modules("numpy", "h5py")
 # interrupt_case sets HDF5_USE_FILE_LOCKING=FALSE before h5py loads, for its polls of an open
 # .partial; its start() keeps the variable from the ranks, and so does Runner.start below.
 from interrupt_case import first_row_written  # noqa: E402
 
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
-
-SKIP = 77
 
 # 15 to 30 ms a step on the CPU (C's work): the signals come once the first rows are flushed
 # (step 5), so a run of 80 steps is still in its steps, and a resume has the rest to do.

@@ -18,13 +18,17 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from needs import need_modules  # noqa: E402
+
+need_modules("numpy", "h5py")
+
 # The poll reads a .partial that the run has open (flushed, never half-written metadata).
 os.environ["HDF5_USE_FILE_LOCKING"] = "FALSE"
 
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from formula import allreduce_y_values, y_values  # noqa: E402
 
 

@@ -15,10 +15,14 @@ import sys
 import tempfile
 import time
 
-import h5py
-import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from needs import need_modules  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(__file__))
+need_modules("numpy", "h5py")
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
 from formula import allreduce_y_values, consumer_rows, y_values  # noqa: E402
 
 

@@ -33,13 +33,16 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from needs import need_modules  # noqa: E402
+
+need_modules("numpy", "h5py")
 # The poll reads a .partial that the run has open (flushed, never half-written metadata).
 os.environ["HDF5_USE_FILE_LOCKING"] = "FALSE"
 
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from interrupt_case import check_y_by_formula, first_row_written  # noqa: E402
 
 TEMPLATE = "scripts/slurm/time-limit.sbatch"
