@@ -426,20 +426,21 @@ RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Config& co
     summary.ceilings =
         summarize_ceilings(MPI_COMM_WORLD, config, setup.placement, pipeline.ceilings());
     const ResultWriter* writer = outputs.writer.get();
+    const Placement placement = this_process_placement(setup.device_info.pci_bus_id);
     RankFigures mine;
     mine.info = {mpi.host_name(),
                  setup.device_info.name,
                  setup.device_info.pci_bus_id,
                  std::string(to_string(setup.placement.role)),
                  peer_link(setup, outputs.hosts, mpi.host_name()),
-                 setup.placement.pair};
-    const Placement placement = this_process_placement(setup.device_info.pci_bus_id);
-    mine.info.cores = placement.cores;
-    mine.info.core_numa = placement.core_numa;
-    mine.info.gpu_numa = placement.gpu_numa;
-    mine.info.core_count = placement.core_count;
-    // On the CPU path each host stream is a thread that runs the work, beside the main one.
-    mine.info.host_threads = summary.backend == "cpu" ? HostStream::live_count() + 1 : 0;
+                 setup.placement.pair,
+                 placement.cores,
+                 placement.core_numa,
+                 placement.gpu_numa,
+                 placement.core_count,
+                 // On the CPU path each host stream is a thread that runs the work, beside the
+                 // main one.
+                 summary.backend == "cpu" ? HostStream::live_count() + 1 : 0};
     mine.device_bytes = setup.memory.device_bytes();
     mine.host_bytes = setup.memory.host_bytes() + (writer ? kWriterBuffers * setup.spec.bytes : 0);
     mine.bytes_written = writer ? static_cast<double>(writer->bytes_written()) : 0.0;
