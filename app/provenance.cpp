@@ -1,8 +1,11 @@
 #include "app/provenance.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <iterator>
+#include <limits>
 #include <type_traits>
 
 #include "app/git_hash.hpp"
@@ -10,6 +13,7 @@
 #include "comm/mpi_error.hpp"
 #include "comm/mpi_session.hpp"
 #include "io/result_schema.hpp"
+#include "runtime/gpu_clocks.hpp"
 
 namespace gpurelay {
 
@@ -35,11 +39,17 @@ std::string utc_timestamp() {
 }
 
 Attributes root_attributes(const Setup& setup, const std::vector<std::string>& hosts,
-                           const std::vector<std::string>& gpus) {
+                           const std::vector<std::string>& gpus,
+                           const std::vector<Placement>& placements) {
     Attributes attrs;
     const Config& config = setup.config;
     for (const auto& key : config_keys()) {
         const std::string text = config_value_toml(config, key.name);
+        if (key.name == "elements") {  // one type whatever the number of sizes: a 1-D array
+            const std::vector<std::uint64_t> sizes = config.size_list();
+            attrs.emplace_back("elements", std::vector<std::int64_t>(sizes.begin(), sizes.end()));
+            continue;
+        }
         if (text.size() >= 2 && text.front() == '"') {
             attrs.emplace_back(std::string(key.name), text.substr(1, text.size() - 2));
             continue;
@@ -80,6 +90,16 @@ Attributes root_attributes(const Setup& setup, const std::vector<std::string>& h
     }
     attrs.emplace_back("rank_hosts", host_list);
     attrs.emplace_back("rank_devices", gpu_list);
+    // Core lists hold commas: these lists are separated by semicolons.
+    std::string cores, core_numa, gpu_numa;
+    for (std::size_t r = 0; r < placements.size(); ++r) {
+        cores += (r ? ";" : "") + placements[r].cores;
+        core_numa += (r ? ";" : "") + placements[r].core_numa;
+        gpu_numa += (r ? ";" : "") + placements[r].gpu_numa;
+    }
+    attrs.emplace_back("rank_cores", cores);
+    attrs.emplace_back("rank_core_numa", core_numa);
+    attrs.emplace_back("rank_gpu_numa", gpu_numa);
     attrs.emplace_back("started_utc", utc_timestamp());
     // false until the close of a complete, verified run sets it: a reader of a .partial file
     // finds it too (and a resumed run starts from false again).
@@ -121,6 +141,81 @@ std::string list_text(const std::vector<std::int64_t>& numbers) {
     return text;
 }
 
+using Run = const RunSummary&;
+using Pass = const PassSummary&;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The attribution belongs to the overlap=on pass of a compare run.
+OverlapAttribution attribution_of(Run s, Pass p) {
+    return &p == &s.passes.back() ? attribute_overlap(s) : OverlapAttribution{};
+}
+double ceiling(Run s, double Ceilings::*figure) {
+    return s.ceilings.measured ? s.ceilings.*figure : kNaN;
+}
+double attributed(Run s, Pass p, double OverlapAttribution::*term) {
+    const OverlapAttribution a = attribution_of(s, p);
+    return a.measured ? a.*term : kNaN;
+}
+
+// The pass figures the JSON carries beyond the timings, as /timings/PASS attributes: one table
+// that the writer walks. NaN figures (not measured, or not this pass's) are left out, where the
+// JSON has null or nothing.
+struct PassFigure {
+    const char* name;
+    double (*value)(Run, Pass);
+};
+const PassFigure kPassFigures[] = {
+    {"ceiling_transfer_ms", [](Run s, Pass) { return ceiling(s, &Ceilings::transfer_ms); }},
+    {"ceiling_a_copy_ms", [](Run s, Pass) { return ceiling(s, &Ceilings::a_copy_ms); }},
+    {"ceiling_b_copy_ms", [](Run s, Pass) { return ceiling(s, &Ceilings::b_copy_ms); }},
+    {"ceiling_c_ms", [](Run s, Pass) { return ceiling(s, &Ceilings::c_ms); }},
+    {"ceiling_cost_ms", [](Run s, Pass) { return ceiling(s, &Ceilings::cost_ms); }},
+    {"transfer_vs_ceiling",
+     [](Run s, Pass p) {
+         return s.ceilings.measured ? against_ceilings(p, s.ceilings).transfer : kNaN;
+     }},
+    {"a_vs_copy",
+     [](Run s, Pass p) { return s.ceilings.measured ? against_ceilings(p, s.ceilings).a : kNaN; }},
+    {"b_vs_copy",
+     [](Run s, Pass p) { return s.ceilings.measured ? against_ceilings(p, s.ceilings).b : kNaN; }},
+    {"c_vs_alone",
+     [](Run s, Pass p) { return s.ceilings.measured ? against_ceilings(p, s.ceilings).c : kNaN; }},
+    {"step_cv", [](Run, Pass p) { return step_stability(p).cv; }},
+    {"step_max_over_median", [](Run, Pass p) { return step_stability(p).max_over_median; }},
+    {"sm_clock_start_mhz", [](Run, Pass p) { return p.sm_clock_start_mhz; }},
+    {"sm_clock_end_mhz", [](Run, Pass p) { return p.sm_clock_end_mhz; }},
+    {"sm_clock_max_mhz", [](Run, Pass p) { return p.sm_clock_max_mhz; }},
+    {"overlap_attribution_step_ms",
+     [](Run s, Pass p) { return attributed(s, p, &OverlapAttribution::step_ms); }},
+    {"overlap_attribution_perfect_overlap_ms",
+     [](Run s, Pass p) { return attributed(s, p, &OverlapAttribution::perfect_ms); }},
+    {"overlap_attribution_c_slowdown_ms",
+     [](Run s, Pass p) { return attributed(s, p, &OverlapAttribution::c_slowdown_ms); }},
+    {"overlap_attribution_transfer_slowdown_ms",
+     [](Run s, Pass p) { return attributed(s, p, &OverlapAttribution::transfer_slowdown_ms); }},
+    {"overlap_attribution_rest_ms",
+     [](Run s, Pass p) { return attributed(s, p, &OverlapAttribution::rest_ms); }},
+};
+constexpr std::size_t kPassFigureCount = std::size(kPassFigures);
+
+// The pass's yes/no judgements, as booleans: -1 where one does not apply to the pass.
+struct PassFlag {
+    const char* name;
+    int (*value)(Run, Pass);
+};
+const PassFlag kPassFlags[] = {
+    {"transfer_is_waiting", [](Run s, Pass p) { return transfer_is_waiting(s, p) ? 1 : 0; }},
+    {"step_unstable", [](Run, Pass p) { return step_stability(p).unstable ? 1 : 0; }},
+    {"step_model_explains", [](Run, Pass p) { return step_model_explains(p) ? 1 : 0; }},
+    {"clocks_measured", [](Run, Pass p) { return p.clocks_measured ? 1 : 0; }},
+    {"overlap_attribution_explains",
+     [](Run s, Pass p) {
+         const OverlapAttribution a = attribution_of(s, p);
+         return a.measured ? (a.explains ? 1 : 0) : -1;
+     }},
+};
+constexpr std::size_t kPassFlagCount = std::size(kPassFlags);
+
 // One line per pair (group), as the JSON's pairs: its ranks, median step and transfer, and
 // whether it is flagged slow.
 std::string pairs_text(const PassSummary& p) {
@@ -159,6 +254,10 @@ GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary,
     // The figures are rank 0's; every rank writes the same attribute metadata, so they travel.
     constexpr int kReals = 10, kCounts = 10, kTiming = 32, kLists = 512;
     struct Figures {
+        double judged[kPassFigureCount];
+        std::int8_t flags[kPassFlagCount];
+        std::int8_t clocks_measured;
+        char clock_slowdowns[kLists / 2], attribution_why_not[kLists];
         double reals[kReals];
         std::int64_t counts[kCounts];
         char timing[kTiming];
@@ -172,6 +271,11 @@ GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary,
     for (std::size_t i = 0; i < figures.size(); ++i) {
         const PassSummary& p = summary.passes[i];
         figures[i] = {
+            {},
+            {},
+            static_cast<std::int8_t>(p.clocks_measured ? 1 : 0),
+            {},
+            {},
             {p.time_per_step_ms, p.steps_per_s, p.transfer_ms, p.transfer_gbps, p.aggregate_gbps,
              p.a_gbps, p.b_gbps, p.c_giter_per_s, p.cold_step_ms, p.step_bound_ms},
             {p.overlap ? 1 : 0, p.timed_steps, p.timed_from, p.phase_timed_steps,
@@ -187,6 +291,12 @@ GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary,
         fill_spread(p, figures[i].spread, figures[i].slow_steps);
         list_text(p.slow_step_numbers).copy(figures[i].slow_step_numbers, kTiming - 1);
         pairs_text(p).copy(figures[i].pairs, kLists - 1);
+        for (std::size_t f = 0; f < kPassFigureCount; ++f)
+            figures[i].judged[f] = kPassFigures[f].value(summary, p);
+        for (std::size_t f = 0; f < kPassFlagCount; ++f)
+            figures[i].flags[f] = static_cast<std::int8_t>(kPassFlags[f].value(summary, p));
+        clock_slowdown_names(p.clock_reasons).copy(figures[i].clock_slowdowns, kLists / 2 - 1);
+        attribution_of(summary, p).why_not.copy(figures[i].attribution_why_not, kLists - 1);
     }
     MPI_CHECK(MPI_Bcast(figures.data(), static_cast<int>(figures.size() * sizeof(Figures)),
                         MPI_BYTE, 0, comm));
@@ -203,6 +313,17 @@ GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary,
         timings.emplace_back("phase_timed_steps", f.counts[3]);
         timings.emplace_back("timing", std::string(f.timing));
         add_spread(timings, f.spread, f.slow_steps, f.slow_step_numbers, f.pairs);
+        for (std::size_t j = 0; j < kPassFigureCount; ++j) {
+            if (!std::isnan(f.judged[j])) timings.emplace_back(kPassFigures[j].name, f.judged[j]);
+        }
+        for (std::size_t j = 0; j < kPassFlagCount; ++j) {
+            if (f.flags[j] >= 0) timings.emplace_back(kPassFlags[j].name, f.flags[j] == 1);
+        }
+        if (f.clocks_measured == 1)
+            timings.emplace_back("clock_slowdowns", std::string(f.clock_slowdowns));
+        if (f.attribution_why_not[0] != '\0') {
+            timings.emplace_back("overlap_attribution_why_not", std::string(f.attribution_why_not));
+        }
         groups.push_back(
             {group + "/timings/" + ResultSchema::pass_group(overlap), std::move(timings)});
         groups.push_back({group + "/verification/" + ResultSchema::pass_group(overlap),

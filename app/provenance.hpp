@@ -8,6 +8,7 @@
 #include "app/setup.hpp"
 #include "io/result_file.hpp"
 #include "report/report.hpp"
+#include "runtime/placement.hpp"
 
 namespace gpurelay {
 
@@ -20,10 +21,12 @@ std::string git_hash();
 std::string versions_line();
 // Now, as "2026-12-01T09:00:00Z".
 std::string utc_timestamp();
-// The result file's root attributes: every resolved key (typed), the deck, the versions, the
-// backend and transport, and every rank's host and device.
+// The result file's root attributes: every resolved key (typed; `elements` a 1-D int64 array of
+// the sizes), the deck, the versions, the backend and transport, and every rank's host, device
+// and placement (its allowed cores, their NUMA nodes, its GPU's).
 Attributes root_attributes(const Setup& setup, const std::vector<std::string>& hosts,
-                           const std::vector<std::string>& gpus);
+                           const std::vector<std::string>& gpus,
+                           const std::vector<Placement>& placements);
 
 // Collective: each pass's summary as attributes of its groups, /timings/PASS (time per step,
 // transfer, rates, the step model; names end in their unit) and /verification/PASS (the counts

@@ -34,7 +34,9 @@
 #include "report/report.hpp"
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
+#include "runtime/host_stream.hpp"
 #include "runtime/nvtx.hpp"
+#include "runtime/placement.hpp"
 
 namespace gpurelay {
 namespace {
@@ -219,6 +221,24 @@ ResultWriter::RowCheck row_check(const Config& config, const PairPlacement& plac
     });
 }
 
+// Collective: every rank's placement (its cores, their NUMA nodes, its GPU's node).
+std::vector<Placement> gather_placements(const Setup& setup, int size) {
+    const Placement mine = this_process_placement(setup.device_info.pci_bus_id);
+    // One gather: the fields joined by a character none of them holds.
+    const std::vector<std::string> joined =
+        allgather_strings(mine.cores + '|' + mine.core_numa + '|' + mine.gpu_numa, size);
+    std::vector<Placement> placements;
+    for (const std::string& text : joined) {
+        const std::size_t first = text.find('|'), second = text.find('|', first + 1);
+        Placement p;
+        p.cores = text.substr(0, first);
+        p.core_numa = text.substr(first + 1, second - first - 1);
+        p.gpu_numa = text.substr(second + 1);
+        placements.push_back(p);
+    }
+    return placements;
+}
+
 // Collective: creates the result file (or reopens the .partial of a resumed run).
 Outputs open_outputs(const MpiSession& mpi, const Setup& setup, const std::vector<bool>& passes) {
     const Config& config = setup.config;
@@ -230,11 +250,12 @@ Outputs open_outputs(const MpiSession& mpi, const Setup& setup, const std::vecto
         setup.device_info.name +
             (setup.device_info.pci_bus_id.empty() ? "" : " " + setup.device_info.pci_bus_id),
         size);
+    const std::vector<Placement> placements = gather_placements(setup, size);
     // A collective step of the file (a rank stuck on a hung file system) is bounded like every
     // other wait.
     const Deadline deadline(config.timeout(), "making the result file");
     agree(MPI_COMM_WORLD, [&] {
-        const Attributes attributes = root_attributes(setup, outputs.hosts, devices);
+        const Attributes attributes = root_attributes(setup, outputs.hosts, devices, placements);
         outputs.file.emplace(config.resume
                                  ? ResultFile::reopen(MPI_COMM_WORLD, config.output,
                                                       config.overwrite, layout, attributes)
@@ -405,13 +426,21 @@ RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Config& co
     summary.ceilings =
         summarize_ceilings(MPI_COMM_WORLD, config, setup.placement, pipeline.ceilings());
     const ResultWriter* writer = outputs.writer.get();
+    const Placement placement = this_process_placement(setup.device_info.pci_bus_id);
     RankFigures mine;
     mine.info = {mpi.host_name(),
                  setup.device_info.name,
                  setup.device_info.pci_bus_id,
                  std::string(to_string(setup.placement.role)),
                  peer_link(setup, outputs.hosts, mpi.host_name()),
-                 setup.placement.pair};
+                 setup.placement.pair,
+                 placement.cores,
+                 placement.core_numa,
+                 placement.gpu_numa,
+                 placement.core_count,
+                 // On the CPU path each host stream is a thread that runs the work, beside the
+                 // main one.
+                 summary.backend == "cpu" ? HostStream::live_count() + 1 : 0};
     mine.device_bytes = setup.memory.device_bytes();
     mine.host_bytes = setup.memory.host_bytes() + (writer ? kWriterBuffers * setup.spec.bytes : 0);
     mine.bytes_written = writer ? static_cast<double>(writer->bytes_written()) : 0.0;

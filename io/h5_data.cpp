@@ -45,6 +45,15 @@ void write_attribute(hid_t object, const std::string& name, const AttributeValue
             "H5Acreate2(" + what + ")"));
         h5_check(H5Awrite(attribute.get(), type.get(), &stored), "H5Awrite(" + what + ")");
         h5_check(attribute.close(), "H5Aclose(" + what + ")");
+    } else if (const auto* integers = std::get_if<std::vector<std::int64_t>>(&value)) {
+        const hsize_t length = integers->size();
+        H5Dataspace list(h5_check(H5Screate_simple(1, &length, nullptr), "H5Screate_simple"));
+        H5Attribute attribute(h5_check(
+            H5Acreate2(object, name.c_str(), H5T_STD_I64LE, list.get(), H5P_DEFAULT, H5P_DEFAULT),
+            "H5Acreate2(" + what + ")"));
+        h5_check(H5Awrite(attribute.get(), H5T_NATIVE_INT64, integers->data()),
+                 "H5Awrite(" + what + ")");
+        h5_check(attribute.close(), "H5Aclose(" + what + ")");
     } else {
         const double real = std::get<double>(value);
         H5Attribute attribute(h5_check(H5Acreate2(object, name.c_str(), H5T_IEEE_F64LE,

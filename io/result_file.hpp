@@ -63,7 +63,10 @@ struct DatasetNotes {
 
 // Attribute values: a UTF-8 string (variable length), an int64, a float64 or a boolean (stored as
 // h5py stores one: an 8-bit enum {FALSE = 0, TRUE = 1}, which h5py reads as numpy.bool_).
-using AttributeValue = std::variant<std::string, std::int64_t, double, bool>;
+// A list of integers is written as a 1-D int64 array (the root's `elements`, whatever the number
+// of sizes); reading one back is not needed and not supported.
+using AttributeValue =
+    std::variant<std::string, std::int64_t, double, bool, std::vector<std::int64_t>>;
 using Attributes = std::vector<std::pair<std::string, AttributeValue>>;
 // Attributes of groups inside the file: {"/timings/overlap_on", {...}}.
 using GroupAttributes = std::vector<std::pair<std::string, Attributes>>;

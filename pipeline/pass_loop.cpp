@@ -8,6 +8,7 @@
 #include "pipeline/graph_set.hpp"
 #include "pipeline/step.hpp"
 #include "runtime/error.hpp"
+#include "runtime/gpu_clocks.hpp"
 #include "runtime/nvtx.hpp"
 #include "runtime/profiler.hpp"
 
@@ -33,6 +34,7 @@ class Pipeline::Impl {
           ring_(timing_ring_size(spec_)),
           timer_(device, spec_, role, ring_),
           schedule_(spec_, device, transport, role, timer_, ring_, rank_label(comm, role)),
+          gpu_bus_id_(device.info().pci_bus_id),
           graphs_(spec_, device, ring_) {}
 
     template <typename T>
@@ -70,8 +72,9 @@ class Pipeline::Impl {
     std::size_t ring_;
     StepTimer timer_;
     StepSchedule schedule_;
-    PassResult ceilings_;  // what measure_ceilings measured (no steps when it did not run)
-    GraphSet graphs_;      // last: destroyed first, before the events and buffers its graphs name
+    PassResult ceilings_;     // what measure_ceilings measured (no steps when it did not run)
+    std::string gpu_bus_id_;  // whose clocks the timed steps sample ("" on the CPU path)
+    GraphSet graphs_;  // last: destroyed first, before the events and buffers its graphs name
 };
 
 Pipeline::Impl::Pass Pipeline::Impl::begin(bool overlap, RowSink* sink, std::int64_t first_step) {
@@ -145,6 +148,7 @@ void Pipeline::Impl::before_unit(Pass& pass, std::int64_t s, bool unit) {
         ceilings_ = schedule_.measure_ceilings(comm_);
         transport_.streams_idle();
     }
+    result.clocks_start = sample_gpu_clocks(gpu_bus_id_);  // before the clock starts: untimed
     pass.timed_start = now_ms();
 }
 
@@ -193,6 +197,7 @@ PassResult Pipeline::Impl::finish(Pass& pass, std::int64_t end) {
     // the io stream may still be making, is the writer's (write_wait_ms, write_gbps): counted
     // here, it would make the pass that writes look slower by a whole tensor's copy.
     const double steps_done = now_ms();
+    result.clocks_end = sample_gpu_clocks(gpu_bus_id_);
     schedule_.synchronize_all();
     MPI_CHECK(MPI_Barrier(comm_));
     result.timed_wall_ms = end > result.timed_from ? steps_done - pass.timed_start : 0.0;

@@ -18,6 +18,7 @@
 #include "kernels/kernels.hpp"
 #include "pipeline/phase.hpp"
 #include "runtime/device.hpp"
+#include "runtime/gpu_clocks.hpp"
 #include "runtime/graph.hpp"
 
 namespace gpurelay {
@@ -55,6 +56,9 @@ struct PassResult {
     // per-step callback (the ranks' stop vote). A small step whose period is close to their
     // sum is paced by the host, not by the GPU.
     double host_queue_ms = 0, host_retire_ms = 0, host_callback_ms = 0;
+    // This rank's GPU clock where the timed steps start and where they end (unmeasured on the
+    // CPU path or without NVML).
+    ClockSample clocks_start, clocks_end;
 };
 
 // What a retire group holds at most without graphs (step_timer.cpp): consecutive steps that

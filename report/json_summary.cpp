@@ -4,6 +4,7 @@
 #include <string>
 
 #include "report/report.hpp"
+#include "runtime/gpu_clocks.hpp"
 
 namespace gpurelay {
 namespace {
@@ -44,6 +45,14 @@ nlohmann::json pass_json(const PassSummary& p) {
                    {"phase_timed_steps", p.phase_timed_steps},
                    {"grouped_steps", p.grouped_steps},
                    {"retire_group_steps", p.retire_group_steps}};
+    const Stability stability = step_stability(p);
+    j["stability"] = {{"step_cv", stability.cv},
+                      {"step_max_over_median", stability.max_over_median},
+                      {"unstable", stability.unstable}};
+    j["clocks"] = {
+        {"measured", p.clocks_measured},    {"sm_start_mhz", p.sm_clock_start_mhz},
+        {"sm_end_mhz", p.sm_clock_end_mhz}, {"sm_max_mhz", p.sm_clock_max_mhz},
+        {"reasons_mask", p.clock_reasons},  {"slowdowns", clock_slowdown_names(p.clock_reasons)}};
     j["graphs"] = {{"captured", p.graphs_captured},
                    {"capture_ms", p.capture_ms},
                    {"steps_replayed", p.graph_steps}};
@@ -123,10 +132,17 @@ std::string summary_json(const RunSummary& s) {
                               {"bus_id", r.bus_id},
                               {"role", r.role},
                               {"pair", r.pair},
-                              {"peer_link", r.peer_link}});
+                              {"peer_link", r.peer_link},
+                              {"cores", r.cores},
+                              {"core_numa", r.core_numa},
+                              {"gpu_numa", r.gpu_numa},
+                              {"core_count", r.core_count},
+                              {"host_threads", r.host_threads}});
     }
     for (const PassSummary& p : s.passes) {
         nlohmann::json pass = pass_json(p);
+        pass["transfer_is_waiting"] = transfer_is_waiting(s, p);
+        pass["step_model_explains"] = step_model_explains(p);
         if (s.ceilings.measured) {
             const CeilingRatios r = against_ceilings(p, s.ceilings);
             pass["vs_ceilings"] = {{"transfer", r.transfer}, {"a", r.a}, {"b", r.b}, {"c", r.c}};
@@ -147,12 +163,15 @@ std::string summary_json(const RunSummary& s) {
                                        {"c_slowdown", a.c_slowdown_ms},
                                        {"transfer_slowdown", a.transfer_slowdown_ms},
                                        {"rest", a.rest_ms}};
+        j["overlap_attribution_explains"] = a.explains;
+        j["overlap_attribution_why_not"] = a.why_not;
     }
     if (s.overlap_speedup > 0) {
         j["overlap_speedup"] = s.overlap_speedup;
         j["overlap_speedup_includes_io"] = s.speedup_includes_io();
         j["overlap_ideal_ms"] = s.overlap_ideal_ms;
     }
+    j["waiting_cause"] = waiting_cause(s);
     j["device_bytes"] = s.device_bytes;
     j["host_bytes"] = s.host_bytes;
     j["write_gbps"] = s.write_gbps;

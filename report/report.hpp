@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,14 @@ struct PassSummary {
     std::vector<PairFigures> pairs;
     std::int64_t slow_steps = 0;                  // see kSlowStepFactor
     std::vector<std::int64_t> slow_step_numbers;  // the first kSlowStepsKept of them
+    // The GPU's SM clock over the timed steps (NVML; the CUDA path): the slowest rank's where
+    // they start and where they end, the highest maximum, and every slowdown reason any rank's
+    // GPU gave at either sample (NVML's bit mask). NaN and 0 where no rank measured them.
+    bool clocks_measured = false;
+    double sm_clock_start_mhz = std::numeric_limits<double>::quiet_NaN();
+    double sm_clock_end_mhz = std::numeric_limits<double>::quiet_NaN();
+    double sm_clock_max_mhz = std::numeric_limits<double>::quiet_NaN();
+    std::uint64_t clock_reasons = 0;
     bool verified() const { return x_mismatches == 0 && c_mismatches == 0 && spot_mismatches == 0; }
 };
 
@@ -91,6 +100,11 @@ struct RankInfo {
     std::string host, device, bus_id, role;
     std::string peer_link;  // how this rank's GPU reaches its peer's
     int pair = 0;
+    // Where it may run (runtime/placement.hpp): its allowed cores ("0-7,16"), their NUMA nodes,
+    // its GPU's NUMA node ("" where unknown or on the CPU path), how many cores it may use, and
+    // on the CPU path the threads it runs work on (its host streams and its main thread).
+    std::string cores, core_numa, gpu_numa;
+    int core_count = 0, host_threads = 0;
 };
 
 // The phases' ceilings, measured alone in the same launch (calibrate = true), in ms: the bare
@@ -162,14 +176,66 @@ CeilingRatios against_ceilings(const PassSummary& pass, const Ceilings& ceilings
 // (C's median with overlap less C alone), the transfer's slowdown beside C, A and B (its median
 // with overlap less the bare transfer), and the rest (ordering, launches, the host): the four add
 // up to the measured time per step. Not measured without the ceilings or without compare.
+// `explains` is false where the terms cannot be an explanation (see kAttributionRestShare):
+// `why_not` then says what they fail to explain.
 struct OverlapAttribution {
     bool measured = false;
     double step_ms = 0, perfect_ms = 0, c_slowdown_ms = 0, transfer_slowdown_ms = 0, rest_ms = 0;
+    bool explains = false;
+    std::string why_not;
 };
+// An attribution explains the step only when "the rest" is at most this share of it, no term is
+// negative by more than that share (a phase faster beside the others than alone is a phase time
+// that measured waiting, and two such terms cancel), and the step does not beat perfect overlap
+// by kModelBeatenFactor or more.
+inline constexpr double kAttributionRestShare = 0.25;
+// A model of the step (the step model, perfect overlap) that the measured step beats by this
+// factor or more is not an explanation of it: its phase times measured something else.
+inline constexpr double kModelBeatenFactor = 2.0;
 OverlapAttribution attribute_overlap(const RunSummary& summary);
 void print_overlap_attribution(std::FILE* out, const RunSummary& summary);
 // The report's line for `pass` against the ceilings (nothing when none were measured).
 void print_ceilings(std::FILE* out, const RunSummary& summary, const PassSummary& pass);
+
+// Where the figures measure waiting rather than work, and why (report/trust.cpp).
+// A host whose ranks run more threads than they have cores (the CPU path only).
+struct HostLoad {
+    std::string host;
+    int ranks = 0, threads = 0, cores = 0;
+};
+std::vector<HostLoad> oversubscribed_hosts(const RunSummary& summary);
+// A GPU that several ranks share time-sliced (no MPS): its "host bus-id" and the ranks.
+struct SharedGpu {
+    std::string gpu;
+    std::vector<int> ranks;
+};
+std::vector<SharedGpu> time_sliced_gpus(const RunSummary& summary);
+// Why the phase times may measure waiting rather than work ("" when nothing is known to).
+std::string waiting_cause(const RunSummary& summary);
+// Whether the pass's transfer measured waiting rather than moving: longer than its own step, or
+// under kWaitingCeilingShare of its ceiling on an oversubscribed CPU path. Such a transfer is
+// kept out of bandwidth figures (the report's, and scripts/plot's through the CSV's flag).
+inline constexpr double kWaitingCeilingShare = 0.01;
+bool transfer_is_waiting(const RunSummary& summary, const PassSummary& pass);
+// Whether the step model explains the pass's step (the step does not beat it kModelBeatenFactor
+// times or more).
+bool step_model_explains(const PassSummary& pass);
+// The spread of the step period over the timed steps: unstable over kUnstableStepCv.
+inline constexpr double kUnstableStepCv = 0.10;
+struct Stability {
+    double cv, max_over_median;
+    bool unstable;
+};
+Stability step_stability(const PassSummary& pass);
+// The report's stability line of a pass, with the likely causes and what to do when unstable,
+// and on the CUDA path its clock line.
+void print_stability(std::FILE* out, const RunSummary& summary, const PassSummary& pass);
+// The header's notes on placement: GPUs shared time-sliced, ranks away from their GPU's node.
+void print_placement_notes(std::FILE* out, const RunSummary& summary);
+// A rank's cores and NUMA nodes as the header prints them: "cores 0-7,16 (NUMA node 0)".
+std::string placement_text(const RankInfo& rank);
+// Whether a rank runs on other NUMA nodes than its GPU's (both known).
+bool away_from_gpu(const RankInfo& rank);
 
 // Collective: host, device and role of every rank, valid on rank 0.
 std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine);

@@ -15,6 +15,7 @@
 #include "report/number_text.hpp"
 #include "report/report.hpp"
 #include "runtime/error.hpp"
+#include "runtime/gpu_clocks.hpp"
 
 namespace gpurelay {
 namespace {
@@ -127,6 +128,18 @@ std::vector<CsvColumn> make_results_csv_columns() {
         {"slow_pairs", [](R r) { return std::to_string(slow_pairs(r.main_pass())); }},
     };
     columns.insert(columns.end(), rest.begin(), rest.end());
+    // Whether the figures measure the work (after the distributions: older columns keep their
+    // places). scripts/plot leaves rows whose transfer measured waiting out of bandwidth plots.
+    const std::vector<CsvColumn> judged = {
+        {"transfer_is_waiting",
+         [](R r) { return csv_bool(transfer_is_waiting(r, r.main_pass())); }},
+        {"step_unstable", [](R r) { return csv_bool(step_stability(r.main_pass()).unstable); }},
+        {"sm_clock_start_mhz", [](R r) { return csv_number(r.main_pass().sm_clock_start_mhz); }},
+        {"sm_clock_end_mhz", [](R r) { return csv_number(r.main_pass().sm_clock_end_mhz); }},
+        {"sm_clock_max_mhz", [](R r) { return csv_number(r.main_pass().sm_clock_max_mhz); }},
+        {"clock_slowdowns",
+         [](R r) { return csv_text(clock_slowdown_names(r.main_pass().clock_reasons)); }},
+    };
     // The distributions last, so the columns before them keep their places: every timed phase
     // (the period as step) by percentile, then the coefficients of variation.
     for (const auto& [suffix, field] : kDistributionColumns) {
@@ -136,6 +149,7 @@ std::vector<CsvColumn> make_results_csv_columns() {
                                }});
         }
     }
+    columns.insert(columns.end(), judged.begin(), judged.end());
     return columns;
 }
 

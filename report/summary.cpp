@@ -89,6 +89,27 @@ void flag_slow_pairs(std::vector<PairFigures>& pairs) {
     }
 }
 
+// Every rank's clock samples reduced: the slowest clocks at the start and end, the highest
+// maximum and every slowdown reason seen; unmeasured ranks (the CPU path, no NVML) left out.
+void reduce_clocks(MPI_Comm comm, const PassResult& result, PassSummary& summary) {
+    const ClockSample& start = result.clocks_start;
+    const ClockSample& end = result.clocks_end;
+    const bool measured = start.measured && end.measured;
+    const double inf = std::numeric_limits<double>::infinity();
+    // Minima as negated maxima, so one reduction takes all three.
+    double clocks[3] = {measured ? -start.sm_mhz : -inf, measured ? -end.sm_mhz : -inf,
+                        measured && !std::isnan(start.sm_max_mhz) ? start.sm_max_mhz : -inf};
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, clocks, 3, MPI_DOUBLE, MPI_MAX, comm));
+    std::uint64_t reasons = measured ? start.reasons | end.reasons : 0;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &reasons, 1, MPI_UINT64_T, MPI_BOR, comm));
+    summary.clocks_measured = std::isfinite(clocks[0]);
+    if (!summary.clocks_measured) return;
+    summary.sm_clock_start_mhz = -clocks[0];
+    summary.sm_clock_end_mhz = -clocks[1];
+    summary.sm_clock_max_mhz = std::isfinite(clocks[2]) ? clocks[2] : kNaN;
+    summary.clock_reasons = reasons;
+}
+
 }  // namespace
 
 PhaseStats phase_stats(std::vector<double> values) {
@@ -200,6 +221,7 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     summary.host_queue_us = worst.host_queue_ms * per_step_us;
     summary.host_retire_us = worst.host_retire_ms * per_step_us;
     summary.host_callback_us = worst.host_callback_ms * per_step_us;
+    reduce_clocks(comm, result, summary);
     if (rank != 0) return summary;
 
     auto value = [&](int r, std::size_t s, Phase p) {
@@ -284,10 +306,11 @@ std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
     MPI_Comm_size(comm, &size);
     // One fixed-width record per rank keeps this to a single gather.
     constexpr int kField = 128;
-    constexpr int kFields = 5;
+    constexpr int kFields = 8;
     std::string record(kFields * kField, '\0');
-    const std::string fields[kFields] = {mine.host, mine.device, mine.bus_id, mine.role,
-                                         mine.peer_link};
+    const std::string fields[kFields] = {mine.host,      mine.device,    mine.bus_id,
+                                         mine.role,      mine.peer_link, mine.cores,
+                                         mine.core_numa, mine.gpu_numa};
     for (int f = 0; f < kFields; ++f) {
         record.replace(static_cast<std::size_t>(f * kField),
                        std::min<std::size_t>(fields[f].size(), kField - 1),
@@ -295,19 +318,25 @@ std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
     }
     record.resize(kFields * kField);
     std::vector<char> all(rank == 0 ? record.size() * static_cast<std::size_t>(size) : 0);
-    std::vector<int> pairs(rank == 0 ? static_cast<std::size_t>(size) : 0);
+    constexpr int kCounts = 3;
+    const int counts[kCounts] = {mine.pair, mine.core_count, mine.host_threads};
+    std::vector<int> all_counts(rank == 0 ? static_cast<std::size_t>(size) * kCounts : 0);
     MPI_CHECK(MPI_Gather(record.data(), kFields * kField, MPI_CHAR, all.data(), kFields * kField,
                          MPI_CHAR, 0, comm));
-    MPI_CHECK(MPI_Gather(&mine.pair, 1, MPI_INT, pairs.data(), 1, MPI_INT, 0, comm));
+    MPI_CHECK(MPI_Gather(counts, kCounts, MPI_INT, all_counts.data(), kCounts, MPI_INT, 0, comm));
     std::vector<RankInfo> ranks;
     for (int r = 0; rank == 0 && r < size; ++r) {
         RankInfo info;
-        std::string* out[kFields] = {&info.host, &info.device, &info.bus_id, &info.role,
-                                     &info.peer_link};
+        std::string* out[kFields] = {&info.host,      &info.device,    &info.bus_id,
+                                     &info.role,      &info.peer_link, &info.cores,
+                                     &info.core_numa, &info.gpu_numa};
         for (int f = 0; f < kFields; ++f) {
             *out[f] = std::string(all.data() + (r * kFields + f) * kField);
         }
-        info.pair = pairs[static_cast<std::size_t>(r)];
+        const int* count = all_counts.data() + static_cast<std::size_t>(r) * kCounts;
+        info.pair = count[0];
+        info.core_count = count[1];
+        info.host_threads = count[2];
         ranks.push_back(info);
     }
     return ranks;

@@ -89,8 +89,12 @@ void print_phase_table(std::FILE* out, const PassSummary& p) {
 
 void print_rates(std::FILE* out, const RunSummary& s, const PassSummary& p) {
     const Config& c = s.config;
-    std::fprintf(out, "  transfer %s ms = %s GB/s; A %s GB/s; B %s GB/s%s\n",
-                 fmt("%.4f", p.transfer_ms).c_str(), fmt("%.2f", p.transfer_gbps).c_str(),
+    // A transfer that measured waiting is kept out of the bandwidth figures.
+    const std::string transfer_rate = transfer_is_waiting(s, p)
+                                          ? "waiting, not moving (no bandwidth)"
+                                          : fmt("%.2f", p.transfer_gbps) + " GB/s";
+    std::fprintf(out, "  transfer %s ms = %s; A %s GB/s; B %s GB/s%s\n",
+                 fmt("%.4f", p.transfer_ms).c_str(), transfer_rate.c_str(),
                  fmt("%.1f", p.a_gbps).c_str(), fmt("%.1f", p.b_gbps).c_str(),
                  c_runs(c) ? ("; C " + fmt("%.2f", p.c_giter_per_s) + " Giter/s").c_str() : "");
     if (c.pattern != Pattern::pairs) {
@@ -113,7 +117,8 @@ void print_rates(std::FILE* out, const RunSummary& s, const PassSummary& p) {
         s.backend == "cuda" ? "GPU" : "host streams", duration_text_us(p.host_callback_us).c_str());
 }
 
-void print_timing(std::FILE* out, const Config& c, const PassSummary& p) {
+void print_timing(std::FILE* out, const RunSummary& s, const PassSummary& p) {
+    const Config& c = s.config;
     std::fprintf(out,
                  "  timing %s%s; %lld of %lld timed steps carry phase times, %lld share an end "
                  "event (groups of up to %lld, each step the group's period over its steps)\n",
@@ -123,7 +128,17 @@ void print_timing(std::FILE* out, const Config& c, const PassSummary& p) {
                  static_cast<long long>(p.retire_group_steps));
     // An estimate, not a bound: the medians are of phases that ran beside each other (and
     // slowed each other down), so a step can take less than their sum.
-    if (std::isfinite(p.step_bound_ms) && p.step_bound_ms > 0) {
+    if (std::isfinite(p.step_bound_ms) && p.step_bound_ms > 0 && !step_model_explains(p)) {
+        const std::string cause = waiting_cause(s);
+        std::fprintf(out,
+                     "  step model %s ms = %s of the phase medians: the measured step (%s ms) "
+                     "beats it %sx, so the phase medians cannot explain the step%s%s\n",
+                     fmt("%.4f", p.step_bound_ms).c_str(),
+                     step_bound_formula(c.depth, p.overlap).c_str(),
+                     fmt("%.4f", p.time_per_step_ms).c_str(),
+                     fmt("%.2f", p.step_bound_ms / p.time_per_step_ms).c_str(),
+                     cause.empty() ? "" : ": ", cause.c_str());
+    } else if (std::isfinite(p.step_bound_ms) && p.step_bound_ms > 0) {
         std::fprintf(out,
                      "  step model %s ms = %s of the phase medians (an estimate: phases that "
                      "run together slow each other, so a step may beat it); time per step %sx "
@@ -168,18 +183,26 @@ void print_pairs(std::FILE* out, const RunSummary& s, const PassSummary& p) {
     }
 }
 
+// One "perfect overlap" figure: with the ceilings, the one the attribution starts from (the
+// transfer and C at their ceilings); without, the overlapped model of the overlap=off medians.
 void print_overlap(std::FILE* out, const RunSummary& s) {
     if (s.overlap_speedup <= 0) return;
+    const double step = s.passes.back().time_per_step_ms;
     std::fprintf(out,
                  "\noverlap speedup: %.3fx (time per step %s ms without overlap, %s ms with)\n",
                  s.overlap_speedup, fmt("%.4f", s.passes.front().time_per_step_ms).c_str(),
-                 fmt("%.4f", s.passes.back().time_per_step_ms).c_str());
-    std::fprintf(out,
-                 "  perfect overlap: %s ms per step = %s of the overlap=off medians; overlapped "
-                 "step %sx that\n",
-                 fmt("%.4f", s.overlap_ideal_ms).c_str(),
-                 step_bound_formula(s.config.depth, true).c_str(),
-                 fmt("%.2f", s.passes.back().time_per_step_ms / s.overlap_ideal_ms).c_str());
+                 fmt("%.4f", step).c_str());
+    const OverlapAttribution a = attribute_overlap(s);
+    const double perfect = a.measured ? a.perfect_ms : s.overlap_ideal_ms;
+    const std::string beaten =
+        kModelBeatenFactor * step <= perfect
+            ? "; the overlapped step beats it " + fmt("%.2f", perfect / step) +
+                  "x, so it models nothing here" +
+                  (waiting_cause(s).empty() ? "" : " (" + waiting_cause(s) + ")")
+            : "; overlapped step " + fmt("%.2f", step / perfect) + "x that";
+    std::fprintf(out, "  perfect overlap: %s ms per step = %s of the overlap=off medians%s%s\n",
+                 fmt("%.4f", perfect).c_str(), step_bound_formula(s.config.depth, true).c_str(),
+                 a.measured ? ", the transfer and C at their ceilings" : "", beaten.c_str());
     if (s.speedup_includes_io()) {
         std::fprintf(out,
                      "  note: only the overlap-on pass writes /y, and it waited %.1f ms on the "
@@ -254,11 +277,14 @@ void print_run_header(std::FILE* out, const RunSummary& s) {
     for (std::size_t r = 0; r < s.ranks.size(); ++r) {
         const RankInfo& info = s.ranks[r];
         // For a collective, `pair` is the rank's row of /y (receivers, or every rank).
-        std::fprintf(out, "rank %zu: %s %d %s on %s, %s%s%s; to its peer: %s\n", r,
+        const std::string placement = placement_text(info);
+        std::fprintf(out, "rank %zu: %s %d %s on %s, %s%s%s; to its peer: %s%s%s\n", r,
                      c.pattern == Pattern::pairs ? "pair" : "row", info.pair, info.role.c_str(),
                      info.host.c_str(), info.device.c_str(), info.bus_id.empty() ? "" : " ",
-                     info.bus_id.c_str(), info.peer_link.c_str());
+                     info.bus_id.c_str(), info.peer_link.c_str(), placement.empty() ? "" : "; ",
+                     placement.c_str());
     }
+    print_placement_notes(out, s);
     std::fprintf(out, "%s\n", memory_text(s).c_str());
     std::fflush(out);
 }
@@ -268,7 +294,8 @@ void print_report(std::FILE* out, const RunSummary& s) {
         print_phase_table(out, p);
         print_rates(out, s, p);
         print_ceilings(out, s, p);
-        print_timing(out, s.config, p);
+        print_stability(out, s, p);
+        print_timing(out, s, p);
         print_pairs(out, s, p);
     }
     print_overlap(out, s);

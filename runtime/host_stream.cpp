@@ -1,14 +1,24 @@
 #include "runtime/host_stream.hpp"
 
+#include <atomic>
+
 #include "runtime/error.hpp"
 #include "runtime/nvtx.hpp"
 
 namespace gpurelay {
+namespace {
+std::atomic<int> live_host_streams{0};
+}  // namespace
 
 HostStream::HostStream(std::chrono::milliseconds wait_timeout, std::string label)
-    : wait_timeout_(wait_timeout), label_(std::move(label)), worker_([this] { run(); }) {}
+    : wait_timeout_(wait_timeout), label_(std::move(label)), worker_([this] { run(); }) {
+    ++live_host_streams;
+}
+
+int HostStream::live_count() { return live_host_streams.load(); }
 
 HostStream::~HostStream() {
+    --live_host_streams;
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;

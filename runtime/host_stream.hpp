@@ -34,6 +34,10 @@ class HostStream final : public Stream {
     // from `op` is kept, later operations are skipped, and synchronize() rethrows it.
     void enqueue(std::function<void()> op);
 
+    // How many host streams (each a worker thread) this process has now: on the CPU path, the
+    // threads that run the work besides the main one, which the report holds against the cores.
+    static int live_count();
+
   private:
     void run();
 

@@ -362,7 +362,14 @@ def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, xlabel, ylabe
     return save(fig, out_dir, name, plt)
 
 
+def moving(rows):
+    """Rows whose transfer measured moving, not waiting (gpurelay flags the others in
+    transfer_is_waiting; CSVs from before the flag have no such column)."""
+    return [r for r in rows if r.get("transfer_is_waiting") != "true"]
+
+
 def plot_bandwidth(rows, out_dir, plt):
+    rows = moving(rows)
     return plot_lines(rows, out_dir, plt, "bandwidth_vs_size.png", "tensor_bytes",
                       "transfer_gbps", bytes_axis, "tensor size (bytes, log2 scale)",
                       "transfer bandwidth (GB/s, 1 GB = 1e9 bytes)",
@@ -372,7 +379,7 @@ def plot_bandwidth(rows, out_dir, plt):
 def plot_bus_bandwidth(rows, out_dir, plt):
     """nccl-tests' bus bandwidth against size, one line per pattern; rows of a CSV written before
     the collectives have no busbw_gbps and are left out."""
-    rows = [r for r in rows if r.get("busbw_gbps") not in (None, "")]
+    rows = [r for r in moving(rows) if r.get("busbw_gbps") not in (None, "")]
     name = "bus_bandwidth_vs_size.png"
     if rows and all(r["busbw_gbps"] == r.get("algbw_gbps", r["transfer_gbps"]) for r in rows):
         print(f"skip {name}: the bus bandwidth equals the algorithm bandwidth in every row "

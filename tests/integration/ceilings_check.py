@@ -2,8 +2,9 @@
 """The ceilings measured in the same launch (calibrate = true): run gpurelay on the CPU path,
 then check that the JSON summary holds them, that every ratio is exactly what the two
 measurements it compares give (the ceiling's time over the phase's; A counts half a copy's bytes),
-that the CSV's columns say the same of the main pass, that the calibration stayed out of the
-timed steps, and that calibrate = false measures none.
+that the CSV's columns say the same of the main pass, that the HDF5 file's pass groups carry the
+same ceilings, ratios, attribution and judgements as the JSON, that the calibration stayed out of
+the timed steps, and that calibrate = false measures none.
 
 usage: ceilings_check.py --binary GPURELAY --mpirun "MPIRUN ..." [--np N] -- ARGS...
 """
@@ -11,10 +12,16 @@ import argparse
 import csv
 import json
 import math
+import os
 import shlex
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from needs import need_modules  # noqa: E402
+
+need_modules("h5py")
 
 
 def fail(message):
@@ -38,6 +45,46 @@ def run(args, binary, mpirun, np, out, extra):
     summary = json.load(open(f"{out}/{extra}.json"))
     rows = list(csv.DictReader(open(f"{out}/{extra}.csv")))
     return summary, rows[-1]
+
+
+def check_file_carries_json(path, summary):
+    """/timings/PASS attributes equal the JSON's figures; the placement at the root."""
+    import h5py
+    c, a = summary["ceilings_ms"], summary.get("overlap_attribution_ms")
+    with h5py.File(path, "r") as f:
+        for i, p in enumerate(summary["passes"]):
+            attrs = f["timings"]["overlap_on" if p["overlap"] else "overlap_off"].attrs
+            expected = {"ceiling_transfer_ms": c["transfer"], "ceiling_a_copy_ms": c["a_copy"],
+                        "ceiling_b_copy_ms": c["b_copy"], "ceiling_c_ms": c["c"],
+                        "ceiling_cost_ms": c["cost"],
+                        "transfer_vs_ceiling": p["vs_ceilings"]["transfer"],
+                        "a_vs_copy": p["vs_ceilings"]["a"], "b_vs_copy": p["vs_ceilings"]["b"],
+                        "c_vs_alone": p["vs_ceilings"]["c"],
+                        "step_cv": p["stability"]["step_cv"],
+                        "step_max_over_median": p["stability"]["step_max_over_median"],
+                        "transfer_is_waiting": p["transfer_is_waiting"],
+                        "step_unstable": p["stability"]["unstable"],
+                        "step_model_explains": p["step_model_explains"],
+                        "clocks_measured": p["clocks"]["measured"]}
+            if a and i == len(summary["passes"]) - 1:
+                for key, name in (("step", "step"), ("perfect_overlap", "perfect_overlap"),
+                                  ("c_slowdown", "c_slowdown"),
+                                  ("transfer_slowdown", "transfer_slowdown"), ("rest", "rest")):
+                    expected[f"overlap_attribution_{name}_ms"] = a[key]
+                expected["overlap_attribution_explains"] = summary["overlap_attribution_explains"]
+            for name, value in expected.items():
+                if name not in attrs:
+                    fail(f"/timings pass overlap={p['overlap']} has no attribute {name}")
+                got = attrs[name]
+                same = (bool(got) == value if isinstance(value, bool)
+                        else math.isclose(float(got), value, rel_tol=1e-12))
+                if not same:
+                    fail(f"HDF5 {name} = {got!r}, the JSON's {value!r}")
+        ranks = summary["ranks"]
+        if str(f.attrs["rank_cores"]).split(";") != [r["cores"] for r in ranks]:
+            fail(f"rank_cores {f.attrs['rank_cores']!r} differs from the JSON's ranks")
+        if str(f.attrs["rank_core_numa"]).split(";") != [r["core_numa"] for r in ranks]:
+            fail("rank_core_numa differs from the JSON's ranks")
 
 
 def check_on(summary, row):
@@ -101,6 +148,7 @@ def main():
     with tempfile.TemporaryDirectory() as out:
         summary, row = run(args + ["--timing", "phases"], a.binary, a.mpirun, a.np, out, "on")
         check_on(summary, row)
+        check_file_carries_json(f"{out}/on.h5", summary)
         summary, row = run(args + ["--calibrate", "false"], a.binary, a.mpirun, a.np, out, "off")
         if ("ceilings_ms" in summary or "overlap_attribution_ms" in summary
                 or any("vs_ceilings" in p for p in summary["passes"])):

@@ -183,7 +183,7 @@ def check_y_by_formula(f):
     """Every row of a complete file's /y (written with write = all) against OUTPUT.md's
     formula, as an uninterrupted run writes it; returns the elements checked."""
     attrs = f.attrs
-    steps, elements = int(attrs["steps"]), int(attrs["elements"])
+    steps, elements = int(attrs["steps"]), int(attrs["elements"][0])
     seed, alpha = int(attrs["seed"]), float(attrs["alpha"])
     dtype = np.float32 if attrs["dtype"] == "float32" else np.float64
     pattern, group_size = str(attrs["pattern"]), int(attrs["group_size"])

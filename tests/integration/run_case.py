@@ -142,7 +142,10 @@ def check_file(path, expect_rows_for, np_ranks, summary, expect_timing):
             fail("complete attribute is not 1")
         if int(attrs["verified"]) != 1:
             fail("verified attribute is not 1")
-        elements = int(attrs["elements"])
+        # One type whatever the number of sizes: a 1-D int64 array (here of one size).
+        if attrs["elements"].shape != (1,) or attrs["elements"].dtype != np.int64:
+            fail(f"root elements {attrs['elements']!r} is not a 1-D int64 array of one size")
+        elements = int(attrs["elements"][0])
         seed = int(attrs["seed"])
         alpha = float(attrs["alpha"])
         steps = int(attrs["steps"])

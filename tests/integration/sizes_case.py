@@ -55,6 +55,9 @@ def check_sizes_file(path, sizes, np_ranks):
             fail("a file of several sizes has datasets at its root")
         if sorted(f["cases"]) != sorted(str(i) for i in range(len(sizes))):
             fail(f"groups {sorted(f['cases'])}, expected one per size")
+        root_sizes = f.attrs["elements"]
+        if root_sizes.dtype != np.int64 or [int(n) for n in root_sizes] != sizes:
+            fail(f"root elements {root_sizes!r}: expected a 1-D int64 array of {sizes}")
         seed, alpha = int(f.attrs["seed"]), float(f.attrs["alpha"])
         dtype = np.float32 if f.attrs["dtype"] == "float32" else np.float64
         pattern = str(f.attrs["pattern"])

@@ -19,6 +19,7 @@
 #include "pipeline/phase.hpp"
 #include "pipeline/step_bound.hpp"
 #include "report/progress.hpp"
+#include "runtime/placement.hpp"
 
 namespace gpurelay {
 namespace {
@@ -259,7 +260,8 @@ TEST(ResultsCsv, HeaderIsTheColumnTableInOrder) {
               "a_ms_p50,send_ms_p50,recv_ms_p50,c_ms_p50,wait_ms_p50,b_ms_p50,step_ms_p50,"
               "a_ms_p90,send_ms_p90,recv_ms_p90,c_ms_p90,wait_ms_p90,b_ms_p90,step_ms_p90,"
               "a_ms_p99,send_ms_p99,recv_ms_p99,c_ms_p99,wait_ms_p99,b_ms_p99,step_ms_p99,"
-              "a_cv,send_cv,recv_cv,c_cv,wait_cv,b_cv,step_cv");
+              "a_cv,send_cv,recv_cv,c_cv,wait_cv,b_cv,step_cv,transfer_is_waiting,step_unstable,"
+              "sm_clock_start_mhz,sm_clock_end_mhz,sm_clock_max_mhz,clock_slowdowns");
     EXPECT_EQ(split_csv_line(results_csv_header()).size(), results_csv_columns().size());
 }
 
@@ -371,6 +373,12 @@ bool has(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
 }
 
+std::string fmt_ms(double ms) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.4f", ms);
+    return text;
+}
+
 // Issue #26: the report says only what ran, in units that read, and the same memory figure
 // once.
 TEST(ReportText, SaysOnlyWhatRanInUnitsThatRead) {
@@ -431,6 +439,122 @@ TEST(ReportText, HeaderWrapsTheConfigAndGivesOneMemoryFigure) {
     EXPECT_TRUE(
         has(report_of(s, print_run_header), "memory per rank (largest): device 5.00 MiB ("));
     EXPECT_TRUE(has(report_of(s, print_run_header), "; pinned host 3.00 MiB ("));
+}
+
+// Issue #32: a compare run on an oversubscribed CPU path whose phase medians cannot explain the
+// step: made-up medians whose attribution terms cancel (C far slower than alone, the rest as far
+// negative), a step model the step beats 2x, a transfer longer than its own step.
+RunSummary contradicting_summary() {
+    RunSummary s = hand_summary();
+    s.ranks = {
+        {"vm", "host CPU", "", "producer", "host memory (CPU path)", 0, "0-1", "0", "", 2, 5},
+        {"vm", "host CPU", "", "consumer", "host memory (CPU path)", 0, "0-1", "0", "", 2, 5}};
+    s.ceilings = {true, 0.09, 0.1, 0.1, 3.9, 80.0};
+    for (PassSummary& p : s.passes) {
+        p.phases[index_of(Phase::a)].median = 0.3;
+        p.phases[index_of(Phase::b)].median = 0.5;
+        p.phases[index_of(Phase::c)].median = p.overlap ? 13.1 : 4.0;
+        p.phases[index_of(Phase::step)] = {8.0, 0.6, 27.0, 8.0, 20.0, 26.0, 0.43};
+        p.transfer_ms = 9.0;  // longer than the step's median period: waiting, not moving
+        p.time_per_step_ms = 8.0;
+        p.step_bound_ms = 17.5;
+    }
+    s.overlap_speedup = 1.0;
+    s.overlap_ideal_ms = 9.3;
+    return s;
+}
+
+TEST(ReportTrust, ACancellingAttributionIsNotPrintedAsOne) {
+    if (world_rank() != 0) return;
+    const RunSummary s = contradicting_summary();
+    const OverlapAttribution a = attribute_overlap(s);
+    ASSERT_TRUE(a.measured);
+    EXPECT_FALSE(a.explains);
+    EXPECT_GT(std::fabs(a.rest_ms), kAttributionRestShare * a.step_ms) << "the made-up case";
+    const std::string report = report_of(s, print_report);
+    EXPECT_FALSE(has(report, "overlap, attributed:")) << report;
+    EXPECT_TRUE(has(report, "overlap, not attributed: ")) << report;
+    EXPECT_TRUE(has(report, "over a quarter of the step")) << report;
+    // Why: the CPU path's 10 threads on 2 cores.
+    EXPECT_TRUE(has(report, "phases timed while waiting for a core")) << report;
+    EXPECT_TRUE(has(report, "10 busy threads on 2 cores")) << report;
+}
+
+TEST(ReportTrust, AModelTheStepBeatsTwiceIsNoExplanation) {
+    if (world_rank() != 0) return;
+    const RunSummary s = contradicting_summary();
+    EXPECT_FALSE(step_model_explains(s.passes.back()));
+    const std::string report = report_of(s, print_report);
+    EXPECT_FALSE(has(report, "an estimate: phases that run together")) << report;
+    EXPECT_TRUE(has(report, "beats it 2.19x, so the phase medians cannot explain the step"))
+        << report;
+}
+
+TEST(ReportTrust, OnePerfectOverlapFigureAndAWaitingTransferHasNoBandwidth) {
+    if (world_rank() != 0) return;
+    RunSummary s = contradicting_summary();
+    std::string report = report_of(s, print_report);
+    std::size_t figures = 0;
+    for (std::size_t at = report.find("perfect overlap"); at != std::string::npos;
+         at = report.find("perfect overlap", at + 1)) {
+        ++figures;
+    }
+    EXPECT_EQ(figures, 1u) << "the attribution is not printed, and names no second figure";
+    EXPECT_TRUE(transfer_is_waiting(s, s.passes.back()));
+    EXPECT_TRUE(has(report, "transfer 9.0000 ms = waiting, not moving (no bandwidth)")) << report;
+    EXPECT_TRUE(has(report, "transfer measured waiting, not moving")) << report;
+    const nlohmann::json j = nlohmann::json::parse(summary_json(s));
+    EXPECT_EQ(j["passes"][1]["transfer_is_waiting"], true);
+    EXPECT_EQ(j["overlap_attribution_explains"], false);
+
+    // A healthy run: the attribution adds up, with "the rest" under a quarter, and says the
+    // same perfect overlap figure as the line above it.
+    s.ranks[0].host_threads = s.ranks[1].host_threads = 1;
+    for (PassSummary& p : s.passes) {
+        p.transfer_ms = 0.1;
+        p.step_bound_ms = 4.6;
+        p.phases[index_of(Phase::step)].cv = 0.02;
+    }
+    s.passes.back().time_per_step_ms = 13.5;
+    s.passes.back().phases[index_of(Phase::c)].median = 12.0;
+    const OverlapAttribution a = attribute_overlap(s);
+    EXPECT_TRUE(a.explains) << a.why_not;
+    report = report_of(s, print_report);
+    EXPECT_TRUE(has(
+        report, "overlap, attributed: step 13.5000 ms = perfect overlap " + fmt_ms(a.perfect_ms)))
+        << report;
+    EXPECT_TRUE(has(report, "perfect overlap: " + fmt_ms(a.perfect_ms) + " ms per step")) << report;
+    EXPECT_FALSE(has(report, "waiting, not moving")) << report;
+}
+
+TEST(ReportTrust, StabilityAndPlacementLines) {
+    if (world_rank() != 0) return;
+    RunSummary s = contradicting_summary();
+    std::string report = report_of(s, print_report);
+    EXPECT_TRUE(has(report, "  stability: step period cv 0.430, max 3.38x the median: UNSTABLE"))
+        << report;
+    EXPECT_TRUE(has(report, "    likely: 10 threads of 2 rank(s) on 2 cores of vm (CPU path)"))
+        << report;
+    EXPECT_TRUE(has(report, "scripts/sweep --repeat N, then scripts/compare")) << report;
+    const std::string header = report_of(s, print_run_header);
+    EXPECT_TRUE(has(header, "to its peer: host memory (CPU path); cores 0-1 (NUMA node 0)\n"))
+        << header;
+    // A rank away from its GPU's node, and two ranks time-sliced on one GPU, said plainly.
+    s.backend = "cuda";
+    for (RankInfo& r : s.ranks) {
+        r.bus_id = "0000:01:00.0";
+        r.peer_link = "same GPU, time-sliced";
+        r.gpu_numa = "1";
+    }
+    const std::string cuda_header = report_of(s, print_run_header);
+    EXPECT_TRUE(has(cuda_header, "cores 0-1 (NUMA node 0), its GPU on NUMA node 1: WARNING"))
+        << cuda_header;
+    EXPECT_TRUE(has(cuda_header,
+                    "note: ranks 0 and 1 share GPU vm 0000:01:00.0 without MPS: the figures "
+                    "measure the driver switching between the 2 processes"))
+        << cuda_header;
+    EXPECT_TRUE(has(report_of(s, print_report), "GPU clock: not measured")) << "no NVML here";
+    EXPECT_EQ(range_list_text({0, 1, 2, 3, 7, 16, 17}), "0-3,7,16-17");
 }
 
 }  // namespace

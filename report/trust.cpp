@@ -1,0 +1,210 @@
+// Whether the figures measure the work or waiting, and why: cores shared by more threads than
+// they can run, a GPU time-sliced between processes, clocks held down, ranks away from their
+// GPU's memory. The report says so instead of explaining the step with figures that cannot.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "report/number_text.hpp"
+#include "report/report.hpp"
+#include "runtime/gpu_clocks.hpp"
+
+namespace gpurelay {
+namespace {
+
+bool time_sliced(const RankInfo& rank) {
+    return rank.peer_link.find("time-sliced") != std::string::npos;
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+    std::string text;
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+        text += i == 0 ? "" : (i + 1 == ranks.size() ? " and " : ", ");
+        text += std::to_string(ranks[i]);
+    }
+    return text;
+}
+
+// Whether the clocks moved or were held down over the timed steps.
+bool clocks_slowed(const PassSummary& p) {
+    return p.clocks_measured &&
+           ((p.clock_reasons != 0 && !clock_slowdown_names(p.clock_reasons).empty()) ||
+            p.sm_clock_end_mhz < 0.95 * p.sm_clock_start_mhz);
+}
+
+// The likely causes of an unstable step on this run, and what to do about each.
+void causes_and_remedies(const RunSummary& s, const PassSummary& p,
+                         std::vector<std::string>& causes, std::vector<std::string>& remedies) {
+    for (const HostLoad& load : oversubscribed_hosts(s)) {
+        causes.push_back(std::to_string(load.threads) + " threads of " +
+                         std::to_string(load.ranks) + " rank(s) on " + std::to_string(load.cores) +
+                         " cores of " + load.host + " (CPU path): steps wait for a core");
+    }
+    for (const SharedGpu& gpu : time_sliced_gpus(s)) {
+        causes.push_back("ranks " + rank_list(gpu.ranks) + " share GPU " + gpu.gpu +
+                         " time-sliced");
+        remedies.push_back("run under MPS (scripts/with-mps mpirun ...)");
+    }
+    if (clocks_slowed(p)) {
+        const std::string names = clock_slowdown_names(p.clock_reasons);
+        causes.push_back("the SM clock went " + fmt("%.0f", p.sm_clock_start_mhz) + " -> " +
+                         fmt("%.0f", p.sm_clock_end_mhz) + " MHz" +
+                         (names.empty() ? "" : " (" + names + ")"));
+    }
+    bool unbound = false;
+    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+        if (away_from_gpu(s.ranks[r])) {
+            causes.push_back("rank " + std::to_string(r) + " runs on NUMA node " +
+                             s.ranks[r].core_numa + ", its GPU on " + s.ranks[r].gpu_numa);
+        }
+        unbound = unbound || s.ranks[r].core_numa.find_first_of(",-") != std::string::npos;
+    }
+    if (unbound || !oversubscribed_hosts(s).empty() || !causes.empty()) {
+        remedies.insert(remedies.begin(),
+                        "bind ranks to cores near their GPU (mpirun --bind-to "
+                        "core --map-by numa)");
+    }
+    if (causes.empty()) causes.push_back("none seen here (other work on the node, interrupts)");
+    remedies.push_back("more steps");
+    remedies.push_back("for A/B: scripts/sweep --repeat N, then scripts/compare");
+}
+
+std::string joined(const std::vector<std::string>& parts) {
+    std::string text;
+    for (const std::string& part : parts) text += (text.empty() ? "" : "; ") + part;
+    return text;
+}
+
+void print_clocks(std::FILE* out, const RunSummary& s, const PassSummary& p) {
+    if (s.backend != "cuda") return;
+    if (!p.clocks_measured) {
+        std::fprintf(out,
+                     "  GPU clock: not measured (no NVML in this build, or its calls "
+                     "failed)\n");
+        return;
+    }
+    const std::string names = clock_slowdown_names(p.clock_reasons);
+    std::fprintf(out,
+                 "  GPU clock (SM, the slowest rank): %s MHz where the timed steps start, %s MHz "
+                 "where they end, of %s MHz; slowdowns seen: %s\n",
+                 fmt("%.0f", p.sm_clock_start_mhz).c_str(), fmt("%.0f", p.sm_clock_end_mhz).c_str(),
+                 fmt("%.0f", p.sm_clock_max_mhz).c_str(), names.empty() ? "none" : names.c_str());
+}
+
+}  // namespace
+
+std::vector<HostLoad> oversubscribed_hosts(const RunSummary& s) {
+    std::vector<HostLoad> loaded;
+    if (s.backend != "cpu") return loaded;
+    std::map<std::string, HostLoad> hosts;
+    for (const RankInfo& rank : s.ranks) {
+        HostLoad& load = hosts[rank.host];
+        load.host = rank.host;
+        ++load.ranks;
+        load.threads += rank.host_threads;
+        // The ranks of a host may share cores: the most any of them may use.
+        load.cores = std::max(load.cores, rank.core_count);
+    }
+    for (const auto& [host, load] : hosts) {
+        if (load.cores > 0 && load.threads > load.cores) loaded.push_back(load);
+    }
+    return loaded;
+}
+
+std::vector<SharedGpu> time_sliced_gpus(const RunSummary& s) {
+    std::map<std::string, std::vector<int>> gpus;
+    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+        const RankInfo& rank = s.ranks[r];
+        if (time_sliced(rank)) gpus[rank.host + " " + rank.bus_id].push_back(static_cast<int>(r));
+    }
+    std::vector<SharedGpu> shared;
+    for (auto& [gpu, ranks] : gpus) {
+        if (ranks.size() > 1) shared.push_back({gpu, ranks});
+    }
+    return shared;
+}
+
+std::string waiting_cause(const RunSummary& s) {
+    if (const std::vector<HostLoad> loads = oversubscribed_hosts(s); !loads.empty()) {
+        return "phases timed while waiting for a core: on the CPU path with " +
+               std::to_string(loads.front().threads) + " busy threads on " +
+               std::to_string(loads.front().cores) + " cores (" + loads.front().host +
+               ") the phase times measure the scheduler";
+    }
+    if (const std::vector<SharedGpu> gpus = time_sliced_gpus(s); !gpus.empty()) {
+        return "ranks " + rank_list(gpus.front().ranks) + " share GPU " + gpus.front().gpu +
+               " time-sliced: the phase times measure the driver switching between them";
+    }
+    return "";
+}
+
+bool transfer_is_waiting(const RunSummary& s, const PassSummary& p) {
+    const double step = p.phase(Phase::step).median;
+    if (std::isfinite(step) && p.transfer_ms > step) return true;
+    if (!s.ceilings.measured || oversubscribed_hosts(s).empty()) return false;
+    return against_ceilings(p, s.ceilings).transfer < kWaitingCeilingShare;
+}
+
+bool step_model_explains(const PassSummary& p) {
+    return !(kModelBeatenFactor * p.time_per_step_ms <= p.step_bound_ms);
+}
+
+Stability step_stability(const PassSummary& p) {
+    const PhaseStats& step = p.phase(Phase::step);
+    return {step.cv, step.max / step.median, step.cv > kUnstableStepCv};
+}
+
+void print_stability(std::FILE* out, const RunSummary& s, const PassSummary& p) {
+    const Stability st = step_stability(p);
+    if (std::isnan(st.cv)) return;
+    std::fprintf(out, "  stability: step period cv %s, max %sx the median: %s (cv %s %g)\n",
+                 fmt("%.3f", st.cv).c_str(), fmt("%.2f", st.max_over_median).c_str(),
+                 st.unstable ? "UNSTABLE" : "stable", st.unstable ? "over" : "at most",
+                 kUnstableStepCv);
+    if (st.unstable) {
+        std::vector<std::string> causes, remedies;
+        causes_and_remedies(s, p, causes, remedies);
+        std::fprintf(out, "    likely: %s\n    to steady it: %s\n", joined(causes).c_str(),
+                     joined(remedies).c_str());
+    }
+    print_clocks(out, s, p);
+}
+
+bool away_from_gpu(const RankInfo& rank) {
+    return !rank.gpu_numa.empty() && !rank.core_numa.empty() && rank.core_numa != rank.gpu_numa;
+}
+
+std::string placement_text(const RankInfo& rank) {
+    if (rank.cores.empty()) return "";
+    const bool one_node = rank.core_numa.find_first_of(",-") == std::string::npos;
+    std::string text = "cores " + rank.cores;
+    if (!rank.core_numa.empty()) {
+        text += std::string(one_node ? " (NUMA node " : " (NUMA nodes ") + rank.core_numa + ")";
+    }
+    if (!rank.gpu_numa.empty()) text += ", its GPU on NUMA node " + rank.gpu_numa;
+    if (away_from_gpu(rank)) text += ": WARNING, not the GPU's node";
+    return text;
+}
+
+void print_placement_notes(std::FILE* out, const RunSummary& s) {
+    for (const SharedGpu& gpu : time_sliced_gpus(s)) {
+        std::fprintf(out,
+                     "note: ranks %s share GPU %s without MPS: the figures measure the driver "
+                     "switching between the %zu processes that share it, not the link; run under "
+                     "MPS: scripts/with-mps mpirun ...\n",
+                     rank_list(gpu.ranks).c_str(), gpu.gpu.c_str(), gpu.ranks.size());
+    }
+    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+        if (!away_from_gpu(s.ranks[r])) continue;
+        std::fprintf(out,
+                     "note: rank %zu runs on NUMA node %s but its GPU is on node %s: its copies "
+                     "cross the socket link; bind it near its GPU (mpirun --bind-to core "
+                     "--map-by numa)\n",
+                     r, s.ranks[r].core_numa.c_str(), s.ranks[r].gpu_numa.c_str());
+    }
+}
+
+}  // namespace gpurelay
