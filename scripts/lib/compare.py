@@ -15,8 +15,10 @@ side with the spread of its launches (largest distance from the median, in perce
 change of the medians, and the two-sided p-value of a Mann-Whitney U test between the two sets
 of launches; "~" where p > 0.05, where the launches do not show a difference (as Go's benchstat
 prints). With one launch on a side there is no test: a figure counts as changed only when the
-change is beyond that figure's own spread over the run's steps (2 x (p90 - p50) / p50 of its
-phase, about p90 - p10; the larger of the two runs') as well as beyond the threshold.
+change is beyond that figure's own spread over the run's steps (2 x (p99 - p50) / p50 of its
+phase, its tail both ways; the larger of the two runs') as well as beyond the threshold: the
+noise between launches (a loaded machine, clocks, placement) is often larger than the spread
+within one, so the test is the tail, and identical launches are not called worse.
 
 Headline figures gate the verdict: the time per step and the transfer bandwidth (the tensor
 over the median transfer time) of each pass. The phases' medians and p99s are shown, and gate
@@ -75,12 +77,12 @@ def number(value):
     return None if math.isnan(v) else v
 
 
-def relative_spread(p50, p90):
-    """2 x (p90 - p50) / p50: a step-to-step spread (about p90 - p10) as a fraction, or None."""
-    p50, p90 = number(p50), number(p90)
-    if p50 is None or p90 is None or p50 <= 0:
+def relative_spread(p50, p99):
+    """2 x (p99 - p50) / p50: the step-to-step spread with its tail, as a fraction, or None."""
+    p50, p99 = number(p50), number(p99)
+    if p50 is None or p99 is None or p50 <= 0:
         return None
-    return 2.0 * (p90 - p50) / p50
+    return 2.0 * (p99 - p50) / p50
 
 
 def json_cases(path, summary):
@@ -136,7 +138,7 @@ class Sample:
 def json_pass_sample(p):
     """The figures of one pass of a JSON summary, with the spreads of the phases behind them."""
     phases = p.get("phases_ms") or {}
-    spread = {name: relative_spread(s.get("p50", s.get("median")), s.get("p90"))
+    spread = {name: relative_spread(s.get("p50", s.get("median")), s.get("p99"))
               for name, s in phases.items() if isinstance(s, dict)}
     transfer = [spread[k] for k in ("send", "recv") if spread.get(k) is not None]
     sample = Sample()
@@ -154,7 +156,7 @@ def csv_row_samples(row):
     and for compare rows the off pass's time per step."""
     def spread(phase, median_column):
         return relative_spread(row.get(f"{phase}_ms_p50") or row.get(median_column),
-                               row.get(f"{phase}_ms_p90"))
+                               row.get(f"{phase}_ms_p99"))
     overlap = row.get("overlap", "")
     main = Sample()
     main.add("time_per_step_ms", row.get("time_per_step_ms"), spread("step", "step_ms_median"))
@@ -361,7 +363,7 @@ def notes(counts):
     if min(min(pair) for pair in counts) < 2:
         return ["compare: one launch on a side: the noise between launches cannot be told from "
                 "a change; a figure counts as changed only beyond its run's spread over its steps "
-                "(2 x (p90 - p50) / p50) and the threshold. For an A/B comparison run 5 or more "
+                "(2 x (p99 - p50) / p50) and the threshold. For an A/B comparison run 5 or more "
                 "launches a side (scripts/sweep --repeat 5) and pass them all."]
     fewest = min(counts, key=min)
     if smallest_p(*fewest) > ALPHA:

@@ -38,8 +38,8 @@ expect() {
     echo "compare $*: exit $code ok"
 }
 
-# summary NAME TIME_PER_STEP B_P99 GBPS [ELEMENTS]: a JSON summary of two passes, both compared
-# (the off pass the same in every file).
+# summary NAME TIME_PER_STEP B_P99 GBPS [ELEMENTS [B_MEDIAN]]: a JSON summary of two passes, both
+# compared (the off pass the same in every file).
 summary() {
     cat >"$tmp/$1" <<JSON
 {"schema_version": 2, "world_size": 2,
@@ -48,13 +48,15 @@ summary() {
   {"overlap": false, "time_per_step_ms": 99.0, "transfer_gbps": 0.01,
    "phases_ms": {"b": {"median": 50.0, "p99": 90.0}}},
   {"overlap": true, "time_per_step_ms": $2, "transfer_gbps": $4,
-   "phases_ms": {"b": {"median": 0.5, "p99": $3}, "c": {"median": null, "p99": null}}}]}
+   "phases_ms": {"b": {"median": ${6:-0.5}, "p99": $3}, "c": {"median": null, "p99": null}}}]}
 JSON
 }
 summary base.json 1.00 0.80 10.0
 summary same.json 1.04 0.82 9.7
 summary slower.json 1.10 0.80 10.0
-summary tail.json 1.00 0.90 10.0
+# One launch a side: B's median 4x, beyond the runs' step-to-step spread (2 x (p99 - p50) / p50
+# = 120% in base.json).
+summary tail.json 1.00 2.4 10.0 1024 2.0
 summary narrower.json 1.00 0.80 9.0
 summary other.json 1.00 0.80 10.0 2048
 
@@ -63,7 +65,7 @@ expect 0 "b_ms_p99" "$tmp/base.json" "$tmp/same.json"
 expect 1 "WORSE by 10.0%" "$tmp/base.json" "$tmp/slower.json"
 expect 0 "none worse than 15%" "$tmp/base.json" "$tmp/slower.json" --threshold 15
 # A phase's tail is shown, and gates only when asked.
-expect 0 "worse by 12.5%" "$tmp/base.json" "$tmp/tail.json"
+expect 0 "worse by 300.0%" "$tmp/base.json" "$tmp/tail.json"
 expect 1 "b_ms_p99 (overlap on)" "$tmp/base.json" "$tmp/tail.json" --gate-phases
 expect 1 "transfer_gbps      higher" "$tmp/base.json" "$tmp/narrower.json"
 expect 0 "better by 9.1%" "$tmp/slower.json" "$tmp/base.json"

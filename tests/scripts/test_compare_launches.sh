@@ -25,15 +25,15 @@ write = "none"
 timeout_s = 60.0
 TOML
 
-# launches NAME [KEY=V...]: 5 launches of elements=64Ki into $tmp/NAME/ (a JSON each) and
-# $tmp/NAME.csv.
+# launches NAME KEY=V...: 5 repeats of the grid KEY=V... at elements=64Ki into $tmp/NAME/ (a
+# JSON each) and $tmp/NAME.csv. The sweep runs the grid's points in turn in each repeat, so two
+# points are interleaved in time: a load that comes or goes during the test slows both alike.
 launches() {
     local name="$1"
     shift
     "$root/scripts/sweep" --deck "$tmp/deck.toml" --binary "$binary" --out-dir "$tmp/$name" \
         --csv "$tmp/$name.csv" --summary-json --repeat 5 --any-key elements=64Ki "$@" \
         >"$tmp/$name.log" 2>&1 || { cat "$tmp/$name.log"; fail "the $name launches failed"; }
-    [[ "$(find "$tmp/$name" -name '*.json' | wc -l)" -eq 5 ]] || fail "$name: not 5 JSON summaries"
 }
 
 # expect CODE TEXT ARGS...: scripts/compare ARGS exits CODE and its output holds TEXT.
@@ -46,10 +46,30 @@ expect() {
     grep -qF -- "$text" "$tmp/out" || fail "no '$text' in the output"
 }
 
-launches base
-launches same
-# 2 ms before each receive of the consumer (rank 1): every step at least that much longer.
-launches slow debug_delay_us=2000 debug_delay_rank=1
+# split NAME POINT SET: the launches of POINT (KEY=V, in their file names and tags) into $tmp/SET/
+# and $tmp/SET.csv.
+split() {
+    mkdir -p "$tmp/$3"
+    find "$tmp/$1" -name "*$2*.json" -exec cp {} "$tmp/$3/" \;
+    [[ "$(find "$tmp/$3" -name '*.json' | wc -l)" -eq 5 ]] || fail "$3: not 5 JSON summaries"
+    "$python" - "$tmp/$1.csv" "$2" "$tmp/$3.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+with open(sys.argv[3], "w", newline="") as f:
+    out = csv.DictWriter(f, fieldnames=list(rows[0]))
+    out.writeheader()
+    out.writerows(r for r in rows if sys.argv[2] in r["tag"].split())
+PY
+}
+
+# Two identical configurations (timeout_s says only when to give up; compare leaves it out of
+# the configuration), interleaved; then the same slowed by 2 ms before each receive of the
+# consumer (rank 1): every step at least that much longer.
+launches identical timeout_s=60,61
+split identical timeout_s=60 base
+split identical timeout_s=61 same
+launches slow timeout_s=60 debug_delay_us=2000 debug_delay_rank=1
+[[ "$(find "$tmp/slow" -name '*.json' | wc -l)" -eq 5 ]] || fail "slow: not 5 JSON summaries"
 
 echo "== identical launches: no change"
 expect 0 "none worse than 5% (p <= 0.05)" "$tmp"/base/*.json -- "$tmp"/same/*.json

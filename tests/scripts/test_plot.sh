@@ -40,6 +40,10 @@ for stat in ms_p50 ms_p90 ms_p99 cv; do
         real_expected_header+=",${phase}_${stat}"
     done
 done
+# Whether the figures can be trusted: a transfer that measured waiting, an unstable step, and
+# the GPU's clocks (empty on the CPU path).
+real_expected_header+=",transfer_is_waiting,step_unstable,sm_clock_start_mhz,sm_clock_end_mhz"
+real_expected_header+=",sm_clock_max_mhz,clock_slowdowns"
 
 # row TAG WORLD PAIRS TRANSPORT ELEMENTS OVERLAP C_ITER TIME_MS NO_OVERLAP_MS SPEEDUP GBPS AGG_GBPS
 row() {
