@@ -8,6 +8,7 @@
 #include "app/git_hash.hpp"
 #include "app/version.hpp"
 #include "comm/mpi_error.hpp"
+#include "comm/mpi_wait.hpp"
 #include "comm/mpi_session.hpp"
 #include "io/result_schema.hpp"
 
@@ -180,6 +181,7 @@ GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary,
         list_text(p.slow_step_numbers).copy(figures[i].slow_step_numbers, kTiming - 1);
         pairs_text(p).copy(figures[i].pairs, kLists - 1);
     }
+    const Deadline bound("the broadcast of a pass's figures for the file");
     MPI_CHECK(MPI_Bcast(figures.data(), static_cast<int>(figures.size() * sizeof(Figures)),
                         MPI_BYTE, 0, comm));
     GroupAttributes groups;

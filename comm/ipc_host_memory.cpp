@@ -9,6 +9,7 @@
 
 #include "comm/ipc_memory.hpp"
 #include "comm/mpi_error.hpp"
+#include "comm/mpi_wait.hpp"
 #include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
 
@@ -56,7 +57,11 @@ class HostIpcMemory final : public IpcMemory {
         // Each segment apart and page-aligned, rather than all of them packed end to end.
         MPI_CHECK(MPI_Info_set(info, "alloc_shared_noncontig", "true"));
         void* mine = nullptr;
-        const int status = MPI_Win_allocate_shared(size, 1, info, node_, &mine, &window_);
+        int status = MPI_SUCCESS;
+        {
+            const Deadline bound("making the ipc shared-memory window (MPI_Win_allocate_shared)");
+            status = MPI_Win_allocate_shared(size, 1, info, node_, &mine, &window_);
+        }
         MPI_Info_free(&info);
         MPI_CHECK(status);
         const int consumer = rank_in(comm, node_, placement.consumer);
@@ -70,11 +75,13 @@ class HostIpcMemory final : public IpcMemory {
         // Sequence words start at 0: no use yet.
         if (mine != nullptr) std::fill_n(static_cast<char*>(mine), words_bytes_, 0);
         // The consumer's zeroed words are in place before its producer's first use of them.
+        const Deadline bound("the barrier after zeroing the ipc sequence words");
         MPI_CHECK(MPI_Barrier(node_));
     }
 
     ~HostIpcMemory() override {
         // Collective over the node's ranks, which all tear their transports down together.
+        const Deadline bound("freeing the ipc shared-memory window (MPI_Win_free)");
         MPI_Win_free(&window_);
         MPI_Comm_free(&node_);
     }
@@ -142,6 +149,7 @@ bool every_pair_on_one_node(MPI_Comm comm, int peer) {
     MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
     int all = rank_in(comm, node, peer) != MPI_UNDEFINED ? 1 : 0;
     MPI_Comm_free(&node);
+    const Deadline bound("the reduction of whether every pair shares a node");
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm));
     return all == 1;
 }

@@ -1,6 +1,7 @@
 #include "comm/mpi_session.hpp"
 
 #include "comm/mpi_error.hpp"
+#include "comm/mpi_wait.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {
@@ -30,7 +31,10 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 MpiSession::~MpiSession() {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
+    if (finalized != 0) return;
+    // Collective: a peer stopped here (or stuck in its teardown) must not hold this rank.
+    const Deadline bound("MPI_Finalize");
+    MPI_Finalize();
 }
 
 std::string mpi_version_string() {

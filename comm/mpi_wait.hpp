@@ -19,11 +19,19 @@ namespace gpurelay {
 void wait_all(MPI_Request* requests, int count, std::chrono::milliseconds timeout,
               const std::string& what);
 
-// Bounds a step that has no request to test (a collective HDF5 create, open, flush or close, an
-// agreement): if this object still lives `timeout` after it was made, the watchdog ends the job
-// through the fatal handler, naming `what`.
+// The bound of every wait that is not given its own: timeout_s, set once the deck is read (until
+// then timeout_s's default, 300 s).
+void set_wait_timeout(std::chrono::milliseconds timeout);
+std::chrono::milliseconds wait_timeout();
+
+// Bounds a step that has no request to test (a collective HDF5 create, open, flush or close, a
+// barrier, a reduction, an agreement, MPI_Finalize): if this object still lives `timeout` after
+// it was made, the watchdog ends the job through the fatal handler, naming `what`. One line per
+// wait: `const Deadline bound("the barrier at a pass's end");`.
 class Deadline {
   public:
+    // Bounded by wait_timeout().
+    explicit Deadline(const std::string& what);
     Deadline(std::chrono::milliseconds timeout, const std::string& what);
     ~Deadline();
     Deadline(const Deadline&) = delete;

@@ -5,6 +5,7 @@
 // (send and recv: the bare transfer; a: the producer's copy; b: the consumer's copy; c: C alone),
 // so the report reduces them as it reduces a pass.
 #include "comm/mpi_error.hpp"
+#include "comm/mpi_wait.hpp"
 #include "pipeline/step.hpp"
 
 namespace gpurelay {
@@ -41,7 +42,10 @@ PassResult StepSchedule::measure_ceilings(MPI_Comm comm) {
             });
         }
     }
-    MPI_CHECK(MPI_Barrier(comm));
+    {
+        const Deadline bound("the barrier after the ceilings' copies and C");
+        MPI_CHECK(MPI_Barrier(comm));
+    }
     result.timed_wall_ms = now_ms() - started;
     return result;
 }
@@ -53,7 +57,10 @@ void StepSchedule::measure_transfer(std::int64_t s, PassResult& result, MPI_Comm
     StepTimes& t = result.steps[static_cast<std::size_t>(s)];
     const bool waits = transport_.receive_waits();
     Stream* receive = waits || !consumer_ ? compute_.get() : comm_.get();
-    MPI_CHECK(MPI_Barrier(comm));
+    {
+        const Deadline bound("the barrier before a ceiling's transfer");
+        MPI_CHECK(MPI_Barrier(comm));
+    }
     // Both sides are queued before either is waited on: a rank sending to itself over MPI would
     // otherwise wait for a receive it has not posted.
     if (producer_) {
