@@ -103,18 +103,21 @@ class HostIpcMemory final : public IpcMemory {
                    const char* what) override {
         host(stream).enqueue([word, value, what, timeout = shape_.timeout] {
             if (reached(word, value)) return;
-            const auto deadline = std::chrono::steady_clock::now() + timeout;
-            // Spin briefly (the peer is usually about to store), then sleep between looks, so a
-            // long wait does not take a core from the peer it waits for.
-            for (int spins = 0; !reached(word, value); ++spins) {
-                if (spins < 1000) {
+            const auto start = std::chrono::steady_clock::now();
+            // Spin for 100 us (the peer is usually about to store), then sleep between looks in
+            // pauses that double up to 1 ms, so a long wait (the peer's C is milliseconds) does
+            // not take a core from the peer it waits for: on two cores, 1000 yields a wait and
+            // 20 us naps cost minutes of system time in the sanitizer suite.
+            auto pause = std::chrono::microseconds(10);
+            while (!reached(word, value)) {
+                const auto waited = std::chrono::steady_clock::now() - start;
+                if (waited > timeout) throw timeout_error(what, timeout);
+                if (waited < std::chrono::microseconds(100)) {
                     std::this_thread::yield();
-                } else {
-                    std::this_thread::sleep_for(std::chrono::microseconds(20));
-                    if (std::chrono::steady_clock::now() > deadline) {
-                        throw timeout_error(what, timeout);
-                    }
+                    continue;
                 }
+                std::this_thread::sleep_for(pause);
+                pause = std::min(std::chrono::microseconds(1000), 2 * pause);
             }
         });
     }

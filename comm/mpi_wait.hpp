@@ -10,8 +10,10 @@
 
 namespace gpurelay {
 
-// Waits for `count` requests: MPI_Testall, yielding the CPU between calls. The thread keeps MPI's
-// progress engine running (polling with pauses in between starves large transfers), yet never
+// Waits for `count` requests: MPI_Testall, yielding the CPU between calls for the first 200 us
+// (most waits end within them, and MPI's progress engine keeps large transfers moving only
+// while it is called), then sleeping between calls in pauses that double up to 1 ms, so a rank
+// that waits long for a slower peer does not take a core from the ranks that work. It never
 // sits inside one long MPI call: under MPI_THREAD_MULTIPLE a thread blocked in MPI_Waitall
 // starves the MPI calls of the process's other threads (a stop vote beside the staged
 // transport's proxies waited milliseconds a step). A watchdog thread ends the job through the
