@@ -103,6 +103,7 @@ std::unique_ptr<Transport> open_collective(const Setup& setup, TransportUsed use
         config.dtype == DType::float32 ? ReduceType::float32 : ReduceType::float64;
     // Before anything may throw: every rank takes part.
     MPI_Comm group = MPI_COMM_NULL;
+    const Deadline bound("splitting the ranks into collective groups");
     MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, p.group, p.group_rank, &group));
     struct FreeGroup {
         MPI_Comm& comm;
@@ -200,11 +201,11 @@ void check_resources(const Setup& setup, int rank, int size) {
     const bool cpu_path = setup.device->backend() == Backend::host;
     const RankNeeds needs = rank_needs(config, setup.memory, setup.placement.role, cpu_path);
     // Ranks on one node share its memory.
+    const Deadline bound("the sum of the host memory a node's ranks need");
     MPI_Comm node = MPI_COMM_NULL;
     MPI_CHECK(
         MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
     double mine[2] = {needs.host, needs.records}, node_needs[2] = {0, 0};
-    const Deadline bound("the sum of the host memory a node's ranks need");
     MPI_CHECK(MPI_Allreduce(mine, node_needs, 2, MPI_DOUBLE, MPI_SUM, node));
     int node_ranks = 1;
     MPI_CHECK(MPI_Comm_size(node, &node_ranks));

@@ -48,6 +48,7 @@ class HostIpcMemory final : public IpcMemory {
         : shape_(shape),
           words_bytes_(round_up(2 * shape.slots * kWordStride, kSlotAlign)),
           slot_stride_(round_up(std::max<std::size_t>(shape.slot_bytes, 1), kSlotAlign)) {
+        const Deadline bound("making the ipc shared-memory window");
         MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_));
         // Only consumers hold slots; producers join the window with an empty segment.
         const auto size = static_cast<MPI_Aint>(
@@ -57,11 +58,7 @@ class HostIpcMemory final : public IpcMemory {
         // Each segment apart and page-aligned, rather than all of them packed end to end.
         MPI_CHECK(MPI_Info_set(info, "alloc_shared_noncontig", "true"));
         void* mine = nullptr;
-        int status = MPI_SUCCESS;
-        {
-            const Deadline bound("making the ipc shared-memory window (MPI_Win_allocate_shared)");
-            status = MPI_Win_allocate_shared(size, 1, info, node_, &mine, &window_);
-        }
+        const int status = MPI_Win_allocate_shared(size, 1, info, node_, &mine, &window_);
         MPI_Info_free(&info);
         MPI_CHECK(status);
         const int consumer = rank_in(comm, node_, placement.consumer);
@@ -75,7 +72,6 @@ class HostIpcMemory final : public IpcMemory {
         // Sequence words start at 0: no use yet.
         if (mine != nullptr) std::fill_n(static_cast<char*>(mine), words_bytes_, 0);
         // The consumer's zeroed words are in place before its producer's first use of them.
-        const Deadline bound("the barrier after zeroing the ipc sequence words");
         MPI_CHECK(MPI_Barrier(node_));
     }
 
@@ -148,11 +144,11 @@ class HostIpcMemory final : public IpcMemory {
 }  // namespace
 
 bool every_pair_on_one_node(MPI_Comm comm, int peer) {
+    const Deadline bound("the reduction of whether every pair shares a node");
     MPI_Comm node = MPI_COMM_NULL;
     MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
     int all = rank_in(comm, node, peer) != MPI_UNDEFINED ? 1 : 0;
     MPI_Comm_free(&node);
-    const Deadline bound("the reduction of whether every pair shares a node");
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm));
     return all == 1;
 }

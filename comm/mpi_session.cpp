@@ -16,6 +16,8 @@ MpiSession::MpiSession(int* argc, char*** argv) {
         // Stream and proxy threads call MPI concurrently; anything less is unsafe.
         throw runtime_error("this MPI does not provide MPI_THREAD_MULTIPLE, which gpurelay needs");
     }
+    // Bounded by timeout_s's default (300 s): the deck is not read yet.
+    const Deadline bound("finding the ranks of this node");
     MPI_Comm node = MPI_COMM_NULL;
     MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank_, MPI_INFO_NULL,
                                   &node));
