@@ -43,7 +43,11 @@ PassResult StepSchedule::measure_ceilings(MPI_Comm comm) {
         }
     }
     {
-        const Deadline bound("the barrier after the ceilings' copies and C");
+        // Here a rank waits for its peer's whole calibration, C run `total` times alone, where a
+        // step's wait covers one C: each run of it is held to timeout_s, as in a step (a bound
+        // of timeout_s for all of them ended loaded runs that were only slow).
+        const Deadline bound(wait_timeout() * total,
+                             "the barrier after the ceilings' copies and C");
         MPI_CHECK(MPI_Barrier(comm));
     }
     result.timed_wall_ms = now_ms() - started;
