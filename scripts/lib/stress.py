@@ -221,6 +221,11 @@ class Launch:
         except subprocess.TimeoutExpired:
             return None
 
+    def stderr_line(self):
+        """The first 'gpurelay:' line on stderr, or nothing."""
+        ours = [line for line in self.stderr().splitlines() if line.startswith("gpurelay:")]
+        return ours[0] if ours else ""
+
     def stderr(self):
         with open(self.err_path, errors="replace") as f:
             return f.read()
@@ -283,21 +288,22 @@ def end_of(launch, opts, case, until, expected, needs_line):
 
 
 def fault_moment(case, opts, launch, rng):
-    """Waits for the steps, then a random moment; sends the fault. False if it never got there."""
+    """Waits for the steps, then a random moment, and sends the fault: "sent"; "early" when the
+    launch ended or lost a rank before it; "never" when it did not reach its steps in time."""
     if not launch.wait_for(launch.output + ".partial", time.monotonic() + opts.start_bound):
-        return False
+        return "early" if launch.proc.poll() is not None else "never"
     if case.fault != "stuck":
         time.sleep(rng.uniform(0.0, opts.spread))
     pids = rank_pids(opts.binary, launch.output)
     launch.fault_at = time.monotonic()
     if case.fault in ("stop", "kill"):
         if len(pids) < 2:
-            return False
+            return "early"
         os.kill(rng.choice(pids), signal.SIGSTOP if case.fault == "stop" else signal.SIGKILL)
     elif case.fault == "term":
         for pid in pids:
             os.kill(pid, signal.SIGTERM)
-    return True
+    return "sent"
 
 
 def run_case(case, opts):
@@ -306,12 +312,16 @@ def run_case(case, opts):
         args = gpurelay_args(case, opts, os.path.join(tmp, "out.h5"))
         launch = Launch(opts, args, tmp, "launch")
         launch.fault_at = time.monotonic()
-        if not fault_moment(case, opts, launch, rng):
-            if launch.proc.poll() is None:
-                # Never reached its steps within --start-bound: a hang in set-up.
+        moment = fault_moment(case, opts, launch, rng)
+        if moment == "never":  # a hang in set-up
+            return end_of(launch, opts, case, time.monotonic(), (), False)
+        if moment == "early":
+            # Ended, or ending (a rank already gone), on its own: held to the same bound.
+            code = launch.wait(launch.fault_at + opts.timeout_s + opts.grace)
+            if code is None:
                 return end_of(launch, opts, case, time.monotonic(), (), False)
             launch.kill()
-            return Outcome("ok", f"ended (exit {launch.proc.returncode}) before the fault")
+            return Outcome("ok", f"ended (exit {code}) before the fault: {launch.stderr_line()}")
         bound = launch.fault_at + opts.timeout_s + opts.grace
         expected = {"stop": (4,), "stuck": (4,), "kill": tuple(range(1, 256)), "term": (143, 0)}
         outcome = end_of(launch, opts, case, bound, expected[case.fault],
