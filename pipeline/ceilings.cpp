@@ -41,13 +41,11 @@ PassResult StepSchedule::measure_ceilings(MPI_Comm comm) {
                          static_cast<std::uint32_t>(spec_.c_iterations), *compute_);
             });
         }
-    }
-    {
-        // Here a rank waits for its peer's whole calibration, C run `total` times alone, where a
-        // step's wait covers one C: each run of it is held to timeout_s, as in a step (a bound
-        // of timeout_s for all of them ended loaded runs that were only slow).
-        const Deadline bound(wait_timeout() * total,
-                             "the barrier after the ceilings' copies and C");
+        // A barrier after each run, not one after all of them: a rank then waits for one of its
+        // peer's C runs at a time, as in a step, so timeout_s bounds each wait without ending a
+        // loaded run that is only slow (12 runs of C outlasted 3 s under load), and a peer that
+        // stops here is noticed after timeout_s, not 12 times it.
+        const Deadline bound("the barrier after a ceiling's copy and C");
         MPI_CHECK(MPI_Barrier(comm));
     }
     result.timed_wall_ms = now_ms() - started;
