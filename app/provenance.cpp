@@ -11,6 +11,7 @@
 #include "app/git_hash.hpp"
 #include "app/version.hpp"
 #include "comm/mpi_error.hpp"
+#include "comm/mpi_wait.hpp"
 #include "comm/mpi_session.hpp"
 #include "io/result_schema.hpp"
 #include "runtime/gpu_clocks.hpp"
@@ -298,6 +299,7 @@ GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary,
         clock_slowdown_names(p.clock_reasons).copy(figures[i].clock_slowdowns, kLists / 2 - 1);
         attribution_of(summary, p).why_not.copy(figures[i].attribution_why_not, kLists - 1);
     }
+    const Deadline bound("the broadcast of a pass's figures for the file");
     MPI_CHECK(MPI_Bcast(figures.data(), static_cast<int>(figures.size() * sizeof(Figures)),
                         MPI_BYTE, 0, comm));
     GroupAttributes groups;

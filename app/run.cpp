@@ -76,11 +76,18 @@ void abort_job(const Error& error) noexcept {
     std::_Exit(static_cast<int>(error.code()));
 }
 
+// Tests only (debug_stop_flush, debug_stop_close): the chosen rank stops itself here, as a peer
+// stopped by a signal would, so that the others' next collective call is the wait under test.
+void debug_stop_if(const Config& config, int rank, bool here) {
+    if (here && rank == config.debug_stop_rank) std::raise(SIGSTOP);
+}
+
 // Whether Open MPI's mpirun started this process (it sets OMPI_COMM_WORLD_SIZE; srun does not).
 bool launched_by_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
 
 // Broadcasts a string from rank 0.
 void broadcast(std::string& text) {
+    const Deadline bound("the broadcast of the deck");
     int length = static_cast<int>(text.size());
     MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD));
     text.resize(static_cast<std::size_t>(length));
@@ -125,8 +132,11 @@ std::optional<Config> read_request(int rank, int argc, char** argv, ResumePoint&
     });
     static_assert(std::is_trivially_copyable_v<ResumePoint> && sizeof(ResumePoint) == 48,
                   "ResumePoint travels as bytes");
-    MPI_CHECK(MPI_Bcast(&resume, sizeof resume, MPI_BYTE, 0, MPI_COMM_WORLD));
-    MPI_CHECK(MPI_Bcast(&action, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    {
+        const Deadline bound("the broadcast of the request");
+        MPI_CHECK(MPI_Bcast(&resume, sizeof resume, MPI_BYTE, 0, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Bcast(&action, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    }
     if (action == kHelp || action == kVersion) {
         if (rank == 0) std::fputs(action == kHelp ? help.c_str() : version_text().c_str(), stdout);
         return std::nullopt;
@@ -311,6 +321,7 @@ struct Run {
     int rank;
     Progress progress;
     StopVote stop_vote;
+    std::int64_t flushes = 0;  // periodic flushes so far
 };
 
 // Runs the passes of one size from where a resumed run stopped, files each pass's rows and
@@ -330,6 +341,7 @@ Stop run_passes(Run& run, const SizeCase& size, std::vector<PassSummary>& summar
             run.progress.step_done();
             if (config.flush_every > 0 && (s + 1) % config.flush_every == 0) {
                 if (run.outputs.writer) run.outputs.writer->drain();
+                debug_stop_if(config, run.rank, ++run.flushes == config.debug_stop_flush);
                 run.outputs.file->flush();
             }
             // A stop after a pass's last step would leave nothing in it to resume: that pass
@@ -377,7 +389,7 @@ int finish_stopped(const Setup& setup, Outputs& outputs, const std::vector<bool>
     outputs.sink.reset();
     outputs.writer.reset();
     step_in_progress = -1;
-    const Deadline deadline(config.timeout(), "closing the result file");
+    debug_stop_if(config, rank, config.debug_stop_close);
     outputs.file->close(false, {{"stopped_at_step", stop.step},
                                 {"stopped_pass", stop.pass},
                                 {"stopped_size", stop.size},
@@ -532,8 +544,6 @@ int finish(const Setup& setup, Outputs& outputs, const std::vector<RunSummary>& 
     outputs.writer.reset();
     const bool verified = sizes_failed == 0;
     step_in_progress = -1;
-    std::optional<Deadline> deadline;
-    deadline.emplace(config.timeout(), "closing the result file");
     Attributes attributes = {
         {"verified", verified},
         {"stopped_at_step", static_cast<std::int64_t>(-1)},
@@ -553,9 +563,9 @@ int finish(const Setup& setup, Outputs& outputs, const std::vector<RunSummary>& 
         attributes.push_back(
             {"resumed_from_size", config.resume ? resume.size : static_cast<std::int64_t>(-1)});
     }
+    debug_stop_if(config, rank, config.debug_stop_close);
     outputs.file->close(true, attributes, pass_groups);
     outputs.file.reset();
-    deadline.reset();
     if (rank == 0) report_sizes(config, sizes, resume, verified);
     return static_cast<int>(verified ? ExitCode::ok : ExitCode::verification);
 }
@@ -585,6 +595,9 @@ int run(MpiSession& mpi, int argc, char** argv) {
     OutputLock lock;
     const std::optional<Config> config = read_request(rank, argc, argv, resume, lock);
     if (!config) return 0;
+    // From here every wait without a bound of its own (barriers, reductions, the file's
+    // collective calls, MPI_Finalize) is bounded by the deck's timeout_s.
+    set_wait_timeout(config->timeout());
     if (resume.complete != 0) return publish_complete(*config, resume, rank);
 
     const Setup setup = set_up(mpi, *config);

@@ -12,6 +12,7 @@
 
 #include "comm/agreement.hpp"
 #include "comm/mpi_error.hpp"
+#include "comm/mpi_wait.hpp"
 #include "config/transport_choice.hpp"
 #include "io/output_path.hpp"
 #include "io/result_file.hpp"
@@ -102,6 +103,7 @@ std::unique_ptr<Transport> open_collective(const Setup& setup, TransportUsed use
         config.dtype == DType::float32 ? ReduceType::float32 : ReduceType::float64;
     // Before anything may throw: every rank takes part.
     MPI_Comm group = MPI_COMM_NULL;
+    const Deadline bound("splitting the ranks into collective groups");
     MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, p.group, p.group_rank, &group));
     struct FreeGroup {
         MPI_Comm& comm;
@@ -199,6 +201,7 @@ void check_resources(const Setup& setup, int rank, int size) {
     const bool cpu_path = setup.device->backend() == Backend::host;
     const RankNeeds needs = rank_needs(config, setup.memory, setup.placement.role, cpu_path);
     // Ranks on one node share its memory.
+    const Deadline bound("the sum of the host memory a node's ranks need");
     MPI_Comm node = MPI_COMM_NULL;
     MPI_CHECK(
         MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
@@ -250,6 +253,7 @@ void check_resources(const Setup& setup, int rank, int size) {
 void check_same_path(const Setup& setup, int size) {
     int cuda_ranks = setup.device->backend() == Backend::cuda ? 1 : 0;
     int cuda_total = 0;
+    const Deadline bound("the count of the ranks that found a GPU");
     MPI_CHECK(MPI_Allreduce(&cuda_ranks, &cuda_total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     agree(MPI_COMM_WORLD, [&] {
         if (cuda_total != 0 && cuda_total != size) {
@@ -330,6 +334,7 @@ std::vector<std::string> allgather_strings(const std::string& mine, int size) {
     std::string record = mine.substr(0, kWidth - 1);
     record.resize(kWidth, '\0');
     std::vector<char> all(static_cast<std::size_t>(kWidth) * static_cast<std::size_t>(size));
+    const Deadline bound("gathering the ranks' host and device names");
     MPI_CHECK(MPI_Allgather(record.data(), kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR,
                             MPI_COMM_WORLD));
     std::vector<std::string> out;

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "comm/mpi_wait.hpp"
+
 namespace gpurelay {
 
 void agree(MPI_Comm comm, const std::function<void()>& step) {
@@ -19,6 +21,8 @@ void agree(MPI_Comm comm, const std::function<void()>& step) {
         code = static_cast<int>(ExitCode::runtime);
         message = e.what();
     }
+    // A rank that stopped answering must not hold the others here.
+    const Deadline bound("the ranks' agreement on a step's outcome");
     int worst = 0;
     MPI_Allreduce(&code, &worst, 1, MPI_INT, MPI_MAX, comm);
     if (worst == 0) return;

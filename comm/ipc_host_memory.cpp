@@ -9,6 +9,7 @@
 
 #include "comm/ipc_memory.hpp"
 #include "comm/mpi_error.hpp"
+#include "comm/mpi_wait.hpp"
 #include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
 
@@ -47,6 +48,7 @@ class HostIpcMemory final : public IpcMemory {
         : shape_(shape),
           words_bytes_(round_up(2 * shape.slots * kWordStride, kSlotAlign)),
           slot_stride_(round_up(std::max<std::size_t>(shape.slot_bytes, 1), kSlotAlign)) {
+        const Deadline bound("making the ipc shared-memory window");
         MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_));
         // Only consumers hold slots; producers join the window with an empty segment.
         const auto size = static_cast<MPI_Aint>(
@@ -75,6 +77,7 @@ class HostIpcMemory final : public IpcMemory {
 
     ~HostIpcMemory() override {
         // Collective over the node's ranks, which all tear their transports down together.
+        const Deadline bound("freeing the ipc shared-memory window (MPI_Win_free)");
         MPI_Win_free(&window_);
         MPI_Comm_free(&node_);
     }
@@ -96,18 +99,21 @@ class HostIpcMemory final : public IpcMemory {
                    const char* what) override {
         host(stream).enqueue([word, value, what, timeout = shape_.timeout] {
             if (reached(word, value)) return;
-            const auto deadline = std::chrono::steady_clock::now() + timeout;
-            // Spin briefly (the peer is usually about to store), then sleep between looks, so a
-            // long wait does not take a core from the peer it waits for.
-            for (int spins = 0; !reached(word, value); ++spins) {
-                if (spins < 1000) {
+            const auto start = std::chrono::steady_clock::now();
+            // Spin for 100 us (the peer is usually about to store), then sleep between looks in
+            // pauses that double up to 1 ms, so a long wait (the peer's C is milliseconds) does
+            // not take a core from the peer it waits for: on two cores, 1000 yields a wait and
+            // 20 us naps cost minutes of system time in the sanitizer suite.
+            auto pause = std::chrono::microseconds(10);
+            while (!reached(word, value)) {
+                const auto waited = std::chrono::steady_clock::now() - start;
+                if (waited > timeout) throw timeout_error(what, timeout);
+                if (waited < std::chrono::microseconds(100)) {
                     std::this_thread::yield();
-                } else {
-                    std::this_thread::sleep_for(std::chrono::microseconds(20));
-                    if (std::chrono::steady_clock::now() > deadline) {
-                        throw timeout_error(what, timeout);
-                    }
+                    continue;
                 }
+                std::this_thread::sleep_for(pause);
+                pause = std::min(std::chrono::microseconds(1000), 2 * pause);
             }
         });
     }
@@ -138,6 +144,7 @@ class HostIpcMemory final : public IpcMemory {
 }  // namespace
 
 bool every_pair_on_one_node(MPI_Comm comm, int peer) {
+    const Deadline bound("the reduction of whether every pair shares a node");
     MPI_Comm node = MPI_COMM_NULL;
     MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
     int all = rank_in(comm, node, peer) != MPI_UNDEFINED ? 1 : 0;

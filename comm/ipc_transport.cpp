@@ -12,6 +12,7 @@
 
 #include "comm/ipc_memory.hpp"
 #include "comm/mpi_error.hpp"
+#include "comm/mpi_wait.hpp"
 #include "comm/slot_ring.hpp"
 #include "comm/transport.hpp"
 #include "runtime/error.hpp"
@@ -111,6 +112,7 @@ std::unique_ptr<Transport> make_ipc_transport(MPI_Comm comm, const PairPlacement
                       : open_host_ipc_memory(comm, placement, shape);
     auto transport = std::make_unique<IpcTransport>(std::move(memory), placement, device, options);
     // The consumer's slots are poisoned before any producer may copy into them.
+    const Deadline bound("the barrier after poisoning the ipc slots");
     MPI_CHECK(MPI_Barrier(comm));
     return transport;
 }

@@ -20,6 +20,7 @@ namespace {
 // A private communicator: the collectives never match the application's messages.
 MPI_Comm duplicate(MPI_Comm group) {
     MPI_Comm comm = MPI_COMM_NULL;
+    const Deadline bound("duplicating the collective's communicator");
     MPI_CHECK(MPI_Comm_dup(group, &comm));
     return comm;
 }

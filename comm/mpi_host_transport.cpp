@@ -23,6 +23,7 @@ class MpiHostTransport final : public Transport {
           slots_(device, placement.role, options.slots, options.slot_bytes,
                  options.debug_skip_reuse_wait) {
         // A private communicator: the transport's messages never match the application's.
+        const Deadline bound("duplicating the MPI transport's communicator");
         MPI_CHECK(MPI_Comm_dup(comm, &comm_));
     }
     ~MpiHostTransport() override { MPI_Comm_free(&comm_); }

@@ -1,6 +1,7 @@
 #include "comm/mpi_session.hpp"
 
 #include "comm/mpi_error.hpp"
+#include "comm/mpi_wait.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {
@@ -15,6 +16,8 @@ MpiSession::MpiSession(int* argc, char*** argv) {
         // Stream and proxy threads call MPI concurrently; anything less is unsafe.
         throw runtime_error("this MPI does not provide MPI_THREAD_MULTIPLE, which gpurelay needs");
     }
+    // Bounded by timeout_s's default (300 s): the deck is not read yet.
+    const Deadline bound("finding the ranks of this node");
     MPI_Comm node = MPI_COMM_NULL;
     MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank_, MPI_INFO_NULL,
                                   &node));
@@ -30,7 +33,10 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 MpiSession::~MpiSession() {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
+    if (finalized != 0) return;
+    // Collective: a peer stopped here (or stuck in its teardown) must not hold this rank.
+    const Deadline bound("MPI_Finalize");
+    MPI_Finalize();
 }
 
 std::string mpi_version_string() {

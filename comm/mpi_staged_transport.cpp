@@ -43,6 +43,7 @@ class MpiStagedTransport final : public Transport {
           recv_piece_last_user_(pieces_, 0),
           send_proxy_(options.timeout),
           recv_proxy_(options.timeout) {
+        const Deadline bound("duplicating the staged transport's communicator");
         MPI_CHECK(MPI_Comm_dup(comm, &comm_));
     }
 

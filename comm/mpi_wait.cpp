@@ -1,6 +1,7 @@
 #include "comm/mpi_wait.hpp"
 
-#include <condition_variable>
+#include <algorithm>
+#include <atomic>
 #include <list>
 #include <mutex>
 #include <thread>
@@ -10,6 +11,8 @@
 
 namespace gpurelay {
 namespace {
+
+std::atomic<std::chrono::milliseconds::rep> process_wait_timeout{300000};
 
 // Deadlines of the waits in progress, checked by one thread for the whole process.
 class Watchdog {
@@ -63,6 +66,16 @@ struct Deadline::Entry {
     std::list<Watchdog::Entry>::iterator position;
 };
 
+void set_wait_timeout(std::chrono::milliseconds timeout) {
+    process_wait_timeout.store(timeout.count());
+}
+
+std::chrono::milliseconds wait_timeout() {
+    return std::chrono::milliseconds(process_wait_timeout.load());
+}
+
+Deadline::Deadline(const std::string& what) : Deadline(wait_timeout(), what) {}
+
 Deadline::Deadline(std::chrono::milliseconds timeout, const std::string& what)
     : entry_(std::make_unique<Entry>(Entry{Watchdog::instance().arm(timeout, what)})) {}
 
@@ -70,14 +83,22 @@ Deadline::~Deadline() { Watchdog::instance().disarm(entry_->position); }
 
 void wait_all(MPI_Request* requests, int count, std::chrono::milliseconds timeout,
               const std::string& what) {
-    Watchdog& watchdog = Watchdog::instance();
-    const auto entry = watchdog.arm(timeout, what);
+    constexpr auto kSpin = std::chrono::microseconds(200);
+    constexpr auto kLongestPause = std::chrono::microseconds(1000);
+    const Deadline deadline(timeout, what);
+    const auto start = std::chrono::steady_clock::now();
+    auto pause = std::chrono::microseconds(10);
     int status = MPI_SUCCESS;
     for (int done = 0; status == MPI_SUCCESS && done == 0;) {
         status = MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE);
-        if (done == 0) std::this_thread::yield();
+        if (done != 0 || status != MPI_SUCCESS) break;
+        if (std::chrono::steady_clock::now() - start < kSpin) {
+            std::this_thread::yield();
+            continue;
+        }
+        std::this_thread::sleep_for(pause);
+        pause = std::min(kLongestPause, 2 * pause);
     }
-    watchdog.disarm(entry);
     MPI_CHECK(status);
 }
 

@@ -10,8 +10,10 @@
 
 namespace gpurelay {
 
-// Waits for `count` requests: MPI_Testall, yielding the CPU between calls. The thread keeps MPI's
-// progress engine running (polling with pauses in between starves large transfers), yet never
+// Waits for `count` requests: MPI_Testall, yielding the CPU between calls for the first 200 us
+// (most waits end within them, and MPI's progress engine keeps large transfers moving only
+// while it is called), then sleeping between calls in pauses that double up to 1 ms, so a rank
+// that waits long for a slower peer does not take a core from the ranks that work. It never
 // sits inside one long MPI call: under MPI_THREAD_MULTIPLE a thread blocked in MPI_Waitall
 // starves the MPI calls of the process's other threads (a stop vote beside the staged
 // transport's proxies waited milliseconds a step). A watchdog thread ends the job through the
@@ -19,11 +21,19 @@ namespace gpurelay {
 void wait_all(MPI_Request* requests, int count, std::chrono::milliseconds timeout,
               const std::string& what);
 
-// Bounds a step that has no request to test (a collective HDF5 create, open, flush or close, an
-// agreement): if this object still lives `timeout` after it was made, the watchdog ends the job
-// through the fatal handler, naming `what`.
+// The bound of every wait that is not given its own: timeout_s, set once the deck is read (until
+// then timeout_s's default, 300 s).
+void set_wait_timeout(std::chrono::milliseconds timeout);
+std::chrono::milliseconds wait_timeout();
+
+// Bounds a step that has no request to test (a collective HDF5 create, open, flush or close, a
+// barrier, a reduction, an agreement, MPI_Finalize): if this object still lives `timeout` after
+// it was made, the watchdog ends the job through the fatal handler, naming `what`. One line per
+// wait: `const Deadline bound("the barrier at a pass's end");`.
 class Deadline {
   public:
+    // Bounded by wait_timeout().
+    explicit Deadline(const std::string& what);
     Deadline(std::chrono::milliseconds timeout, const std::string& what);
     ~Deadline();
     Deadline(const Deadline&) = delete;

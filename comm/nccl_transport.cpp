@@ -9,6 +9,7 @@
 
 #include "comm/collective_sides.hpp"
 #include "comm/mpi_error.hpp"
+#include "comm/mpi_wait.hpp"
 #include "comm/slot_ring.hpp"
 #include "comm/transport.hpp"
 #include "runtime/cuda_stream.hpp"
@@ -33,6 +34,8 @@ class NcclComm {
         MPI_CHECK(MPI_Comm_size(comm, &size));
         ncclUniqueId id{};
         if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+        // The broadcast and ncclCommInitRank wait for every rank of `comm`.
+        const Deadline bound("making the NCCL communicator");
         MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm));
         ncclComm_t nccl_comm = nullptr;
         NCCL_CHECK(ncclCommInitRank(&nccl_comm, size, id, rank_));

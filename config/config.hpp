@@ -74,6 +74,12 @@ struct Config {
     // Tests only: each receive of rank debug_delay_rank starts debug_delay_us late (a slow pair).
     std::int64_t debug_delay_us = 0;
     std::int64_t debug_delay_rank = 0;
+    // Tests only: rank debug_stop_rank raises SIGSTOP on itself just before the file's
+    // debug_stop_flush-th periodic flush (0: none) or, with debug_stop_close, just before its
+    // close, so a test stops a peer inside a collective HDF5 call without guessing at timing.
+    std::int64_t debug_stop_flush = 0;
+    bool debug_stop_close = false;
+    std::int64_t debug_stop_rank = 1;
     std::string tag;  // free-text label stored with the results
     // profile_steps = "A:B": the profiler capture range covers steps A to B (-1: no range).
     std::int64_t profile_first = -1;

@@ -422,16 +422,19 @@ constexpr std::string_view kWriteDoc =
     "stream into three pinned buffers and written by a host thread, so writing holds a pass "
     "up only when the file is slower than the steps.";
 constexpr std::string_view kFlushDoc =
-    "So a crash keeps the rows written so far. The flush is collective, and `timeout_s` does "
-    "not bound it: a peer that stops during one hangs the others.";
+    "So a crash keeps the rows written so far. The flush is collective, and bounded by "
+    "`timeout_s` like every other wait: a peer that stops during one ends the job with exit 4, "
+    "the others naming the flush.";
 constexpr std::string_view kSideOutputsDoc =
     "The JSON is written as `PATH.tmp` and renamed; the CSV gets one row per run, appended "
     "under a lock (so job-array tasks can share a file) with a header when new. A CSV whose "
     "columns differ is refused at start (exit 2). [OUTPUT.md](OUTPUT.md) lists their fields.";
 constexpr std::string_view kTimeoutDoc =
-    "Bounds MPI waits (a watchdog thread), waits on the GPU (polled, with NCCL's asynchronous "
-    "error checked), CPU-path stream waits, and making, opening and closing the file. The rank "
-    "that gives up names itself, the step and the wait, and the job ends with exit 4.";
+    "Bounds every wait on a peer: MPI waits, barriers and reductions (a watchdog thread), waits "
+    "on the GPU (polled, with NCCL's asynchronous error checked), CPU-path stream waits, the "
+    "file's collective calls (making, opening, flushing and closing it), the stop vote and "
+    "`MPI_Finalize`. The rank that gives up names itself, the step and the wait, and the job "
+    "ends with exit 4.";
 constexpr std::string_view kQuietDoc =
     "Without it, rank 0 prints a progress line on long runs (refreshed in place only when "
     "gpurelay is alone on a terminal; under `mpirun`, Slurm or into a log, a whole line every "
@@ -565,6 +568,16 @@ const std::vector<KeySpec>& key_table() {
             &Config::debug_delay_us, 0),
         int_key("debug_delay_rank", "tests only: the rank debug_delay_us slows",
                 &Config::debug_delay_rank, 0),
+        int_key("debug_stop_flush",
+                "tests only: debug_stop_rank stops itself (SIGSTOP) just before the file's K-th "
+                "periodic flush (0: never)",
+                &Config::debug_stop_flush, 0),
+        bool_key("debug_stop_close",
+                 "tests only: debug_stop_rank stops itself (SIGSTOP) just before the file's close",
+                 &Config::debug_stop_close),
+        int_key("debug_stop_rank",
+                "tests only: the rank debug_stop_flush or debug_stop_close stops",
+                &Config::debug_stop_rank, 0),
         documented(text_key("tag", "free-text label stored with the results", "TEXT", &Config::tag),
                    "UTF-8 without control characters"),
         documented(profile_steps_key(), "`A:B` with 0 ≤ A ≤ B < steps, or empty", kProfileDoc),

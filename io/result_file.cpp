@@ -8,6 +8,7 @@
 
 #include "comm/agreement.hpp"
 #include "comm/mpi_error.hpp"
+#include "comm/mpi_wait.hpp"
 #include "io/h5_call.hpp"
 #include "io/h5_data.hpp"
 #include "io/h5_types.hpp"
@@ -99,6 +100,8 @@ void ResultFile::flush() {
     }
     State& state = *state_;
     state.require_open("flush");
+    // Collective: a peer that stops in (or before) its flush must not hold this rank in HDF5.
+    const Deadline bound("HDF5 flush of '" + state.partial_path + "'");
     QuietHdf5Errors quiet;
     state.flush_everywhere();
 }
@@ -109,6 +112,7 @@ void ResultFile::write_attributes(const GroupAttributes& group_attributes) {
     }
     State& state = *state_;
     state.require_open("write_attributes");
+    const Deadline bound("HDF5 attributes and flush of '" + state.partial_path + "'");
     QuietHdf5Errors quiet;
     agree(state.comm, [&] { write_group_attributes(state.file.get(), group_attributes); });
     state.flush_everywhere();
@@ -122,6 +126,8 @@ void ResultFile::close(bool complete, const Attributes& attributes,
     State& state = *state_;
     state.require_open("close");
     validate_attributes(attributes);
+    // Collective, as are the rename's agreement and the communicator's release.
+    const Deadline bound("HDF5 close of '" + state.partial_path + "'");
     QuietHdf5Errors quiet;
 
     // The file is closed whatever happened before; H5Fclose writes the last metadata. The

@@ -11,6 +11,7 @@
 
 #include "comm/agreement.hpp"
 #include "comm/mpi_error.hpp"
+#include "comm/mpi_wait.hpp"
 #include "io/h5_call.hpp"
 #include "io/h5_data.hpp"
 #include "io/h5_handle.hpp"
@@ -77,6 +78,8 @@ struct ResultFile::State {
             file.release();
             return;
         }
+        // Collective (a close that close() did not make, on a failure's way out).
+        const Deadline bound("HDF5 close of '" + partial_path + "' after a failure");
         QuietHdf5Errors quiet;
         close_objects();
         file.reset();

@@ -5,6 +5,7 @@
 // (send and recv: the bare transfer; a: the producer's copy; b: the consumer's copy; c: C alone),
 // so the report reduces them as it reduces a pass.
 #include "comm/mpi_error.hpp"
+#include "comm/mpi_wait.hpp"
 #include "pipeline/step.hpp"
 
 namespace gpurelay {
@@ -40,8 +41,13 @@ PassResult StepSchedule::measure_ceilings(MPI_Comm comm) {
                          static_cast<std::uint32_t>(spec_.c_iterations), *compute_);
             });
         }
+        // A barrier after each run, not one after all of them: a rank then waits for one of its
+        // peer's C runs at a time, as in a step, so timeout_s bounds each wait without ending a
+        // loaded run that is only slow (12 runs of C outlasted 3 s under load), and a peer that
+        // stops here is noticed after timeout_s, not 12 times it.
+        const Deadline bound("the barrier after a ceiling's copy and C");
+        MPI_CHECK(MPI_Barrier(comm));
     }
-    MPI_CHECK(MPI_Barrier(comm));
     result.timed_wall_ms = now_ms() - started;
     return result;
 }
@@ -53,7 +59,10 @@ void StepSchedule::measure_transfer(std::int64_t s, PassResult& result, MPI_Comm
     StepTimes& t = result.steps[static_cast<std::size_t>(s)];
     const bool waits = transport_.receive_waits();
     Stream* receive = waits || !consumer_ ? compute_.get() : comm_.get();
-    MPI_CHECK(MPI_Barrier(comm));
+    {
+        const Deadline bound("the barrier before a ceiling's transfer");
+        MPI_CHECK(MPI_Barrier(comm));
+    }
     // Both sides are queued before either is waited on: a rank sending to itself over MPI would
     // otherwise wait for a receive it has not posted.
     if (producer_) {

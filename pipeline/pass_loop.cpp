@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "comm/mpi_error.hpp"
+#include "comm/mpi_wait.hpp"
 #include "pipeline/graph_set.hpp"
 #include "pipeline/step.hpp"
 #include "runtime/error.hpp"
@@ -141,6 +142,7 @@ void Pipeline::Impl::before_unit(Pass& pass, std::int64_t s, bool unit) {
                                  : std::numeric_limits<double>::infinity(),
                              comm_, result);
     } else {
+        const Deadline bound("the barrier where a pass's timed steps start");
         MPI_CHECK(MPI_Barrier(comm_));
     }
     if (pass.calibrate) {
@@ -199,7 +201,10 @@ PassResult Pipeline::Impl::finish(Pass& pass, std::int64_t end) {
     const double steps_done = now_ms();
     result.clocks_end = sample_gpu_clocks(gpu_bus_id_);
     schedule_.synchronize_all();
-    MPI_CHECK(MPI_Barrier(comm_));
+    {
+        const Deadline bound("the barrier at a pass's end");
+        MPI_CHECK(MPI_Barrier(comm_));
+    }
     result.timed_wall_ms = end > result.timed_from ? steps_done - pass.timed_start : 0.0;
     if (RowSink* sink = pass.plan->sink) {
         sink->drain();
@@ -219,7 +224,10 @@ PassResult Pipeline::Impl::run(bool overlap, RowSink* sink, const StepCallback& 
     const NvtxRange pass_range(overlap ? "pass overlap=on" : "pass overlap=off", kPassColour);
     Pass pass = begin(overlap, sink, first_step);
     pass.calibrate = calibrate;
-    MPI_CHECK(MPI_Barrier(comm_));
+    {
+        const Deadline bound("the barrier at a pass's start");
+        MPI_CHECK(MPI_Barrier(comm_));
+    }
     std::int64_t end = spec_.steps;
     for (std::int64_t s = first_step; s < spec_.steps;) {
         const bool unit = pass.plan->graph_unit_at(s);

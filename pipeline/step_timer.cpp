@@ -21,6 +21,7 @@
 #include <limits>
 
 #include "comm/mpi_error.hpp"
+#include "comm/mpi_wait.hpp"
 #include "runtime/nvtx.hpp"
 
 namespace gpurelay {
@@ -89,6 +90,7 @@ void StepTimer::begin_pass(const PassPlan& plan) {
 }
 
 void StepTimer::decide_timing(double warm_ms, MPI_Comm comm, PassResult& result) {
+    const Deadline bound("the reduction that decides the timing mode");
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &warm_ms, 1, MPI_DOUBLE, MPI_MAX, comm));
     result.timing_judged_ms = std::isinf(warm_ms) ? kNaN : warm_ms;
     timing_ = warm_ms < kTimingAutoBelowMs ? Timing::sampled : Timing::phases;

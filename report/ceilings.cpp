@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "comm/mpi_wait.hpp"
 #include "report/number_text.hpp"
 #include "report/report.hpp"
 
@@ -20,6 +21,7 @@ double ratio(double ceiling_ms, double ms) { return ms > 0 ? ceiling_ms / ms : k
 Ceilings summarize_ceilings(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                             const PassResult& measured) {
     Ceilings ceilings;
+    const Deadline bound("the reductions of the ceilings' figures");
     // Collective: every rank knows alike whether any was measured.
     int any = measured.steps.empty() ? 0 : 1;
     MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MIN, comm);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm/mpi_error.hpp"
+#include "comm/mpi_wait.hpp"
 #include "pipeline/pipeline.hpp"
 #include "report/report.hpp"
 #include "runtime/error.hpp"
@@ -149,6 +150,8 @@ VerificationTotals RunSummary::verification_totals() const {
 
 PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                            const PassResult& result) {
+    // Collective (a gather and reductions): a peer that stopped must not hold the others here.
+    const Deadline bound("the reductions of a pass's summary");
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
@@ -343,6 +346,7 @@ std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
 }
 
 void summarize_run(MPI_Comm comm, const RankFigures& mine, RunSummary& summary) {
+    const Deadline bound("the reductions of the run's summary");
     summary.ranks = gather_rank_info(comm, mine.info);
     if (summary.passes.size() == 2) {
         summary.overlap_speedup =

@@ -105,6 +105,9 @@ Config everything_changed() {
         {"debug_skip_reuse_wait", "true"},
         {"debug_delay_us", "250"},
         {"debug_delay_rank", "3"},
+        {"debug_stop_flush", "4"},
+        {"debug_stop_close", "true"},
+        {"debug_stop_rank", "0"},
         {"tag", "run #1 = 'a' [b]"},
         {"profile_steps", "3:10"},
     };
@@ -187,6 +190,9 @@ TEST(Config, KeyTable) {
                                                "debug_skip_reuse_wait",
                                                "debug_delay_us",
                                                "debug_delay_rank",
+                                               "debug_stop_flush",
+                                               "debug_stop_close",
+                                               "debug_stop_rank",
                                                "tag",
                                                "profile_steps"};
     std::vector<std::string> names;

@@ -106,8 +106,7 @@ def main():
         # Not before the steps run. A signal during set-up proves nothing and can end the job
         # the wrong way: one that comes before the ranks install their handlers (MPI_Init can
         # take over a second on a loaded machine, or under the sanitizers) kills them instead of
-        # stopping them, and a rank stopped during set-up or a pass's opening barrier would hang
-        # its peers in an MPI collective that timeout_s does not bound.
+        # stopping them.
         wait_for_steps(output + ".partial", proc)
         time.sleep(opts.after)
         pids = rank_pids(opts.binary, output)

@@ -347,6 +347,10 @@ def main():
                         help="run without --quiet; each TEXT must start a line of stdout, in "
                              "this order")
     parser.add_argument("--timeout", type=float, default=120)
+    parser.add_argument("--max-seconds", type=float, default=None,
+                        help="fail if the launch took longer (a bound the run promises)")
+    parser.add_argument("--one-line", action="store_true",
+                        help="exactly one 'gpurelay:' line on stderr (one rank names the failure)")
     parser.add_argument("--existing-output", action="store_true",
                         help="create the output file first (it must survive untouched)")
     parser.add_argument("--write-file", action="append", default=[], metavar="NAME=TEXT",
@@ -367,6 +371,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         output = os.path.join(tmp, "out.h5")
         args = [a.replace("@TMP@", tmp) for a in args]
+        opts.expect_message = opts.expect_message.replace("@TMP@", tmp)
         if not any(a == "--output" for a in args):
             args += ["--output", output]
         else:
@@ -447,6 +452,10 @@ def main():
                 fail(f"bad input took {elapsed:.1f} s to end every rank")
         elif opts.expect_message and not any(opts.expect_message in line for line in ours):
             fail(f"no stderr line contains {opts.expect_message!r}")
+        if opts.one_line and len(ours) != 1:
+            fail(f"expected one 'gpurelay:' line, got {len(ours)}: {ours}")
+        if opts.max_seconds is not None and elapsed > opts.max_seconds:
+            fail(f"the launch took {elapsed:.1f} s, more than its bound of {opts.max_seconds} s")
         if opts.expect_stdout and opts.expect_stdout not in run.stdout:
             fail(f"stdout does not contain {opts.expect_stdout!r}")
         lines = run.stdout.splitlines()

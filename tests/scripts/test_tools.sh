@@ -16,7 +16,7 @@ fail() {
     exit 1
 }
 
-tools=(install-deps.sh build run test sweep plot profile bench gpu-check local-slurm with-mps compare)
+tools=(install-deps.sh build run test sweep plot profile bench gpu-check local-slurm with-mps compare stress)
 for tool in "${tools[@]}"; do
     path="$root/scripts/$tool"
     [[ -x "$path" ]] || fail "scripts/$tool missing or not executable"
@@ -26,7 +26,7 @@ for tool in "${tools[@]}"; do
 done
 
 shopt -s nullglob
-shell_files=("$root"/scripts/{install-deps.sh,build,run,test,sweep,plot,profile,local-slurm,with-mps,compare}
+shell_files=("$root"/scripts/{install-deps.sh,build,run,test,sweep,plot,profile,local-slurm,with-mps,compare,stress}
     "$root"/scripts/lib/*.sh "$root"/scripts/slurm/*.sbatch "$root"/tests/scripts/*.sh "$root"/tests/slurm/test_*.sh)
 shopt -u nullglob
 for file in "${shell_files[@]}"; do

@@ -1,0 +1,380 @@
+"""usage: scripts/stress [--runs N] [--jobs K] [--load M] [options]
+
+Runs gpurelay's fault and interruption cases over and over on the CPU path, K launches at once,
+each under a hard bound, and counts the launches that hang. The cases, each a combination of:
+
+  fault      stop   one rank SIGSTOPped at a random moment of its steps: exit 4 (timeout_s), a
+                    line naming the wait
+             kill   one rank SIGKILLed at a random moment: a non-zero exit
+             stuck  a step that never finishes (C made endless): exit 4, a line naming the wait
+             term   every rank SIGTERMed at a random moment: exit 143 (0 if the run was already
+                    in its last step), then --resume: exit 0
+  transport  ipc, ipc-sm (ipc_engine = sm), mpi
+  flush      flush_every 0, 1 or 5
+  overlap    on, compare
+
+Run i takes combination i of a shuffled list of them all (--seed), so --runs 72 covers each once.
+A launch's bound is timeout_s + --grace seconds from its fault (from its steps' start for stuck;
+--start-bound for reaching the steps, --resume-bound for a whole --resume). One that outlives it has the stack of every rank dumped
+(gdb -p PID -batch -ex 'thread apply all bt') into the log folder, and is then killed.
+
+Prints one line per launch and the counts: ran, ended in bound with the expected exit code, wrong
+(ended in bound, another code or no message), hung. Exit 0 when every launch ended as expected,
+1 when any hung or ended wrong, 2 on bad usage.
+"""
+import argparse
+import concurrent.futures
+import itertools
+import os
+import random
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+FAULTS = ("stop", "kill", "stuck", "term")
+TRANSPORTS = ("ipc", "ipc-sm", "mpi")
+FLUSHES = ("0", "1", "5")
+OVERLAPS = ("on", "compare")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TIMEOUT_LINE = "did not finish within"
+
+
+@dataclass
+class Case:
+    index: int
+    fault: str
+    transport: str
+    flush: str
+    overlap: str
+
+    def name(self):
+        return f"{self.fault} {self.transport} flush={self.flush} overlap={self.overlap}"
+
+
+@dataclass
+class Outcome:
+    verdict: str  # "ok", "wrong" or "hung"
+    detail: str
+    logs: list = field(default_factory=list)
+
+
+def default_binary():
+    for build in ("build-cpu", "build"):
+        path = os.path.join(ROOT, build, "app", "gpurelay")
+        if os.path.exists(path):
+            return path
+    return os.path.join(ROOT, "build-cpu", "app", "gpurelay")
+
+
+def default_mpirun():
+    return "mpirun --oversubscribe" + (" --allow-run-as-root" if os.geteuid() == 0 else "")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="scripts/stress", usage=__doc__.splitlines()[0][len("usage: "):],
+        description=__doc__.split("\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    def choices(allowed):
+        def parse(text):
+            picked = [c for c in text.split(",") if c]
+            bad = [c for c in picked if c not in allowed]
+            if bad or not picked:
+                raise argparse.ArgumentTypeError(f"pick from {','.join(allowed)}")
+            return picked
+        return parse
+
+    def positive(kind):
+        def parse(text):
+            value = kind(text)
+            if value <= 0:
+                raise argparse.ArgumentTypeError("must be > 0")
+            return value
+        return parse
+
+    parser.add_argument("--runs", type=positive(int), default=40, help="launches (default 40)")
+    parser.add_argument("--jobs", type=positive(int), default=2, help="launches at once (2)")
+    parser.add_argument("--load", type=int, default=0, help="CPU-burner processes beside them (0)")
+    parser.add_argument("--faults", type=choices(FAULTS), default=list(FAULTS))
+    parser.add_argument("--transports", type=choices(TRANSPORTS), default=list(TRANSPORTS))
+    parser.add_argument("--flush", type=choices(FLUSHES), default=list(FLUSHES))
+    parser.add_argument("--overlap", type=choices(OVERLAPS), default=list(OVERLAPS))
+    parser.add_argument("--timeout-s", type=positive(float), default=3.0,
+                        help="gpurelay's timeout_s (default 3)")
+    parser.add_argument("--grace", type=positive(float), default=30.0,
+                        help="seconds past timeout_s a launch may take to end (default 30)")
+    parser.add_argument("--start-bound", type=positive(float), default=90.0,
+                        help="seconds a launch may take to reach its steps (default 90)")
+    parser.add_argument("--resume-bound", type=positive(float), default=180.0,
+                        help="seconds a --resume may take, set-up and the rest of the steps "
+                             "(default 180)")
+    parser.add_argument("--spread", type=float, default=2.0,
+                        help="the fault comes 0 to SPREAD s into the steps (default 2)")
+    parser.add_argument("--seed", type=int, default=None, help="shuffles the cases (default: time)")
+    parser.add_argument("--binary", default=default_binary(), help="gpurelay (build-cpu's)")
+    parser.add_argument("--mpirun", default=default_mpirun(), help="launcher command")
+    parser.add_argument("--log-dir", default=None,
+                        help="where hung and wrong launches leave stacks and output "
+                             "(default: a new folder under /tmp)")
+    opts = parser.parse_args(argv)
+    if opts.load < 0:
+        parser.error("--load must be >= 0")
+    if not os.access(opts.binary, os.X_OK):
+        parser.error(f"no gpurelay at {opts.binary} (scripts/build --preset cpu)")
+    opts.binary = os.path.abspath(opts.binary)
+    if opts.seed is None:
+        opts.seed = int(time.time())
+    opts.made_log_dir = opts.log_dir is None
+    opts.log_dir = opts.log_dir or tempfile.mkdtemp(prefix="gpurelay-stress-")
+    os.makedirs(opts.log_dir, exist_ok=True)
+    return opts
+
+
+def cases(opts):
+    combos = list(itertools.product(opts.faults, opts.transports, opts.flush, opts.overlap))
+    random.Random(opts.seed).shuffle(combos)
+    return [Case(i, *combos[i % len(combos)]) for i in range(opts.runs)]
+
+
+def gpurelay_args(case, opts, output):
+    """The deck: about 15 ms a step (C's work), so a fault lands mid-run."""
+    # A stop or kill ends the run, so its steps only need to outlast the fault; a stopped run's
+    # --resume runs the rest, which 2 CPU burners make take a minute at 300 steps.
+    steps = {"stop": 3000, "kill": 3000, "stuck": 4, "term": 120}[case.fault]
+    iterations = "4000000000" if case.fault == "stuck" else "400"
+    args = ["--device", "cpu", "--elements", "20000", "--c-elements", "64Ki", "--c-iterations",
+            iterations, "--steps", str(steps), "--warmup", "2", "--write", "all", "--quiet",
+            "--flush-every", case.flush, "--overlap", case.overlap, "--timeout-s",
+            str(opts.timeout_s), "--output", output,
+            "--transport", "mpi" if case.transport == "mpi" else "ipc"]
+    if case.transport == "ipc-sm":
+        args += ["--ipc-engine", "sm"]
+    return args
+
+
+def rank_pids(binary, output):
+    """The gpurelay processes of one launch (not mpirun): argv[0] the binary, the output in argv."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].decode(errors="replace") == binary and output.encode() in argv:
+            pids.append(int(entry))
+    return sorted(pids)
+
+
+def rank_of(pid):
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            for item in f.read().split(b"\0"):
+                if item.startswith(b"OMPI_COMM_WORLD_RANK="):
+                    return item.split(b"=", 1)[1].decode()
+    except OSError:
+        pass
+    return "?"
+
+
+def process_state(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+class Launch:
+    """One mpirun in its own session, with its output in files (a pipe could fill and block it)."""
+
+    def __init__(self, opts, args, folder, label):
+        self.opts, self.folder, self.label = opts, folder, label
+        self.output = args[args.index("--output") + 1]
+        command = shlex.split(opts.mpirun) + ["-np", "2", opts.binary] + args
+        self.out_path = os.path.join(folder, label + ".out")
+        self.err_path = os.path.join(folder, label + ".err")
+        with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
+            out.write("+ " + shlex.join(command) + "\n")
+            out.flush()
+            self.proc = subprocess.Popen(command, stdout=out, stderr=err, start_new_session=True)
+
+    def wait_for(self, path, until):
+        """True once `path` exists; False if the launch ended first or `until` passed."""
+        while not os.path.exists(path):
+            if self.proc.poll() is not None or time.monotonic() > until:
+                return False
+            time.sleep(0.02)
+        return True
+
+    def wait(self, until):
+        """The exit code, or None if the launch is still running at `until`."""
+        try:
+            return self.proc.wait(timeout=max(0.0, until - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stderr_line(self):
+        """The first 'gpurelay:' line on stderr, or nothing."""
+        ours = [line for line in self.stderr().splitlines() if line.startswith("gpurelay:")]
+        return ours[0] if ours else ""
+
+    def stderr(self):
+        with open(self.err_path, errors="replace") as f:
+            return f.read()
+
+    def dump_and_kill(self, log_dir, name):
+        """Stacks of every rank into log_dir/name.stacks, then the whole launch killed."""
+        stacks = os.path.join(log_dir, name + ".stacks")
+        with open(stacks, "w") as out:
+            for pid in rank_pids(self.opts.binary, self.output):
+                out.write(f"=== rank {rank_of(pid)} pid {pid} state {process_state(pid)}\n")
+                out.flush()
+                try:
+                    subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex",
+                                    "thread apply all bt"], stdout=out, stderr=subprocess.STDOUT,
+                                   timeout=60)
+                except (subprocess.TimeoutExpired, OSError) as e:
+                    out.write(f"gdb: {e}\n")
+        self.kill()
+        return stacks
+
+    def kill(self):
+        for pid in rank_pids(self.opts.binary, self.output):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.proc.wait()
+
+
+def keep_logs(opts, case, launch, detail):
+    """Copies a failed launch's output beside its stacks; returns the paths kept."""
+    kept = []
+    for path in (launch.out_path, launch.err_path):
+        target = os.path.join(opts.log_dir, f"run{case.index:04d}-{os.path.basename(path)}")
+        with open(path, errors="replace") as src, open(target, "w") as dst:
+            dst.write(f"# {case.name()}: {detail}\n" + src.read())
+        kept.append(target)
+    return kept
+
+
+def end_of(launch, opts, case, until, expected, needs_line):
+    """Waits for the launch to end by `until`; the outcome against the expected exit codes."""
+    code = launch.wait(until)
+    if code is None:
+        stacks = launch.dump_and_kill(opts.log_dir, f"run{case.index:04d}-{launch.label}")
+        detail = f"{launch.label}: still running {until - launch.fault_at:.0f} s after the fault"
+        return Outcome("hung", detail, [stacks] + keep_logs(opts, case, launch, detail))
+    launch.kill()  # a SIGSTOPped rank that the launcher left behind
+    took = time.monotonic() - launch.fault_at
+    detail = f"{launch.label}: exit {code} {took:.1f} s after the fault"
+    if code not in expected or (needs_line and TIMEOUT_LINE not in launch.stderr()):
+        detail += f" (expected {'/'.join(map(str, expected))}" + (
+            f" and a line '{TIMEOUT_LINE}')" if needs_line else ")")
+        return Outcome("wrong", detail, keep_logs(opts, case, launch, detail))
+    return Outcome("ok", detail)
+
+
+def fault_moment(case, opts, launch, rng):
+    """Waits for the steps, then a random moment, and sends the fault: "sent"; "early" when the
+    launch ended or lost a rank before it; "never" when it did not reach its steps in time."""
+    if not launch.wait_for(launch.output + ".partial", time.monotonic() + opts.start_bound):
+        return "early" if launch.proc.poll() is not None else "never"
+    if case.fault != "stuck":
+        time.sleep(rng.uniform(0.0, opts.spread))
+    pids = rank_pids(opts.binary, launch.output)
+    launch.fault_at = time.monotonic()
+    if case.fault in ("stop", "kill"):
+        if len(pids) < 2:
+            return "early"
+        os.kill(rng.choice(pids), signal.SIGSTOP if case.fault == "stop" else signal.SIGKILL)
+    elif case.fault == "term":
+        for pid in pids:
+            os.kill(pid, signal.SIGTERM)
+    return "sent"
+
+
+def run_case(case, opts):
+    rng = random.Random(opts.seed * 100003 + case.index)
+    with tempfile.TemporaryDirectory(prefix="stress-") as tmp:
+        args = gpurelay_args(case, opts, os.path.join(tmp, "out.h5"))
+        launch = Launch(opts, args, tmp, "launch")
+        launch.fault_at = time.monotonic()
+        moment = fault_moment(case, opts, launch, rng)
+        if moment == "never":  # a hang in set-up
+            return end_of(launch, opts, case, time.monotonic(), (), False)
+        if moment == "early":
+            # Ended, or ending (a rank already gone), on its own: held to the same bound.
+            code = launch.wait(launch.fault_at + opts.timeout_s + opts.grace)
+            if code is None:
+                return end_of(launch, opts, case, time.monotonic(), (), False)
+            launch.kill()
+            return Outcome("ok", f"ended (exit {code}) before the fault: {launch.stderr_line()}")
+        bound = launch.fault_at + opts.timeout_s + opts.grace
+        expected = {"stop": (4,), "stuck": (4,), "kill": tuple(range(1, 256)), "term": (143, 0)}
+        outcome = end_of(launch, opts, case, bound, expected[case.fault],
+                         case.fault in ("stop", "stuck"))
+        if case.fault != "term" or outcome.verdict != "ok" or launch.proc.returncode != 143:
+            return outcome
+        resumed = Launch(opts, args + ["--resume"], tmp, "resume")
+        resumed.fault_at = time.monotonic()
+        # The set-up and the rest of the steps (up to 120 per pass), on a loaded machine.
+        return end_of(resumed, opts, case, resumed.fault_at + opts.resume_bound, (0,), False)
+
+
+class Burners:
+    """M processes that keep a core busy each, for the length of the stress."""
+
+    def __init__(self, count):
+        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                      for _ in range(count)]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
+
+
+def main(argv):
+    opts = parse_args(argv)
+    todo = cases(opts)
+    print(f"stress: {opts.runs} launches, {opts.jobs} at once, {opts.load} burners, seed "
+          f"{opts.seed}, bound timeout_s {opts.timeout_s:g} + {opts.grace:g} s; logs in "
+          f"{opts.log_dir}", flush=True)
+    counts = {"ok": 0, "wrong": 0, "hung": 0}
+    lock = threading.Lock()
+    with Burners(opts.load), concurrent.futures.ThreadPoolExecutor(opts.jobs) as pool:
+        futures = {pool.submit(run_case, case, opts): case for case in todo}
+        for future in concurrent.futures.as_completed(futures):
+            case, outcome = futures[future], future.result()
+            with lock:
+                counts[outcome.verdict] += 1
+                done = sum(counts.values())
+                logs = "; " + ", ".join(outcome.logs) if outcome.logs else ""
+                print(f"[{done}/{opts.runs}] {outcome.verdict.upper():5} run {case.index} "
+                      f"{case.name()}: {outcome.detail}{logs}", flush=True)
+    print(f"stress: ran {opts.runs}, ended in bound with the expected exit code {counts['ok']}, "
+          f"wrong {counts['wrong']}, hung {counts['hung']} (seed {opts.seed}; logs in "
+          f"{opts.log_dir})", flush=True)
+    if opts.made_log_dir and not os.listdir(opts.log_dir):
+        os.rmdir(opts.log_dir)  # nothing failed: no folder left behind
+    return 0 if counts["ok"] == opts.runs else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
