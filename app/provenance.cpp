@@ -11,8 +11,8 @@
 #include "app/git_hash.hpp"
 #include "app/version.hpp"
 #include "comm/mpi_error.hpp"
-#include "comm/mpi_wait.hpp"
 #include "comm/mpi_session.hpp"
+#include "comm/mpi_wait.hpp"
 #include "io/result_schema.hpp"
 #include "runtime/gpu_clocks.hpp"
 
@@ -181,6 +181,7 @@ const PassFigure kPassFigures[] = {
      [](Run s, Pass p) { return s.ceilings.measured ? against_ceilings(p, s.ceilings).b : kNaN; }},
     {"c_vs_alone",
      [](Run s, Pass p) { return s.ceilings.measured ? against_ceilings(p, s.ceilings).c : kNaN; }},
+    {"step_p90_over_median", [](Run, Pass p) { return step_stability(p).p90_over_median; }},
     {"step_cv", [](Run, Pass p) { return step_stability(p).cv; }},
     {"step_max_over_median", [](Run, Pass p) { return step_stability(p).max_over_median; }},
     {"sm_clock_start_mhz", [](Run, Pass p) { return p.sm_clock_start_mhz; }},

@@ -46,7 +46,8 @@ nlohmann::json pass_json(const PassSummary& p) {
                    {"grouped_steps", p.grouped_steps},
                    {"retire_group_steps", p.retire_group_steps}};
     const Stability stability = step_stability(p);
-    j["stability"] = {{"step_cv", stability.cv},
+    j["stability"] = {{"step_p90_over_median", stability.p90_over_median},
+                      {"step_cv", stability.cv},
                       {"step_max_over_median", stability.max_over_median},
                       {"unstable", stability.unstable}};
     j["clocks"] = {

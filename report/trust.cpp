@@ -154,16 +154,18 @@ bool step_model_explains(const PassSummary& p) {
 
 Stability step_stability(const PassSummary& p) {
     const PhaseStats& step = p.phase(Phase::step);
-    return {step.cv, step.max / step.median, step.cv > kUnstableStepCv};
+    const double spread = step.p90 / step.median;
+    return {spread, step.cv, step.max / step.median, spread - 1.0 > kUnstableStepSpread};
 }
 
 void print_stability(std::FILE* out, const RunSummary& s, const PassSummary& p) {
     const Stability st = step_stability(p);
-    if (std::isnan(st.cv)) return;
-    std::fprintf(out, "  stability: step period cv %s, max %sx the median: %s (cv %s %g)\n",
-                 fmt("%.3f", st.cv).c_str(), fmt("%.2f", st.max_over_median).c_str(),
-                 st.unstable ? "UNSTABLE" : "stable", st.unstable ? "over" : "at most",
-                 kUnstableStepCv);
+    if (std::isnan(st.p90_over_median)) return;
+    std::fprintf(out,
+                 "  stability: step period p90 %sx the median, cv %s, max %sx: %s (p90 %s %sx)\n",
+                 fmt("%.2f", st.p90_over_median).c_str(), fmt("%.3f", st.cv).c_str(),
+                 fmt("%.2f", st.max_over_median).c_str(), st.unstable ? "UNSTABLE" : "stable",
+                 st.unstable ? "over" : "at most", fmt("%.2f", 1.0 + kUnstableStepSpread).c_str());
     if (st.unstable) {
         std::vector<std::string> causes, remedies;
         causes_and_remedies(s, p, causes, remedies);

@@ -60,6 +60,7 @@ def check_file_carries_json(path, summary):
                         "transfer_vs_ceiling": p["vs_ceilings"]["transfer"],
                         "a_vs_copy": p["vs_ceilings"]["a"], "b_vs_copy": p["vs_ceilings"]["b"],
                         "c_vs_alone": p["vs_ceilings"]["c"],
+                        "step_p90_over_median": p["stability"]["step_p90_over_median"],
                         "step_cv": p["stability"]["step_cv"],
                         "step_max_over_median": p["stability"]["step_max_over_median"],
                         "transfer_is_waiting": p["transfer_is_waiting"],

@@ -531,7 +531,7 @@ TEST(ReportTrust, StabilityAndPlacementLines) {
     if (world_rank() != 0) return;
     RunSummary s = contradicting_summary();
     std::string report = report_of(s, print_report);
-    EXPECT_TRUE(has(report, "  stability: step period cv 0.430, max 3.38x the median: UNSTABLE"))
+    EXPECT_TRUE(has(report, "  stability: step period p90 2.50x the median, cv 0.430, max 3.38x: UNSTABLE"))
         << report;
     EXPECT_TRUE(has(report, "    likely: 10 threads of 2 rank(s) on 2 cores of vm (CPU path)"))
         << report;
