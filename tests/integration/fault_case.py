@@ -8,6 +8,7 @@ Every case bounds each run (a hang fails the test), checks the exit code and the
 and reads back what is left on disk. Cases that need root (mount) exit 77 (skipped) without it.
 """
 import argparse
+import concurrent.futures
 import contextlib
 import os
 import shlex
@@ -266,16 +267,24 @@ def case_quota(runner, tmp, args):
 
 
 def case_two_jobs(runner, tmp, args):
-    """A second job on a live output is refused at start, naming the owner; the first finishes."""
+    """A second job on a live output is refused at start, naming the owner; the first, still
+    running, then stops cleanly on SIGTERM and leaves its .partial."""
     output = os.path.join(tmp, "shared.h5")
-    first = runner.start(LONG + ["--output", output])
-    wait_for(lambda: os.path.exists(output + ".partial"), 30, "the first job's .partial")
+    # Minutes of steps: however slow the two refused launches (the sanitizers), it still runs.
+    first = runner.start(with_keys(LONG, "--steps", "20000") + ["--output", output])
+    wait_for(lambda: os.path.exists(output + ".partial"), 60, "the first job's .partial")
     expect_usage_error(runner.run(SHORT + ["--output", output]), "in use by")
     expect_usage_error(runner.run(SHORT + ["--output", output, "--overwrite"]), "in use by")
+    if first.poll() is not None:
+        fail(f"the first job ended ({first.returncode}) before the refusals were checked")
+    wait_for(lambda: first_row_written(output + ".partial"), 60, "the first job's first rows")
+    for pid in subprocess.run(["pgrep", "-f", "^" + runner.binary + " .*" + output],
+                              capture_output=True, text=True).stdout.split():
+        os.kill(int(pid), signal.SIGTERM)
     code, _, _ = finish(first, 120)
-    if code != 0:
-        fail(f"the first job exited {code}")
-    check_complete(output)
+    if code != 143:
+        fail(f"the first job exited {code} after SIGTERM, expected 143")
+    readable_or_absent(output + ".partial")
     # The lock went with the job: the output is free again.
     code, _, _ = runner.run(SHORT + ["--output", output, "--overwrite"])
     if code != 0:
@@ -314,61 +323,71 @@ def case_complete_partial(runner, tmp, args):
 def case_damaged_partial(runner, tmp, args):
     """--resume refuses a .partial whose attributes or structure are damaged, with exit 2."""
     output, long_args = stopped_partial(runner, tmp)
-    partial = output + ".partial"
-    pristine = open(partial, "rb").read()
+    pristine = open(output + ".partial", "rb").read()
 
-    def damage(edit):
+    def damage(partial, edit):
         with open(partial, "wb") as f:
             f.write(pristine)
-        edit()
+        edit(partial)
 
-    def damaged(edit, *messages):
-        damage(edit)
-        result = runner.run(long_args + ["--resume"])
+    def damaged(index, edit, *messages):
+        """One damaged copy in a folder of its own, so that the refusals run side by side."""
+        folder = os.path.join(tmp, f"damaged{index}")
+        os.mkdir(folder)
+        copy = os.path.join(folder, "stopped.h5")
+        damage(copy + ".partial", edit)
+        result = runner.run(with_keys(long_args, "--output", copy) + ["--resume"])
         for message in messages:
             expect_usage_error(result, message)
-        if os.path.exists(output):
+        if os.path.exists(copy):
             fail("a damaged .partial was published")
 
     def set_attr(name, value):
-        def edit():
+        def edit(partial):
             with h5py.File(partial, "r+") as f:
                 f.attrs[name] = value
         return edit
 
     def del_attr(name):
-        def edit():
+        def edit(partial):
             with h5py.File(partial, "r+") as f:
                 del f.attrs[name]
         return edit
 
-    def truncate():
+    def truncate(partial):
         with open(partial, "r+b") as f:
             f.truncate(len(pristine) // 3)
 
-    def corrupt_superblock():
+    def corrupt_superblock(partial):
         with open(partial, "r+b") as f:
             f.seek(0)
             f.write(b"\0" * 64)
 
     # Each refusal says how to start afresh, as a fresh run takes it: one that says where the
-    # run stopped is kept without --overwrite, a file that is not HDF5 is not.
-    damaged(set_attr("stopped_pass", np.int64(7)), "damaged .partial",
-            "with --overwrite instead of --resume")
-    damaged(set_attr("stopped_pass", np.int64(-1)), "damaged .partial")
-    damaged(set_attr("stopped_at_step", np.int64(-3)), "damaged .partial")
-    damaged(set_attr("stopped_at_step", np.int64(10**12)), "damaged .partial")
-    damaged(set_attr("stopped_at_step", "twelve"), "damaged .partial")
-    damaged(set_attr("config_toml", "steps = [ oops"), "damaged .partial")
-    damaged(del_attr("config_toml"), "damaged .partial")
-    damaged(del_attr("complete"), "damaged .partial")
-    damaged(truncate, "damaged .partial")
-    damaged(corrupt_superblock, "damaged .partial", "run again without --resume to start afresh")
-    damage(set_attr("stopped_pass", np.int64(7)))
+    # run stopped is kept without --overwrite, a file that is not HDF5 is not. The launches are
+    # refused at start, so mostly wait on mpirun: three at a time.
+    cases = [
+        (set_attr("stopped_pass", np.int64(7)), "damaged .partial",
+         "with --overwrite instead of --resume"),
+        (set_attr("stopped_pass", np.int64(-1)), "damaged .partial"),
+        (set_attr("stopped_at_step", np.int64(-3)), "damaged .partial"),
+        (set_attr("stopped_at_step", np.int64(10**12)), "damaged .partial"),
+        (set_attr("stopped_at_step", "twelve"), "damaged .partial"),
+        (set_attr("config_toml", "steps = [ oops"), "damaged .partial"),
+        (del_attr("config_toml"), "damaged .partial"),
+        (del_attr("complete"), "damaged .partial"),
+        (truncate, "damaged .partial"),
+        (corrupt_superblock, "damaged .partial", "run again without --resume to start afresh"),
+    ]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+        for done in [pool.submit(damaged, i, *case) for i, case in enumerate(cases)]:
+            done.result()  # a failed check exits the test (SystemExit) here
+    partial = output + ".partial"
+    damage(partial, set_attr("stopped_pass", np.int64(7)))
     code, ours, _ = runner.run(long_args)
     if code != 2 or not ours or "--overwrite to discard it" not in ours[0]:
         fail(f"a fresh run over a .partial that says where it stopped: exit {code}, {ours}")
-    damage(corrupt_superblock)
+    damage(partial, corrupt_superblock)
     expect_complete_run(runner, with_keys(long_args, "--steps", "20"), output,
                         "a fresh run over an unreadable .partial, without --overwrite")
     os.unlink(output)
