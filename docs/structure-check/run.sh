@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Usage: docs/structure-check/run.sh BINARY NAME
 # The reference runs of docs/STRUCTURE.md, written in one fixed folder (paths are stored in the
-# files, so both sides must use the same one) and then moved to /tmp/gpurelay-structure/NAME.
+# files, so both sides must use the same one) and then moved to /tmp/gpurelay-structure/NAME
+# (or $STRUCTURE_BASE/NAME).
 # Each deck writes DECK.h5 and DECK.json, and a row of runs.csv.
 set -euo pipefail
 [[ $# -eq 2 ]] || { echo "usage: $0 BINARY NAME" >&2; exit 2; }
-bin=$(realpath "$1"); base=/tmp/gpurelay-structure; out=$base/run
+# STRUCTURE_BASE moves the fixed folder, so that two checks can run at once (both sides of one
+# check must use the same).
+bin=$(realpath "$1"); base=${STRUCTURE_BASE:-/tmp/gpurelay-structure}; out=$base/run
 rm -rf "$out" "${base:?}/$2"; mkdir -p "$out"
 mpi=(mpirun --oversubscribe)
 [[ $(id -u) == 0 ]] && mpi+=(--allow-run-as-root)
