@@ -59,6 +59,7 @@ PairPlacement place_ranks(const Config& config, int rank, int size) {
         config.group_size == 0
             ? size
             : static_cast<int>(std::min<std::int64_t>(config.group_size, INT_MAX));
+    if (config.pattern == Pattern::relay) return place_relay(rank, size, group_size);
     return place_groups(rank, size, group_size, collective_of(config.pattern), kMaxAllreduceGroup);
 }
 
@@ -117,6 +118,45 @@ std::unique_ptr<Transport> open_collective(const Setup& setup, TransportUsed use
     return make_collective_transport(std::move(call), p, *setup.device, options);
 }
 
+// A pair transport of kind `used` between the ranks of `comm` that `p` names (collective over
+// `comm`).
+std::unique_ptr<Transport> open_pair(TransportUsed used, MPI_Comm comm, const PairPlacement& p,
+                                     Device& device, const TransportOptions& options) {
+    switch (used) {
+        case TransportUsed::nccl:
+            return make_nccl_transport(comm, p, device, options);
+        case TransportUsed::ipc:
+            return make_ipc_transport(comm, p, device, options);
+        case TransportUsed::mpi_host:
+            return make_mpi_host_transport(comm, p, device, options);
+        case TransportUsed::mpi_staged:
+            break;
+    }
+    return make_mpi_staged_transport(comm, p, device, options);
+}
+
+// A relay stage's transport: a pair transport per link, over a communicator of the link's two
+// ranks, made in link order (inbound first); a middle stage joins its two behind one protocol.
+std::unique_ptr<Transport> open_relay(const Setup& setup, TransportUsed used,
+                                      const TransportOptions& options) {
+    const PairPlacement& p = setup.placement;
+    const auto open_link = [&](bool outbound) {
+        const int me = p.group * p.group_size + relay_stage(p);
+        MPI_Comm link = outbound ? open_link_comm(me, p.consumer) : open_link_comm(p.producer, me);
+        struct FreeLink {
+            MPI_Comm& comm;
+            ~FreeLink() { MPI_Comm_free(&comm); }
+        } const free_link{link};  // each transport keeps what it needs of the link
+        return open_pair(used, link, relay_link(outbound), *setup.device, options);
+    };
+    if (p.role == Role::producer) return open_link(true);
+    std::unique_ptr<Transport> inbound = open_link(false);
+    if (p.role == Role::consumer) return inbound;
+    std::unique_ptr<Transport> outbound = open_link(true);
+    return make_relay_transport(std::move(inbound), std::move(outbound), *setup.device,
+                                options.slots);
+}
+
 // Opens the transport `choose_transport` chose (collective over the world).
 std::unique_ptr<Transport> open_transport(const Setup& setup, TransportUsed used) {
     // Slots for the largest of the run's sizes; each size moves through them in turn.
@@ -125,20 +165,9 @@ std::unique_ptr<Transport> open_transport(const Setup& setup, TransportUsed used
     options.slots = static_cast<std::size_t>(config.depth);
     options.debug_skip_reuse_wait = config.debug_skip_reuse_wait;
     options.produce_in_place = config.ipc_engine == IpcEngine::sm;
+    if (config.pattern == Pattern::relay) return open_relay(setup, used, options);
     if (config.pattern != Pattern::pairs) return open_collective(setup, used, options);
-    Device& device = *setup.device;
-    const PairPlacement& p = setup.placement;
-    switch (used) {
-        case TransportUsed::nccl:
-            return make_nccl_transport(MPI_COMM_WORLD, p, device, options);
-        case TransportUsed::ipc:
-            return make_ipc_transport(MPI_COMM_WORLD, p, device, options);
-        case TransportUsed::mpi_host:
-            return make_mpi_host_transport(MPI_COMM_WORLD, p, device, options);
-        case TransportUsed::mpi_staged:
-            break;
-    }
-    return make_mpi_staged_transport(MPI_COMM_WORLD, p, device, options);
+    return open_pair(used, MPI_COMM_WORLD, setup.placement, *setup.device, options);
 }
 
 // What one rank will hold, worked out from the config before anything is allocated.
@@ -346,13 +375,16 @@ std::vector<std::string> allgather_strings(const std::string& mine, int size) {
 std::string peer_link(const Setup& setup, const std::vector<std::string>& hosts,
                       const std::string& my_host) {
     const PairPlacement& p = setup.placement;
-    if (setup.config.pattern != Pattern::pairs) {
+    const bool relay = setup.config.pattern == Pattern::relay;
+    if (setup.config.pattern != Pattern::pairs && !relay) {
         return "group " + std::to_string(p.group) + " of " + std::to_string(p.group_size) +
                " ranks (" + std::string(to_string(collective_of(setup.config.pattern))) +
                " from rank " + std::to_string(p.producer) + ")";
     }
     if (p.role == Role::both) return "itself (one rank plays both roles)";
-    const auto peer = static_cast<std::size_t>(p.peer);
+    // A relay's stage: the link it sends on (the last stage's, the link it receives on).
+    const auto peer =
+        static_cast<std::size_t>(relay && p.role != Role::consumer ? p.consumer : p.peer);
     if (hosts[peer] != my_host) return "network (" + hosts[peer] + ")";
     if (setup.device->backend() == Backend::host) return "host memory (CPU path)";
     const std::vector<std::string>& gpu_keys = setup.gpu_keys;  // "host bus-id"

@@ -3,6 +3,24 @@
 #include "runtime/error.hpp"
 
 namespace gpurelay {
+namespace {
+
+// The group fields of `world_rank` among groups of `group_size` consecutive ranks; a usage error
+// (naming the groups as `groups`) when they do not divide the world.
+PairPlacement in_groups(int world_rank, int world_size, int group_size, const char* groups) {
+    if (group_size < 1 || world_size % group_size != 0) {
+        throw usage_error("group_size = " + std::to_string(group_size) + " does not divide the " +
+                          std::to_string(world_size) + " ranks into " + groups);
+    }
+    PairPlacement p;
+    p.group_size = group_size;
+    p.groups = world_size / group_size;
+    p.group = world_rank / group_size;
+    p.group_rank = world_rank % group_size;
+    return p;
+}
+
+}  // namespace
 
 PairPlacement place_pairs(int world_rank, int world_size, bool split) {
     PairPlacement p;
@@ -35,15 +53,7 @@ PairPlacement place_groups(int world_rank, int world_size, int group_size, Colle
                           " is too large for an all-reduce whose sums are exact: at most " +
                           std::to_string(max_allreduce_group) + " ranks a group");
     }
-    if (group_size < 1 || world_size % group_size != 0) {
-        throw usage_error("group_size = " + std::to_string(group_size) + " does not divide the " +
-                          std::to_string(world_size) + " ranks into groups of one size");
-    }
-    PairPlacement p;
-    p.group_size = group_size;
-    p.groups = world_size / group_size;
-    p.group = world_rank / group_size;
-    p.group_rank = world_rank % group_size;
+    PairPlacement p = in_groups(world_rank, world_size, group_size, "groups of one size");
     p.producer = p.group * group_size;  // the group's root
     p.peer = p.producer;
     if (op == Collective::allreduce || group_size == 1) {
@@ -58,6 +68,42 @@ PairPlacement place_groups(int world_rank, int world_size, int group_size, Colle
     p.role = p.group_rank == 0 ? Role::producer : Role::consumer;
     p.pair = p.role == Role::consumer ? p.group * (group_size - 1) + p.group_rank - 1 : 0;
     p.consumer = p.role == Role::consumer ? world_rank : p.producer + 1;
+    return p;
+}
+
+PairPlacement place_relay(int world_rank, int world_size, int group_size) {
+    if (group_size == 1 || world_size == 1) {
+        throw usage_error("a relay of 1 rank has no link: a relay needs at least 2 stages (run " +
+                          std::to_string(world_size) + " ranks with group_size 0 or 2 or more)");
+    }
+    PairPlacement p = in_groups(world_rank, world_size, group_size, "relays of one length");
+    const int stage = p.group_rank, last = group_size - 1;
+    p.role = stage == 0 ? Role::producer : stage == last ? Role::consumer : Role::relay;
+    p.producer = stage == 0 ? world_rank : world_rank - 1;
+    p.consumer = stage == last ? world_rank : world_rank + 1;
+    p.peer = stage == 0 ? p.consumer : p.producer;
+    p.pairs = p.groups * last;
+    p.pair = stage == 0 ? p.group * last : p.group * last + stage - 1;
+    return p;
+}
+
+PairPlacement relay_link(bool outbound) {
+    PairPlacement link;
+    link.producer = 0;
+    link.consumer = 1;
+    link.role = outbound ? Role::producer : Role::consumer;
+    link.peer = outbound ? 1 : 0;
+    return link;
+}
+
+PairPlacement relay_hop(int hop, int group_size) {
+    PairPlacement p;
+    const int hops = group_size - 1;
+    p.group_size = group_size;
+    p.group = hop / hops;
+    p.pair = hop;
+    p.producer = p.group * group_size + hop % hops;
+    p.consumer = p.producer + 1;
     return p;
 }
 
@@ -76,6 +122,8 @@ std::string_view to_string(Role role) {
             return "consumer";
         case Role::both:
             return "producer+consumer";
+        case Role::relay:
+            return "relay";
     }
     return "?";
 }

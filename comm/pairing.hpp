@@ -6,7 +6,9 @@
 
 namespace gpurelay {
 
-enum class Role { producer, consumer, both };
+// `relay`: a relay's middle stage, the consumer of the link before it and the producer on the
+// link after it (B's y is what it sends on).
+enum class Role { producer, consumer, both, relay };
 
 // The collective patterns (pairs are the default, and use none).
 enum class Collective { broadcast, allreduce };
@@ -41,6 +43,21 @@ PairPlacement place_pairs(int world_rank, int world_size, bool split);
 // group_size does not divide the world.
 PairPlacement place_groups(int world_rank, int world_size, int group_size, Collective op,
                            int max_allreduce_group);
+
+// A relay through groups of `group_size` consecutive ranks: group rank k is stage k, a producer
+// at stage 0, a consumer at the last, a relay between. `producer` and `consumer` are the world
+// ranks of the stages before and after this one (itself at the ends); `pairs` and `pair` count
+// and number the receiving stages (stages 1 .. n-1 of each group, group by group), each with its
+// own row of /y and of the mismatch counts. Throws a usage error for a relay of one rank, or when
+// group_size does not divide the world.
+PairPlacement place_relay(int world_rank, int world_size, int group_size);
+// The stage of a rank placed by place_relay, and the pair placement of one of its links (over a
+// communicator of just the link's two ranks: the sender is rank 0, the receiver rank 1).
+inline int relay_stage(const PairPlacement& p) { return p.group_rank; }
+PairPlacement relay_link(bool outbound);
+// Hop `hop` of a relay through groups of `group_size` ranks (hops numbered group by group, as
+// the receiving stages are): its sender's and receiver's world ranks.
+PairPlacement relay_hop(int hop, int group_size);
 
 // nccl-tests' bus bandwidth factor of `op` over `ranks` ranks: 1 for a broadcast, 2(n-1)/n for
 // an all-reduce (busbw = algbw x this).

@@ -92,6 +92,19 @@ std::unique_ptr<Transport> make_nccl_transport(MPI_Comm comm, const PairPlacemen
 std::unique_ptr<Transport> make_ipc_transport(MPI_Comm comm, const PairPlacement& placement,
                                               Device& device, const TransportOptions& options);
 
+// --- A relay's links
+//
+// A communicator of world ranks `sender` (rank 0) and `receiver` (rank 1), one link of a relay
+// (collective over the two ranks only). Each stage makes its links in link order, so that no two
+// stages wait on each other.
+MPI_Comm open_link_comm(int sender, int receiver);
+// A middle stage's slot protocol: await and release on the inbound link's transport, acquire and
+// publish on the outbound link's, with `slots` slots each. acquire may be queued on another
+// stream than publish: a slot is written again only after its last send has read it.
+std::unique_ptr<Transport> make_relay_transport(std::unique_ptr<Transport> inbound,
+                                                std::unique_ptr<Transport> outbound, Device& device,
+                                                std::size_t slots);
+
 // --- Collectives over a group
 // ---------------------------------------------------------------------
 //

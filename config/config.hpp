@@ -17,7 +17,7 @@ enum class OverlapMode { on, off, compare };
 enum class Pairing { adjacent, split };
 // What a step moves: a tensor per producer/consumer pair, a broadcast from each group's rank 0, or
 // an all-reduce (sum) over each group.
-enum class Pattern { pairs, broadcast, allreduce };
+enum class Pattern { pairs, broadcast, allreduce, relay };
 enum class Staging { auto_select, on };
 enum class IpcEngine { copy, sm };
 enum class WriteMode { all, last, none, every };
@@ -55,7 +55,7 @@ struct Config {
     std::uint32_t seed = 12345;
     Pairing pairing = Pairing::adjacent;
     Pattern pattern = Pattern::pairs;
-    std::int64_t group_size = 0;  // ranks per group of a broadcast or all-reduce (0: the world)
+    std::int64_t group_size = 0;  // ranks per group of a collective or a relay (0: the world)
     std::uint64_t chunk = 4ull << 20;        // bytes per staged MPI message piece
     Staging staging = Staging::auto_select;  // MPI through pinned staging: on the GPU, or always
     IpcEngine ipc_engine = IpcEngine::copy;  // ipc: a copy of A's output, or A writes in place

@@ -69,6 +69,8 @@ std::string_view to_string(Pattern v) {
             return "broadcast";
         case Pattern::allreduce:
             return "allreduce";
+        case Pattern::relay:
+            return "relay";
     }
     return "?";
 }

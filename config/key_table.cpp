@@ -390,10 +390,18 @@ constexpr std::string_view kPatternDoc =
     "`MPI_Iallreduce` through a pinned buffer. The report, JSON and CSV give the collective's "
     "algbw and busbw in nccl-tests' conventions (busbw = algbw × 1 for a broadcast, × 2(n−1)/n "
     "for an all-reduce over n ranks). Refused with `transport = ipc`, `graphs = true` and "
-    "`pairing = split`.";
+    "`pairing = split`. `relay`: the ranks of each group form a line of stages: stage 0 runs A "
+    "and sends x to stage 1; each middle stage receives, runs C beside the receive, runs B "
+    "straight into its outgoing slot and sends that on; the last stage receives and runs B. "
+    "Each link is a pair of its own over the pair transports (every transport and path pairs "
+    "run, graphs where the pair has them), each slot is written again only after the next "
+    "stage's B has read it, and stage k's y is alpha^k times A's output (exact when alpha is "
+    "a power of two). NCCL cannot join two ranks that share one GPU, so a relay on one GPU "
+    "runs over ipc or MPI.";
 constexpr std::string_view kGroupSizeDoc =
     "An all-reduce group holds at most 256 ranks, so that any partial sum of the shares stays "
-    "exact in float32 and the check stays bit for bit. Only with a collective `pattern`.";
+    "exact in float32 and the check stays bit for bit. A relay has at least 2 stages. Only with "
+    "a collective `pattern` or a relay.";
 constexpr std::string_view kStagingDoc =
     "The host-staged MPI transport copies piece p+1 to the host while piece p is sent (and on "
     "the other side receives p+1 while p is copied to the GPU), with one MPI proxy thread per "
@@ -506,16 +514,18 @@ const std::vector<KeySpec>& key_table() {
                    {}, kPairingDoc),
         documented(choice_key("pattern",
                               "what each step moves: a tensor per producer/consumer pair, a "
-                              "broadcast from each group's rank 0, or an all-reduce (sum) over "
-                              "each group",
-                              "pairs|broadcast|allreduce", &Config::pattern,
-                              std::array{Pattern::pairs, Pattern::broadcast, Pattern::allreduce}),
+                              "broadcast from each group's rank 0, an all-reduce (sum) over "
+                              "each group, or a relay through each group's ranks in turn",
+                              "pairs|broadcast|allreduce|relay", &Config::pattern,
+                              std::array{Pattern::pairs, Pattern::broadcast, Pattern::allreduce,
+                                         Pattern::relay}),
                    {}, kPatternDoc),
         documented(int_key("group_size",
-                           "ranks per group of a broadcast or all-reduce, consecutive ranks (0: "
-                           "the whole world; must divide it)",
+                           "ranks per group of a broadcast, all-reduce or relay, consecutive "
+                           "ranks (0: the whole world; must divide it)",
                            &Config::group_size, 0),
-                   "0, or a divisor of the world size (≤ 256 for an all-reduce)", kGroupSizeDoc),
+                   "0, or a divisor of the world size (≤ 256 for an all-reduce, ≥ 2 for a relay)",
+                   kGroupSizeDoc),
         documented(
             size_key("chunk", "bytes per staged MPI message piece (at least 4096)", &Config::chunk),
             "≥ 4096", kStagingDoc),

@@ -11,11 +11,17 @@ namespace {
 
 using Candidates = std::vector<TransportUsed>;
 
+// Whether the run moves tensors over pair links (pairs, and a relay's links between stages)
+// rather than through a collective.
+bool pair_links(const Config& c) {
+    return c.pattern == Pattern::pairs || c.pattern == Pattern::relay;
+}
+
 // The transports a request may use, most preferred first. auto: NCCL when each rank has its own
 // GPU; ipc when ranks share one, and on the CPU path, as long as each pair is on one node; MPI
 // otherwise (host-staged on the GPU, or with staging = "on").
 Candidates candidates(const Config& c, bool cuda) {
-    const bool pairs = c.pattern == Pattern::pairs;
+    const bool pairs = pair_links(c);
     const bool staged = cuda || c.staging == Staging::on;
     switch (c.transport) {
         case TransportKind::nccl:
@@ -49,7 +55,7 @@ Refusal refusal(const TransportTraits& t, const Config& c, const RunFacts& f) {
     if (c.graphs && !t.graphs) {
         return {"graphs = true needs transport = \"nccl\": " + std::string(t.no_graphs), ""};
     }
-    if (c.pattern != Pattern::pairs && !t.collectives) {
+    if (!pair_links(c) && !t.collectives) {
         return {"pattern = \"" + std::string(to_string(c.pattern)) +
                     "\" needs transport = \"nccl\", \"mpi\" or \"auto\": " +
                     std::string(t.no_collectives),
@@ -66,7 +72,7 @@ Refusal refusal(const TransportTraits& t, const Config& c, const RunFacts& f) {
         return {
             named + " cannot run two ranks " + (pairs ? "" : "of a group ") + "on one GPU (" +
                 *f.shared_gpu + "); give each rank its own GPU or use transport = \"" +
-                (pairs ? "ipc" : "mpi") + "\"",
+                (pair_links(c) ? "ipc" : "mpi") + "\"",
             std::string(pairs ? "ranks" : "ranks of a group") + " share a GPU, which NCCL refuses"};
     }
     if (f.world_size == 1 && f.cuda_path == true && !t.to_itself_on_gpu) {

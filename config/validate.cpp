@@ -128,7 +128,11 @@ void validate_config(const Config& c) {
     choose_transport(c, facts_from_config(c));
     if (c.pattern == Pattern::pairs && c.group_size != 0) {
         fail("group_size (" + std::to_string(c.group_size) +
-             ") is for pattern = \"broadcast\" or \"allreduce\"; pairs form no groups");
+             ") is for pattern = \"broadcast\", \"allreduce\" or \"relay\"; pairs form no "
+             "groups");
+    }
+    if (c.pattern == Pattern::relay && c.group_size == 1) {
+        fail("group_size = 1 makes a relay of 1 rank: a relay needs at least 2 stages");
     }
     if (c.pattern != Pattern::pairs) {
         const std::string pattern = "pattern = \"" + std::string(to_string(c.pattern)) + "\"";
@@ -137,7 +141,9 @@ void validate_config(const Config& c) {
                  " forms groups of consecutive ranks (group_size); pairing = \"split\" "
                  "is for pattern = \"pairs\"");
         }
-        if (c.graphs) fail(pattern + " runs eagerly: graphs = true is for pattern = \"pairs\"");
+        if (c.graphs && c.pattern != Pattern::relay) {
+            fail(pattern + " runs eagerly: graphs = true is for pattern = \"pairs\" or \"relay\"");
+        }
     }
     if (c.output.empty()) fail("output must not be empty: it names the HDF5 result file");
     for (const auto& [key, text] : {std::pair<const char*, const std::string&>{"output", c.output},

@@ -28,10 +28,17 @@ GPURELAY_HD inline T a_value(std::uint64_t step, std::uint32_t i, std::uint32_t 
 // shares is {kShareShift, n, n(n-1)/2}. Every share, and every sum of shares in any order, is an
 // integer below 2^24 times 2^-24 (kMaxAllreduceGroup bounds n), so the sums NCCL or MPI form are
 // exact in float32 and float64 and the check stays bit for bit.
+//
+// A relay's stage k receives what k - 1 stages before it made of A's output, each y = alpha * x
+// in the tensor's type: `hops` = k - 1 such products, rounded one at a time as the stages
+// rounded them, so the check stays bit for bit for any alpha (with alpha a power of two each
+// product is exact, and x = alpha^(k-1) times A's output).
 struct TensorForm {
     std::uint32_t shift = 0;
     std::uint32_t scale = 1;
     std::uint32_t offset = 0;
+    std::uint32_t hops = 0;
+    double alpha = 1;
 };
 
 // Bits an all-reduce share drops from A's 24, to leave room for the sum.
@@ -48,26 +55,33 @@ static_assert(static_cast<std::uint64_t>(kMaxAllreduceGroup) *
 
 // Rank `group_rank`'s share of an all-reduce.
 constexpr TensorForm allreduce_share(int group_rank) {
-    return {kShareShift, 1u, static_cast<std::uint32_t>(group_rank)};
+    return {kShareShift, 1u, static_cast<std::uint32_t>(group_rank), 0, 1.0};
 }
 // The sum of the shares of group ranks 0 .. group_size - 1.
 constexpr TensorForm allreduce_sum(int group_size) {
     const auto n = static_cast<std::uint32_t>(group_size);
-    return {kShareShift, n, n * (n - 1) / 2};
+    return {kShareShift, n, n * (n - 1) / 2, 0, 1.0};
 }
 
 // Element i of step s in `form` (a_value for the default form).
-template <typename T>
-GPURELAY_HD inline T form_value(std::uint64_t step, std::uint32_t i, std::uint32_t seed,
-                                TensorForm form) {
-    const std::uint32_t k = form.scale * (a_bits(step, i, seed) >> form.shift) + form.offset;
-    return static_cast<T>(k) * static_cast<T>(1.0 / 16777216.0);
-}
-
 // Kernel B: one rounding of one product, so every IEEE machine gives the same bits.
 template <typename T>
 GPURELAY_HD inline T b_value(T alpha, T x) {
     return alpha * x;
+}
+
+template <typename T>
+GPURELAY_HD inline T form_value(std::uint64_t step, std::uint32_t i, std::uint32_t seed,
+                                TensorForm form) {
+    const std::uint32_t k = form.scale * (a_bits(step, i, seed) >> form.shift) + form.offset;
+    T x = static_cast<T>(k) * static_cast<T>(1.0 / 16777216.0);
+    for (std::uint32_t h = 0; h < form.hops; ++h) x = b_value(static_cast<T>(form.alpha), x);
+    return x;
+}
+
+// What stage `stage` of a relay receives: A's output after stage - 1 products by alpha.
+constexpr TensorForm relay_received(int stage, double alpha) {
+    return {0, 1, 0, static_cast<std::uint32_t>(stage - 1), alpha};
 }
 
 // Kernel C iterates a 32-bit linear congruential generator; its start value per element and step.

@@ -139,9 +139,14 @@ inline TensorForm produced_form(const Config& config, const PairPlacement& place
     return config.pattern == Pattern::allreduce ? allreduce_share(placement.group_rank)
                                                 : TensorForm{};
 }
-// What this rank's B checks the received x against: the producer's tensor, or for an all-reduce
-// the exact sum of its group's shares.
+// What this rank's B checks the received x against: the producer's tensor, for an all-reduce
+// the exact sum of its group's shares, for a relay's stage what the stages before it made of it.
 inline TensorForm received_form(const Config& config, const PairPlacement& placement) {
+    if (config.pattern == Pattern::relay) {
+        return placement.role == Role::producer
+                   ? TensorForm{}
+                   : relay_received(relay_stage(placement), config.alpha);
+    }
     return config.pattern == Pattern::allreduce ? allreduce_sum(placement.group_size)
                                                 : TensorForm{};
 }

@@ -63,24 +63,44 @@ void StepSchedule::consumer_step(std::int64_t s, StepArg step) {
         }
         if (plan_.receive != &compute) compute.wait(*arrived_[k]);
         wait_y_free(s, compute);
+        // A middle stage's B writes straight into its outgoing slot, once that is free.
+        if (forwards_) forwarded_[k] = transport_.acquire(k, compute);
     }
     {
         PhaseScope b(timer_, Phase::b, s, compute);
-        launch_b(Span<const T>{static_cast<const T*>(x), spec_.elements}, y_[k].as<T>(),
-                 static_cast<T>(spec_.alpha), step, spec_.seed, counts, compute, spec_.b_form);
+        launch_b(Span<const T>{static_cast<const T*>(x), spec_.elements},
+                 Span<T>{static_cast<T*>(y_of(s)), spec_.elements}, static_cast<T>(spec_.alpha),
+                 step, spec_.seed, counts, compute, spec_.b_form);
     }
     transport_.release(k, compute);  // B was x's last reader
+    if (forwards_) b_done_[k]->record(compute);
     if (spec_.c_elements > 0) {
         PhaseScope verify(timer_, Phase::verify, s, compute);
         launch_verify_c(Span<const std::uint32_t>(c_.as<std::uint32_t>()), step, spec_.seed,
                         iterations, counts + 1, compute);
     }
     timer_.end_step(s, compute);
+    if (forwards_) forward(s);
+}
+
+// On the producer stream, so that the compute stream goes on to the next step's C and B while
+// the send runs.
+void StepSchedule::forward(std::int64_t s) {
+    const std::size_t k = slot_of(s);
+    Stream& out = *plan_.produce;
+    out.wait(*b_done_[k]);
+    PhaseScope send(timer_, Phase::send, s, out);
+    transport_.publish(k, out);
+}
+
+void* StepSchedule::y_of(std::int64_t s) const {
+    const std::size_t k = slot_of(s);
+    return forwards_ ? forwarded_[k] : y_[k].data();
 }
 
 template <typename T>
 void StepSchedule::step(std::int64_t s, StepArg step) {
-    if (producer_) producer_step<T>(s, step);
+    if (producer_ && !forwards_) producer_step<T>(s, step);
     if (consumer_) consumer_step<T>(s, step);
 }
 
@@ -91,7 +111,7 @@ void StepSchedule::write_step(std::int64_t s, std::uint64_t& next_row) {
     io_->wait(timer_.end_event(s));  // B has written y
     {
         PhaseScope write(timer_, Phase::write, s, *io_);
-        device_.copy_async(row.host, y_[k].data(), spec_.bytes, *io_);
+        device_.copy_async(row.host, y_of(s), spec_.bytes, *io_);
     }
     row.ready->record(*io_);
     y_free_[k]->record(*io_);
@@ -118,6 +138,7 @@ StepSchedule::StepSchedule(const PipelineSpec& spec, Device& device, Transport& 
       timer_(timer),
       producer_(role != Role::consumer),
       consumer_(role != Role::producer),
+      forwards_(role == Role::relay),
       depth_(static_cast<std::size_t>(spec.depth)),
       ring_(ring) {
     const auto label = [&](const char* what) { return rank_label + ": " + what; };
@@ -130,9 +151,14 @@ StepSchedule::StepSchedule(const PipelineSpec& spec, Device& device, Transport& 
     compute_ = device.make_stream(false, label("compute stream"));
     io_ = device.make_stream(false, label("io stream"));
     for (std::size_t k = 0; k < depth_; ++k) {
-        y_.push_back(device.allocate(spec.bytes));
-        // NaN bytes, so a y that B never wrote is a mismatch rather than a stale right answer.
-        device.fill_async(y_.back().data(), 0xff, spec.bytes, *compute_);
+        if (forwards_) {
+            forwarded_.push_back(nullptr);
+            b_done_.push_back(device.make_event(EventUse::ordering));
+        } else {
+            y_.push_back(device.allocate(spec.bytes));
+            // NaN bytes, so a y that B never wrote is a mismatch rather than a stale right answer.
+            device.fill_async(y_.back().data(), 0xff, spec.bytes, *compute_);
+        }
         arrived_.push_back(device.make_event(EventUse::ordering));
         y_free_.push_back(device.make_event(EventUse::ordering));
     }
@@ -188,7 +214,7 @@ void StepSchedule::spot_check_last(PassResult& result) {
     if (!consumer_) return;
     const std::int64_t last = result.end_step - 1;
     Buffer host = device_.allocate_host(spec_.bytes);
-    device_.copy_async(host.data(), y_[slot_of(last)].data(), spec_.bytes, *compute_);
+    device_.copy_async(host.data(), y_of(last), spec_.bytes, *compute_);
     compute_->synchronize();
     result.spot_checked += std::min<std::uint64_t>(kSpotSamples, spec_.elements);
     result.spot_mismatches +=

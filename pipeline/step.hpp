@@ -54,6 +54,10 @@ class StepSchedule {
     void producer_step(std::int64_t s, StepArg step);
     template <typename T>
     void consumer_step(std::int64_t s, StepArg step);
+    // A relay's middle stage: the send of what B wrote, on the producer stream once B is done.
+    void forward(std::int64_t s);
+    // Where step s's y lies: the consumer's own y slot, or a middle stage's outgoing slot.
+    void* y_of(std::int64_t s) const;
     std::size_t slot_of(std::int64_t s) const { return static_cast<std::size_t>(s) % depth_; }
     Counter* counts_of(std::int64_t s);
     void measure_transfer(std::int64_t s, PassResult& result, MPI_Comm comm);
@@ -65,6 +69,7 @@ class StepSchedule {
     Transport& transport_;
     StepTimer& timer_;
     bool producer_, consumer_;
+    bool forwards_;  // a relay's middle stage: B writes the outgoing slot, which is sent on
     std::size_t depth_, ring_;
     PassPlan plan_;
     std::vector<Buffer> y_;
@@ -73,6 +78,10 @@ class StepSchedule {
     // out (with whether such a copy is pending).
     std::vector<std::unique_ptr<Event>> arrived_, y_free_;
     std::vector<bool> y_pending_;
+    // A middle stage: per tensor slot, where B last wrote (the outgoing slot acquire gave) and
+    // B's end, which the send waits for.
+    std::vector<void*> forwarded_;
+    std::vector<std::unique_ptr<Event>> b_done_;
     std::array<std::unique_ptr<Event>, 4> ceiling_events_;  // two start/end pairs
     // After the buffers: destroyed first, so no stream's queued work outlives what it uses.
     std::unique_ptr<Stream> producer_stream_, comm_, compute_, io_;

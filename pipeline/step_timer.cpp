@@ -70,10 +70,11 @@ std::size_t timing_ring_size(const PipelineSpec& spec) {
 }
 
 StepTimer::StepTimer(Device& device, const PipelineSpec& spec, Role role, std::size_t ring)
-    : device_(device), spec_(spec), both_(role == Role::both), marks_(ring) {
+    : device_(device), spec_(spec), both_(role == Role::both || role == Role::relay), marks_(ring) {
     for (Marks& m : marks_) {
         for (const PhaseInfo& phase : kPhases) {
             if (phase.phase == Phase::step || !plays(phase.side, role)) continue;
+            if (phase.phase == Phase::a && role == Role::relay) continue;  // it runs no A
             for (int edge = 0; edge < 2; ++edge) {
                 m.phase[2 * index_of(phase.phase) + edge] = device.make_event(EventUse::timing);
             }

@@ -75,7 +75,7 @@ class StepTimer {
 
     Device& device_;
     const PipelineSpec& spec_;
-    bool both_;  // the rank plays both roles
+    bool both_;  // the rank plays both roles, or is a relay's middle stage (it sends after B)
     const PassPlan* plan_ = nullptr;
     Timing timing_ = Timing::phases;
     std::int64_t every_ = 0;

@@ -249,7 +249,8 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     // to arrive: the shortest is the closest measure of the collective itself, as the shorter end
     // is for a pair. A broadcast's root times it as its send, the others as their receive.
     const int n = placement.group_size;
-    for (int g = 0; config.pattern != Pattern::pairs && g < placement.groups; ++g) {
+    const bool links = config.pattern == Pattern::pairs || config.pattern == Pattern::relay;
+    for (int g = 0; !links && g < placement.groups; ++g) {
         std::vector<double> transfers, periods;
         for (std::size_t s = warmup; s < end; ++s) {
             double shortest = kNaN;
@@ -265,8 +266,11 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
         summary.pairs.push_back({g, g * n, (g + 1) * n - 1, phase_stats(periods).median,
                                  transfer_ms, gbps(bytes, transfer_ms)});
     }
-    for (int pair = 0; config.pattern == Pattern::pairs && pair < placement.pairs; ++pair) {
-        const PairPlacement p = place_pairs(size == 1 ? 0 : (split ? pair : 2 * pair), size, split);
+    for (int pair = 0; links && pair < placement.pairs; ++pair) {
+        const PairPlacement p =
+            config.pattern == Pattern::relay
+                ? relay_hop(pair, placement.group_size)
+                : place_pairs(size == 1 ? 0 : (split ? pair : 2 * pair), size, split);
         std::vector<double> transfers, periods;
         for (std::size_t s = warmup; s < end; ++s) {
             transfers.push_back(

@@ -97,7 +97,7 @@ void print_rates(std::FILE* out, const RunSummary& s, const PassSummary& p) {
                  fmt("%.4f", p.transfer_ms).c_str(), transfer_rate.c_str(),
                  fmt("%.1f", p.a_gbps).c_str(), fmt("%.1f", p.b_gbps).c_str(),
                  c_runs(c) ? ("; C " + fmt("%.2f", p.c_giter_per_s) + " Giter/s").c_str() : "");
-    if (c.pattern != Pattern::pairs) {
+    if (c.pattern != Pattern::pairs && c.pattern != Pattern::relay) {
         std::fprintf(out,
                      "  %s (nccl-tests' conventions): algbw %s GB/s (bytes / time), busbw %s "
                      "GB/s (algbw x %s)\n",
@@ -165,8 +165,10 @@ std::string rank_place(const RunSummary& s, int r) {
 void print_pairs(std::FILE* out, const RunSummary& s, const PassSummary& p) {
     if (p.pairs.size() <= 1) return;
     const bool pairs = s.config.pattern == Pattern::pairs;
-    const std::string slow_note = "  SLOW: over " + fmt("%g", 100 * kSlowPairMargin) +
-                                  "% slower than the median " + (pairs ? "pair" : "group");
+    const bool links = pairs || s.config.pattern == Pattern::relay;  // a relay's lines are hops
+    const char* unit = pairs ? "pair" : links ? "hop" : "group";
+    const std::string slow_note =
+        "  SLOW: over " + fmt("%g", 100 * kSlowPairMargin) + "% slower than the median " + unit;
     for (const PairFigures& f : p.pairs) {
         const std::string link =
             f.producer >= 0 && static_cast<std::size_t>(f.producer) < s.ranks.size()
@@ -175,11 +177,11 @@ void print_pairs(std::FILE* out, const RunSummary& s, const PassSummary& p) {
         std::fprintf(out,
                      "  %s %d: rank %d (%s) %s rank %d (%s) over %s: %s GB/s, step %s ms "
                      "(transfer %s ms)%s\n",
-                     pairs ? "pair" : "group", f.pair, f.producer,
-                     rank_place(s, f.producer).c_str(), pairs ? "->" : "to", f.consumer,
-                     rank_place(s, f.consumer).c_str(), link.c_str(),
-                     fmt("%.2f", f.transfer_gbps).c_str(), fmt("%.4f", f.step_ms).c_str(),
-                     fmt("%.4f", f.transfer_ms).c_str(), f.slow ? slow_note.c_str() : "");
+                     unit, f.pair, f.producer, rank_place(s, f.producer).c_str(),
+                     links ? "->" : "to", f.consumer, rank_place(s, f.consumer).c_str(),
+                     link.c_str(), fmt("%.2f", f.transfer_gbps).c_str(),
+                     fmt("%.4f", f.step_ms).c_str(), fmt("%.4f", f.transfer_ms).c_str(),
+                     f.slow ? slow_note.c_str() : "");
     }
 }
 

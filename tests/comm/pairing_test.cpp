@@ -10,6 +10,17 @@
 namespace gpurelay {
 namespace {
 
+// What `call` throws, or "no error".
+template <typename Call>
+std::string message(Call call) {
+    try {
+        call();
+    } catch (const std::exception& e) {
+        return std::string(e.what());
+    }
+    return std::string("no error");
+}
+
 TEST(Pairing, AdjacentAndSplitPairs) {
     const PairPlacement adjacent = place_pairs(3, 4, false);
     EXPECT_EQ(adjacent.role, Role::consumer);
@@ -55,14 +66,6 @@ TEST(Groups, AllreduceRanksPlayBothRoles) {
 }
 
 TEST(Groups, RefusesGroupsThatDoNotDivideOrSumInexactly) {
-    const auto message = [](auto call) {
-        try {
-            call();
-        } catch (const std::exception& e) {
-            return std::string(e.what());
-        }
-        return std::string("no error");
-    };
     EXPECT_EQ(message([] { place_groups(0, 6, 4, Collective::broadcast, 256); }),
               "group_size = 4 does not divide the 6 ranks into groups of one size");
     EXPECT_EQ(message([] { place_groups(0, 6, 0, Collective::allreduce, 256); }),
@@ -71,6 +74,41 @@ TEST(Groups, RefusesGroupsThatDoNotDivideOrSumInexactly) {
               "group_size = 512 is too large for an all-reduce whose sums are exact: at most 256 "
               "ranks a group");
     EXPECT_EQ(message([] { place_groups(0, 512, 512, Collective::broadcast, 256); }), "no error");
+}
+
+// A relay: each group's ranks are its stages in order; each stage names the one before and the one
+// after it, the receiving stages are the rows, and relay_hop finds each hop's two ranks again.
+TEST(Relay, StagesInOrderAndTheirHops) {
+    std::vector<Role> roles;
+    for (int rank = 0; rank < 8; ++rank) {
+        const PairPlacement p = place_relay(rank, 8, 4);
+        roles.push_back(p.role);
+        EXPECT_EQ(p.groups, 2);
+        EXPECT_EQ(p.pairs, 6) << "2 groups of 3 receiving stages";
+        EXPECT_EQ(relay_stage(p), rank % 4);
+        if (relay_stage(p) == 0) continue;
+        EXPECT_EQ(p.producer, rank - 1);
+        EXPECT_EQ(p.peer, rank - 1);
+        EXPECT_EQ(p.pair, rank / 4 * 3 + rank % 4 - 1);
+        const PairPlacement hop = relay_hop(p.pair, 4);
+        EXPECT_EQ(hop.producer, rank - 1);
+        EXPECT_EQ(hop.consumer, rank);
+    }
+    EXPECT_EQ(place_relay(5, 8, 4).consumer, 6);
+    EXPECT_EQ(place_relay(0, 8, 4).peer, 1);
+    const std::vector<Role> line = {Role::producer, Role::relay, Role::relay, Role::consumer};
+    EXPECT_EQ(std::vector<Role>(roles.begin(), roles.begin() + 4), line);
+    EXPECT_EQ(std::vector<Role>(roles.begin() + 4, roles.end()), line);
+    EXPECT_EQ(place_relay(1, 2, 2).role, Role::consumer);
+    EXPECT_EQ(relay_link(true).peer, 1);
+    EXPECT_EQ(relay_link(false).role, Role::consumer);
+}
+
+TEST(Relay, RefusesOneRankAndGroupsThatDoNotDivide) {
+    EXPECT_NE(message([] { place_relay(0, 1, 1); }).find("a relay of 1 rank"), std::string::npos);
+    EXPECT_NE(message([] { place_relay(0, 4, 1); }).find("a relay of 1 rank"), std::string::npos);
+    EXPECT_EQ(message([] { place_relay(0, 6, 4); }),
+              "group_size = 4 does not divide the 6 ranks into relays of one length");
 }
 
 }  // namespace

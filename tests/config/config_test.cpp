@@ -566,8 +566,8 @@ TEST(Validate, Failures) {
     EXPECT_NO_THROW(validate_config(in_place));
     // Collectives: groups only for them, of consecutive ranks, eager, and not over ipc.
     EXPECT_EQ(invalid([](Config& c) { c.group_size = 2; }),
-              "group_size (2) is for pattern = \"broadcast\" or \"allreduce\"; pairs form no "
-              "groups");
+              "group_size (2) is for pattern = \"broadcast\", \"allreduce\" or \"relay\"; pairs "
+              "form no groups");
     EXPECT_TRUE(contains(invalid([](Config& c) {
                              c.pattern = Pattern::broadcast;
                              c.pairing = Pairing::split;
@@ -585,6 +585,26 @@ TEST(Validate, Failures) {
                              c.transport = TransportKind::nccl;
                          }),
                          "graphs = true is for pattern = \"pairs\""));
+    // A relay: over the pair transports (ipc too), graphs where the pair has them, 2 stages at
+    // least.
+    EXPECT_EQ(invalid([](Config& c) {
+                  c.pattern = Pattern::relay;
+                  c.group_size = 1;
+              }),
+              "group_size = 1 makes a relay of 1 rank: a relay needs at least 2 stages");
+    for (const TransportKind kind :
+         {TransportKind::ipc, TransportKind::mpi, TransportKind::auto_select}) {
+        Config relay;
+        relay.pattern = Pattern::relay;
+        relay.transport = kind;
+        EXPECT_NO_THROW(validate_config(relay));
+    }
+    Config relay_graphs;
+    relay_graphs.pattern = Pattern::relay;
+    relay_graphs.graphs = true;
+    relay_graphs.device = DeviceKind::cuda;
+    relay_graphs.transport = TransportKind::nccl;
+    EXPECT_NO_THROW(validate_config(relay_graphs));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.graph_steps = 4; }),
                          "graph_steps (4) needs graphs = true"));
     EXPECT_TRUE(contains(invalid([](Config& c) {

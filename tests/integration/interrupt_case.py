@@ -29,7 +29,7 @@ os.environ["HDF5_USE_FILE_LOCKING"] = "FALSE"
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
-from formula import allreduce_y_values, y_values  # noqa: E402
+from formula import y_rows  # noqa: E402
 
 
 def fail(message):
@@ -189,12 +189,9 @@ def check_y_by_formula(f):
     if list(f["step"][...]) != list(range(steps)):
         fail("/step is not every step (these runs write all)")
     y = f["y"][...]
+    group_size = group_size or int(attrs["world_size"])
     for step in range(steps):
-        if pattern == "allreduce":
-            expected = allreduce_y_values(step, elements, seed, alpha,
-                                          group_size or int(attrs["world_size"]), dtype)
-        else:
-            expected = y_values(step, elements, seed, alpha, dtype)
+        expected = y_rows(pattern, step, y.shape[0], elements, seed, alpha, group_size, dtype)
         wrong = np.count_nonzero(y[:, step, :] != expected)
         if wrong:
             fail(f"/y of step {step}: {wrong} of {y.shape[0] * elements} elements wrong")

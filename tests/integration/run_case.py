@@ -23,7 +23,7 @@ need_modules("numpy", "h5py")
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
-from formula import allreduce_y_values, consumer_rows, y_values  # noqa: E402
+from formula import a_values, consumer_rows, relay_stage, y_rows  # noqa: E402
 
 
 def fail(message):
@@ -164,13 +164,12 @@ def check_file(path, expect_rows_for, np_ranks, summary, expect_timing):
             if y.shape != (pairs, len(rows), elements) or y.dtype != dtype:
                 fail(f"/y shape {y.shape} {y.dtype}, expected {(pairs, len(rows), elements)} {dtype}")
             for r, step in enumerate(rows):
-                if pattern == "allreduce":
-                    expected = allreduce_y_values(step, elements, seed, alpha, group_size, dtype)
-                else:
-                    expected = y_values(step, elements, seed, alpha, dtype)
+                expected = y_rows(pattern, step, pairs, elements, seed, alpha, group_size, dtype)
+                if pattern == "relay":
+                    check_relay_closed_form(expected, step, elements, seed, alpha, group_size,
+                                            dtype)
                 for pair in range(pairs):
-                    got = y[pair, r, :]
-                    wrong = np.count_nonzero(got != expected)
+                    wrong = np.count_nonzero(y[pair, r, :] != expected[pair])
                     if wrong:
                         fail(f"/y pair {pair} row {r} (step {step}): {wrong} of {elements} wrong")
         elif "y" in f:
@@ -191,6 +190,18 @@ def check_file(path, expect_rows_for, np_ranks, summary, expect_timing):
         for key in ("gpurelay_version", "mpi_version", "hdf5_version", "config_toml", "rank_hosts"):
             if key not in attrs:
                 fail(f"attribute {key} missing")
+
+
+def check_relay_closed_form(expected, step, elements, seed, alpha, group_size, dtype):
+    """With alpha a power of two every product of a relay is exact: stage k's y is
+    alpha^k times A's output, as OUTPUT.md says, and the last stage's alpha^(n-1) times it."""
+    if math.frexp(alpha)[0] != 0.5:
+        return
+    a = a_values(step, elements, seed, np.float64)
+    for row, values in enumerate(expected):
+        closed = (a * alpha ** relay_stage(row, group_size)).astype(dtype)
+        if (values != closed).any():
+            fail(f"relay row {row}: the stages' products differ from alpha^k times A's output")
 
 
 # Dimension names of each kind of dataset (issue #26: the file describes itself).
