@@ -338,6 +338,11 @@ GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary,
                            {"spot_checked", f.counts[9]},
                            {"verified", f.counts[4] + f.counts[5] + f.counts[6] == 0}}});
     }
+    // A relay's figures, as the JSON's pass has them, beside each pass's timings.
+    for (std::size_t i = 0; i < summary.passes.size(); ++i) {
+        if (!summary.passes[i].relay) continue;
+        groups[2 * i].second.emplace_back("relay", relay_json_from_root(comm, summary.passes[i]));
+    }
     return groups;
 }
 

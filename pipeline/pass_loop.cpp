@@ -151,6 +151,7 @@ void Pipeline::Impl::before_unit(Pass& pass, std::int64_t s, bool unit) {
         transport_.streams_idle();
     }
     result.clocks_start = sample_gpu_clocks(gpu_bus_id_);  // before the clock starts: untimed
+    schedule_.start_fill(s);
     pass.timed_start = now_ms();
 }
 
@@ -247,6 +248,7 @@ PassResult Pipeline::Impl::run(bool overlap, RowSink* sink, const StepCallback& 
         }
     }
     PassResult result = finish(pass, end);
+    schedule_.read_fill(result);
     schedule_.spot_check_last<T>(result);
     return result;
 }

@@ -36,7 +36,11 @@ struct PassResult {
     double timed_wall_ms = 0;           // the steps after warm-up, until the last one has ended
     std::uint64_t spot_checked = 0;     // host spot-check samples
     std::uint64_t spot_mismatches = 0;
-    double write_wait_ms = 0;      // pipeline blocked on the result writer
+    double write_wait_ms = 0;  // pipeline blocked on the result writer
+    // A consumer that keeps its y (a relay's last stage): from the timed steps' start, every rank
+    // idle past a barrier, until B of the first timed step is done: the time a tensor takes
+    // through every stage before it (NaN elsewhere, or when that step ran in a graph).
+    double fill_ms = std::numeric_limits<double>::quiet_NaN();
     int graphs_captured = 0;       // graphs = true: CUDA graphs captured after the cold step
     double capture_ms = 0;         // ... and the host time capturing and instantiating them took
     std::int64_t graph_steps = 0;  // steps run as graph launches

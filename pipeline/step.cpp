@@ -74,6 +74,10 @@ void StepSchedule::consumer_step(std::int64_t s, StepArg step) {
     }
     transport_.release(k, compute);  // B was x's last reader
     if (forwards_) b_done_[k]->record(compute);
+    if (s == fill_step_ && !plan_.capturing) {
+        fill_end_->record(compute);
+        fill_recorded_ = true;
+    }
     if (spec_.c_elements > 0) {
         PhaseScope verify(timer_, Phase::verify, s, compute);
         launch_verify_c(Span<const std::uint32_t>(c_.as<std::uint32_t>()), step, spec_.seed,
@@ -143,6 +147,8 @@ StepSchedule::StepSchedule(const PipelineSpec& spec, Device& device, Transport& 
       ring_(ring) {
     const auto label = [&](const char* what) { return rank_label + ": " + what; };
     for (auto& event : ceiling_events_) event = device.make_event(EventUse::timing);
+    fill_start_ = device.make_event(EventUse::timing);
+    fill_end_ = device.make_event(EventUse::timing);
     if (producer_) producer_stream_ = device.make_stream(false, label("producer stream"));
     if (!consumer_) return;
     // The comm stream gets the higher priority: the compute stream's B waits on it, and C must
@@ -220,6 +226,18 @@ void StepSchedule::spot_check_last(PassResult& result) {
     result.spot_mismatches +=
         spot_check_y(Span<const T>(host.as<T>()), static_cast<T>(spec_.alpha),
                      static_cast<std::uint64_t>(last), spec_.seed, kSpotSamples, spec_.b_form);
+}
+
+void StepSchedule::start_fill(std::int64_t s) {
+    fill_step_ = consumer_ && !forwards_ ? s : -1;
+    fill_recorded_ = false;
+    if (fill_step_ >= 0) fill_start_->record(*compute_);
+}
+
+void StepSchedule::read_fill(PassResult& result) {
+    if (fill_recorded_) result.fill_ms = fill_end_->elapsed_ms_since(*fill_start_);
+    fill_step_ = -1;
+    fill_recorded_ = false;
 }
 
 void StepSchedule::synchronize_all() {

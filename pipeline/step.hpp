@@ -44,6 +44,10 @@ class StepSchedule {
     // The ceilings of the phases, each measured alone (ceilings.cpp). Collective over `comm`;
     // every stream idle before and after.
     PassResult measure_ceilings(MPI_Comm comm);
+    // Where the timed steps start (every stream idle, past a barrier): a consumer that keeps y
+    // times from here to B of step s, read by read_fill once the pass is over.
+    void start_fill(std::int64_t s);
+    void read_fill(PassResult& result);
     // The host blocks until every stream of this rank is idle.
     void synchronize_all();
     bool producer() const { return producer_; }
@@ -83,6 +87,9 @@ class StepSchedule {
     std::vector<void*> forwarded_;
     std::vector<std::unique_ptr<Event>> b_done_;
     std::array<std::unique_ptr<Event>, 4> ceiling_events_;  // two start/end pairs
+    std::unique_ptr<Event> fill_start_, fill_end_;
+    std::int64_t fill_step_ = -1;  // the step whose B ends the fill (-1: none)
+    bool fill_recorded_ = false;
     // After the buffers: destroyed first, so no stream's queued work outlives what it uses.
     std::unique_ptr<Stream> producer_stream_, comm_, compute_, io_;
 };

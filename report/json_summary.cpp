@@ -70,6 +70,7 @@ nlohmann::json pass_json(const PassSummary& p) {
                               {"transfer_gbps", f.transfer_gbps},
                               {"slow", f.slow}});
     }
+    if (p.relay) j["relay"] = nlohmann::json::parse(relay_json(p));
     return j;
 }
 

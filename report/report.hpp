@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,21 @@ struct PairFigures {
 };
 inline constexpr double kSlowPairMargin = 0.10;
 
+// A relay's stage, over the pass's timed steps on its rank: the period and the phases' medians
+// (NaN where the stage has no such phase), and the wrong elements it counted.
+struct StageFigures {
+    int group = 0, stage = 0, rank = 0;
+    double step_ms = 0, a_ms = 0, recv_ms = 0, c_ms = 0, wait_ms = 0, b_ms = 0, send_ms = 0;
+    std::uint64_t x_mismatches = 0, c_mismatches = 0;
+};
+// A relay's stages, and its fill latency: the slowest group's time from the timed steps' start
+// (every rank idle past a barrier) until its last stage's B of the first timed step is done.
+struct RelayFigures {
+    int stages = 0;                           // per group
+    std::vector<StageFigures> stage_figures;  // every rank, in rank order
+    double fill_ms = std::numeric_limits<double>::quiet_NaN();
+};
+
 struct PassSummary {
     bool overlap = true;
     std::int64_t timed_steps = 0, timed_from = 0;
@@ -76,7 +92,8 @@ struct PassSummary {
     // Timed steps that share their end event with others (each gets its retire group's period
     // over its steps), and the most steps one end event retires.
     std::int64_t grouped_steps = 0, retire_group_steps = 1;
-    std::vector<PairFigures> pairs;
+    std::vector<PairFigures> pairs;               // a relay: one per hop
+    std::optional<RelayFigures> relay;            // pattern = "relay" only
     std::int64_t slow_steps = 0;                  // see kSlowStepFactor
     std::vector<std::int64_t> slow_step_numbers;  // the first kSlowStepsKept of them
     // The GPU's SM clock over the timed steps (NVML; the CUDA path): the slowest rank's where
@@ -150,6 +167,20 @@ struct RunSummary {
     }
     const PassSummary& main_pass() const { return passes.back(); }
 };
+
+// --- Relays (report/relay_figures.cpp) ----------------------------------------------------------
+// Collective: every rank's stage figures and the slowest group's fill latency, on every rank.
+RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
+                             const PassResult& result);
+// The hop (index into pass.pairs) whose transfer takes longest; -1 without hops.
+int slowest_hop(const PassSummary& pass);
+// The report's relay lines: the period against the slowest hop, the fill latency, each stage.
+void print_relay(std::FILE* out, const PassSummary& pass);
+// The relay's figures as the JSON and the file's pass attributes carry them (JSON text: the
+// report library keeps nlohmann-json private).
+std::string relay_json(const PassSummary& pass);
+// Collective: rank 0's relay_json, on every rank (the hops are rank 0's).
+std::string relay_json_from_root(MPI_Comm comm, const PassSummary& pass);
 
 // The distribution of `values` (NaN left out; all NaN without any), as PhaseStats says.
 PhaseStats phase_stats(std::vector<double> values);

@@ -225,6 +225,7 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     summary.host_retire_us = worst.host_retire_ms * per_step_us;
     summary.host_callback_us = worst.host_callback_ms * per_step_us;
     reduce_clocks(comm, result, summary);
+    if (config.pattern == Pattern::relay) summary.relay = summarize_relay(comm, placement, result);
     if (rank != 0) return summary;
 
     auto value = [&](int r, std::size_t s, Phase p) {

@@ -187,6 +187,8 @@ def check_file(path, expect_rows_for, np_ranks, summary, expect_timing):
                     fail(f"timings/{name}/{phase} shape {t.shape}")
         check_timings(f, summary, np_ranks, expect_timing, set(rows))
         check_self_description(f, summary)
+        if pattern == "relay":
+            check_relay(f, summary, np_ranks, group_size)
         for key in ("gpurelay_version", "mpi_version", "hdf5_version", "config_toml", "rank_hosts"):
             if key not in attrs:
                 fail(f"attribute {key} missing")
@@ -202,6 +204,36 @@ def check_relay_closed_form(expected, step, elements, seed, alpha, group_size, d
         closed = (a * alpha ** relay_stage(row, group_size)).astype(dtype)
         if (values != closed).any():
             fail(f"relay row {row}: the stages' products differ from alpha^k times A's output")
+
+
+def check_relay(f, summary, np_ranks, group_size):
+    """Each pass of a relay reports a line per hop (its pairs), a stage per rank with its own
+    counts, the period against the slowest hop and the fill latency; the file's pass attribute
+    `relay` carries the JSON's figures."""
+    for p in summary["passes"]:
+        relay = p.get("relay")
+        if relay is None:
+            fail("a relay's pass has no relay figures in the JSON")
+        hops = p["pairs"] if np_ranks > 2 else []
+        if np_ranks > 2 and len(hops) != np_ranks - np_ranks // group_size:
+            fail(f"{len(hops)} hops in the JSON, expected one per link")
+        stages = relay["stage_figures"]
+        if relay["stages"] != group_size or [s["rank"] for s in stages] != list(range(np_ranks)):
+            fail(f"relay stages {relay['stages']}, stage ranks {[s['rank'] for s in stages]}")
+        if [s["stage"] for s in stages] != [r % group_size for r in range(np_ranks)]:
+            fail("the stages are not numbered by group rank")
+        if any(s["x_mismatches"] or s["c_mismatches"] for s in stages):
+            fail("a stage counted wrong elements in a passing run")
+        if hops:
+            slowest = max(range(len(hops)), key=lambda i: hops[i]["transfer_ms"])
+            if relay["slowest_hop"] != slowest:
+                fail(f"slowest hop {relay['slowest_hop']}, the hops say {slowest}")
+        if not summary["config"]["graphs"] and not relay["fill_ms"] > 0:
+            fail(f"fill latency {relay['fill_ms']} not measured")
+        name = "overlap_on" if p["overlap"] else "overlap_off"
+        attribute = f["timings"][name].attrs.get("relay")
+        if attribute is None or json.loads(attribute) != relay:
+            fail(f"/timings/{name} attribute relay differs from the JSON's figures")
 
 
 # Dimension names of each kind of dataset (issue #26: the file describes itself).
