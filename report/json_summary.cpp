@@ -158,6 +158,7 @@ std::string summary_json(const RunSummary& s) {
                             {"b_copy", c.b_copy_ms},
                             {"c", c.c_ms},
                             {"cost", c.cost_ms}};
+        if (!c.hop_transfer_ms.empty()) j["ceilings_ms"]["hops"] = c.hop_transfer_ms;
     }
     if (const OverlapAttribution a = attribute_overlap(s); a.measured) {
         j["overlap_attribution_ms"] = {{"step", a.step_ms},

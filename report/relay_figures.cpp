@@ -85,7 +85,22 @@ int slowest_hop(const PassSummary& pass) {
     return slowest;
 }
 
-void print_relay(std::FILE* out, const PassSummary& pass) {
+namespace {
+
+// Each hop's transfer against its bare transfer, measured alone in the same launch.
+void print_hop_ceilings(std::FILE* out, const Ceilings& ceilings, const PassSummary& pass) {
+    for (std::size_t h = 0; h < pass.pairs.size() && h < ceilings.hop_transfer_ms.size(); ++h) {
+        const PairFigures& f = pass.pairs[h];
+        const double bare = ceilings.hop_transfer_ms[h];
+        std::fprintf(
+            out, "  hop %d against its ceiling: transfer %s ms, bare %s ms (%s of its speed)\n",
+            f.pair, ms(f.transfer_ms).c_str(), ms(bare).c_str(), ms(bare / f.transfer_ms).c_str());
+    }
+}
+
+}  // namespace
+
+void print_relay(std::FILE* out, const RunSummary& summary, const PassSummary& pass) {
     if (!pass.relay) return;
     const RelayFigures& relay = *pass.relay;
     const int hop = slowest_hop(pass);
@@ -104,6 +119,7 @@ void print_relay(std::FILE* out, const PassSummary& pass) {
                  "timed tensor, from every rank idle to the last stage's B)\n",
                  relay.stages, ms(pass.time_per_step_ms).c_str(), against.c_str(),
                  ms(relay.fill_ms).c_str());
+    print_hop_ceilings(out, summary.ceilings, pass);
     for (const StageFigures& f : relay.stage_figures) {
         std::fprintf(
             out,

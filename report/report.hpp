@@ -131,6 +131,7 @@ struct RankInfo {
 struct Ceilings {
     bool measured = false;
     double transfer_ms = 0, a_copy_ms = 0, b_copy_ms = 0, c_ms = 0, cost_ms = 0;
+    std::vector<double> hop_transfer_ms;  // a relay's: each hop's bare transfer (rank 0)
 };
 // A pass's phases as fractions of their ceilings' speed (1: at the ceiling; NaN: not measured).
 struct CeilingRatios {
@@ -174,8 +175,9 @@ RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
                              const PassResult& result);
 // The hop (index into pass.pairs) whose transfer takes longest; -1 without hops.
 int slowest_hop(const PassSummary& pass);
-// The report's relay lines: the period against the slowest hop, the fill latency, each stage.
-void print_relay(std::FILE* out, const PassSummary& pass);
+// The report's relay lines: the period against the slowest hop, the fill latency, each hop
+// against its own ceiling (when measured), each stage.
+void print_relay(std::FILE* out, const RunSummary& summary, const PassSummary& pass);
 // The relay's figures as the JSON and the file's pass attributes carry them (JSON text: the
 // report library keeps nlohmann-json private).
 std::string relay_json(const PassSummary& pass);

@@ -299,7 +299,7 @@ void print_report(std::FILE* out, const RunSummary& s) {
         print_stability(out, s, p);
         print_timing(out, s, p);
         print_pairs(out, s, p);
-        print_relay(out, p);
+        print_relay(out, s, p);
     }
     print_overlap(out, s);
     print_overlap_attribution(out, s);

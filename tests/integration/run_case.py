@@ -214,9 +214,12 @@ def check_relay(f, summary, np_ranks, group_size):
         relay = p.get("relay")
         if relay is None:
             fail("a relay's pass has no relay figures in the JSON")
-        hops = p["pairs"] if np_ranks > 2 else []
-        if np_ranks > 2 and len(hops) != np_ranks - np_ranks // group_size:
+        hops = p["pairs"]
+        if len(hops) != np_ranks - np_ranks // group_size:
             fail(f"{len(hops)} hops in the JSON, expected one per link")
+        ceilings = summary.get("ceilings_ms")
+        if ceilings is not None and len(ceilings.get("hops", [])) != len(hops):
+            fail(f"hop ceilings {ceilings.get('hops')}, expected one per hop")
         stages = relay["stage_figures"]
         if relay["stages"] != group_size or [s["rank"] for s in stages] != list(range(np_ranks)):
             fail(f"relay stages {relay['stages']}, stage ranks {[s['rank'] for s in stages]}")
@@ -224,7 +227,7 @@ def check_relay(f, summary, np_ranks, group_size):
             fail("the stages are not numbered by group rank")
         if any(s["x_mismatches"] or s["c_mismatches"] for s in stages):
             fail("a stage counted wrong elements in a passing run")
-        if hops:
+        if hops:  # the slowest
             slowest = max(range(len(hops)), key=lambda i: hops[i]["transfer_ms"])
             if relay["slowest_hop"] != slowest:
                 fail(f"slowest hop {relay['slowest_hop']}, the hops say {slowest}")
