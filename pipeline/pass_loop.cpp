@@ -284,7 +284,9 @@ MemoryPlan plan_memory(const PipelineSpec& spec, Role role, bool producer_slots)
     const auto depth = static_cast<std::uint64_t>(spec.depth);
     MemoryPlan plan;
     plan.slot_bytes = spec.bytes;
-    plan.slots = (producer && producer_slots ? depth : 0) + (consumer ? 2 * depth : 0);
+    // A relay's middle stage keeps no y slots of its own: B writes its outgoing slots.
+    const std::uint64_t consumer_slots = role == Role::relay ? depth : 2 * depth;
+    plan.slots = (producer && producer_slots ? depth : 0) + (consumer ? consumer_slots : 0);
     if (consumer) {
         plan.c_bytes = spec.c_elements * sizeof(std::uint32_t);
         plan.counter_host_bytes = timing_ring_size(spec) * 2 * sizeof(Counter);

@@ -147,6 +147,32 @@ TEST(KernelB, ChecksAnAllreduceSumAndCatchesAMissingShare) {
     EXPECT_GT(bad, n - 5);
 }
 
+// A relay: each stage's B is the next stage's x. Stage k checks against A after k - 1 products,
+// rounded one at a time, so the check holds bit for bit for an alpha that rounds; with a power of
+// two, the last stage's y is exactly alpha^(n-1) times A's output.
+TEST(KernelB, ChecksARelaysStagesAndCatchesAMissingHop) {
+    const std::size_t n = 999;
+    for (const double alpha : {2.0, 0.37}) {
+        std::vector<float> x(n), y(n);
+        host::run_a(Span<float>{x.data(), n}, 6, 17);
+        for (int stage = 1; stage <= 4; ++stage) {
+            Counter bad = 0;
+            host::run_b(Span<const float>{x.data(), n}, Span<float>{y.data(), n},
+                        static_cast<float>(alpha), 6, 17, &bad, relay_received(stage, alpha));
+            EXPECT_EQ(bad, 0u) << "stage " << stage << ", alpha " << alpha;
+            // Read as a stage one hop earlier: every nonzero element is wrong.
+            bad = 0;
+            host::run_b(Span<const float>{x.data(), n}, Span<float>{y.data(), n},
+                        static_cast<float>(alpha), 6, 17, &bad, relay_received(stage + 1, alpha));
+            EXPECT_GT(bad, n - 5) << "stage " << stage;
+            x = y;
+        }
+        if (alpha == 2.0) {
+            for (std::uint32_t i = 0; i < n; ++i) ASSERT_EQ(y[i], 16.0f * a_value<float>(6, i, 17));
+        }
+    }
+}
+
 TEST(KernelB, ScalesAndCountsWrongInputs) {
     const std::size_t n = 513;
     std::vector<float> x(n), y(n, -1.0f);

@@ -210,6 +210,10 @@ TEST(PassLoop, MemoryIsTheSlotsOfTheRanksRoles) {
     const MemoryPlan plan = plan_memory(rig.spec, rig.placement.role, true);
     EXPECT_GE(plan.device_bytes(), expected);
     EXPECT_LT(plan.device_bytes(), expected + 4096);  // and little besides
+    // A relay's middle stage: its outgoing slots (none when B writes the next stage's in place)
+    // and its receive slots, no y of its own.
+    EXPECT_EQ(plan_memory(rig.spec, Role::relay, true).slots, 4u);
+    EXPECT_EQ(plan_memory(rig.spec, Role::relay, false).slots, 2u);
 }
 
 }  // namespace
