@@ -33,7 +33,7 @@ os.environ["HDF5_USE_FILE_LOCKING"] = "FALSE"
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
-from formula import allreduce_y_values, consumer_rows, y_values  # noqa: E402
+from formula import consumer_rows, y_rows  # noqa: E402
 from interrupt_case import fail, finish, rank_pids, start  # noqa: E402
 
 
@@ -72,11 +72,10 @@ def check_sizes_file(path, sizes, np_ranks):
             if y.shape[0] != pairs or y.shape[2] != elements:
                 fail(f"/cases/{i}/y has shape {y.shape}")
             for r, step in enumerate(group["step"][...]):
-                expected = (allreduce_y_values(int(step), elements, seed, alpha, group_size, dtype)
-                            if pattern == "allreduce" else
-                            y_values(int(step), elements, seed, alpha, dtype))
+                expected = y_rows(pattern, int(step), pairs, elements, seed, alpha, group_size,
+                                  dtype)
                 for pair in range(pairs):
-                    wrong = np.count_nonzero(y[pair, r, :] != expected)
+                    wrong = np.count_nonzero(y[pair, r, :] != expected[pair])
                     if wrong:
                         fail(f"/cases/{i}/y pair {pair} step {step}: {wrong} wrong")
             for name in group["verification"]:
