@@ -253,6 +253,7 @@ PassResult Pipeline::Impl::run(bool overlap, RowSink* sink, const StepCallback& 
 
 PipelineSpec pipeline_spec(const Config& config, const PairPlacement& placement) {
     PipelineSpec spec;
+    static_cast<PipelineKeys&>(spec) = config;
     spec.dtype = config.dtype;
     spec.elements = config.elements;
     spec.bytes = config.tensor_bytes();
@@ -267,7 +268,6 @@ PipelineSpec pipeline_spec(const Config& config, const PairPlacement& placement)
     spec.timing_every = config.timing_every;
     spec.graphs = config.graphs;
     spec.graph_steps = config.graph_steps;
-    spec.blocking = config.blocking;
     spec.profile_first = config.profile_first;
     spec.profile_last = config.profile_last;
     spec.a_form = produced_form(config, placement);
