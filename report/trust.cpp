@@ -5,12 +5,14 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "report/number_text.hpp"
 #include "report/report.hpp"
 #include "runtime/gpu_clocks.hpp"
+#include "runtime/placement.hpp"
 
 namespace gpurelay {
 namespace {
@@ -100,15 +102,18 @@ std::vector<HostLoad> oversubscribed_hosts(const RunSummary& s) {
     std::vector<HostLoad> loaded;
     if (s.backend != "cpu") return loaded;
     std::map<std::string, HostLoad> hosts;
+    // The ranks of a host may share cores or be bound to one each: the cores any of them may use.
+    std::map<std::string, std::set<int>> host_cores;
     for (const RankInfo& rank : s.ranks) {
         HostLoad& load = hosts[rank.host];
         load.host = rank.host;
         ++load.ranks;
         load.threads += rank.host_threads;
-        // The ranks of a host may share cores: the most any of them may use.
         load.cores = std::max(load.cores, rank.core_count);
+        for (const int core : range_list_numbers(rank.cores)) host_cores[rank.host].insert(core);
     }
-    for (const auto& [host, load] : hosts) {
+    for (auto& [host, load] : hosts) {
+        load.cores = std::max(load.cores, static_cast<int>(host_cores[host].size()));
         if (load.cores > 0 && load.threads > load.cores) loaded.push_back(load);
     }
     return loaded;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -63,6 +64,26 @@ std::string range_list_text(const std::vector<int>& numbers) {
         i = j + 1;
     }
     return text;
+}
+
+std::vector<int> range_list_numbers(const std::string& text) {
+    std::set<int> numbers;
+    const char* at = text.data();
+    const char* const end = at + text.size();
+    while (at < end) {
+        int first = 0, last = 0;
+        auto read = std::from_chars(at, end, first);
+        if (read.ec != std::errc{} || first < 0) return {};
+        last = first;
+        if (read.ptr < end && *read.ptr == '-') {
+            read = std::from_chars(read.ptr + 1, end, last);
+            if (read.ec != std::errc{} || last < first) return {};
+        }
+        for (int n = first; n <= last; ++n) numbers.insert(n);
+        if (read.ptr < end && *read.ptr != ',') return {};
+        at = read.ptr + 1;
+    }
+    return {numbers.begin(), numbers.end()};
 }
 
 Placement this_process_placement(const std::string& pci_bus_id) {

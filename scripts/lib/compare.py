@@ -1,13 +1,15 @@
 """Compares gpurelay results, NEW against BASE, telling a change from the noise between launches.
 
-usage: scripts/compare BASE... -- NEW... [--threshold PCT] [--gate-phases]
-       scripts/compare BASE NEW [--threshold PCT] [--gate-phases]
+usage: scripts/compare BASE... -- NEW... [--threshold PCT] [--gate-phases] [--across KEYS]
+       scripts/compare BASE NEW [--threshold PCT] [--gate-phases] [--across KEYS]
 
 Each side is one or more JSON summaries (--summary-json) or results CSVs (--results-csv); every
 launch is one sample: a file per launch, or a CSV row per launch (a CSV written by
 scripts/sweep --repeat N holds N rows of each configuration, so it counts as N). A summary of
 several sizes (one launch of --elements S1,S2,...: its "cases") gives one sample of each size;
-cases are matched by size, CSV rows by their configuration columns.
+cases are matched by size, CSV rows by their configuration columns. --across KEY[,KEY...]
+names the keys the comparison is about (e.g. --across depth: depth 1 against depth 2): the
+sides may differ in them, as two versions of the code may; every other key must match.
 
 Every pass is compared (with overlap = compare: overlap off and overlap on; a CSV row holds the
 on pass's figures and the off pass's time per step). Per figure it prints the median of each
@@ -174,15 +176,16 @@ def csv_row_samples(row):
     return samples
 
 
-def json_configuration(summary):
+def json_configuration(summary, across=()):
     config = {k: v for k, v in (summary.get("config") or {}).items()
-              if k not in NOT_CONFIGURATION and not k.startswith(DEBUG_PREFIX)}
+              if k not in NOT_CONFIGURATION and k not in across
+              and not k.startswith(DEBUG_PREFIX)}
     config["world_size"] = summary.get("world_size")
     return config
 
 
-def check_configurations(first, first_name, other, other_name):
-    a, b = json_configuration(first), json_configuration(other)
+def check_configurations(first, first_name, other, other_name, across=()):
+    a, b = json_configuration(first, across), json_configuration(other, across)
     differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
     if differ:
         k = differ[0]
@@ -195,7 +198,7 @@ def add_sample(groups, label, pass_name, sample):
     groups.setdefault(label, {}).setdefault(pass_name, []).append(sample)
 
 
-def json_groups(sides):
+def json_groups(sides, across=()):
     """[{case label: {pass: [Sample]}}] per side, from [(side name, [(path, cases)])]: cases
     matched by size, every case of a size of the same configuration as the first one seen."""
     sizes = [{(c.get("config") or {}).get("elements") for _, cases in files for c in cases}
@@ -215,9 +218,13 @@ def json_groups(sides):
                 seen.add(size)
                 label = f"elements={size}" if by_size else ""
                 where = side if len(files) == 1 else f"{side} ({path})"
+                # Within a side every key matches; between the sides all but --across.
+                if (side, label) in first_seen:
+                    check_configurations(*first_seen[side, label], case, where)
                 if label in first_seen:
-                    check_configurations(*first_seen[label], case, where)
+                    check_configurations(*first_seen[label], case, where, across)
                 first_seen.setdefault(label, (case, where))
+                first_seen.setdefault((side, label), (case, where))
                 for p in case["passes"]:
                     add_sample(groups, label, PASS_NAMES.get(p.get("overlap"), "main pass"),
                                json_pass_sample(p))
@@ -227,11 +234,11 @@ def json_groups(sides):
     return result
 
 
-def csv_groups(sides):
+def csv_groups(sides, across=()):
     """As json_groups, for results CSVs: rows matched by the configuration columns that every
     file has; each row is one launch."""
     headers = [h for _, files in sides for _, (h, _) in files]
-    keys = [k for k in CSV_CONFIGURATION if all(k in h for h in headers)]
+    keys = [k for k in CSV_CONFIGURATION if k not in across and all(k in h for h in headers)]
     labels = {}
     result = []
     for side, files in sides:
@@ -386,7 +393,7 @@ def split_sides(inputs):
     return inputs[:1], inputs[1:]
 
 
-def read_sides(base_paths, new_paths):
+def read_sides(base_paths, new_paths, across=()):
     sides = []
     kinds = set()
     for name, paths in (("BASE", base_paths), ("NEW", new_paths)):
@@ -399,7 +406,7 @@ def read_sides(base_paths, new_paths):
             kinds.add(kind)
             files.append((path, content))
         sides.append((name, files))
-    return (json_groups if kinds == {"json"} else csv_groups)(sides)
+    return (json_groups if kinds == {"json"} else csv_groups)(sides, across)
 
 
 # Stands for the "--" between the sides while argparse reads the options (a path cannot hold
@@ -410,7 +417,8 @@ SEPARATOR = "\0--"
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="scripts/compare", description=__doc__,
-        usage="%(prog)s BASE... -- NEW... [--threshold PCT] [--gate-phases]  (or BASE NEW)",
+        usage="%(prog)s BASE... -- NEW... [--threshold PCT] [--gate-phases] [--across KEYS]"
+              "  (or BASE NEW)",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("inputs", nargs="+", metavar="FILE",
                         help="BASE NEW, or BASE... -- NEW...: JSON summaries or results CSVs")
@@ -418,6 +426,9 @@ def parse_args(argv):
                         help="how much worse (percent) a gating figure may be (default: 5)")
     parser.add_argument("--gate-phases", action="store_true",
                         help="the phases' medians and p99s gate the verdict too")
+    parser.add_argument("--across", default="", metavar="KEYS",
+                        help="comma-separated config keys the sides may differ in (what is "
+                             "being compared, e.g. depth)")
     # "--" ends argparse's options; here it separates the sides, so it is kept as a value.
     return parser.parse_intermixed_args([SEPARATOR if a == "--" else a for a in argv])
 
@@ -429,7 +440,8 @@ def main(argv):
         return 2
     try:
         base_paths, new_paths = split_sides(opts.inputs)
-        base, new = read_sides(base_paths, new_paths)
+        across = {k.strip() for k in opts.across.split(",") if k.strip()}
+        base, new = read_sides(base_paths, new_paths, across)
         lines, failed, passes, counts = compare_groups(base, new, opts)
     except Mismatch as e:
         print(f"compare: {e}", file=sys.stderr)

@@ -8,7 +8,7 @@ each under a hard bound, and counts the launches that hang. The cases, each a co
              kill   one rank SIGKILLed at a random moment: a non-zero exit
              stuck  a step that never finishes (C made endless): exit 4, a line naming the wait
              term   every rank SIGTERMed at a random moment: exit 143 (0 if the run was already
-                    in its last step), then --resume: exit 0
+                    in its last step), then --resume (timeout_s --resume-timeout-s): exit 0
   transport  ipc, ipc-sm (ipc_engine = sm), mpi
   flush      flush_every 0, 1 or 5
   overlap    on, compare
@@ -113,6 +113,10 @@ def parse_args(argv):
     parser.add_argument("--resume-bound", type=positive(float), default=180.0,
                         help="seconds a --resume may take, set-up and the rest of the steps "
                              "(default 180)")
+    parser.add_argument("--resume-timeout-s", type=positive(float), default=30.0,
+                        help="gpurelay's timeout_s for the --resume after SIGTERM (default 30): "
+                             "no fault comes there, so it only has to outlast a peer starved "
+                             "of a core")
     parser.add_argument("--spread", type=float, default=2.0,
                         help="the fault comes 0 to SPREAD s into the steps (default 2)")
     parser.add_argument("--seed", type=int, default=None, help="shuffles the cases (default: time)")
@@ -328,7 +332,9 @@ def run_case(case, opts):
                          case.fault in ("stop", "stuck"))
         if case.fault != "term" or outcome.verdict != "ok" or launch.proc.returncode != 143:
             return outcome
-        resumed = Launch(opts, args + ["--resume"], tmp, "resume")
+        at = args.index("--timeout-s") + 1
+        resume_args = args[:at] + [str(opts.resume_timeout_s)] + args[at + 1:] + ["--resume"]
+        resumed = Launch(opts, resume_args, tmp, "resume")
         resumed.fault_at = time.monotonic()
         # The set-up and the rest of the steps (up to 120 per pass), on a loaded machine.
         return end_of(resumed, opts, case, resumed.fault_at + opts.resume_bound, (0,), False)

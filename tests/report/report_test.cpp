@@ -527,6 +527,25 @@ TEST(ReportTrust, OnePerfectOverlapFigureAndAWaitingTransferHasNoBandwidth) {
     EXPECT_FALSE(has(report, "waiting, not moving")) << report;
 }
 
+// Ranks bound to a core each (mpirun's default binding): the host's cores are the union of
+// theirs, not the most any one of them may use.
+TEST(ReportTrust, HostCoresAreTheRanksUnion) {
+    if (world_rank() != 0) return;
+    RunSummary s = contradicting_summary();
+    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+        s.ranks[r].cores = std::to_string(r);
+        s.ranks[r].core_count = 1;
+    }
+    std::vector<HostLoad> loads = oversubscribed_hosts(s);
+    ASSERT_EQ(loads.size(), 1u);
+    EXPECT_EQ(loads[0].cores, static_cast<int>(s.ranks.size()));
+    // Both ranks on the same core: one core.
+    for (RankInfo& r : s.ranks) r.cores = "1";
+    loads = oversubscribed_hosts(s);
+    ASSERT_EQ(loads.size(), 1u);
+    EXPECT_EQ(loads[0].cores, 1);
+}
+
 TEST(ReportTrust, StabilityAndPlacementLines) {
     if (world_rank() != 0) return;
     RunSummary s = contradicting_summary();

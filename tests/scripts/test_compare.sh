@@ -38,12 +38,12 @@ expect() {
     echo "compare $*: exit $code ok"
 }
 
-# summary NAME TIME_PER_STEP B_P99 GBPS [ELEMENTS [B_MEDIAN]]: a JSON summary of two passes, both
-# compared (the off pass the same in every file).
+# summary NAME TIME_PER_STEP B_P99 GBPS [ELEMENTS [B_MEDIAN [DEPTH]]]: a JSON summary of two
+# passes, both compared (the off pass the same in every file).
 summary() {
     cat >"$tmp/$1" <<JSON
 {"schema_version": 2, "world_size": 2,
- "config": {"elements": ${5:-1024}, "depth": 2, "output": "/tmp/$1.h5", "tag": "$1"},
+ "config": {"elements": ${5:-1024}, "depth": ${7:-2}, "output": "/tmp/$1.h5", "tag": "$1"},
  "passes": [
   {"overlap": false, "time_per_step_ms": 99.0, "transfer_gbps": 0.01,
    "phases_ms": {"b": {"median": 50.0, "p99": 90.0}}},
@@ -70,6 +70,14 @@ expect 1 "b_ms_p99 (overlap on)" "$tmp/base.json" "$tmp/tail.json" --gate-phases
 expect 1 "transfer_gbps      higher" "$tmp/base.json" "$tmp/narrower.json"
 expect 0 "better by 9.1%" "$tmp/slower.json" "$tmp/base.json"
 expect 2 "elements = 1024 in BASE, 2048 in NEW" "$tmp/base.json" "$tmp/other.json"
+# What is compared may differ (--across), and only that: depth 1 against depth 2.
+summary depth1.json 1.10 0.80 10.0 1024 0.5 1
+expect 2 "different configurations: depth = 2 in BASE, 1 in NEW" "$tmp/base.json" "$tmp/depth1.json"
+expect 1 "WORSE by 10.0%" "$tmp/base.json" "$tmp/depth1.json" --across depth
+expect 2 "different configurations: elements = 1024 in BASE, 2048 in NEW" \
+    "$tmp/base.json" "$tmp/other.json" --across depth
+expect 2 "different configurations: depth = 1 in NEW" \
+    "$tmp/base.json" "$tmp/same.json" -- "$tmp/depth1.json" "$tmp/slower.json" --across depth
 
 # sizes NAME CASE... : a multi-size summary (one launch of --elements S1,S2,...) of the cases,
 # each the summary of one size.

@@ -183,7 +183,7 @@ PY
 
 echo "== the README's example sweep (on a CPU deck): all three figures it shows"
 # README: scripts/sweep --deck inputs/overlap-study.toml --csv outputs/study.csv \
-#             np=2,4 elements=1Mi,16Mi overlap=on,off c_iterations=16,64
+#             np=2,4 elements=64Ki,1Mi overlap=on,off c_iterations=4,16 c_elements=1Mi
 sed -e 's/^overlap = .*/overlap = "on"/' "$tmp/deck.toml" >"$tmp/study.toml"
 "$root/scripts/sweep" --deck "$tmp/study.toml" --csv "$tmp/study.csv" --binary "$binary" \
     --out-dir "$tmp/study-sweep" np=2,4 elements=1Ki,4Ki overlap=on,off c_iterations=1,2 \
