@@ -54,6 +54,9 @@ class StepSchedule {
     void producer_step(std::int64_t s, StepArg step);
     template <typename T>
     void consumer_step(std::int64_t s, StepArg step);
+    const void* receive(std::int64_t s, std::size_t k, Stream& stream);
+    // The stream a receive placed `at` is queued on (null on a rank that consumes nothing).
+    Stream* receive_stream(ReceivePlacement at) const;
     std::size_t slot_of(std::int64_t s) const { return static_cast<std::size_t>(s) % depth_; }
     Counter* counts_of(std::int64_t s);
     void measure_transfer(std::int64_t s, PassResult& result, MPI_Comm comm);
