@@ -39,51 +39,34 @@ std::string utc_timestamp() {
     return text;
 }
 
-Attributes root_attributes(const Setup& setup, const std::vector<std::string>& hosts,
-                           const std::vector<std::string>& gpus,
-                           const std::vector<Placement>& placements) {
-    Attributes attrs;
-    const Config& config = setup.config;
-    for (const auto& key : config_keys()) {
-        const std::string text = config_value_toml(config, key.name);
-        if (key.name == "elements") {  // one type whatever the number of sizes: a 1-D array
-            const std::vector<std::uint64_t> sizes = config.size_list();
-            attrs.emplace_back("elements", std::vector<std::int64_t>(sizes.begin(), sizes.end()));
-            continue;
-        }
-        if (text.size() >= 2 && text.front() == '"') {
-            attrs.emplace_back(std::string(key.name), text.substr(1, text.size() - 2));
-            continue;
-        }
-        if (text == "true" || text == "false") {  // a boolean key, typed as h5py reads one
-            attrs.emplace_back(std::string(key.name), text == "true");
-            continue;
-        }
-        char* end = nullptr;
-        const long long integer = std::strtoll(text.c_str(), &end, 10);
-        if (end != nullptr && *end == '\0' && !text.empty()) {
-            attrs.emplace_back(std::string(key.name), static_cast<std::int64_t>(integer));
-            continue;
-        }
-        const double real = std::strtod(text.c_str(), &end);
-        if (end != nullptr && *end == '\0' && !text.empty()) {
-            attrs.emplace_back(std::string(key.name), real);
-        } else {
-            attrs.emplace_back(std::string(key.name), text);
-        }
+namespace {
+
+// One resolved key as a typed attribute: a TOML string as text, true or false as a boolean (as
+// h5py reads one), a whole number as int64, any other number as a double, and `elements` always a
+// 1-D int64 array of the sizes, whatever their number.
+std::pair<std::string, AttributeValue> key_attribute(const Config& config, std::string_view key) {
+    const std::string name(key);
+    if (key == "elements") {
+        const std::vector<std::uint64_t> sizes = config.size_list();
+        return {name, std::vector<std::int64_t>(sizes.begin(), sizes.end())};
     }
-    attrs.emplace_back("config_toml", config_to_toml(config));
-    attrs.emplace_back("gpurelay_version", std::string(kVersion));
-    attrs.emplace_back("git_hash", std::string(kGitHash));
-    attrs.emplace_back("cuda_version", cuda_version_string());
-    attrs.emplace_back("nccl_version", nccl_version_string());
-    attrs.emplace_back("mpi_version", mpi_version_string());
-    attrs.emplace_back("hdf5_version", hdf5_version());
-    attrs.emplace_back("backend",
-                       std::string(setup.device->backend() == Backend::cuda ? "cuda" : "cpu"));
-    attrs.emplace_back("transport_used", setup.transport->name());
-    attrs.emplace_back("world_size", static_cast<std::int64_t>(hosts.size()));
-    attrs.emplace_back("pair_count", static_cast<std::int64_t>(setup.placement.pairs));
+    const std::string text = config_value_toml(config, key);
+    if (text.size() >= 2 && text.front() == '"') return {name, text.substr(1, text.size() - 2)};
+    if (text == "true" || text == "false") return {name, text == "true"};
+    char* end = nullptr;
+    const long long integer = std::strtoll(text.c_str(), &end, 10);
+    if (end != nullptr && *end == '\0' && !text.empty()) {
+        return {name, static_cast<std::int64_t>(integer)};
+    }
+    const double real = std::strtod(text.c_str(), &end);
+    if (end != nullptr && *end == '\0' && !text.empty()) return {name, real};
+    return {name, text};
+}
+
+// Every rank's host, device and placement, each a list in rank order.
+void add_rank_lists(Attributes& attrs, const std::vector<std::string>& hosts,
+                    const std::vector<std::string>& gpus,
+                    const std::vector<Placement>& placements) {
     std::string host_list, gpu_list;
     for (std::size_t r = 0; r < hosts.size(); ++r) {
         host_list += (r ? "," : "") + hosts[r];
@@ -101,6 +84,29 @@ Attributes root_attributes(const Setup& setup, const std::vector<std::string>& h
     attrs.emplace_back("rank_cores", cores);
     attrs.emplace_back("rank_core_numa", core_numa);
     attrs.emplace_back("rank_gpu_numa", gpu_numa);
+}
+
+}  // namespace
+
+Attributes root_attributes(const Setup& setup, const std::vector<std::string>& hosts,
+                           const std::vector<std::string>& gpus,
+                           const std::vector<Placement>& placements) {
+    Attributes attrs;
+    const Config& config = setup.config;
+    for (const auto& key : config_keys()) attrs.push_back(key_attribute(config, key.name));
+    attrs.emplace_back("config_toml", config_to_toml(config));
+    attrs.emplace_back("gpurelay_version", std::string(kVersion));
+    attrs.emplace_back("git_hash", std::string(kGitHash));
+    attrs.emplace_back("cuda_version", cuda_version_string());
+    attrs.emplace_back("nccl_version", nccl_version_string());
+    attrs.emplace_back("mpi_version", mpi_version_string());
+    attrs.emplace_back("hdf5_version", hdf5_version());
+    attrs.emplace_back("backend",
+                       std::string(setup.device->backend() == Backend::cuda ? "cuda" : "cpu"));
+    attrs.emplace_back("transport_used", setup.transport->name());
+    attrs.emplace_back("world_size", static_cast<std::int64_t>(hosts.size()));
+    attrs.emplace_back("pair_count", static_cast<std::int64_t>(setup.placement.pairs));
+    add_rank_lists(attrs, hosts, gpus, placements);
     attrs.emplace_back("started_utc", utc_timestamp());
     // false until the close of a complete, verified run sets it: a reader of a .partial file
     // finds it too (and a resumed run starts from false again).
@@ -249,94 +255,129 @@ void add_spread(Attributes& timings, const double (*spread)[4], std::int64_t slo
     timings.emplace_back("pairs", std::string(pairs));
 }
 
+// A field of the pass's summary, as the file names it.
+template <typename T>
+struct PassField {
+    const char* name;
+    T PassSummary::*field;
+};
+// The pass's own figures and counts, in their order in /timings/PASS.
+constexpr PassField<double> kPassReals[] = {{"time_per_step_ms", &PassSummary::time_per_step_ms},
+                                            {"steps_per_s", &PassSummary::steps_per_s},
+                                            {"transfer_ms", &PassSummary::transfer_ms},
+                                            {"transfer_gbps", &PassSummary::transfer_gbps},
+                                            {"aggregate_gbps", &PassSummary::aggregate_gbps},
+                                            {"a_gbps", &PassSummary::a_gbps},
+                                            {"b_gbps", &PassSummary::b_gbps},
+                                            {"c_giter_per_s", &PassSummary::c_giter_per_s},
+                                            {"cold_step_ms", &PassSummary::cold_step_ms},
+                                            {"step_model_ms", &PassSummary::step_bound_ms}};
+constexpr PassField<std::int64_t> kPassCounts[] = {
+    {"timed_steps", &PassSummary::timed_steps},
+    {"timed_from_step", &PassSummary::timed_from},
+    {"phase_timed_steps", &PassSummary::phase_timed_steps}};
+// /verification/PASS: the mismatches first (the verdict is their sum being 0), then the checks.
+constexpr PassField<std::uint64_t> kVerificationCounts[] = {
+    {"x_mismatches", &PassSummary::x_mismatches},
+    {"c_mismatches", &PassSummary::c_mismatches},
+    {"spot_mismatches", &PassSummary::spot_mismatches},
+    {"x_checked", &PassSummary::x_checked},
+    {"c_checked", &PassSummary::c_checked},
+    {"spot_checked", &PassSummary::spot_checked}};
+constexpr std::size_t kMismatchCounts = 3;
+
+constexpr int kTiming = 32, kLists = 512;
+// One pass's attributes as bytes, so that rank 0's travel to every rank in one broadcast.
+struct Figures {
+    double judged[kPassFigureCount];
+    std::int8_t flags[kPassFlagCount];
+    std::int8_t clocks_measured, overlap;
+    char clock_slowdowns[kLists / 2], attribution_why_not[kLists];
+    double reals[std::size(kPassReals)];
+    std::int64_t counts[std::size(kPassCounts)];
+    std::int64_t checks[std::size(kVerificationCounts)];
+    char timing[kTiming];
+    // Each timed phase's p50, p90, p99 and cv; the slow steps; the pairs as text.
+    double spread[kPhaseCount][4];
+    std::int64_t slow_steps;
+    char slow_step_numbers[kTiming], pairs[kLists];
+};
+static_assert(std::is_trivially_copyable_v<Figures>, "Figures travel as bytes");
+
+Figures figures_of(const RunSummary& summary, const PassSummary& p) {
+    Figures f{};
+    f.clocks_measured = static_cast<std::int8_t>(p.clocks_measured ? 1 : 0);
+    f.overlap = static_cast<std::int8_t>(p.overlap ? 1 : 0);
+    for (std::size_t i = 0; i < std::size(kPassReals); ++i) f.reals[i] = p.*kPassReals[i].field;
+    for (std::size_t i = 0; i < std::size(kPassCounts); ++i) f.counts[i] = p.*kPassCounts[i].field;
+    for (std::size_t i = 0; i < std::size(kVerificationCounts); ++i) {
+        f.checks[i] = static_cast<std::int64_t>(p.*kVerificationCounts[i].field);
+    }
+    p.timing.copy(f.timing, kTiming - 1);
+    fill_spread(p, f.spread, f.slow_steps);
+    list_text(p.slow_step_numbers).copy(f.slow_step_numbers, kTiming - 1);
+    pairs_text(p).copy(f.pairs, kLists - 1);
+    for (std::size_t i = 0; i < kPassFigureCount; ++i)
+        f.judged[i] = kPassFigures[i].value(summary, p);
+    for (std::size_t i = 0; i < kPassFlagCount; ++i)
+        f.flags[i] = static_cast<std::int8_t>(kPassFlags[i].value(summary, p));
+    clock_slowdown_names(p.clock_reasons).copy(f.clock_slowdowns, kLists / 2 - 1);
+    attribution_of(summary, p).why_not.copy(f.attribution_why_not, kLists - 1);
+    return f;
+}
+
+// /timings/PASS: the pass's figures, counts, timing and spread, then the judged figures and flags
+// that apply to it.
+Attributes timing_attributes(const Figures& f) {
+    Attributes timings;
+    for (std::size_t i = 0; i < std::size(kPassReals); ++i) {
+        timings.emplace_back(kPassReals[i].name, f.reals[i]);
+    }
+    for (std::size_t i = 0; i < std::size(kPassCounts); ++i) {
+        timings.emplace_back(kPassCounts[i].name, f.counts[i]);
+    }
+    timings.emplace_back("timing", std::string(f.timing));
+    add_spread(timings, f.spread, f.slow_steps, f.slow_step_numbers, f.pairs);
+    for (std::size_t j = 0; j < kPassFigureCount; ++j) {
+        if (!std::isnan(f.judged[j])) timings.emplace_back(kPassFigures[j].name, f.judged[j]);
+    }
+    for (std::size_t j = 0; j < kPassFlagCount; ++j) {
+        if (f.flags[j] >= 0) timings.emplace_back(kPassFlags[j].name, f.flags[j] == 1);
+    }
+    if (f.clocks_measured == 1)
+        timings.emplace_back("clock_slowdowns", std::string(f.clock_slowdowns));
+    if (f.attribution_why_not[0] != '\0') {
+        timings.emplace_back("overlap_attribution_why_not", std::string(f.attribution_why_not));
+    }
+    return timings;
+}
+
+Attributes verification_attributes(const Figures& f) {
+    Attributes verification;
+    std::int64_t mismatches = 0;
+    for (std::size_t i = 0; i < std::size(kVerificationCounts); ++i) {
+        verification.emplace_back(kVerificationCounts[i].name, f.checks[i]);
+        if (i < kMismatchCounts) mismatches += f.checks[i];
+    }
+    verification.emplace_back("verified", mismatches == 0);
+    return verification;
+}
+
 }  // namespace
 
 GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary,
                                 const std::string& group) {
     // The figures are rank 0's; every rank writes the same attribute metadata, so they travel.
-    constexpr int kReals = 10, kCounts = 10, kTiming = 32, kLists = 512;
-    struct Figures {
-        double judged[kPassFigureCount];
-        std::int8_t flags[kPassFlagCount];
-        std::int8_t clocks_measured;
-        char clock_slowdowns[kLists / 2], attribution_why_not[kLists];
-        double reals[kReals];
-        std::int64_t counts[kCounts];
-        char timing[kTiming];
-        // Each timed phase's p50, p90, p99 and cv; the slow steps; the pairs as text.
-        double spread[kPhaseCount][4];
-        std::int64_t slow_steps;
-        char slow_step_numbers[kTiming], pairs[kLists];
-    };
-    static_assert(std::is_trivially_copyable_v<Figures>, "Figures travel as bytes");
-    std::vector<Figures> figures(summary.passes.size());
-    for (std::size_t i = 0; i < figures.size(); ++i) {
-        const PassSummary& p = summary.passes[i];
-        figures[i] = {
-            {},
-            {},
-            static_cast<std::int8_t>(p.clocks_measured ? 1 : 0),
-            {},
-            {},
-            {p.time_per_step_ms, p.steps_per_s, p.transfer_ms, p.transfer_gbps, p.aggregate_gbps,
-             p.a_gbps, p.b_gbps, p.c_giter_per_s, p.cold_step_ms, p.step_bound_ms},
-            {p.overlap ? 1 : 0, p.timed_steps, p.timed_from, p.phase_timed_steps,
-             static_cast<std::int64_t>(p.x_mismatches), static_cast<std::int64_t>(p.c_mismatches),
-             static_cast<std::int64_t>(p.spot_mismatches), static_cast<std::int64_t>(p.x_checked),
-             static_cast<std::int64_t>(p.c_checked), static_cast<std::int64_t>(p.spot_checked)},
-            {},
-            {},
-            0,
-            {},
-            {}};
-        p.timing.copy(figures[i].timing, kTiming - 1);
-        fill_spread(p, figures[i].spread, figures[i].slow_steps);
-        list_text(p.slow_step_numbers).copy(figures[i].slow_step_numbers, kTiming - 1);
-        pairs_text(p).copy(figures[i].pairs, kLists - 1);
-        for (std::size_t f = 0; f < kPassFigureCount; ++f)
-            figures[i].judged[f] = kPassFigures[f].value(summary, p);
-        for (std::size_t f = 0; f < kPassFlagCount; ++f)
-            figures[i].flags[f] = static_cast<std::int8_t>(kPassFlags[f].value(summary, p));
-        clock_slowdown_names(p.clock_reasons).copy(figures[i].clock_slowdowns, kLists / 2 - 1);
-        attribution_of(summary, p).why_not.copy(figures[i].attribution_why_not, kLists - 1);
-    }
+    std::vector<Figures> figures;
+    for (const PassSummary& p : summary.passes) figures.push_back(figures_of(summary, p));
     const Deadline bound("the broadcast of a pass's figures for the file");
     MPI_CHECK(MPI_Bcast(figures.data(), static_cast<int>(figures.size() * sizeof(Figures)),
                         MPI_BYTE, 0, comm));
     GroupAttributes groups;
     for (const Figures& f : figures) {
-        const bool overlap = f.counts[0] != 0;
-        const char* const real_names[kReals] = {
-            "time_per_step_ms", "steps_per_s", "transfer_ms",   "transfer_gbps", "aggregate_gbps",
-            "a_gbps",           "b_gbps",      "c_giter_per_s", "cold_step_ms",  "step_model_ms"};
-        Attributes timings;
-        for (int r = 0; r < kReals; ++r) timings.emplace_back(real_names[r], f.reals[r]);
-        timings.emplace_back("timed_steps", f.counts[1]);
-        timings.emplace_back("timed_from_step", f.counts[2]);
-        timings.emplace_back("phase_timed_steps", f.counts[3]);
-        timings.emplace_back("timing", std::string(f.timing));
-        add_spread(timings, f.spread, f.slow_steps, f.slow_step_numbers, f.pairs);
-        for (std::size_t j = 0; j < kPassFigureCount; ++j) {
-            if (!std::isnan(f.judged[j])) timings.emplace_back(kPassFigures[j].name, f.judged[j]);
-        }
-        for (std::size_t j = 0; j < kPassFlagCount; ++j) {
-            if (f.flags[j] >= 0) timings.emplace_back(kPassFlags[j].name, f.flags[j] == 1);
-        }
-        if (f.clocks_measured == 1)
-            timings.emplace_back("clock_slowdowns", std::string(f.clock_slowdowns));
-        if (f.attribution_why_not[0] != '\0') {
-            timings.emplace_back("overlap_attribution_why_not", std::string(f.attribution_why_not));
-        }
-        groups.push_back(
-            {group + "/timings/" + ResultSchema::pass_group(overlap), std::move(timings)});
-        groups.push_back({group + "/verification/" + ResultSchema::pass_group(overlap),
-                          {{"x_mismatches", f.counts[4]},
-                           {"c_mismatches", f.counts[5]},
-                           {"spot_mismatches", f.counts[6]},
-                           {"x_checked", f.counts[7]},
-                           {"c_checked", f.counts[8]},
-                           {"spot_checked", f.counts[9]},
-                           {"verified", f.counts[4] + f.counts[5] + f.counts[6] == 0}}});
+        const std::string pass = ResultSchema::pass_group(f.overlap != 0);
+        groups.push_back({group + "/timings/" + pass, timing_attributes(f)});
+        groups.push_back({group + "/verification/" + pass, verification_attributes(f)});
     }
     // A relay's figures, as the JSON's pass has them, beside each pass's timings.
     for (std::size_t i = 0; i < summary.passes.size(); ++i) {

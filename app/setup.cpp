@@ -26,13 +26,7 @@
 namespace gpurelay {
 namespace {
 
-int world_rank() {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    return rank;
-}
-
-std::unique_ptr<Device> open_device(const Config& config, int local_rank) {
+std::unique_ptr<Device> open_device(const Config& config, int rank, int local_rank) {
     const int visible = cuda_device_count();
     const bool want_cuda = config.device == DeviceKind::cuda ||
                            (config.device == DeviceKind::auto_select && visible > 0);
@@ -43,7 +37,7 @@ std::unique_ptr<Device> open_device(const Config& config, int local_rank) {
     if (visible == 0) {
         const char* mask = std::getenv("CUDA_VISIBLE_DEVICES");
         throw usage_error(
-            "device = \"cuda\" but no GPU is visible to rank " + std::to_string(world_rank()) +
+            "device = \"cuda\" but no GPU is visible to rank " + std::to_string(rank) +
             (mask ? std::string(" (CUDA_VISIBLE_DEVICES=") + mask + ")" : std::string()) +
             "; use device = \"cpu\" for the CPU path");
     }
@@ -335,7 +329,7 @@ Setup set_up(const MpiSession& mpi, const Config& config) {
     setup.config = config;
     agree(MPI_COMM_WORLD, [&] { setup.placement = place_ranks(config, rank, size); });
     agree(MPI_COMM_WORLD, [&] {
-        setup.device = open_device(config, mpi.local_rank());
+        setup.device = open_device(config, rank, mpi.local_rank());
         setup.device_info = setup.device->info();
     });
     check_same_path(setup, size);

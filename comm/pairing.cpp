@@ -96,17 +96,6 @@ PairPlacement relay_link(bool outbound) {
     return link;
 }
 
-PairPlacement relay_hop(int hop, int group_size) {
-    PairPlacement p;
-    const int hops = group_size - 1;
-    p.group_size = group_size;
-    p.group = hop / hops;
-    p.pair = hop;
-    p.producer = p.group * group_size + hop % hops;
-    p.consumer = p.producer + 1;
-    return p;
-}
-
 double bus_factor(Collective op, int ranks) {
     if (op == Collective::broadcast) return 1.0;
     return 2.0 * (ranks - 1) / ranks;

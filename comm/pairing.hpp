@@ -55,9 +55,6 @@ PairPlacement place_relay(int world_rank, int world_size, int group_size);
 // communicator of just the link's two ranks: the sender is rank 0, the receiver rank 1).
 inline int relay_stage(const PairPlacement& p) { return p.group_rank; }
 PairPlacement relay_link(bool outbound);
-// Hop `hop` of a relay through groups of `group_size` ranks (hops numbered group by group, as
-// the receiving stages are): its sender's and receiver's world ranks.
-PairPlacement relay_hop(int hop, int group_size);
 
 // nccl-tests' bus bandwidth factor of `op` over `ranks` ranks: 1 for a broadcast, 2(n-1)/n for
 // an all-reduce (busbw = algbw x this).

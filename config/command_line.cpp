@@ -68,14 +68,15 @@ Error unexpected_argument(const std::string& argument) {
     return usage_error(message);
 }
 
-}  // namespace
+// The options gpurelay takes: its own, and one per deck key.
+struct Options {
+    CLI::Option* input = nullptr;
+    CLI::Option* print_config = nullptr;
+    CLI::Option* version = nullptr;
+    std::vector<std::pair<const CLI::Option*, std::string_view>> keys;  // and each one's key
+};
 
-CommandLine parse_command_line(int argc, const char* const* argv) {
-    CommandLine result;
-    CLI::App app(
-        "gpurelay: a GPU relay mini-app that times a ring of tensor exchanges between "
-        "MPI ranks, overlapped with compute, and checks every result.",
-        "gpurelay");
+Options add_options(CLI::App& app) {
     app.set_help_flag("-h,--help", "print this help and exit");
     app.footer(
         "Every key of the input deck is also a flag: key foo_bar is --foo-bar VALUE, and flags "
@@ -86,16 +87,14 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     app.allow_extras();
     // Every option keeps all its occurrences; a repeat is reported below, by name.
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-
-    CLI::Option* input = app.add_option("--input")
-                             ->description("input deck (TOML); flags override its keys")
-                             ->option_text("DECK");
-    CLI::Option* print_config =
+    Options options;
+    options.input = app.add_option("--input")
+                        ->description("input deck (TOML); flags override its keys")
+                        ->option_text("DECK");
+    options.print_config =
         app.add_flag("--print-config")->description("print the resolved deck as TOML and exit");
-    CLI::Option* version = app.add_flag("--version")->description("print the version and exit");
-
+    options.version = app.add_flag("--version")->description("print the version and exit");
     const Config defaults;
-    std::vector<std::pair<const CLI::Option*, std::string_view>> key_options;
     for (const ConfigKey& key : config_keys()) {
         const std::string default_text = config_value_text(defaults, key.name);
         CLI::Option* option =
@@ -108,33 +107,26 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
             // left out, so a bare --overwrite reads as "true".
             option->expected(0, 1)->default_str("true");
         }
-        key_options.emplace_back(option, key.name);
+        options.keys.emplace_back(option, key.name);
     }
+    return options;
+}
 
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::CallForHelp&) {
-        result.show_help = true;
-        result.help_text = app.help();
-        return result;
-    } catch (const CLI::ArgumentMismatch& e) {
-        // CLI11 says "--depth: 1 required <type> missing"; say it in words.
-        const std::string message = e.what();
-        const std::size_t colon = message.find(':');
-        if (message.starts_with("--") && colon != std::string::npos &&
-            message.ends_with("missing")) {
-            throw usage_error("option " + message.substr(0, colon) + " needs a value");
-        }
-        throw usage_error(message);
-    } catch (const CLI::ParseError& e) {
-        throw usage_error(e.what());
+// CLI11's "--depth: 1 required <type> missing", said in words.
+Error argument_mismatch(const CLI::ArgumentMismatch& e) {
+    const std::string message = e.what();
+    const std::size_t colon = message.find(':');
+    if (message.starts_with("--") && colon != std::string::npos && message.ends_with("missing")) {
+        return usage_error("option " + message.substr(0, colon) + " needs a value");
     }
-    if (version->count() > 0) {
-        result.show_version = true;
-        return result;
-    }
+    return usage_error(message);
+}
+
+// What CLI11 lets through: a flag taken as a key's value, an argument no option took, an option
+// given twice.
+void check_arguments(const CLI::App& app, const Options& options) {
     // CLI11 lets "--depth --steps 5" give --depth the value "--steps", and then finds 5 unused.
-    for (const auto& [option, key] : key_options) {
+    for (const auto& [option, key] : options.keys) {
         if (option->count() > 0 && !option->results().empty() &&
             option->results().front().starts_with("--")) {
             throw usage_error("option " + option->get_name() + " needs a value (got the flag " +
@@ -144,26 +136,51 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     if (const std::vector<std::string> extras = app.remaining(); !extras.empty()) {
         throw unexpected_argument(extras.front());
     }
-    const std::vector<const CLI::Option*> order(app.parse_order().begin(), app.parse_order().end());
-    for (const CLI::Option* option : order) {
+    for (const CLI::Option* option : app.parse_order()) {
         if (option->count() > 1) {
             throw usage_error("option " + option->get_name() + " given more than once");
         }
     }
+}
 
-    result.print_config = print_config->count() > 0;
+}  // namespace
+
+CommandLine parse_command_line(int argc, const char* const* argv) {
+    CommandLine result;
+    CLI::App app(
+        "gpurelay: a GPU relay mini-app that times a ring of tensor exchanges between "
+        "MPI ranks, overlapped with compute, and checks every result.",
+        "gpurelay");
+    const Options options = add_options(app);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        result.show_help = true;
+        result.help_text = app.help();
+        return result;
+    } catch (const CLI::ArgumentMismatch& e) {
+        throw argument_mismatch(e);
+    } catch (const CLI::ParseError& e) {
+        throw usage_error(e.what());
+    }
+    if (options.version->count() > 0) {
+        result.show_version = true;
+        return result;
+    }
+    check_arguments(app, options);
+    result.print_config = options.print_config->count() > 0;
     // The deck first, whatever the position of --input: flags override it.
-    if (input->count() > 0) {
-        result.deck_path = input->results().front();
+    if (options.input->count() > 0) {
+        result.deck_path = options.input->results().front();
         if (result.deck_path.empty()) throw usage_error("--input needs a file name");
         result.config = config_from_toml(read_deck(result.deck_path), result.deck_path);
     }
     // Flags in the order typed, so that the first bad one is the one reported.
-    for (const CLI::Option* option : order) {
+    for (const CLI::Option* option : app.parse_order()) {
         const auto key_option =
-            std::find_if(key_options.begin(), key_options.end(),
+            std::find_if(options.keys.begin(), options.keys.end(),
                          [&](const auto& entry) { return entry.first == option; });
-        if (key_option == key_options.end()) continue;
+        if (key_option == options.keys.end()) continue;
         set_config_value(result.config, key_option->second, option->results().front(),
                          option->get_name());
     }

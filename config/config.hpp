@@ -30,8 +30,20 @@ enum class Timing { auto_select, phases, sampled, steps };
 inline constexpr double kTimingAutoBelowMs = 0.25;
 inline constexpr std::int64_t kTimingAutoEvery = 16;
 
+// The most slots a ring holds (depth).
+inline constexpr std::int64_t kMaxDepth = 64;
+
+// The keys the pipeline takes as the deck gives them: Config holds them, and PipelineSpec takes
+// them whole (pipeline_spec), so such a key is declared here and read where it is used, with no
+// copy of its own on the way.
+struct PipelineKeys {
+    bool blocking = false;
+
+    bool operator==(const PipelineKeys&) const = default;
+};
+
 // One run's settings. Field names are the deck keys; each is also the flag --key-name.
-struct Config {
+struct Config : PipelineKeys {
     DeviceKind device = DeviceKind::auto_select;
     TransportKind transport = TransportKind::auto_select;
     std::uint64_t elements = 1ull << 20;  // per tensor (of a run of several sizes: the first's)
@@ -43,7 +55,6 @@ struct Config {
     std::int64_t warmup = 2;  // first steps left out of the timings (step 0 is the cold step)
     std::int64_t depth = 2;   // slots in the ring
     OverlapMode overlap = OverlapMode::compare;
-    bool blocking = false;
     bool calibrate = true;  // measure the phases' ceilings before the timed steps
     bool graphs = false;    // replay each steady-state step as CUDA graphs (CUDA path, NCCL only)
     std::int64_t graph_steps = 1;  // graphs = true: consecutive steps per graph (1 or k * depth)

@@ -457,6 +457,10 @@ constexpr std::string_view kProfileDoc =
 const std::vector<KeySpec>& key_table() {
     using DK = DeviceKind;
     using TK = TransportKind;
+    // depth's bound as validate_config checks it (kMaxDepth).
+    static const std::string depth_help =
+        "slots in the ring (1.." + std::to_string(kMaxDepth) + ")";
+    static const std::string depth_range = "1 to " + std::to_string(kMaxDepth);
     static const std::vector<KeySpec> table = {
         documented(choice_key("device", "where the kernels run", "auto|cuda|cpu", &Config::device,
                               std::array{DK::auto_select, DK::cuda, DK::cpu}),
@@ -475,8 +479,7 @@ const std::vector<KeySpec>& key_table() {
                    kStepsDoc),
         documented(int_key("warmup", "first steps left out of the timings", &Config::warmup, 0),
                    "0 to steps − 1", kStepsDoc),
-        documented(int_key("depth", "slots in the ring (1..64)", &Config::depth, 1), "1 to 64",
-                   kDepthDoc),
+        documented(int_key("depth", depth_help, &Config::depth, 1), depth_range, kDepthDoc),
         documented(
             choice_key("overlap", "overlap the exchange with compute, or run both and compare",
                        "on|off|compare", &Config::overlap,

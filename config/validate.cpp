@@ -47,18 +47,20 @@ bool is_utf8(std::string_view text) {
     return true;
 }
 
-}  // namespace
+// Throws the usage error `message`: each check below says what it refuses.
+[[noreturn]] void fail(const std::string& message) { throw usage_error(message); }
 
-void validate_config(const Config& c) {
-    const auto fail = [](const std::string& message) { throw usage_error(message); };
+// The counts of steps, slots and elements, and C's size.
+void check_counts(const Config& c) {
     if (c.steps < 1) fail("steps (" + std::to_string(c.steps) + ") must be at least 1");
     if (c.warmup < 0) fail("warmup (" + std::to_string(c.warmup) + ") must not be negative");
     if (c.warmup >= c.steps) {
         fail("warmup (" + std::to_string(c.warmup) + ") must be less than steps (" +
              std::to_string(c.steps) + "): no step would be timed");
     }
-    if (c.depth < 1 || c.depth > 64) {
-        fail("depth (" + std::to_string(c.depth) + ") must be from 1 to 64");
+    if (c.depth < 1 || c.depth > kMaxDepth) {
+        fail("depth (" + std::to_string(c.depth) + ") must be from 1 to " +
+             std::to_string(kMaxDepth));
     }
     // The kernels index with 32-bit unsigned integers.
     for (const std::uint64_t elements : c.size_list()) {
@@ -75,6 +77,10 @@ void validate_config(const Config& c) {
         // Kernel C counts its iterations in 32 bits.
         fail("c_iterations (" + std::to_string(c.c_iterations) + ") must be from 0 to 4294967295");
     }
+}
+
+// alpha, in the tensor's type.
+void check_alpha(const Config& c) {
     if (!std::isfinite(c.alpha)) fail("alpha (" + format_real(c.alpha) + ") must be finite");
     // B computes in the tensor's type: a float32 alpha must be a normal float32 (or 0), so it is
     // neither infinite nor flushed to 0 there; alpha x x then stays finite, as 0 <= x < 1.
@@ -86,9 +92,10 @@ void validate_config(const Config& c) {
              ") is outside float32's range: with dtype = \"float32\" its magnitude must be 0 or "
              "from 1.17549e-38 to 3.40282e+38");
     }
-    if (c.chunk < 4096) {
-        fail("chunk (" + std::to_string(c.chunk) + ") must be at least 4096 bytes");
-    }
+}
+
+// The K of every:K and sampled:K, and the graphs' length against depth and what is written.
+void check_modes(const Config& c) {
     if (c.write == WriteMode::every && c.write_every < 1) {
         fail("write (every:" + std::to_string(c.write_every) + ") needs K of every:K >= 1");
     }
@@ -116,16 +123,10 @@ void validate_config(const Config& c) {
     if (c.flush_every < 0) {
         fail("flush_every (" + std::to_string(c.flush_every) + ") must not be negative");
     }
-    // Waits count milliseconds: below 1 ms a timeout would be 0, and above a year it means none
-    // (and far above, the count overflows).
-    if (!(c.timeout_s >= kMinTimeoutSeconds && c.timeout_s <= kMaxTimeoutSeconds)) {
-        fail("timeout_s (" + format_real(c.timeout_s) + ") must be between " +
-             format_real(kMinTimeoutSeconds) + " and " + format_real(kMaxTimeoutSeconds) +
-             " seconds");
-    }
-    // What the transport table refuses from the deck alone; what auto picks is checked again
-    // where the ranks know their path, nodes and GPUs (set-up).
-    choose_transport(c, facts_from_config(c));
+}
+
+// The pattern's groups against pairing, group_size and graphs.
+void check_pattern(const Config& c) {
     if (c.pattern == Pattern::pairs && c.group_size != 0) {
         fail("group_size (" + std::to_string(c.group_size) +
              ") is for pattern = \"broadcast\", \"allreduce\" or \"relay\"; pairs form no "
@@ -145,6 +146,10 @@ void validate_config(const Config& c) {
             fail(pattern + " runs eagerly: graphs = true is for pattern = \"pairs\" or \"relay\"");
         }
     }
+}
+
+// The texts that travel as TOML and land in the CSV and the report.
+void check_texts(const Config& c) {
     if (c.output.empty()) fail("output must not be empty: it names the HDF5 result file");
     for (const auto& [key, text] : {std::pair<const char*, const std::string&>{"output", c.output},
                                     {"summary_json", c.summary_json},
@@ -157,6 +162,29 @@ void validate_config(const Config& c) {
                     [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F; })) {
         fail("tag must not hold control characters (a line break would split its CSV row)");
     }
+}
+
+}  // namespace
+
+void validate_config(const Config& c) {
+    check_counts(c);
+    check_alpha(c);
+    if (c.chunk < 4096) {
+        fail("chunk (" + std::to_string(c.chunk) + ") must be at least 4096 bytes");
+    }
+    check_modes(c);
+    // Waits count milliseconds: below 1 ms a timeout would be 0, and above a year it means none
+    // (and far above, the count overflows).
+    if (!(c.timeout_s >= kMinTimeoutSeconds && c.timeout_s <= kMaxTimeoutSeconds)) {
+        fail("timeout_s (" + format_real(c.timeout_s) + ") must be between " +
+             format_real(kMinTimeoutSeconds) + " and " + format_real(kMaxTimeoutSeconds) +
+             " seconds");
+    }
+    // What the transport table refuses from the deck alone; what auto picks is checked again
+    // where the ranks know their path, nodes and GPUs (set-up).
+    choose_transport(c, facts_from_config(c));
+    check_pattern(c);
+    check_texts(c);
     if ((c.profile_first != -1 || c.profile_last != -1) &&
         (c.profile_first < 0 || c.profile_first > c.profile_last || c.profile_last >= c.steps)) {
         fail("profile_steps (" + std::to_string(c.profile_first) + ":" +

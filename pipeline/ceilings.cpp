@@ -57,8 +57,9 @@ PassResult StepSchedule::measure_ceilings(MPI_Comm comm) {
 void StepSchedule::measure_transfer(std::int64_t s, PassResult& result, MPI_Comm comm) {
     const std::size_t k = slot_of(s);
     StepTimes& t = result.steps[static_cast<std::size_t>(s)];
+    // The receive on the stream an overlapped step gives it.
     const bool waits = transport_.receive_waits();
-    Stream* receive = waits || !consumer_ ? compute_.get() : comm_.get();
+    Stream* receive = receive_stream(receive_placement(waits, true));
     {
         const Deadline bound("the barrier before a ceiling's transfer");
         MPI_CHECK(MPI_Barrier(comm));

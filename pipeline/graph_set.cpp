@@ -17,7 +17,6 @@
 // copy node per step), and a word the kernels read from pinned host memory costs 11.6 us.
 #include "pipeline/graph_set.hpp"
 
-
 #include "runtime/nvtx.hpp"
 
 namespace gpurelay {
@@ -87,7 +86,7 @@ void GraphSet::launch(std::int64_t s, bool entering, StepSchedule& schedule, Ste
     }
     // The cycle's last graph copies the next cycle's first step. Safe to overwrite: that graph's
     // copy R steps before has run, since a later end event on the same stream has been retired
-    // (pass_loop.cpp retires up to s + G - 1 - R + C).
+    // (StepTimer::last_to_retire_before).
     if ((s + g) % static_cast<std::int64_t>(ring_) == 0) {
         *host_word(true) = static_cast<std::uint64_t>(s + g);
     }

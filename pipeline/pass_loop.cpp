@@ -1,6 +1,7 @@
-// The pass loop: the steps of one pass queued one after another (or G at a time as graphs),
-// retired about depth + 1 steps later, between barriers that start and end the timed region; and
-// the Pipeline class itself, whose run() is one pass.
+// The pass: Pipeline::Impl::run reads top to bottom (the warm-up, where the clock starts, the
+// timed steps and where it stops); the steps are queued one after another (or G at a time as
+// graphs) and retired about depth + 1 steps later (the ring rule, step_timer.cpp). And the
+// Pipeline class itself, whose run() is one pass.
 #include <algorithm>
 #include <limits>
 
@@ -20,6 +21,11 @@ std::string rank_label(MPI_Comm comm, Role role) {
     int rank = 0;
     MPI_CHECK(MPI_Comm_rank(comm, &rank));
     return "rank " + std::to_string(rank) + " " + std::string(to_string(role));
+}
+
+// Whether `step` is one of the n steps from s.
+bool in_unit(std::int64_t step, std::int64_t s, std::int64_t n) {
+    return s <= step && step < s + n;
 }
 
 }  // namespace
@@ -55,14 +61,19 @@ class Pipeline::Impl {
         bool in_graphs = false;    // whether the last steps queued were a graph
         double timed_start = 0, warm_start = 0;
         double sink_waited_ms = 0;
-        bool calibrate = false;  // measure the ceilings where the timed steps start
         std::uint64_t sink_checked = 0, sink_mismatches = 0;
     };
     Pass begin(bool overlap, RowSink* sink, std::int64_t first_step);
-    void before_unit(Pass& pass, std::int64_t s, bool unit);
+    void meet(const char* barrier);
+    void make_room(Pass& pass, std::int64_t s, bool unit);
+    void decide_timing(Pass& pass);
+    void measure_ceilings();
     template <typename T>
-    void queue_unit(Pass& pass, std::int64_t s, bool unit);
+    void queue_unit(Pass& pass, std::int64_t s, bool unit, double queued_at);
+    void end_profile();
+    bool stops_after(Pass& pass, const StepCallback& on_step, std::int64_t s, bool unit);
     void retire_through(Pass& pass, std::int64_t last);
+    template <typename T>
     PassResult finish(Pass& pass, std::int64_t end);
 
     PipelineSpec spec_;     // the timer, the schedule and the graphs read its size as it is now
@@ -77,6 +88,56 @@ class Pipeline::Impl {
     std::string gpu_bus_id_;  // whose clocks the timed steps sample ("" on the CPU path)
     GraphSet graphs_;  // last: destroyed first, before the events and buffers its graphs name
 };
+
+// One pass: the warm-up (the cold step first), where the clock starts, the timed steps, and where
+// it stops. A unit is one eager step, or G steps launched as one graph.
+template <typename T>
+PassResult Pipeline::Impl::run(bool overlap, RowSink* sink, const StepCallback& on_step,
+                               std::int64_t first_step, bool calibrate) {
+    // The whole pass on the main thread's row, so passes of a compare run are easy to tell apart.
+    const NvtxRange pass_range(overlap ? "pass overlap=on" : "pass overlap=off", kPassColour);
+    Pass pass = begin(overlap, sink, first_step);
+    PassResult& result = pass.result;
+    meet("the barrier at a pass's start");
+    std::int64_t s = first_step;
+    while (s < spec_.steps) {
+        const bool unit = pass.plan->graph_unit_at(s);
+        make_room(pass, s, unit);
+        if (s == result.timed_from) {
+            // The warm-up is over: the timed steps start with every rank idle and in step.
+            schedule_.synchronize_all();
+            decide_timing(pass);  // collective: the ranks meet here
+            if (calibrate) measure_ceilings();
+            result.clocks_start = sample_gpu_clocks(gpu_bus_id_);  // before the clock starts
+            schedule_.start_fill(s);
+            pass.timed_start = now_ms();  // the clock starts
+        }
+        const std::int64_t n = pass.plan->unit_steps(s);
+        if (in_unit(spec_.profile_first, s, n)) profiler_start(device_.backend());
+        const double queued_at = now_ms();
+        queue_unit<T>(pass, s, unit, queued_at);
+        if (in_unit(spec_.profile_last, s, n)) end_profile();
+        if (s == first_step) {
+            // The cold step: the first transfer between two peers sets up its connections.
+            schedule_.synchronize_all();
+            result.cold_step_ms = now_ms() - queued_at;
+            // The graphs, captured with the connections made and before the timed steps start.
+            if (spec_.graphs) graphs_.capture<T>(schedule_, timer_, transport_, result);
+            pass.warm_start = now_ms();
+        }
+        const bool stop = stops_after(pass, on_step, s, unit);
+        s += n;
+        if (stop) break;
+    }
+    // The clock stops once the last step has ended. The copy of its y to the host, which the io
+    // stream may still be making, is the writer's (write_wait_ms, write_gbps): counted here, it
+    // would make the pass that writes look slower by a whole tensor's copy.
+    retire_through(pass, s - 1);
+    const double steps_done = now_ms();
+    result.clocks_end = sample_gpu_clocks(gpu_bus_id_);
+    result.timed_wall_ms = s > result.timed_from ? steps_done - pass.timed_start : 0.0;
+    return finish<T>(pass, s);
+}
 
 Pipeline::Impl::Pass Pipeline::Impl::begin(bool overlap, RowSink* sink, std::int64_t first_step) {
     Pass pass;
@@ -106,6 +167,26 @@ Pipeline::Impl::Pass Pipeline::Impl::begin(bool overlap, RowSink* sink, std::int
     return pass;
 }
 
+// Every rank of the run at a barrier, bounded by timeout_s like every wait of a pass.
+void Pipeline::Impl::meet(const char* barrier) {
+    const Deadline bound(barrier);
+    MPI_CHECK(MPI_Barrier(comm_));
+}
+
+// Before the unit of steps from s: the steps whose ring slots it records into are retired, and
+// the streams idle where eager steps and graphs meet.
+void Pipeline::Impl::make_room(Pass& pass, std::int64_t s, bool unit) {
+    const double retire_start = now_ms();
+    retire_through(pass, timer_.last_to_retire_before(s, pass.plan->unit_steps(s)));
+    if (unit != pass.in_graphs) {
+        // NCCL's graph mixing is off (no eager NCCL call while a graph runs), and a graph
+        // assumes the steps before it have finished.
+        schedule_.synchronize_all();
+        transport_.streams_idle();
+    }
+    if (s >= pass.result.timed_from) pass.result.host_retire_ms += now_ms() - retire_start;
+}
+
 void Pipeline::Impl::retire_through(Pass& pass, std::int64_t last) {
     for (; pass.retired <= last; ++pass.retired) {
         const RetiredSteps done = timer_.retire(pass.retired, pass.result);
@@ -114,55 +195,32 @@ void Pipeline::Impl::retire_through(Pass& pass, std::int64_t last) {
     }
 }
 
-// Before the unit of steps from s: every step up to s + n - 1 - R + C is retired, so that the
-// ring slots these steps record into hold no step still to be read, nor the end event a retire
-// group still to be read is read against (step_timer.cpp); streams idle where eager steps and
-// graphs meet, and the timed region's start.
-void Pipeline::Impl::before_unit(Pass& pass, std::int64_t s, bool unit) {
+// Where the timed steps start, every stream idle: timing = auto decides there from the slowest
+// rank's time per warm-up step, and its reduction is the ranks' barrier; other timings meet at one.
+void Pipeline::Impl::decide_timing(Pass& pass) {
     PassResult& result = pass.result;
-    const bool timed = s >= result.timed_from;
-    const double retire_start = now_ms();
-    const std::int64_t n = unit ? spec_.graph_steps : 1;
-    retire_through(pass, s + n - 1 - static_cast<std::int64_t>(ring_) + result.retire_group_steps);
-    if (unit != pass.in_graphs) {
-        // NCCL's graph mixing is off (no eager NCCL call while a graph runs), and a graph
-        // assumes the steps before it have finished.
-        schedule_.synchronize_all();
-        transport_.streams_idle();
+    if (spec_.timing != Timing::auto_select) {
+        meet("the barrier where a pass's timed steps start");
+        return;
     }
-    if (timed) result.host_retire_ms += now_ms() - retire_start;
-    if (s != result.timed_from) return;
-    // The timed region starts with every rank idle and in step (decide_timing's reduction is the
-    // barrier then).
-    schedule_.synchronize_all();
-    if (spec_.timing == Timing::auto_select) {
-        const std::int64_t warm_steps = s - result.first_step - 1;
-        timer_.decide_timing(warm_steps > 0
-                                 ? (now_ms() - pass.warm_start) / static_cast<double>(warm_steps)
-                                 : std::numeric_limits<double>::infinity(),
-                             comm_, result);
-    } else {
-        const Deadline bound("the barrier where a pass's timed steps start");
-        MPI_CHECK(MPI_Barrier(comm_));
-    }
-    if (pass.calibrate) {
-        // Here, after the cold step and the warm-up, with every stream idle; not timed.
-        ceilings_ = schedule_.measure_ceilings(comm_);
-        transport_.streams_idle();
-    }
-    result.clocks_start = sample_gpu_clocks(gpu_bus_id_);  // before the clock starts: untimed
-    schedule_.start_fill(s);
-    pass.timed_start = now_ms();
+    const std::int64_t warm_steps = result.timed_from - result.first_step - 1;
+    timer_.decide_timing(warm_steps > 0
+                             ? (now_ms() - pass.warm_start) / static_cast<double>(warm_steps)
+                             : std::numeric_limits<double>::infinity(),
+                         comm_, result);
 }
 
+// The ceilings, after the cold step and the warm-up, with every stream idle; not timed.
+void Pipeline::Impl::measure_ceilings() {
+    ceilings_ = schedule_.measure_ceilings(comm_);
+    transport_.streams_idle();
+}
+
+// Queues the unit of steps from s (`queued_at`: when its queueing started).
 template <typename T>
-void Pipeline::Impl::queue_unit(Pass& pass, std::int64_t s, bool unit) {
+void Pipeline::Impl::queue_unit(Pass& pass, std::int64_t s, bool unit, double queued_at) {
     PassResult& result = pass.result;
     const PassPlan& plan = *pass.plan;
-    const std::int64_t n = unit ? spec_.graph_steps : 1;
-    const auto covers = [&](std::int64_t step) { return s <= step && step < s + n; };
-    if (covers(spec_.profile_first)) profiler_start(device_.backend());
-    const double queued_at = now_ms();
     if (unit) {
         graphs_.launch(s, !pass.in_graphs, schedule_, timer_, pass.next_row, result);
     } else {
@@ -178,35 +236,38 @@ void Pipeline::Impl::queue_unit(Pass& pass, std::int64_t s, bool unit) {
         if (!unit && plan.produce) plan.produce->synchronize();
         if (!unit && plan.receive) plan.receive->synchronize();
     }
-    if (covers(spec_.profile_last)) {
-        // The capture ends once the last profiled step has run, not when it was queued.
-        schedule_.synchronize_all();
-        profiler_stop(device_.backend());
-    }
-    if (s != result.first_step) return;
-    // The cold step: the first transfer between two peers sets up its connections.
-    schedule_.synchronize_all();
-    result.cold_step_ms = now_ms() - queued_at;
-    // Captured now, with the connections made and before the timed steps start.
-    if (spec_.graphs) graphs_.capture<T>(schedule_, timer_, transport_, result);
-    pass.warm_start = now_ms();
 }
 
+// The profiler's capture ends once the last profiled step has run, not when it was queued.
+void Pipeline::Impl::end_profile() {
+    schedule_.synchronize_all();
+    profiler_stop(device_.backend());
+}
+
+// The ranks' answer after each step of the unit from s (alike on every rank): whether the pass
+// ends after the unit. Every step of a graph has run when it stops, so a stop ends the pass after
+// it; a stop inside a retire group ends the group there.
+bool Pipeline::Impl::stops_after(Pass& pass, const StepCallback& on_step, std::int64_t s,
+                                 bool unit) {
+    const std::int64_t n = pass.plan->unit_steps(s);
+    bool stop = false;
+    const double callback_start = now_ms();
+    for (std::int64_t j = s; j < s + n && !stop; ++j) stop = on_step && on_step(j);
+    if (s >= pass.result.timed_from) pass.result.host_callback_ms += now_ms() - callback_start;
+    if (stop) {
+        timer_.stop_after(s + n - 1, unit ? graphs_.launch_stream(*pass.plan) : *pass.plan->last);
+    }
+    return stop;
+}
+
+// After the clock has stopped: every rank's streams idle and the ranks met, the writer drained,
+// and the host's own check of the last y.
+template <typename T>
 PassResult Pipeline::Impl::finish(Pass& pass, std::int64_t end) {
     PassResult& result = pass.result;
     result.end_step = end;
-    retire_through(pass, end - 1);
-    // The timed steps are over once the last one has ended. The copy of its y to the host, which
-    // the io stream may still be making, is the writer's (write_wait_ms, write_gbps): counted
-    // here, it would make the pass that writes look slower by a whole tensor's copy.
-    const double steps_done = now_ms();
-    result.clocks_end = sample_gpu_clocks(gpu_bus_id_);
     schedule_.synchronize_all();
-    {
-        const Deadline bound("the barrier at a pass's end");
-        MPI_CHECK(MPI_Barrier(comm_));
-    }
-    result.timed_wall_ms = end > result.timed_from ? steps_done - pass.timed_start : 0.0;
+    meet("the barrier at a pass's end");
     if (RowSink* sink = pass.plan->sink) {
         sink->drain();
         result.write_wait_ms = sink->waited_ms() - pass.sink_waited_ms;
@@ -215,46 +276,15 @@ PassResult Pipeline::Impl::finish(Pass& pass, std::int64_t end) {
     }
     result.timing = timer_.timing();
     result.timing_every = timer_.timing_every();
-    return std::move(result);
-}
-
-template <typename T>
-PassResult Pipeline::Impl::run(bool overlap, RowSink* sink, const StepCallback& on_step,
-                               std::int64_t first_step, bool calibrate) {
-    // The whole pass on the main thread's row, so passes of a compare run are easy to tell apart.
-    const NvtxRange pass_range(overlap ? "pass overlap=on" : "pass overlap=off", kPassColour);
-    Pass pass = begin(overlap, sink, first_step);
-    pass.calibrate = calibrate;
-    {
-        const Deadline bound("the barrier at a pass's start");
-        MPI_CHECK(MPI_Barrier(comm_));
-    }
-    std::int64_t end = spec_.steps;
-    for (std::int64_t s = first_step; s < spec_.steps;) {
-        const bool unit = pass.plan->graph_unit_at(s);
-        const std::int64_t n = unit ? spec_.graph_steps : 1;
-        before_unit(pass, s, unit);
-        queue_unit<T>(pass, s, unit);
-        // Every step of a graph has run when it stops, so a stop ends the pass after it.
-        bool stop = false;
-        const double callback_start = now_ms();
-        for (std::int64_t j = s; j < s + n && !stop; ++j) stop = on_step && on_step(j);
-        if (s >= pass.result.timed_from) pass.result.host_callback_ms += now_ms() - callback_start;
-        s += n;
-        if (stop) {
-            end = s;
-            timer_.stop_after(end - 1, unit ? graphs_.launch_stream(*pass.plan) : *pass.plan->last);
-            break;
-        }
-    }
-    PassResult result = finish(pass, end);
-    schedule_.read_fill(result);
-    schedule_.spot_check_last<T>(result);
-    return result;
+    PassResult done = std::move(result);
+    schedule_.read_fill(done);
+    schedule_.spot_check_last<T>(done);
+    return done;
 }
 
 PipelineSpec pipeline_spec(const Config& config, const PairPlacement& placement) {
     PipelineSpec spec;
+    static_cast<PipelineKeys&>(spec) = config;
     spec.dtype = config.dtype;
     spec.elements = config.elements;
     spec.bytes = config.tensor_bytes();
@@ -269,7 +299,6 @@ PipelineSpec pipeline_spec(const Config& config, const PairPlacement& placement)
     spec.timing_every = config.timing_every;
     spec.graphs = config.graphs;
     spec.graph_steps = config.graph_steps;
-    spec.blocking = config.blocking;
     spec.profile_first = config.profile_first;
     spec.profile_last = config.profile_last;
     spec.a_form = produced_form(config, placement);

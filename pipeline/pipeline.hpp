@@ -75,7 +75,7 @@ using StepCallback = std::function<bool(std::int64_t step)>;
 
 // What the pipeline is told to run: the tensor, the kernels' settings, the steps and how they are
 // timed and launched. Made from the run's Config (pipeline_spec), nothing else read from it.
-struct PipelineSpec {
+struct PipelineSpec : PipelineKeys {
     DType dtype = DType::float32;
     std::uint64_t elements = 0;
     std::size_t bytes = 0;  // one tensor
@@ -88,7 +88,6 @@ struct PipelineSpec {
     std::int64_t timing_every = 0;
     bool graphs = false;
     std::int64_t graph_steps = 1;
-    bool blocking = false;
     std::int64_t profile_first = -1, profile_last = -1;
     TensorForm a_form, b_form;  // what A makes here, and what B checks the received x against
     std::function<bool(std::int64_t)> writes_step;  // whether step s goes to /y

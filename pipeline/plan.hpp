@@ -2,12 +2,63 @@
 // the schedule (step.cpp) reads them instead of asking per step.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
 #include "pipeline/pipeline.hpp"
 
 namespace gpurelay {
+
+// Where a consumer's receive goes: three places, from two inputs (the table below).
+enum class ReceivePlacement : std::uint8_t {
+    // On the comm stream, before C: the transfer runs beside C, and B waits for it (arrived[k]).
+    comm_stream,
+    // On the compute stream, before C: C and B wait for it in stream order.
+    before_c,
+    // On the compute stream after C, as part of the wait phase: a receive that only waits for
+    // the producer's side has nothing to run beside C, and a comm stream would add a stream and
+    // two event hops a step.
+    in_wait,
+};
+
+struct ReceiveRule {
+    bool receive_waits;  // the transport's receive only waits (Transport::receive_waits)
+    bool overlap;
+    ReceivePlacement placement;
+};
+
+// clang-format off
+inline constexpr std::array<ReceiveRule, 4> kReceivePlacement = {{
+    // receive_waits  overlap  placement
+    {false,           true,    ReceivePlacement::comm_stream},
+    {false,           false,   ReceivePlacement::before_c},
+    {true,            true,    ReceivePlacement::in_wait},
+    {true,            false,   ReceivePlacement::before_c},
+}};
+// clang-format on
+
+constexpr ReceivePlacement receive_placement(bool receive_waits, bool overlap) {
+    for (const ReceiveRule& row : kReceivePlacement) {
+        if (row.receive_waits == receive_waits && row.overlap == overlap) return row.placement;
+    }
+    return ReceivePlacement::before_c;  // not reached: every pair of inputs has its row
+}
+
+static_assert(
+    [] {
+        for (const bool waits : {false, true}) {
+            for (const bool overlap : {false, true}) {
+                int rows = 0;
+                for (const ReceiveRule& row : kReceivePlacement) {
+                    rows += row.receive_waits == waits && row.overlap == overlap ? 1 : 0;
+                }
+                if (rows != 1) return false;
+            }
+        }
+        return true;
+    }(),
+    "kReceivePlacement: one row for each pair of inputs");
 
 struct PassPlan {
     const PipelineSpec* spec = nullptr;
@@ -16,17 +67,14 @@ struct PassPlan {
     std::int64_t timed_from = 0;  // its first timed step
     RowSink* sink = nullptr;      // where y goes (consumers that write; else null)
 
-    // The streams. `produce`: A and the send (producers). `receive`: where the consumer receives:
-    // a stream of its own with overlap, so C runs beside it, else the compute stream (C and B
-    // then wait for the receive in stream order); `receive_first`: queued before C, or after it
-    // on the compute stream when the receive only waits for the producer's side (nothing to run
-    // beside C, and a comm stream would add a stream and two event hops a step). `last`: where
-    // a step ends (the compute stream on a consumer). Null where the rank plays no such side.
+    // The streams. `produce`: A and the send (producers). `receive`: the stream the consumer
+    // receives on, as `receive_at` places it. `last`: where a step ends (the compute stream on a
+    // consumer). Null where the rank plays no such side.
     Stream* produce = nullptr;
     Stream* receive = nullptr;
     Stream* compute = nullptr;
     Stream* last = nullptr;
-    bool receive_first = true;
+    ReceivePlacement receive_at = ReceivePlacement::before_c;
     // Whether the recv phase is timed: not a receive that only waits, whose time is waiting.
     bool times_receive = true;
     // The streams a graph covers, the one it is captured from and launched on first.

@@ -9,8 +9,10 @@
 //   io stream                                                 (y out, when written)
 //
 // Slot k = s mod depth. The transport keeps the rule that a slot is written again only after its
-// last reader (B) has released it, on whichever side writes it. A receive that only waits for the
-// producer's side (ipc, a rank sending to itself) goes on the compute stream after C instead.
+// last reader (B) has released it, on whichever side writes it. Where the receive goes is the
+// pass's ReceivePlacement (plan.hpp): as drawn with overlap; before C on the compute stream
+// without; inside the wait, after C, when it only waits for the producer's side (ipc, a rank
+// sending to itself) and overlap is on.
 // Every call only queues work: the host waits nowhere in a step.
 #include "pipeline/step.hpp"
 
@@ -43,12 +45,13 @@ void StepSchedule::consumer_step(std::int64_t s, StepArg step) {
     Stream& compute = *compute_;
     Counter* counts = counts_of(s);
     const auto iterations = static_cast<std::uint32_t>(spec_.c_iterations);
+    const ReceivePlacement receive_at = plan_.receive_at;
     const void* x = nullptr;
-    if (plan_.receive_first) {
-        PhaseScope recv(timer_, Phase::recv, s, *plan_.receive);
-        x = transport_.await(k, *plan_.receive);
+    if (receive_at == ReceivePlacement::comm_stream) {
+        x = receive(s, k, *comm_);
+        arrived_[k]->record(*comm_);
     }
-    if (plan_.receive != &compute) arrived_[k]->record(*plan_.receive);
+    if (receive_at == ReceivePlacement::before_c) x = receive(s, k, compute);
     {
         PhaseScope c(timer_, Phase::c, s, compute, spec_.c_elements > 0);
         if (spec_.c_elements > 0)
@@ -57,11 +60,8 @@ void StepSchedule::consumer_step(std::int64_t s, StepArg step) {
     {
         // The GPU waits for the tensor, not the host; and for y's copy out before B overwrites it.
         PhaseScope wait(timer_, Phase::wait, s, compute);
-        if (!plan_.receive_first) {
-            PhaseScope recv(timer_, Phase::recv, s, compute);
-            x = transport_.await(k, compute);
-        }
-        if (plan_.receive != &compute) compute.wait(*arrived_[k]);
+        if (receive_at == ReceivePlacement::comm_stream) compute.wait(*arrived_[k]);
+        if (receive_at == ReceivePlacement::in_wait) x = receive(s, k, compute);
         wait_y_free(s, compute);
         // A middle stage's B writes straight into its outgoing slot, once that is free.
         if (forwards_) forwarded_[k] = transport_.acquire(k, compute);
@@ -100,6 +100,12 @@ void StepSchedule::forward(std::int64_t s) {
 void* StepSchedule::y_of(std::int64_t s) const {
     const std::size_t k = slot_of(s);
     return forwards_ ? forwarded_[k] : y_[k].data();
+}
+
+// Step s's receive into slot k, as its recv phase.
+const void* StepSchedule::receive(std::int64_t s, std::size_t k, Stream& stream) {
+    PhaseScope recv(timer_, Phase::recv, s, stream);
+    return transport_.await(k, stream);
 }
 
 template <typename T>
@@ -191,14 +197,20 @@ PassPlan& StepSchedule::begin_pass(bool overlap, RowSink* sink, std::int64_t fir
     plan_.last = consumer_ ? compute_.get() : producer_stream_.get();
     if (consumer_) {
         const bool waits = transport_.receive_waits();
-        plan_.receive_first = !(overlap && waits);
-        plan_.receive = overlap && !waits ? comm_.get() : compute_.get();
+        plan_.receive_at = receive_placement(waits, overlap);
+        plan_.receive = receive_stream(plan_.receive_at);
         plan_.times_receive = !waits;
     }
     if (producer_) plan_.graph_streams.push_back(producer_stream_.get());
-    if (consumer_ && plan_.receive != compute_.get()) plan_.graph_streams.push_back(comm_.get());
+    if (consumer_ && plan_.receive_at == ReceivePlacement::comm_stream) {
+        plan_.graph_streams.push_back(comm_.get());
+    }
     if (consumer_) plan_.graph_streams.push_back(compute_.get());
     return plan_;
+}
+
+Stream* StepSchedule::receive_stream(ReceivePlacement at) const {
+    return at == ReceivePlacement::comm_stream ? comm_.get() : compute_.get();
 }
 
 Counter* StepSchedule::counts_of(std::int64_t s) {

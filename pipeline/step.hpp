@@ -58,6 +58,9 @@ class StepSchedule {
     void producer_step(std::int64_t s, StepArg step);
     template <typename T>
     void consumer_step(std::int64_t s, StepArg step);
+    const void* receive(std::int64_t s, std::size_t k, Stream& stream);
+    // The stream a receive placed `at` is queued on (null on a rank that consumes nothing).
+    Stream* receive_stream(ReceivePlacement at) const;
     // A relay's middle stage: the send of what B wrote, on the producer stream once B is done.
     void forward(std::int64_t s);
     // Where step s's y lies: the consumer's own y slot, or a middle stage's outgoing slot.

@@ -1,7 +1,8 @@
 // The step timer.
 //
 // Ring: step s records into ring slot s mod R, and the host reads it back about R steps later, so
-// it never waits on work it has just queued and host memory does not grow with the steps.
+// it never waits on work it has just queued and host memory does not grow with the steps. How
+// large R is, and why, is the ring rule below: one table that sizes the ring and checks it.
 //
 // Retire groups: a step that times its phases or is written records its own end event; the other
 // steps share one per group of up to C = retire_group_steps consecutive steps (with graphs, whole
@@ -19,9 +20,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <string>
 
 #include "comm/mpi_error.hpp"
 #include "comm/mpi_wait.hpp"
+#include "runtime/error.hpp"
 #include "runtime/nvtx.hpp"
 
 namespace gpurelay {
@@ -44,30 +48,76 @@ bool graph_step_phased(const PipelineSpec& spec, std::int64_t s, std::int64_t fi
 
 }  // namespace
 
+// --- The ring rule ------------------------------------------------------------------------------
+
 std::int64_t retire_group_steps(const PipelineSpec& spec) {
     const std::int64_t g = spec.graphs ? spec.graph_steps : 1;
     return (kRetireGroupSteps + g - 1) / g * g;
 }
 
-// The host reads a step's times when its group has ended, C steps at most after it (the group's
-// end is read against the previous group's end, C steps back), so before it queues step s it
-// retires every step up to s - R + C (pass_loop.cpp), and R >= depth + 1 + C keeps that depth + 1
-// steps behind what it queues.
-//
-// With graphs R is also a multiple of depth and of G, so that a ring slot fixes the tensor slot
-// too and one graph per ring position serves every step; R >= 3C, so the host can still queue a
-// group while the one before runs; and R >= 16: the host queues a graph step faster than the GPU
-// runs it, so it waits when it retires, and a wait that sleeps lasts at least the timer slack
-// (~50 us), during which fewer steps ahead would let the GPU run dry.
-std::size_t timing_ring_size(const PipelineSpec& spec) {
+namespace {
+
+// One clause of the ring rule: R is at least `bound`, or a multiple of it.
+struct RingClause {
+    const char* rule;  // as a broken rule is reported
+    bool multiple;
+    std::size_t bound;  // 1 (a multiple) or 0 (at least) where the clause does not apply
+};
+
+// The ring rule for a spec, C being retire_group_steps. Clauses 2 to 5 apply with graphs only.
+// 1. The host reads a step's times when its group has ended, C steps at most after it (a group's
+//    end is read against the previous group's end, C steps back), so before it queues step s it
+//    retires every step up to s - R + C (StepTimer::last_to_retire_before): R >= depth + 1 + C
+//    keeps that depth + 1 steps behind what it queues.
+// 2, 3. A multiple of depth and of G: a ring slot then fixes the tensor slot too, and one graph per
+//    ring position serves every launch there (graph_set.cpp).
+// 4. At least 3C: the host can still queue a group while the one before runs.
+// 5. At least 16: the host queues a graph step faster than the GPU runs it, so it waits when it
+//    retires, and a wait that sleeps lasts at least the timer slack (~50 us), during which fewer
+//    steps ahead would let the GPU run dry.
+std::array<RingClause, 5> ring_rule(const PipelineSpec& spec) {
     constexpr std::size_t kGraphRingSteps = 16;
     const auto d = static_cast<std::size_t>(spec.depth);
+    const auto g = static_cast<std::size_t>(spec.graph_steps);
     const auto c = static_cast<std::size_t>(retire_group_steps(spec));
-    if (!spec.graphs) return d + 1 + c;
-    const std::size_t least = std::max({d + 2, kGraphRingSteps, 3 * c});
-    const std::size_t unit = std::max(d, static_cast<std::size_t>(spec.graph_steps));
-    return (least + unit - 1) / unit * unit;
+    const bool graphs = spec.graphs;
+    return {{
+        {"at least depth + 1 + C", false, d + 1 + c},
+        {"a multiple of depth", true, graphs ? d : 1},
+        {"a multiple of graph_steps", true, graphs ? g : 1},
+        {"at least 3 x C", false, graphs ? 3 * c : 0},
+        {"at least 16", false, graphs ? kGraphRingSteps : 0},
+    }};
 }
+
+}  // namespace
+
+// The fewest slots that meet every clause: the largest lower bound, rounded up to a multiple of
+// every divisor.
+std::size_t timing_ring_size(const PipelineSpec& spec) {
+    std::size_t least = 1, multiple = 1;
+    for (const RingClause& clause : ring_rule(spec)) {
+        if (clause.multiple) {
+            multiple = std::lcm(multiple, clause.bound);
+        } else {
+            least = std::max(least, clause.bound);
+        }
+    }
+    const std::size_t ring = (least + multiple - 1) / multiple * multiple;
+    check_timing_ring(spec, ring);
+    return ring;
+}
+
+void check_timing_ring(const PipelineSpec& spec, std::size_t ring) {
+    for (const RingClause& clause : ring_rule(spec)) {
+        if (clause.multiple ? ring % clause.bound == 0 : ring >= clause.bound) continue;
+        throw runtime_error("step timer: a ring of " + std::to_string(ring) +
+                            " slots breaks the ring rule: " + clause.rule + " (" +
+                            std::to_string(clause.bound) + ")");
+    }
+}
+
+// --- The timer ----------------------------------------------------------------------------------
 
 StepTimer::StepTimer(Device& device, const PipelineSpec& spec, Role role, std::size_t ring)
     : device_(device), spec_(spec), both_(role == Role::both || role == Role::relay), marks_(ring) {
@@ -87,7 +137,7 @@ void StepTimer::begin_pass(const PassPlan& plan) {
     plan_ = &plan;
     timing_ = spec_.timing == Timing::auto_select ? Timing::phases : spec_.timing;
     every_ = spec_.timing_every;
-    last_end_ = plan.first_step - 1;
+    last_group_end_ = plan.first_step - 1;
 }
 
 void StepTimer::decide_timing(double warm_ms, MPI_Comm comm, PassResult& result) {
@@ -146,11 +196,11 @@ bool StepTimer::ends_group(std::int64_t s, bool unit) const {
 void StepTimer::mark_ends(std::int64_t s, std::int64_t n, bool each, bool last) {
     for (std::int64_t j = s; j < s + n; ++j) {
         Marks& m = marks_[slot(j)];
-        m.late = false;
-        m.covers = 0;
+        m.recorded_at_stop = false;
+        m.group_steps = 0;
         if (each || (last && j == s + n - 1)) {
-            m.covers = j - last_end_;
-            last_end_ = j;
+            m.group_steps = j - last_group_end_;
+            last_group_end_ = j;
         }
     }
 }
@@ -170,24 +220,24 @@ void StepTimer::begin_unit(std::int64_t s, bool timed) {
 
 void StepTimer::end_unit(std::int64_t s, Stream& stream) {
     const std::int64_t last = s + spec_.graph_steps - 1;
-    if (!unit_timed(s) && marks_[slot(last)].covers != 0) marks_[slot(last)].end->record(stream);
+    if (!unit_timed(s) && records_end(last)) marks_[slot(last)].end->record(stream);
 }
 
 void StepTimer::begin_capture(std::int64_t first, bool timed) { capture_ = {true, timed, first}; }
 void StepTimer::end_capture() { capture_.active = false; }
 
 void StepTimer::end_step(std::int64_t s, Stream& stream) {
-    const bool records = capture_.active ? capture_.timed : marks_[slot(s)].covers != 0;
+    const bool records = capture_.active ? capture_.timed : records_end(s);
     if (records) marks_[slot(s)].end->record(stream);
 }
 
 void StepTimer::stop_after(std::int64_t last, Stream& stream) {
+    if (records_end(last)) return;
     Marks& m = marks_[slot(last)];
-    if (m.covers != 0) return;
     m.end->record(stream);
-    m.covers = last - last_end_;
-    m.late = true;
-    last_end_ = last;
+    m.group_steps = last - last_group_end_;
+    m.recorded_at_stop = true;
+    last_group_end_ = last;
 }
 
 Event* StepTimer::phase_event(Phase phase, std::int64_t s, bool end) {
@@ -203,16 +253,16 @@ Event* StepTimer::phase_event(Phase phase, std::int64_t s, bool end) {
 // NaN there; every step has its period, but a pass's first and those of a group a stop cut short.
 RetiredSteps StepTimer::retire(std::int64_t s, PassResult& result) {
     Marks& m = marks_[slot(s)];
-    if (m.covers == 0) return {};  // inside a retire group: read with the group's last step
-    const std::int64_t first = s - m.covers + 1;
+    if (m.group_steps == 0) return {};  // inside a retire group: read with the group's last step
+    const std::int64_t first = s - m.group_steps + 1;
     m.end->synchronize();
     StepTimes t;
-    if (first > result.first_step && !m.late) {
-        t.period =
-            m.end->elapsed_ms_since(*marks_[slot(first - 1)].end) / static_cast<double>(m.covers);
+    if (first > result.first_step && !m.recorded_at_stop) {
+        t.period = m.end->elapsed_ms_since(*marks_[slot(first - 1)].end) /
+                   static_cast<double>(m.group_steps);
     }
     for (std::int64_t j = first; j < s; ++j) result.steps[static_cast<std::size_t>(j)] = t;
-    if (m.covers > 1) {
+    if (m.group_steps > 1) {
         result.grouped_steps +=
             std::max<std::int64_t>(0, s + 1 - std::max(first, result.timed_from));
     }

@@ -14,6 +14,14 @@
 
 namespace gpurelay {
 
+// Ring slots of timing events and host counters: the fewest that meet the ring rule (step_timer.cpp
+// holds it, clause by clause), checked with check_timing_ring.
+std::size_t timing_ring_size(const PipelineSpec& spec);
+// Throws a runtime error naming the clause of the ring rule that `ring` slots break.
+void check_timing_ring(const PipelineSpec& spec, std::size_t ring);
+// The most steps one end event retires.
+std::int64_t retire_group_steps(const PipelineSpec& spec);
+
 // Steps [first, last] whose work is known to be done (first > last: none).
 struct RetiredSteps {
     std::int64_t first = 0, last = -1;
@@ -52,6 +60,12 @@ class StepTimer {
     void stop_after(std::int64_t last, Stream& stream);
     // Reads step s's times, when s ends a group (blocking until it has run): the steps retired.
     RetiredSteps retire(std::int64_t s, PassResult& result);
+    // Before the steps s .. s + n - 1 are queued, every step up to this one must be retired: then
+    // the ring slots they record into hold no step still to be read, nor the end event a group
+    // still to be read is read against.
+    std::int64_t last_to_retire_before(std::int64_t s, std::int64_t n) const {
+        return s + n - 1 - static_cast<std::int64_t>(marks_.size()) + retire_group_steps(spec_);
+    }
 
   private:
     friend class PhaseScope;
@@ -60,11 +74,17 @@ class StepTimer {
     struct Marks {
         std::array<std::unique_ptr<Event>, 2 * kPhaseCount> phase;
         std::unique_ptr<Event> end;
-        bool phases = false;      // the step in this slot records its phase events
-        std::int64_t covers = 1;  // steps its end event retires (0: its group ends later)
-        bool late = false;        // its end was recorded by stop_after: no period
+        bool phases = false;  // the step in this slot records its phase events
+        // The steps of the retire group its end event closes, this one the last (0: it records
+        // no end, a later step of its group does).
+        std::int64_t group_steps = 1;
+        // Its end was recorded when the host stopped (stop_after), not after its group ran: the
+        // group gets no period.
+        bool recorded_at_stop = false;
     };
     std::size_t slot(std::int64_t s) const { return static_cast<std::size_t>(s) % marks_.size(); }
+    // Whether step s records its end event, closing its retire group.
+    bool records_end(std::int64_t s) const { return marks_[slot(s)].group_steps != 0; }
     bool phase_timed(std::int64_t s) const;
     bool needs_own_end(std::int64_t s, bool unit) const;
     bool ends_group(std::int64_t s, bool unit) const;
@@ -79,7 +99,8 @@ class StepTimer {
     const PassPlan* plan_ = nullptr;
     Timing timing_ = Timing::phases;
     std::int64_t every_ = 0;
-    std::int64_t last_end_ = 0;  // the last step queued that records its end event
+    // The last step queued that records its end event: the next retire group starts after it.
+    std::int64_t last_group_end_ = 0;
     struct {
         bool active = false, timed = false;
         std::int64_t first = 0;
@@ -112,10 +133,5 @@ inline double now_ms() {
                std::chrono::steady_clock::now().time_since_epoch())
         .count();
 }
-
-// Ring slots of timing events and host counters (step_timer.cpp says why so many).
-std::size_t timing_ring_size(const PipelineSpec& spec);
-// The most steps one end event retires.
-std::int64_t retire_group_steps(const PipelineSpec& spec);
 
 }  // namespace gpurelay

@@ -9,18 +9,31 @@
 namespace gpurelay {
 namespace {
 
+// Each phase's distribution, by phase name.
+nlohmann::json phases_json(const PassSummary& p) {
+    nlohmann::json j;
+    for (const PhaseInfo& phase : kPhases) {
+        const PhaseStats& st = p.phase(phase.phase);
+        j[phase.name] = {{"median", st.median}, {"min", st.min}, {"max", st.max}, {"p50", st.p50},
+                         {"p90", st.p90},       {"p99", st.p99}, {"cv", st.cv}};
+    }
+    return j;
+}
+
+nlohmann::json pair_json(const PairFigures& f) {
+    return {
+        {"pair", f.pair},       {"producer", f.producer},       {"consumer", f.consumer},
+        {"step_ms", f.step_ms}, {"transfer_ms", f.transfer_ms}, {"transfer_gbps", f.transfer_gbps},
+        {"slow", f.slow}};
+}
+
 nlohmann::json pass_json(const PassSummary& p) {
     nlohmann::json j;
     j["overlap"] = p.overlap;
     // The steps the figures are over: timed_from to timed_from + timed_steps - 1.
     j["timed_from"] = p.timed_from;
     j["timed_steps"] = p.timed_steps;
-    for (const PhaseInfo& phase : kPhases) {
-        const PhaseStats& st = p.phase(phase.phase);
-        j["phases_ms"][phase.name] = {{"median", st.median}, {"min", st.min}, {"max", st.max},
-                                      {"p50", st.p50},       {"p90", st.p90}, {"p99", st.p99},
-                                      {"cv", st.cv}};
-    }
+    j["phases_ms"] = phases_json(p);
     j["slow_steps"] = {{"count", p.slow_steps},
                        {"first", p.slow_step_numbers},
                        {"over_median_x", kSlowStepFactor}};
@@ -61,15 +74,7 @@ nlohmann::json pass_json(const PassSummary& p) {
                          {"c_checked", p.c_checked},       {"c_mismatches", p.c_mismatches},
                          {"spot_checked", p.spot_checked}, {"spot_mismatches", p.spot_mismatches},
                          {"passed", p.verified()}};
-    for (const PairFigures& f : p.pairs) {
-        j["pairs"].push_back({{"pair", f.pair},
-                              {"producer", f.producer},
-                              {"consumer", f.consumer},
-                              {"step_ms", f.step_ms},
-                              {"transfer_ms", f.transfer_ms},
-                              {"transfer_gbps", f.transfer_gbps},
-                              {"slow", f.slow}});
-    }
+    for (const PairFigures& f : p.pairs) j["pairs"].push_back(pair_json(f));
     if (p.relay) j["relay"] = nlohmann::json::parse(relay_json(p));
     return j;
 }
@@ -90,6 +95,47 @@ nlohmann::json without_nan(const nlohmann::json& j) {
 nlohmann::json typed_value(const std::string& toml_literal) {
     nlohmann::json value = nlohmann::json::parse(toml_literal, nullptr, /*allow_exceptions=*/false);
     return value.is_discarded() ? nlohmann::json(toml_literal) : value;
+}
+
+nlohmann::json rank_json(const RankInfo& r) {
+    return {{"host", r.host},
+            {"device", r.device},
+            {"bus_id", r.bus_id},
+            {"role", r.role},
+            {"pair", r.pair},
+            {"peer_link", r.peer_link},
+            {"cores", r.cores},
+            {"core_numa", r.core_numa},
+            {"gpu_numa", r.gpu_numa},
+            {"core_count", r.core_count},
+            {"host_threads", r.host_threads}};
+}
+
+// The ceilings, the overlap's attribution and its speedup, where the run measured them.
+void add_overlap_figures(const RunSummary& s, nlohmann::json& j) {
+    if (s.ceilings.measured) {
+        const Ceilings& c = s.ceilings;
+        j["ceilings_ms"] = {{"transfer", c.transfer_ms},
+                            {"a_copy", c.a_copy_ms},
+                            {"b_copy", c.b_copy_ms},
+                            {"c", c.c_ms},
+                            {"cost", c.cost_ms}};
+        if (!c.hop_transfer_ms.empty()) j["ceilings_ms"]["hops"] = c.hop_transfer_ms;
+    }
+    if (const OverlapAttribution a = attribute_overlap(s); a.measured) {
+        j["overlap_attribution_ms"] = {{"step", a.step_ms},
+                                       {"perfect_overlap", a.perfect_ms},
+                                       {"c_slowdown", a.c_slowdown_ms},
+                                       {"transfer_slowdown", a.transfer_slowdown_ms},
+                                       {"rest", a.rest_ms}};
+        j["overlap_attribution_explains"] = a.explains;
+        j["overlap_attribution_why_not"] = a.why_not;
+    }
+    if (s.overlap_speedup > 0) {
+        j["overlap_speedup"] = s.overlap_speedup;
+        j["overlap_speedup_includes_io"] = s.speedup_includes_io();
+        j["overlap_ideal_ms"] = s.overlap_ideal_ms;
+    }
 }
 
 }  // namespace
@@ -128,19 +174,7 @@ std::string summary_json(const RunSummary& s) {
         j["config"][std::string(key.name)] = typed_value(config_value_toml(s.config, key.name));
     }
     j["config_toml"] = config_to_toml(s.config);
-    for (const RankInfo& r : s.ranks) {
-        j["ranks"].push_back({{"host", r.host},
-                              {"device", r.device},
-                              {"bus_id", r.bus_id},
-                              {"role", r.role},
-                              {"pair", r.pair},
-                              {"peer_link", r.peer_link},
-                              {"cores", r.cores},
-                              {"core_numa", r.core_numa},
-                              {"gpu_numa", r.gpu_numa},
-                              {"core_count", r.core_count},
-                              {"host_threads", r.host_threads}});
-    }
+    for (const RankInfo& r : s.ranks) j["ranks"].push_back(rank_json(r));
     for (const PassSummary& p : s.passes) {
         nlohmann::json pass = pass_json(p);
         pass["transfer_is_waiting"] = transfer_is_waiting(s, p);
@@ -151,29 +185,7 @@ std::string summary_json(const RunSummary& s) {
         }
         j["passes"].push_back(pass);
     }
-    if (s.ceilings.measured) {
-        const Ceilings& c = s.ceilings;
-        j["ceilings_ms"] = {{"transfer", c.transfer_ms},
-                            {"a_copy", c.a_copy_ms},
-                            {"b_copy", c.b_copy_ms},
-                            {"c", c.c_ms},
-                            {"cost", c.cost_ms}};
-        if (!c.hop_transfer_ms.empty()) j["ceilings_ms"]["hops"] = c.hop_transfer_ms;
-    }
-    if (const OverlapAttribution a = attribute_overlap(s); a.measured) {
-        j["overlap_attribution_ms"] = {{"step", a.step_ms},
-                                       {"perfect_overlap", a.perfect_ms},
-                                       {"c_slowdown", a.c_slowdown_ms},
-                                       {"transfer_slowdown", a.transfer_slowdown_ms},
-                                       {"rest", a.rest_ms}};
-        j["overlap_attribution_explains"] = a.explains;
-        j["overlap_attribution_why_not"] = a.why_not;
-    }
-    if (s.overlap_speedup > 0) {
-        j["overlap_speedup"] = s.overlap_speedup;
-        j["overlap_speedup_includes_io"] = s.speedup_includes_io();
-        j["overlap_ideal_ms"] = s.overlap_ideal_ms;
-    }
+    add_overlap_figures(s, j);
     j["waiting_cause"] = waiting_cause(s);
     j["device_bytes"] = s.device_bytes;
     j["host_bytes"] = s.host_bytes;

@@ -54,94 +54,121 @@ constexpr DistributionColumn kDistributionColumns[] = {{"_ms_p50", &PhaseStats::
                                                        {"_ms_p99", &PhaseStats::p99},
                                                        {"_cv", &PhaseStats::cv}};
 
-// The columns in file order; the phase medians come from kPhases (the step's period has its
-// median, min and max earlier, as step_ms_*).
+using R = const RunSummary&;
+// A column of its own cell; or, where `cell` is kDeckKey, the deck key of the column's name, as
+// the key table writes it.
+struct ColumnSpec {
+    const char* name;
+    std::string (*cell)(R);
+};
+constexpr std::string (*kDeckKey)(R) = nullptr;
+
+// The columns before the phase medians.
+const ColumnSpec kRunColumns[] = {
+    {"tag", kDeckKey},
+    {"timestamp", [](R r) { return r.timestamp; }},
+    {"git_hash", [](R r) { return r.git_hash; }},
+    {"world_size", [](R r) { return std::to_string(r.world_size); }},
+    {"pairs", [](R r) { return std::to_string(r.pairs); }},
+    {"backend", [](R r) { return r.backend; }},
+    {"transport", [](R r) { return r.transport.substr(0, r.transport.find(' ')); }},
+    {"gpu_name", [](R r) { return csv_text(r.ranks.empty() ? "" : r.ranks.front().device); }},
+    {"dtype", kDeckKey},
+    {"elements", kDeckKey},
+    {"tensor_bytes", [](R r) { return std::to_string(r.config.tensor_bytes()); }},
+    {"steps", kDeckKey},
+    {"warmup", kDeckKey},
+    {"depth", kDeckKey},
+    {"overlap", kDeckKey},
+    {"blocking", kDeckKey},
+    {"graphs", kDeckKey},
+    {"c_elements", kDeckKey},
+    {"c_iterations", kDeckKey},
+    {"pairing", kDeckKey},
+    {"chunk", kDeckKey},
+    {"time_per_step_ms", [](R r) { return csv_number(r.main_pass().time_per_step_ms); }},
+    {"step_ms_median", [](R r) { return csv_number(r.main_pass().phase(Phase::step).median); }},
+    {"step_ms_min", [](R r) { return csv_number(r.main_pass().phase(Phase::step).min); }},
+    {"step_ms_max", [](R r) { return csv_number(r.main_pass().phase(Phase::step).max); }},
+    {"steps_per_s", [](R r) { return csv_number(r.main_pass().steps_per_s); }},
+};
+
+// The columns after the phase medians.
+const ColumnSpec kPassColumns[] = {
+    {"transfer_gbps", [](R r) { return csv_number(r.main_pass().transfer_gbps); }},
+    {"aggregate_gbps", [](R r) { return csv_number(r.main_pass().aggregate_gbps); }},
+    {"a_gbps", [](R r) { return csv_number(r.main_pass().a_gbps); }},
+    {"b_gbps", [](R r) { return csv_number(r.main_pass().b_gbps); }},
+    {"cold_step_ms", [](R r) { return csv_number(r.passes.front().cold_step_ms); }},
+    {"time_per_step_no_overlap_ms",
+     [](R r) { return compared(r) ? csv_number(r.passes.front().time_per_step_ms) : ""; }},
+    {"overlap_speedup", [](R r) { return compared(r) ? csv_number(r.overlap_speedup) : ""; }},
+    {"x_checked", [](R r) { return std::to_string(r.verification_totals().x_checked); }},
+    {"x_mismatches", [](R r) { return std::to_string(r.verification_totals().x_mismatches); }},
+    {"c_mismatches", [](R r) { return std::to_string(r.verification_totals().c_mismatches); }},
+    {"verified", [](R r) { return std::string(r.verified() ? "ok" : "failed"); }},
+    {"step_bound_ms", [](R r) { return csv_number(r.main_pass().step_bound_ms); }},
+    {"overlap_ideal_ms", [](R r) { return compared(r) ? csv_number(r.overlap_ideal_ms) : ""; }},
+    {"pattern", kDeckKey},
+    {"group_size", [](R r) { return std::to_string(r.group_size); }},
+    {"algbw_gbps", [](R r) { return csv_number(r.main_pass().transfer_gbps); }},
+    {"busbw_gbps", [](R r) { return csv_number(r.main_pass().bus_gbps); }},
+    // How the main pass was timed ("sampled:16"), and how many of its timed steps carry phase
+    // times (the phase columns are medians over those).
+    {"timing", [](R r) { return r.main_pass().timing; }},
+    {"phase_timed_steps", [](R r) { return std::to_string(r.main_pass().phase_timed_steps); }},
+    // The main pass against this launch's ceilings (calibrate = true; empty otherwise).
+    {"ceiling_transfer_ms",
+     [](R r) { return r.ceilings.measured ? csv_number(r.ceilings.transfer_ms) : ""; }},
+    {"transfer_vs_ceiling", [](R r) { return ceiling_cell(r, &CeilingRatios::transfer); }},
+    {"a_vs_copy", [](R r) { return ceiling_cell(r, &CeilingRatios::a); }},
+    {"b_vs_copy", [](R r) { return ceiling_cell(r, &CeilingRatios::b); }},
+    {"c_vs_alone", [](R r) { return ceiling_cell(r, &CeilingRatios::c); }},
+    // The HDF5 file the row's measurements and /y are in, as the run resolved it.
+    {"output", kDeckKey},
+    {"slow_steps", [](R r) { return std::to_string(r.main_pass().slow_steps); }},
+    {"slow_pairs", [](R r) { return std::to_string(slow_pairs(r.main_pass())); }},
+};
+
+// Whether the figures measure the work (after the distributions: older columns keep their
+// places). scripts/plot leaves rows whose transfer measured waiting out of bandwidth plots.
+const ColumnSpec kJudgedColumns[] = {
+    {"transfer_is_waiting", [](R r) { return csv_bool(transfer_is_waiting(r, r.main_pass())); }},
+    {"step_unstable", [](R r) { return csv_bool(step_stability(r.main_pass()).unstable); }},
+    {"sm_clock_start_mhz", [](R r) { return csv_number(r.main_pass().sm_clock_start_mhz); }},
+    {"sm_clock_end_mhz", [](R r) { return csv_number(r.main_pass().sm_clock_end_mhz); }},
+    {"sm_clock_max_mhz", [](R r) { return csv_number(r.main_pass().sm_clock_max_mhz); }},
+    {"clock_slowdowns",
+     [](R r) { return csv_text(clock_slowdown_names(r.main_pass().clock_reasons)); }},
+};
+
+template <std::size_t N>
+void append_columns(std::vector<CsvColumn>& columns, const ColumnSpec (&specs)[N]) {
+    for (const ColumnSpec& spec : specs) {
+        if (spec.cell != kDeckKey) {
+            columns.push_back({spec.name, spec.cell});
+        } else {
+            columns.push_back({spec.name, [key = spec.name](R r) {
+                                   return csv_text(config_value_text(r.config, key));
+                               }});
+        }
+    }
+}
+
+// The columns in file order: the run's, each timed phase's median (the step's period has its
+// median, min and max among the run's, as step_ms_*), the pass's, then the distributions (last
+// but the judgements, so the columns before them keep their places: every timed phase by
+// percentile, then the coefficients of variation).
 std::vector<CsvColumn> make_results_csv_columns() {
-    using R = const RunSummary&;
-    std::vector<CsvColumn> columns = {
-        {"tag", [](R r) { return csv_text(r.config.tag); }},
-        {"timestamp", [](R r) { return r.timestamp; }},
-        {"git_hash", [](R r) { return r.git_hash; }},
-        {"world_size", [](R r) { return std::to_string(r.world_size); }},
-        {"pairs", [](R r) { return std::to_string(r.pairs); }},
-        {"backend", [](R r) { return r.backend; }},
-        {"transport", [](R r) { return r.transport.substr(0, r.transport.find(' ')); }},
-        {"gpu_name", [](R r) { return csv_text(r.ranks.empty() ? "" : r.ranks.front().device); }},
-        {"dtype", [](R r) { return std::string(to_string(r.config.dtype)); }},
-        {"elements", [](R r) { return std::to_string(r.config.elements); }},
-        {"tensor_bytes", [](R r) { return std::to_string(r.config.tensor_bytes()); }},
-        {"steps", [](R r) { return std::to_string(r.config.steps); }},
-        {"warmup", [](R r) { return std::to_string(r.config.warmup); }},
-        {"depth", [](R r) { return std::to_string(r.config.depth); }},
-        {"overlap", [](R r) { return std::string(to_string(r.config.overlap)); }},
-        {"blocking", [](R r) { return csv_bool(r.config.blocking); }},
-        {"graphs", [](R r) { return csv_bool(r.config.graphs); }},
-        {"c_elements", [](R r) { return std::to_string(r.config.c_elements); }},
-        {"c_iterations", [](R r) { return std::to_string(r.config.c_iterations); }},
-        {"pairing", [](R r) { return std::string(to_string(r.config.pairing)); }},
-        {"chunk", [](R r) { return std::to_string(r.config.chunk); }},
-        {"time_per_step_ms", [](R r) { return csv_number(r.main_pass().time_per_step_ms); }},
-        {"step_ms_median", [](R r) { return csv_number(r.main_pass().phase(Phase::step).median); }},
-        {"step_ms_min", [](R r) { return csv_number(r.main_pass().phase(Phase::step).min); }},
-        {"step_ms_max", [](R r) { return csv_number(r.main_pass().phase(Phase::step).max); }},
-        {"steps_per_s", [](R r) { return csv_number(r.main_pass().steps_per_s); }},
-    };
+    std::vector<CsvColumn> columns;
+    append_columns(columns, kRunColumns);
     for (const PhaseInfo& phase : kPhases) {
-        if (phase.phase == Phase::step) continue;  // its period: step_ms_* above
+        if (phase.phase == Phase::step) continue;
         columns.push_back({std::string(phase.name) + "_ms", [p = phase.phase](R r) {
                                return csv_number(r.main_pass().phase(p).median);
                            }});
     }
-    const std::vector<CsvColumn> rest = {
-        {"transfer_gbps", [](R r) { return csv_number(r.main_pass().transfer_gbps); }},
-        {"aggregate_gbps", [](R r) { return csv_number(r.main_pass().aggregate_gbps); }},
-        {"a_gbps", [](R r) { return csv_number(r.main_pass().a_gbps); }},
-        {"b_gbps", [](R r) { return csv_number(r.main_pass().b_gbps); }},
-        {"cold_step_ms", [](R r) { return csv_number(r.passes.front().cold_step_ms); }},
-        {"time_per_step_no_overlap_ms",
-         [](R r) { return compared(r) ? csv_number(r.passes.front().time_per_step_ms) : ""; }},
-        {"overlap_speedup", [](R r) { return compared(r) ? csv_number(r.overlap_speedup) : ""; }},
-        {"x_checked", [](R r) { return std::to_string(r.verification_totals().x_checked); }},
-        {"x_mismatches", [](R r) { return std::to_string(r.verification_totals().x_mismatches); }},
-        {"c_mismatches", [](R r) { return std::to_string(r.verification_totals().c_mismatches); }},
-        {"verified", [](R r) { return std::string(r.verified() ? "ok" : "failed"); }},
-        {"step_bound_ms", [](R r) { return csv_number(r.main_pass().step_bound_ms); }},
-        {"overlap_ideal_ms", [](R r) { return compared(r) ? csv_number(r.overlap_ideal_ms) : ""; }},
-        {"pattern", [](R r) { return std::string(to_string(r.config.pattern)); }},
-        {"group_size", [](R r) { return std::to_string(r.group_size); }},
-        {"algbw_gbps", [](R r) { return csv_number(r.main_pass().transfer_gbps); }},
-        {"busbw_gbps", [](R r) { return csv_number(r.main_pass().bus_gbps); }},
-        // How the main pass was timed ("sampled:16"), and how many of its timed steps carry
-        // phase times (the phase columns are medians over those).
-        {"timing", [](R r) { return r.main_pass().timing; }},
-        {"phase_timed_steps", [](R r) { return std::to_string(r.main_pass().phase_timed_steps); }},
-        // The main pass against this launch's ceilings (calibrate = true; empty otherwise).
-        {"ceiling_transfer_ms",
-         [](R r) { return r.ceilings.measured ? csv_number(r.ceilings.transfer_ms) : ""; }},
-        {"transfer_vs_ceiling", [](R r) { return ceiling_cell(r, &CeilingRatios::transfer); }},
-        {"a_vs_copy", [](R r) { return ceiling_cell(r, &CeilingRatios::a); }},
-        {"b_vs_copy", [](R r) { return ceiling_cell(r, &CeilingRatios::b); }},
-        {"c_vs_alone", [](R r) { return ceiling_cell(r, &CeilingRatios::c); }},
-        // The HDF5 file the row's measurements and /y are in, as the run resolved it.
-        {"output", [](R r) { return csv_text(r.config.output); }},
-        {"slow_steps", [](R r) { return std::to_string(r.main_pass().slow_steps); }},
-        {"slow_pairs", [](R r) { return std::to_string(slow_pairs(r.main_pass())); }},
-    };
-    columns.insert(columns.end(), rest.begin(), rest.end());
-    // Whether the figures measure the work (after the distributions: older columns keep their
-    // places). scripts/plot leaves rows whose transfer measured waiting out of bandwidth plots.
-    const std::vector<CsvColumn> judged = {
-        {"transfer_is_waiting",
-         [](R r) { return csv_bool(transfer_is_waiting(r, r.main_pass())); }},
-        {"step_unstable", [](R r) { return csv_bool(step_stability(r.main_pass()).unstable); }},
-        {"sm_clock_start_mhz", [](R r) { return csv_number(r.main_pass().sm_clock_start_mhz); }},
-        {"sm_clock_end_mhz", [](R r) { return csv_number(r.main_pass().sm_clock_end_mhz); }},
-        {"sm_clock_max_mhz", [](R r) { return csv_number(r.main_pass().sm_clock_max_mhz); }},
-        {"clock_slowdowns",
-         [](R r) { return csv_text(clock_slowdown_names(r.main_pass().clock_reasons)); }},
-    };
-    // The distributions last, so the columns before them keep their places: every timed phase
-    // (the period as step) by percentile, then the coefficients of variation.
+    append_columns(columns, kPassColumns);
     for (const auto& [suffix, field] : kDistributionColumns) {
         for (const PhaseInfo& phase : kPhases) {
             columns.push_back({std::string(phase.name) + suffix, [p = phase.phase, field](R r) {
@@ -149,7 +176,7 @@ std::vector<CsvColumn> make_results_csv_columns() {
                                }});
         }
     }
-    columns.insert(columns.end(), judged.begin(), judged.end());
+    append_columns(columns, kJudgedColumns);
     return columns;
 }
 

@@ -5,10 +5,12 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "comm/mpi_error.hpp"
 #include "comm/mpi_wait.hpp"
+#include "kernels/formula.hpp"
 #include "pipeline/pipeline.hpp"
 #include "report/report.hpp"
 #include "runtime/error.hpp"
@@ -111,6 +113,148 @@ void reduce_clocks(MPI_Comm comm, const PassResult& result, PassSummary& summary
     summary.clock_reasons = reasons;
 }
 
+// Every rank's step times on rank 0 (steps x phases doubles per rank), read by rank, step and
+// phase.
+struct StepTable {
+    std::vector<double> all;  // rank 0's; empty on the others
+    std::size_t steps = 0;
+    double at(int rank, std::size_t step, Phase phase) const {
+        return all[(static_cast<std::size_t>(rank) * steps + step) * kPhaseCount + index_of(phase)];
+    }
+};
+
+StepTable gather_step_times(MPI_Comm comm, const PassResult& result, std::int64_t step_count,
+                            int rank, int size) {
+    StepTable table;
+    table.steps = static_cast<std::size_t>(step_count);
+    std::vector<double> mine(table.steps * kPhaseCount);
+    for (std::size_t s = 0; s < table.steps; ++s) {
+        for (std::size_t p = 0; p < kPhaseCount; ++p)
+            mine[s * kPhaseCount + p] = result.steps[s].*kPhases[p].member;
+    }
+    table.all.resize(rank == 0 ? mine.size() * static_cast<std::size_t>(size) : 0);
+    MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, table.all.data(),
+                         static_cast<int>(mine.size()), MPI_DOUBLE, 0, comm));
+    return table;
+}
+
+// The verification totals over every rank, on every rank.
+void reduce_verification(MPI_Comm comm, const Config& config, const PairPlacement& placement,
+                         const PassResult& result, PassSummary& summary) {
+    Counts counts{0, 0, result.spot_checked, result.spot_mismatches};
+    if (placement.role != Role::producer) {
+        for (std::size_t s = 0; s < static_cast<std::size_t>(config.steps); ++s) {
+            counts.x_mismatches += result.x_mismatches[s];
+            counts.c_mismatches += result.c_mismatches[s];
+        }
+    }
+    const Counts totals = reduce_fields<std::uint64_t>(counts, MPI_UINT64_T, MPI_SUM, comm);
+    const auto ran = static_cast<std::uint64_t>(result.end_step - result.first_step);
+    summary.x_checked = config.elements * ran * static_cast<std::uint64_t>(placement.pairs);
+    summary.c_checked = config.c_elements * ran * static_cast<std::uint64_t>(placement.pairs);
+    summary.x_mismatches = totals.x_mismatches;
+    summary.c_mismatches = totals.c_mismatches;
+    summary.spot_checked = totals.spot_checked;
+    summary.spot_mismatches = totals.spot_mismatches;
+}
+
+// The slowest rank's wall times, and how the pass was timed and launched, on every rank.
+void reduce_walls(MPI_Comm comm, const Config& config, const PassResult& result, std::size_t timed,
+                  PassSummary& summary) {
+    const Walls worst = reduce_fields<double>(
+        Walls{result.timed_wall_ms, result.cold_step_ms, result.write_wait_ms, result.capture_ms,
+              static_cast<double>(result.graphs_captured), result.host_queue_ms,
+              result.host_retire_ms, result.host_callback_ms},
+        MPI_DOUBLE, MPI_MAX, comm);
+    summary.time_per_step_ms = timed > 0 ? worst.timed_wall_ms / static_cast<double>(timed) : kNaN;
+    summary.steps_per_s = 1000.0 / summary.time_per_step_ms;
+    summary.cold_step_ms = worst.cold_step_ms;
+    summary.write_wait_ms = worst.write_wait_ms;
+    summary.capture_ms = worst.capture_ms;
+    summary.graphs_captured = static_cast<int>(worst.graphs_captured);
+    summary.graph_steps = result.graph_steps;  // every rank replays the same steps
+    summary.timing = std::string(to_string(result.timing));
+    if (result.timing == Timing::sampled) {
+        summary.timing += ':';
+        summary.timing += std::to_string(result.timing_every);
+    }
+    summary.timing_auto = config.timing == Timing::auto_select;
+    summary.timing_judged_ms = result.timing_judged_ms;
+    summary.phase_timed_steps = result.phase_timed_steps;  // every rank times the same steps
+    // The rank that groups the fewest steps (a consumer's written steps end its groups).
+    std::int64_t grouped = result.grouped_steps;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &grouped, 1, MPI_INT64_T, MPI_MIN, comm));
+    summary.grouped_steps = grouped;
+    summary.retire_group_steps = result.retire_group_steps;
+    const double per_step_us = timed > 0 ? 1000.0 / static_cast<double>(timed) : kNaN;
+    summary.host_queue_us = worst.host_queue_ms * per_step_us;
+    summary.host_retire_us = worst.host_retire_ms * per_step_us;
+    summary.host_callback_us = worst.host_callback_ms * per_step_us;
+}
+
+// One pair, or a collective's group, as the summary reads it: the ranks at the ends of its
+// transfer, each with the phase that times it there, and its last rank, whose step is its period.
+struct Link {
+    int index = 0, producer = 0, last = 0;
+    std::vector<std::pair<int, Phase>> ends;
+};
+
+// The run's links in order, each rank placed as comm/pairing places it. A collective's time, seen
+// from each rank of its group, also holds waiting for the last one to arrive (as a pair's, seen
+// from either end, holds waiting for the other): each rank of a group is an end. A broadcast's
+// root times it as its send, the others as their receive.
+std::vector<Link> links_of(const Config& config, const PairPlacement& placement, int size) {
+    const bool relay = config.pattern == Pattern::relay;
+    const bool pairs = config.pattern == Pattern::pairs || relay;  // a relay's hops are pairs
+    std::vector<Link> links(static_cast<std::size_t>(pairs ? placement.pairs : placement.groups));
+    const int n = placement.group_size;
+    for (int r = 0; r < size; ++r) {
+        const PairPlacement p =
+            relay   ? place_relay(r, size, n)
+            : pairs ? place_pairs(r, size, config.pairing == Pairing::split)
+                    : place_groups(r, size, n, collective_of(config.pattern), kMaxAllreduceGroup);
+        if (pairs && p.role == Role::producer) continue;  // its pair is made from its consumer
+        Link& link = links[static_cast<std::size_t>(pairs ? p.pair : p.group)];
+        link.index = pairs ? p.pair : p.group;
+        link.producer = p.producer;
+        link.last = pairs && !relay ? p.consumer : r;  // a hop's receiving stage is r itself
+        if (pairs) {
+            link.ends = {{p.producer, Phase::send}, {link.last, Phase::recv}};
+        } else {
+            const bool root_sends =
+                config.pattern == Pattern::broadcast && n > 1 && p.group_rank == 0;
+            link.ends.emplace_back(r, root_sends ? Phase::send : Phase::recv);
+        }
+    }
+    return links;
+}
+
+// Each link's median period and transfer, and the pass's transfer over every link. A transfer's
+// time, seen from either end, also holds waiting for the other end (the sender for a receiver
+// still busy; the receiver for a sender whose A ran late): the shortest is the closest measure of
+// the transfer itself.
+void summarize_links(const StepTable& table, const std::vector<Link>& links, std::size_t from,
+                     std::size_t end, double bytes, PassSummary& summary) {
+    std::vector<double> all_transfers;
+    for (const Link& link : links) {
+        std::vector<double> transfers, periods;
+        for (std::size_t s = from; s < end; ++s) {
+            double shortest = kNaN;
+            for (const auto& [rank, phase] : link.ends) {
+                shortest = std::fmin(shortest, table.at(rank, s, phase));
+            }
+            transfers.push_back(shortest);
+            periods.push_back(table.at(link.last, s, Phase::step));
+        }
+        all_transfers.insert(all_transfers.end(), transfers.begin(), transfers.end());
+        const double transfer_ms = phase_stats(transfers).median;
+        summary.pairs.push_back({link.index, link.producer, link.last, phase_stats(periods).median,
+                                 transfer_ms, gbps(bytes, transfer_ms)});
+    }
+    flag_slow_pairs(summary.pairs);
+    summary.transfer_ms = phase_stats(all_transfers).median;
+}
+
 }  // namespace
 
 PhaseStats phase_stats(std::vector<double> values) {
@@ -155,138 +299,37 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    const auto steps = static_cast<std::size_t>(config.steps);
+    const StepTable table = gather_step_times(comm, result, config.steps, rank, size);
     // The steps this pass timed: after warm-up (and after the cold first step of a resumed
     // pass), up to where it stopped.
-    const auto warmup = static_cast<std::size_t>(result.timed_from);
+    const auto from = static_cast<std::size_t>(result.timed_from);
     const auto end = static_cast<std::size_t>(result.end_step);
-    const std::size_t timed = end > warmup ? end - warmup : 0;
-    const double bytes = static_cast<double>(config.tensor_bytes());
+    const std::size_t timed = end > from ? end - from : 0;
 
     PassSummary summary;
     summary.overlap = result.overlap;
     summary.timed_steps = static_cast<std::int64_t>(timed);
     summary.timed_from = result.timed_from;
-
-    // Every rank's step times to rank 0: steps x phases doubles each.
-    std::vector<double> mine(steps * kPhaseCount);
-    for (std::size_t s = 0; s < steps; ++s) {
-        for (std::size_t p = 0; p < kPhaseCount; ++p)
-            mine[s * kPhaseCount + p] = result.steps[s].*kPhases[p].member;
-    }
-    std::vector<double> all(rank == 0 ? mine.size() * static_cast<std::size_t>(size) : 0);
-    MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
-                         static_cast<int>(mine.size()), MPI_DOUBLE, 0, comm));
-
-    // Verification totals and the worst wall times, on every rank.
-    Counts counts{0, 0, result.spot_checked, result.spot_mismatches};
-    if (placement.role != Role::producer) {
-        for (std::size_t s = 0; s < steps; ++s) {
-            counts.x_mismatches += result.x_mismatches[s];
-            counts.c_mismatches += result.c_mismatches[s];
-        }
-    }
-    const Counts totals = reduce_fields<std::uint64_t>(counts, MPI_UINT64_T, MPI_SUM, comm);
-    const Walls worst = reduce_fields<double>(
-        Walls{result.timed_wall_ms, result.cold_step_ms, result.write_wait_ms, result.capture_ms,
-              static_cast<double>(result.graphs_captured), result.host_queue_ms,
-              result.host_retire_ms, result.host_callback_ms},
-        MPI_DOUBLE, MPI_MAX, comm);
-
-    const auto ran = static_cast<std::uint64_t>(result.end_step - result.first_step);
-    summary.x_checked = config.elements * ran * static_cast<std::uint64_t>(placement.pairs);
-    summary.c_checked = config.c_elements * ran * static_cast<std::uint64_t>(placement.pairs);
-    summary.x_mismatches = totals.x_mismatches;
-    summary.c_mismatches = totals.c_mismatches;
-    summary.spot_checked = totals.spot_checked;
-    summary.spot_mismatches = totals.spot_mismatches;
-    summary.time_per_step_ms = timed > 0 ? worst.timed_wall_ms / static_cast<double>(timed) : kNaN;
-    summary.steps_per_s = 1000.0 / summary.time_per_step_ms;
-    summary.cold_step_ms = worst.cold_step_ms;
-    summary.write_wait_ms = worst.write_wait_ms;
-    summary.capture_ms = worst.capture_ms;
-    summary.graphs_captured = static_cast<int>(worst.graphs_captured);
-    summary.graph_steps = result.graph_steps;  // every rank replays the same steps
-    summary.timing = std::string(to_string(result.timing));
-    if (result.timing == Timing::sampled) {
-        summary.timing += ':';
-        summary.timing += std::to_string(result.timing_every);
-    }
-    summary.timing_auto = config.timing == Timing::auto_select;
-    summary.timing_judged_ms = result.timing_judged_ms;
-    summary.phase_timed_steps = result.phase_timed_steps;  // every rank times the same steps
-    // The rank that groups the fewest steps (a consumer's written steps end its groups).
-    std::int64_t grouped = result.grouped_steps;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &grouped, 1, MPI_INT64_T, MPI_MIN, comm));
-    summary.grouped_steps = grouped;
-    summary.retire_group_steps = result.retire_group_steps;
-    const double per_step_us = timed > 0 ? 1000.0 / static_cast<double>(timed) : kNaN;
-    summary.host_queue_us = worst.host_queue_ms * per_step_us;
-    summary.host_retire_us = worst.host_retire_ms * per_step_us;
-    summary.host_callback_us = worst.host_callback_ms * per_step_us;
+    reduce_verification(comm, config, placement, result, summary);
+    reduce_walls(comm, config, result, timed, summary);
     reduce_clocks(comm, result, summary);
     if (config.pattern == Pattern::relay) summary.relay = summarize_relay(comm, placement, result);
     if (rank != 0) return summary;
 
-    auto value = [&](int r, std::size_t s, Phase p) {
-        return all[(static_cast<std::size_t>(r) * steps + s) * kPhaseCount + index_of(p)];
-    };
     for (const PhaseInfo& phase : kPhases) {
         std::vector<double> samples;
         for (int r = 0; r < size; ++r) {
-            for (std::size_t s = warmup; s < end; ++s) samples.push_back(value(r, s, phase.phase));
+            for (std::size_t s = from; s < end; ++s) samples.push_back(table.at(r, s, phase.phase));
         }
         summary.phases[index_of(phase.phase)] = phase_stats(std::move(samples));
     }
     find_slow_steps(
-        warmup, end, size, summary.phase(Phase::step).median,
-        [&](int r, std::size_t s) { return value(r, s, Phase::step); }, summary);
-    // A transfer's time, seen from either end, also holds waiting for the other end (the sender
-    // for a receiver still busy; the receiver for a sender whose A ran late): the shorter of the
-    // two is the closer measure of the transfer itself.
-    std::vector<double> all_transfers;
-    const bool split = config.pairing == Pairing::split;
-    // A collective's time, seen from each rank of its group, also holds waiting for the last one
-    // to arrive: the shortest is the closest measure of the collective itself, as the shorter end
-    // is for a pair. A broadcast's root times it as its send, the others as their receive.
-    const int n = placement.group_size;
-    const bool links = config.pattern == Pattern::pairs || config.pattern == Pattern::relay;
-    for (int g = 0; !links && g < placement.groups; ++g) {
-        std::vector<double> transfers, periods;
-        for (std::size_t s = warmup; s < end; ++s) {
-            double shortest = kNaN;
-            for (int r = g * n; r < (g + 1) * n; ++r) {
-                const bool root_sends = config.pattern == Pattern::broadcast && n > 1 && r == g * n;
-                shortest = std::fmin(shortest, value(r, s, root_sends ? Phase::send : Phase::recv));
-            }
-            transfers.push_back(shortest);
-            periods.push_back(value((g + 1) * n - 1, s, Phase::step));
-        }
-        all_transfers.insert(all_transfers.end(), transfers.begin(), transfers.end());
-        const double transfer_ms = phase_stats(transfers).median;
-        summary.pairs.push_back({g, g * n, (g + 1) * n - 1, phase_stats(periods).median,
-                                 transfer_ms, gbps(bytes, transfer_ms)});
-    }
-    for (int pair = 0; links && pair < placement.pairs; ++pair) {
-        const PairPlacement p =
-            config.pattern == Pattern::relay
-                ? relay_hop(pair, placement.group_size)
-                : place_pairs(size == 1 ? 0 : (split ? pair : 2 * pair), size, split);
-        std::vector<double> transfers, periods;
-        for (std::size_t s = warmup; s < end; ++s) {
-            transfers.push_back(
-                std::fmin(value(p.producer, s, Phase::send), value(p.consumer, s, Phase::recv)));
-            periods.push_back(value(p.consumer, s, Phase::step));
-        }
-        all_transfers.insert(all_transfers.end(), transfers.begin(), transfers.end());
-        const double transfer_ms = phase_stats(transfers).median;
-        summary.pairs.push_back({pair, p.producer, p.consumer, phase_stats(periods).median,
-                                 transfer_ms, gbps(bytes, transfer_ms)});
-    }
-    flag_slow_pairs(summary.pairs);
-    summary.transfer_ms = phase_stats(all_transfers).median;
+        from, end, size, summary.phase(Phase::step).median,
+        [&](int r, std::size_t s) { return table.at(r, s, Phase::step); }, summary);
+    const double bytes = static_cast<double>(config.tensor_bytes());
+    summarize_links(table, links_of(config, placement, size), from, end, bytes, summary);
     summary.transfer_gbps = gbps(bytes, summary.transfer_ms);
-    summary.bus_gbps = summary.transfer_gbps * bus_factor(config.pattern, n);
+    summary.bus_gbps = summary.transfer_gbps * bus_factor(config.pattern, placement.group_size);
     summary.aggregate_gbps = gbps(bytes * placement.pairs, summary.time_per_step_ms);
     summary.a_gbps = gbps(bytes, summary.phase(Phase::a).median);
     summary.b_gbps = gbps(2 * bytes, summary.phase(Phase::b).median);

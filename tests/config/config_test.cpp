@@ -526,12 +526,14 @@ TEST(Toml, UnknownKeyAndParseError) {
 
 // --- Validation ----------------------------------------------------------------------------------
 
-TEST(Validate, Failures) {
-    const auto invalid = [](const std::function<void(Config&)>& change) {
-        Config c;
-        change(c);
-        return usage_message([&] { validate_config(c); });
-    };
+// validate_config's message for the defaults as `change` leaves them.
+std::string invalid(const std::function<void(Config&)>& change) {
+    Config c;
+    change(c);
+    return usage_message([&] { validate_config(c); });
+}
+
+TEST(Validate, CountsAndNumbers) {
     EXPECT_EQ(invalid([](Config& c) {
                   c.steps = 5;
                   c.warmup = 5;
@@ -555,6 +557,9 @@ TEST(Validate, Failures) {
                          }),
                          "write"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.flush_every = -1; }), "flush_every"));
+}
+
+TEST(Validate, Transports) {
     // A writes in place only through the ipc transport; auto is refused too, as it may not
     // pick ipc.
     EXPECT_EQ(invalid([](Config& c) { c.ipc_engine = IpcEngine::sm; }),
@@ -564,6 +569,9 @@ TEST(Validate, Failures) {
     in_place.ipc_engine = IpcEngine::sm;
     in_place.transport = TransportKind::ipc;
     EXPECT_NO_THROW(validate_config(in_place));
+}
+
+TEST(Validate, Collectives) {
     // Collectives: groups only for them, of consecutive ranks, eager, and not over ipc.
     EXPECT_EQ(invalid([](Config& c) { c.group_size = 2; }),
               "group_size (2) is for pattern = \"broadcast\", \"allreduce\" or \"relay\"; pairs "
@@ -578,6 +586,9 @@ TEST(Validate, Failures) {
                              c.transport = TransportKind::ipc;
                          }),
                          "ipc copies into one consumer's slots"));
+}
+
+TEST(Validate, Graphs) {
     EXPECT_TRUE(contains(invalid([](Config& c) {
                              c.pattern = Pattern::allreduce;
                              c.graphs = true;
@@ -619,6 +630,9 @@ TEST(Validate, Failures) {
                              c.write = WriteMode::all;
                          }),
                          "graph_steps (4) needs write = \"last\" or \"none\""));
+}
+
+TEST(Validate, TimeoutOutputAndProfile) {
     EXPECT_TRUE(contains(invalid([](Config& c) { c.timeout_s = 0; }), "timeout_s"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.output.clear(); }), "output"));
     EXPECT_TRUE(contains(invalid([](Config& c) {
@@ -627,6 +641,9 @@ TEST(Validate, Failures) {
                              c.profile_last = 6;
                          }),
                          "profile_steps (2:6)"));
+}
+
+TEST(Validate, GraphsNeedCudaAndNccl) {
     // Graphs need the CUDA path and NCCL; what auto picks is checked where it picks.
     EXPECT_TRUE(contains(invalid([](Config& c) {
                              c.graphs = true;

@@ -390,6 +390,19 @@ TYPED_TEST(ResultFileRoundTrip, EveryRankWritesItsRowsAndRank0ReadsThemBack) {
     EXPECT_EQ(root_attribute_names(read.get()), expected_names);
 }
 
+// The text attribute `attribute` of `object` in the open file `file`.
+std::string text_attribute(hid_t file, const char* object, const char* attribute) {
+    H5Attribute a(check(H5Aopen_by_name(file, object, attribute, H5P_DEFAULT, H5P_DEFAULT),
+                        std::string("open ") + object + " " + attribute));
+    H5Datatype memory(check(H5Tcopy(H5T_C_S1), "copy"));
+    check(H5Tset_size(memory.get(), H5T_VARIABLE), "size");
+    char* text = nullptr;
+    check(H5Aread(a.get(), memory.get(), &text), "read text");
+    std::string value = text;
+    H5free_memory(text);
+    return value;
+}
+
 // Issue #26: the file describes itself. Booleans are h5py's enum {FALSE, TRUE} (read back as
 // bool), datasets carry units, a description and dimension labels, /step is /y's dimension
 // scale, and groups carry the attributes given at create and at close.
@@ -423,16 +436,7 @@ TEST_F(ResultFileTest, DescribesItselfWithTypedBooleansNotesAndGroupAttributes) 
         EXPECT_STREQ(name, "TRUE");
     }
     const auto text_of = [&](const char* object, const char* attribute) {
-        H5Attribute a(
-            check(H5Aopen_by_name(read.get(), object, attribute, H5P_DEFAULT, H5P_DEFAULT),
-                  std::string("open ") + object + " " + attribute));
-        H5Datatype memory(check(H5Tcopy(H5T_C_S1), "copy"));
-        check(H5Tset_size(memory.get(), H5T_VARIABLE), "size");
-        char* text = nullptr;
-        check(H5Aread(a.get(), memory.get(), &text), "read text");
-        std::string value = text;
-        H5free_memory(text);
-        return value;
+        return text_attribute(read.get(), object, attribute);
     };
     EXPECT_EQ(text_of("/timings/step_seconds", "units"), "s");
     EXPECT_EQ(text_of("/timings/step_seconds", "description"), "seconds per step");

@@ -1,0 +1,53 @@
+// The writing: the result file (made, or reopened to resume), the writer of /y behind the
+// pipeline's RowSink, what each pass and size files, the periodic flush, and the close.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/setup.hpp"
+#include "comm/mpi_session.hpp"
+#include "io/result_file.hpp"
+#include "io/result_writer.hpp"
+#include "pipeline/pipeline.hpp"
+#include "report/report.hpp"
+
+namespace gpurelay {
+
+// The result file, the writer of /y (consumers, when rows are kept), and every rank's host.
+struct Outputs {
+    std::vector<std::string> hosts;
+    std::optional<ResultFile> file;
+    std::unique_ptr<ResultWriter> writer;
+    std::unique_ptr<RowSink> sink;  // the writer, as the pipeline sees it
+
+    // Collective: creates the result file (or reopens the .partial of a resumed run) for `passes`
+    // (overlap of each), with the root attributes.
+    static Outputs open(const MpiSession& mpi, const Setup& setup, const std::vector<bool>& passes);
+
+    // Between two sizes, every stream idle: the writer's rows go to size `index`'s /y, checked
+    // for the size `size_config` runs.
+    void start_size(std::size_t index, const Config& size_config, const PairPlacement& placement);
+    // Collective, at a step boundary of the last pass: the writer drained (one thread at a time
+    // inside HDF5), then the file flushed. `flushes`: this one's number, for debug_stop_flush.
+    void flush(const Config& config, int rank, std::int64_t flushes);
+    // Each rank files its own rows of a pass: timings under its rank, counts under its pair.
+    void file_pass(const Setup& setup, const std::string& group, bool overlap,
+                   const PassResult& result, int rank);
+    // Collective, for a run of several sizes: what a finished size says of itself in its group,
+    // and how many sizes are done and failed, on the root, there before the next size starts.
+    void file_size(std::size_t index, const std::string& group, const RunSummary& summary,
+                   std::int64_t sizes_failed);
+    // Ends the writer once its rows are in the file (before the close's collective calls, so that
+    // no thread of it is inside HDF5 or MPI beside them).
+    void end_writer();
+    // Collective, after end_writer: the file closed with `attributes` at its root and `groups`, as
+    // complete (renamed to its name) or not (stays PATH.partial).
+    void close(const Config& config, int rank, bool complete, const Attributes& attributes,
+               const GroupAttributes& groups);
+};
+
+}  // namespace gpurelay

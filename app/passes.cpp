@@ -1,0 +1,169 @@
+#include "app/passes.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <string>
+
+#include "app/provenance.hpp"
+#include "io/result_schema.hpp"
+#include "runtime/device.hpp"
+#include "runtime/error.hpp"
+#include "runtime/host_stream.hpp"
+#include "runtime/placement.hpp"
+
+namespace gpurelay {
+namespace {
+
+// One size of the run: the run as it is for that size alone, and where its datasets lie.
+struct SizeCase {
+    std::size_t index = 0;
+    Config config;      // elements = this size, and no other sizes
+    std::string group;  // "" for a run of one size (today's layout); "/cases/i" for several
+};
+
+std::vector<SizeCase> cases_of(const Config& config) {
+    std::vector<SizeCase> cases;
+    const std::vector<std::uint64_t> sizes = config.size_list();
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        cases.push_back({i, config.sized(sizes[i]),
+                         config.several_sizes() ? ResultSchema::case_group(i) : std::string()});
+    }
+    return cases;
+}
+
+// Pass `pass` of the size the pipeline is set to, from `first_step`; `stop` gets the signal
+// every rank agreed to stop on.
+PassResult run_pass(Run& run, std::size_t pass, std::int64_t first_step, bool calibrate,
+                    Stop& stop) {
+    const Config& config = run.setup.config;
+    // Every rank passes the same step boundaries, so the collective flush lines up.
+    auto on_step = [&](std::int64_t s) {
+        run.watch.at_step(std::min(s + 1, config.steps - 1));
+        run.progress.step_done();
+        if (config.flush_every > 0 && (s + 1) % config.flush_every == 0) {
+            run.outputs.flush(config, run.rank, ++run.flushes);
+        }
+        // A stop after a pass's last step would leave nothing in it to resume: that pass ends as
+        // usual, and the next (if any) stops after its first step.
+        const int vote = run.stop_vote.after_step();
+        if (vote == 0 || s + 1 >= config.steps) return false;
+        stop.signal = vote;
+        return true;
+    };
+    run.watch.start_pass(run.passes[pass], first_step);
+    try {
+        // Only the last pass writes /y: file I/O in both would differ anyway (the first writes
+        // into fresh extents), so the overlap-off pass stays free of it and the report says when
+        // the writer held up the other one.
+        const bool last = pass + 1 == run.passes.size();
+        return run.pipeline.run(run.passes[pass], last ? run.outputs.sink.get() : nullptr, on_step,
+                                first_step, calibrate);
+    } catch (...) {
+        // Streams, proxies and the writer may still be using the pipeline's buffers: end the job
+        // here, before unwinding frees them under running threads.
+        fail_fatally(std::current_exception());
+    }
+}
+
+// Runs the passes of one size from where a resumed run stopped, files each pass's rows and
+// summarises it.
+Stop run_passes(Run& run, const SizeCase& size, std::vector<PassSummary>& summaries) {
+    const bool resumed_size = static_cast<std::int64_t>(size.index) == run.resume.size;
+    const std::size_t first_pass = resumed_size ? static_cast<std::size_t>(run.resume.pass) : 0;
+    Stop stop;
+    for (std::size_t i = first_pass; i < run.passes.size(); ++i) {
+        const std::int64_t first_step = resumed_size && i == first_pass ? run.resume.step : 0;
+        // Each size's ceilings are measured once, in the first of its passes this launch runs.
+        const bool calibrate = run.setup.config.calibrate && i == first_pass;
+        const PassResult result = run_pass(run, i, first_step, calibrate, stop);
+        run.outputs.file_pass(run.setup, size.group, run.passes[i], result, run.rank);
+        if (stop.signal != 0) {
+            stop.size = static_cast<std::int64_t>(size.index);
+            stop.pass = static_cast<std::int64_t>(i);
+            stop.step = result.end_step;
+            break;
+        }
+        summaries.push_back(
+            summarize_pass(MPI_COMM_WORLD, size.config, run.setup.placement, result));
+    }
+    return stop;
+}
+
+// This rank's own figures for the run's summary: where it runs, what it holds and wrote.
+RankFigures rank_figures(const MpiSession& mpi, const Setup& setup, const Outputs& outputs,
+                         bool cpu_path) {
+    const ResultWriter* writer = outputs.writer.get();
+    const Placement placement = this_process_placement(setup.device_info.pci_bus_id);
+    RankFigures mine;
+    mine.info = {mpi.host_name(), setup.device_info.name, setup.device_info.pci_bus_id,
+                 std::string(to_string(setup.placement.role)),
+                 peer_link(setup, outputs.hosts, mpi.host_name()), setup.placement.pair,
+                 placement.cores, placement.core_numa, placement.gpu_numa, placement.core_count,
+                 // On the CPU path each host stream is a thread that runs the work, beside the
+                 // main one.
+                 cpu_path ? HostStream::live_count() + 1 : 0};
+    mine.device_bytes = setup.memory.device_bytes();
+    mine.host_bytes = setup.memory.host_bytes() + (writer ? kWriterBuffers * setup.spec.bytes : 0);
+    mine.bytes_written = writer ? static_cast<double>(writer->bytes_written()) : 0.0;
+    mine.write_seconds = writer ? writer->write_seconds() : 0.0;
+    return mine;
+}
+
+}  // namespace
+
+std::vector<bool> passes_of(const Config& config) {
+    if (config.overlap == OverlapMode::compare) return {false, true};
+    return {config.overlap == OverlapMode::on};
+}
+
+Stop run_sizes(Run& run, std::vector<RunSummary>& done) {
+    const Config& config = run.setup.config;
+    std::int64_t sizes_failed = run.resume.sizes_failed;
+    for (const SizeCase& size : cases_of(config)) {
+        if (static_cast<std::int64_t>(size.index) < run.resume.size) continue;
+        run.pipeline.resize(size.config.elements);
+        run.outputs.start_size(size.index, size.config, run.setup.placement);
+        std::vector<PassSummary> passes;
+        Stop stop = run_passes(run, size, passes);
+        if (stop.signal != 0) {
+            stop.sizes_failed = sizes_failed;
+            return stop;
+        }
+        done.push_back(summarize(run.mpi, run.setup, size.config, run.pipeline, run.outputs,
+                                 std::move(passes)));
+        if (!done.back().verified()) ++sizes_failed;
+        if (config.several_sizes()) {
+            run.outputs.file_size(size.index, size.group, done.back(), sizes_failed);
+        }
+    }
+    Stop end;
+    end.sizes_failed = sizes_failed;
+    return end;
+}
+
+RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Config& config,
+                     const Pipeline& pipeline, const Outputs& outputs,
+                     std::vector<PassSummary> passes) {
+    RunSummary summary;
+    summary.config = config;
+    summary.backend = setup.device->backend() == Backend::cuda ? "cuda" : "cpu";
+    summary.transport = setup.transport->name();
+    summary.transport_note = setup.transport_note;
+    summary.world_size = mpi.world_size();
+    summary.pairs = setup.placement.pairs;
+    if (config.pattern != Pattern::pairs) {
+        summary.groups = setup.placement.groups;
+        summary.group_size = setup.placement.group_size;
+    }
+    summary.passes = std::move(passes);
+    summary.ceilings =
+        summarize_ceilings(MPI_COMM_WORLD, config, setup.placement, pipeline.ceilings());
+    summarize_run(MPI_COMM_WORLD, rank_figures(mpi, setup, outputs, summary.backend == "cpu"),
+                  summary);
+    summary.versions = versions_line();
+    summary.timestamp = utc_timestamp();
+    summary.git_hash = git_hash();
+    return summary;
+}
+
+}  // namespace gpurelay

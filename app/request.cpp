@@ -1,0 +1,100 @@
+#include "app/request.hpp"
+
+#include <cstdio>
+#include <string>
+#include <type_traits>
+
+#include "app/provenance.hpp"
+#include "app/setup.hpp"
+#include "comm/agreement.hpp"
+#include "comm/mpi_error.hpp"
+#include "comm/mpi_wait.hpp"
+#include "config/command_line.hpp"
+#include "io/result_file.hpp"
+#include "runtime/error.hpp"
+
+namespace gpurelay {
+namespace {
+
+// Broadcasts a string from rank 0.
+void broadcast(std::string& text) {
+    const Deadline bound("the broadcast of the deck");
+    int length = static_cast<int>(text.size());
+    MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    text.resize(static_cast<std::size_t>(length));
+    MPI_CHECK(MPI_Bcast(text.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD));
+}
+
+enum Action : int { kRun = 0, kPrintConfig, kVersion, kHelp };
+
+// Rank 0: what the command line asks; for a run, its outputs checked, locked and, resumed, where
+// it starts. `deck` gets the resolved deck, `help` the help text.
+Action read_command_line(int argc, char** argv, Request& request, std::string& deck,
+                         std::string& help) {
+    CommandLine line = parse_command_line(argc, argv);
+    if (line.show_help) {
+        help = line.help_text;
+        return kHelp;
+    }
+    if (line.show_version) return kVersion;
+    validate_config(line.config);
+    Action action = kPrintConfig;
+    if (!line.print_config) {
+        action = kRun;
+        check_output_paths(line.config);
+        request.lock = OutputLock::acquire(line.config.output);
+        // Checked again under the lock: a job that was still writing may just have ended.
+        if (!line.config.resume) {
+            ResultFile::check_target(line.config.output, line.config.overwrite);
+        } else {
+            request.resume = find_resume_point(line.config);
+        }
+    }
+    deck = config_to_toml(line.config);
+    return action;
+}
+
+}  // namespace
+
+Request read_request(int rank, int argc, char** argv) {
+    Request request;
+    int action = kRun;
+    std::string deck, help;
+    agree(MPI_COMM_WORLD, [&] {
+        if (rank == 0) action = read_command_line(argc, argv, request, deck, help);
+    });
+    static_assert(std::is_trivially_copyable_v<ResumePoint> && sizeof(ResumePoint) == 48,
+                  "ResumePoint travels as bytes");
+    {
+        const Deadline bound("the broadcast of the request");
+        MPI_CHECK(MPI_Bcast(&request.resume, sizeof request.resume, MPI_BYTE, 0, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Bcast(&action, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    }
+    if (action == kHelp || action == kVersion) {
+        if (rank == 0) std::fputs(action == kHelp ? help.c_str() : version_text().c_str(), stdout);
+        return request;
+    }
+    broadcast(deck);
+    if (action == kPrintConfig) {
+        if (rank == 0) std::fputs(deck.c_str(), stdout);
+        return request;
+    }
+    request.config = config_from_toml(deck, "the broadcast deck");
+    return request;
+}
+
+int publish_complete(const Config& config, const ResumePoint& resume, int rank) {
+    agree(MPI_COMM_WORLD, [&] {
+        if (rank == 0) ResultFile::publish_complete_partial(config.output, config.overwrite);
+    });
+    if (rank == 0) {
+        std::fprintf(stderr,
+                     "gpurelay: '%s.partial' was already complete (its run ended before the "
+                     "rename): published as '%s'%s\n",
+                     config.output.c_str(), config.output.c_str(),
+                     resume.verified != 0 ? "" : "; it failed verification");
+    }
+    return static_cast<int>(resume.verified != 0 ? ExitCode::ok : ExitCode::verification);
+}
+
+}  // namespace gpurelay
