@@ -7,9 +7,13 @@ import csv, json, re, subprocess, sys
 
 # Root attributes that hold a time, a clock reading or the build's commit.
 VARYING_ATTRS = {"started_utc", "finished_utc", "git_hash", "cold_step_ms", "overlap_speedup"}
-# ... and figures judged from the timings: a pair or a step flagged slow, and a rate that %g may
-# print without a point (so the CSV would read it as an integer).
-VARYING_KEYS = {"timestamp", "git_hash", "slow", "slow_steps", "slow_pairs", "steps_per_s"}
+# ... and figures judged from the timings: a pair or a step flagged slow, a rate that %g may
+# print without a point (so the CSV would read it as an integer), and the verdicts the report
+# draws from the phase times (whether the attribution explains the step and why not, a transfer
+# that measured waiting, an unstable step period), which flip between two runs of one binary.
+VARYING_KEYS = {"timestamp", "git_hash", "slow", "slow_steps", "slow_pairs", "steps_per_s",
+                "overlap_attribution_explains", "overlap_attribution_why_not",
+                "transfer_is_waiting", "unstable"}
 
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -31,8 +35,18 @@ def root_attrs(path):
     return {k: v for k, v in blocks.items() if k not in VARYING_ATTRS}
 
 def timing_shapes(path):
+    """The /timings datasets' names, shapes and types; its attributes are figures and verdicts
+    from the timings (an attribution is written only where it explains the step)."""
     _, out = run(["h5dump", "-H", "-g", "/timings", path])
-    return [l for l in out.splitlines() if "DATASET" in l or "DATASPACE" in l or "DATATYPE" in l]
+    shapes, depth = [], 0
+    for line in out.splitlines():
+        if re.match(r"^\s*ATTRIBUTE ", line):
+            depth = 1
+        elif depth:
+            depth += line.count("{") - line.count("}")
+        elif "DATASET" in line or "DATASPACE" in line or "DATATYPE" in line:
+            shapes.append(line)
+    return shapes
 
 def stable(value, key=""):
     """The value with floats (timings and rates) replaced by their type, recursively."""
