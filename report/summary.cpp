@@ -342,7 +342,7 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
 }
 
 double bus_factor(Pattern pattern, int group_size) {
-    if (pattern == Pattern::pairs) return 1.0;
+    if (pattern == Pattern::pairs || pattern == Pattern::relay) return 1.0;  // point to point
     return bus_factor(collective_of(pattern), group_size);
 }
 
