@@ -61,7 +61,9 @@ struct Config : PipelineKeys {
     Timing timing = Timing::auto_select;
     std::int64_t timing_every = 0;  // K of timing = "sampled:K"
     std::uint64_t c_elements = 1ull << 20;
-    std::int64_t c_iterations = 64;
+    // C's default is light (1 Mi x 8 takes a few ms a step on a CPU core, a fraction of a µs of
+    // an H200's SMs): a first run finishes in seconds; studies size C to the transfer.
+    std::int64_t c_iterations = 8;
     double alpha = 2.0;
     std::uint32_t seed = 12345;
     Pairing pairing = Pairing::adjacent;
@@ -92,6 +94,9 @@ struct Config : PipelineKeys {
     bool debug_stop_close = false;
     std::int64_t debug_stop_rank = 1;
     std::string tag;  // free-text label stored with the results
+    // Which launch of a configuration run several times this is (scripts/sweep --repeat):
+    // stored with the results, it changes nothing in the run.
+    std::int64_t repeat = 0;
     // profile_steps = "A:B": the profiler capture range covers steps A to B (-1: no range).
     std::int64_t profile_first = -1;
     std::int64_t profile_last = -1;

@@ -370,7 +370,8 @@ constexpr std::string_view kTimingDoc =
 constexpr std::string_view kCDoc =
     "C runs `c_iterations` steps of a 32-bit LCG on each of `c_elements` values, on the "
     "consumer's compute stream, while the tensor is received: the work that overlap hides. "
-    "Size it to the transfer to measure overlap (`scripts/gpu-check` calibrates it that way).";
+    "Size it to the transfer to measure overlap (`scripts/gpu-check` calibrates it that way): "
+    "the default is light, so that a first run on the CPU path finishes in seconds.";
 constexpr std::string_view kAlphaDoc =
     "B computes `y = alpha * x` in the tensor's type, so with float32 `alpha` must be 0 or a "
     "normal float32, which keeps `y` finite and the check exact.";
@@ -594,6 +595,12 @@ const std::vector<KeySpec>& key_table() {
         documented(text_key("tag", "free-text label stored with the results", "TEXT", &Config::tag),
                    "UTF-8 without control characters"),
         documented(profile_steps_key(), "`A:B` with 0 ≤ A ≤ B < steps, or empty", kProfileDoc),
+        documented(int_key("repeat",
+                           "which launch of a configuration run several times this is "
+                           "(scripts/sweep --repeat sets it): stored in the CSV, the JSON and "
+                           "the file, it changes nothing in the run",
+                           &Config::repeat, 0),
+                   "≥ 0"),
     };
     return table;
 }

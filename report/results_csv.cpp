@@ -140,6 +140,8 @@ const ColumnSpec kJudgedColumns[] = {
     {"sm_clock_max_mhz", [](R r) { return csv_number(r.main_pass().sm_clock_max_mhz); }},
     {"clock_slowdowns",
      [](R r) { return csv_text(clock_slowdown_names(r.main_pass().clock_reasons)); }},
+    // Which launch of a repeated configuration the row is (scripts/sweep --repeat).
+    {"repeat", kDeckKey},
 };
 
 template <std::size_t N>

@@ -45,7 +45,7 @@ from mann_whitney import mann_whitney_p, smallest_p  # noqa: E402
 # Config keys that say where a run's outputs went or how it was watched, not what it measured:
 # two runs that differ only in these are the same benchmark.
 NOT_CONFIGURATION = {"output", "overwrite", "resume", "summary_json", "results_csv", "quiet",
-                     "tag", "timeout_s", "profile_steps", "flush_every"}
+                     "tag", "timeout_s", "profile_steps", "flush_every", "repeat"}
 # The tests' knobs (debug_delay_us: a slow rank) stand for a change of code, which is what a
 # comparison is for, so they never make two runs incomparable.
 DEBUG_PREFIX = "debug_"

@@ -11,7 +11,7 @@ a point whose task is still queued or running (squeue) is skipped too, so runnin
 again never submits a point twice.
 With --repeat N every combination runs N times, as N separate launches (the noise between
 launches is what an A/B comparison must see): launch K's tag and file name end in "repeat=K"
-(K = 0..N-1), the rows' repeat number, and the repeats of the whole grid run in turn (every
+(K = 0..N-1), its rows carry K in the CSV's repeat column (gpurelay's key repeat), and the repeats of the whole grid run in turn (every
 combination once, then again), so that a slow spell of the machine does not fall on one
 combination's repeats alone. At the end the sweep prints each point's median and range over
 its repeats.
@@ -46,7 +46,8 @@ RESERVED_KEYS = ["output", "overwrite", "quiet", "results_csv", "tag", "summary_
 # Not a deck key: the number of ranks, for scaling studies (pairs = np / 2). It goes to the
 # launcher (mpirun -np, srun --ntasks) and into the tag, never to gpurelay as a flag.
 NP_KEY = "np"
-# Not a deck key either: the repeat number of a launch (--repeat), in its tag and file name only.
+# The repeat number of a launch (--repeat): in its tag and file name, and to gpurelay as its
+# deck key `repeat` (the results CSV's column of that name).
 REPEAT_KEY = "repeat"
 
 # Values go into a space-separated tag and a command line: keep them to plain tokens.
@@ -326,7 +327,7 @@ def launch_args(launch, args):
     # --key=value rather than "--key value": a boolean flag takes its value only in this form,
     # and a value that starts with '-' (alpha=-1) cannot be mistaken for a flag.
     argv += [f"{flag_of(key)}={value}" for key, value in launch.keys
-             if key not in (NP_KEY, REPEAT_KEY)]
+             if key != NP_KEY]
     output = os.path.join(args.out_dir, output_name(tag_of(launch.name_keys)))
     argv += ["--results-csv", args.csv, "--tag", launch.tag, "--output", output]
     if args.summary_json:

@@ -110,6 +110,7 @@ Config everything_changed() {
         {"debug_stop_rank", "0"},
         {"tag", "run #1 = 'a' [b]"},
         {"profile_steps", "3:10"},
+        {"repeat", "4"},
     };
     for (const auto& [key, value] : values) set_config_value(c, key, value);
     return c;
@@ -132,7 +133,7 @@ TEST(Config, Defaults) {
     EXPECT_EQ(c.graph_steps, 1);
     EXPECT_EQ(c.timing, Timing::auto_select);
     EXPECT_EQ(c.c_elements, 1u << 20);
-    EXPECT_EQ(c.c_iterations, 64);
+    EXPECT_EQ(c.c_iterations, 8);
     EXPECT_EQ(c.alpha, 2.0);
     EXPECT_EQ(c.seed, 12345u);
     EXPECT_EQ(c.pairing, Pairing::adjacent);
@@ -194,7 +195,8 @@ TEST(Config, KeyTable) {
                                                "debug_stop_close",
                                                "debug_stop_rank",
                                                "tag",
-                                               "profile_steps"};
+                                               "profile_steps",
+                                               "repeat"};
     std::vector<std::string> names;
     for (const ConfigKey& key : config_keys()) {
         names.emplace_back(key.name);

@@ -262,6 +262,10 @@ echo "== --repeat: one configuration, N launches, rows tagged repeat=0..N-1"
     tee "$tmp/log8" || fail "the repeated sweep failed"
 [[ "$(csv_points "$tmp/repeat.csv" | tr '\n' ' ')" == "repeat=0|1024 repeat=1|1024 repeat=2|1024 " ]] ||
     fail "rows of the repeats: $(csv_points "$tmp/repeat.csv" | tr '\n' ' ')"
+# ... and each row its launch's repeat number in the CSV's repeat column (gpurelay's key).
+repeats=$("$python" -c 'import csv, sys
+print(" ".join(row["repeat"] for row in csv.DictReader(open(sys.argv[1]))))' "$tmp/repeat.csv")
+[[ "$repeats" == "0 1 2" ]] || fail "the repeat column: '$repeats', expected '0 1 2'"
 [[ "$(grep -c '^run \[' "$tmp/log8")" -eq 3 ]] || fail "expected 3 launches"
 grep -Eq '^  sweep elements=1024, 3 repeats: time_per_step_ms [0-9.e+-]+ \[[0-9.e+-]+ to [0-9.e+-]+\]' \
     "$tmp/log8" || fail "no median and range over the repeats at the end"
@@ -274,7 +278,7 @@ grep -Eq '^  sweep elements=1024, 3 repeats: time_per_step_ms [0-9.e+-]+ \[[0-9.
     fail "the repeats are not in turn: $(grep '^run \[' "$tmp/log10" | tr '\n' ' ')"
 "${sweep[@]}" --dry-run --slurm --out-dir "$tmp/repeat-slurm" --repeat 2 c_iterations=1 \
     >"$tmp/log11" || fail "the Slurm dry run exited non-zero"
-grep -q "^    1) .*--tag 'c_iterations=1 repeat=1' .*c_iterations=1,repeat=1.h5" "$tmp/log11" ||
+grep -q "^    1) .*--repeat=1 .*--tag 'c_iterations=1 repeat=1' .*c_iterations=1,repeat=1.h5" "$tmp/log11" ||
     fail "no array task for repeat 1: $(grep '^    [0-9])' "$tmp/log11")"
 
 echo "== bad arguments: exit 2 with one line"

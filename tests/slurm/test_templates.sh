@@ -76,11 +76,13 @@ tasks="$(job_field "$array" JobState | grep -c '^COMPLETED$' || true)"
     show_log "$work/outputs/gpurelay-sweep-${array}_0.out"
     fail "array $array: $tasks of 2 tasks COMPLETED ($(job_field "$array" JobState | tr '\n' ' '))"
 }
-# Each task's rows: one per size, in the list's order, tagged with the combination's text.
+# Each task's rows: one per size, in the list's order, tagged with the combination's text,
+# repeat 0 (the template's repeats = 1).
 "$python" - "$csv" <<'PY' || fail "array $array: the rows are not one verified row per size"
 import csv, sys
-rows = [(r["tag"], r["elements"], r["verified"]) for r in csv.DictReader(open(sys.argv[1]))]
-expected = [(f"transport={t} elements=64Ki,1Mi,16Mi", str(e), "ok")
+rows = [(r["tag"], r["elements"], r["verified"], r["repeat"])
+        for r in csv.DictReader(open(sys.argv[1]))]
+expected = [(f"transport={t} elements=64Ki,1Mi,16Mi", str(e), "ok", "0")
             for t in ("auto", "mpi") for e in (65536, 1048576, 16777216)]
 print(rows)
 sys.exit(0 if rows == expected else 1)
