@@ -13,7 +13,7 @@ VARYING_ATTRS = {"started_utc", "finished_utc", "git_hash", "cold_step_ms", "ove
 # that measured waiting, an unstable step period), which flip between two runs of one binary.
 VARYING_KEYS = {"timestamp", "git_hash", "slow", "slow_steps", "slow_pairs", "steps_per_s",
                 "overlap_attribution_explains", "overlap_attribution_why_not",
-                "transfer_is_waiting", "unstable"}
+                "transfer_is_waiting", "unstable", "step_unstable"}
 
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
