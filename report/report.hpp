@@ -181,6 +181,8 @@ void print_relay(std::FILE* out, const RunSummary& summary, const PassSummary& p
 // The relay's figures as the JSON and the file's pass attributes carry them (JSON text: the
 // report library keeps nlohmann-json private).
 std::string relay_json(const PassSummary& pass);
+// The hop whose median transfer is the longest (-1 where none was timed).
+int slowest_hop(const PassSummary& pass);
 // Collective: rank 0's relay_json, on every rank (the hops are rank 0's).
 std::string relay_json_from_root(MPI_Comm comm, const PassSummary& pass);
 

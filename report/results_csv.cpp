@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,18 @@ struct ColumnSpec {
     std::string (*cell)(R);
 };
 constexpr std::string (*kDeckKey)(R) = nullptr;
+
+// A relay's cell from its main pass's figures; empty for other patterns.
+std::string relay_cell(R r, std::string (*cell)(R, const RelayFigures&)) {
+    const auto& relay = r.main_pass().relay;
+    return relay ? cell(r, *relay) : std::string();
+}
+
+double slowest_hop_ms(const PassSummary& pass) {
+    const int hop = slowest_hop(pass);
+    return hop < 0 ? std::numeric_limits<double>::quiet_NaN()
+                   : pass.pairs[static_cast<std::size_t>(hop)].transfer_ms;
+}
 
 // The columns before the phase medians.
 const ColumnSpec kRunColumns[] = {
@@ -142,6 +155,28 @@ const ColumnSpec kJudgedColumns[] = {
      [](R r) { return csv_text(clock_slowdown_names(r.main_pass().clock_reasons)); }},
     // Which launch of a repeated configuration the row is (scripts/sweep --repeat).
     {"repeat", kDeckKey},
+    // A relay's (empty for other patterns): its stages, its slowest hop's median transfer, the
+    // period over that, and the fill latency (the JSON's passes[].relay).
+    {"relay_stages",
+     [](R r) {
+         return relay_cell(r, [](R, const RelayFigures& f) { return std::to_string(f.stages); });
+     }},
+    {"relay_slowest_hop_ms",
+     [](R r) {
+         return relay_cell(r, [](R run, const RelayFigures&) {
+             return csv_number(slowest_hop_ms(run.main_pass()));
+         });
+     }},
+    {"relay_period_over_slowest_hop",
+     [](R r) {
+         return relay_cell(r, [](R run, const RelayFigures&) {
+             return csv_number(run.main_pass().time_per_step_ms / slowest_hop_ms(run.main_pass()));
+         });
+     }},
+    {"relay_fill_ms",
+     [](R r) {
+         return relay_cell(r, [](R, const RelayFigures& f) { return csv_number(f.fill_ms); });
+     }},
 };
 
 template <std::size_t N>

@@ -5,6 +5,7 @@ usage: run_case.py --binary B --mpirun "mpirun ..." --np N [--expect-exit C] [--
                    [--timeout S] [--existing-output] -- GPURELAY_ARGS...
 """
 import argparse
+import csv
 import json
 import math
 import os
@@ -238,6 +239,28 @@ def check_relay(f, summary, np_ranks, group_size):
         attribute = f["timings"][name].attrs.get("relay")
         if attribute is None or json.loads(attribute) != relay:
             fail(f"/timings/{name} attribute relay differs from the JSON's figures")
+    check_relay_csv(summary)
+
+
+def check_relay_csv(summary):
+    """The results CSV's relay columns hold the main (last) pass's JSON figures."""
+    path = summary["config"].get("results_csv")
+    if not path:
+        return
+    with open(path) as f:
+        row = list(csv.DictReader(f))[-1]
+    relay = summary["passes"][-1]["relay"]
+    if int(row["relay_stages"]) != relay["stages"]:
+        fail(f"CSV relay_stages {row['relay_stages']}, JSON {relay['stages']}")
+    for column, key in (("relay_slowest_hop_ms", "slowest_hop_ms"), ("relay_fill_ms", "fill_ms"),
+                        ("relay_period_over_slowest_hop", "period_over_slowest_hop")):
+        value = relay[key]
+        cell = row[column]
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            if cell not in ("", "nan"):
+                fail(f"CSV {column} {cell!r}, JSON {value!r}")
+        elif not math.isclose(float(cell), value, rel_tol=1e-5):
+            fail(f"CSV {column} {cell}, JSON {value}")
 
 
 # Dimension names of each kind of dataset (issue #26: the file describes itself).
@@ -430,6 +453,9 @@ def main():
             summary = args[args.index("--summary-json") + 1]
         else:
             args += ["--summary-json", summary]
+        # A relay's CSV row carries its figures too (checked against the JSON's).
+        if "relay" in args and "--results-csv" not in args:
+            args += ["--results-csv", os.path.join(tmp, "results.csv")]
         prepared = {}
         for spec in opts.write_file:
             name, _, text = spec.partition("=")

@@ -261,7 +261,8 @@ TEST(ResultsCsv, HeaderIsTheColumnTableInOrder) {
               "a_ms_p90,send_ms_p90,recv_ms_p90,c_ms_p90,wait_ms_p90,b_ms_p90,step_ms_p90,"
               "a_ms_p99,send_ms_p99,recv_ms_p99,c_ms_p99,wait_ms_p99,b_ms_p99,step_ms_p99,"
               "a_cv,send_cv,recv_cv,c_cv,wait_cv,b_cv,step_cv,transfer_is_waiting,step_unstable,"
-              "sm_clock_start_mhz,sm_clock_end_mhz,sm_clock_max_mhz,clock_slowdowns,repeat");
+              "sm_clock_start_mhz,sm_clock_end_mhz,sm_clock_max_mhz,clock_slowdowns,repeat,relay_stages,relay_slowest_hop_ms,"
+              "relay_period_over_slowest_hop,relay_fill_ms");
     EXPECT_EQ(split_csv_line(results_csv_header()).size(), results_csv_columns().size());
 }
 
