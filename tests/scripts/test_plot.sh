@@ -44,6 +44,9 @@ done
 # the GPU's clocks (empty on the CPU path).
 real_expected_header+=",transfer_is_waiting,step_unstable,sm_clock_start_mhz,sm_clock_end_mhz"
 real_expected_header+=",sm_clock_max_mhz,clock_slowdowns"
+# The launch's repeat number, and a relay's figures (empty here).
+real_expected_header+=",repeat,relay_stages,relay_slowest_hop_ms,relay_period_over_slowest_hop"
+real_expected_header+=",relay_fill_ms"
 
 # row TAG WORLD PAIRS TRANSPORT ELEMENTS OVERLAP C_ITER TIME_MS NO_OVERLAP_MS SPEEDUP GBPS AGG_GBPS
 row() {
