@@ -72,7 +72,10 @@ int run(MpiSession& mpi, StepWatch& watch, int argc, char** argv) {
         Progress(rank == 0 && !config.quiet,
                  config.steps * pass_count * static_cast<std::int64_t>(config.size_list().size()),
                  (resume.size * pass_count + resume.pass) * config.steps + resume.step),
-        StopVote(MPI_COMM_WORLD, config.timeout()),
+        // A relay's first stage runs a step ahead of each stage behind it once the line is full:
+        // the vote lets the loops drift that far apart (a stop lands as many steps later).
+        StopVote(MPI_COMM_WORLD, config.timeout(),
+                 config.pattern == Pattern::relay ? setup.placement.group_size : 1),
         watch};
     std::vector<RunSummary> sizes;
     const Stop stop = run_sizes(run, sizes);

@@ -49,22 +49,27 @@ StopVote::~StopVote() {
     // Not MPI_Wait, as in after_step: a thread blocked in MPI starves the other threads' MPI
     // calls, and a rank that never votes again must end the job, not hang it. A destructor
     // cannot throw, so a failure here ends the job through the fatal handler.
-    if (request_ == MPI_REQUEST_NULL) return;
     try {
-        wait_all(&request_, 1, timeout_, "the last stop vote (another rank's step loop)");
+        for (std::size_t i = 0; i < votes_.size(); ++i) {
+            Vote& vote = votes_[(next_ + i) % votes_.size()];  // in the order they were posted
+            if (vote.request == MPI_REQUEST_NULL) continue;
+            wait_all(&vote.request, 1, timeout_, "the last stop votes (another rank's step loop)");
+        }
     } catch (...) {
         fail_fatally(std::current_exception());
     }
 }
 
 int StopVote::after_step() {
-    if (request_ != MPI_REQUEST_NULL) {
+    Vote& vote = votes_[next_];  // the oldest in flight: posted `lag` steps ago
+    next_ = (next_ + 1) % votes_.size();
+    if (vote.request != MPI_REQUEST_NULL) {
         // Not MPI_Wait: see wait_all, which also bounds the wait by timeout_s.
-        wait_all(&request_, 1, timeout_, "the stop vote (another rank's step loop)");
-        if (agreed_ != 0) return agreed_;
+        wait_all(&vote.request, 1, timeout_, "the stop vote (another rank's step loop)");
+        if (vote.agreed != 0) return vote.agreed;
     }
-    sent_ = stop_signal();
-    MPI_CHECK(MPI_Iallreduce(&sent_, &agreed_, 1, MPI_INT, MPI_MAX, comm_, &request_));
+    vote.sent = stop_signal();
+    MPI_CHECK(MPI_Iallreduce(&vote.sent, &vote.agreed, 1, MPI_INT, MPI_MAX, comm_, &vote.request));
     return 0;
 }
 

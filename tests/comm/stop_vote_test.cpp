@@ -49,6 +49,17 @@ TEST(StopVote, ASignalOnTheLastRankStopsEveryRankAfterTheSameStep) {
     MPI_Allgather(&stopped_after, 1, MPI_INT, all.data(), 1, MPI_INT, MPI_COMM_WORLD);
     for (int s : all) EXPECT_EQ(s, stopped_after);
     EXPECT_EQ(stop_signal(), signalled ? SIGTERM : 0);
+
+    // With three votes in flight the answer lags by three steps: the signal, already recorded,
+    // rides step 0's vote and comes back after step 3, alike on every rank.
+    StopVote lagging(MPI_COMM_WORLD, kTimeout, 3);
+    stopped_after = -1;
+    for (int step = 0; step < 10 && stopped_after < 0; ++step) {
+        if (lagging.after_step() != 0) stopped_after = step;
+    }
+    EXPECT_EQ(stopped_after, 3);
+    MPI_Allgather(&stopped_after, 1, MPI_INT, all.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    for (int s : all) EXPECT_EQ(s, stopped_after);
 }
 
 }  // namespace
