@@ -85,6 +85,12 @@ int slowest_hop(const PassSummary& pass) {
     return slowest;
 }
 
+double slowest_hop_ms(const PassSummary& pass) {
+    const int hop = slowest_hop(pass);
+    return hop < 0 ? std::numeric_limits<double>::quiet_NaN()
+                   : pass.pairs[static_cast<std::size_t>(hop)].transfer_ms;
+}
+
 namespace {
 
 // Each hop's transfer against its bare transfer, measured alone in the same launch.
@@ -136,8 +142,7 @@ std::string relay_json(const PassSummary& pass) {
     if (!pass.relay) return "null";
     const RelayFigures& relay = *pass.relay;
     const int hop = slowest_hop(pass);
-    const double hop_ms = hop >= 0 ? pass.pairs[static_cast<std::size_t>(hop)].transfer_ms
-                                   : std::numeric_limits<double>::quiet_NaN();
+    const double hop_ms = slowest_hop_ms(pass);
     nlohmann::ordered_json j;
     j["stages"] = relay.stages;
     j["period_ms"] = pass.time_per_step_ms;

@@ -175,14 +175,14 @@ RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
                              const PassResult& result);
 // The hop (index into pass.pairs) whose transfer takes longest; -1 without hops.
 int slowest_hop(const PassSummary& pass);
+// That hop's median transfer in ms; NaN without hops.
+double slowest_hop_ms(const PassSummary& pass);
 // The report's relay lines: the period against the slowest hop, the fill latency, each hop
 // against its own ceiling (when measured), each stage.
 void print_relay(std::FILE* out, const RunSummary& summary, const PassSummary& pass);
 // The relay's figures as the JSON and the file's pass attributes carry them (JSON text: the
 // report library keeps nlohmann-json private).
 std::string relay_json(const PassSummary& pass);
-// The hop whose median transfer is the longest (-1 where none was timed).
-int slowest_hop(const PassSummary& pass);
 // Collective: rank 0's relay_json, on every rank (the hops are rank 0's).
 std::string relay_json_from_root(MPI_Comm comm, const PassSummary& pass);
 

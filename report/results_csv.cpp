@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -68,12 +67,6 @@ constexpr std::string (*kDeckKey)(R) = nullptr;
 std::string relay_cell(R r, std::string (*cell)(R, const RelayFigures&)) {
     const auto& relay = r.main_pass().relay;
     return relay ? cell(r, *relay) : std::string();
-}
-
-double slowest_hop_ms(const PassSummary& pass) {
-    const int hop = slowest_hop(pass);
-    return hop < 0 ? std::numeric_limits<double>::quiet_NaN()
-                   : pass.pairs[static_cast<std::size_t>(hop)].transfer_ms;
 }
 
 // The columns before the phase medians.
