@@ -24,7 +24,9 @@ within one, so the test is the tail, and identical launches are not called worse
 
 Headline figures gate the verdict: the time per step and the transfer bandwidth (the tensor
 over the median transfer time) of each pass. The phases' medians and p99s are shown, and gate
-only with --gate-phases.
+only with --gate-phases. The gating figures' p-values are adjusted by Holm's method over all
+of them (of every pass and size), since the exit status is one decision over them all: the
+chance that identical launches exit 1 stays at most 0.05, however many figures gate.
 
 Exit status: 0 when no gating figure is significantly worse by more than PCT percent (default
 5), 1 when one is, 2 when the inputs cannot be compared (unreadable, of different kinds, of
@@ -272,8 +274,8 @@ def check_same_labels(groups, message, describe, flip=False):
 class Row:
     """One figure of one pass compared: the medians, the change and whether it counts."""
 
-    def __init__(self, figure, base, new, spreads):
-        self.figure = figure
+    def __init__(self, figure, base, new, spreads, gating):
+        self.figure, self.gating = figure, gating
         self.lower = figure not in HIGHER_BETTER
         self.base, self.new = base, new
         self.base_median, self.new_median = statistics.median(base), statistics.median(new)
@@ -281,20 +283,44 @@ class Row:
         self.change = (ratio - 1.0) * 100.0  # of the value, as printed
         self.worse = self.change if self.lower else -self.change  # > 0: worse
         if len(base) >= 2 and len(new) >= 2:
-            self.p = mann_whitney_p(base, new)
-            self.changed = self.p <= ALPHA
+            self.p = mann_whitney_p(base, new)  # adjusted by holm() where the row gates
+            self.changed = None  # decided once every p is known
         else:
             # One launch a side: only a change beyond the runs' own step-to-step spread.
             self.p = None
             self.changed = abs(self.change) > 100.0 * max(spreads, default=0.0)
 
-    def verdict(self, threshold, gating):
+    def verdict(self, threshold):
         if not self.changed:
             return "~", False
-        if self.worse > threshold and gating:
+        if self.worse > threshold and self.gating:
             return f"WORSE by {self.worse:.1f}%", True
         return (f"worse by {self.worse:.1f}%" if self.worse > 0
                 else f"better by {-self.worse:.1f}%"), False
+
+    def line(self, threshold):
+        verdict, _ = self.verdict(threshold)
+        p = "-" if self.p is None else f"{self.p:.3f}"
+        return (f"  {self.figure:<18} {'lower' if self.lower else 'higher':<6} "
+                f"{self.base_median:>11.5g} {launch_spread(self.base):>5} "
+                f"{self.new_median:>11.5g} {launch_spread(self.new):>5} {self.change:>+8.1f}% "
+                f"{p:>6}  {verdict}")
+
+
+def holm(rows):
+    """Decides which rows changed. The gating rows' p-values are adjusted by Holm's method over
+    all of them: the exit status is one decision over every gating figure of every pass and
+    size, and without the adjustment each figure's 5% chance of a false alarm adds up (four
+    independent figures of identical launches would call one worse up to 1 - 0.95^4 = 19% of
+    the time)."""
+    tested = sorted((r for r in rows if r.p is not None and r.gating), key=lambda r: r.p)
+    largest = 0.0
+    for k, row in enumerate(tested):
+        largest = max(largest, min(1.0, (len(tested) - k) * row.p))
+        row.p = largest
+    for row in rows:
+        if row.p is not None:
+            row.changed = row.p <= ALPHA
 
 
 def launch_spread(values):
@@ -314,25 +340,16 @@ def figure_names(samples):
 
 
 def compare_pass(b_samples, n_samples, opts):
-    """Table lines of one pass, and the gating figures that are worse (their names)."""
-    lines, failed = [], []
+    """The rows of one pass: every figure both sides have."""
+    rows = []
     for figure in figure_names(b_samples):
         base = [s.values[figure] for s in b_samples if figure in s.values]
         new = [s.values[figure] for s in n_samples if figure in s.values]
         if not base or not new or statistics.median(base) == 0:
             continue
         spreads = [s.spreads[figure] for s in b_samples + n_samples if figure in s.spreads]
-        row = Row(figure, base, new, spreads)
-        gating = figure in HEADLINE or opts.gate_phases
-        verdict, fails = row.verdict(opts.threshold, gating)
-        if fails:
-            failed.append(figure)
-        p = "-" if row.p is None else f"{row.p:.3f}"
-        lines.append(f"  {figure:<18} {'lower' if row.lower else 'higher':<6} "
-                     f"{row.base_median:>11.5g} {launch_spread(base):>5} "
-                     f"{row.new_median:>11.5g} {launch_spread(new):>5} {row.change:>+8.1f}% "
-                     f"{p:>6}  {verdict}")
-    return lines, failed
+        rows.append(Row(figure, base, new, spreads, figure in HEADLINE or opts.gate_phases))
+    return rows
 
 
 def table_head():
@@ -342,8 +359,8 @@ def table_head():
 
 def compare_groups(base, new, opts):
     """Every case and pass both sides have: (lines, [(figure, where)] worse, passes compared,
-    the fewest launches on a side, the most on a side)."""
-    out, failed, passes, counts = [], [], [], []
+    [(BASE launches, NEW launches)] per pass, the number of gating figures tested)."""
+    tables, passes, counts = [], [], []
     for label, b_passes in base.items():
         for pass_name, b_samples in b_passes.items():
             n_samples = new[label].get(pass_name)
@@ -352,20 +369,24 @@ def compare_groups(base, new, opts):
             where = pass_name + (f", {label}" if label else "")
             passes += [pass_name] if pass_name not in passes else []
             counts.append((len(b_samples), len(n_samples)))
-            out.append(f"{where}: BASE {launches(len(b_samples))}, NEW {launches(len(n_samples))}")
-            lines, worse = compare_pass(b_samples, n_samples, opts)
-            out += [table_head()] + lines
-            failed += [(figure, where) for figure in worse]
+            head = f"{where}: BASE {launches(len(b_samples))}, NEW {launches(len(n_samples))}"
+            tables.append((head, where, compare_pass(b_samples, n_samples, opts)))
     if not passes:
         raise Mismatch("no pass that both sides ran (compare overlap = on with on, off with off)")
-    return out, failed, passes, counts
+    rows = [row for _, _, table in tables for row in table]
+    holm(rows)
+    out, failed = [], []
+    for head, where, table in tables:
+        out += [head, table_head()] + [row.line(opts.threshold) for row in table]
+        failed += [(row.figure, where) for row in table if row.verdict(opts.threshold)[1]]
+    return out, failed, passes, counts, sum(row.gating and row.p is not None for row in rows)
 
 
 def launches(count):
     return f"{count} launch" + ("" if count == 1 else "es")
 
 
-def notes(counts):
+def notes(counts, gates):
     """What the numbers of launches [(BASE, NEW)] allow, before the table."""
     if min(min(pair) for pair in counts) < 2:
         return ["compare: one launch on a side: the noise between launches cannot be told from "
@@ -373,10 +394,13 @@ def notes(counts):
                 "(2 x (p99 - p50) / p50) and the threshold. For an A/B comparison run 5 or more "
                 "launches a side (scripts/sweep --repeat 5) and pass them all."]
     fewest = min(counts, key=min)
-    if smallest_p(*fewest) > ALPHA:
-        return [f"compare: {fewest[0]} and {fewest[1]} launches can hardly show a change at "
-                f"p <= {ALPHA:g} (without ties the smallest p is {smallest_p(*fewest):.2f}): use "
-                "5 or more a side"]
+    needed = ALPHA / max(gates, 1)  # Holm's bar for the smallest p
+    if smallest_p(*fewest) > needed:
+        enough = next(n for n in range(2, 64) if smallest_p(n, n) <= needed)
+        return [f"compare: {fewest[0]} and {fewest[1]} launches cannot show a change in "
+                f"{gates} gating figures at p <= {ALPHA:g} (Holm's method: the smallest p must "
+                f"be <= {needed:.2g}; without ties {fewest[0]} and {fewest[1]} launches give "
+                f"{smallest_p(*fewest):.2g} at best): use {enough} or more a side"]
     return []
 
 
@@ -442,14 +466,14 @@ def main(argv):
         base_paths, new_paths = split_sides(opts.inputs)
         across = {k.strip() for k in opts.across.split(",") if k.strip()}
         base, new = read_sides(base_paths, new_paths, across)
-        lines, failed, passes, counts = compare_groups(base, new, opts)
+        lines, failed, passes, counts, gates = compare_groups(base, new, opts)
     except Mismatch as e:
         print(f"compare: {e}", file=sys.stderr)
         return 2
-    print("\n".join(notes(counts) + lines))
+    print("\n".join(notes(counts, gates) + lines))
     gating = ", ".join(HEADLINE) + (" and every phase's median and p99" if opts.gate_phases
                                     else " (phases shown, not gating: --gate-phases)")
-    test = (f"p <= {ALPHA:g}" if min(min(pair) for pair in counts) >= 2
+    test = (f"p <= {ALPHA:g}, Holm over {gates} figures" if min(min(pair) for pair in counts) >= 2
             else "beyond the runs' spread")
     verdict = (f"WORSE than {opts.threshold:g}% ({test}): "
                + "; ".join(f"{f} ({w})" for f, w in failed) if failed

@@ -141,17 +141,29 @@ for i in 1 2 3 4 5; do
     summary "tail$i.json" "1.0$i" "0.9$i" 10.0
 done
 r=("$tmp"/r?.json) s=("$tmp"/s?.json) slow=("$tmp"/slow?.json) tails=("$tmp"/tail?.json)
-expect 0 "none worse than 5% (p <= 0.05)" "${r[@]}" -- "${s[@]}"
+expect 0 "none worse than 5% (p <= 0.05, Holm over 4 figures)" "${r[@]}" -- "${s[@]}"
 expect 0 "+0.0%  1.000  ~" "${r[@]}" -- "${s[@]}"
 expect 0 "overlap on: BASE 5 launches, NEW 5 launches" "${r[@]}" -- "${s[@]}"
-expect 1 "WORSE than 5% (p <= 0.05): time_per_step_ms (overlap on)" "${r[@]}" -- "${slow[@]}"
-expect 1 "0.008  WORSE by 11.7%" "${r[@]}" -- "${slow[@]}"
+expect 1 "WORSE than 5% (p <= 0.05, Holm over 4 figures): time_per_step_ms (overlap on)" "${r[@]}" -- "${slow[@]}"
+# Completely separated: p = 0.008, times the 4 gating figures (Holm's method) 0.032.
+expect 1 "0.032  WORSE by 11.7%" "${r[@]}" -- "${slow[@]}"
+# One launch out of order: p = 0.016 alone, 0.063 over the 4 gating figures: no change, as
+# identical launches give one time in 63 for one figure, and the 4 figures' alarms must not add.
+for i in 1 2 3 4 5; do summary "near$i.json" "$( ((i == 1)) && echo 1.045 || echo "1.1$((i + 2))")" 0.80 10.0; done
+expect 0 "0.063  ~" "${r[@]}" -- "$tmp"/near?.json
 expect 0 "none worse than 15%" "${r[@]}" -- "${slow[@]}" --threshold 15
 # The last line names the figures that gate, and every pass compared.
 expect 0 "gating: time_per_step_ms, transfer_gbps (phases shown, not gating: --gate-phases) of overlap off, overlap on" \
     "${r[@]}" -- "${tails[@]}"
-expect 1 "b_ms_p99 (overlap on)" "${r[@]}" -- "${tails[@]}" --gate-phases
-expect 0 "3 and 3 launches can hardly show a change" "${r[@]:0:3}" -- "${slow[@]:0:3}"
+# With the phases gating, 8 figures are tested: 5 launches a side cannot pass Holm's bar
+# (0.05 / 8), 6 can.
+expect 0 "use 6 or more a side" "${r[@]}" -- "${tails[@]}" --gate-phases
+summary r6.json 1.06 0.80 10.0
+summary tail6.json 1.06 0.96 10.0
+expect 1 "b_ms_p99 (overlap on)" "${r[@]}" "$tmp/r6.json" -- "${tails[@]}" "$tmp/tail6.json" \
+    --gate-phases
+expect 0 "3 and 3 launches cannot show a change in 4 gating figures" "${r[@]:0:3}" -- "${slow[@]:0:3}"
+expect 0 "use 5 or more a side" "${r[@]:0:3}" -- "${slow[@]:0:3}"
 expect 2 "one '--' with files on both sides" "${r[@]}" --
 expect 2 "3 files without '--'" "${r[@]:0:3}"
 
