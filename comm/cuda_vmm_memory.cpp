@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "comm/cuda_driver_call.hpp"
+#include "runtime/cuda_driver_call.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {

@@ -17,14 +17,13 @@
 // does the waiting (cuStreamWaitValue32), so neither the wait nor the copy engine's copy takes
 // an SM from C or B.
 #include <cuda.h>
-#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "comm/cuda_driver_call.hpp"
+#include "runtime/cuda_driver_call.hpp"
 #include "comm/cuda_vmm_memory.hpp"
 #include "comm/fd_exchange.hpp"
 #include "comm/ipc_memory.hpp"
@@ -40,24 +39,6 @@ constexpr std::size_t kAlign = 4096;
 constexpr int kHandleTag = 7301;
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
-
-// The driver's stream memory operations.
-struct StreamMemOps {
-    PFN_cuStreamWaitValue32_v11070 wait = nullptr;
-    PFN_cuStreamWriteValue32_v11070 write = nullptr;
-
-    static const StreamMemOps& get() {
-        static const StreamMemOps ops = [] {
-            StreamMemOps found;
-            if (!find_driver_call("cuStreamWaitValue32", found.wait) ||
-                !find_driver_call("cuStreamWriteValue32", found.write)) {
-                throw runtime_error("ipc: the CUDA driver has no stream memory operations");
-            }
-            return found;
-        }();
-        return ops;
-    }
-};
 
 // What one side tells the other at set-up: first whether it can share memory as a file
 // descriptor (both must, or neither uses it), then its memory.
@@ -77,7 +58,7 @@ class CudaIpcMemory final : public IpcMemory {
         : slots_(shape.slots),
           words_bytes_(round_up(2 * shape.slots * sizeof(std::uint32_t), kAlign)),
           slot_stride_(round_up(std::max<std::size_t>(shape.slot_bytes, 1), kAlign)) {
-        StreamMemOps::get();  // fails here, at set-up, if the driver lacks them
+        StreamMemOps::get("ipc");  // fails here, at set-up, if the driver lacks them
         const bool producer = placement.role != Role::consumer;
         const bool consumer = placement.role != Role::producer;
         // Mine: the words I wait on, and the slots when I consume. Both roles: everything.
@@ -182,7 +163,7 @@ class CudaIpcMemory final : public IpcMemory {
                    const char*) override {
         // GEQ compares cyclically ((int32_t)(*word - value) >= 0), so the counts may wrap. A
         // stuck wait is caught where the host waits on the stream (timeout_s).
-        driver_check(StreamMemOps::get().wait(as_cu(stream), as_address(word), value,
+        driver_check(StreamMemOps::get("ipc").wait(as_cu(stream), as_address(word), value,
                                               CU_STREAM_WAIT_VALUE_GEQ),
                      "cuStreamWaitValue32");
     }
@@ -190,7 +171,7 @@ class CudaIpcMemory final : public IpcMemory {
     void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
         // The default flags fence the stream's earlier writes (the copy) before the word, so
         // the peer that sees the value sees the slot's bytes.
-        driver_check(StreamMemOps::get().write(as_cu(stream), as_address(word), value,
+        driver_check(StreamMemOps::get("ipc").write(as_cu(stream), as_address(word), value,
                                                CU_STREAM_WRITE_VALUE_DEFAULT),
                      "cuStreamWriteValue32");
     }

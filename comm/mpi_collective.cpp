@@ -117,8 +117,9 @@ class MpiHostCollective final : public CollectiveCall {
 
 // Device buffers: each call copies the rank's tensor into one pinned staging buffer on the
 // stream, a proxy thread runs MPI on it in place, and the stream copies the result back out. The
-// stream waits for the proxy through host functions, so the ordering stays on the stream; the next
-// call's copy in is queued after this one's copy out, so one buffer serves every step.
+// stream waits for the proxy through sequence words (PieceBoard), so the ordering stays on the
+// stream; the next call's copy in is queued after this one's copy out, so one buffer serves
+// every step.
 class MpiStagedCollective final : public CollectiveCall {
   public:
     MpiStagedCollective(MPI_Comm group, Collective op, ReduceType type, Device& device,
@@ -129,8 +130,8 @@ class MpiStagedCollective final : public CollectiveCall {
           comm_(duplicate(group)),
           call_(comm_, op, type, options),
           staging_(device.allocate_host(options.slot_bytes)),
-          copied_in_(1),
-          reduced_(1),
+          copied_in_(device, 1),
+          reduced_(device, 1),
           proxy_(options.timeout) {}
     ~MpiStagedCollective() override {
         proxy_.synchronize();  // idle before the communicator goes away
@@ -150,15 +151,13 @@ class MpiStagedCollective final : public CollectiveCall {
         const std::uint64_t ticket = ++tickets_;
         void* staging = staging_.data();
         if (send != nullptr) device_.copy_async(staging, send, bytes, stream);
-        device_.enqueue_host([this, ticket] { copied_in_.mark(ticket, 0); }, stream);
+        copied_in_.mark_on(ticket, 0, stream);
         proxy_.enqueue([this, ticket, staging, bytes] {
             copied_in_.wait(ticket, 0, options_.timeout, "copy into the collective's staging");
             call_(staging, staging, bytes);
             reduced_.mark(ticket, 0);
         });
-        device_.enqueue_host(
-            [this, ticket] { reduced_.wait(ticket, 0, options_.timeout, "MPI collective"); },
-            stream);
+        reduced_.wait_on(ticket, 0, stream, "MPI collective");
         if (recv != nullptr) device_.copy_async(recv, staging, bytes, stream);
     }
 

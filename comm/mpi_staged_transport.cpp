@@ -1,8 +1,9 @@
 // MPI for device buffers through pinned host buffers. A message goes in pieces: on the sender
 // the device-to-host copy of piece p+1 overlaps the MPI send of piece p, and on the receiver the
 // MPI receive of piece p+1 overlaps the host-to-device copy of piece p. MPI runs on proxy threads,
-// one per direction; the CUDA streams wait for them through host functions, so the ordering stays
-// on the streams and the host thread that queues the work never blocks.
+// one per direction; the streams and the proxies tell each other of each piece through sequence
+// words in host memory (PieceBoard), so the ordering stays on the streams, the host thread that
+// queues the work never blocks, and no stream's wait holds another's (a relay stage has both).
 #include <algorithm>
 #include <climits>
 #include <vector>
@@ -36,10 +37,10 @@ class MpiStagedTransport final : public Transport {
           pieces_(std::max<std::size_t>(1, (options.slot_bytes + piece_bytes_ - 1) / piece_bytes_)),
           send_staging_(device.allocate_host(options.slot_bytes)),
           recv_staging_(device.allocate_host(options.slot_bytes)),
-          send_copied_(pieces_),
-          send_done_(1),
-          recv_arrived_(pieces_),
-          recv_consumed_(pieces_),
+          send_copied_(device, pieces_),
+          send_done_(device, 1),
+          recv_arrived_(device, pieces_),
+          recv_consumed_(device, pieces_),
           recv_piece_last_user_(pieces_, 0),
           send_proxy_(options.timeout),
           recv_proxy_(options.timeout) {
@@ -82,7 +83,7 @@ class MpiStagedTransport final : public Transport {
             const std::size_t offset = p * piece_bytes_;
             device_.copy_async(staging + offset, static_cast<const char*>(data) + offset,
                                piece_length(bytes, p), stream);
-            device_.enqueue_host([this, ticket, p] { send_copied_.mark(ticket, p); }, stream);
+            send_copied_.mark_on(ticket, p, stream);
         }
         send_proxy_.enqueue([this, ticket, pieces, bytes, peer, staging] {
             std::vector<MPI_Request> requests(pieces, MPI_REQUEST_NULL);
@@ -98,8 +99,7 @@ class MpiStagedTransport final : public Transport {
         });
         // In stream order the send ends when MPI is done with the staging buffer, so the next
         // send on this stream may refill it.
-        device_.enqueue_host(
-            [this, ticket] { send_done_.wait(ticket, 0, options_.timeout, "MPI send"); }, stream);
+        send_done_.wait_on(ticket, 0, stream, "MPI send");
     }
 
     void queue_recv(void* data, std::size_t bytes, int peer, Stream& stream) {
@@ -129,14 +129,10 @@ class MpiStagedTransport final : public Transport {
         });
         for (std::size_t p = 0; p < pieces; ++p) {
             const std::size_t offset = p * piece_bytes_;
-            device_.enqueue_host(
-                [this, ticket, p] {
-                    recv_arrived_.wait(ticket, p, options_.timeout, "MPI receive");
-                },
-                stream);
+            recv_arrived_.wait_on(ticket, p, stream, "MPI receive");
             device_.copy_async(static_cast<char*>(data) + offset, staging + offset,
                                piece_length(bytes, p), stream);
-            device_.enqueue_host([this, ticket, p] { recv_consumed_.mark(ticket, p); }, stream);
+            recv_consumed_.mark_on(ticket, p, stream);
         }
     }
 

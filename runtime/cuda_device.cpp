@@ -5,6 +5,7 @@
 #include <string>
 #include <thread>
 
+#include "runtime/cuda_driver_call.hpp"
 #include "runtime/cuda_graph.hpp"
 #include "runtime/cuda_stream.hpp"
 #include "runtime/device.hpp"
@@ -163,6 +164,23 @@ class CudaDevice final : public Device {
             },
             heap_fn));
     }
+    void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
+                   const char*) override {
+        // GEQ compares cyclically, as word_reached does. A stuck hold is caught where the host
+        // waits on the stream, and the host thread that should have set the word has its own
+        // bound (timeout_s).
+        driver_check(StreamMemOps::get("a stream's sequence word").wait(
+                         cu_stream(stream), device_address(word), value, CU_STREAM_WAIT_VALUE_GEQ),
+                     "cuStreamWaitValue32");
+    }
+    void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
+        // The default flags fence the stream's earlier writes (a copy into host memory) before
+        // the word: the host thread that sees the value sees the bytes.
+        driver_check(StreamMemOps::get("a stream's sequence word").write(
+                         cu_stream(stream), device_address(word), value,
+                         CU_STREAM_WRITE_VALUE_DEFAULT),
+                     "cuStreamWriteValue32");
+    }
     std::unique_ptr<GraphCapture> begin_capture(Stream& origin,
                                                 const std::vector<Stream*>& joined) override {
         std::vector<CudaStream*> streams;
@@ -171,6 +189,16 @@ class CudaDevice final : public Device {
     }
 
   private:
+    static CUstream cu_stream(Stream& stream) {
+        return reinterpret_cast<CUstream>(cuda_handle(stream));
+    }
+    // Where the GPU addresses a word of pinned host memory (with unified addressing, the same).
+    static CUdeviceptr device_address(const std::uint32_t* word) {
+        void* mapped = nullptr;
+        CUDA_CHECK(cudaHostGetDevicePointer(&mapped, const_cast<std::uint32_t*>(word), 0));
+        return reinterpret_cast<CUdeviceptr>(mapped);
+    }
+
     int ordinal_;
     std::shared_ptr<const WaitPolicy> policy_ = std::make_shared<const WaitPolicy>();
 };

@@ -5,6 +5,7 @@
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
+#include "runtime/host_word.hpp"
 
 namespace gpurelay {
 namespace {
@@ -45,6 +46,15 @@ class HostDevice final : public Device {
     }
     void enqueue_host(std::function<void()> fn, Stream& stream) override {
         host_stream(stream).enqueue(std::move(fn));
+    }
+    void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
+                   const char* what) override {
+        host_stream(stream).enqueue([this, word, value, what] {
+            wait_host_word(word, value, wait_timeout_, what);
+        });
+    }
+    void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
+        host_stream(stream).enqueue([word, value] { store_host_word(word, value); });
     }
 
   private:

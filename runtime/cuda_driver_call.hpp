@@ -1,9 +1,10 @@
 // CUDA driver functions found through the runtime, so that the program does not link libcuda
-// (CPU-only machines run this build too), and the check of what they return. CUDA builds only;
-// private to comm/ (the ipc transport's memory).
+// (CPU-only machines run this build too), and the check of what they return. CUDA builds only:
+// the CUDA device's sequence words, and in comm/ the ipc transport's memory.
 #pragma once
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
 #include <string>
@@ -33,5 +34,28 @@ inline void driver_check(CUresult result, const char* call) {
     throw runtime_error(std::string("CUDA driver error in ") + call + ": code " +
                         std::to_string(static_cast<int>(result)));
 }
+
+// The driver's stream memory operations: a stream holds until a 32-bit word reaches a value, or
+// sets one, with the GPU's front end doing it (no SM, no host thread).
+struct StreamMemOps {
+    PFN_cuStreamWaitValue32_v11070 wait = nullptr;
+    PFN_cuStreamWriteValue32_v11070 write = nullptr;
+
+    // Throws a runtime error naming `user` where the driver lacks them.
+    static const StreamMemOps& get(const char* user) {
+        static const StreamMemOps ops = [] {
+            StreamMemOps found;
+            if (!find_driver_call("cuStreamWaitValue32", found.wait) ||
+                !find_driver_call("cuStreamWriteValue32", found.write)) {
+                found = {};
+            }
+            return found;
+        }();
+        if (ops.wait == nullptr) {
+            throw runtime_error(std::string(user) + ": the CUDA driver has no stream memory operations");
+        }
+        return ops;
+    }
+};
 
 }  // namespace gpurelay
