@@ -49,8 +49,8 @@ class HostDevice final : public Device {
     }
     void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                    const char* what) override {
-        host_stream(stream).enqueue([this, word, value, what] {
-            wait_host_word(word, value, wait_timeout_, what);
+        host_stream(stream).enqueue([word, value, what, timeout = wait_timeout_] {
+            wait_host_word(word, value, timeout, what);
         });
     }
     void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
