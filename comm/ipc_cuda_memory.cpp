@@ -55,7 +55,8 @@ class CudaIpcMemory final : public IpcMemory {
   public:
     CudaIpcMemory(MPI_Comm comm, const PairPlacement& placement, const IpcShape& shape,
                   Device& device)
-        : slots_(shape.slots),
+        : device_(device),
+          slots_(shape.slots),
           words_bytes_(round_up(2 * shape.slots * sizeof(std::uint32_t), kAlign)),
           slot_stride_(round_up(std::max<std::size_t>(shape.slot_bytes, 1), kAlign)) {
         StreamMemOps::get("ipc");  // fails here, at set-up, if the driver lacks them
@@ -159,21 +160,14 @@ class CudaIpcMemory final : public IpcMemory {
         CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cuda_handle(stream)));
     }
 
+    // The words are device memory (this process's, or the peer's mapped here); the device's
+    // stream memory operations wait on and write them, the front end doing the waiting.
     void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
-                   const char*) override {
-        // GEQ compares cyclically ((int32_t)(*word - value) >= 0), so the counts may wrap. A
-        // stuck wait is caught where the host waits on the stream (timeout_s).
-        driver_check(StreamMemOps::get("ipc").wait(as_cu(stream), as_address(word), value,
-                                              CU_STREAM_WAIT_VALUE_GEQ),
-                     "cuStreamWaitValue32");
+                   const char* what) override {
+        device_.wait_word(word, value, stream, what);
     }
-
     void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
-        // The default flags fence the stream's earlier writes (the copy) before the word, so
-        // the peer that sees the value sees the slot's bytes.
-        driver_check(StreamMemOps::get("ipc").write(as_cu(stream), as_address(word), value,
-                                               CU_STREAM_WRITE_VALUE_DEFAULT),
-                     "cuStreamWriteValue32");
+        device_.write_word(word, value, stream);
     }
 
   private:
@@ -193,13 +187,6 @@ class CudaIpcMemory final : public IpcMemory {
         CUDA_CHECK(cudaDeviceSynchronize());
     }
 
-    static CUstream as_cu(Stream& stream) {
-        return reinterpret_cast<CUstream>(cuda_handle(stream));
-    }
-    static CUdeviceptr as_address(const std::uint32_t* word) {
-        return reinterpret_cast<CUdeviceptr>(word);
-    }
-
     // "same GPU, time-sliced" (or ", shared through MPS"), "NVLink" or "PCIe", as the report's
     // link line says it.
     static std::string describe_link(const std::string& mine, const std::string& peer) {
@@ -214,6 +201,7 @@ class CudaIpcMemory final : public IpcMemory {
         return "peer GPU (" + link + ")";
     }
 
+    Device& device_;
     std::size_t slots_;
     std::size_t words_bytes_;
     std::size_t slot_stride_;

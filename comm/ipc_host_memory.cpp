@@ -3,15 +3,14 @@
 // too, so the producer's host stream copies straight into the consumer's slot (one copy, as a
 // copy engine does on a GPU) and the words order it, instead of MPI moving the bytes.
 #include <algorithm>
-#include <atomic>
 #include <cstring>
-#include <thread>
 
 #include "comm/ipc_memory.hpp"
 #include "comm/mpi_error.hpp"
 #include "comm/mpi_wait.hpp"
 #include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
+#include "runtime/host_word.hpp"
 
 namespace gpurelay {
 namespace {
@@ -33,13 +32,6 @@ int rank_in(MPI_Comm from, MPI_Comm to, int rank) {
     MPI_Group_free(&from_group);
     MPI_Group_free(&to_group);
     return translated;
-}
-
-// Whether `word` has reached `value` in the wrap-around order of sequence numbers.
-bool reached(const std::uint32_t* word, std::uint32_t value) {
-    const std::uint32_t now = std::atomic_ref<std::uint32_t>(*const_cast<std::uint32_t*>(word))
-                                  .load(std::memory_order_acquire);
-    return static_cast<std::int32_t>(now - value) >= 0;
 }
 
 class HostIpcMemory final : public IpcMemory {
@@ -97,33 +89,19 @@ class HostIpcMemory final : public IpcMemory {
 
     void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                    const char* what) override {
+        // After its first 100 us the wait sleeps in pauses up to 1 ms, so a long wait (the
+        // peer's C is milliseconds) does not take a core from the peer it waits for: on two
+        // cores, 1000 yields a wait and 20 us naps cost minutes of system time in the sanitizer
+        // suite. The peer is another process, so its store wakes no one.
         host(stream).enqueue([word, value, what, timeout = shape_.timeout] {
-            if (reached(word, value)) return;
-            const auto start = std::chrono::steady_clock::now();
-            // Spin for 100 us (the peer is usually about to store), then sleep between looks in
-            // pauses that double up to 1 ms, so a long wait (the peer's C is milliseconds) does
-            // not take a core from the peer it waits for: on two cores, 1000 yields a wait and
-            // 20 us naps cost minutes of system time in the sanitizer suite.
-            auto pause = std::chrono::microseconds(10);
-            while (!reached(word, value)) {
-                const auto waited = std::chrono::steady_clock::now() - start;
-                if (waited > timeout) throw timeout_error(what, timeout);
-                if (waited < std::chrono::microseconds(100)) {
-                    std::this_thread::yield();
-                    continue;
-                }
-                std::this_thread::sleep_for(pause);
-                pause = std::min(std::chrono::microseconds(1000), 2 * pause);
-            }
+            wait_host_word(word, value, timeout, what, std::chrono::microseconds(1000));
         });
     }
 
     void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
         // Release order: the slot's bytes, copied earlier on this thread, are visible to the
         // peer that sees the new value.
-        host(stream).enqueue([word, value] {
-            std::atomic_ref<std::uint32_t>(*word).store(value, std::memory_order_release);
-        });
+        host(stream).enqueue([word, value] { store_host_word(word, value); });
     }
 
   private:

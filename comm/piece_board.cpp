@@ -5,6 +5,13 @@
 #include "runtime/host_word.hpp"
 
 namespace gpurelay {
+namespace {
+
+// On a GPU the stream writes the words a proxy waits for, and a store there wakes no thread: a
+// proxy's look comes at most this late after the copy of a piece.
+constexpr std::chrono::microseconds kLongestPause(100);
+
+}  // namespace
 
 PieceBoard::PieceBoard(Device& device, std::size_t pieces)
     : device_(device), words_(device.allocate_host(pieces * sizeof(std::uint32_t))) {
@@ -25,7 +32,8 @@ void PieceBoard::mark(std::uint64_t ticket, std::size_t piece) {
 void PieceBoard::wait(std::uint64_t ticket, std::size_t piece, std::chrono::milliseconds timeout,
                       const char* what) const {
     if (ticket == 0) return;
-    wait_host_word(word(piece), static_cast<std::uint32_t>(ticket), timeout, what);
+    wait_host_word(word(piece), static_cast<std::uint32_t>(ticket), timeout, what,
+                   kLongestPause);
 }
 
 void PieceBoard::mark_on(std::uint64_t ticket, std::size_t piece, Stream& stream) {

@@ -167,18 +167,17 @@ class CudaDevice final : public Device {
     void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                    const char*) override {
         // GEQ compares cyclically, as word_reached does. A stuck hold is caught where the host
-        // waits on the stream, and the host thread that should have set the word has its own
-        // bound (timeout_s).
+        // waits on the stream, and whoever should have set the word has its own bound
+        // (timeout_s).
         driver_check(StreamMemOps::get("a stream's sequence word").wait(
-                         cu_stream(stream), device_address(word), value, CU_STREAM_WAIT_VALUE_GEQ),
+                         cu_stream(stream), address(word), value, CU_STREAM_WAIT_VALUE_GEQ),
                      "cuStreamWaitValue32");
     }
     void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
-        // The default flags fence the stream's earlier writes (a copy into host memory) before
-        // the word: the host thread that sees the value sees the bytes.
+        // The default flags fence the stream's earlier writes (a copy) before the word: whoever
+        // sees the value sees the bytes.
         driver_check(StreamMemOps::get("a stream's sequence word").write(
-                         cu_stream(stream), device_address(word), value,
-                         CU_STREAM_WRITE_VALUE_DEFAULT),
+                         cu_stream(stream), address(word), value, CU_STREAM_WRITE_VALUE_DEFAULT),
                      "cuStreamWriteValue32");
     }
     std::unique_ptr<GraphCapture> begin_capture(Stream& origin,
@@ -192,11 +191,11 @@ class CudaDevice final : public Device {
     static CUstream cu_stream(Stream& stream) {
         return reinterpret_cast<CUstream>(cuda_handle(stream));
     }
-    // Where the GPU addresses a word of pinned host memory (with unified addressing, the same).
-    static CUdeviceptr device_address(const std::uint32_t* word) {
-        void* mapped = nullptr;
-        CUDA_CHECK(cudaHostGetDevicePointer(&mapped, const_cast<std::uint32_t*>(word), 0));
-        return reinterpret_cast<CUdeviceptr>(mapped);
+    // With unified addressing (which copy_async's cudaMemcpyDefault relies on too), pinned host
+    // memory and device memory, this process's or a peer's mapped here, have one address on
+    // the GPU and the host.
+    static CUdeviceptr address(const std::uint32_t* word) {
+        return reinterpret_cast<CUdeviceptr>(word);
     }
 
     int ordinal_;

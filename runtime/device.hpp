@@ -57,15 +57,16 @@ class Device {
     // Queues a host function on `stream`: it runs once earlier work is done, and later work waits
     // for it to return. It must not call CUDA.
     virtual void enqueue_host(std::function<void()> fn, Stream& stream) = 0;
-    // Queues on `stream` a hold until the sequence word `word` (in allocate_host memory; see
-    // host_word.hpp) has reached `value`, which a host thread of this process sets. On a GPU the
-    // stream's front end waits (cuStreamWaitValue32): no host thread is held, where a host
-    // function that blocked would hold the one thread that runs every stream's host functions.
-    // `what` names the wait when it outlasts the timeout.
+    // Queues on `stream` a hold until the sequence word `word` (see host_word.hpp) has reached
+    // `value`: a word in allocate_host memory, which a host thread sets, or on a GPU also one
+    // in device memory, which a stream sets. On a GPU the stream's front end waits
+    // (cuStreamWaitValue32): no host thread is held, where a host function that blocked would
+    // hold the one thread that runs every stream's host functions. `what` names the wait when
+    // it outlasts the timeout.
     virtual void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                            const char* what) = 0;
     // Queues on `stream` setting the word to `value` once everything before it is done and its
-    // writes are visible to the host (cuStreamWriteValue32, which fences them).
+    // writes are visible to whoever sees the value (cuStreamWriteValue32, which fences them).
     virtual void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) = 0;
     // Starts capturing the work queued on `origin` and on each of `joined` (which join the
     // capture at its start and rejoin `origin` at its end), for one graph launched on `origin`.

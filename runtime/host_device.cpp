@@ -49,8 +49,10 @@ class HostDevice final : public Device {
     }
     void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                    const char* what) override {
+        // On the CPU path a thread of this process stores every such word, which ends the
+        // wait's pause at once.
         host_stream(stream).enqueue([word, value, what, timeout = wait_timeout_] {
-            wait_host_word(word, value, timeout, what);
+            wait_host_word(word, value, timeout, what, std::chrono::microseconds(100));
         });
     }
     void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {

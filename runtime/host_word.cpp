@@ -1,5 +1,6 @@
 #include "runtime/host_word.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -21,9 +22,10 @@ std::condition_variable& woken() {
     return changed;
 }
 
-std::uint32_t load(const std::uint32_t* word) {
-    return std::atomic_ref<std::uint32_t>(*const_cast<std::uint32_t*>(word))
-        .load(std::memory_order_acquire);
+bool reached(const std::uint32_t* word, std::uint32_t value) {
+    return word_reached(std::atomic_ref<std::uint32_t>(*const_cast<std::uint32_t*>(word))
+                            .load(std::memory_order_acquire),
+                        value);
 }
 
 }  // namespace
@@ -34,7 +36,7 @@ bool word_reached(std::uint32_t word, std::uint32_t value) {
 
 void store_host_word(std::uint32_t* word, std::uint32_t value) {
     {
-        // Under the mutex, so a waiter between its check and its sleep cannot miss the change.
+        // Under the mutex, so a waiter between its look and its pause cannot miss the change.
         std::lock_guard lock(wake_mutex());
         std::atomic_ref<std::uint32_t>(*word).store(value, std::memory_order_release);
     }
@@ -42,22 +44,21 @@ void store_host_word(std::uint32_t* word, std::uint32_t value) {
 }
 
 void wait_host_word(const std::uint32_t* word, std::uint32_t value,
-                    std::chrono::milliseconds timeout, const char* what) {
-    // A small message's mark comes within microseconds: spin (yielding the core) that long
-    // before paying a sleep's timer slack; then sleep in slices short beside a large piece's copy.
-    constexpr auto kSpin = std::chrono::microseconds(50);
-    constexpr auto kSlice = std::chrono::microseconds(100);
+                    std::chrono::milliseconds timeout, const char* what,
+                    std::chrono::microseconds longest_pause) {
+    constexpr auto kSpin = std::chrono::microseconds(100);
     const auto start = std::chrono::steady_clock::now();
-    const auto deadline = start + timeout;
-    while (!word_reached(load(word), value)) {
-        const auto now = std::chrono::steady_clock::now();
-        if (now > deadline) throw timeout_error(what, timeout);
-        if (now - start < kSpin) {
+    auto pause = std::chrono::microseconds(10);
+    while (!reached(word, value)) {
+        const auto waited = std::chrono::steady_clock::now() - start;
+        if (waited > timeout) throw timeout_error(what, timeout);
+        if (waited < kSpin) {
             std::this_thread::yield();
             continue;
         }
         std::unique_lock lock(wake_mutex());
-        woken().wait_for(lock, kSlice, [&] { return word_reached(load(word), value); });
+        woken().wait_for(lock, pause, [&] { return reached(word, value); });
+        pause = std::min(longest_pause, 2 * pause);
     }
 }
 
