@@ -10,6 +10,7 @@
 
 #include "comm/mpi_error.hpp"
 #include "comm/mpi_wait.hpp"
+#include "report/number_text.hpp"
 #include "report/report.hpp"
 
 namespace gpurelay {
@@ -26,12 +27,7 @@ double timed_median(const PassResult& result, double StepTimes::*member) {
     return phase_stats(std::move(values)).median;
 }
 
-std::string ms(double value) {
-    if (std::isnan(value)) return "-";
-    char text[32];
-    std::snprintf(text, sizeof text, "%.4f", value);
-    return text;
-}
+std::string ms(double value) { return fmt("%.4f", value); }
 
 }  // namespace
 
@@ -91,6 +87,10 @@ double slowest_hop_ms(const PassSummary& pass) {
                    : pass.pairs[static_cast<std::size_t>(hop)].transfer_ms;
 }
 
+double period_over_slowest_hop(const PassSummary& pass) {
+    return pass.time_per_step_ms / slowest_hop_ms(pass);
+}
+
 namespace {
 
 // Each hop's transfer against its bare transfer, measured alone in the same launch.
@@ -117,7 +117,7 @@ void print_relay(std::FILE* out, const RunSummary& summary, const PassSummary& p
         std::snprintf(text, sizeof text,
                       "its slowest hop's transfer %s ms (hop %d: rank %d -> %d), %.2fx",
                       ms(h.transfer_ms).c_str(), h.pair, h.producer, h.consumer,
-                      pass.time_per_step_ms / h.transfer_ms);
+                      period_over_slowest_hop(pass));
         against = text;
     }
     std::fprintf(out,
@@ -141,14 +141,12 @@ void print_relay(std::FILE* out, const RunSummary& summary, const PassSummary& p
 std::string relay_json(const PassSummary& pass) {
     if (!pass.relay) return "null";
     const RelayFigures& relay = *pass.relay;
-    const int hop = slowest_hop(pass);
-    const double hop_ms = slowest_hop_ms(pass);
     nlohmann::ordered_json j;
     j["stages"] = relay.stages;
     j["period_ms"] = pass.time_per_step_ms;
-    j["slowest_hop"] = hop;
-    j["slowest_hop_ms"] = hop_ms;
-    j["period_over_slowest_hop"] = pass.time_per_step_ms / hop_ms;
+    j["slowest_hop"] = slowest_hop(pass);
+    j["slowest_hop_ms"] = slowest_hop_ms(pass);
+    j["period_over_slowest_hop"] = period_over_slowest_hop(pass);
     j["fill_ms"] = relay.fill_ms;
     j["stage_figures"] = nlohmann::ordered_json::array();
     for (const StageFigures& f : relay.stage_figures) {

@@ -177,6 +177,8 @@ RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
 int slowest_hop(const PassSummary& pass);
 // That hop's median transfer in ms; NaN without hops.
 double slowest_hop_ms(const PassSummary& pass);
+// The relay's period (the pass's time per step) over that transfer; NaN without hops.
+double period_over_slowest_hop(const PassSummary& pass);
 // The report's relay lines: the period against the slowest hop, the fill latency, each hop
 // against its own ceiling (when measured), each stage.
 void print_relay(std::FILE* out, const RunSummary& summary, const PassSummary& pass);

@@ -163,7 +163,7 @@ const ColumnSpec kJudgedColumns[] = {
     {"relay_period_over_slowest_hop",
      [](R r) {
          return relay_cell(r, [](R run, const RelayFigures&) {
-             return csv_number(run.main_pass().time_per_step_ms / slowest_hop_ms(run.main_pass()));
+             return csv_number(period_over_slowest_hop(run.main_pass()));
          });
      }},
     {"relay_fill_ms",
