@@ -64,13 +64,16 @@ PY
 }
 
 # Three identical configurations (timeout_s says only when to give up; compare leaves it out of
-# the configuration), interleaved; then the same slowed by 2 ms before each receive of the
-# consumer (rank 1): every step at least that much longer.
+# the configuration), interleaved; then the same slowed by 20 ms before each receive of the
+# consumer (rank 1): every step at least that much longer. The slow set runs after the others, so
+# its delay must stand above what a busy machine adds to a step meanwhile: on CI's two cores,
+# beside another test and a build, identical launches have taken 2 ms a step where they take
+# 0.3 ms alone, and a 2 ms delay was then not told apart.
 launches identical timeout_s=60,61,62
 split identical timeout_s=60 base
 split identical timeout_s=61 same
 split identical timeout_s=62 third
-launches slow timeout_s=60 debug_delay_us=2000 debug_delay_rank=1
+launches slow timeout_s=60 debug_delay_us=20000 debug_delay_rank=1
 [[ "$(find "$tmp/slow" -name '*.json' | wc -l)" -eq 5 ]] || fail "slow: not 5 JSON summaries"
 
 echo "== identical launches: no change"
