@@ -10,6 +10,7 @@
 #include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
 #include "runtime/placement.hpp"
+#include "runtime/poll.hpp"
 
 namespace gpurelay {
 namespace {
@@ -90,8 +91,7 @@ Stop run_passes(Run& run, const SizeCase& size, std::vector<PassSummary>& summar
 }
 
 // This rank's own figures for the run's summary: where it runs, what it holds and wrote.
-RankFigures rank_figures(const MpiSession& mpi, const Setup& setup, const Outputs& outputs,
-                         bool cpu_path) {
+RankFigures rank_figures(const MpiSession& mpi, const Setup& setup, const Outputs& outputs) {
     const ResultWriter* writer = outputs.writer.get();
     const Placement placement = this_process_placement(setup.device_info.pci_bus_id);
     RankFigures mine;
@@ -99,9 +99,9 @@ RankFigures rank_figures(const MpiSession& mpi, const Setup& setup, const Output
                  std::string(to_string(setup.placement.role)),
                  peer_link(setup, outputs.hosts, mpi.host_name()), setup.placement.pair,
                  placement.cores, placement.core_numa, placement.gpu_numa, placement.core_count,
-                 // On the CPU path each host stream is a thread that runs the work, beside the
-                 // main one.
-                 cpu_path ? HostStream::live_count() + 1 : 0};
+                 // Each host stream is a thread that works beside the main one: on the CPU path
+                 // every stream, on the GPU path the staged transport's MPI proxies.
+                 HostStream::live_count() + 1};
     mine.device_bytes = setup.memory.device_bytes();
     mine.host_bytes = setup.memory.host_bytes() + (writer ? kWriterBuffers * setup.spec.bytes : 0);
     mine.bytes_written = writer ? static_cast<double>(writer->bytes_written()) : 0.0;
@@ -149,6 +149,9 @@ RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Config& co
     summary.backend = setup.device->backend() == Backend::cuda ? "cuda" : "cpu";
     summary.transport = setup.transport->name();
     summary.transport_note = setup.transport_note;
+    const HostWaitChoice waits = host_wait();
+    summary.host_wait = to_string(waits.wait);
+    summary.host_wait_reason = waits.reason;
     summary.world_size = mpi.world_size();
     summary.pairs = setup.placement.pairs;
     if (config.pattern != Pattern::pairs) {
@@ -158,7 +161,7 @@ RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Config& co
     summary.passes = std::move(passes);
     summary.ceilings =
         summarize_ceilings(MPI_COMM_WORLD, config, setup.placement, pipeline.ceilings());
-    summarize_run(MPI_COMM_WORLD, rank_figures(mpi, setup, outputs, summary.backend == "cpu"),
+    summarize_run(MPI_COMM_WORLD, rank_figures(mpi, setup, outputs),
                   summary);
     summary.versions = versions_line();
     summary.timestamp = utc_timestamp();

@@ -53,6 +53,8 @@ int run(MpiSession& mpi, StepWatch& watch, int argc, char** argv) {
         pipeline = std::make_unique<Pipeline>(setup.spec, *setup.device, transport,
                                               setup.placement.role, MPI_COMM_WORLD);
     });
+    // Once the pipeline's host streams exist: how the hosts wait depends on how many threads work.
+    choose_host_wait(config, setup.device->backend() == Backend::cuda);
 
     const std::vector<bool> passes = passes_of(config);
     Outputs outputs = Outputs::open(mpi, setup, passes);

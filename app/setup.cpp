@@ -1,5 +1,6 @@
 #include "app/setup.hpp"
 
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +23,8 @@
 #include "pipeline/pipeline.hpp"
 #include "report/report.hpp"
 #include "runtime/error.hpp"
+#include "runtime/host_stream.hpp"
+#include "runtime/poll.hpp"
 
 namespace gpurelay {
 namespace {
@@ -349,6 +352,38 @@ Setup set_up(const MpiSession& mpi, const Config& config) {
     setup.device->set_wait_policy(
         {config.timeout(), [transport = setup.transport.get()] { transport->check_health(); }});
     return setup;
+}
+
+void choose_host_wait(const Config& config, bool cuda_path) {
+    cpu_set_t mine, node_cores;
+    CPU_ZERO(&mine);
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_ZERO(&mine);  // unknown: too few
+    const int threads = HostStream::live_count() + 1;
+    int node_threads = 0;
+    const Deadline bound("counting each node's working threads and cores");
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    MPI_CHECK(MPI_Allreduce(&mine, &node_cores, sizeof(cpu_set_t), MPI_BYTE, MPI_BOR, node));
+    MPI_CHECK(MPI_Allreduce(&threads, &node_threads, 1, MPI_INT, MPI_SUM, node));
+    MPI_CHECK(MPI_Comm_free(&node));
+    // Over the nodes: the most threads and the fewest cores.
+    const int local[2] = {node_threads, -CPU_COUNT(&node_cores)};
+    int busiest[2] = {0, 0};
+    MPI_CHECK(MPI_Allreduce(local, busiest, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    const std::string load = std::to_string(busiest[0]) + " working thread(s) on a node, " +
+                             std::to_string(-busiest[1]) + " core(s)";
+    if (config.host_wait != HostWaitMode::auto_select) {
+        set_host_wait({config.host_wait == HostWaitMode::prompt ? HostWait::prompt
+                                                                : HostWait::sparing,
+                       "set by host_wait; " + load});
+        return;
+    }
+    const HostWait wait = host_wait_for(cuda_path, busiest[0], -busiest[1]);
+    set_host_wait({wait, std::string("auto: ") +
+                             (cuda_path ? "GPU path, "
+                              : wait == HostWait::prompt ? "a core for each thread, "
+                                                         : "more threads than cores, ") +
+                             load});
 }
 
 // Gathers one string per rank onto every rank.

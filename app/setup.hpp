@@ -43,6 +43,12 @@ void check_output_paths(Config& config);
 // rank, when a step fails anywhere.
 Setup set_up(const MpiSession& mpi, const Config& config);
 
+// Collective over MPI_COMM_WORLD, once the pipeline's host streams exist: sets the process's
+// host-wait policy (runtime/poll.hpp) from config.host_wait, for `auto` by host_wait_for from
+// the path and each node's working threads (every rank's main thread and host streams) against
+// the cores its ranks may use.
+void choose_host_wait(const Config& config, bool cuda_path);
+
 // Gathers one string per rank onto every rank (at most 255 characters each).
 std::vector<std::string> allgather_strings(const std::string& mine, int size);
 

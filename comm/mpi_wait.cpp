@@ -8,6 +8,7 @@
 
 #include "comm/mpi_error.hpp"
 #include "runtime/error.hpp"
+#include "runtime/poll.hpp"
 
 namespace gpurelay {
 namespace {
@@ -83,22 +84,16 @@ Deadline::~Deadline() { Watchdog::instance().disarm(entry_->position); }
 
 void wait_all(MPI_Request* requests, int count, std::chrono::milliseconds timeout,
               const std::string& what) {
-    constexpr auto kSpin = std::chrono::microseconds(200);
-    constexpr auto kLongestPause = std::chrono::microseconds(1000);
     const Deadline deadline(timeout, what);
-    const auto start = std::chrono::steady_clock::now();
-    auto pause = std::chrono::microseconds(10);
     int status = MPI_SUCCESS;
-    for (int done = 0; status == MPI_SUCCESS && done == 0;) {
-        status = MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE);
-        if (done != 0 || status != MPI_SUCCESS) break;
-        if (std::chrono::steady_clock::now() - start < kSpin) {
-            std::this_thread::yield();
-            continue;
-        }
-        std::this_thread::sleep_for(pause);
-        pause = std::min(kLongestPause, 2 * pause);
-    }
+    poll_until(
+        [&] {
+            int done = 0;
+            status = MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE);
+            return done != 0 || status != MPI_SUCCESS;
+        },
+        std::chrono::steady_clock::time_point::max(),  // the watchdog bounds it
+        {std::chrono::microseconds(200), std::chrono::microseconds(1000)});
     MPI_CHECK(status);
 }
 

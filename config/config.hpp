@@ -20,6 +20,9 @@ enum class Pairing { adjacent, split };
 enum class Pattern { pairs, broadcast, allreduce, relay };
 enum class Staging { auto_select, on };
 enum class IpcEngine { copy, sm };
+// How host threads wait (runtime/poll.hpp): auto picks prompt on the GPU path, and on the CPU
+// path where every node has a core for each working thread; sparing elsewhere.
+enum class HostWaitMode { auto_select, prompt, sparing };
 enum class WriteMode { all, last, none, every };
 // Which steps record the events that time each phase: every step, every K-th (sampled:K), none
 // (steps: one event per step times its period), or auto (decided from the warm-up steps).
@@ -81,6 +84,7 @@ struct Config : PipelineKeys {
         0;                     // flush the file every K steps of the last pass (0: only at the end)
     std::string summary_json;  // empty: none
     std::string results_csv;   // empty: none
+    HostWaitMode host_wait = HostWaitMode::auto_select;
     double timeout_s = 300.0;  // longest a rank waits on a peer before giving up
     bool quiet = false;
     bool debug_skip_reuse_wait = false;  // tests only: drop the slot-reuse wait to show it matters
@@ -187,6 +191,7 @@ std::string_view to_string(Pairing v);
 std::string_view to_string(Pattern v);
 std::string_view to_string(Staging v);
 std::string_view to_string(IpcEngine v);
+std::string_view to_string(HostWaitMode v);
 std::string_view to_string(WriteMode v);  // "every" without its K; see config_value_text
 std::string_view to_string(Timing v);     // "sampled" without its K
 std::size_t dtype_size(DType v);

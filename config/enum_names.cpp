@@ -95,6 +95,18 @@ std::string_view to_string(IpcEngine v) {
     return "?";
 }
 
+std::string_view to_string(HostWaitMode v) {
+    switch (v) {
+        case HostWaitMode::auto_select:
+            return "auto";
+        case HostWaitMode::prompt:
+            return "prompt";
+        case HostWaitMode::sparing:
+            return "sparing";
+    }
+    return "?";
+}
+
 std::string_view to_string(Timing v) {
     switch (v) {
         case Timing::auto_select:

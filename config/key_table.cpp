@@ -438,6 +438,20 @@ constexpr std::string_view kSideOutputsDoc =
     "The JSON is written as `PATH.tmp` and renamed; the CSV gets one row per run, appended "
     "under a lock (so job-array tasks can share a file) with a header when new. A CSV whose "
     "columns differ is refused at start (exit 2). [OUTPUT.md](OUTPUT.md) lists their fields.";
+constexpr std::string_view kHostWaitDoc =
+    "A host thread that waits (for an MPI request, a GPU event, a peer's sequence word) first "
+    "yields its core for 100 to 200 us, then sleeps between looks. Under `prompt` each sleep is "
+    "the shortest there is (about 50 us), so a wait ends at most that late: a relay or a staged "
+    "transport, whose stages hand each tensor on through such waits, keeps its pace, and MPI "
+    "keeps a large message moving (its progress runs only inside the waits' calls). Under "
+    "`sparing` a long wait's sleeps grow to 1 ms, so where working threads outnumber cores a "
+    "waiting one leaves its core to them, at the cost of up to that much per wait. `auto` picks "
+    "`prompt` on the GPU path, where the hosts' threads only feed and wait for the GPU (with "
+    "`sparing`, a staged pair of 64 Mi values took 4.5 times as long a step, and a 4-stage "
+    "staged relay of 4 KiB 17 times); on the CPU path, where the host streams do the work, it "
+    "counts each node's working threads (every rank's main thread and host streams) against the "
+    "cores its ranks may use (their affinity), and picks `prompt` only where every node has a "
+    "core for each. The report's header says which policy ran and why.";
 constexpr std::string_view kTimeoutDoc =
     "Bounds every wait on a peer: MPI waits, barriers and reductions (a watchdog thread), waits "
     "on the GPU (polled, with NCCL's asynchronous error checked), CPU-path stream waits, the "
@@ -566,6 +580,15 @@ const std::vector<KeySpec>& key_table() {
         documented(
             text_key("results_csv", "CSV timings file (empty: none)", "PATH", &Config::results_csv),
             "a path, or empty", kSideOutputsDoc),
+        documented(choice_key("host_wait",
+                              "how a host thread waits for its peers and its GPU: prompt "
+                              "(pauses of at most 50 us between looks), sparing (pauses that "
+                              "grow to 1 ms in a long wait) or auto (prompt on the GPU path; on "
+                              "the CPU path where every node has a core for each working thread)",
+                              "auto|prompt|sparing", &Config::host_wait,
+                              std::array{HostWaitMode::auto_select, HostWaitMode::prompt,
+                                         HostWaitMode::sparing}),
+                   {}, kHostWaitDoc),
         documented(real_key("timeout_s", "longest a rank waits on a peer, in seconds",
                             &Config::timeout_s, true),
                    "0.001 to 31536000 (a year)", kTimeoutDoc),

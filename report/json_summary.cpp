@@ -170,6 +170,8 @@ std::string summary_json(const RunSummary& s) {
     j["backend"] = s.backend;
     j["transport"] = s.transport;
     j["transport_note"] = s.transport_note;
+    j["host_wait"] = s.host_wait;
+    j["host_wait_reason"] = s.host_wait_reason;
     for (const auto& key : config_keys()) {
         j["config"][std::string(key.name)] = typed_value(config_value_toml(s.config, key.name));
     }

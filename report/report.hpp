@@ -143,6 +143,7 @@ struct RunSummary {
     std::string backend;         // "cuda" or "cpu"
     std::string transport;       // as the transport names itself
     std::string transport_note;  // why auto chose it, when it had to choose
+    std::string host_wait, host_wait_reason;  // the policy of the hosts' waits, and why
     int world_size = 1, pairs = 1;
     int groups = 0, group_size = 0;  // a collective pattern's groups (0 for pairs)
     std::vector<RankInfo> ranks;

@@ -287,6 +287,9 @@ void print_run_header(std::FILE* out, const RunSummary& s) {
                      placement.c_str());
     }
     print_placement_notes(out, s);
+    if (!s.host_wait.empty()) {
+        std::fprintf(out, "host waits: %s (%s)\n", s.host_wait.c_str(), s.host_wait_reason.c_str());
+    }
     std::fprintf(out, "%s\n", memory_text(s).c_str());
     std::fflush(out);
 }

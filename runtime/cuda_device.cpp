@@ -10,6 +10,7 @@
 #include "runtime/cuda_stream.hpp"
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
+#include "runtime/poll.hpp"
 
 namespace gpurelay {
 
@@ -18,28 +19,21 @@ void wait_for_gpu(const std::function<cudaError_t()>& query, const WaitPolicy& p
     // A blocking cudaStreamSynchronize would never notice a peer that died in the middle of an
     // NCCL kernel, so the host polls, checks the transport, and gives up after the timeout.
     //
-    // It spins (yielding the core) for the first kSpin, then sleeps in growing pauses. Most
-    // waits end within microseconds, and a sleep, however short it is asked to be, lasts at
-    // least the timer slack (~50 us): a host that slept on a small step's event would wake
-    // after the GPU had run dry of the few steps queued ahead of it.
-    constexpr auto kSpin = std::chrono::microseconds(100);
-    const auto start = std::chrono::steady_clock::now();
-    const auto deadline = start + policy.timeout;
-    auto pause = std::chrono::microseconds(0);
-    for (;;) {
-        const cudaError_t status = query();
-        if (status == cudaSuccess) return;
-        if (status != cudaErrorNotReady) CUDA_CHECK(status);
-        if (policy.poll) policy.poll();
-        const auto now = std::chrono::steady_clock::now();
-        if (now > deadline) throw timeout_error(what, policy.timeout);
-        if (now - start < kSpin) {
-            std::this_thread::yield();
-            continue;
-        }
-        if (pause.count() > 0) std::this_thread::sleep_for(pause);
-        pause = std::min(std::chrono::microseconds(200), pause + std::chrono::microseconds(5));
-    }
+    // It polls (runtime/poll.hpp) with a spin of 100 us, then pauses up to 200 us under the
+    // `sparing` policy. Most waits end within microseconds, and a sleep, however short it is
+    // asked to be, lasts at least the timer slack (~50 us): a host that slept on a small step's
+    // event would wake after the GPU had run dry of the few steps queued ahead of it.
+    const bool done = poll_until(
+        [&] {
+            const cudaError_t status = query();
+            if (status == cudaSuccess) return true;
+            if (status != cudaErrorNotReady) CUDA_CHECK(status);
+            if (policy.poll) policy.poll();
+            return false;
+        },
+        std::chrono::steady_clock::now() + policy.timeout,
+        {std::chrono::microseconds(100), std::chrono::microseconds(200)});
+    if (!done) throw timeout_error(what, policy.timeout);
 }
 
 CudaStream::CudaStream(bool high_priority, std::shared_ptr<const WaitPolicy> policy)

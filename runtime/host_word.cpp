@@ -4,9 +4,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
-#include <thread>
 
 #include "runtime/error.hpp"
+#include "runtime/poll.hpp"
 
 namespace gpurelay {
 namespace {
@@ -46,19 +46,15 @@ void store_host_word(std::uint32_t* word, std::uint32_t value) {
 void wait_host_word(const std::uint32_t* word, std::uint32_t value,
                     std::chrono::milliseconds timeout, const char* what,
                     std::chrono::microseconds longest_pause) {
-    constexpr auto kSpin = std::chrono::microseconds(100);
-    const auto start = std::chrono::steady_clock::now();
-    auto pause = std::chrono::microseconds(10);
-    while (!reached(word, value)) {
-        const auto waited = std::chrono::steady_clock::now() - start;
-        if (waited > timeout) throw timeout_error(what, timeout);
-        if (waited < kSpin) {
-            std::this_thread::yield();
-            continue;
-        }
+    // A store_host_word in this process ends a pause at once.
+    const auto pause = [&](std::chrono::microseconds length) {
         std::unique_lock lock(wake_mutex());
-        woken().wait_for(lock, pause, [&] { return reached(word, value); });
-        pause = std::min(longest_pause, 2 * pause);
+        woken().wait_for(lock, length, [&] { return reached(word, value); });
+    };
+    if (!poll_until([&] { return reached(word, value); },
+                    std::chrono::steady_clock::now() + timeout,
+                    {std::chrono::microseconds(100), longest_pause}, pause)) {
+        throw timeout_error(what, timeout);
     }
 }
 

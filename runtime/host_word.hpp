@@ -16,11 +16,11 @@ bool word_reached(std::uint32_t word, std::uint32_t value);
 // sees the value) and wakes this process's host threads waiting in wait_host_word.
 void store_host_word(std::uint32_t* word, std::uint32_t value);
 // Blocks the calling thread until `*word` has reached `value`; throws a timeout error naming
-// `what` after `timeout`. It spins (yielding the core) for 100 us, as the writer is usually about
-// to store, then sleeps in pauses that double from 10 us up to `longest_pause`. A store_host_word
+// `what` after `timeout`. It polls (runtime/poll.hpp): a spin of 100 us, as the writer is usually
+// about to store, then pauses up to `longest_pause` under the `sparing` policy. A store_host_word
 // in this process ends a pause at once; a word that another process or a GPU writes wakes no one
-// and is seen at the next look, so `longest_pause` is how late that can be, traded against the
-// cores a long wait's looks take.
+// and is seen at the next look, so the longest pause is how late that can be, traded against
+// the cores a long wait's looks take.
 void wait_host_word(const std::uint32_t* word, std::uint32_t value,
                     std::chrono::milliseconds timeout, const char* what,
                     std::chrono::microseconds longest_pause);

@@ -383,6 +383,36 @@ def step_bound(a, transfer, c, b, depth, overlap):
     return max(a + transfer, consumer)
 
 
+def check_host_wait(summary):
+    """The hosts' wait policy as host_wait set it, or for auto by its rule from the ranks' own
+    figures: prompt on the GPU path, and on the CPU path only where each node's working threads
+    fit the cores its ranks may use."""
+    mode, used, reason = (summary["config"]["host_wait"], summary["host_wait"],
+                          summary["host_wait_reason"])
+    threads, cores = {}, {}
+    for r in summary["ranks"]:
+        threads[r["host"]] = threads.get(r["host"], 0) + r["host_threads"]
+        cores.setdefault(r["host"], set()).update(range_list(r["cores"]))
+    fits = all(threads[h] <= len(cores[h]) for h in threads)
+    expected = (mode if mode != "auto" else
+                "prompt" if fits or summary["backend"] == "cuda" else "sparing")
+    if used != expected:
+        fail(f"host_wait {used!r} ({reason}), expected {expected!r}: threads {threads}, "
+             f"cores {dict((h, len(c)) for h, c in cores.items())}")
+    busiest = f"{max(threads.values())} working thread(s) on a node"
+    if busiest not in reason:
+        fail(f"host_wait_reason {reason!r} does not say {busiest!r}")
+
+
+def range_list(text):
+    """The numbers a range list names: "0-3,7" -> [0, 1, 2, 3, 7]."""
+    numbers = []
+    for part in filter(None, text.split(",")):
+        first, _, last = part.partition("-")
+        numbers.extend(range(int(first), int(last or first) + 1))
+    return numbers
+
+
 def check_summary(path):
     """The JSON summary's step bounds agree with its own phase medians."""
     summary = json.load(open(path))
@@ -399,6 +429,7 @@ def check_summary(path):
         expected = step_bound(*medians(p), depth, p["overlap"])
         if not math.isclose(p["step_bound_ms"], expected, rel_tol=1e-9):
             fail(f"pass overlap={p['overlap']}: step_bound_ms {p['step_bound_ms']} != {expected}")
+    check_host_wait(summary)
     if len(summary["passes"]) == 2 and summary["passes"][0]["timing"]["used"] != "steps":
         expected = step_bound(*medians(summary["passes"][0]), depth, True)
         if not math.isclose(summary["overlap_ideal_ms"], expected, rel_tol=1e-9):

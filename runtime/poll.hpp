@@ -1,0 +1,54 @@
+// How a host thread waits for what another thread, another process or the GPU finishes: it
+// looks, and between looks first yields its core (most waits end within microseconds), then
+// sleeps in pauses that double. How long a pause may grow is the process's host-wait policy:
+// `prompt` keeps every pause at the shortest a sleep takes (~50 us, the timer slack), so a wait
+// ends at most that late; `sparing` lets a long wait's pauses grow to the caller's longest (up to
+// 1 ms), so that where threads outnumber cores a waiting thread does not take a core from the
+// threads that work. Late wake-ups compound: a relay stage that wakes late finds the next wait
+// longer still, and its pauses longer with it (a staged 4-stage relay of 4 KiB steps took 17
+// times as long a step under `sparing` as under `prompt`, on a node with a core for each thread).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+namespace gpurelay {
+
+enum class HostWait { prompt, sparing };
+
+// The longest pause of a wait under `prompt`.
+inline constexpr std::chrono::microseconds kPromptPause{50};
+
+// The policy and why it was chosen, for the report; set once at set-up, before the timed steps,
+// and read by every wait after (until then `sparing`).
+struct HostWaitChoice {
+    HostWait wait = HostWait::sparing;
+    std::string reason;
+};
+void set_host_wait(HostWaitChoice choice);
+HostWaitChoice host_wait();
+const char* to_string(HostWait wait);
+
+// The rule `auto` applies. On the GPU path `prompt`: the hosts' threads only feed and wait for
+// the GPU, and a late wake-up idles it (a staged pair of 64 Mi values took 4.5 times as long a
+// step under `sparing`, its ranks bound to a core each with 3 threads apiece, as under
+// `prompt`). On the CPU path, where the host streams do the work, `prompt` when every node has
+// a core for each of its ranks' working threads (`threads` on the busiest node, `cores` the
+// fewest any node's ranks may use), else `sparing`; unknown cores (0) count as too few.
+HostWait host_wait_for(bool cuda_path, int threads, int cores);
+
+// One wait: how long it yields before it sleeps, and its longest pause under `sparing`.
+struct PollPace {
+    std::chrono::microseconds spin{100};
+    std::chrono::microseconds longest_pause{1000};
+};
+
+// Calls `look` until it returns true (then true) or `deadline` passes (then false). Between
+// looks: a yield for the first `pace.spin`, then `pause(d)` (a sleep when empty) for d = 10 us,
+// doubling up to the policy's longest pause. `pause` may return early (a wake-up).
+bool poll_until(const std::function<bool()>& look, std::chrono::steady_clock::time_point deadline,
+                PollPace pace,
+                const std::function<void(std::chrono::microseconds)>& pause = nullptr);
+
+}  // namespace gpurelay
