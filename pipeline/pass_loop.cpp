@@ -106,10 +106,13 @@ PassResult Pipeline::Impl::run(bool overlap, RowSink* sink, const StepCallback& 
         if (s == result.timed_from) {
             // The warm-up is over: the timed steps start with every rank idle and in step.
             schedule_.synchronize_all();
-            decide_timing(pass);  // collective: the ranks meet here
+            decide_timing(pass);
             if (calibrate) measure_ceilings();
             result.clocks_start = sample_gpu_clocks(gpu_bus_id_);  // before the clock starts
+            // Each rank ends its ceilings at its own time; the fill starts once all have.
+            meet("the barrier where a pass's timed steps start");
             schedule_.start_fill(s);
+            timer_.start_clock();
             pass.timed_start = now_ms();  // the clock starts
         }
         const std::int64_t n = pass.plan->unit_steps(s);
@@ -196,13 +199,10 @@ void Pipeline::Impl::retire_through(Pass& pass, std::int64_t last) {
 }
 
 // Where the timed steps start, every stream idle: timing = auto decides there from the slowest
-// rank's time per warm-up step, and its reduction is the ranks' barrier; other timings meet at one.
+// rank's time per warm-up step (a reduction over the ranks).
 void Pipeline::Impl::decide_timing(Pass& pass) {
     PassResult& result = pass.result;
-    if (spec_.timing != Timing::auto_select) {
-        meet("the barrier where a pass's timed steps start");
-        return;
-    }
+    if (spec_.timing != Timing::auto_select) return;
     const std::int64_t warm_steps = result.timed_from - result.first_step - 1;
     timer_.decide_timing(warm_steps > 0
                              ? (now_ms() - pass.warm_start) / static_cast<double>(warm_steps)

@@ -131,7 +131,10 @@ StepTimer::StepTimer(Device& device, const PipelineSpec& spec, Role role, std::s
         }
         m.end = device.make_event(EventUse::timing);
     }
+    clock_start_ = device.make_event(EventUse::timing);
 }
+
+void StepTimer::start_clock() { clock_start_->record(*plan_->last); }
 
 void StepTimer::begin_pass(const PassPlan& plan) {
     plan_ = &plan;
@@ -258,8 +261,11 @@ RetiredSteps StepTimer::retire(std::int64_t s, PassResult& result) {
     m.end->synchronize();
     StepTimes t;
     if (first > result.first_step && !m.recorded_at_stop) {
-        t.period = m.end->elapsed_ms_since(*marks_[slot(first - 1)].end) /
-                   static_cast<double>(m.group_steps);
+        // The timed steps' first group is read from where the clock started, not from the
+        // warm-up's last step: between them lie the ceilings and the barrier.
+        Event& before =
+            first == result.timed_from ? *clock_start_ : *marks_[slot(first - 1)].end;
+        t.period = m.end->elapsed_ms_since(before) / static_cast<double>(m.group_steps);
     }
     for (std::int64_t j = first; j < s; ++j) result.steps[static_cast<std::size_t>(j)] = t;
     if (m.group_steps > 1) {

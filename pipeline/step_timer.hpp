@@ -39,6 +39,9 @@ class StepTimer {
     Timing timing() const { return timing_; }
     std::int64_t timing_every() const { return timing_ == Timing::sampled ? every_ : 0; }
 
+    // Where the timed steps' clock starts, every stream idle: the first timed step's period is
+    // read from here.
+    void start_clock();
     // Eager step s, about to be queued: whether it times its phases and records its end event.
     void begin_step(std::int64_t s);
     // The unit of graph steps from s, about to be launched as the timed or untimed graph.
@@ -106,6 +109,7 @@ class StepTimer {
         std::int64_t first = 0;
     } capture_;
     std::vector<Marks> marks_;
+    std::unique_ptr<Event> clock_start_;
 };
 
 // One phase of one step on one stream, for the scope's lifetime: its event pair when the step

@@ -1,6 +1,7 @@
 """Runs gpurelay under mpirun with the report on and checks its distributions and its pairs: each
 phase's median, min, max, p50, p90, p99 and cv in the JSON summary against numpy over the same
-/timings read back from the file, the slow steps against the periods there, the CSV row against
+/timings read back from the file, the periods' sum against the pass's time, the slow steps
+against the periods there, the CSV row against
 the JSON; one report line per pair (with more than one), the pairs slowed with debug_delay_us flagged SLOW (in the
 report and the JSON) and no other.
 
@@ -58,6 +59,14 @@ def check_distributions(f, summary):
             for key, value in want.items():
                 close(stats.get(key), float(value), f"{name}/{phase} {key}")
         period = f["timings"][name]["step"][:, start:end]
+        # The periods run from where the clock started to where it stopped: no rank's sum
+        # exceeds the pass's time (the first timed step is read from the clock's start, not
+        # from the warm-up's last step, before the ceilings and the barrier).
+        wall = p["time_per_step_ms"] * p["timed_steps"]
+        for rank, periods in enumerate(period):
+            if np.nansum(periods) > 1.05 * wall + 0.5:
+                fail(f"{name}: rank {rank}'s step periods add up to {np.nansum(periods):.3f} ms, "
+                     f"over the pass's {wall:.3f} ms (first {periods[0]:.3f} ms)")
         median = np.median(period[~np.isnan(period)])
         slow = [start + s for s in range(period.shape[1])
                 if (period[:, s] > SLOW_STEP_FACTOR * median).any()]
