@@ -99,42 +99,56 @@ fi
 check_no_leftovers "the run with CPU sampling"
 
 echo "== SIGTERM mid-run: exit 143, nothing left"
-# As above, an nsys that fails to start gpurelay (it happens on a busy machine) gets one more try.
-for attempt in 1 2; do
-    "${profile[@]}" --trace nvtx,osrt --no-capture-range --finish-timeout 10 --overwrite \
-        --out-dir "$tmp/p3" -- --device cpu --steps 100000 --elements 64Ki --c-elements 64Ki \
-        --c-iterations 4 --quiet --output "$tmp/p3.h5" >"$tmp/log3" 2>&1 &
-    pid=$!
-    # Until gpurelay runs under nsys (its ranks carry the mark too), at most 30 s.
-    for ((tries = 0; tries < 60; tries++)); do
-        # (not "leftovers | grep -q": grep's early exit fails the pipeline under pipefail)
-        grep -q ' /[^ ]*/gpurelay --device' <<<"$(leftovers)" && break
-        sleep 0.5
+# One profiled run stopped with SIGTERM mid-run; sets `status` to scripts/profile's exit.
+sigterm_run() {
+    # As above, an nsys that fails to start gpurelay (it happens on a busy machine) gets one more
+    # try.
+    for attempt in 1 2; do
+        "${profile[@]}" --trace nvtx,osrt --no-capture-range --finish-timeout 10 --overwrite \
+            --out-dir "$tmp/p3" -- --device cpu --steps 100000 --elements 64Ki --c-elements 64Ki \
+            --c-iterations 4 --quiet --output "$tmp/p3.h5" >"$tmp/log3" 2>&1 &
+        pid=$!
+        # Until gpurelay runs under nsys (its ranks carry the mark too), at most 30 s.
+        for ((tries = 0; tries < 60; tries++)); do
+            # (not "leftovers | grep -q": grep's early exit fails the pipeline under pipefail)
+            grep -q ' /[^ ]*/gpurelay --device' <<<"$(leftovers)" && break
+            sleep 0.5
+        done
+        ((tries == 60)) || break
+        echo "gpurelay did not start under nsys in 30 s (attempt $attempt): the run must end by itself"
+        kill -TERM "$pid" 2>/dev/null || true
+        for ((tries = 0; tries < 60; tries++)); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.5
+        done
+        kill -0 "$pid" 2>/dev/null &&
+            { kill -KILL "$pid"; fail "scripts/profile still running 30 s after SIGTERM"; }
+        wait "$pid" || true
+        grep -v '^\[' "$tmp/log3" || true
+        check_no_leftovers "a run whose gpurelay did not start"
+        ((attempt == 1)) || fail "gpurelay did not start under nsys, twice"
     done
-    ((tries == 60)) || break
-    echo "gpurelay did not start under nsys in 30 s (attempt $attempt): the run must end by itself"
-    kill -TERM "$pid" 2>/dev/null || true
+    sleep 2
+    kill -TERM "$pid" 2>/dev/null || { cat "$tmp/log3"; fail "scripts/profile ended before SIGTERM"; }
+    status=0
     for ((tries = 0; tries < 60; tries++)); do
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.5
     done
-    kill -0 "$pid" 2>/dev/null && { kill -KILL "$pid"; fail "scripts/profile still running 30 s after SIGTERM"; }
-    wait "$pid" || true
-    grep -v '^\[' "$tmp/log3" || true
-    check_no_leftovers "a run whose gpurelay did not start"
-    ((attempt == 1)) || fail "gpurelay did not start under nsys, twice"
-done
-sleep 2
-kill -TERM "$pid" 2>/dev/null || { cat "$tmp/log3"; fail "scripts/profile ended before SIGTERM"; }
-status=0
-for ((tries = 0; tries < 60; tries++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.5
-done
-kill -0 "$pid" 2>/dev/null && { kill -KILL "$pid"; fail "scripts/profile still running 30 s after SIGTERM"; }
-wait "$pid" || status=$?
-grep -v '^\[' "$tmp/log3" | tail -n 5 || true
+    kill -0 "$pid" 2>/dev/null &&
+        { kill -KILL "$pid"; fail "scripts/profile still running 30 s after SIGTERM"; }
+    wait "$pid" || status=$?
+    grep -v '^\[' "$tmp/log3" | tail -n 5 || true
+    check_no_leftovers "the run stopped with SIGTERM"
+}
+sigterm_run
+# Debian's nsys 2022.4 itself may throw while it writes the ended process's status (a
+# WriteStreamException from its ProcessWaiter, seen on a busy machine): nsys failed, not the
+# script or gpurelay, so that gets one more run too.
+if [[ $status -ne 143 ]] && grep -q 'QuadDCommon::WriteStreamException' "$tmp/log3"; then
+    echo "(nsys threw while recording the end: one more run)"
+    sigterm_run
+fi
 [[ $status -eq 143 ]] || fail "scripts/profile exited $status after SIGTERM, not 143"
-check_no_leftovers "the run stopped with SIGTERM"
 
 echo "PASS: test_profile"
