@@ -1,6 +1,8 @@
 #include "runtime/error.hpp"
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 
 namespace gpurelay {
 
@@ -22,18 +24,28 @@ std::atomic<FatalHandler> installed_handler{nullptr};
 void set_fatal_handler(FatalHandler handler) { installed_handler.store(handler); }
 FatalHandler fatal_handler() { return installed_handler.load(); }
 
+namespace {
+
+// Without a handler there is no job to end yet: this process says why and exits.
+[[noreturn]] void exit_with(const Error& error) noexcept {
+    std::fprintf(stderr, "gpurelay: %s\n", error.what());
+    std::fflush(stderr);
+    std::_Exit(static_cast<int>(error.code()));
+}
+
+}  // namespace
+
 void fail_fatally(std::exception_ptr error) noexcept {
     FatalHandler handler = installed_handler.load();
-    if (handler != nullptr) {
-        try {
-            std::rethrow_exception(error);
-        } catch (const Error& e) {
-            handler(e);
-        } catch (const std::exception& e) {
-            handler(runtime_error(e.what()));
-        } catch (...) {
-            handler(runtime_error("unknown error"));
-        }
+    if (handler == nullptr) handler = exit_with;
+    try {
+        std::rethrow_exception(error);
+    } catch (const Error& e) {
+        handler(e);
+    } catch (const std::exception& e) {
+        handler(runtime_error(e.what()));
+    } catch (...) {
+        handler(runtime_error("unknown error"));
     }
     std::terminate();
 }

@@ -50,7 +50,8 @@ void set_fatal_handler(FatalHandler handler);
 // The installed handler, or nullptr.
 FatalHandler fatal_handler();
 // Calls the handler with `error` (converted to a runtime error when it is not an Error); without a
-// handler, std::terminate.
+// handler (before MPI is up), prints "gpurelay: MESSAGE" on stderr and ends this process with the
+// error's exit code, which the launcher turns into the job's end.
 [[noreturn]] void fail_fatally(std::exception_ptr error) noexcept;
 
 }  // namespace gpurelay
