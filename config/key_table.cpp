@@ -457,7 +457,7 @@ constexpr std::string_view kTimeoutDoc =
     "on the GPU (polled, with NCCL's asynchronous error checked), CPU-path stream waits, the "
     "file's collective calls (making, opening, flushing and closing it), the stop vote and "
     "`MPI_Finalize`. The rank that gives up names itself, the step and the wait, and the job "
-    "ends with exit 4. `MPI_Init`, before the deck is read, is bounded by the default, 300 s.";
+    "ends with exit 4.";
 constexpr std::string_view kQuietDoc =
     "Without it, rank 0 prints a progress line on long runs (refreshed in place only when "
     "gpurelay is alone on a terminal; under `mpirun`, Slurm or into a log, a whole line every "

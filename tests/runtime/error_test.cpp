@@ -1,5 +1,6 @@
-// An error no caller can catch, raised before main installs its handler (a wait bounded by the
-// watchdog during MPI_Init): one line on stderr, and the process ends with the error's code.
+// An error no caller can catch, raised before main installs its handler (a wait that the
+// watchdog bounds while the MPI session is made): one line on stderr, and the process ends with
+// the error's code.
 #include "runtime/error.hpp"
 
 #include <gtest/gtest.h>
@@ -12,11 +13,11 @@ namespace {
 TEST(FailFatally, WithoutAHandlerOneLineAndTheCode) {
     ASSERT_EQ(fatal_handler(), nullptr);
     EXPECT_EXIT(fail_fatally(std::make_exception_ptr(
-                    timeout_error("MPI_Init (joining the job's other ranks)",
+                    timeout_error("finding the ranks of this node",
                                   std::chrono::milliseconds(300000)))),
                 testing::ExitedWithCode(4),
-                "^gpurelay: MPI_Init \\(joining the job's other ranks\\) did not finish within 300 "
-                "s \\(timeout_s\\)");
+                "^gpurelay: finding the ranks of this node did not finish within 300 s "
+                "\\(timeout_s\\)");
     EXPECT_EXIT(fail_fatally(std::make_exception_ptr(usage_error("bad deck"))),
                 testing::ExitedWithCode(2), "^gpurelay: bad deck\n$");
     EXPECT_EXIT(fail_fatally(std::make_exception_ptr(std::logic_error("odd"))),
