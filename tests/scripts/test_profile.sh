@@ -99,6 +99,19 @@ fi
 check_no_leftovers "the run with CPU sampling"
 
 echo "== SIGTERM mid-run: exit 143, nothing left"
+# Until scripts/profile (PID), sent SIGTERM, has ended: at most 30 s, then it is killed and the
+# test fails.
+ends_after_sigterm() {
+    local waited
+    for ((waited = 0; waited < 60; waited++)); do
+        kill -0 "$1" 2>/dev/null || return 0
+        sleep 0.5
+    done
+    kill -0 "$1" 2>/dev/null || return 0
+    kill -KILL "$1"
+    fail "scripts/profile still running 30 s after SIGTERM"
+}
+
 # One profiled run stopped with SIGTERM mid-run; sets `status` to scripts/profile's exit.
 sigterm_run() {
     # As above, an nsys that fails to start gpurelay (it happens on a busy machine) gets one more
@@ -117,12 +130,7 @@ sigterm_run() {
         ((tries == 60)) || break
         echo "gpurelay did not start under nsys in 30 s (attempt $attempt): the run must end by itself"
         kill -TERM "$pid" 2>/dev/null || true
-        for ((tries = 0; tries < 60; tries++)); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.5
-        done
-        kill -0 "$pid" 2>/dev/null &&
-            { kill -KILL "$pid"; fail "scripts/profile still running 30 s after SIGTERM"; }
+        ends_after_sigterm "$pid"
         wait "$pid" || true
         grep -v '^\[' "$tmp/log3" || true
         check_no_leftovers "a run whose gpurelay did not start"
@@ -131,12 +139,7 @@ sigterm_run() {
     sleep 2
     kill -TERM "$pid" 2>/dev/null || { cat "$tmp/log3"; fail "scripts/profile ended before SIGTERM"; }
     status=0
-    for ((tries = 0; tries < 60; tries++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.5
-    done
-    kill -0 "$pid" 2>/dev/null &&
-        { kill -KILL "$pid"; fail "scripts/profile still running 30 s after SIGTERM"; }
+    ends_after_sigterm "$pid"
     wait "$pid" || status=$?
     grep -v '^\[' "$tmp/log3" | tail -n 5 || true
     check_no_leftovers "the run stopped with SIGTERM"
