@@ -54,7 +54,7 @@ int run(MpiSession& mpi, StepWatch& watch, int argc, char** argv) {
                                               setup.placement.role, MPI_COMM_WORLD);
     });
     // Once the pipeline's host streams exist: how the hosts wait depends on how many threads work.
-    choose_host_wait(mpi, config, setup.device->backend() == Backend::cuda);
+    choose_host_wait(config, setup.device->backend() == Backend::cuda);
 
     const std::vector<bool> passes = passes_of(config);
     Outputs outputs = Outputs::open(mpi, setup, passes);

@@ -221,18 +221,21 @@ std::string mib(double bytes) {
 // Up front, before the pipeline allocates or the file is made: what every rank will hold on its
 // device and its node's host memory, and what the file will take, against what there is.
 // Collective; every rank leaves with the same usage error when anything does not fit.
-void check_resources(const Setup& setup, const MpiSession& mpi) {
-    const int rank = mpi.world_rank();
-    const int size = mpi.world_size();
+void check_resources(const Setup& setup, int rank, int size) {
     // Every buffer is made for the largest size; the file holds every size's datasets.
     const Config config = setup.config.largest();
     const bool cpu_path = setup.device->backend() == Backend::host;
     const RankNeeds needs = rank_needs(config, setup.memory, setup.placement.role, cpu_path);
     // Ranks on one node share its memory.
     const Deadline bound("the sum of the host memory a node's ranks need");
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_CHECK(
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
     double mine[2] = {needs.host, needs.records}, node_needs[2] = {0, 0};
-    MPI_CHECK(MPI_Allreduce(mine, node_needs, 2, MPI_DOUBLE, MPI_SUM, mpi.node_comm()));
-    const int node_ranks = mpi.local_size();
+    MPI_CHECK(MPI_Allreduce(mine, node_needs, 2, MPI_DOUBLE, MPI_SUM, node));
+    int node_ranks = 1;
+    MPI_CHECK(MPI_Comm_size(node, &node_ranks));
+    MPI_CHECK(MPI_Comm_free(&node));
     agree(MPI_COMM_WORLD, [&] {
         if (!cpu_path && needs.device > static_cast<double>(setup.device_info.free_memory)) {
             throw usage_error("rank " + std::to_string(rank) + " needs " + mib(needs.device) +
@@ -343,7 +346,7 @@ Setup set_up(const MpiSession& mpi, const Config& config) {
     setup.transport_note = choice.reason;
     setup.spec = pipeline_spec(config.largest(), setup.placement);
     setup.memory = plan_memory(setup.spec, setup.placement.role, !choice.a_writes_in_place);
-    check_resources(setup, mpi);
+    check_resources(setup, rank, size);
     agree(MPI_COMM_WORLD, [&] { setup.transport = open_transport(setup, *choice.used); });
     // Every wait on the GPU from here on is bounded by timeout_s and watches the transport.
     setup.device->set_wait_policy(
@@ -351,18 +354,18 @@ Setup set_up(const MpiSession& mpi, const Config& config) {
     return setup;
 }
 
-int working_threads() { return HostStream::live_count() + 1; }
-
-void choose_host_wait(const MpiSession& mpi, const Config& config, bool cuda_path) {
+void choose_host_wait(const Config& config, bool cuda_path) {
     cpu_set_t mine, node_cores;
     CPU_ZERO(&mine);
     if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_ZERO(&mine);  // unknown: too few
-    const int threads = working_threads();
+    const int threads = HostStream::live_count() + 1;
     int node_threads = 0;
     const Deadline bound("counting each node's working threads and cores");
-    MPI_Comm node = mpi.node_comm();
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
     MPI_CHECK(MPI_Allreduce(&mine, &node_cores, sizeof(cpu_set_t), MPI_BYTE, MPI_BOR, node));
     MPI_CHECK(MPI_Allreduce(&threads, &node_threads, 1, MPI_INT, MPI_SUM, node));
+    MPI_CHECK(MPI_Comm_free(&node));
     // Over the nodes: the most threads and the fewest cores.
     const int local[2] = {node_threads, -CPU_COUNT(&node_cores)};
     int busiest[2] = {0, 0};

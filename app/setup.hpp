@@ -47,11 +47,7 @@ Setup set_up(const MpiSession& mpi, const Config& config);
 // host-wait policy (runtime/poll.hpp) from config.host_wait, for `auto` by host_wait_for from
 // the path and each node's working threads (every rank's main thread and host streams) against
 // the cores its ranks may use.
-void choose_host_wait(const MpiSession& mpi, const Config& config, bool cuda_path);
-
-// The threads of this rank that do its work: the main one and each host stream (on the CPU path
-// every stream, on the GPU path the staged transport's MPI proxies).
-int working_threads();
+void choose_host_wait(const Config& config, bool cuda_path);
 
 // Gathers one string per rank onto every rank (at most 255 characters each).
 std::vector<std::string> allgather_strings(const std::string& mine, int size);

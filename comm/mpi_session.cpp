@@ -20,10 +20,12 @@ MpiSession::MpiSession(int* argc, char*** argv) {
     }
     // Bounded by timeout_s's default (300 s): the deck is not read yet.
     const Deadline bound("finding the ranks of this node");
+    MPI_Comm node = MPI_COMM_NULL;
     MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank_, MPI_INFO_NULL,
-                                  &node_));
-    MPI_CHECK(MPI_Comm_rank(node_, &local_rank_));
-    MPI_CHECK(MPI_Comm_size(node_, &local_size_));
+                                  &node));
+    MPI_CHECK(MPI_Comm_rank(node, &local_rank_));
+    MPI_CHECK(MPI_Comm_size(node, &local_size_));
+    MPI_Comm_free(&node);
     char name[MPI_MAX_PROCESSOR_NAME] = {};
     int length = 0;
     MPI_CHECK(MPI_Get_processor_name(name, &length));
@@ -36,7 +38,6 @@ MpiSession::~MpiSession() {
     if (finalized != 0) return;
     // Collective: a peer stopped here (or stuck in its teardown) must not hold this rank.
     const Deadline bound("MPI_Finalize");
-    if (node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
     MPI_Finalize();
 }
 

@@ -23,9 +23,6 @@ class MpiSession {
     // Rank and size among the ranks of this node (MPI_Comm_split_type shared memory).
     int local_rank() const { return local_rank_; }
     int local_size() const { return local_size_; }
-    // The ranks of this node, kept for the session: what they share (host memory, cores) is
-    // summed over it.
-    MPI_Comm node_comm() const { return node_; }
     const std::string& host_name() const { return host_name_; }
 
   private:
@@ -33,7 +30,6 @@ class MpiSession {
     int world_size_ = 1;
     int local_rank_ = 0;
     int local_size_ = 1;
-    MPI_Comm node_ = MPI_COMM_NULL;
     std::string host_name_;
 };
 
