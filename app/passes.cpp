@@ -8,7 +8,6 @@
 #include "io/result_schema.hpp"
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
-#include "runtime/host_stream.hpp"
 #include "runtime/placement.hpp"
 #include "runtime/poll.hpp"
 
@@ -99,9 +98,7 @@ RankFigures rank_figures(const MpiSession& mpi, const Setup& setup, const Output
                  std::string(to_string(setup.placement.role)),
                  peer_link(setup, outputs.hosts, mpi.host_name()), setup.placement.pair,
                  placement.cores, placement.core_numa, placement.gpu_numa, placement.core_count,
-                 // Each host stream is a thread that works beside the main one: on the CPU path
-                 // every stream, on the GPU path the staged transport's MPI proxies.
-                 HostStream::live_count() + 1};
+                 working_threads()};
     mine.device_bytes = setup.memory.device_bytes();
     mine.host_bytes = setup.memory.host_bytes() + (writer ? kWriterBuffers * setup.spec.bytes : 0);
     mine.bytes_written = writer ? static_cast<double>(writer->bytes_written()) : 0.0;

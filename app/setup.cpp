@@ -354,11 +354,13 @@ Setup set_up(const MpiSession& mpi, const Config& config) {
     return setup;
 }
 
+int working_threads() { return HostStream::live_count() + 1; }
+
 void choose_host_wait(const Config& config, bool cuda_path) {
     cpu_set_t mine, node_cores;
     CPU_ZERO(&mine);
     if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_ZERO(&mine);  // unknown: too few
-    const int threads = HostStream::live_count() + 1;
+    const int threads = working_threads();
     int node_threads = 0;
     const Deadline bound("counting each node's working threads and cores");
     MPI_Comm node = MPI_COMM_NULL;

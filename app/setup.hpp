@@ -49,6 +49,10 @@ Setup set_up(const MpiSession& mpi, const Config& config);
 // the cores its ranks may use.
 void choose_host_wait(const Config& config, bool cuda_path);
 
+// The threads of this rank that do its work: the main one and each host stream (on the CPU path
+// every stream, on the GPU path the staged transport's MPI proxies).
+int working_threads();
+
 // Gathers one string per rank onto every rank (at most 255 characters each).
 std::vector<std::string> allgather_strings(const std::string& mine, int size);
 
