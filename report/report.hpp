@@ -248,6 +248,16 @@ struct SharedGpu {
     std::vector<int> ranks;
 };
 std::vector<SharedGpu> time_sliced_gpus(const RunSummary& summary);
+// The ranks bound to fewer cores than they have working threads (main thread and host streams),
+// on either path, on hosts oversubscribed_hosts does not name: their threads take turns.
+struct CrowdedRanks {
+    std::vector<int> ranks;
+    int most_threads = 0, fewest_cores = 0;
+};
+CrowdedRanks crowded_ranks(const RunSummary& summary);
+// How to bind the ranks near their GPU with a core for each working thread of the busiest rank:
+// "mpirun --bind-to core --map-by numa", or with ":PE=N" where a rank has N > 1 threads.
+std::string binding_command(const RunSummary& summary);
 // Why the phase times may measure waiting rather than work ("" when nothing is known to).
 std::string waiting_cause(const RunSummary& summary);
 // Whether the pass's transfer measured waiting rather than moving: longer than its own step, or
@@ -271,7 +281,8 @@ Stability step_stability(const PassSummary& pass);
 // The report's stability line of a pass, with the likely causes and what to do when unstable,
 // and on the CUDA path its clock line.
 void print_stability(std::FILE* out, const RunSummary& summary, const PassSummary& pass);
-// The header's notes on placement: GPUs shared time-sliced, ranks away from their GPU's node.
+// The header's notes on placement: GPUs shared time-sliced, ranks away from their GPU's node,
+// ranks with fewer cores than working threads.
 void print_placement_notes(std::FILE* out, const RunSummary& summary);
 // A rank's cores and NUMA nodes as the header prints them: "cores 0-7,16 (NUMA node 0)".
 std::string placement_text(const RankInfo& rank);

@@ -547,6 +547,45 @@ TEST(ReportTrust, HostCoresAreTheRanksUnion) {
     EXPECT_EQ(loads[0].cores, 1);
 }
 
+// A GPU-path rank with more working threads than the cores it is bound to (the staged MPI
+// transport's proxies beside its main thread, one core each as mpirun binds 2 ranks) is named
+// as a cause, and the binding advised gives a core per thread; on one core and one thread the
+// advice stays a core per rank.
+TEST(ReportTrust, RanksWithFewerCoresThanThreadsAreNamed) {
+    if (world_rank() != 0) return;
+    RunSummary s = contradicting_summary();
+    s.backend = "cuda";
+    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+        s.ranks[r].cores = std::to_string(r);
+        s.ranks[r].core_count = 1;
+        s.ranks[r].host_threads = r == 0 ? 3 : 5;
+        s.ranks[r].peer_link = "same GPU, shared through MPS";
+    }
+    const CrowdedRanks crowded = crowded_ranks(s);
+    EXPECT_EQ(crowded.ranks, (std::vector<int>{0, 1}));
+    EXPECT_EQ(crowded.most_threads, 5);
+    EXPECT_EQ(crowded.fewest_cores, 1);
+    EXPECT_EQ(binding_command(s), "mpirun --map-by numa:PE=5 --bind-to core");
+    const std::string report = report_of(s, print_report);
+    EXPECT_TRUE(has(report, "    likely: ranks 0 and 1 have up to 5 working threads on 1 core"))
+        << report;
+    EXPECT_TRUE(has(report, "to steady it: bind ranks to cores near their GPU (mpirun --map-by "
+                            "numa:PE=5 --bind-to core)"))
+        << report;
+    EXPECT_TRUE(has(report_of(s, print_run_header),
+                    "note: ranks 0 and 1 have up to 5 working threads on 1 core (main thread"))
+        << "the header says it whether or not the step is unstable";
+    // A core per thread: nothing to name, and a core per rank is the advice.
+    for (RankInfo& r : s.ranks) r.host_threads = 1;
+    EXPECT_TRUE(crowded_ranks(s).ranks.empty());
+    EXPECT_EQ(binding_command(s), "mpirun --bind-to core --map-by numa");
+    EXPECT_FALSE(has(report_of(s, print_run_header), "working threads on")) << "none crowded";
+    // The CPU path's oversubscribed host is said once, as a host, not again rank by rank.
+    s = contradicting_summary();
+    EXPECT_EQ(oversubscribed_hosts(s).size(), 1u);
+    EXPECT_TRUE(crowded_ranks(s).ranks.empty());
+}
+
 TEST(ReportTrust, StabilityAndPlacementLines) {
     if (world_rank() != 0) return;
     RunSummary s = contradicting_summary();
