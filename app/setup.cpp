@@ -13,6 +13,7 @@
 
 #include "comm/agreement.hpp"
 #include "comm/mpi_error.hpp"
+#include "comm/mpi_session.hpp"
 #include "comm/mpi_wait.hpp"
 #include "config/transport_choice.hpp"
 #include "io/output_path.hpp"
@@ -228,14 +229,13 @@ void check_resources(const Setup& setup, int rank, int size) {
     const RankNeeds needs = rank_needs(config, setup.memory, setup.placement.role, cpu_path);
     // Ranks on one node share its memory.
     const Deadline bound("the sum of the host memory a node's ranks need");
-    MPI_Comm node = MPI_COMM_NULL;
-    MPI_CHECK(
-        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
     double mine[2] = {needs.host, needs.records}, node_needs[2] = {0, 0};
-    MPI_CHECK(MPI_Allreduce(mine, node_needs, 2, MPI_DOUBLE, MPI_SUM, node));
     int node_ranks = 1;
-    MPI_CHECK(MPI_Comm_size(node, &node_ranks));
-    MPI_CHECK(MPI_Comm_free(&node));
+    {
+        const NodeComm node(MPI_COMM_WORLD);
+        MPI_CHECK(MPI_Allreduce(mine, node_needs, 2, MPI_DOUBLE, MPI_SUM, node.get()));
+        node_ranks = node.size();
+    }
     agree(MPI_COMM_WORLD, [&] {
         if (!cpu_path && needs.device > static_cast<double>(setup.device_info.free_memory)) {
             throw usage_error("rank " + std::to_string(rank) + " needs " + mib(needs.device) +
@@ -363,11 +363,12 @@ void choose_host_wait(const Config& config, bool cuda_path) {
     const int threads = working_threads();
     int node_threads = 0;
     const Deadline bound("counting each node's working threads and cores");
-    MPI_Comm node = MPI_COMM_NULL;
-    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-    MPI_CHECK(MPI_Allreduce(&mine, &node_cores, sizeof(cpu_set_t), MPI_BYTE, MPI_BOR, node));
-    MPI_CHECK(MPI_Allreduce(&threads, &node_threads, 1, MPI_INT, MPI_SUM, node));
-    MPI_CHECK(MPI_Comm_free(&node));
+    {
+        const NodeComm node(MPI_COMM_WORLD);
+        MPI_CHECK(
+            MPI_Allreduce(&mine, &node_cores, sizeof(cpu_set_t), MPI_BYTE, MPI_BOR, node.get()));
+        MPI_CHECK(MPI_Allreduce(&threads, &node_threads, 1, MPI_INT, MPI_SUM, node.get()));
+    }
     // Over the nodes: the most threads and the fewest cores.
     const int local[2] = {node_threads, -CPU_COUNT(&node_cores)};
     int busiest[2] = {0, 0};

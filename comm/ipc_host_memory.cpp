@@ -7,6 +7,7 @@
 
 #include "comm/ipc_memory.hpp"
 #include "comm/mpi_error.hpp"
+#include "comm/mpi_session.hpp"
 #include "comm/mpi_wait.hpp"
 #include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
@@ -123,10 +124,7 @@ class HostIpcMemory final : public IpcMemory {
 
 bool every_pair_on_one_node(MPI_Comm comm, int peer) {
     const Deadline bound("the reduction of whether every pair shares a node");
-    MPI_Comm node = MPI_COMM_NULL;
-    MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-    int all = rank_in(comm, node, peer) != MPI_UNDEFINED ? 1 : 0;
-    MPI_Comm_free(&node);
+    int all = rank_in(comm, NodeComm(comm).get(), peer) != MPI_UNDEFINED ? 1 : 0;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm));
     return all == 1;
 }

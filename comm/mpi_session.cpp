@@ -1,5 +1,7 @@
 #include "comm/mpi_session.hpp"
 
+#include <exception>
+
 #include "comm/mpi_error.hpp"
 #include "comm/mpi_wait.hpp"
 #include "runtime/error.hpp"
@@ -20,12 +22,11 @@ MpiSession::MpiSession(int* argc, char*** argv) {
     }
     // Bounded by timeout_s's default (300 s): the deck is not read yet.
     const Deadline bound("finding the ranks of this node");
-    MPI_Comm node = MPI_COMM_NULL;
-    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank_, MPI_INFO_NULL,
-                                  &node));
-    MPI_CHECK(MPI_Comm_rank(node, &local_rank_));
-    MPI_CHECK(MPI_Comm_size(node, &local_size_));
-    MPI_Comm_free(&node);
+    {
+        const NodeComm node(MPI_COMM_WORLD);
+        local_rank_ = node.rank();
+        local_size_ = node.size();
+    }
     char name[MPI_MAX_PROCESSOR_NAME] = {};
     int length = 0;
     MPI_CHECK(MPI_Get_processor_name(name, &length));
@@ -39,6 +40,26 @@ MpiSession::~MpiSession() {
     // Collective: a peer stopped here (or stuck in its teardown) must not hold this rank.
     const Deadline bound("MPI_Finalize");
     MPI_Finalize();
+}
+
+NodeComm::NodeComm(MPI_Comm comm) {
+    MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_));
+}
+
+NodeComm::~NodeComm() {
+    if (node_ != MPI_COMM_NULL && std::uncaught_exceptions() == 0) MPI_Comm_free(&node_);
+}
+
+int NodeComm::rank() const {
+    int rank = 0;
+    MPI_CHECK(MPI_Comm_rank(node_, &rank));
+    return rank;
+}
+
+int NodeComm::size() const {
+    int size = 1;
+    MPI_CHECK(MPI_Comm_size(node_, &size));
+    return size;
 }
 
 std::string mpi_version_string() {

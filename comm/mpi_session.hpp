@@ -33,6 +33,24 @@ class MpiSession {
     std::string host_name_;
 };
 
+// The ranks of `comm` on this node (MPI_Comm_split_type, shared memory), in their order in
+// `comm`, for one scope. Collective over `comm`: callers bound it with their Deadline. Freed at
+// the end of the scope, but not while an exception unwinds it (a peer may be gone), as an MPI
+// error ends the rank anyway.
+class NodeComm {
+  public:
+    explicit NodeComm(MPI_Comm comm);
+    ~NodeComm();
+    NodeComm(const NodeComm&) = delete;
+    NodeComm& operator=(const NodeComm&) = delete;
+    MPI_Comm get() const { return node_; }
+    int rank() const;
+    int size() const;
+
+  private:
+    MPI_Comm node_ = MPI_COMM_NULL;
+};
+
 // "Open MPI v4.1.4" and the like.
 std::string mpi_version_string();
 
