@@ -46,6 +46,18 @@ std::string crowded_text(const CrowdedRanks& crowded) {
            (crowded.fewest_cores == 1 ? " core" : " cores");
 }
 
+// What to do about where the ranks run, first among the remedies; "" where nothing is known to
+// be wrong. Binding cannot give a host more cores: there the advice is fewer threads a node.
+std::string placement_remedy(const RunSummary& s, bool misplaced) {
+    if (const std::vector<HostLoad> loads = oversubscribed_hosts(s); !loads.empty()) {
+        return "a core for each working thread (fewer ranks on " + loads.front().host +
+               ", or " + std::to_string(loads.front().threads) + " cores)";
+    }
+    if (!misplaced && crowded_ranks(s).ranks.empty()) return "";
+    return std::string("bind ranks to cores") + (s.backend == "cuda" ? " near their GPU" : "") +
+           " (" + binding_command(s) + ")";
+}
+
 // The likely causes of an unstable step on this run, and what to do about each.
 void causes_and_remedies(const RunSummary& s, const PassSummary& p,
                          std::vector<std::string>& causes, std::vector<std::string>& remedies) {
@@ -68,17 +80,18 @@ void causes_and_remedies(const RunSummary& s, const PassSummary& p,
                          fmt("%.0f", p.sm_clock_end_mhz) + " MHz" +
                          (names.empty() ? "" : " (" + names + ")"));
     }
-    bool unbound = false;
+    // Away from its GPU's node, or free to run on several nodes.
+    bool misplaced = false;
     for (std::size_t r = 0; r < s.ranks.size(); ++r) {
         if (away_from_gpu(s.ranks[r])) {
             causes.push_back("rank " + std::to_string(r) + " runs on NUMA node " +
                              s.ranks[r].core_numa + ", its GPU on " + s.ranks[r].gpu_numa);
+            misplaced = true;
         }
-        unbound = unbound || s.ranks[r].core_numa.find_first_of(",-") != std::string::npos;
+        misplaced = misplaced || s.ranks[r].core_numa.find_first_of(",-") != std::string::npos;
     }
-    if (unbound || !oversubscribed_hosts(s).empty() || !causes.empty()) {
-        remedies.insert(remedies.begin(),
-                        "bind ranks to cores near their GPU (" + binding_command(s) + ")");
+    if (const std::string remedy = placement_remedy(s, misplaced); !remedy.empty()) {
+        remedies.insert(remedies.begin(), remedy);
     }
     if (causes.empty()) causes.push_back("none seen here (other work on the node, interrupts)");
     remedies.push_back("more steps");

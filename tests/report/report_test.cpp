@@ -594,6 +594,11 @@ TEST(ReportTrust, StabilityAndPlacementLines) {
         << report;
     EXPECT_TRUE(has(report, "    likely: 10 threads of 2 rank(s) on 2 cores of vm (CPU path)"))
         << report;
+    // Binding cannot give the host more cores: the advice is a core for each thread.
+    EXPECT_TRUE(has(report, "to steady it: a core for each working thread (fewer ranks on vm, or "
+                            "10 cores); more steps"))
+        << report;
+    EXPECT_FALSE(has(report, "bind ranks")) << report;
     EXPECT_TRUE(has(report, "scripts/sweep --repeat N, then scripts/compare")) << report;
     const std::string header = report_of(s, print_run_header);
     EXPECT_TRUE(has(header, "to its peer: host memory (CPU path); cores 0-1 (NUMA node 0)\n"))
