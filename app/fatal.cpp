@@ -26,6 +26,7 @@ StepWatch::StepWatch() noexcept { watched = this; }
 StepWatch::~StepWatch() { watched = nullptr; }
 
 void abort_job(const Error& error) noexcept {
+    claim_process_end();
     const StepWatch* watch = watched.load();
     const std::int64_t step = watch != nullptr ? watch->step() : -1;
     char where[96] = "";

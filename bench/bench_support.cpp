@@ -114,6 +114,7 @@ bool on_distinct_gpus(const MpiSession& session, Device& device) {
 }
 
 void abort_job(const char* program, const Error& error) noexcept {
+    claim_process_end();
     int rank = -1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     std::fprintf(stderr, "%s: error on rank %d: %s\n", program, rank, error.what());

@@ -1,8 +1,10 @@
 #include "runtime/error.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 namespace gpurelay {
 
@@ -19,6 +21,12 @@ Error timeout_error(const std::string& what, std::chrono::milliseconds timeout) 
 
 namespace {
 std::atomic<FatalHandler> installed_handler{nullptr};
+std::atomic<bool> process_ending{false};
+}  // namespace
+
+void claim_process_end() noexcept {
+    if (!process_ending.exchange(true)) return;
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
 void set_fatal_handler(FatalHandler handler) { installed_handler.store(handler); }
@@ -28,6 +36,7 @@ namespace {
 
 // Without a handler there is no job to end yet: this process says why and exits.
 [[noreturn]] void exit_with(const Error& error) noexcept {
+    claim_process_end();
     std::fprintf(stderr, "gpurelay: %s\n", error.what());
     std::fflush(stderr);
     std::_Exit(static_cast<int>(error.code()));

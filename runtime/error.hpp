@@ -53,6 +53,11 @@ FatalHandler fatal_handler();
 // handler (before MPI is up), prints "gpurelay: MESSAGE" on stderr and ends this process with the
 // error's exit code, which the launcher turns into the job's end.
 [[noreturn]] void fail_fatally(std::exception_ptr error) noexcept;
+// Whoever ends the process calls this first. It returns in the first thread to call it; any other
+// thread (several waits of one rank may run out together) sleeps until that one has ended the
+// process, so a rank prints one line and calls MPI_Abort once: Open MPI's abort, called from two
+// threads at once, crashed in its message formatting (exit 139 instead of the error's code).
+void claim_process_end() noexcept;
 
 }  // namespace gpurelay
 

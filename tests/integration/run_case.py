@@ -5,10 +5,12 @@ usage: run_case.py --binary B --mpirun "mpirun ..." --np N [--expect-exit C] [--
                    [--timeout S] [--existing-output] -- GPURELAY_ARGS...
 """
 import argparse
+import collections
 import csv
 import json
 import math
 import os
+import re
 import shlex
 import stat
 import subprocess
@@ -452,6 +454,9 @@ def main():
                         help="fail if the launch took longer (a bound the run promises)")
     parser.add_argument("--one-line", action="store_true",
                         help="exactly one 'gpurelay:' line on stderr (one rank names the failure)")
+    parser.add_argument("--one-line-per-rank", action="store_true",
+                        help="at most one 'gpurelay: error on rank R' line for each rank R (its "
+                             "waits may run out together; one of them names the failure)")
     parser.add_argument("--existing-output", action="store_true",
                         help="create the output file first (it must survive untouched)")
     parser.add_argument("--write-file", action="append", default=[], metavar="NAME=TEXT",
@@ -558,6 +563,11 @@ def main():
             fail(f"no stderr line contains {opts.expect_message!r}")
         if opts.one_line and len(ours) != 1:
             fail(f"expected one 'gpurelay:' line, got {len(ours)}: {ours}")
+        if opts.one_line_per_rank:
+            ranks = [re.match(r"gpurelay: error on rank (\d+)", line) for line in ours]
+            counts = collections.Counter(m.group(1) for m in ranks if m)
+            if not counts or max(counts.values()) > 1:
+                fail(f"expected one 'gpurelay: error on rank R' line a rank, got {dict(counts)}")
         if opts.max_seconds is not None and elapsed > opts.max_seconds:
             fail(f"the launch took {elapsed:.1f} s, more than its bound of {opts.max_seconds} s")
         if opts.expect_stdout and opts.expect_stdout not in run.stdout:

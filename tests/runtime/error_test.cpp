@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
 
 namespace gpurelay {
 namespace {
@@ -22,6 +26,26 @@ TEST(FailFatally, WithoutAHandlerOneLineAndTheCode) {
                 testing::ExitedWithCode(2), "^gpurelay: bad deck\n$");
     EXPECT_EXIT(fail_fatally(std::make_exception_ptr(std::logic_error("odd"))),
                 testing::ExitedWithCode(4), "^gpurelay: odd\n$");
+}
+
+// Eight threads failing at once (a rank's waits running out together): the first ends the
+// process, the others wait for it; one line, the first one's code.
+TEST(FailFatally, ManyThreadsAtOnceOneLine) {
+    const auto many = [] {
+        std::atomic<int> ready{0};
+        std::vector<std::thread> threads;
+        for (int i = 0; i < 8; ++i) {
+            threads.emplace_back([i, &ready] {
+                const auto error = std::make_exception_ptr(usage_error("wait " + std::to_string(i)));
+                ready.fetch_add(1);
+                while (ready.load() < 8) {
+                }
+                fail_fatally(error);
+            });
+        }
+        for (std::thread& t : threads) t.join();
+    };
+    EXPECT_EXIT(many(), testing::ExitedWithCode(2), "^gpurelay: wait [0-7]\n$");
 }
 
 }  // namespace
