@@ -1,7 +1,9 @@
 """usage: scripts/stress [--runs N] [--jobs K] [--load M] [options]
 
-Runs gpurelay's fault and interruption cases over and over on the CPU path, K launches at once,
-each under a hard bound, and counts the launches that hang. The cases, each a combination of:
+Runs gpurelay's fault and interruption cases over and over, on the CPU path or (--device gpu) on
+the GPU, K launches at once, each under a hard bound, and counts the launches that hang. On the
+GPU the ranks of every launch share the first GPU, time-sliced (each its own context, so a
+killed rank takes nothing of another launch's with it). The cases, each a combination of:
 
   fault      stop   one rank SIGSTOPped at a random moment of its steps: exit 4 (timeout_s), a
                     line naming the wait
@@ -9,11 +11,13 @@ each under a hard bound, and counts the launches that hang. The cases, each a co
              stuck  a step that never finishes (C made endless): exit 4, a line naming the wait
              term   every rank SIGTERMed at a random moment: exit 143 (0 if the run was already
                     in its last step), then --resume (timeout_s --resume-timeout-s): exit 0
-  transport  ipc, ipc-sm (ipc_engine = sm), mpi
+  transport  ipc, ipc-sm (ipc_engine = sm), mpi, staged (MPI in pieces through staging buffers)
   flush      flush_every 0, 1 or 5
   overlap    on, compare
+  pattern    pair (2 ranks), relay (3 stages: the stopped, killed or stuck rank may be the middle)
 
-Run i takes combination i of a shuffled list of them all (--seed), so --runs 72 covers each once.
+Run i takes combination i of a shuffled list of them all (--seed), so --runs 192 covers each
+once.
 A launch's bound is timeout_s + --grace seconds from its fault (from its steps' start for stuck;
 --start-bound for reaching the steps, --resume-bound for a whole --resume). One that outlives it has the stack of every rank dumped
 (gdb -p PID -batch -ex 'thread apply all bt') into the log folder, and is then killed.
@@ -37,9 +41,15 @@ import time
 from dataclasses import dataclass, field
 
 FAULTS = ("stop", "kill", "stuck", "term")
-TRANSPORTS = ("ipc", "ipc-sm", "mpi")
+TRANSPORTS = ("ipc", "ipc-sm", "mpi", "staged")
 FLUSHES = ("0", "1", "5")
 OVERLAPS = ("on", "compare")
+# Ranks a launch has, by pattern.
+PATTERNS = {"pair": 2, "relay": 3}
+# The deck's device and C, by where the kernels run: C sets a step of about 15 ms, so a fault
+# lands mid-run (on the GPU C's iterations run a million values at once).
+DECKS = {"cpu": ["--device", "cpu", "--c-elements", "64Ki", "--c-iterations", "400"],
+         "gpu": ["--device", "cuda", "--c-elements", "1Mi", "--c-iterations", "200000"]}
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TIMEOUT_LINE = "did not finish within"
 
@@ -51,9 +61,11 @@ class Case:
     transport: str
     flush: str
     overlap: str
+    pattern: str
 
     def name(self):
-        return f"{self.fault} {self.transport} flush={self.flush} overlap={self.overlap}"
+        return (f"{self.fault} {self.pattern} {self.transport} flush={self.flush} "
+                f"overlap={self.overlap}")
 
 
 @dataclass
@@ -104,6 +116,9 @@ def parse_args(argv):
     parser.add_argument("--transports", type=choices(TRANSPORTS), default=list(TRANSPORTS))
     parser.add_argument("--flush", type=choices(FLUSHES), default=list(FLUSHES))
     parser.add_argument("--overlap", type=choices(OVERLAPS), default=list(OVERLAPS))
+    parser.add_argument("--patterns", type=choices(tuple(PATTERNS)), default=list(PATTERNS))
+    parser.add_argument("--device", choices=tuple(DECKS), default="cpu",
+                        help="where the kernels run (cpu)")
     parser.add_argument("--timeout-s", type=positive(float), default=3.0,
                         help="gpurelay's timeout_s (default 3)")
     parser.add_argument("--grace", type=positive(float), default=30.0,
@@ -140,24 +155,29 @@ def parse_args(argv):
 
 
 def cases(opts):
-    combos = list(itertools.product(opts.faults, opts.transports, opts.flush, opts.overlap))
+    combos = list(itertools.product(opts.faults, opts.transports, opts.flush, opts.overlap,
+                                    opts.patterns))
     random.Random(opts.seed).shuffle(combos)
     return [Case(i, *combos[i % len(combos)]) for i in range(opts.runs)]
 
 
 def gpurelay_args(case, opts, output):
     """The deck: about 15 ms a step (C's work), so a fault lands mid-run."""
-    # A stop or kill ends the run, so its steps only need to outlast the fault; a stopped run's
+    # A stop or kill ends the run, so its steps only need to outlast the fault; a SIGTERMed run's
     # --resume runs the rest, which 2 CPU burners make take a minute at 300 steps.
     steps = {"stop": 3000, "kill": 3000, "stuck": 4, "term": 120}[case.fault]
-    iterations = "4000000000" if case.fault == "stuck" else "400"
-    args = ["--device", "cpu", "--elements", "20000", "--c-elements", "64Ki", "--c-iterations",
-            iterations, "--steps", str(steps), "--warmup", "2", "--write", "all", "--quiet",
-            "--flush-every", case.flush, "--overlap", case.overlap, "--timeout-s",
-            str(opts.timeout_s), "--output", output,
-            "--transport", "mpi" if case.transport == "mpi" else "ipc"]
+    deck = list(DECKS[opts.device])
+    if case.fault == "stuck":
+        deck[-1] = "4000000000"
+    args = deck + ["--elements", "20000", "--steps", str(steps), "--warmup", "2", "--write",
+                   "all", "--quiet", "--flush-every", case.flush, "--overlap", case.overlap,
+                   "--timeout-s", str(opts.timeout_s), "--output", output,
+                   "--transport", "ipc" if case.transport.startswith("ipc") else "mpi",
+                   "--pattern", "relay" if case.pattern == "relay" else "pairs"]
     if case.transport == "ipc-sm":
         args += ["--ipc-engine", "sm"]
+    if case.transport == "staged":
+        args += ["--staging", "on", "--chunk", "16Ki"]  # 5 pieces a tensor
     return args
 
 
@@ -199,10 +219,10 @@ def process_state(pid):
 class Launch:
     """One mpirun in its own session, with its output in files (a pipe could fill and block it)."""
 
-    def __init__(self, opts, args, folder, label):
+    def __init__(self, opts, args, folder, label, ranks):
         self.opts, self.folder, self.label = opts, folder, label
         self.output = args[args.index("--output") + 1]
-        command = shlex.split(opts.mpirun) + ["-np", "2", opts.binary] + args
+        command = shlex.split(opts.mpirun) + ["-np", str(ranks), opts.binary] + args
         self.out_path = os.path.join(folder, label + ".out")
         self.err_path = os.path.join(folder, label + ".err")
         with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
@@ -301,7 +321,7 @@ def fault_moment(case, opts, launch, rng):
     pids = rank_pids(opts.binary, launch.output)
     launch.fault_at = time.monotonic()
     if case.fault in ("stop", "kill"):
-        if len(pids) < 2:
+        if len(pids) < PATTERNS[case.pattern]:
             return "early"
         os.kill(rng.choice(pids), signal.SIGSTOP if case.fault == "stop" else signal.SIGKILL)
     elif case.fault == "term":
@@ -314,7 +334,7 @@ def run_case(case, opts):
     rng = random.Random(opts.seed * 100003 + case.index)
     with tempfile.TemporaryDirectory(prefix="stress-") as tmp:
         args = gpurelay_args(case, opts, os.path.join(tmp, "out.h5"))
-        launch = Launch(opts, args, tmp, "launch")
+        launch = Launch(opts, args, tmp, "launch", PATTERNS[case.pattern])
         launch.fault_at = time.monotonic()
         moment = fault_moment(case, opts, launch, rng)
         if moment == "never":  # a hang in set-up
@@ -334,7 +354,7 @@ def run_case(case, opts):
             return outcome
         at = args.index("--timeout-s") + 1
         resume_args = args[:at] + [str(opts.resume_timeout_s)] + args[at + 1:] + ["--resume"]
-        resumed = Launch(opts, resume_args, tmp, "resume")
+        resumed = Launch(opts, resume_args, tmp, "resume", PATTERNS[case.pattern])
         resumed.fault_at = time.monotonic()
         # The set-up and the rest of the steps (up to 120 per pass), on a loaded machine.
         return end_of(resumed, opts, case, resumed.fault_at + opts.resume_bound, (0,), False)
