@@ -154,4 +154,17 @@ if [[ $status -ne 143 ]] && grep -q 'QuadDCommon::WriteStreamException' "$tmp/lo
 fi
 [[ $status -eq 143 ]] || fail "scripts/profile exited $status after SIGTERM, not 143"
 
+echo "== an nsys that records the whole run but writes no report: exit 1, one line saying so"
+# A stand-in nsys first on PATH: it answers --version and runs nothing.
+mkdir -p "$tmp/fake-nsys"
+printf '#!/bin/sh\n[ "$1" = --version ] && echo "NVIDIA Nsight Systems version 2022.4.2.1"\nexit 0\n' \
+    >"$tmp/fake-nsys/nsys"
+chmod +x "$tmp/fake-nsys/nsys"
+status=0
+PATH="$tmp/fake-nsys:$PATH" timeout 60 "${profile[@]}" --no-capture-range --out-dir "$tmp/p4" \
+    -- "${small[@]}" --output "$tmp/p4.h5" >"$tmp/log4" 2>&1 || status=$?
+[[ $status -eq 1 ]] || { cat "$tmp/log4"; fail "exit $status without a report, not 1"; }
+grep -q '^profile: nsys wrote no report of the whole run' "$tmp/log4" ||
+    { cat "$tmp/log4"; fail "no line saying nsys wrote no report"; }
+
 echo "PASS: test_profile"
