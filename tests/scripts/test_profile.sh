@@ -157,8 +157,11 @@ fi
 echo "== an nsys that records the whole run but writes no report: exit 1, one line saying so"
 # A stand-in nsys first on PATH: it answers --version and runs nothing.
 mkdir -p "$tmp/fake-nsys"
-printf '#!/bin/sh\n[ "$1" = --version ] && echo "NVIDIA Nsight Systems version 2022.4.2.1"\nexit 0\n' \
-    >"$tmp/fake-nsys/nsys"
+cat >"$tmp/fake-nsys/nsys" <<'NSYS'
+#!/bin/sh
+[ "$1" = --version ] && echo "NVIDIA Nsight Systems version 2022.4.2.1"
+exit 0
+NSYS
 chmod +x "$tmp/fake-nsys/nsys"
 status=0
 PATH="$tmp/fake-nsys:$PATH" timeout 60 "${profile[@]}" --no-capture-range --out-dir "$tmp/p4" \
