@@ -43,8 +43,6 @@
 namespace gpurelay::bench {
 namespace {
 
-[[noreturn]] void abort_floor_job(const Error& error) noexcept { abort_job("bench_floor", error); }
-
 #if defined(GPURELAY_HAVE_CUDA)
 
 constexpr std::uint64_t kStep = 5;
@@ -483,14 +481,5 @@ int run(MpiSession& session, int argc, char** argv) {
 }  // namespace gpurelay::bench
 
 int main(int argc, char** argv) {
-    std::unique_ptr<gpurelay::MpiSession> session;
-    try {
-        session = std::make_unique<gpurelay::MpiSession>(&argc, &argv);
-        gpurelay::set_fatal_handler(gpurelay::bench::abort_floor_job);
-        return gpurelay::bench::run(*session, argc, argv);
-    } catch (const gpurelay::Error& error) {
-        gpurelay::bench::abort_floor_job(error);
-    } catch (const std::exception& error) {
-        gpurelay::bench::abort_floor_job(gpurelay::runtime_error(error.what()));
-    }
+    return gpurelay::bench::mpi_benchmark_main("bench_floor", argc, argv, gpurelay::bench::run);
 }

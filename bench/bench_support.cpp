@@ -6,7 +6,9 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <limits>
+#include <memory>
 #include <string_view>
 
 #include "comm/mpi_error.hpp"
@@ -14,6 +16,7 @@
 #include "comm/transport.hpp"
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
+#include "runtime/poll.hpp"
 
 namespace gpurelay::bench {
 namespace {
@@ -51,6 +54,11 @@ std::size_t max_bytes_from_env() {
     return bytes;
 }
 
+benchmark::IterationCount iterations_for(std::size_t bytes) {
+    const std::size_t budget = std::size_t{1} << 30;
+    return static_cast<benchmark::IterationCount>(std::clamp<std::size_t>(budget / bytes, 5, 200));
+}
+
 std::vector<std::size_t> bench_sizes(std::size_t max_bytes) {
     std::vector<std::size_t> sizes;
     for (std::size_t bytes = kMinBytes; bytes <= max_bytes; bytes *= 4) {
@@ -79,6 +87,7 @@ void fail(benchmark::State& state, const std::string& message) {
 bool any_failed() { return g_failed; }
 
 bool initialize_on_ranks(const MpiSession& session, int argc, char** argv) {
+    set_host_wait({HostWait::prompt, "benchmarks wait as gpurelay does on the GPU path"});
     std::vector<char*> args;
     for (int i = 0; i < argc; ++i) {
         if (session.world_rank() != 0 &&
@@ -121,6 +130,26 @@ void abort_job(const char* program, const Error& error) noexcept {
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, static_cast<int>(error.code()));
     std::_Exit(static_cast<int>(error.code()));
+}
+
+namespace {
+const char* g_program = "benchmark";
+[[noreturn]] void abort_program_job(const Error& error) noexcept { abort_job(g_program, error); }
+}  // namespace
+
+int mpi_benchmark_main(const char* program, int argc, char** argv,
+                       int (*run)(MpiSession& session, int argc, char** argv)) {
+    g_program = program;
+    std::unique_ptr<MpiSession> session;
+    try {
+        session = std::make_unique<MpiSession>(&argc, &argv);
+        set_fatal_handler(abort_program_job);
+        return run(*session, argc, argv);
+    } catch (const Error& error) {
+        abort_program_job(error);
+    } catch (const std::exception& error) {
+        abort_program_job(runtime_error(error.what()));
+    }
 }
 
 void add_provenance_context() {

@@ -67,13 +67,6 @@ constexpr int kBatch = 64;
 constexpr std::size_t kIpcSlots = 2;
 constexpr std::size_t kIpcWideSlots = 4;
 
-// About 1 GiB moved per benchmark (well under a second on an H200 node), at least 5 iterations
-// for the largest messages and at most 200 for the smallest.
-benchmark::IterationCount iterations_for(std::size_t bytes) {
-    const std::size_t budget = std::size_t{1} << 30;
-    return static_cast<benchmark::IterationCount>(std::clamp<std::size_t>(budget / bytes, 5, 200));
-}
-
 struct TransportBench {
     TransportBench(int rank_in, bool use_gpu, int gpu_ordinal, std::size_t max_bytes)
         : rank(rank_in),
@@ -548,11 +541,6 @@ void register_collectives(CollectiveBench& cb, const std::vector<std::size_t>& s
 }
 #endif
 
-// Errors where nothing can catch them (a proxy thread) and errors that reach main.
-[[noreturn]] void abort_transport_job(const Error& error) noexcept {
-    abort_job("bench_transport", error);
-}
-
 // Runs what was registered; every rank ends with the same code.
 int run_registered(MpiSession& session) {
     run_on_ranks(session);
@@ -658,15 +646,5 @@ int run(MpiSession& session, int argc, char** argv) {
 }  // namespace gpurelay::bench
 
 int main(int argc, char** argv) {
-    using gpurelay::Error;
-    std::unique_ptr<gpurelay::MpiSession> session;
-    try {
-        session = std::make_unique<gpurelay::MpiSession>(&argc, &argv);
-        gpurelay::set_fatal_handler(gpurelay::bench::abort_transport_job);
-        return gpurelay::bench::run(*session, argc, argv);
-    } catch (const Error& error) {
-        gpurelay::bench::abort_transport_job(error);
-    } catch (const std::exception& error) {
-        gpurelay::bench::abort_transport_job(gpurelay::runtime_error(error.what()));
-    }
+    return gpurelay::bench::mpi_benchmark_main("bench_transport", argc, argv, gpurelay::bench::run);
 }

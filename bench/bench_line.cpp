@@ -1,0 +1,180 @@
+// Plain MPI between host buffers in a line of ranks, against the same hops as pairs side by
+// side: what the MPI library itself gives a relay's middle stage, which receives from the stage
+// before it while it sends to the one after (gpurelay's MPI transports, staged and on the CPU
+// path, do both at once, each on a thread of its own). With 2P ranks:
+// - line/mpi: ranks 0..P are a line of P + 1 stages (P hops); the other ranks wait;
+// - pairs/mpi: the same number of hops as pairs (0, 1), (2, 3), ... side by side, each rank in
+//   one hop only, as gpurelay's --group-size 2 over 2P ranks.
+// A message goes in pieces of 4 MiB (gpurelay's `chunk` default), all of them in flight at once,
+// as the transports send it; each rank sends on a host stream (a thread of its own) while its
+// main thread receives. An iteration is the slowest rank's wall time from a barrier until every
+// hop's message has arrived: the period of a line whose stages all move one message at once.
+//
+//   mpirun -np 4 bench_line --benchmark_out=line.json --benchmark_out_format=json
+//
+// Every rank runs the same benchmarks with fixed iteration counts; only rank 0 reports. After
+// the timed loop each receiver checks that its buffer holds its sender's bytes.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/bench_support.hpp"
+#include "comm/mpi_error.hpp"
+#include "comm/mpi_session.hpp"
+#include "comm/mpi_wait.hpp"
+#include "runtime/error.hpp"
+#include "runtime/host_stream.hpp"
+
+namespace gpurelay::bench {
+namespace {
+
+constexpr std::size_t kPieceBytes = std::size_t{4} << 20;
+
+// A rank's part in one pattern: the rank it receives from and the one it sends to (-1: none).
+struct Part {
+    int from = -1;
+    int to = -1;
+};
+
+Part line_part(int rank, int hops) {
+    Part part;
+    if (rank > 0 && rank <= hops) part.from = rank - 1;
+    if (rank < hops) part.to = rank + 1;
+    return part;
+}
+
+Part pairs_part(int rank) { return rank % 2 == 1 ? Part{rank - 1, -1} : Part{-1, rank + 1}; }
+
+// The byte a rank's messages carry, so a receiver can tell whose data it holds.
+std::byte sender_mark(int rank) { return static_cast<std::byte>(rank + 1); }
+
+class LineBench {
+  public:
+    LineBench(int rank, std::size_t max_bytes)
+        : send_(max_bytes, sender_mark(rank)), receive_(max_bytes) {}
+
+    // The timed loop of one benchmark: a warm-up message (the first between two ranks connects
+    // them), then one message on every hop per iteration, each started from a barrier.
+    void run(benchmark::State& state, Part part, std::size_t bytes) {
+        std::fill_n(receive_.begin(), bytes, std::byte{0});
+        barrier();
+        one_message(part, bytes);
+        for (auto _ : state) {
+            barrier();
+            const auto begin = std::chrono::steady_clock::now();
+            one_message(part, bytes);
+            double elapsed =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+            MPI_CHECK(
+                MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+            state.SetIterationTime(elapsed);
+        }
+        check(state, part, bytes);
+        state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes));
+    }
+
+  private:
+    static void barrier() { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+
+    void one_message(Part part, std::size_t bytes) {
+        if (part.to >= 0) {
+            sender_.enqueue([this, part, bytes] { transfer(send_.data(), bytes, part.to, true); });
+        }
+        if (part.from >= 0) transfer(receive_.data(), bytes, part.from, false);
+        sender_.synchronize();
+    }
+
+    static void transfer(std::byte* data, std::size_t bytes, int peer, bool sending) {
+        std::vector<MPI_Request> requests;
+        for (std::size_t offset = 0; offset < bytes; offset += kPieceBytes) {
+            const int n = static_cast<int>(std::min(kPieceBytes, bytes - offset));
+            requests.push_back(MPI_REQUEST_NULL);
+            if (sending) {
+                MPI_CHECK(MPI_Isend(data + offset, n, MPI_BYTE, peer, 0, MPI_COMM_WORLD,
+                                    &requests.back()));
+            } else {
+                MPI_CHECK(MPI_Irecv(data + offset, n, MPI_BYTE, peer, 0, MPI_COMM_WORLD,
+                                    &requests.back()));
+            }
+        }
+        wait_all(requests.data(), static_cast<int>(requests.size()), wait_timeout(),
+                 std::string(sending ? "MPI send to rank " : "MPI receive from rank ") +
+                     std::to_string(peer));
+    }
+
+    // Every receiver's buffer holds its sender's bytes (it was zeroed before the benchmark).
+    void check(benchmark::State& state, Part part, std::size_t bytes) const {
+        std::int64_t wrong = 0;
+        if (part.from >= 0) {
+            wrong = std::count_if(receive_.begin(), receive_.begin() + bytes,
+                                  [&](std::byte b) { return b != sender_mark(part.from); });
+        }
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
+        if (wrong != 0) fail(state, std::to_string(wrong) + " bytes received wrong");
+    }
+
+    std::vector<std::byte> send_;
+    std::vector<std::byte> receive_;
+    HostStream sender_{wait_timeout(), "bench send"};
+};
+
+void register_patterns(LineBench& bench, int rank, int hops, std::size_t bytes) {
+    const struct {
+        const char* name;
+        Part part;
+    } patterns[] = {{"line/mpi", line_part(rank, hops)}, {"pairs/mpi", pairs_part(rank)}};
+    for (const auto& pattern : patterns) {
+        benchmark::RegisterBenchmark(pattern.name,
+                                     [&bench, part = pattern.part, bytes](benchmark::State& s) {
+                                         bench.run(s, part, bytes);
+                                     })
+            ->Arg(static_cast<std::int64_t>(bytes))
+            ->Iterations(iterations_for(bytes))
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+    }
+}
+
+int run(MpiSession& session, int argc, char** argv) {
+    if (!initialize_on_ranks(session, argc, argv)) return static_cast<int>(ExitCode::usage);
+    const int ranks = session.world_size();
+    if (ranks < 4 || ranks % 2 != 0) {
+        if (session.world_rank() == 0) {
+            std::fprintf(stderr,
+                         "bench_line: runs on an even number of ranks, at least 4 (a line of "
+                         "N stages against its N - 1 hops as pairs needs 2(N - 1)), got %d\n",
+                         ranks);
+        }
+        return static_cast<int>(ExitCode::usage);
+    }
+    const int hops = ranks / 2;
+    const std::size_t max_bytes = max_bytes_from_env();
+    LineBench bench(session.world_rank(), max_bytes);
+    for (const std::size_t bytes : bench_sizes(max_bytes)) {
+        register_patterns(bench, session.world_rank(), hops, bytes);
+    }
+    add_provenance_context();
+    benchmark::AddCustomContext("stages", std::to_string(hops + 1));
+    benchmark::AddCustomContext("pairs", std::to_string(hops));
+    benchmark::AddCustomContext("piece_bytes", std::to_string(kPieceBytes));
+    benchmark::AddCustomContext("mpi", mpi_version_string());
+    run_on_ranks(session);
+    int failed = any_failed() ? 1 : 0;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    return failed != 0 ? static_cast<int>(ExitCode::verification) : 0;
+}
+
+}  // namespace
+}  // namespace gpurelay::bench
+
+int main(int argc, char** argv) {
+    return gpurelay::bench::mpi_benchmark_main("bench_line", argc, argv, gpurelay::bench::run);
+}
