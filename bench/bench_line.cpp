@@ -30,13 +30,15 @@
 #include "comm/mpi_error.hpp"
 #include "comm/mpi_session.hpp"
 #include "comm/mpi_wait.hpp"
+#include "comm/transport.hpp"
 #include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
 
 namespace gpurelay::bench {
 namespace {
 
-constexpr std::size_t kPieceBytes = std::size_t{4} << 20;
+// gpurelay's `chunk` default.
+constexpr std::size_t kPieceBytes = TransportOptions{}.chunk_bytes;
 
 // A rank's part in one pattern: the rank it receives from and the one it sends to (-1: none).
 struct Part {
@@ -84,30 +86,16 @@ class LineBench {
   private:
     static void barrier() { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
 
+    static void transfer(std::byte* data, std::size_t bytes, int peer, bool sending) {
+        transfer_pieces(data, bytes, kPieceBytes, peer, sending, MPI_COMM_WORLD, wait_timeout());
+    }
+
     void one_message(Part part, std::size_t bytes) {
         if (part.to >= 0) {
             sender_.enqueue([this, part, bytes] { transfer(send_.data(), bytes, part.to, true); });
         }
         if (part.from >= 0) transfer(receive_.data(), bytes, part.from, false);
         sender_.synchronize();
-    }
-
-    static void transfer(std::byte* data, std::size_t bytes, int peer, bool sending) {
-        std::vector<MPI_Request> requests;
-        for (std::size_t offset = 0; offset < bytes; offset += kPieceBytes) {
-            const int n = static_cast<int>(std::min(kPieceBytes, bytes - offset));
-            requests.push_back(MPI_REQUEST_NULL);
-            if (sending) {
-                MPI_CHECK(MPI_Isend(data + offset, n, MPI_BYTE, peer, 0, MPI_COMM_WORLD,
-                                    &requests.back()));
-            } else {
-                MPI_CHECK(MPI_Irecv(data + offset, n, MPI_BYTE, peer, 0, MPI_COMM_WORLD,
-                                    &requests.back()));
-            }
-        }
-        wait_all(requests.data(), static_cast<int>(requests.size()), wait_timeout(),
-                 std::string(sending ? "MPI send to rank " : "MPI receive from rank ") +
-                     std::to_string(peer));
     }
 
     // Every receiver's buffer holds its sender's bytes (it was zeroed before the benchmark).

@@ -87,7 +87,6 @@ void fail(benchmark::State& state, const std::string& message) {
 bool any_failed() { return g_failed; }
 
 bool initialize_on_ranks(const MpiSession& session, int argc, char** argv) {
-    set_host_wait({HostWait::prompt, "benchmarks wait as gpurelay does on the GPU path"});
     std::vector<char*> args;
     for (int i = 0; i < argc; ++i) {
         if (session.world_rank() != 0 &&
@@ -140,6 +139,7 @@ const char* g_program = "benchmark";
 int mpi_benchmark_main(const char* program, int argc, char** argv,
                        int (*run)(MpiSession& session, int argc, char** argv)) {
     g_program = program;
+    set_host_wait({HostWait::prompt, "benchmarks wait as gpurelay does on the GPU path"});
     std::unique_ptr<MpiSession> session;
     try {
         session = std::make_unique<MpiSession>(&argc, &argv);

@@ -49,10 +49,7 @@ class NullReporter final : public benchmark::BenchmarkReporter {
 
 // Google Benchmark's start for an MPI program: every rank parses the same flags, but only rank 0
 // keeps --benchmark_out (the others would truncate the same file). False, after a message, on
-// an unknown flag. The hosts' waits are set `prompt`, as gpurelay's on the GPU path: a
-// benchmark that is a ceiling for gpurelay waits as gpurelay does (under `sparing`, bench_line's
-// line of 3 took 37 ms a 4 MiB message on an H200 node, under `prompt` 4.3 ms: with Open MPI's
-// shared memory copying in and out, a large message moves only while both its ranks look).
+// an unknown flag.
 bool initialize_on_ranks(const MpiSession& session, int argc, char** argv);
 // Runs the registered benchmarks on every rank; only rank 0 reports.
 void run_on_ranks(const MpiSession& session);
@@ -68,7 +65,11 @@ bool on_distinct_gpus(const MpiSession& session, Device& device);
 
 // The whole main of an MPI benchmark program: MPI up, then `run`; an error that escapes it, or
 // that reaches the fatal handler (a proxy thread's, a wait's watchdog), ends the whole job
-// through abort_job, named `program`.
+// through abort_job, named `program`. The hosts' waits are `prompt`, as gpurelay's on the GPU
+// path: a benchmark that is a ceiling for gpurelay waits as gpurelay does (under `sparing`,
+// bench_line's line of 3 took 37 ms a 4 MiB message on an H200 node, under `prompt` 4.3 ms:
+// with Open MPI's shared memory copying in and out, a large message moves only while both its
+// ranks look).
 int mpi_benchmark_main(const char* program, int argc, char** argv,
                        int (*run)(MpiSession& session, int argc, char** argv));
 

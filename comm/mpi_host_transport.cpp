@@ -1,9 +1,5 @@
 // The CPU path's transport: each send or receive runs MPI on the thread of the stream it was
 // queued on, so it starts only when the stream reaches it, like a CUDA stream operation.
-#include <algorithm>
-#include <climits>
-#include <vector>
-
 #include "comm/mpi_error.hpp"
 #include "comm/mpi_wait.hpp"
 #include "comm/slot_ring.hpp"
@@ -51,28 +47,10 @@ class MpiHostTransport final : public Transport {
     void set_tensor_bytes(std::size_t bytes) override { bytes_ = slots_.resize(bytes); }
 
   private:
-    // The tensor in pieces of `chunk` bytes (at most INT_MAX), all of them in flight at once:
-    // one at a time, each piece's handshake left MPI idle between pieces. MPI keeps their order
-    // between two ranks.
+    // The tensor in `chunk` pieces, all of them in flight at once.
     void transfer(void* data, bool sending) {
-        const std::size_t bytes = bytes_;
-        const int peer = peer_;
-        const std::size_t piece = std::min<std::size_t>(options_.chunk_bytes, INT_MAX);
-        auto* p = static_cast<char*>(data);
-        std::vector<MPI_Request> requests(std::max<std::size_t>(1, (bytes + piece - 1) / piece),
-                                          MPI_REQUEST_NULL);
-        for (std::size_t i = 0; i < requests.size(); ++i) {
-            const std::size_t offset = i * piece;
-            const int n = static_cast<int>(std::min(piece, bytes - offset));
-            if (sending) {
-                MPI_CHECK(MPI_Isend(p + offset, n, MPI_BYTE, peer, 0, comm_, &requests[i]));
-            } else {
-                MPI_CHECK(MPI_Irecv(p + offset, n, MPI_BYTE, peer, 0, comm_, &requests[i]));
-            }
-        }
-        wait_all(requests.data(), static_cast<int>(requests.size()), options_.timeout,
-                 std::string(sending ? "MPI send to rank " : "MPI receive from rank ") +
-                     std::to_string(peer));
+        transfer_pieces(data, bytes_, options_.chunk_bytes, peer_, sending, comm_,
+                        options_.timeout);
     }
 
     TransportOptions options_;

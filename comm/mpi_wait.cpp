@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <list>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "comm/mpi_error.hpp"
 #include "runtime/error.hpp"
@@ -95,6 +97,26 @@ void wait_all(MPI_Request* requests, int count, std::chrono::milliseconds timeou
         std::chrono::steady_clock::time_point::max(),  // the watchdog bounds it
         {std::chrono::microseconds(200), std::chrono::microseconds(1000)});
     MPI_CHECK(status);
+}
+
+void transfer_pieces(void* data, std::size_t bytes, std::size_t piece, int peer, bool sending,
+                     MPI_Comm comm, std::chrono::milliseconds timeout) {
+    piece = std::min<std::size_t>(piece, INT_MAX);
+    auto* p = static_cast<char*>(data);
+    std::vector<MPI_Request> requests(std::max<std::size_t>(1, (bytes + piece - 1) / piece),
+                                      MPI_REQUEST_NULL);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        const std::size_t offset = i * piece;
+        const int n = static_cast<int>(std::min(piece, bytes - offset));
+        if (sending) {
+            MPI_CHECK(MPI_Isend(p + offset, n, MPI_BYTE, peer, 0, comm, &requests[i]));
+        } else {
+            MPI_CHECK(MPI_Irecv(p + offset, n, MPI_BYTE, peer, 0, comm, &requests[i]));
+        }
+    }
+    wait_all(requests.data(), static_cast<int>(requests.size()), timeout,
+             std::string(sending ? "MPI send to rank " : "MPI receive from rank ") +
+                 std::to_string(peer));
 }
 
 }  // namespace gpurelay

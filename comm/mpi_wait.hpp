@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -20,6 +21,13 @@ namespace gpurelay {
 // `what`, if the wait outlasts `timeout`.
 void wait_all(MPI_Request* requests, int count, std::chrono::milliseconds timeout,
               const std::string& what);
+
+// Sends (or receives) the `bytes` at `data` to (from) `peer` over `comm` in pieces of `piece`
+// bytes (at most INT_MAX), all of them in flight at once, and waits for them with wait_all: one
+// at a time, each piece's handshake would leave MPI idle between pieces. The pieces share tag 0;
+// MPI keeps their order between two ranks.
+void transfer_pieces(void* data, std::size_t bytes, std::size_t piece, int peer, bool sending,
+                     MPI_Comm comm, std::chrono::milliseconds timeout);
 
 // The bound of every wait that is not given its own: timeout_s, set once the deck is read (until
 // then timeout_s's default, 300 s).
