@@ -75,6 +75,7 @@ class LineBench {
             one_message(part, bytes);
             double elapsed =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+            const Deadline bound("the slowest rank's time");
             MPI_CHECK(
                 MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
             state.SetIterationTime(elapsed);
@@ -84,7 +85,11 @@ class LineBench {
     }
 
   private:
-    static void barrier() { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+    // The job's collectives are bounded as its transfers are: a rank that never answers ends it.
+    static void barrier() {
+        const Deadline bound("the barrier before a message");
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    }
 
     static void transfer(std::byte* data, std::size_t bytes, int peer, bool sending) {
         transfer_pieces(data, bytes, kPieceBytes, peer, sending, MPI_COMM_WORLD, wait_timeout());
@@ -105,6 +110,7 @@ class LineBench {
             wrong = std::count_if(receive_.begin(), receive_.begin() + bytes,
                                   [&](std::byte b) { return b != sender_mark(part.from); });
         }
+        const Deadline bound("the sum of the wrong bytes");
         MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
         if (wrong != 0) fail(state, std::to_string(wrong) + " bytes received wrong");
     }
@@ -156,6 +162,7 @@ int run(MpiSession& session, int argc, char** argv) {
     benchmark::AddCustomContext("mpi", mpi_version_string());
     run_on_ranks(session);
     int failed = any_failed() ? 1 : 0;
+    const Deadline bound("agreeing on the exit code");
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     return failed != 0 ? static_cast<int>(ExitCode::verification) : 0;
 }
