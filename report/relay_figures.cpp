@@ -16,8 +16,9 @@
 namespace gpurelay {
 namespace {
 
-// One rank's figures as they travel: group, stage, seven times, two counts, the fill latency.
-constexpr int kStageFields = 12;
+// One rank's figures as they travel: group, stage, seven times, two counts, the fill latency, and
+// the host's three times per step.
+constexpr int kStageFields = 15;
 
 double timed_median(const PassResult& result, double StepTimes::*member) {
     std::vector<double> values;
@@ -28,6 +29,12 @@ double timed_median(const PassResult& result, double StepTimes::*member) {
 }
 
 std::string ms(double value) { return fmt("%.4f", value); }
+
+// A host time of the timed steps, per timed step (µs): where a stage's host spends its period.
+double host_us_per_step(const PassResult& result, double total_ms) {
+    const auto timed = static_cast<double>(result.end_step - result.timed_from);
+    return timed > 0 ? 1000.0 * total_ms / timed : std::numeric_limits<double>::quiet_NaN();
+}
 
 }  // namespace
 
@@ -49,7 +56,10 @@ RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
                                        timed_median(result, &StepTimes::send),
                                        static_cast<double>(x_wrong),
                                        static_cast<double>(c_wrong),
-                                       result.fill_ms};
+                                       result.fill_ms,
+                                       host_us_per_step(result, result.host_queue_ms),
+                                       host_us_per_step(result, result.host_retire_ms),
+                                       host_us_per_step(result, result.host_callback_ms)};
     int size = 1;
     MPI_CHECK(MPI_Comm_size(comm, &size));
     std::vector<double> all(static_cast<std::size_t>(kStageFields) *
@@ -61,9 +71,10 @@ RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
     figures.stages = placement.group_size;
     for (int r = 0; r < size; ++r) {
         const double* v = all.data() + static_cast<std::size_t>(r) * kStageFields;
-        figures.stage_figures.push_back(
-            {static_cast<int>(v[0]), static_cast<int>(v[1]), r, v[2], v[3], v[4], v[5], v[6], v[7],
-             v[8], static_cast<std::uint64_t>(v[9]), static_cast<std::uint64_t>(v[10])});
+        figures.stage_figures.push_back({static_cast<int>(v[0]), static_cast<int>(v[1]), r, v[2],
+                                         v[3], v[4], v[5], v[6], v[7], v[8],
+                                         static_cast<std::uint64_t>(v[9]),
+                                         static_cast<std::uint64_t>(v[10]), v[12], v[13], v[14]});
         // The slowest group's; NaN only when no last stage measured it.
         figures.fill_ms = std::fmax(figures.fill_ms, v[11]);
     }
@@ -130,10 +141,14 @@ void print_relay(std::FILE* out, const RunSummary& summary, const PassSummary& p
         std::fprintf(
             out,
             "  stage %d of group %d (rank %d): step %s ms; A %s, recv %s, C %s, wait %s, B "
-            "%s, send %s ms; wrong: %llu in x, %llu in C\n",
+            "%s, send %s ms; host per step: queueing %s, reading back %s, stop vote %s; wrong: "
+            "%llu in x, %llu in C\n",
             f.stage, f.group, f.rank, ms(f.step_ms).c_str(), ms(f.a_ms).c_str(),
             ms(f.recv_ms).c_str(), ms(f.c_ms).c_str(), ms(f.wait_ms).c_str(), ms(f.b_ms).c_str(),
-            ms(f.send_ms).c_str(), static_cast<unsigned long long>(f.x_mismatches),
+            ms(f.send_ms).c_str(), duration_text_us(f.host_queue_us).c_str(),
+            duration_text_us(f.host_retire_us).c_str(),
+            duration_text_us(f.host_callback_us).c_str(),
+            static_cast<unsigned long long>(f.x_mismatches),
             static_cast<unsigned long long>(f.c_mismatches));
     }
 }
@@ -160,6 +175,10 @@ std::string relay_json(const PassSummary& pass) {
                                       {"wait_ms", f.wait_ms},
                                       {"b_ms", f.b_ms},
                                       {"send_ms", f.send_ms},
+                                      {"host_us_per_step",
+                                       {{"queue", f.host_queue_us},
+                                        {"retire", f.host_retire_us},
+                                        {"callback", f.host_callback_us}}},
                                       {"x_mismatches", f.x_mismatches},
                                       {"c_mismatches", f.c_mismatches}});
     }

@@ -51,6 +51,8 @@ struct StageFigures {
     int group = 0, stage = 0, rank = 0;
     double step_ms = 0, a_ms = 0, recv_ms = 0, c_ms = 0, wait_ms = 0, b_ms = 0, send_ms = 0;
     std::uint64_t x_mismatches = 0, c_mismatches = 0;
+    // The host's time per timed step (µs), as the pass's "host per step" line, for this stage.
+    double host_queue_us = 0, host_retire_us = 0, host_callback_us = 0;
 };
 // A relay's stages, and its fill latency: the slowest group's time from the timed steps' start
 // (every rank idle past a barrier) until its last stage's B of the first timed step is done.
