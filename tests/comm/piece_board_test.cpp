@@ -24,9 +24,14 @@ class PieceBoardTest : public ::testing::Test {
     std::unique_ptr<Device> device = make_host_device(std::chrono::seconds(10));
 };
 
+// Ticket 0 (no message yet) is done whatever a word holds: after 2^31 tickets the words' wrap-around
+// order puts 0 ahead of the word, and a wait for it would never end.
 TEST_F(PieceBoardTest, TicketZeroIsAlwaysDone) {
     PieceBoard board(*device, 3);
     board.wait(0, 2, milliseconds(0), "nothing");
+    board.mark(0x40000000u, 2);
+    board.mark(0x80000000u, 2);
+    board.wait(0, 2, milliseconds(0), "nothing, with the word half the order away");
 }
 
 TEST_F(PieceBoardTest, AMarkedPieceIsDoneForItsTicketAndEarlierOnes) {
@@ -59,7 +64,9 @@ TEST_F(PieceBoardTest, AWaitThatOutlastsItsTimeoutIsARuntimeErrorNamingTheWait) 
     EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(50));
 }
 
-TEST_F(PieceBoardTest, AMarkFromAnotherThreadWakesTheWaiter) {
+// The wake-up itself is host_word's (tests/runtime/host_word_test.cpp): here, that the board's
+// marks and waits meet across threads, piece by piece.
+TEST_F(PieceBoardTest, MarksFromAnotherThreadReachTheWaiter) {
     PieceBoard board(*device, 4);
     std::thread marker([&] {
         std::this_thread::sleep_for(milliseconds(20));
