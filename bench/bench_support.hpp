@@ -66,10 +66,9 @@ bool on_distinct_gpus(const MpiSession& session, Device& device);
 // The whole main of an MPI benchmark program: MPI up, then `run`; an error that escapes it, or
 // that reaches the fatal handler (a proxy thread's, a wait's watchdog), ends the whole job
 // through abort_job, named `program`. The hosts' waits are `prompt`, as gpurelay's on the GPU
-// path: a benchmark that is a ceiling for gpurelay waits as gpurelay does (under `sparing`,
-// bench_line's line of 3 took 37 ms a 4 MiB message on an H200 node, under `prompt` 4.3 ms:
-// with Open MPI's shared memory copying in and out, a large message moves only while both its
-// ranks look).
+// path: a benchmark that is a ceiling for gpurelay waits as gpurelay does (with Open MPI's
+// shared memory copying in and out, a large message moves only while both its ranks look, so
+// `sparing`'s long pauses would slow the very transfer the benchmark measures).
 int mpi_benchmark_main(const char* program, int argc, char** argv,
                        int (*run)(MpiSession& session, int argc, char** argv));
 

@@ -12,9 +12,9 @@
 // Cycle words: the kernels read their step as a word in device memory plus their offset in the
 // cycle of R steps (StepArg). The word holds the cycle's first step, and the graph at the cycle's
 // last ring position copies the next cycle's there, from where the host wrote it, after every
-// kernel of the cycle has read it. So a graph has no node for its step but once a cycle: on an
-// H200 at 4 KiB, a copy node costs a graph about 2 us wherever it sits (8.9 us bare, 11.0 with a
-// copy node per step), and a word the kernels read from pinned host memory costs 11.6 us.
+// kernel of the cycle has read it. So a graph has no node for its step but once a cycle: a copy
+// node costs a small step's graph a fair share of its time wherever it sits, and a word the
+// kernels read from pinned host memory costs more.
 #include "pipeline/graph_set.hpp"
 
 #include "runtime/nvtx.hpp"

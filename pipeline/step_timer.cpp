@@ -9,8 +9,8 @@
 // graphs: one graph of C or more steps, or the fewest graphs that hold C), recorded by the group's
 // last step. Each gets the group's period over its steps. A group never spans the cold step, the
 // timed region's start, eager steps and graphs meeting, or the pass's end. Why they earn their
-// lines: on an H200 at 4 KiB a step's end event and its read-back cost an eager step about 3.7 us
-// (of 16-24) and a one-graph step 1.4 us (of 9), which a group of four shares.
+// lines: at small sizes a step's end event and its read-back are a sizeable share of the step,
+// eager or in a graph, and a group of four shares one.
 //
 // Graphs come in two variants: timed (every step records its end event, and the steps the timing
 // mode picks record their phase events) and untimed (no event: the unit's end, where its group

@@ -263,7 +263,8 @@ void print_placement_notes(std::FILE* out, const RunSummary& s) {
                      binding_command(s).c_str());
     }
     // Bound to one core each (mpirun's default for 2 ranks), a staged MPI rank's three threads
-    // take turns: its 4 KiB steps ran 1.7 to 1.9 times slower than with two cores each.
+    // take turns, and its small steps wait for them (docs/PERFORMANCE.md: "A core for each
+    // working thread").
     if (const CrowdedRanks crowded = crowded_ranks(s); !crowded.ranks.empty()) {
         std::fprintf(out,
                      "note: %s (main thread and host streams): they take turns, and the "

@@ -5,8 +5,8 @@
 // ends at most that late; `sparing` lets a long wait's pauses grow to the caller's longest (up to
 // 1 ms), so that where threads outnumber cores a waiting thread does not take a core from the
 // threads that work. Late wake-ups compound: a relay stage that wakes late finds the next wait
-// longer still, and its pauses longer with it (a staged 4-stage relay of 4 KiB steps took 17
-// times as long a step under `sparing` as under `prompt`, on a node with a core for each thread).
+// longer still, and its pauses longer with it (docs/PERFORMANCE.md, the relay section: the
+// staged 4-stage relay's small steps before and after `host_wait`).
 #pragma once
 
 #include <chrono>
@@ -31,9 +31,8 @@ HostWaitChoice host_wait();
 const char* to_string(HostWait wait);
 
 // The rule `auto` applies. On the GPU path `prompt`: the hosts' threads only feed and wait for
-// the GPU, and a late wake-up idles it (a staged pair of 64 Mi values took 4.5 times as long a
-// step under `sparing`, its ranks bound to a core each with 3 threads apiece, as under
-// `prompt`). On the CPU path, where the host streams do the work, `prompt` when every node has
+// the GPU, and a late wake-up idles it (the staged pair at 64 Mi, docs/PERFORMANCE.md's relay
+// section). On the CPU path, where the host streams do the work, `prompt` when every node has
 // a core for each of its ranks' working threads (`threads` on the busiest node, `cores` the
 // fewest any node's ranks may use), else `sparing`; unknown cores (0) count as too few.
 HostWait host_wait_for(bool cuda_path, int threads, int cores);
