@@ -719,7 +719,7 @@ elements axis the deck's sizes are the combination's (one launch as well). A swe
 elements alone tags its rows "sweep".
 --repeat N runs each combination N times (a launch each, the grid's repeats in turn) and tags
 its rows "... repeat=K"; one configuration repeated is a sweep of one value, e.g.
-  scripts/sweep --repeat 5 --summary-json --csv outputs/base.csv elements=64Ki
+  scripts/sweep --repeat 6 --summary-json --csv outputs/base.csv elements=64Ki
 then scripts/compare outputs/base.csv -- outputs/new.csv (or the JSONs of each side).
 np is not a deck key: np=2,4,8 sets the number of ranks per point (pairs = np/2) for
 scaling studies; it goes to the launcher and into the tag.
