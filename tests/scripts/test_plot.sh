@@ -161,7 +161,7 @@ for ranks in (2, 4, 8):
         f.attrs["rank_cores"] = ";".join(["0-3"] * ranks)
 PY
 # marked ROW WAITING UNSTABLE: ROW with the three columns the marks come from.
-marked() { sed "s|\$|,$2,$3,$tmp/np$(cut -d, -f4 <<<"$1").h5|" <<<"$1"; }
+marked() { echo "$1,$2,$3,$tmp/np$(cut -d, -f4 <<<"$1").h5"; }
 {
     echo "$header,transfer_is_waiting,step_unstable,output"
     for e in 1024 16384 262144 4194304; do

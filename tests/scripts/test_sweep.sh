@@ -181,7 +181,10 @@ print(",".join(str(count) for _, count in sweep.sizes_of(sys.argv[1].split(","),
 done
 # The sweep parses no size itself: a stand-in binary's answer is what it runs, and gpurelay's
 # one line is its reason for refusing a spec.
-printf '#!/bin/sh\n[ "$1" = --print-sizes ] && printf "5\\n6\\n"\n' >"$tmp/fake-gpurelay"
+cat >"$tmp/fake-gpurelay" <<'SH'
+#!/bin/sh
+[ "$1" = --print-sizes ] && printf '5\n6\n'
+SH
 chmod +x "$tmp/fake-gpurelay"
 "$root/scripts/sweep" --binary "$tmp/fake-gpurelay" --out-dir "$tmp/fake" --dry-run \
     elements=1Ki:2Ki:x2 >"$tmp/log-fake" || fail "the dry run with a stand-in binary failed"
