@@ -47,6 +47,8 @@ for tool in "${tools[@]}"; do
     [[ -x "$root/scripts/$tool" ]] || fail "scripts/$tool missing or not executable"
     help_only "$root/scripts/$tool"
 done
+# scripts/profile's rank, started by the launcher.
+help_only "$root/scripts/lib/nsys_rank.sh"
 lab=(gpu-check trust ceilings sizes sizes_table.py)
 for tool in "${lab[@]}"; do
     [[ -x "$root/lab/$tool" ]] || fail "lab/$tool missing or not executable"
