@@ -768,6 +768,28 @@ early (why, on one line), 2 bad arguments.""")
     return args
 
 
+def check_paths(args, keys):
+    """The deck, binary and launcher checked (UsageError), the paths made absolute: the ranks
+    (or Slurm tasks) may start in another directory."""
+    args.out_dir = os.path.abspath(args.out_dir)
+    args.csv = os.path.abspath(args.csv or os.path.join(args.out_dir, "results.csv"))
+    args.binary = os.path.abspath(args.binary)
+    if args.deck:
+        args.deck = os.path.abspath(args.deck)
+        if not os.path.isfile(args.deck):
+            raise UsageError(f"deck {args.deck} not found")
+    # Also for a dry run: the binary says what the sizes are.
+    if not os.access(args.binary, os.X_OK):
+        raise UsageError(f"{args.binary} is not an executable; build it (scripts/build) "
+                         "or pass --binary")
+    if args.launcher is not None:
+        if not shlex.split(args.launcher):
+            raise UsageError("--launcher is empty")
+        if NP_KEY in keys and "{np}" not in args.launcher:
+            raise UsageError("an np=... axis with --launcher needs {np} in the launcher, "
+                             'e.g. --launcher "mpirun -np {np} --bind-to none"')
+
+
 def main(argv):
     args = parse_args(argv)
     try:
@@ -777,24 +799,7 @@ def main(argv):
         if repeated:
             raise UsageError(f"key {', '.join(repeated)} given more than once")
 
-        # Absolute paths: the ranks (or Slurm tasks) may start in another directory.
-        args.out_dir = os.path.abspath(args.out_dir)
-        args.csv = os.path.abspath(args.csv or os.path.join(args.out_dir, "results.csv"))
-        args.binary = os.path.abspath(args.binary)
-        if args.deck:
-            args.deck = os.path.abspath(args.deck)
-            if not os.path.isfile(args.deck):
-                raise UsageError(f"deck {args.deck} not found")
-        # Also for a dry run: the binary says what the sizes are.
-        if not os.access(args.binary, os.X_OK):
-            raise UsageError(f"{args.binary} is not an executable; build it (scripts/build) "
-                             "or pass --binary")
-        if args.launcher is not None:
-            if not shlex.split(args.launcher):
-                raise UsageError("--launcher is empty")
-            if NP_KEY in keys and "{np}" not in args.launcher:
-                raise UsageError("an np=... axis with --launcher needs {np} in the launcher, "
-                                 'e.g. --launcher "mpirun -np {np} --bind-to none"')
+        check_paths(args, keys)
         grid = Grid(axes, args.deck, args.binary, args.repeat)
         if not args.slurm and not args.dry_run:
             starter = launcher_for(grid.combinations[0], args)[0]
