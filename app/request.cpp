@@ -25,10 +25,11 @@ void broadcast(std::string& text) {
     MPI_CHECK(MPI_Bcast(text.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD));
 }
 
-enum Action : int { kRun = 0, kPrintConfig, kVersion, kHelp };
+enum Action : int { kRun = 0, kPrintConfig, kVersion, kHelp, kPrintSizes };
 
 // Rank 0: what the command line asks; for a run, its outputs checked, locked and, resumed, where
-// it starts. `deck` gets the resolved deck, `help` the help text.
+// it starts. `deck` gets the resolved deck, `help` the help text (or the sizes --print-sizes
+// prints, one a line).
 Action read_command_line(int argc, char** argv, Request& request, std::string& deck,
                          std::string& help) {
     CommandLine line = parse_command_line(argc, argv);
@@ -37,6 +38,10 @@ Action read_command_line(int argc, char** argv, Request& request, std::string& d
         return kHelp;
     }
     if (line.show_version) return kVersion;
+    if (!line.sizes_to_print.empty()) {
+        for (const std::uint64_t size : line.sizes_to_print) help += std::to_string(size) + '\n';
+        return kPrintSizes;
+    }
     validate_config(line.config);
     Action action = kPrintConfig;
     if (!line.print_config) {
@@ -70,8 +75,9 @@ Request read_request(int rank, int argc, char** argv) {
         MPI_CHECK(MPI_Bcast(&request.resume, sizeof request.resume, MPI_BYTE, 0, MPI_COMM_WORLD));
         MPI_CHECK(MPI_Bcast(&action, 1, MPI_INT, 0, MPI_COMM_WORLD));
     }
-    if (action == kHelp || action == kVersion) {
-        if (rank == 0) std::fputs(action == kHelp ? help.c_str() : version_text().c_str(), stdout);
+    if (action == kHelp || action == kVersion || action == kPrintSizes) {
+        if (rank == 0)
+            std::fputs(action == kVersion ? version_text().c_str() : help.c_str(), stdout);
         return request;
     }
     broadcast(deck);

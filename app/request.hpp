@@ -12,7 +12,7 @@ namespace gpurelay {
 
 struct Request {
     // The deck to run; none when the request is answered already (--help, --version,
-    // --print-config).
+    // --print-config, --print-sizes).
     std::optional<Config> config;
     ResumePoint resume;  // where a resumed run starts (every rank)
     // Held by rank 0 from the path checks to the end of the run: no second job on this output.
@@ -20,8 +20,8 @@ struct Request {
 };
 
 // Collective: rank 0 alone reads the deck and flags, checks every output path, takes the lock and
-// reads the resume point; every rank agrees on the outcome, and answers --help, --version and
-// --print-config (rank 0 prints them).
+// reads the resume point; every rank agrees on the outcome, and answers --help, --version,
+// --print-config and --print-sizes (rank 0 prints them).
 Request read_request(int rank, int argc, char** argv);
 
 // Collective: --resume of a .partial that is already complete only gives it the name its run did

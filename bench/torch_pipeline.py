@@ -20,7 +20,7 @@ small steps: depth 2, 2000 steps, 100 warm-up, without C and with C of 1Ki value
   python3 bench/torch_pipeline.py --elements 1Ki --graphs --graph-steps 4 \
       --json $OUT/torch_small_4k_noc_graphs_g4.json
 then, with gpurelay's summaries NAME.json in the same folder:
-  python3 scripts/lib/torch_vs_gpurelay.py $OUT      (or --pair TORCH.json GPURELAY.json)
+  python3 lab/lib/torch_vs_gpurelay.py $OUT      (or --pair TORCH.json GPURELAY.json)
 Without PyTorch or a GPU it says so in one line and exits 2 (0 with --skip-without-gpu).
 """
 import argparse

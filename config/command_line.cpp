@@ -58,7 +58,8 @@ Error unexpected_argument(const std::string& argument) {
     const std::string option = argument.substr(0, argument.find('='));
     std::string message = "unknown option " + option;
     if (option.starts_with("--")) {
-        std::vector<std::string> flags = {"--input", "--print-config", "--version", "--help"};
+        std::vector<std::string> flags = {"--input", "--print-config", "--print-sizes", "--version",
+                                          "--help"};
         for (const ConfigKey& key : config_keys()) flags.push_back(flag_name(key.name));
         const std::vector<std::string_view> candidates(flags.begin(), flags.end());
         if (const std::string hint = closest_name(option, candidates); !hint.empty()) {
@@ -72,6 +73,7 @@ Error unexpected_argument(const std::string& argument) {
 struct Options {
     CLI::Option* input = nullptr;
     CLI::Option* print_config = nullptr;
+    CLI::Option* print_sizes = nullptr;
     CLI::Option* version = nullptr;
     std::vector<std::pair<const CLI::Option*, std::string_view>> keys;  // and each one's key
 };
@@ -93,6 +95,12 @@ Options add_options(CLI::App& app) {
                         ->option_text("DECK");
     options.print_config =
         app.add_flag("--print-config")->description("print the resolved deck as TOML and exit");
+    // The scripts (scripts/sweep) ask it what a spec of sizes means rather than parse it again.
+    options.print_sizes = app.add_option("--print-sizes")
+                              ->description(
+                                  "print the sizes SPEC expands to, as --elements "
+                                  "reads it, one a line, and exit")
+                              ->option_text("SPEC");
     options.version = app.add_flag("--version")->description("print the version and exit");
     const Config defaults;
     for (const ConfigKey& key : config_keys()) {
@@ -165,6 +173,11 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     }
     if (options.version->count() > 0) {
         result.show_version = true;
+        return result;
+    }
+    if (options.print_sizes->count() > 0) {
+        result.sizes_to_print =
+            parse_size_list("--print-sizes", options.print_sizes->results().front());
         return result;
     }
     check_arguments(app, options);

@@ -370,7 +370,7 @@ constexpr std::string_view kTimingDoc =
 constexpr std::string_view kCDoc =
     "C runs `c_iterations` steps of a 32-bit LCG on each of `c_elements` values, on the "
     "consumer's compute stream, while the tensor is received: the work that overlap hides. "
-    "Size it to the transfer to measure overlap (`scripts/gpu-check` calibrates it that way): "
+    "Size it to the transfer to measure overlap (`lab/gpu-check` calibrates it that way): "
     "the default is light, so that a first run on the CPU path finishes in seconds.";
 constexpr std::string_view kAlphaDoc =
     "B computes `y = alpha * x` in the tensor's type, so with float32 `alpha` must be 0 or a "

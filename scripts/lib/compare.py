@@ -13,14 +13,17 @@ sides may differ in them, as two versions of the code may; every other key must 
 
 Every pass is compared (with overlap = compare: overlap off and overlap on; a CSV row holds the
 on pass's figures and the off pass's time per step). Per figure it prints the median of each
-side with the spread of its launches (largest distance from the median, in percent), the
-change of the medians, and the two-sided p-value of a Mann-Whitney U test between the two sets
-of launches; "~" where p > 0.05, where the launches do not show a difference (as Go's benchstat
-prints). With one launch on a side there is no test: a figure counts as changed only when the
-change is beyond that figure's own spread over the run's steps (2 x (p99 - p50) / p50 of its
-phase, its tail both ways; the larger of the two runs') as well as beyond the threshold: the
-noise between launches (a loaded machine, clocks, placement) is often larger than the spread
-within one, so the test is the tail, and identical launches are not called worse.
+side with a 95% confidence interval of that median, from the launches' order statistics (as
+Go's benchstat does: with n launches the interval runs from the k-th least to the k-th largest,
+k the largest whose chance of holding the median, 1 - 2 P(Binomial(n, 1/2) < k), is at least
+95%; 6 launches are the fewest that can give one, their least and largest), the change of the
+medians, and the two-sided p-value of a Mann-Whitney U test between the two sets of launches
+(SciPy's mannwhitneyu); "~" where p > 0.05, where the launches do not show a difference (as
+benchstat prints). With one launch on a side there is no test: a figure counts as changed only
+when the change is beyond that figure's own spread over the run's steps (2 x (p99 - p50) / p50
+of its phase, its tail both ways; the larger of the two runs') as well as beyond the threshold:
+the noise between launches (a loaded machine, clocks, placement) is often larger than the
+spread within one, so the test is the tail, and identical launches are not called worse.
 
 Headline figures gate the verdict: the time per step and the transfer bandwidth (the tensor
 over the median transfer time) of each pass. The phases' medians and p99s are shown, and gate
@@ -37,12 +40,14 @@ import argparse
 import csv
 import json
 import math
-import os
 import statistics
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mann_whitney import mann_whitney_p, smallest_p  # noqa: E402
+try:
+    from scipy.stats import binom, mannwhitneyu
+except ImportError as missing:
+    sys.exit(f"compare: {missing}; install python3-scipy (scripts/install-deps.sh) or point "
+             "GPURELAY_PYTHON at a Python that has SciPy")
 
 # Config keys that say where a run's outputs went or how it was watched, not what it measured:
 # two runs that differ only in these are the same benchmark.
@@ -62,6 +67,8 @@ CSV_PHASES = ["a", "send", "recv", "c", "wait", "b"]
 HEADLINE = ["time_per_step_ms", "transfer_gbps"]
 HIGHER_BETTER = {"transfer_gbps"}
 ALPHA = 0.05
+# The confidence of the interval printed around each median.
+CONFIDENCE = 0.95
 # Passes as a JSON summary's "overlap" names them.
 PASS_NAMES = {False: "overlap off", True: "overlap on"}
 
@@ -302,8 +309,7 @@ class Row:
         verdict, _ = self.verdict(threshold)
         p = "-" if self.p is None else f"{self.p:.3f}"
         return (f"  {self.figure:<18} {'lower' if self.lower else 'higher':<6} "
-                f"{self.base_median:>11.5g} {launch_spread(self.base):>5} "
-                f"{self.new_median:>11.5g} {launch_spread(self.new):>5} {self.change:>+8.1f}% "
+                f"{median_text(self.base):<28} {median_text(self.new):<28} {self.change:>+8.1f}% "
                 f"{p:>6}  {verdict}")
 
 
@@ -323,12 +329,37 @@ def holm(rows):
             row.changed = row.p <= ALPHA
 
 
-def launch_spread(values):
-    """'±x%': the largest distance of a launch from the median, or '' for one launch."""
-    if len(values) < 2:
-        return ""
-    median = statistics.median(values)
-    return f"±{100.0 * max(abs(v - median) for v in values) / abs(median):.0f}%"
+def mann_whitney_p(x, y):
+    """The two-sided p-value of the Mann-Whitney U test (SciPy's default method: exact without
+    ties where a side has at most 8 values, else the normal approximation with the tie and
+    continuity corrections)."""
+    return float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
+
+
+def smallest_p(n1, n2):
+    """The smallest p-value samples of these sizes can give (completely separated, no ties)."""
+    return mann_whitney_p(list(range(n1)), list(range(n1, n1 + n2)))
+
+
+def median_interval(values):
+    """(least, largest) of the CONFIDENCE interval of the median of the values, from their order
+    statistics: the k-th least to the k-th largest for the largest k that holds the median with
+    that chance; None where too few values can give one (fewer than 6 at 95%)."""
+    n = len(values)
+    k = max((k for k in range(1, n // 2 + 1) if 1 - 2 * binom.cdf(k - 1, n, 0.5) >= CONFIDENCE),
+            default=None)
+    if k is None:
+        return None
+    ordered = sorted(values)
+    return ordered[k - 1], ordered[n - k]
+
+
+def median_text(values):
+    """'median [lo, hi]' with median_interval, or the median alone where there is none (notes()
+    says why)."""
+    interval = median_interval(values)
+    text = f"{statistics.median(values):.5g}"
+    return text + (f" [{interval[0]:.5g}, {interval[1]:.5g}]" if interval else "")
 
 
 def figure_names(samples):
@@ -353,8 +384,8 @@ def compare_pass(b_samples, n_samples, opts):
 
 
 def table_head():
-    return (f"  {'figure':<18} {'better':<6} {'base':>11} {'':>5} {'new':>11} {'':>5} "
-            f"{'change':>9} {'p':>6}  verdict")
+    return (f"  {'figure':<18} {'better':<6} {'base [95% CI of the median]':<28} "
+            f"{'new [95% CI of the median]':<28} {'change':>9} {'p':>6}  verdict")
 
 
 def compare_groups(base, new, opts):
@@ -391,17 +422,22 @@ def notes(counts, gates):
     if min(min(pair) for pair in counts) < 2:
         return ["compare: one launch on a side: the noise between launches cannot be told from "
                 "a change; a figure counts as changed only beyond its run's spread over its steps "
-                "(2 x (p99 - p50) / p50) and the threshold. For an A/B comparison run 5 or more "
-                "launches a side (scripts/sweep --repeat 5) and pass them all."]
+                "(2 x (p99 - p50) / p50) and the threshold. For an A/B comparison run 6 or more "
+                "launches a side (scripts/sweep --repeat 6) and pass them all."]
     fewest = min(counts, key=min)
     needed = ALPHA / max(gates, 1)  # Holm's bar for the smallest p
+    said = []
     if smallest_p(*fewest) > needed:
         enough = next(n for n in range(2, 64) if smallest_p(n, n) <= needed)
-        return [f"compare: {fewest[0]} and {fewest[1]} launches cannot show a change in "
-                f"{gates} gating figures at p <= {ALPHA:g} (Holm's method: the smallest p must "
-                f"be <= {needed:.2g}; without ties {fewest[0]} and {fewest[1]} launches give "
-                f"{smallest_p(*fewest):.2g} at best): use {enough} or more a side"]
-    return []
+        said.append(f"compare: {fewest[0]} and {fewest[1]} launches cannot show a change in "
+                    f"{gates} gating figures at p <= {ALPHA:g} (Holm's method: the smallest p "
+                    f"must be <= {needed:.2g}; without ties {fewest[0]} and {fewest[1]} launches "
+                    f"give {smallest_p(*fewest):.2g} at best): use {enough} or more a side")
+    if median_interval([0.0] * min(fewest)) is None:
+        enough = next(n for n in range(2, 64) if median_interval([0.0] * n) is not None)
+        said.append(f"compare: a {CONFIDENCE:.0%} confidence interval of a median needs "
+                    f"{enough} or more launches a side ({min(fewest)} here): none is printed")
+    return said
 
 
 def split_sides(inputs):

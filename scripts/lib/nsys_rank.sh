@@ -64,11 +64,20 @@ remove_agent_state() {
     find /dev/shm -maxdepth 1 -name 'NSys-*' -user "$(id -u)" -delete 2>/dev/null || true
 }
 
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
+    echo "usage: nsys_rank.sh FINISH_TIMEOUT NSYS_COMMAND...  (one rank of scripts/profile)"
+    echo "       nsys_rank.sh --remove-agent-state PID...   (its clean-up after SIGKILL)"
+    exit 0
+fi
 # scripts/profile's own clean-up after SIGKILL: nsys_rank.sh --remove-agent-state PID...
 if [[ "${1:-}" == --remove-agent-state ]]; then
     shift
     remove_agent_state "$@"
     exit 0
+fi
+if [[ $# -lt 2 || "$1" != +([0-9]) ]]; then
+    echo "nsys_rank.sh: expected FINISH_TIMEOUT (whole seconds) and a command (see --help)" >&2
+    exit 2
 fi
 
 finish_timeout="$1"

@@ -21,9 +21,23 @@ different configurations. Legends name every key that varies between the lines (
 Repeated runs of one configuration (scripts/sweep --repeat: rows tagged repeat=K) are plotted
 as their median, with a bar from the least to the largest of them. Sizes are shown in bytes
 (tensor_bytes), on the axes and in the legends; an axis whose values span two decades or more
-is logarithmic. The bus bandwidth figure is left out when it would repeat the transfer
-bandwidth (every row's busbw equals its algbw: pairs and broadcasts).
+is logarithmic; the speedup axis always shows 1.0. The bus bandwidth figure is left out when it
+would repeat the transfer bandwidth (every row's busbw equals its algbw: pairs and broadcasts).
 A figure whose x column has a single value is skipped with a message.
+
+Nothing is hidden: a point whose transfer measured waiting (the CSV's transfer_is_waiting) is
+drawn hollow on the bandwidth figures, one with a launch whose step was unstable
+(step_unstable) gets a red x, and one run with more ranks on a host than their cores (from each
+row's HDF5 file, the CSV's output column) a square; the legend says so, and the terminal lists
+each such point and each row left out with its reason (a configuration measured at one x only,
+a row without the figure's value, a failed verification).
+
+  pair_bandwidth.png     from a JSON summary (--json): every pair's (hop's, group's) transfer
+                         bandwidth, slowest first, the slow ones (the report's rule: over 10%
+                         slower than the median pair in step or transfer) in red with their
+                         ranks and hosts named; a summary of several sizes gives a figure per
+                         size, pair_bandwidth_elements=N.png; with several summaries,
+                         each figure's name holds its file's (pair_bandwidth_run1.png)
 """
 
 import argparse
@@ -33,6 +47,9 @@ import os
 import statistics
 import sys
 import textwrap
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pair_plot  # noqa: E402
 
 EXIT_USAGE = 2
 
@@ -51,6 +68,8 @@ LATER_COLUMNS = {"graphs", "pattern", "group_size"}
 DERIVED = {"elements": "tensor_bytes", "pairs": "world_size"}
 SIZE_COLUMNS = {"elements", "c_elements"}  # counts, shown as 256Ki
 BYTE_COLUMNS = {"tensor_bytes", "chunk"}    # bytes, shown as 1 MiB
+# Set on each row from its run's file: "true" when a host ran more ranks than it gave them cores.
+CROWDED = "oversubscribed"
 
 
 class UsageError(Exception):
@@ -162,63 +181,95 @@ def split_columns(rows, x_column, base_columns):
     return columns
 
 
+class Point:
+    """One configuration at one x: the median of its launches' values, their least and largest,
+    how many launches, and which of MARKS any of them carries."""
+
+    def __init__(self, x, median, low, high, rows, launches=None):
+        self.x, self.median, self.low, self.high = x, median, low, high
+        self.launches = len(rows) if launches is None else launches
+        self.waiting = any(r.get("transfer_is_waiting") == "true" for r in rows)
+        self.unstable = any(r.get("step_unstable") == "true" for r in rows)
+        self.crowded = any(r.get(CROWDED) == "true" for r in rows)
+
+    @classmethod
+    def of(cls, x, values, rows):
+        return cls(x, statistics.median(values), min(values), max(values), rows)
+
+
+# What a point's launches may have been, drawn over the point, named in the legend and listed on
+# the terminal, so that no figure passes such a point off as an ordinary one: (Point attribute,
+# the marker's style given its line's colour, what the legend says). Every figure walks this
+# table, each with the marks that concern its y: a transfer that measured waiting makes a
+# bandwidth no link's rate, but a time per step is still the time per step.
+MARKS = [
+    ("waiting",
+     lambda colour: dict(marker="o", s=50, facecolors="white", edgecolors=colour, linewidths=1.5),
+     "hollow: the transfer measured waiting, not moving (no link's rate)"),
+    ("unstable", lambda colour: dict(marker="x", s=80, color="red", linewidths=1.5),
+     "red x: a launch's step unstable (p90 over 1.10x its median)"),
+    ("crowded",
+     lambda colour: dict(marker="s", s=190, facecolors="none", edgecolors="black", linewidths=1),
+     "square: oversubscribed (more ranks than a host's cores)"),
+]
+ALL_MARKS = ("waiting", "unstable", "crowded")
+TIME_MARKS = ("unstable", "crowded")
+
+
+def x_text(column, x):
+    return format_value(column, str(int(x)) if x == int(x) else str(x))
+
+
 def rows_on_lines(name, rows, x_column, y_column, base_columns):
-    """The rows of configurations measured at two or more x values: a configuration seen at
-    one x only (another study's row in a shared CSV) would be a lone dot, so it is left out."""
+    """The rows to draw: those with a value of x and y, of configurations measured at two or more
+    x values. A configuration seen at one x only (another study's row in a shared CSV) would be a
+    lone dot: it is left out, and each row left out is listed with its reason."""
     columns = split_columns(rows, x_column, base_columns)
-    xs_of = {}
+    labels = line_labels(columns, list({tuple(r.get(c, "") for c in columns) for r in rows}))
+    xs_of, missing = {}, []
     for row in rows:
+        key = tuple(row.get(c, "") for c in columns)
         x, y = as_float(row.get(x_column)), as_float(row.get(y_column))
-        if not (math.isnan(x) or math.isnan(y)):
-            xs_of.setdefault(tuple(row.get(c, "") for c in columns), set()).add(x)
-    kept_keys = {key for key, xs in xs_of.items() if len(xs) > 1}
-    if not kept_keys:
+        if math.isnan(x) or math.isnan(y):
+            missing.append(labels[key])
+        else:
+            xs_of.setdefault(key, set()).add(x)
+    if missing:
+        print(f"{name}: left out {len(missing)} row(s) without a {x_column} and a {y_column}: "
+              + "; ".join(missing))
+    kept = {key for key, xs in xs_of.items() if len(xs) > 1}
+    if not kept:
         # Every configuration is a lone dot: show them all rather than nothing.
         print(f"{name}: no configuration was measured at two {x_column} values; "
               "plotting single points")
         return rows
-    left_out = len(xs_of) - len(kept_keys)
-    if left_out:
-        print(f"{name}: left out {left_out} configuration(s) measured at one {x_column} only")
-    return [r for r in rows if tuple(r.get(c, "") for c in columns) in kept_keys]
+    lone = sorted(set(xs_of) - kept, key=natural_key)
+    if lone:
+        print(f"{name}: left out {len(lone)} configuration(s) measured at one {x_column} only "
+              "(a lone point each): " + "; ".join(
+                  f"{labels[key]} at {x_text(x_column, min(xs_of[key]))}" for key in lone))
+    return [r for r in rows if tuple(r.get(c, "") for c in columns) in kept]
 
 
-def grouped(rows, x_column, y_column, line_columns):
-    """{line key: {x: [y, ...]}} over the rows with both values."""
+def points(rows, x_column, y_column, line_columns):
+    """{line key: [Point, x ascending]} over the rows with both values."""
     groups = {}
     for row in rows:
         x, y = as_float(row.get(x_column)), as_float(row.get(y_column))
-        if math.isnan(x) or math.isnan(y):
-            continue
-        key = tuple(row.get(c, "") for c in line_columns)
-        groups.setdefault(key, {}).setdefault(x, []).append(y)
-    return groups
+        if not (math.isnan(x) or math.isnan(y)):
+            key = tuple(row.get(c, "") for c in line_columns)
+            groups.setdefault(key, {}).setdefault(x, []).append((y, row))
+    return {key: [Point.of(x, [y for y, _ in found], [r for _, r in found])
+                  for x, found in sorted(by_x.items())] for key, by_x in groups.items()}
 
 
-def labelled(groups, line_columns, label_keys=None, always=(), with_range=False):
-    """{line label: ([x], [median y])}, x ascending, from grouped(); and how many points were
-    medians of repeated runs. The labels name the columns that vary over label_keys (default:
-    the groups' keys), so that two panels can label their lines alike. with_range adds each
-    point's least and largest y: ([x], [median], [min], [max])."""
-    result = {}
-    medians = 0
+def labelled(groups, line_columns, label_keys=None, always=()):
+    """{line label: [Point]} in natural order of the keys. The labels name the columns that vary
+    over label_keys (default: the groups' keys), so that two panels can label their lines
+    alike."""
     labels = line_labels(line_columns, list(label_keys if label_keys is not None else groups),
                          always)
-    for key in sorted(groups, key=natural_key):
-        points = groups[key]
-        xs = sorted(points)
-        medians += sum(1 for x in xs if len(points[x]) > 1)
-        result[labels[key]] = (xs, [statistics.median(points[x]) for x in xs])
-        if with_range:
-            result[labels[key]] += ([min(points[x]) for x in xs], [max(points[x]) for x in xs])
-    return result, medians
-
-
-def series(rows, x_column, y_column, line_columns):
-    """{line label: ([x], [median y], [min y], [max y])}, x ascending; and how many points were
-    medians."""
-    return labelled(grouped(rows, x_column, y_column, line_columns), line_columns,
-                    with_range=True)
+    return {labels[key]: groups[key] for key in sorted(groups, key=natural_key)}
 
 
 def value_axis(ax, ys):
@@ -230,22 +281,35 @@ def value_axis(ax, ys):
         ax.set_ylim(bottom=0)
 
 
+def speedup_axis(ax, all_points):
+    """1.0 always in sight, with every point's range and at least 0.9 to 1.1: a spread of a few
+    percent is drawn as a few percent, not stretched over the whole axis."""
+    low = min([p.low for p in all_points] + [0.9])
+    high = max([p.high for p in all_points] + [1.1])
+    pad = 0.05 * (high - low)
+    ax.set_ylim(low - pad, high + pad)
+    ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":", label="1.0: overlap gains nothing")
+
+
 def on_off_speedup(rows, x_column, line_columns):
-    """{line key: {x: [speedup]}}: for each configuration (line_columns, without overlap) and x
-    run with both overlap=on and overlap=off, the median off time per step over the median on
-    time per step."""
+    """{line key: [Point]}: for each configuration (line_columns, without overlap) and x run
+    with both overlap=on and overlap=off, the median off time per step over the median on time
+    per step, from the least off over the largest on to the largest off over the least on."""
     columns = list(line_columns) + ["overlap"]
-    times = grouped([r for r in rows if r.get("overlap") in ("on", "off")], x_column,
-                    "time_per_step_ms", columns)
+    times = points([r for r in rows if r.get("overlap") in ("on", "off")], x_column,
+                   "time_per_step_ms", columns)
+    with_rows = {}
+    for row in rows:
+        key = tuple(row.get(c, "") for c in columns)
+        with_rows.setdefault((key, as_float(row.get(x_column))), []).append(row)
     result = {}
-    for key, points in times.items():
-        if key[-1] != "on":
-            continue
-        off = times.get(key[:-1] + ("off",), {})
-        for x, on_times in points.items():
-            if x in off and statistics.median(on_times) > 0:
-                result.setdefault(key[:-1], {})[x] = [
-                    statistics.median(off[x]) / statistics.median(on_times)]
+    for key, on_points in times.items():
+        off = {p.x: p for p in times.get(key[:-1] + ("off",), [])} if key[-1] == "on" else {}
+        for on in (p for p in on_points if p.x in off and p.low > 0):
+            both = with_rows[(key, on.x)] + with_rows[(key[:-1] + ("off",), on.x)]
+            result.setdefault(key[:-1], []).append(Point(
+                on.x, off[on.x].median / on.median, off[on.x].low / on.high,
+                off[on.x].high / on.low, both, min(on.launches, off[on.x].launches)))
     return result
 
 
@@ -262,7 +326,7 @@ def line_labels(columns, keys, always=()):
     varied = [i for i in range(len(columns))
               if columns[i] in always or len({key[i] for key in keys}) > 1]
     if not varied:
-        varied = list(range(len(columns)))
+        varied = [i for i in range(len(columns)) if any(key[i] for key in keys)]
     return {key: " ".join(f"{columns[i]}={format_value(columns[i], key[i])}" for i in varied)
             or "all rows" for key in keys}
 
@@ -304,8 +368,8 @@ def count_axis(ax, xs):
     ax.xaxis.set_major_formatter(formatter)
 
 
-def x_values(all_series):
-    return sorted({x for xs, *_ in all_series.values() for x in xs})
+def every_point(*datas):
+    return [p for data in datas for line in data.values() for p in line]
 
 
 def skip_single(name, x_column, rows, y_column):
@@ -314,82 +378,130 @@ def skip_single(name, x_column, rows, y_column):
                  if not math.isnan(as_float(r.get(x_column)))
                  and not math.isnan(as_float(r.get(y_column)))})
     if len(xs) <= 1:
-        shown = ""
-        if xs:
-            value = int(xs[0]) if xs[0] == int(xs[0]) else xs[0]
-            shown = f" ({format_value(x_column, str(value))})"
+        shown = f" ({x_text(x_column, xs[0])})" if xs else ""
         print(f"skip {name}: {x_column} has {len(xs)} distinct value{shown} in the rows; "
               "nothing to plot against")
         return True
     return False
 
 
+def draw_line(ax, label, line, marks, **style):
+    """A line through the medians, a bar from the least to the largest launch where a point has
+    several, and each of `marks` over the points it concerns. Returns the line's colour."""
+    (drawn,) = ax.plot([p.x for p in line], [p.median for p in line], marker="o", label=label,
+                       **style)
+    colour = drawn.get_color()
+    repeated = [p for p in line if p.launches > 1]
+    if repeated:
+        ax.errorbar([p.x for p in repeated], [p.median for p in repeated],
+                    yerr=[[p.median - p.low for p in repeated],
+                          [p.high - p.median for p in repeated]],
+                    fmt="none", ecolor=colour, capsize=3, gid="range")
+    for mark, style_of, _ in MARKS:
+        chosen = [p for p in line if mark in marks and getattr(p, mark)]
+        if chosen:
+            ax.scatter([p.x for p in chosen], [p.median for p in chosen], zorder=3, gid=mark,
+                       **style_of(colour))
+    return colour
+
+
+def legend(ax, shown, marks, below=False):
+    """The lines' labels, then what each bar and mark drawn on `shown` points means; beside the
+    axes (or below them), so that no point is hidden behind it."""
+    from matplotlib.lines import Line2D
+    handles, labels = ax.get_legend_handles_labels()
+    if any(p.launches > 1 for p in shown):
+        handles.append(Line2D([], [], color="grey", marker="_", markersize=10, linestyle="-"))
+        labels.append("bar: least to largest of repeated launches; point: their median")
+    for mark, style_of, text in MARKS:
+        if mark in marks and any(getattr(p, mark) for p in shown):
+            handles.append(ax.scatter([], [], **style_of("grey")))
+            labels.append(text)
+    if below:
+        ax.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1))
+    else:
+        ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+
+
 def note_lines(name, data, what="lines"):
     print(f"{name}: {what}: " + "; ".join(data))
 
 
-def note_medians(name, medians, bars=False):
+def note_points(name, data, marks, x_column):
+    """Which points are medians of repeats, and which carry each mark, named."""
+    shown = every_point(data)
+    medians = sum(1 for p in shown if p.launches > 1)
     if medians:
-        print(f"{name}: {medians} points are medians of repeated runs"
-              + (", with bars from the least to the largest" if bars else ""))
+        print(f"{name}: {medians} points are medians of repeated runs, with bars from the least "
+              "to the largest")
+    for mark, _, text in MARKS:
+        found = {label: [x_text(x_column, p.x) for p in line if getattr(p, mark)]
+                 for label, line in data.items() if mark in marks}
+        count = sum(len(xs) for xs in found.values())
+        if count:
+            print(f"{name}: {text}, {count} point(s): " + "; ".join(
+                f"{label} at {', '.join(xs)}" for label, xs in found.items() if xs))
 
 
-def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, xlabel, ylabel, title,
-               line_base=("transport", "backend")):
+def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, labels,
+               line_base=("transport", "backend"), marks=ALL_MARKS):
     """One line per transport and backend (or the columns of line_base): y_column against
-    x_column."""
+    x_column. labels: (x label, y label, title)."""
     if skip_single(name, x_column, rows, y_column):
         return None
     rows = rows_on_lines(name, rows, x_column, y_column, list(line_base))
     lines = split_columns(rows, x_column, list(line_base))
-    data, medians = series(rows, x_column, y_column, lines)
-    fig, ax = plt.subplots(figsize=(8, 5.5))
-    for label, (x, y, low, high) in data.items():
-        if medians:
-            errors = [[m - lo for m, lo in zip(y, low)], [hi - m for m, hi in zip(y, high)]]
-            ax.errorbar(x, y, yerr=errors, marker="o", capsize=3, label=label)
-        else:
-            ax.plot(x, y, marker="o", label=label)
-    axis(ax, x_values(data))
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    value_axis(ax, [v for _, _, low, high in data.values() for v in low + high])
+    data = labelled(points(rows, x_column, y_column, lines), lines)
+    fig, ax = plt.subplots(figsize=(11, 5.5))
+    for label, line in data.items():
+        draw_line(ax, label, line, marks)
+    shown = every_point(data)
+    axis(ax, sorted({p.x for p in shown}))
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    value_axis(ax, [v for p in shown for v in (p.low, p.high)])
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    title_text(ax, title, fixed_config(rows, x_column))
-    note_medians(name, medians, bars=True)
+    legend(ax, shown, marks)
+    title_text(ax, labels[2], fixed_config(rows, x_column))
+    note_points(name, data, marks, x_column)
     note_lines(name, data)
     return save(fig, out_dir, name, plt)
 
 
-def moving(rows):
-    """Rows whose transfer measured moving, not waiting (gpurelay flags the others in
-    transfer_is_waiting; CSVs from before the flag have no such column)."""
-    return [r for r in rows if r.get("transfer_is_waiting") != "true"]
-
-
 def plot_bandwidth(rows, out_dir, plt):
-    rows = moving(rows)
     return plot_lines(rows, out_dir, plt, "bandwidth_vs_size.png", "tensor_bytes",
-                      "transfer_gbps", bytes_axis, "tensor size (bytes, log2 scale)",
-                      "transfer bandwidth (GB/s, 1 GB = 1e9 bytes)",
-                      "Transfer bandwidth vs tensor size")
+                      "transfer_gbps", bytes_axis,
+                      ("tensor size (bytes, log2 scale)",
+                       "transfer bandwidth (GB/s, 1 GB = 1e9 bytes)",
+                       "Transfer bandwidth vs tensor size"))
 
 
 def plot_bus_bandwidth(rows, out_dir, plt):
     """nccl-tests' bus bandwidth against size, one line per pattern; rows of a CSV written before
     the collectives have no busbw_gbps and are left out."""
-    rows = [r for r in moving(rows) if r.get("busbw_gbps") not in (None, "")]
+    rows = [r for r in rows if r.get("busbw_gbps") not in (None, "")]
     name = "bus_bandwidth_vs_size.png"
     if rows and all(r["busbw_gbps"] == r.get("algbw_gbps", r["transfer_gbps"]) for r in rows):
         print(f"skip {name}: the bus bandwidth equals the algorithm bandwidth in every row "
               "(pairs, broadcast); bandwidth_vs_size.png shows it")
         return None
-    return plot_lines(rows, out_dir, plt, "bus_bandwidth_vs_size.png", "tensor_bytes",
-                      "busbw_gbps", bytes_axis, "tensor size (bytes, log2 scale)",
-                      "bus bandwidth (GB/s, nccl-tests' busbw)",
-                      "Bus bandwidth vs tensor size, per pattern",
+    return plot_lines(rows, out_dir, plt, name, "tensor_bytes", "busbw_gbps", bytes_axis,
+                      ("tensor size (bytes, log2 scale)", "bus bandwidth (GB/s, nccl-tests' busbw)",
+                       "Bus bandwidth vs tensor size, per pattern"),
                       line_base=("pattern", "transport", "backend"))
+
+
+def overlap_speedups(rows, x_column, lines):
+    """{label: [Point]} of the speedup from both kinds of rows: a compare run's own
+    overlap_speedup, and an on run against the off run of the same configuration. One set of
+    line columns (without overlap) for both, so the legend names the same keys."""
+    speedup_lines = [c for c in lines if c != "overlap"]
+    compare_rows = [r for r in rows if r.get("overlap") == "compare"]
+    groups = {key + ("compare",): line for key, line in
+              points(compare_rows, x_column, "overlap_speedup", speedup_lines).items()}
+    for key, line in on_off_speedup(rows, x_column, speedup_lines).items():
+        groups[key + ("on/off",)] = line
+    return labelled(groups, speedup_lines + ["from"], always=("from",))
 
 
 def plot_overlap(rows, out_dir, plt):
@@ -399,59 +511,45 @@ def plot_overlap(rows, out_dir, plt):
         return None
     rows = rows_on_lines(name, rows, x_column, "time_per_step_ms", ["overlap", "transport"])
     lines = split_columns(rows, x_column, ["overlap", "transport"])
-    compare_rows = [r for r in rows if r.get("overlap") == "compare"]
-    times = grouped(rows, x_column, "time_per_step_ms", lines)
-    data, medians = labelled(times, lines)
+    times = points(rows, x_column, "time_per_step_ms", lines)
+    data = labelled(times, lines)
     # A compare run's no-overlap time, labelled as its own line is.
-    sequential, _ = labelled(grouped(compare_rows, x_column, "time_per_step_no_overlap_ms",
-                                     lines), lines, label_keys=times)
-    xs = x_values(data)
-    fig, (time_ax, speedup_ax) = plt.subplots(1, 2, figsize=(12, 5.5))
+    sequential = labelled(points([r for r in rows if r.get("overlap") == "compare"], x_column,
+                                 "time_per_step_no_overlap_ms", lines), lines, label_keys=times)
+    fig, (time_ax, speedup_ax) = plt.subplots(1, 2, figsize=(13, 8), layout="constrained")
     # A compare run's no-overlap time shares its line's colour, dashed.
     colours = {}
-    for label, (x, y) in data.items():
+    for label, line in data.items():
         shown = label + (" (overlapped)" if label in sequential else "")
-        (line,) = time_ax.plot(x, y, marker="o", label=shown)
-        colours[label] = line.get_color()
-    for label, (x, y) in sequential.items():
-        time_ax.plot(x, y, marker="s", linestyle="--", color=colours.get(label),
-                     label=label + " (no overlap)")
-    time_ax.set_xlabel("kernel C iterations (c_iterations)")
+        colours[label] = draw_line(time_ax, shown, line, TIME_MARKS)
+    for label, line in sequential.items():
+        draw_line(time_ax, label + " (no overlap)", line, TIME_MARKS, linestyle="--",
+                  color=colours.get(label))
     time_ax.set_ylabel("time per step (ms)")
     time_ax.set_ylim(bottom=0)
     time_ax.set_title("Time per step", fontsize=10)
-
-    # The speedup, from both kinds of rows: a compare run's own overlap_speedup, and an on run
-    # against the off run of the same configuration. One set of line columns (without overlap)
-    # for both, so the legend names the same keys.
-    speedup_lines = [c for c in lines if c != "overlap"]
-    groups = {}
-    for key, points in grouped(compare_rows, x_column, "overlap_speedup",
-                               speedup_lines).items():
-        groups[key + ("compare",)] = points
-    for key, points in on_off_speedup(rows, x_column, speedup_lines).items():
-        groups[key + ("on/off",)] = points
-    speedup, _ = labelled(groups, speedup_lines + ["from"], always=("from",))
-    for label, (x, y) in speedup.items():
-        speedup_ax.plot(x, y, marker="o", label=label)
+    speedup = overlap_speedups(rows, x_column, lines)
+    for label, line in speedup.items():
+        draw_line(speedup_ax, label, line, TIME_MARKS)
     if speedup:
-        speedup_ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
-        speedup_ax.legend(fontsize=8)
+        speedup_axis(speedup_ax, every_point(speedup))
     else:
         speedup_ax.text(0.5, 0.5, "no overlap=compare rows, nor on and off rows of one "
                         "configuration", ha="center", va="center", wrap=True,
                         transform=speedup_ax.transAxes)
-    speedup_ax.set_xlabel("kernel C iterations (c_iterations)")
-    speedup_ax.set_ylabel("overlap speedup (no-overlap time / overlapped time, ×)")
+    speedup_ax.set_ylabel("speedup (no-overlap time / overlapped time)")
     speedup_ax.set_title("Overlap speedup (from: compare rows, or on/off rows)", fontsize=10)
-    for ax in (time_ax, speedup_ax):
-        count_axis(ax, xs)
+    for ax, shown in ((time_ax, every_point(data, sequential)), (speedup_ax, every_point(speedup))):
+        count_axis(ax, sorted({p.x for p in every_point(data)}))
+        ax.set_xlabel("kernel C iterations (c_iterations)")
         ax.grid(True, alpha=0.3)
-    time_ax.legend(fontsize=8)
+        legend(ax, shown, TIME_MARKS, below=True)
     title_text(fig, "Overlap of the transfer with kernel C", fixed_config(rows, x_column),
                is_figure=True)
-    note_medians(name, medians)
+    note_points(name, {**data, **{k + " (no overlap)": v for k, v in sequential.items()}},
+                TIME_MARKS, x_column)
     note_lines(name, data)
+    note_points(name + " speedup", speedup, TIME_MARKS, x_column)
     note_lines(name, speedup, "speedup lines")
     return save(fig, out_dir, name, plt)
 
@@ -461,29 +559,84 @@ def plot_scaling(rows, out_dir, plt):
     # (3 for a broadcast over 4 ranks, 4 for an all-reduce), so runs on 4 ranks would stand at
     # 2, 3 and 4 on an axis of "pairs".
     return plot_lines(rows, out_dir, plt, "scaling.png", "world_size", "aggregate_gbps",
-                      count_axis, "ranks (world_size)",
-                      "aggregate bandwidth into all receivers (GB/s, 1 GB = 1e9 bytes)",
-                      "Aggregate bandwidth vs ranks",
-                      line_base=("pattern", "transport", "backend"))
+                      count_axis,
+                      ("ranks (world_size)",
+                       "aggregate bandwidth into all receivers (GB/s, 1 GB = 1e9 bytes)",
+                       "Aggregate bandwidth vs ranks"),
+                      line_base=("pattern", "transport", "backend"), marks=TIME_MARKS)
+
+
+def core_numbers(text):
+    """'0-3,8' -> {0, 1, 2, 3, 8}."""
+    cores = set()
+    for part in filter(None, text.split(",")):
+        first, _, last = part.partition("-")
+        cores.update(range(int(first), int(last or first) + 1))
+    return cores
+
+
+def file_oversubscribed(path, world_size):
+    """'true' where a run's file says a host ran more ranks than the cores they may use, 'false'
+    where it says not, '' where it cannot say (no file, no h5py, another run's file)."""
+    try:
+        import h5py
+        with h5py.File(path, "r") as f:
+            if int(f.attrs["world_size"]) != world_size:
+                return ""  # the name was reused by a later run
+            hosts, cores = (str(f.attrs[k], "utf-8") if isinstance(f.attrs[k], bytes)
+                            else str(f.attrs[k]) for k in ("rank_hosts", "rank_cores"))
+    except (ImportError, OSError, KeyError, ValueError):
+        return ""
+    ranks, usable = {}, {}
+    for host, allowed in zip(hosts.split(","), cores.split(";")):
+        ranks[host] = ranks.get(host, 0) + 1
+        usable.setdefault(host, set()).update(core_numbers(allowed))
+    if not all(usable.values()):
+        return ""
+    return "true" if any(ranks[h] > len(usable[h]) for h in ranks) else "false"
+
+
+def mark_oversubscribed(rows, csv_path):
+    """Sets each row's CROWDED from the file its run wrote (the CSV's output column, as given or
+    beside the CSV), and says how many rows it could not tell."""
+    known = {}
+    for row in rows:
+        path = row.get("output") or ""
+        if not os.path.isabs(path) and not os.path.exists(path):
+            path = os.path.join(os.path.dirname(os.path.abspath(csv_path)), path)
+        key = (path, row.get("world_size"))
+        if key not in known:
+            known[key] = file_oversubscribed(path, int(as_float(row.get("world_size")) or 0))
+        row[CROWDED] = known[key]
+    unknown = sum(1 for r in rows if r[CROWDED] == "")
+    if unknown:
+        print(f"oversubscription not known for {unknown} of {len(rows)} rows: their files (the "
+              "output column) are gone, another run's, or h5py is missing")
 
 
 def save(fig, out_dir, name, plt):
     path = os.path.join(out_dir, name)
-    fig.tight_layout()
-    fig.savefig(path, dpi=150)
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
+    # "tight": the legends beside and below the axes are part of the figure.
+    fig.savefig(path, dpi=150, bbox_inches="tight")
     plt.close(fig)
     return path
 
 
-def main(argv):
+def parse_args(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(os.path.dirname(here))
     parser = argparse.ArgumentParser(
         prog="scripts/plot", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="exit status: 0 figures written (or skipped), 2 missing/empty CSV or bad "
-               "arguments.\nexample: scripts/plot --csv outputs/sweep/results.csv")
-    parser.add_argument("--csv", required=True, help="results CSV written by gpurelay")
+        epilog="exit status: 0 figures written (or skipped), 2 missing/empty CSV or JSON or bad "
+               "arguments.\nexamples: scripts/plot --csv outputs/sweep/results.csv\n"
+               "          scripts/plot --json outputs/run.json   # every pair's bandwidth")
+    parser.add_argument("--csv", help="results CSV written by gpurelay")
+    parser.add_argument("--json", action="append", default=[], metavar="SUMMARY",
+                        help="a JSON summary (--summary-json): every pair's bandwidth "
+                             "(repeatable)")
     parser.add_argument("--out-dir", default=os.path.join(root, "outputs", "plots"),
                         help="where the PNGs go (default: outputs/plots in the repository)")
     parser.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
@@ -492,17 +645,28 @@ def main(argv):
     parser.add_argument("--include-failed", action="store_true",
                         help="also plot rows whose verified column is not 'ok'")
     args = parser.parse_args(argv)
+    if not args.csv and not args.json:
+        parser.error("give --csv RESULTS.csv, --json SUMMARY.json, or both")
+    return args
 
+
+def csv_rows(args):
+    rows, fieldnames = read_rows(args.csv, args.include_failed)
+    rows = select_rows(rows, fieldnames, args.where, args.csv)
+    require(fieldnames, [c for c in CONFIG_COLUMNS if c not in LATER_COLUMNS] + [
+        "transfer_gbps", "aggregate_gbps", "time_per_step_ms",
+        "time_per_step_no_overlap_ms", "overlap_speedup"], args.csv)
+    return rows
+
+
+def main(argv):
+    args = parse_args(argv)
     try:
-        rows, fieldnames = read_rows(args.csv, args.include_failed)
-        rows = select_rows(rows, fieldnames, args.where, args.csv)
-        require(fieldnames, [c for c in CONFIG_COLUMNS if c not in LATER_COLUMNS] + [
-            "transfer_gbps", "aggregate_gbps", "time_per_step_ms",
-            "time_per_step_no_overlap_ms", "overlap_speedup"], args.csv)
-    except UsageError as err:
+        rows = csv_rows(args) if args.csv else []
+        summaries = [pair_plot.read_summary(path) for path in args.json]
+    except (UsageError, pair_plot.UsageError) as err:
         print(f"plot: {err}", file=sys.stderr)
         return EXIT_USAGE
-
     try:
         import matplotlib
         matplotlib.use("Agg")  # files only: no display on clusters and CI
@@ -514,10 +678,14 @@ def main(argv):
 
     os.makedirs(args.out_dir, exist_ok=True)
     written = []
-    for plot in (plot_bandwidth, plot_overlap, plot_scaling, plot_bus_bandwidth):
-        path = plot(rows, args.out_dir, plt)
-        if path:
-            written.append(path)
+    if rows:
+        mark_oversubscribed(rows, args.csv)
+        for plot in (plot_bandwidth, plot_overlap, plot_scaling, plot_bus_bandwidth):
+            written.append(plot(rows, args.out_dir, plt))
+    for path, summary in zip(args.json, summaries):
+        source = os.path.splitext(os.path.basename(path))[0] if len(args.json) > 1 else ""
+        written += pair_plot.plot_pairs(path, summary, args.out_dir, plt, save, source)
+    written = [path for path in written if path]
     if written:
         print("wrote:")
         for path in written:

@@ -22,7 +22,7 @@ Run i takes combination i of a shuffled list of them all (--seed), so --runs 192
 once.
 A launch's bound is timeout_s + --grace seconds from its fault (from its steps' start for stuck;
 --start-bound for reaching the steps, --resume-bound for a whole --resume). One that outlives it has the stack of every rank dumped
-(gdb -p PID -batch -ex 'thread apply all bt') into the log folder, and is then killed.
+(gdb -p PID -batch -ex 'thread apply all bt') into --out-dir, and is then killed.
 
 Prints one line per launch and the counts: ran, ended in bound with the expected exit code, wrong
 (ended in bound, another code or no message), hung. Exit 0 when every launch ended as expected,
@@ -140,10 +140,17 @@ def parse_args(argv):
     parser.add_argument("--seed", type=int, default=None, help="shuffles the cases (default: time)")
     parser.add_argument("--binary", default=default_binary(), help="gpurelay (build-cpu's)")
     parser.add_argument("--mpirun", default=default_mpirun(), help="launcher command")
-    parser.add_argument("--log-dir", default=None,
+    parser.add_argument("--out-dir", default=None,
                         help="where hung and wrong launches leave stacks and output "
                              "(default: a new folder under /tmp)")
-    opts = parser.parse_args(argv)
+    if any(arg == "--log-dir" or arg.startswith("--log-dir=") for arg in argv):
+        parser.exit(2, "stress: --log-dir is now --out-dir DIR (a folder)\n")
+    return completed(parser, parser.parse_args(argv))
+
+
+def completed(parser, opts):
+    """The options checked, the binary's path made absolute, the seed and the output folder
+    chosen where not given."""
     if opts.load < 0:
         parser.error("--load must be >= 0")
     if not os.access(opts.binary, os.X_OK):
@@ -151,9 +158,9 @@ def parse_args(argv):
     opts.binary = os.path.abspath(opts.binary)
     if opts.seed is None:
         opts.seed = int(time.time())
-    opts.made_log_dir = opts.log_dir is None
-    opts.log_dir = opts.log_dir or tempfile.mkdtemp(prefix="gpurelay-stress-")
-    os.makedirs(opts.log_dir, exist_ok=True)
+    opts.made_out_dir = opts.out_dir is None
+    opts.out_dir = opts.out_dir or tempfile.mkdtemp(prefix="gpurelay-stress-")
+    os.makedirs(opts.out_dir, exist_ok=True)
     return opts
 
 
@@ -262,9 +269,9 @@ class Launch:
         with open(self.err_path, errors="replace") as f:
             return f.read()
 
-    def dump_and_kill(self, log_dir, name):
-        """Stacks of every rank into log_dir/name.stacks, then the whole launch killed."""
-        stacks = os.path.join(log_dir, name + ".stacks")
+    def dump_and_kill(self, out_dir, name):
+        """Stacks of every rank into out_dir/name.stacks, then the whole launch killed."""
+        stacks = os.path.join(out_dir, name + ".stacks")
         with open(stacks, "w") as out:
             for pid in rank_pids(self.opts.binary, self.output):
                 out.write(f"=== rank {rank_of(pid)} pid {pid} state {process_state(pid)}\n")
@@ -295,7 +302,7 @@ def keep_logs(opts, case, launch, detail):
     """Copies a failed launch's output beside its stacks; returns the paths kept."""
     kept = []
     for path in (launch.out_path, launch.err_path):
-        target = os.path.join(opts.log_dir, f"run{case.index:04d}-{os.path.basename(path)}")
+        target = os.path.join(opts.out_dir, f"run{case.index:04d}-{os.path.basename(path)}")
         with open(path, errors="replace") as src, open(target, "w") as dst:
             dst.write(f"# {case.name()}: {detail}\n" + src.read())
         kept.append(target)
@@ -306,7 +313,7 @@ def end_of(launch, opts, case, until, expected, needs_line):
     """Waits for the launch to end by `until`; the outcome against the expected exit codes."""
     code = launch.wait(until)
     if code is None:
-        stacks = launch.dump_and_kill(opts.log_dir, f"run{case.index:04d}-{launch.label}")
+        stacks = launch.dump_and_kill(opts.out_dir, f"run{case.index:04d}-{launch.label}")
         detail = f"{launch.label}: still running {until - launch.fault_at:.0f} s after the fault"
         return Outcome("hung", detail, [stacks] + keep_logs(opts, case, launch, detail))
     launch.kill()  # a SIGSTOPped rank that the launcher left behind
@@ -389,7 +396,7 @@ def main(argv):
     print(f"stress: {opts.runs} launches, {opts.jobs} at once, {opts.load} burners, seed "
           f"{opts.seed}, bound timeout_s {opts.timeout_s:g} ({opts.term_timeout_s:g} for term) + "
           f"{opts.grace:g} s; logs in "
-          f"{opts.log_dir}", flush=True)
+          f"{opts.out_dir}", flush=True)
     counts = {"ok": 0, "wrong": 0, "hung": 0}
     lock = threading.Lock()
     with Burners(opts.load), concurrent.futures.ThreadPoolExecutor(opts.jobs) as pool:
@@ -404,9 +411,9 @@ def main(argv):
                       f"{case.name()}: {outcome.detail}{logs}", flush=True)
     print(f"stress: ran {opts.runs}, ended in bound with the expected exit code {counts['ok']}, "
           f"wrong {counts['wrong']}, hung {counts['hung']} (seed {opts.seed}; logs in "
-          f"{opts.log_dir})", flush=True)
-    if opts.made_log_dir and not os.listdir(opts.log_dir):
-        os.rmdir(opts.log_dir)  # nothing failed: no folder left behind
+          f"{opts.out_dir})", flush=True)
+    if opts.made_out_dir and not os.listdir(opts.out_dir):
+        os.rmdir(opts.out_dir)  # nothing failed: no folder left behind
     return 0 if counts["ok"] == opts.runs else 1
 
 

@@ -20,7 +20,6 @@ its repeats.
 import argparse
 import csv
 import difflib
-import fractions
 import hashlib
 import itertools
 import os
@@ -58,17 +57,12 @@ EXIT_USAGE = 2
 
 # The key whose values share a launch: one launch of gpurelay runs every size of a combination.
 ELEMENTS_KEY = "elements"
-# gpurelay's limit on the sizes of one launch.
-MAX_SIZES = 64
 # The tag of the rows of a sweep over elements alone, whose combination has no key to name it.
 NO_KEYS_TAG = "sweep"
 
-# A size as gpurelay reads it (config/value_text.cpp, parse_size): an integer with a suffix, or
-# a whole number in exponent form.
-SIZE_SUFFIXES = {"": 1, "k": 1000, "K": 1000, "Ki": 1 << 10, "M": 1000**2, "Mi": 1 << 20,
-                 "G": 1000**3, "Gi": 1 << 30, "T": 1000**4, "Ti": 1 << 40}
-SIZE_PATTERN = re.compile(r"([0-9]+)([A-Za-z]*)")
-EXPONENT_PATTERN = re.compile(r"([0-9]+(?:\.[0-9]+)?)[eE]\+?(-?[0-9]{1,4})")
+# How a count is named in tags and file names where no text of the user's names it (a range's
+# sizes): in the largest binary unit it is a whole number of.
+SIZE_UNITS = [("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)]
 
 
 class UsageError(Exception):
@@ -109,72 +103,56 @@ def parse_axis(text, allow_any_key):
     return key, values
 
 
-def parse_size(text):
-    """'64Ki', '1M', '1e6' -> the count, as gpurelay reads it."""
-    exponent = EXPONENT_PATTERN.fullmatch(text)
-    if exponent:
-        value = fractions.Fraction(exponent[1]) * fractions.Fraction(10) ** int(exponent[2])
-        if value.denominator == 1:
-            return int(value)
-    else:
-        match = SIZE_PATTERN.fullmatch(text)
-        if match and match[2] in SIZE_SUFFIXES:
-            return int(match[1]) * SIZE_SUFFIXES[match[2]]
-    raise UsageError(f"elements: '{text}' is not a size (an integer with an optional suffix k, "
-                     "K, Ki, M, Mi, G, Gi, T or Ti, or a whole number such as 1e6)")
-
-
-def expand_range(text):
-    """'4Ki:256Mi:x4' (geometric) or '1Ki:8Ki:+1Ki' (arithmetic) -> its counts, from the first
-    while at most the last, as gpurelay expands it (config/value_text.cpp, parse_size_range)."""
-    parts = text.split(":")
-    if len(parts) != 3 or len(parts[2]) < 2 or parts[2][0] not in ("x", "+"):
-        raise UsageError(f"elements: '{text}' is not a range (FIRST:LAST:xFACTOR or "
-                         "FIRST:LAST:+STEP, e.g. 4Ki:256Mi:x4)")
-    first, last, by = parse_size(parts[0]), parse_size(parts[1]), parse_size(parts[2][1:])
-    geometric = parts[2][0] == "x"
-    if last < first or (by < 2 or first == 0 if geometric else by == 0):
-        raise UsageError(f"elements: the range '{text}' does not grow (FIRST at most LAST, a "
-                         "factor of at least x2 or a step of at least +1)")
-    counts = [first]
-    while len(counts) <= MAX_SIZES:
-        following = counts[-1] * by if geometric else counts[-1] + by
-        if following > last:
-            break
-        counts.append(following)
-    return counts
+def binary_sizes(binary, spec, source):
+    """The counts gpurelay reads `spec` as (gpurelay --print-sizes: the grammar of sizes, lists
+    and ranges, and its limits, are the binary's alone); UsageError with its one line where it
+    refuses the spec."""
+    try:
+        asked = subprocess.run([binary, "--print-sizes", spec], capture_output=True, text=True,
+                               timeout=120, check=False)
+    except OSError as err:
+        raise UsageError(f"{source}: cannot ask {binary} for the sizes of '{spec}' "
+                         f"({err.strerror}); build it (scripts/build) or pass --binary")
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"{source}: {binary} --print-sizes {spec} did not answer in 120 s")
+    said = [line for line in asked.stderr.splitlines() if line.startswith("gpurelay: ")]
+    if asked.returncode != 0:
+        reason = (said[0].removeprefix("gpurelay: ").removeprefix("--print-sizes: ") if said
+                  else f"exit {asked.returncode}")
+        raise UsageError(f"{source}: {reason}")
+    return [int(line) for line in asked.stdout.split()]
 
 
 def size_text(count):
     """A count as a size gpurelay reads, in Ki/Mi/Gi where it is a whole number of them."""
-    for suffix in ("Ti", "Gi", "Mi", "Ki"):
-        if count >= SIZE_SUFFIXES[suffix] and count % SIZE_SUFFIXES[suffix] == 0:
-            return f"{count // SIZE_SUFFIXES[suffix]}{suffix}"
+    for suffix, unit in SIZE_UNITS:
+        if count >= unit and count % unit == 0:
+            return f"{count // unit}{suffix}"
     return str(count)
 
 
-def sizes_of(values, source):
-    """Sizes and ranges, as written -> [(text, count)] in their order: a range gives each of its
-    counts as size_text writes it. UsageError for a size given twice or more sizes than one
-    launch runs."""
+def sizes_of(values, source, binary):
+    """Sizes and ranges, as written -> [(text, count)] in their order, the counts gpurelay's: a
+    size keeps its text, a range gives each of its counts as size_text writes it. The binary is
+    asked once for the sizes together and once for each range, then (where there were several
+    questions) once for them all, so that a size given twice or more sizes than one launch runs
+    are refused as gpurelay refuses them."""
+    values = [value.strip() for value in values]
+    sizes_alone = [value for value in values if ":" not in value]
+    counts = dict(zip(sizes_alone, binary_sizes(binary, ",".join(sizes_alone), source)
+                      if sizes_alone else []))
     sizes = []
-    for value in (value.strip() for value in values):
-        if ":" in value:
-            sizes += [(size_text(count), count) for count in expand_range(value)]
+    for value in values:
+        if value in counts:
+            sizes.append((value, counts[value]))
         else:
-            sizes.append((value, parse_size(value)))
-    seen = {}
-    for text, count in sizes:
-        if count in seen:
-            raise UsageError(f"{source}: {seen[count]} and {text} are the same size ({count})")
-        seen[count] = text
-    if len(sizes) > MAX_SIZES:
-        raise UsageError(f"{source}: more than {MAX_SIZES} sizes (at most {MAX_SIZES} in one "
-                         "launch of gpurelay)")
+            sizes += [(size_text(count), count) for count in binary_sizes(binary, value, source)]
+    if len(values) > len(sizes_alone) and len(values) > 1:
+        binary_sizes(binary, ",".join(str(count) for _, count in sizes), source)
     return sizes
 
 
-def deck_sizes(deck):
+def deck_sizes(deck, binary):
     """The deck's sizes [(text, count)] when elements is not swept; None when it sets none
     (gpurelay's default: one size) or this Python cannot read TOML (before 3.11): the
     combination is then done once its tag has a row."""
@@ -192,7 +170,11 @@ def deck_sizes(deck):
     if isinstance(value, int) and not isinstance(value, bool):
         return [(str(value), value)]
     if isinstance(value, str):
-        return sizes_of(value.split(","), f"the elements of {deck}")
+        # A list or a range, as the deck's elements may be: the binary reads it whole.
+        counts = binary_sizes(binary, value, f"the elements of {deck}")
+        if ":" in value:
+            return [(size_text(count), count) for count in counts]
+        return list(zip((text.strip() for text in value.split(",")), counts))
     return None
 
 
@@ -209,11 +191,11 @@ def tag_of(point):
 class Grid:
     """The sweep's points: each combination of the keys other than elements, with each size."""
 
-    def __init__(self, axes, deck, repeats=1):
+    def __init__(self, axes, deck, binary, repeats=1):
         self.keys = [key for key, _ in axes]
         self.swept = ELEMENTS_KEY in self.keys
-        self.sizes = (sizes_of(dict(axes)[ELEMENTS_KEY], ELEMENTS_KEY) if self.swept
-                      else deck_sizes(deck))
+        self.sizes = (sizes_of(dict(axes)[ELEMENTS_KEY], ELEMENTS_KEY, binary) if self.swept
+                      else deck_sizes(deck, binary))
         self.combinations = expand_grid([(k, v) for k, v in axes if k != ELEMENTS_KEY])
         if repeats > 1:
             # Repeat outermost: the whole grid once, then again.
@@ -713,13 +695,14 @@ examples:
   scripts/sweep --deck inputs/bandwidth-study.toml --csv outputs/scaling.csv np=2,4,8
   scripts/sweep --slurm --sbatch-args "--partition=gpu --ntasks-per-node=2 --gpus-per-node=2" \\
       elements=1Mi,1Gi
-elements takes sizes and ranges (FIRST:LAST:xFACTOR, FIRST:LAST:+STEP), at most 64 sizes; a
+elements takes sizes and ranges (FIRST:LAST:xFACTOR, FIRST:LAST:+STEP), as gpurelay reads
+them (the sweep asks it: gpurelay --print-sizes SPEC prints what a spec expands to); a
 point is a combination and one size, the CSV row (tag, elements) says it is done. Without an
 elements axis the deck's sizes are the combination's (one launch as well). A sweep over
 elements alone tags its rows "sweep".
 --repeat N runs each combination N times (a launch each, the grid's repeats in turn) and tags
 its rows "... repeat=K"; one configuration repeated is a sweep of one value, e.g.
-  scripts/sweep --repeat 5 --summary-json --csv outputs/base.csv elements=64Ki
+  scripts/sweep --repeat 6 --summary-json --csv outputs/base.csv elements=64Ki
 then scripts/compare outputs/base.csv -- outputs/new.csv (or the JSONs of each side).
 np is not a deck key: np=2,4,8 sets the number of ranks per point (pairs = np/2) for
 scaling studies; it goes to the launcher and into the tag.
@@ -785,6 +768,28 @@ early (why, on one line), 2 bad arguments.""")
     return args
 
 
+def check_paths(args, keys):
+    """The deck, binary and launcher checked (UsageError), the paths made absolute: the ranks
+    (or Slurm tasks) may start in another directory."""
+    args.out_dir = os.path.abspath(args.out_dir)
+    args.csv = os.path.abspath(args.csv or os.path.join(args.out_dir, "results.csv"))
+    args.binary = os.path.abspath(args.binary)
+    if args.deck:
+        args.deck = os.path.abspath(args.deck)
+        if not os.path.isfile(args.deck):
+            raise UsageError(f"deck {args.deck} not found")
+    # Also for a dry run: the binary says what the sizes are.
+    if not os.access(args.binary, os.X_OK):
+        raise UsageError(f"{args.binary} is not an executable; build it (scripts/build) "
+                         "or pass --binary")
+    if args.launcher is not None:
+        if not shlex.split(args.launcher):
+            raise UsageError("--launcher is empty")
+        if NP_KEY in keys and "{np}" not in args.launcher:
+            raise UsageError("an np=... axis with --launcher needs {np} in the launcher, "
+                             'e.g. --launcher "mpirun -np {np} --bind-to none"')
+
+
 def main(argv):
     args = parse_args(argv)
     try:
@@ -794,24 +799,8 @@ def main(argv):
         if repeated:
             raise UsageError(f"key {', '.join(repeated)} given more than once")
 
-        # Absolute paths: the ranks (or Slurm tasks) may start in another directory.
-        args.out_dir = os.path.abspath(args.out_dir)
-        args.csv = os.path.abspath(args.csv or os.path.join(args.out_dir, "results.csv"))
-        args.binary = os.path.abspath(args.binary)
-        if args.deck:
-            args.deck = os.path.abspath(args.deck)
-            if not os.path.isfile(args.deck):
-                raise UsageError(f"deck {args.deck} not found")
-        if not args.dry_run and not os.access(args.binary, os.X_OK):
-            raise UsageError(f"{args.binary} is not an executable; build it (scripts/build) "
-                             "or pass --binary")
-        if args.launcher is not None:
-            if not shlex.split(args.launcher):
-                raise UsageError("--launcher is empty")
-            if NP_KEY in keys and "{np}" not in args.launcher:
-                raise UsageError("an np=... axis with --launcher needs {np} in the launcher, "
-                                 'e.g. --launcher "mpirun -np {np} --bind-to none"')
-        grid = Grid(axes, args.deck, args.repeat)
+        check_paths(args, keys)
+        grid = Grid(axes, args.deck, args.binary, args.repeat)
         if not args.slurm and not args.dry_run:
             starter = launcher_for(grid.combinations[0], args)[0]
             if shutil.which(starter) is None:

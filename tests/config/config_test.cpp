@@ -829,5 +829,30 @@ TEST(CommandLine, HelpAndVersion) {
     EXPECT_TRUE(parse({"--version"}).show_version);
 }
 
+// --print-sizes answers with the sizes `elements` would take, and refuses what it refuses.
+TEST(CommandLine, PrintSizes) {
+    using Sizes = std::vector<std::uint64_t>;
+    EXPECT_TRUE(parse({"--depth", "2"}).sizes_to_print.empty());
+    EXPECT_EQ(parse({"--print-sizes", "64Ki"}).sizes_to_print, Sizes{65536});
+    EXPECT_EQ(parse({"--print-sizes", "4Ki:64Ki:x4"}).sizes_to_print, (Sizes{4096, 16384, 65536}));
+    EXPECT_EQ(parse({"--print-sizes", "1e3,2k,1Ki"}).sizes_to_print, (Sizes{1000, 2000, 1024}));
+    Config config;
+    for (const char* spec : {"1Ki:2Mi:x2", "1Ki:8Ki:+1Ki", "4Ki,1Mi,3"}) {
+        set_config_value(config, "elements", spec, "--elements");
+        EXPECT_EQ(parse({"--print-sizes", spec}).sizes_to_print, config.size_list()) << spec;
+    }
+    EXPECT_EQ(usage_message([] {
+                  parse({"--print-sizes", "4Kx"});
+              }),
+              "--print-sizes: expected a size (an integer with an optional suffix k, K, Ki, M, "
+              "Mi, G, Gi, T or Ti, or a whole number in exponent form such as 1e9), got '4Kx'");
+    EXPECT_EQ(usage_message([] {
+                  parse({"--print-sizes", "1Mi,1048576"});
+              }),
+              "--print-sizes: the size 1048576 is given twice in '1Mi,1048576'");
+    EXPECT_EQ(usage_message([] { parse({"--print-sizes"}); }),
+              "option --print-sizes needs a value");
+}
+
 }  // namespace
 }  // namespace gpurelay

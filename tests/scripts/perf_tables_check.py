@@ -1,4 +1,4 @@
-"""scripts/lib/perf_tables.py on made-up gpu-check outputs: the tables it makes from benchmark
+"""lab/lib/perf_tables.py on made-up gpu-check outputs: the tables it makes from benchmark
 JSON, results CSVs (one with a sweep's launch of two sizes, whose rows share a tag) and a JSON
 summary, and --update replacing only the blocks it can make.
 
@@ -30,7 +30,7 @@ def write_bench(path, runs):
 
 def main():
     root = sys.argv[1]
-    script = os.path.join(root, "scripts", "lib", "perf_tables.py")
+    script = os.path.join(root, "lab", "lib", "perf_tables.py")
     with tempfile.TemporaryDirectory() as out:
         size = 64 * MIB
         write_bench(os.path.join(out, "bench-kernels.json"),

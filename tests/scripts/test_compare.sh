@@ -4,8 +4,9 @@
 # when a headline figure is worse than it (each way round: a longer time, a lower bandwidth);
 # several launches a side (BASE... -- NEW..., and a CSV's repeated rows), exit 0 and "~" for the
 # same distribution, 1 naming the figure for a shifted one, phases gating only with
-# --gate-phases; the Mann-Whitney p-values against values worked by hand (and SciPy's where it
-# is installed); 2 with a one-line reason for inputs that cannot be compared.
+# --gate-phases; each median with its 95% confidence interval from order statistics (against
+# the binomial's, 1 to 40 launches; none under 6); 2 with a one-line reason for inputs that
+# cannot be compared.
 # Usage: tests/scripts/test_compare.sh GPURELAY_BINARY REPO_ROOT   (the binary is not used)
 set -euo pipefail
 
@@ -180,35 +181,27 @@ sed 's/,1\.0\([0-9]\),1\.0,/,1.2\1,1.0,/' "$tmp/repeats.csv" >"$tmp/repeats-slow
 expect 0 "BASE 5 launches, NEW 5 launches" "$tmp/repeats.csv" "$tmp/repeats-same.csv"
 expect 1 "time_per_step_ms (main pass)" "$tmp/repeats.csv" "$tmp/repeats-slow.csv"
 
-echo "== the U test's p-values"
-"$python" - "$root/scripts/lib" <<'PY' || fail "Mann-Whitney p-values differ from the known ones"
+echo "== each median's 95% confidence interval, from the launches' order statistics"
+# 5 launches a side cannot give one (the least and largest of 5 hold the median with 94%).
+expect 0 "time_per_step_ms   lower  1.03                         1.03                             +0.0%" \
+    "${r[@]}" -- "${s[@]}"
+expect 0 "a 95% confidence interval of a median needs 6 or more launches a side (5 here)" \
+    "${r[@]}" -- "${s[@]}"
+# 6 can: their least and largest (97%); r1..r6 take 1.01 to 1.06 ms a step.
+expect 0 "1.035 [1.01, 1.06]" "${r[@]}" "$tmp/r6.json" -- "${s[@]}" "$tmp/r6.json"
+"$python" - "$root/scripts/lib" <<'PY' || fail "the intervals differ from the binomial's"
 import math, sys
 sys.path.insert(0, sys.argv[1])
-from mann_whitney import mann_whitney_p
-# Exact, no ties: complete separation of 3 and 3 is 2 of the C(6,3) = 20 orderings; of 5 and 5,
-# 2 of 252; x = [1,4], y = [2,3,5]: U = 2, P(U <= 2) = 4/10 of the orderings, doubled.
-cases = [([1, 2, 3], [4, 5, 6], 0.1), ([1, 2, 3, 4, 5], [6, 7, 8, 9, 10], 2 / 252),
-         ([1, 4], [2, 3, 5], 0.8), ([5.0], [1.0, 2.0], 2 / 3)]
-# With ties, the normal approximation: x = [1,1,2], y = [2,3,3]: U = 0.5, mean 4.5, variance
-# 9/12 x (7 - 18/30) = 4.8, z = (4 - 0.5) / sqrt(4.8).
-cases.append(([1, 1, 2], [2, 3, 3], math.erfc(3.5 / math.sqrt(4.8) / math.sqrt(2))))
-cases.append(([7, 7, 7], [7, 7], 1.0))
-for x, y, expected in cases:
-    got = mann_whitney_p(x, y)
-    print(x, y, got)
-    assert abs(got - expected) < 1e-12, (x, y, got, expected)
-try:
-    from scipy.stats import mannwhitneyu
-except ImportError:
-    print("scipy not installed: no cross-check")
-    sys.exit(0)
-import random
-random.seed(7)
-for _ in range(500):
-    x = [random.randint(0, 9) for _ in range(random.randint(1, 12))]
-    y = [random.randint(0, 12) for _ in range(random.randint(1, 12))]
-    expected = mannwhitneyu(x, y, alternative="two-sided").pvalue
-    assert abs(mann_whitney_p(x, y) - expected) < 1e-9, (x, y)
-print("500 random samples agree with scipy.stats.mannwhitneyu")
+from compare import median_interval
+# With n values the k-th least to the k-th largest hold the median unless k or more fall on one
+# side of it: chance 1 - 2 x sum_{i<k} C(n, i) / 2^n; k the largest that keeps it >= 95%.
+for n in range(1, 41):
+    holds = lambda k: 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2 ** n
+    ks = [k for k in range(1, n // 2 + 1) if holds(k) >= 0.95]
+    expected = (ks[-1], n + 1 - ks[-1]) if ks else None
+    got = median_interval([10.0 * v for v in range(n, 0, -1)])
+    assert got == (None if expected is None else (10.0 * expected[0], 10.0 * expected[1])), (n, got)
+print("median intervals of 1 to 40 values: none below 6; 6 to 8: least to largest; 9:",
+      median_interval(list(range(1, 10))), "; 40:", median_interval(list(range(1, 41))))
 PY
 echo "scripts/compare: ok"

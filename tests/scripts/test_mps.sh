@@ -2,10 +2,10 @@
 # Tests scripts/with-mps against tests/scripts/fake_mps_control.py, a stand-in for
 # nvidia-cuda-mps-control that logs its starts and quits and, as the real one, makes a control
 # socket, answers while it runs and leaves the socket behind when it ends: the command sees the
-# daemon's pipe folder, runs between the start and the quit, and its status is with-mps's; --dir
-# is kept and a temporary folder is not; a daemon already running is used and left alone; a
-# socket left by an ended one is not a daemon; a signal to the job's process group still stops
-# the daemon; no tool gives one line and exit 2.
+# daemon's pipe folder, runs between the start and the quit, and its status is with-mps's;
+# --out-dir is kept and a temporary folder is not; a daemon already running is used and left
+# alone; a socket left by an ended one is not a daemon; a signal to the job's process group
+# still stops the daemon; no tool gives one line and exit 2.
 # Usage: tests/scripts/test_mps.sh GPURELAY_BINARY REPO_ROOT   (the binary is not used)
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=common.sh
@@ -37,13 +37,13 @@ seen="$(cat "$tmp/seen")"
 [ ! -e "$seen" ] || fail "the temporary folder $seen was left behind"
 echo "command status, start and quit, temporary folder removed: ok"
 
-# --dir: kept, with pipe/ and log/.
+# --out-dir: kept, with pipe/ and log/.
 rm -f "$calls"
-PATH="$fake_path" "$with_mps" --dir "$tmp/mine" true || fail "with-mps --dir DIR true failed"
-if [ ! -d "$tmp/mine/pipe" ] || [ ! -d "$tmp/mine/log" ]; then fail "--dir lost pipe/ or log/"; fi
+PATH="$fake_path" "$with_mps" --out-dir "$tmp/mine" true || fail "with-mps --out-dir DIR true failed"
+if [ ! -d "$tmp/mine/pipe" ] || [ ! -d "$tmp/mine/log" ]; then fail "--out-dir lost pipe/ or log/"; fi
 [ "$(state "$tmp/mine/pipe")" = down ] || fail "the daemon was not stopped"
-grep -qx "start $tmp/mine/pipe" "$calls" || fail "--dir: calls were: $(cat "$calls")"
-echo "--dir kept: ok"
+grep -qx "start $tmp/mine/pipe" "$calls" || fail "--out-dir: calls were: $(cat "$calls")"
+echo "--out-dir kept: ok"
 
 # A daemon already running: used, not started or stopped.
 rm -f "$calls"
@@ -71,7 +71,7 @@ echo "a stale control socket is not a daemon: ok"
 
 # SIGTERM to the process group (as Slurm and mpirun send it): the daemon is still stopped.
 rm -f "$calls"
-PATH="$fake_path" setsid "$with_mps" --dir "$tmp/term" sleep 60 &
+PATH="$fake_path" setsid "$with_mps" --out-dir "$tmp/term" sleep 60 &
 job=$!
 # Started means logged: the stand-in logs last, after its socket and its state.
 for _ in $(seq 100); do grep -q '^start ' "$calls" 2> /dev/null && break; sleep 0.1; done

@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
 # Tests scripts/plot: a hand-written results CSV (the exact gpurelay header, rows across
 # elements, c_iterations and pairs) gives three valid PNGs; a missing or empty CSV is refused
-# with exit 2; a figure whose x has one value is skipped; a CSV written by a real sweep with
-# the gpurelay binary plots too; the README's example sweep gives all three figures it shows
-# (sane sizes, legends naming each varied key, a speedup from overlap on/off rows); compare
-# and on/off rows both give speedup lines; a sweep over pattern gives the bus bandwidth figure,
-# one line per pattern, with busbw = algbw x nccl-tests' factor, and no scaling figure (its
-# runs all had 4 ranks; scaling is against the ranks, not the CSV's receivers in "pairs").
+# with exit 2; a figure whose x has one value is skipped; nothing is hidden: rows whose transfer
+# measured waiting are drawn hollow, unstable launches get a red x and runs with more ranks than
+# cores (from their HDF5 files) a square, each named in the legend and listed, every
+# configuration a line (tests/scripts/plot_figures_check.py counts what each figure must show
+# from the CSV itself, so a real sweep is checked whatever the machine's speed); a CSV written
+# by a real sweep with the gpurelay binary plots too; the README's example sweep gives all three
+# figures it shows (sane sizes, legends naming each varied key, a speedup from overlap on/off
+# rows on an axis that shows 1.0); compare and on/off rows both give speedup lines; a sweep over
+# pattern gives the bus bandwidth figure, one line per pattern, with busbw = algbw x nccl-tests'
+# factor, and no scaling figure (its runs all had 4 ranks); every pair's bandwidth from a JSON
+# summary (--json): made-up with 300 pairs, of several sizes, and a real run of 8 ranks, the
+# slow pairs (the JSON's flag) red and named with their hosts.
 # Usage: tests/scripts/test_plot.sh GPURELAY_BINARY REPO_ROOT
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-need_modules matplotlib
+need_modules matplotlib h5py numpy
 plot="$root/scripts/plot"
+check_figures="$(dirname "${BASH_SOURCE[0]}")/plot_figures_check.py"
 
 # A PNG starts with the 8 bytes 89 50 4E 47 0D 0A 1A 0A.
 check_png() {
@@ -142,6 +149,47 @@ for bad in "$tmp/none.csv" "$tmp/empty.csv" "$tmp/header-only.csv"; do
     cat "$tmp/err.txt"
 done
 
+echo "== nothing hidden: waiting transfers hollow, unstable launches x, oversubscribed runs squares"
+# The runs' files, as gpurelay writes their placement: 2 and 4 ranks on 4 cores of host a, 8 on
+# the same 4 (oversubscribed).
+"$python" - "$tmp" <<'PY'
+import sys, h5py
+for ranks in (2, 4, 8):
+    with h5py.File(f"{sys.argv[1]}/np{ranks}.h5", "w") as f:
+        f.attrs["world_size"] = ranks
+        f.attrs["rank_hosts"] = ",".join(["a"] * ranks)
+        f.attrs["rank_cores"] = ";".join(["0-3"] * ranks)
+PY
+# marked ROW WAITING UNSTABLE: ROW with the three columns the marks come from.
+marked() { echo "$1,$2,$3,$tmp/np$(cut -d, -f4 <<<"$1").h5"; }
+{
+    echo "$header,transfer_is_waiting,step_unstable,output"
+    for e in 1024 16384 262144 4194304; do
+        waiting=false unstable=false
+        ((e > 16384)) || waiting=true    # mpi's two smallest sizes measured waiting
+        marked "$(row "bw mpi $e" 2 1 mpi "$e" off 64 2.0 "" "" 0.01 0.01)" "$waiting" false
+        ((e != 4194304)) || unstable=true
+        marked "$(row "bw nccl $e" 2 1 nccl "$e" off 64 1.0 "" "" 20 20)" false "$unstable"
+    done
+    for p in 1 2 4; do
+        marked "$(row "sc $p" "$((2 * p))" "$p" nccl 67108864 off 64 3.0 "" "" 40 "$((40 * p))")" \
+            false false
+    done
+} >"$tmp/marks.csv"
+"$plot" --csv "$tmp/marks.csv" --out-dir "$tmp/marks" | tee "$tmp/log-marks" ||
+    fail "plot of the marked rows exited non-zero"
+check_png "$tmp/marks/bandwidth_vs_size.png"
+# Both transports drawn, mpi's waiting sizes hollow and listed with the reason.
+grep -qx 'bandwidth_vs_size.png: lines: transport=mpi; transport=nccl' "$tmp/log-marks" ||
+    fail "a transport whose transfer measured waiting is not drawn"
+grep -q "^bandwidth_vs_size.png: hollow: the transfer measured waiting, not moving (no link's rate), 2 point(s): transport=mpi at 4KiB, 64KiB$" \
+    "$tmp/log-marks" || fail "the waiting points are not listed"
+grep -q '^bandwidth_vs_size.png: red x: .*, 1 point(s): transport=nccl at 16MiB$' "$tmp/log-marks" ||
+    fail "the unstable launch is not listed"
+grep -q '^scaling.png: square: oversubscribed .*, 1 point(s): .* at 8$' "$tmp/log-marks" ||
+    fail "the oversubscribed run (8 ranks on 4 cores) is not listed"
+"$python" "$check_figures" "$root" "$tmp/marks.csv" 4 || fail "the marks are not drawn as counted"
+
 echo "== a CSV written by gpurelay itself (through scripts/sweep)"
 cat >"$tmp/deck.toml" <<'EOF'
 device = "cpu"
@@ -196,6 +244,10 @@ sed -e 's/^overlap = .*/overlap = "on"/' "$tmp/deck.toml" >"$tmp/study.toml"
 for png in bandwidth_vs_size overlap scaling; do
     check_figure "$tmp/study/$png.png"
 done
+# Every configuration drawn and every waiting, unstable and oversubscribed point marked, as the
+# CSV says this machine ran them (whether a tiny CPU transfer waited or not).
+"$python" "$check_figures" "$root" "$tmp/study.csv" "$(nproc)" ||
+    fail "the README's figures do not show what the CSV holds"
 # Legends name every key that varies between lines, as key=value.
 for key in overlap= c_iterations= world_size=; do
     grep "^bandwidth_vs_size.png: lines: " "$tmp/log4" | grep -q "$key" ||
@@ -224,6 +276,8 @@ check_figure "$tmp/speedup/overlap.png"
 speedup_lines="$(grep "^overlap.png: speedup lines: " "$tmp/log5")"
 [[ "$speedup_lines" == *"from=compare"* && "$speedup_lines" == *"from=on/off"* ]] ||
     fail "overlap.png: expected a compare and an on/off speedup line: $speedup_lines"
+# Every speedup here is above 1.5: the axis still shows 1.0.
+"$python" "$check_figures" "$root" "$tmp/speedup.csv" 0 || fail "overlap.png's speedup axis"
 
 
 echo "== bus bandwidth per pattern (a collectives sweep, on a CPU deck)"
@@ -237,23 +291,12 @@ echo "== bus bandwidth per pattern (a collectives sweep, on a CPU deck)"
     fail "plot of the pattern sweep exited non-zero"
 check_figure "$tmp/patterns/bus_bandwidth_vs_size.png"
 bus_lines="$(grep "^bus_bandwidth_vs_size.png: lines: " "$tmp/log6")"
-# A line for each pattern with two sizes whose transfer measured moving, and none for another:
-# on a loaded 2-core machine a run's transfer may measure waiting (transfer_is_waiting), which
-# plot leaves out, and its pattern then has one size left.
-"$python" - "$tmp/patterns.csv" "$bus_lines" <<'PY' || fail "bus_bandwidth_vs_size.png: $bus_lines"
-import csv, sys
-sizes = {}
-for r in csv.DictReader(open(sys.argv[1])):
-    moving = sizes.setdefault(r["pattern"], set())
-    if r["transfer_is_waiting"] != "true":
-        moving.add(r["tensor_bytes"])
-drawn = {p for p, moving in sizes.items() if len(moving) > 1}
-assert len(drawn) >= 2, f"fewer than two patterns measured moving at two sizes: {drawn}"
-for pattern in sizes:
-    assert (f"pattern={pattern}" in sys.argv[2]) == (pattern in drawn), pattern
-if drawn != set(sizes):
-    print("(left out for a transfer that measured waiting:", sorted(set(sizes) - drawn), ")")
-PY
+# A line for each pattern, whether its transfers measured waiting (drawn hollow) or not.
+for pattern in pairs broadcast allreduce; do
+    [[ "$bus_lines" == *"pattern=$pattern"* ]] || fail "bus_bandwidth_vs_size.png: no $pattern line: $bus_lines"
+done
+"$python" "$check_figures" "$root" "$tmp/patterns.csv" "$(nproc)" ||
+    fail "the pattern sweep's figures do not show what the CSV holds"
 # Every run had 4 ranks (receivers: 2 pairs' consumers, 3 for the broadcast, 4 for the
 # all-reduce): there is no scaling to plot, rather than 2, 3 and 4 "pairs" on an axis.
 grep -qx 'skip scaling.png: world_size has 1 distinct value (4) in the rows; nothing to plot against' \
@@ -270,5 +313,100 @@ for r in rows:
     assert r["group_size"] == ("0" if r["pattern"] == "pairs" else "4"), r
 print("busbw = algbw x", "1 (pairs, broadcast), 1.5 (allreduce over 4)")
 PY
+
+echo "== every pair's bandwidth from a JSON summary: 300 made-up pairs on 75 hosts"
+# Pairs of ranks 2p -> 2p+1 on 75 hosts; bandwidths spread around 10 GB/s, a few links slow
+# in their transfer and two pairs slow in their step only; slow flagged by the report's rule
+# (over 10% slower than the median pair in step or transfer), as gpurelay writes it.
+"$python" - "$tmp/pairs.json" <<'PY'
+import json, sys
+import numpy as np
+rng = np.random.default_rng(3)
+count = 300
+transfer = 0.1 * rng.uniform(0.95, 1.05, count)
+slow_links = [3, 17, 60, 61, 101, 102, 150, 199, 200, 201, 250, 298, 299]
+transfer[slow_links] *= np.linspace(1.2, 3.0, len(slow_links))
+step = 1.0 * rng.uniform(0.98, 1.02, count)
+step[[40, 41]] *= 1.25
+slow = (transfer > 1.1 * np.median(transfer)) | (step > 1.1 * np.median(step))
+pairs = [{"pair": p, "producer": 2 * p, "consumer": 2 * p + 1, "step_ms": step[p],
+          "transfer_ms": transfer[p], "transfer_gbps": 4 * 2**18 / transfer[p] / 1e6,
+          "slow": bool(slow[p])} for p in range(count)]
+ranks = [{"host": f"node{r * 7 % 75:02d}", "role": "producer" if r % 2 == 0 else "consumer"}
+         for r in range(2 * count)]
+summary = {"schema_version": 2, "world_size": 2 * count, "transport": "nccl",
+           "pattern": "pairs", "config": {"elements": 262144}, "ranks": ranks,
+           "passes": [{"overlap": True, "transfer_is_waiting": False, "pairs": pairs}]}
+json.dump(summary, open(sys.argv[1], "w"))
+print(f"{int(slow.sum())} slow pairs: {list(np.flatnonzero(slow))}")
+PY
+"$plot" --json "$tmp/pairs.json" --out-dir "$tmp/pairs" | tee "$tmp/log-pairs" ||
+    fail "plot --json exited non-zero"
+check_figure "$tmp/pairs/pair_bandwidth.png"
+"$python" - "$tmp/pairs.json" "$root/scripts/lib" "$tmp/log-pairs" <<'PY' || fail "the pairs' figure does not show the slow pairs"
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pair_plot
+summary = json.load(open(sys.argv[1]))
+pairs = summary["passes"][0]["pairs"]
+host = lambda r: summary["ranks"][r]["host"]
+slow = sorted((q for q in pairs if q["slow"]), key=lambda q: q["transfer_gbps"])
+written = pair_plot.plot_pairs(sys.argv[1], summary, "", plt, lambda fig, d, name, plt: fig)
+ax = written[0].axes[0]
+every = [tuple(o) for c in ax.collections if c.get_gid() == "pairs" for o in c.get_offsets()]
+red = [tuple(o) for c in ax.collections if c.get_gid() == "slow" for o in c.get_offsets()]
+# Every pair, slowest first; the slow ones, and only they, red at their place in that order.
+order = sorted(pairs, key=lambda q: q["transfer_gbps"])
+assert [y for _, y in every] == [q["transfer_gbps"] for q in order], "not every pair, in order"
+assert red == [(order.index(q), q["transfer_gbps"]) for q in slow], (red, slow)
+# The slowest 10 of them numbered on the figure and named beside it with their ranks and hosts,
+# the rest counted.
+numbers = {t.get_text(): t.xy for t in ax.texts}
+names = "\n".join(t.get_text() for t in written[0].axes[1].texts)
+for k, q in enumerate(slow[:10]):
+    assert numbers[str(k + 1)] == red[k], (k, numbers, red)
+    name = f"pair {q['pair']}: ranks {q['producer']}->{q['consumer']}, {host(q['producer'])}->{host(q['consumer'])}"
+    assert f"{k + 1:>2}  {name}" in names, (name, names)
+assert len(numbers) == 10 and f"and {len(slow) - 10} more slow pairs" in names, names
+# Every slow pair listed on the terminal with its hosts.
+log = open(sys.argv[3]).read()
+assert f"300 pairs from {sys.argv[1]}" in log and f"{len(slow)} slow: " in log, log
+for q in slow:
+    assert f"pair {q['pair']}: ranks {q['producer']}->{q['consumer']}, {host(q['producer'])}->{host(q['consumer'])}" in log, q
+print(f"300 pairs in order; {len(slow)} slow, red and named:", [q["pair"] for q in slow])
+PY
+
+echo "== a summary of several sizes: a figure per size"
+"$python" - "$tmp/pairs.json" "$tmp/sizes.json" <<'PY'
+import copy, json, sys
+case = json.load(open(sys.argv[1]))
+other = copy.deepcopy(case)
+other["config"]["elements"] = 1024
+json.dump({"schema_version": 2, "cases": [case, other]}, open(sys.argv[2], "w"))
+PY
+"$plot" --json "$tmp/sizes.json" --out-dir "$tmp/sizes" >"$tmp/log-sizes" ||
+    fail "plot --json of several sizes exited non-zero"
+for size in 262144 1024; do check_figure "$tmp/sizes/pair_bandwidth_elements=$size.png"; done
+echo '{"passes": []}' >"$tmp/no-pairs.json"
+for bad in "$tmp/no-pairs.json" "$tmp/missing.json"; do
+    status=0
+    "$plot" --json "$bad" --out-dir "$tmp/bad" 2>"$tmp/err.txt" || status=$?
+    [[ $status -eq 2 && "$(wc -l <"$tmp/err.txt")" -eq 1 ]] ||
+        fail "$bad: expected exit 2 and one line, got $status: $(cat "$tmp/err.txt")"
+done
+
+echo "== every pair's bandwidth of a real run of 8 ranks (4 pairs, CPU path)"
+mpirun_np 8 "$binary" --input "$tmp/deck.toml" --overlap on --elements 64Ki \
+    --output "$tmp/run8.h5" --summary-json "$tmp/np8.json" --quiet >"$tmp/np8.log" 2>&1 ||
+    { cat "$tmp/np8.log"; fail "the 8-rank run failed"; }
+"$plot" --json "$tmp/np8.json" --out-dir "$tmp/np8" | tee "$tmp/log-np8" ||
+    fail "plot --json of the 8-rank run exited non-zero"
+check_figure "$tmp/np8/pair_bandwidth.png"
+slow="$("$python" -c 'import json, sys; print(sum(q["slow"] for q in json.load(open(sys.argv[1]))["passes"][-1]["pairs"]))' "$tmp/np8.json")"
+grep -q "^pair_bandwidth.png: 4 pairs from $tmp/np8.json, median .* GB/s, $slow slow" "$tmp/log-np8" ||
+    fail "the 8-rank run's figure is not of its 4 pairs and $slow slow ones"
 
 echo "PASS: test_plot"

@@ -102,7 +102,7 @@ grep -qx 'run \[1/2\]: elements=4Ki,1e3 c_iterations=1' "$tmp/log3" ||
 status=0
 "${sweep[@]}" elements=1Mi,1048576 >"$tmp/out.txt" 2>"$tmp/err.txt" || status=$?
 [[ $status -eq 2 ]] || fail "elements=1Mi,1048576: exit $status, not 2"
-grep -qx 'sweep: elements: 1Mi and 1048576 are the same size (1048576)' "$tmp/err.txt" ||
+grep -qx "sweep: elements: the size 1048576 is given twice in '1Mi,1048576'" "$tmp/err.txt" ||
     fail "no one-line reason for a size given twice: $(cat "$tmp/err.txt")"
 
 echo "== a CSV from sweeps of one launch per size (rows tagged elements=S ...): still done"
@@ -163,16 +163,39 @@ grep -qx 'run \[1/1\]: depth=2 elements=2Ki,4Ki' "$tmp/log-list2" ||
 [[ -s "$tmp/list-out/depth=2.h5" && -s "$tmp/list-out/depth=2,elements=2Ki_4Ki.h5" ]] ||
     fail "files: $(ls "$tmp/list-out")"
 
-echo "== the sweep's sizes are gpurelay's (ranges and suffixes, against --print-config)"
-# What the sweep matches the CSV's elements column with: its counts of each value.
-for value in 4Ki:256Ki:x4 1Ki:8Ki:+1Ki 1e3,2k,1Ki,3 1Ki:5Ki:x2 1Ki:1Gi:x1Ki 3:3:+1 64Mi 1.5e3; do
+echo "== the sweep's sizes are gpurelay's: it asks the binary (--print-sizes)"
+# What the sweep matches the CSV's elements column with: its counts of each value, as the run
+# itself resolves them (--print-config), a list mixing sizes and ranges included.
+for value in 4Ki:256Ki:x4 1Ki:8Ki:+1Ki 1e3,2k,1Ki,3 1Ki:5Ki:x2 1Ki:1Gi:x1Ki 3:3:+1 64Mi 1.5e3 \
+    3,1Ki:4Ki:x2,5; do
     ours="$(PYTHONPATH="$root/scripts/lib" "$python" -c 'import sys, sweep
-print(",".join(str(count) for _, count in sweep.sizes_of(sys.argv[1].split(","), "elements")))' \
-        "$value")"
-    theirs="$(mpirun_np 1 "$binary" --elements "$value" --print-config |
-        sed -n 's/^elements = "*\([0-9,]*\)"*$/\1/p')"
+print(",".join(str(count) for _, count in sweep.sizes_of(sys.argv[1].split(","), "elements", sys.argv[2])))' \
+        "$value" "$binary")"
+    theirs=""
+    for part in $(tr , ' ' <<<"$value"); do  # gpurelay's --elements takes a list or a range
+        theirs+="${theirs:+,}$(mpirun_np 1 "$binary" --elements "$part" --print-config |
+            sed -n 's/^elements = "*\([0-9,]*\)"*$/\1/p')"
+    done
     [[ "$ours" == "$theirs" ]] || fail "elements=$value: the sweep counts $ours, gpurelay $theirs"
     echo "elements=$value: $ours"
+done
+# The sweep parses no size itself: a stand-in binary's answer is what it runs, and gpurelay's
+# one line is its reason for refusing a spec.
+cat >"$tmp/fake-gpurelay" <<'SH'
+#!/bin/sh
+[ "$1" = --print-sizes ] && printf '5\n6\n'
+SH
+chmod +x "$tmp/fake-gpurelay"
+"$root/scripts/sweep" --binary "$tmp/fake-gpurelay" --out-dir "$tmp/fake" --dry-run \
+    elements=1Ki:2Ki:x2 >"$tmp/log-fake" || fail "the dry run with a stand-in binary failed"
+grep -q -- '--elements=5,6 ' "$tmp/log-fake" || fail "the sweep did not run the binary's sizes: $(cat "$tmp/log-fake")"
+for bad in 4Kx 1Ki:4Ki:x1 1:100:+1; do
+    status=0
+    "${sweep[@]}" "elements=$bad" >"$tmp/out.txt" 2>"$tmp/err.txt" || status=$?
+    reason="$(mpirun_np 1 "$binary" --print-sizes "$bad" 2>&1 | sed -n 's/^gpurelay: --print-sizes: //p' || true)"
+    [[ $status -eq 2 && -n "$reason" && "$(cat "$tmp/err.txt")" == "sweep: elements: $reason" ]] ||
+        fail "elements=$bad: exit $status, $(cat "$tmp/err.txt") (gpurelay: $reason)"
+    echo "elements=$bad: $(cat "$tmp/err.txt")"
 done
 
 echo "== a sweep's JSON summary (--summary-json): scripts/compare case by case, exit 0, 1 and 2"

@@ -1,4 +1,4 @@
-"""bench/torch_pipeline.py and scripts/lib/torch_vs_gpurelay.py without PyTorch or a GPU: the
+"""bench/torch_pipeline.py and lab/lib/torch_vs_gpurelay.py without PyTorch or a GPU: the
 command line, the no-GPU exit, the host formulas against tests/integration/formula.py (numpy,
 written apart from both), and the comparison table on two small JSON files.
 
@@ -18,7 +18,7 @@ import torch_pipeline as tp  # noqa: E402
 from formula import a_values, y_values  # noqa: E402
 
 SCRIPT = os.path.join(ROOT, "bench", "torch_pipeline.py")
-COMPARE = os.path.join(ROOT, "scripts", "lib", "torch_vs_gpurelay.py")
+COMPARE = os.path.join(ROOT, "lab", "lib", "torch_vs_gpurelay.py")
 failures = []
 
 

@@ -1,8 +1,8 @@
-"""The tables of docs/PERFORMANCE.md, made from a scripts/gpu-check output folder.
+"""The tables of docs/PERFORMANCE.md, made from a lab/gpu-check output folder.
 
-usage: python3 scripts/lib/perf_tables.py DIR [--update DOC] [--commit HASH] [--only NAME,...]
+usage: python3 lab/lib/perf_tables.py DIR [--update DOC] [--commit HASH] [--only NAME,...]
 
-DIR is what `scripts/gpu-check --out DIR` wrote (default outputs/gpu-check), or one of the
+DIR is what `lab/gpu-check --out-dir DIR` wrote (default outputs/gpu-check), or one of the
 folders under docs/results/. The script reads the benchmark JSON (bench-*.json), the runs'
 results CSVs (results.csv, and the sweeps' pair-*.csv) and JSON summaries (NAME.json, the run
 tagged NAME), torch_*.json from bench/torch_pipeline.py, and DIR/mps/ where the ipc group ran
@@ -14,7 +14,7 @@ again under MPS. It prints every table those files make, each between the marker
 
 With --update DOC, it replaces instead each block of DOC whose NAME it could make, and leaves
 the others: after a run on the GPU machine,
-    python3 scripts/lib/perf_tables.py DIR --update docs/PERFORMANCE.md --commit HASH
+    python3 lab/lib/perf_tables.py DIR --update docs/PERFORMANCE.md --commit HASH
 brings the document up to date. Each block ends with the date of its data and the commit it
 was measured on: --commit HASH, else the git hash the data carry (which is stale where the
 device's copy of the tree has no history of its own). --only keeps the named tables, for a

@@ -1,4 +1,4 @@
-"""The ipc group's figures as ratios to ceilings measured in the same run (scripts/gpu-check).
+"""The ipc group's figures as ratios to ceilings measured in the same run (lab/gpu-check).
 
 usage: ipc_summary.py OUT_DIR
 
@@ -16,6 +16,7 @@ import os
 import sys
 
 from bench_json import sized_runs
+from gpu_check_dir import gpu_check_dir
 
 MIB = 1 << 20
 
@@ -33,8 +34,8 @@ def step_ms(out, name):
     return {("on" if p["overlap"] else "off"): p["time_per_step_ms"] for p in summary["passes"]}
 
 
-def main():
-    out = sys.argv[1]
+def main(argv):
+    out = gpu_check_dir(argv, __doc__, "ipc")
     bench = os.path.join(out, "bench-transport-ipc.json")
     rates = bench_rates(bench)
     missed = []
@@ -97,4 +98,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

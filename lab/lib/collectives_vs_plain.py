@@ -1,4 +1,4 @@
-"""gpurelay's collectives against nccl-tests' method, measured in the same run (scripts/gpu-check).
+"""gpurelay's collectives against nccl-tests' method, measured in the same run (lab/gpu-check).
 
 usage: collectives_vs_plain.py OUT_DIR
 
@@ -16,6 +16,7 @@ import os
 import sys
 
 from bench_json import sized_runs
+from gpu_check_dir import gpu_check_dir
 
 PATTERNS = ("broadcast", "allreduce")
 
@@ -39,8 +40,8 @@ def gpurelay_pass(out, pattern):
     return int(config["elements"]) * size, passes[0]
 
 
-def main():
-    out = sys.argv[1]
+def main(argv):
+    out = gpu_check_dir(argv, __doc__, "collectives")
     path = os.path.join(out, "bench-collectives.json")
     if not os.path.exists(path):
         print(f"collectives vs plain: {path} missing (bench_transport did not run)")
@@ -74,4 +75,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -1,4 +1,4 @@
-"""The table of scripts/gpu-check --runs small: each run's time per step against its floor
+"""The table of lab/gpu-check --runs small: each run's time per step against its floor
 (bench_floor, same call) or its step bound, with the host line and the timing it used.
 
 usage: small_table.py OUT_DIR    (reads OUT_DIR/bench-floor.json and OUT_DIR/small_*.json;
@@ -9,6 +9,8 @@ import json
 import os
 import re
 import sys
+
+from gpu_check_dir import gpu_check_dir
 
 
 def floors(path):
@@ -24,8 +26,8 @@ def floor_name(config, bytes_):
     return f"floor/np1/graph_k{config['graph_steps']}/{bytes_}"
 
 
-def main():
-    out = sys.argv[1]
+def main(argv):
+    out = gpu_check_dir(argv, __doc__, "small")
     floor = floors(os.path.join(out, "bench-floor.json"))
     print("run | pass | C values | timing (phase-timed steps) | µs per step | floor µs | x floor | "
           "bound µs | x bound | host queue/retire/vote µs | verified")
@@ -51,4 +53,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""The tables of scripts/device/sizes: per size, one launch of every size beside each size
+"""The tables of lab/sizes: per size, one launch of every size beside each size
 launched alone (medians over the repetitions), and the wall time of each way.
-Usage: scripts/device/sizes_table.py FOLDER   (the unpacked sizes.tgz: FOLDER/walls.txt, *.csv)"""
+Usage: lab/sizes_table.py FOLDER   (the unpacked sizes.tgz: FOLDER/walls.txt, *.csv)"""
+import argparse
 import csv
 import glob
 import os
 import re
 import statistics
-import sys
 
 
 def rows(folder, way, name):
@@ -57,10 +57,10 @@ def walls(folder):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
-        print(__doc__)
-        sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
-    folder = sys.argv[1]
+    parser = argparse.ArgumentParser(prog="lab/sizes_table.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folder", metavar="FOLDER", help="the unpacked sizes.tgz of lab/sizes")
+    folder = parser.parse_args().folder
     for name in ("nccl", "ipc"):
         table(folder, name)
     walls(folder)

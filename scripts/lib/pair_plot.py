@@ -1,0 +1,156 @@
+"""Every pair's transfer bandwidth from a gpurelay JSON summary (--summary-json), for runs of
+hundreds of pairs (or hops of a relay, groups of a collective): slowest first, the slow ones
+marked with their ranks and hosts named. Slow is the JSON's own flag (passes[].pairs[].slow: the
+report's rule, over 10% slower than the median pair in step or transfer), so the figure and the
+report never disagree about which pairs they are. Used by scripts/plot --json."""
+
+import json
+import statistics
+import textwrap
+
+# Slow pairs named on the figure itself, slowest first; the terminal lists every one.
+NAMED_ON_FIGURE = 10
+# The report's margin (report/summary.cpp, kSlowPairMargin): the dashed line drawn at the median
+# pair's bandwidth over 1 + this, where a pair's transfer becomes slow.
+SLOW_MARGIN = 0.10
+
+
+class UsageError(Exception):
+    pass
+
+
+def read_summary(path):
+    """The summary, checked to have a pass with pairs; UsageError if not."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            summary = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise UsageError(f"{path}: {err}")
+    if not isinstance(summary, dict) or not any(main_pass(c) for c in cases(summary)):
+        raise UsageError(f"{path}: no pass with pairs (is it a gpurelay JSON summary?)")
+    return summary
+
+
+def cases(summary):
+    """A multi-size summary's cases, or the single-size summary itself."""
+    found = summary.get("cases") if isinstance(summary.get("cases"), list) else [summary]
+    return [c for c in found if isinstance(c, dict)]
+
+
+def main_pass(case):
+    """The pass the report ends with (overlap on, where a compare run has both), if it has
+    pairs."""
+    passes = [p for p in case.get("passes") or [] if isinstance(p, dict) and p.get("pairs")]
+    return passes[-1] if passes else None
+
+
+def host_of(case, rank):
+    ranks = case.get("ranks") or []
+    return ranks[rank].get("host", "?") if 0 <= rank < len(ranks) else "?"
+
+
+def pair_text(case, pair):
+    """'pair 17: ranks 34->35, node03->node04, 1.23 GB/s'."""
+    producer, consumer = pair.get("producer", -1), pair.get("consumer", -1)
+    return (f"pair {pair.get('pair')}: ranks {producer}->{consumer}, "
+            f"{host_of(case, producer)}->{host_of(case, consumer)}, "
+            f"{pair['transfer_gbps']:.3g} GB/s")
+
+
+def figure_name(summary, case, source=""):
+    """pair_bandwidth[_SOURCE][_elements=N].png: SOURCE (the summary's file name) where several
+    summaries are drawn, the size where the summary has several."""
+    name = "pair_bandwidth" + (f"_{source}" if source else "")
+    if len(cases(summary)) > 1:
+        name += f"_elements={(case.get('config') or {}).get('elements')}"
+    return name + ".png"
+
+
+def timed_pairs(name, case, p):
+    """The pass's pairs with a bandwidth, slowest first; those without one said."""
+    pairs = [q for q in p["pairs"] if isinstance(q.get("transfer_gbps"), (int, float))]
+    if len(pairs) < len(p["pairs"]):
+        print(f"{name}: {len(p['pairs']) - len(pairs)} pair(s) without a timed transfer, not "
+              "drawn: " + ", ".join(str(q.get("pair")) for q in p["pairs"] if q not in pairs))
+    return sorted(pairs, key=lambda q: q["transfer_gbps"])
+
+
+def title(case, p, count):
+    config = case.get("config") or {}
+    text = (f"Transfer bandwidth of each of {count} pairs ({case.get('pattern', 'pairs')}), "
+            f"slowest first\n{case.get('transport', '?')}, {case.get('world_size', '?')} ranks, "
+            f"elements={config.get('elements')}, overlap "
+            f"{'on' if p.get('overlap') else 'off'}")
+    if p.get("transfer_is_waiting"):
+        text += "\nthe transfer measured waiting, not moving: these are no link's rates"
+    if case.get("waiting_cause"):
+        text += "\n" + "\n".join(textwrap.wrap(f"phases may measure waiting: "
+                                               f"{case['waiting_cause']}", 100))
+    return text
+
+
+def name_slow(ax, side, case, slow):
+    """Numbers the slowest of the slow pairs on the figure and names them beside it: ranks,
+    hosts and bandwidth."""
+    side.axis("off")
+    lines = [f"{k + 1:>2}  {pair_text(case, pair)}" for k, (_, pair) in
+             enumerate(slow[:NAMED_ON_FIGURE])]
+    for k, (i, pair) in enumerate(slow[:NAMED_ON_FIGURE]):
+        ax.annotate(str(k + 1), xy=(i, pair["transfer_gbps"]), xytext=(5, 3),
+                    textcoords="offset points", fontsize=7, color="red")
+    if len(slow) > NAMED_ON_FIGURE:
+        lines.append(f"and {len(slow) - NAMED_ON_FIGURE} more slow pairs (listed by scripts/plot)")
+    heading = "slow pairs, slowest first:" if slow else "no slow pair"
+    side.text(0, 1, "\n".join([heading] + lines), va="top", fontsize=7, family="monospace",
+              color="red" if slow else "black", transform=side.transAxes)
+
+
+def draw_pairs(plt, case, p, order):
+    """The figure: every pair's bandwidth in order, the slow ones red and named, the median and
+    the report's slow line."""
+    slow = [(i, q) for i, q in enumerate(order) if q.get("slow")]
+    rates = [q["transfer_gbps"] for q in order]
+    median = statistics.median(rates)
+    fig, (ax, side) = plt.subplots(1, 2, figsize=(14, 5.5),
+                                   gridspec_kw={"width_ratios": [3, 1.4]})
+    size = 30 if len(order) <= 64 else 8
+    ax.scatter(range(len(order)), rates, s=size, color="tab:blue", gid="pairs",
+               label=f"a pair ({len(order) - len(slow)} not slow)")
+    if slow:
+        ax.scatter([i for i, _ in slow], [q["transfer_gbps"] for _, q in slow], s=3 * size,
+                   color="red", gid="slow",
+                   label=f"slow: over {SLOW_MARGIN:.0%} slower than the median pair in step or "
+                         f"transfer ({len(slow)})")
+    ax.axhline(median, color="grey", linewidth=1, label=f"the median pair, {median:.3g} GB/s")
+    ax.axhline(median / (1 + SLOW_MARGIN), color="red", linewidth=0.8, linestyle="--",
+               label=f"{SLOW_MARGIN:.0%} slower than the median pair's transfer")
+    name_slow(ax, side, case, slow)
+    if len(order) <= 32:
+        ax.set_xticks(range(len(order)), [str(q.get("pair")) for q in order], fontsize=7)
+        ax.set_xlabel("pair (number), slowest first")
+    else:
+        ax.set_xlabel(f"the {len(order)} pairs, slowest first")
+    ax.set_ylabel("transfer bandwidth (GB/s, the pair's median step)")
+    ax.set_ylim(bottom=0, top=max(rates) * 1.15)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title(title(case, p, len(order)), fontsize=10)
+    return fig, slow, median
+
+
+def plot_pairs(path, summary, out_dir, plt, save, source=""):
+    """A figure per size of the summary; their paths. source: see figure_name."""
+    written = []
+    for case in cases(summary):
+        p = main_pass(case)
+        name = figure_name(summary, case, source)
+        order = timed_pairs(name, case, p) if p else []
+        if not order:
+            print(f"skip {name}: {path} has no pair with a timed transfer")
+            continue
+        fig, slow, median = draw_pairs(plt, case, p, order)
+        print(f"{name}: {len(order)} pairs from {path}, median {median:.3g} GB/s, "
+              f"{len(slow)} slow" + (": " + "; ".join(pair_text(case, q) for _, q in slow)
+                                     if slow else ""))
+        written.append(save(fig, out_dir, name, plt))
+    return written

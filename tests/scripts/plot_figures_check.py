@@ -1,0 +1,101 @@
+"""What scripts/plot's figures must show of a results CSV, whatever the machine's speed, counted
+from the CSV itself: every configuration measured at two x values a line; each point whose
+launches include a transfer that measured waiting hollow (bandwidth figures), one with an
+unstable launch a red x, one run with more ranks than CORES a square, each mark named in the
+legend exactly when drawn; bars from the least to the largest launch where a point has several;
+a speedup axis that shows 1.0 and every point's range.
+
+usage: plot_figures_check.py REPO_ROOT RESULTS.csv CORES
+  CORES  the cores the CSV's runs had on their host (nproc), or 0 where their files say nothing
+         (a hand-written CSV): no point is then oversubscribed
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(sys.argv[1], "scripts", "lib"))
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import plot  # noqa: E402
+
+CSV, CORES = sys.argv[2], int(sys.argv[3])
+TESTS = {
+    "waiting": lambda r: r.get("transfer_is_waiting") == "true",
+    "unstable": lambda r: r.get("step_unstable") == "true",
+    "crowded": lambda r: CORES > 0 and int(r["world_size"]) > CORES,
+}
+LEGEND = {mark: text for mark, _, text in plot.MARKS}
+
+
+def configurations(rows, x_column, y_column):
+    """{configuration: {x: [rows]}} over every configuration column but x (and what follows
+    from x), for the configurations measured at two x values or more (a lone point is left
+    out, by plot's rule, and listed)."""
+    skip = {x_column, plot.DERIVED.get(x_column)} | set(plot.DERIVED)
+    found = {}
+    for r in rows:
+        if r.get(y_column) in (None, ""):
+            continue
+        key = tuple(r.get(c, "") for c in plot.CONFIG_COLUMNS if c not in skip)
+        found.setdefault(key, {}).setdefault(float(r[x_column]), []).append(r)
+    return {k: v for k, v in found.items() if len(v) > 1}
+
+
+def drawn(ax, gid):
+    return sum(len(c.get_offsets()) for c in ax.collections if c.get_gid() == gid)
+
+
+def check_axes(name, ax, configs, marks, extra_lines=0):
+    lines = [line for line in ax.get_lines() if not line.get_label().startswith("_")
+             and "1.0" not in line.get_label()]
+    assert len(lines) == len(configs) + extra_lines, (name, len(lines), len(configs))
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    for mark, test in TESTS.items():
+        expected = sum(1 for by_x in configs.values() for found in by_x.values()
+                       if any(test(r) for r in found)) if mark in marks else 0
+        assert drawn(ax, mark) == expected, (name, mark, drawn(ax, mark), expected)
+        assert (LEGEND[mark] in legend) == (expected > 0), (name, mark, legend)
+        print(f"{name}: {len(lines)} lines, {expected} point(s) marked {mark}")
+    repeated = sum(1 for by_x in configs.values() for found in by_x.values() if len(found) > 1)
+    bars = sum(len(c.lines[2][0].get_segments()) for c in ax.containers if c.has_yerr)
+    assert bars >= repeated and (bars > 0) == (repeated > 0), (name, bars, repeated)
+
+
+def check_speedup(ax):
+    """1.0 in sight, with every point's range."""
+    low, high = ax.get_ylim()
+    values = [y for line in ax.get_lines() for y in line.get_ydata()]
+    values += [y for c in ax.containers if c.has_yerr
+               for segment in c.lines[2][0].get_segments() for _, y in segment]
+    assert low < 1.0 < high, (low, high)
+    assert all(low <= v <= high for v in values), (low, high, values)
+    print(f"overlap.png: the speedup axis {low:.3f} to {high:.3f} holds 1.0 and "
+          f"{len(values)} values")
+
+
+def main():
+    rows, _ = plot.read_rows(CSV, False)
+    plot.mark_oversubscribed(rows, CSV)
+    plot.save = lambda fig, out_dir, name, plt: fig  # keep the figure to look at
+    figures = [(plot.plot_bandwidth, "tensor_bytes", "transfer_gbps", plot.ALL_MARKS),
+               (plot.plot_scaling, "world_size", "aggregate_gbps", plot.TIME_MARKS)]
+    for function, x_column, y_column, marks in figures:
+        fig = function(rows, "", plt)
+        configs = configurations(rows, x_column, y_column)
+        if fig is None:
+            assert not configs, f"{function.__name__}: no figure for {len(configs)} lines"
+            continue
+        check_axes(function.__name__, fig.axes[0], configs, marks)
+    fig = plot.plot_overlap(rows, "", plt)
+    if fig is not None:
+        configs = configurations(rows, "c_iterations", "time_per_step_ms")
+        compare = sum(1 for key in configurations(
+            [r for r in rows if r["overlap"] == "compare"], "c_iterations",
+            "time_per_step_no_overlap_ms"))
+        check_axes("plot_overlap", fig.axes[0], configs, plot.TIME_MARKS, compare)
+        if fig.axes[1].get_lines():
+            check_speedup(fig.axes[1])
+
+
+main()
