@@ -79,6 +79,10 @@ struct CudaHands {
     }
 };
 
+// A kernel's parameters travel in its launch, at most 4 KiB of them.
+static_assert(sizeof(ProducerArgs<double>) <= 4096 && sizeof(ConsumerArgs<double>) <= 4096,
+              "a role's arguments must fit a kernel launch's parameters");
+
 template <typename T>
 __global__ void __launch_bounds__(kHandOffThreads) producer_kernel(ProducerArgs<T> args) {
     CudaHands hands;
@@ -91,6 +95,26 @@ __global__ void __launch_bounds__(kHandOffThreads) consumer_kernel(ConsumerArgs<
     CudaHands hands;
     handoff::run_role(hands, args.role,
                       [&](std::int64_t s) { return handoff::consumer_step(hands, args, s); });
+}
+
+// The hand-off floor: one thread of a side passes a count back and forth with the other side's,
+// through the same waits and stores a role's step makes, `warm` round trips and then `rounds`
+// timed ones (the first side stamps them). A round trip is two hand-offs.
+__global__ void handoff_floor_kernel(HandOffFloor floor) {
+    const CudaHands hands;
+    if (threadIdx.x != 0) return;
+    std::uint64_t start = 0;
+    for (std::uint32_t n = 1; n <= floor.warm + floor.rounds; ++n) {
+        if (n == floor.warm + 1) start = hands.now();
+        const std::uint32_t value = floor.base + n;
+        if (floor.starts) hands.store(floor.write_to, value);
+        if (!hands.wait(floor.wait_on, value, floor.timeout_ns)) {
+            hands.put(floor.failed, 1u);
+            return;
+        }
+        if (!floor.starts) hands.store(floor.write_to, value);
+    }
+    if (floor.starts) hands.put(floor.elapsed_ns, hands.now() - start);
 }
 
 int device_attribute(cudaDeviceAttr attribute) {
@@ -122,6 +146,11 @@ std::uint64_t handoff_capacity() {
         std::min({blocks_per_sm(producer_kernel<float>), blocks_per_sm(producer_kernel<double>),
                   blocks_per_sm(consumer_kernel<float>), blocks_per_sm(consumer_kernel<double>)});
     return static_cast<std::uint64_t>(least) * sm_count();
+}
+
+void run_handoff_floor(const HandOffFloor& floor, cudaStream_t stream) {
+    handoff_floor_kernel<<<1, 32, 0, stream>>>(floor);
+    CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename T>
