@@ -74,6 +74,7 @@ PassResult DevicePass::run(bool overlap, RowSink* sink, const StepCallback& on_s
     if (profiled) profiler_start(device_.backend());
     launch_roles<T>(pass);  // every step is stamped on the device's clock from here
     watch(pass, on_step);   // until both roles have ended, bounded
+    end_streams();
     if (profiled) profiler_stop(device_.backend());
     pass.result.clocks_end = sample_gpu_clocks(gpu_bus_id_);
     // Where the clock started and stopped: the roles' stamps of the warm-up's last step (or
@@ -316,6 +317,8 @@ void DevicePass::read_stamps(Pass& pass) {
             t.send = ms_between(produced[i].a_end, produced[i].published);
         }
         if (consumer_) {
+            // Without C its phase is empty, as a host-launched step times it.
+            if (spec_.c_elements == 0) t.c = 0.0;
             t.wait = ms_between(consumed[i].start, consumed[i].ready);
             t.b = ms_between(consumed[i].ready, consumed[i].b_end);
             r.x_mismatches[static_cast<std::size_t>(s)] = consumed[i].x_mismatches;
@@ -330,17 +333,12 @@ void DevicePass::read_stamps(Pass& pass) {
     r.phase_timed_steps = std::max<std::int64_t>(0, pass.end - r.timed_from);
 }
 
-// After the roles have ended: C queued past the pass's end let through, every stream idle, the
-// slots' uses counted for the transport, the ranks met, the writer drained, the last y checked.
+// After the streams: the slots' uses counted for the transport, the ranks met, the writer
+// drained, the last y checked.
 template <typename T>
 PassResult DevicePass::finish(Pass& pass) {
     PassResult& r = pass.result;
     r.end_step = pass.end;
-    if (consumer_) {
-        device_.write_word(&words()->gate, static_cast<std::uint32_t>(spec_.steps + 1), *io_);
-    }
-    synchronize_all();
-    if (consumer_) std::memset(c_counts_.data(), 0, c_counts_.bytes());  // C past the end counted
     std::vector<std::uint32_t> uses(pass.slots.slots.size(), 0);
     for (std::int64_t s = r.first_step; s < pass.end; ++s) {
         ++uses[static_cast<std::size_t>(s) % uses.size()];
@@ -362,6 +360,16 @@ PassResult DevicePass::finish(Pass& pass) {
                          static_cast<std::uint64_t>(last), spec_.seed, kSpotSamples, spec_.b_form);
     }
     return std::move(r);
+}
+
+// Once the roles have ended: C queued past the pass's end let through (its counts dropped), and
+// every stream idle, so the stamps and the slots are the host's.
+void DevicePass::end_streams() {
+    if (consumer_) {
+        device_.write_word(&words()->gate, static_cast<std::uint32_t>(spec_.steps + 1), *io_);
+    }
+    synchronize_all();
+    if (consumer_) std::memset(c_counts_.data(), 0, c_counts_.bytes());
 }
 
 void DevicePass::synchronize_all() {

@@ -70,6 +70,7 @@ class DevicePass {
     void queue_c(std::int64_t s);
     void retire_c(Pass& pass, std::int64_t s);
     void copy_rows(Pass& pass, std::int64_t done);
+    void end_streams();
     void read_stamps(Pass& pass);
     template <typename T>
     PassResult finish(Pass& pass);
