@@ -42,6 +42,13 @@ struct CudaHands {
     __device__ void store(std::uint32_t* word, std::uint32_t value) const {
         SystemRef<std::uint32_t>(*word).store(value, ::cuda::memory_order_release);
     }
+    __device__ std::uint32_t peek(const std::uint32_t* word) const {
+        return SystemRef<std::uint32_t>(*const_cast<std::uint32_t*>(word))
+            .load(::cuda::memory_order_relaxed);
+    }
+    __device__ void nudge(std::uint32_t* word, std::uint32_t value) const {
+        SystemRef<std::uint32_t>(*word).store(value, ::cuda::memory_order_relaxed);
+    }
     __device__ void add(std::uint32_t* word, std::uint32_t value) const {
         SystemRef<std::uint32_t>(*word).fetch_add(value, ::cuda::memory_order_release);
     }

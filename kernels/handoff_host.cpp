@@ -48,6 +48,11 @@ struct HostHands {
         return std::atomic_ref(*const_cast<std::uint32_t*>(word)).load(std::memory_order_acquire);
     }
     void store(std::uint32_t* word, std::uint32_t value) const { store_host_word(word, value); }
+    std::uint32_t peek(const std::uint32_t* word) const {
+        return std::atomic_ref(*const_cast<std::uint32_t*>(word)).load(std::memory_order_relaxed);
+    }
+    // As store: a stream of this process may wait on it, and a store_host_word wakes it.
+    void nudge(std::uint32_t* word, std::uint32_t value) const { store_host_word(word, value); }
     void add(std::uint32_t* word, std::uint32_t value) const {
         std::atomic_ref(*word).fetch_add(value, std::memory_order_acq_rel);
     }

@@ -8,6 +8,8 @@
 //   meet()                the block's threads meet (__syncthreads; nothing for one thread)
 //   tell(v)               the first thread's v, to every thread of the block
 //   load(w), store(w, v)  acquire and release at system scope (the peer may be another process)
+//   peek(w), nudge(w, v)  the same without ordering, for words that carry no data (the host's
+//                         stop, C's gate): no fence to pay for
 //   add(w, v), claim(w)   a release add; whether this call turned *w from 0 to 1
 //   put(field, v)         a release store into the role's status, which the host reads
 //   wait(w, v, ns)        until *w has reached v (the wrap-around order), false after ns
@@ -119,7 +121,7 @@ GPURELAY_HD Verdict producer_step(Hands& h, const ProducerArgs<T>& p, std::int64
     ProducerStamps& stamps = p.stamps[s - r.first];
     const Verdict verdict = agree_step(h, r, s, [&] {
         stamps.start = h.now();
-        const bool stopping = h.load(p.stop) != 0;
+        const bool stopping = h.peek(p.stop) != 0;
         // The marker, too, waits for the release: the consumer may still be reading the slot's
         // word for its use before.
         if ((stopping || !p.skip_reuse_wait) &&
@@ -157,7 +159,7 @@ GPURELAY_HD Verdict consumer_ready(Hands& h, const ConsumerArgs<T>& c, std::int6
     if (h.load(r.ring.arrived[k]) - use >= kHandOffStopMark) return kStopped;
     stamps.arrived = h.now();
     const auto next = static_cast<std::uint32_t>(s + 1);
-    if (c.has_c && !c.overlap) h.store(c.gate, next);  // C of step s may start
+    if (c.has_c && !c.overlap) h.nudge(c.gate, next);  // C of step s may start
     if (c.has_c && !h.wait(c.c_done, next, r.timeout_ns)) {
         return fail(h, r, HandOffWait::c_done, s);
     }
@@ -185,7 +187,7 @@ GPURELAY_HD Verdict consumer_step(Hands& h, const ConsumerArgs<T>& c, std::int64
     if (h.leads() && h.block() == 0) {
         stamps.b_end = h.now();
         h.store(r.ring.released[k], use);
-        if (c.has_c && c.overlap) h.store(c.gate, static_cast<std::uint32_t>(s + 2));
+        if (c.has_c && c.overlap) h.nudge(c.gate, static_cast<std::uint32_t>(s + 2));
         stamps.released = h.now();
         h.put(&r.status->done, s + 1);
     }

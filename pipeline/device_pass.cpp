@@ -27,6 +27,9 @@
 #include "runtime/profiler.hpp"
 
 namespace gpurelay {
+
+static_assert(kMaxDepth <= kHandOffMaxSlots, "a role's ring holds every slot depth allows");
+
 namespace {
 
 template <typename V>
