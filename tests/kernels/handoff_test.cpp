@@ -16,6 +16,7 @@
 
 #include "kernels/formula.hpp"
 #include "runtime/device.hpp"
+#include "runtime/error.hpp"
 
 namespace gpurelay {
 namespace {
@@ -296,6 +297,30 @@ TEST_P(HandOff, AWrittenStepsSlotWaitsForItsCopy) {
             EXPECT_EQ(static_cast<HandOffWait>(st.failed_wait), HandOffWait::y_copied);
             EXPECT_EQ(st.failed_step, 1);
         }
+    }
+}
+
+TEST_P(HandOff, BlocksAsTheTensorFillsThemAndOnlyWhatFits) {
+    // 16-byte vectors, 256 threads a block: 4 KiB fills one block, 64 Mi floats many, at most
+    // the cap (0: one per SM on a GPU, one thread on the CPU path).
+    EXPECT_EQ(handoff_blocks(GetParam(), 1024, 4, 0), 1u);
+    EXPECT_EQ(handoff_blocks(GetParam(), 3001, 4, 3), 3u);
+    EXPECT_EQ(handoff_blocks(GetParam(), 3001, 4, 8), 3u);
+    EXPECT_EQ(handoff_blocks(GetParam(), 64u << 20, 4, 5), 5u);
+    EXPECT_NO_THROW(check_handoff_fits(GetParam(), 1, 1));
+    if (GetParam() == Backend::host) {
+        EXPECT_EQ(handoff_blocks(GetParam(), 64u << 20, 4, 0), 1u);
+        EXPECT_NO_THROW(check_handoff_fits(GetParam(), 4096, 4096));
+        return;
+    }
+    EXPECT_GT(handoff_blocks(GetParam(), 64u << 20, 4, 0), 1u);  // one per SM
+    // More blocks than the GPU holds at once would wait for ever for each other: refused.
+    try {
+        check_handoff_fits(GetParam(), 1u << 20, 1u << 20);
+        ADD_FAILURE() << "a million blocks a role fit";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ExitCode::usage);
+        EXPECT_NE(std::string(e.what()).find("cannot all be resident"), std::string::npos);
     }
 }
 
