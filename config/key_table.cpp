@@ -362,13 +362,14 @@ constexpr std::string_view kLaunchDoc =
     "the same step. Each role stamps its steps on the device's clock; the report gives the same "
     "figures as for `host`, without ceilings (`calibrate` measures none). A written step's y "
     "slot is held until the host has copied it out (`write = all` and `every:K`): a host that "
-    "falls `depth` steps behind holds the consumer up. It needs `transport = "
-    "ipc` with `ipc_engine = sm`, pairs of one producer and one consumer (`-np 1` or `2`), and "
-    "refuses `graphs`, `blocking` and `timing` other than `auto` or `phases`. A role's kernel "
-    "runs as many blocks of 256 threads as its tensor fills, at most `device_blocks` (0: one "
-    "per SM), and the two roles' blocks must fit on the GPU together (an occupancy query, "
-    "before the launch). On the CPU path each role is a host stream's thread, with a thread "
-    "for each further block.";
+    "falls `depth` steps behind holds the consumer up. It needs `transport = ipc` with "
+    "`ipc_engine = sm` and one pair (`pattern = pairs`, `-np 1` or `2`: the producer alone "
+    "decides where a stopped pass ends), and refuses `graphs`, `blocking` and `timing` other "
+    "than `auto` or `phases`. Two ranks on one GPU want MPS (`scripts/with-mps`): time-sliced, "
+    "each role waits for the other's slice. A role's kernel runs as many blocks of 256 threads "
+    "as its tensor fills, at most `device_blocks` (0: one per SM), and the two roles' blocks "
+    "must fit on the GPU together (an occupancy query, before the launch). On the CPU path each "
+    "role is a host stream's thread, with a thread for each further block.";
 constexpr std::string_view kGraphStepsDoc =
     "A graph starts at a step that is a multiple of `graph_steps`; the steps before the first "
     "such, and a remainder at the end, run eagerly, and no graph straddles the end of the "
