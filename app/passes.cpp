@@ -76,6 +76,9 @@ Stop run_passes(Run& run, const SizeCase& size, std::vector<PassSummary>& summar
         // Each size's ceilings are measured once, in the first of its passes this launch runs.
         const bool calibrate = run.setup.config.calibrate && i == first_pass;
         const PassResult result = run_pass(run, i, first_step, calibrate, stop);
+        // A pass the device drives may end before the agreed stop reaches it: ended as usual, it
+        // leaves nothing to resume, and the next pass stops after its first step.
+        if (result.end_step >= run.setup.config.steps) stop.signal = 0;
         run.outputs.file_pass(run.setup, size.group, run.passes[i], result, run.rank);
         if (stop.signal != 0) {
             stop.size = static_cast<std::int64_t>(size.index);
@@ -94,10 +97,16 @@ RankFigures rank_figures(const MpiSession& mpi, const Setup& setup, const Output
     const ResultWriter* writer = outputs.writer.get();
     const Placement placement = this_process_placement(setup.device_info.pci_bus_id);
     RankFigures mine;
-    mine.info = {mpi.host_name(), setup.device_info.name, setup.device_info.pci_bus_id,
+    mine.info = {mpi.host_name(),
+                 setup.device_info.name,
+                 setup.device_info.pci_bus_id,
                  std::string(to_string(setup.placement.role)),
-                 peer_link(setup, outputs.hosts, mpi.host_name()), setup.placement.pair,
-                 placement.cores, placement.core_numa, placement.gpu_numa, placement.core_count,
+                 peer_link(setup, outputs.hosts, mpi.host_name()),
+                 setup.placement.pair,
+                 placement.cores,
+                 placement.core_numa,
+                 placement.gpu_numa,
+                 placement.core_count,
                  working_threads()};
     mine.device_bytes = setup.memory.device_bytes();
     mine.host_bytes = setup.memory.host_bytes() + (writer ? kWriterBuffers * setup.spec.bytes : 0);
@@ -158,8 +167,7 @@ RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Config& co
     summary.passes = std::move(passes);
     summary.ceilings =
         summarize_ceilings(MPI_COMM_WORLD, config, setup.placement, pipeline.ceilings());
-    summarize_run(MPI_COMM_WORLD, rank_figures(mpi, setup, outputs),
-                  summary);
+    summarize_run(MPI_COMM_WORLD, rank_figures(mpi, setup, outputs), summary);
     summary.versions = versions_line();
     summary.timestamp = utc_timestamp();
     summary.git_hash = git_hash();

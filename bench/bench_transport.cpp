@@ -169,7 +169,7 @@ const void* one_message(TransportBench& tb, Transport& t) {
 
 // Rank 1 poisons its message buffer (where plain loops land), so stale data from an earlier
 // benchmark cannot pass the check.
-void prepare_receiver(TransportBench& tb, std::size_t bytes) {
+[[maybe_unused]] void prepare_receiver(TransportBench& tb, std::size_t bytes) {
     if (tb.rank != kReceiver) return;
     tb.device->fill_async(tb.message.data(), 0xff, bytes, *tb.stream);
     tb.stream->synchronize();

@@ -8,6 +8,7 @@
 // Every wait and write is queued on a stream, so the host never waits for the peer, and a slot
 // is written again only after its last reader is done. The memory (IpcMemory) decides where the
 // slots and words live and how the three operations run.
+#include <optional>
 #include <vector>
 
 #include "comm/ipc_memory.hpp"
@@ -28,6 +29,7 @@ class IpcTransport final : public Transport {
           device_(device),
           options_(options),
           bytes_(options.slot_bytes),
+          producer_side_(placement.role != Role::consumer),
           sent_(options.slots, 0),
           received_(options.slots, 0),
           released_(options.slots, 0) {
@@ -72,6 +74,29 @@ class IpcTransport final : public Transport {
         memory_->write_word(memory_->released(k), ++released_[k], stream);
     }
 
+    // A writes the consumer's slot in place, so persistent kernels can run every step of the
+    // protocol with these words; a copy is the host's to queue.
+    std::optional<SlotWords> slot_words() override {
+        if (!options_.produce_in_place) return std::nullopt;
+        SlotWords words;
+        words.reuse_wait = !options_.debug_skip_reuse_wait;
+        for (std::size_t k = 0; k < options_.slots; ++k) {
+            words.slots.push_back(memory_->slot(k));
+            words.arrived.push_back(memory_->arrived(k));
+            words.released.push_back(memory_->released(k));
+            // Between passes a consumer has received and released each use its producer sent.
+            words.uses.push_back(producer_side_ ? sent_[k] : received_[k]);
+        }
+        return words;
+    }
+    void add_uses(const std::vector<std::uint32_t>& more) override {
+        for (std::size_t k = 0; k < more.size() && k < options_.slots; ++k) {
+            sent_[k] += more[k];
+            received_[k] += more[k];
+            released_[k] += more[k];
+        }
+    }
+
     bool receive_waits() const override { return true; }
     // The words count each slot's uses, so no wait depends on what was recorded before.
     void streams_idle() override {}
@@ -96,6 +121,7 @@ class IpcTransport final : public Transport {
     Device& device_;
     TransportOptions options_;
     std::size_t bytes_;           // each tensor's
+    bool producer_side_;          // this rank sends (a producer, or both roles)
     std::vector<void*> landing_;  // the consumer's slots, where x arrives
     std::vector<Buffer> own_;     // the producer's slots that A writes (copy engine only)
     // Uses of each slot so far, counted alike on both sides (the sequence numbers).

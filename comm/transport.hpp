@@ -7,14 +7,30 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "comm/pairing.hpp"
 #include "runtime/device.hpp"
 #include "runtime/stream.hpp"
 
 namespace gpurelay {
+
+// What a step the device drives itself (launch = "device") needs of a transport: the consumer's
+// slots and their sequence words as this process addresses them (arrived[k] in the consumer's
+// memory, released[k] in the producer's, as ipc_memory.hpp lays them out), and each slot's uses
+// so far, which both its words hold between passes.
+struct SlotWords {
+    std::vector<void*> slots;
+    std::vector<std::uint32_t*> arrived, released;
+    std::vector<std::uint32_t> uses;
+    // Whether the producer waits for a slot's release before it writes it again (false: tests
+    // only, debug_skip_reuse_wait).
+    bool reuse_wait = true;
+};
 
 // The slot protocol every transport implements, the same for each. Slot k (step mod slots, the
 // same on both ranks) is one tensor in flight. Per step, on the producer:
@@ -53,6 +69,12 @@ class Transport {
     // Throws if the transport has failed in the background (NCCL's asynchronous errors; the
     // communicator is aborted first, which unblocks this rank's NCCL kernels).
     virtual void check_health() {}
+    // launch = "device": the slots and their words, for kernels that run the protocol themselves;
+    // nullopt where the transport moves the bytes itself (all but ipc with produce_in_place).
+    virtual std::optional<SlotWords> slot_words() { return std::nullopt; }
+    // After a pass the device drove, every stream idle: slot k was used `more[k]` more times, on
+    // both sides, so the words' next uses count on from there.
+    virtual void add_uses(const std::vector<std::uint32_t>& more) { (void)more; }
 };
 
 struct TransportOptions {

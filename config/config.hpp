@@ -36,11 +36,22 @@ inline constexpr std::int64_t kTimingAutoEvery = 16;
 // The most slots a ring holds (depth).
 inline constexpr std::int64_t kMaxDepth = 64;
 
+// Who queues each step: the host (its launches, eager or as CUDA graphs) or the device (one
+// persistent kernel per role runs every step of a pass, handing tensors over through the ipc
+// slots' sequence words; a host thread per role on the CPU path).
+enum class Launch { host, device };
+// The most blocks (threads, on the CPU path) device_blocks may give each role's persistent kernel.
+inline constexpr std::int64_t kMaxDeviceBlocks = 4096;
+
 // The keys the pipeline takes as the deck gives them: Config holds them, and PipelineSpec takes
 // them whole (pipeline_spec), so such a key is declared here and read where it is used, with no
 // copy of its own on the way.
 struct PipelineKeys {
     bool blocking = false;
+    Launch launch = Launch::host;
+    // launch = "device": the most blocks of each role's persistent kernel (0: one per SM; on the
+    // CPU path a thread each, and 0 means one).
+    std::int64_t device_blocks = 0;
 
     bool operator==(const PipelineKeys&) const = default;
 };
@@ -71,8 +82,8 @@ struct Config : PipelineKeys {
     std::uint32_t seed = 12345;
     Pairing pairing = Pairing::adjacent;
     Pattern pattern = Pattern::pairs;
-    std::int64_t group_size = 0;  // ranks per group of a collective or a relay (0: the world)
-    std::uint64_t chunk = 4ull << 20;        // bytes per staged MPI message piece
+    std::int64_t group_size = 0;       // ranks per group of a collective or a relay (0: the world)
+    std::uint64_t chunk = 4ull << 20;  // bytes per staged MPI message piece
     Staging staging = Staging::auto_select;  // MPI through pinned staging: on the GPU, or always
     IpcEngine ipc_engine = IpcEngine::copy;  // ipc: a copy of A's output, or A writes in place
     std::string output = "outputs/gpurelay.h5";
@@ -191,6 +202,7 @@ std::string_view to_string(Pairing v);
 std::string_view to_string(Pattern v);
 std::string_view to_string(Staging v);
 std::string_view to_string(IpcEngine v);
+std::string_view to_string(Launch v);
 std::string_view to_string(HostWaitMode v);
 std::string_view to_string(WriteMode v);  // "every" without its K; see config_value_text
 std::string_view to_string(Timing v);     // "sampled" without its K

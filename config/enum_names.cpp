@@ -95,6 +95,16 @@ std::string_view to_string(IpcEngine v) {
     return "?";
 }
 
+std::string_view to_string(Launch v) {
+    switch (v) {
+        case Launch::host:
+            return "host";
+        case Launch::device:
+            return "device";
+    }
+    return "?";
+}
+
 std::string_view to_string(HostWaitMode v) {
     switch (v) {
         case HostWaitMode::auto_select:

@@ -349,6 +349,27 @@ constexpr std::string_view kGraphsDoc =
     "mpi` or `ipc` (host-side work, or waits on counts, cannot be replayed), and with a "
     "collective `pattern`. One graph runs whole after the one before, so consecutive steps "
     "overlap only inside a graph: see `graph_steps`.";
+constexpr std::string_view kLaunchDoc =
+    "`host` queues every step from the host (eagerly, or as CUDA graphs with `graphs`). `device` "
+    "launches one persistent kernel per role for a whole pass, which runs every step itself: "
+    "the producer waits for the consumer's release of a slot, runs A straight into it and "
+    "publishes its arrival; the consumer waits for the arrival, runs B and releases the slot, "
+    "through the ipc transport's sequence words, with no host in the loop. C runs beside them "
+    "on its own stream, queued by the host, each C before its step's B (and, with `overlap = "
+    "off`, after the step's tensor has arrived). Each wait on the device is bounded by "
+    "`timeout_s` on the GPU's global timer; a SIGTERM or SIGUSR1 reaches the producer through a "
+    "word it reads once a step, and the consumer through the arrival word, so both stop after "
+    "the same step. Each role stamps its steps on the device's clock; the report gives the same "
+    "figures as for `host`, without ceilings (`calibrate` measures none). A written step's y "
+    "slot is held until the host has copied it out (`write = all` and `every:K`): a host that "
+    "falls `depth` steps behind holds the consumer up. It needs `transport = ipc` with "
+    "`ipc_engine = sm` and one pair (`pattern = pairs`, `-np 1` or `2`: the producer alone "
+    "decides where a stopped pass ends), and refuses `graphs`, `blocking` and `timing` other "
+    "than `auto` or `phases`. Two ranks on one GPU want MPS (`scripts/with-mps`): time-sliced, "
+    "each role waits for the other's slice. A role's kernel runs as many blocks of 256 threads "
+    "as its tensor fills, at most `device_blocks` (0: one per SM), and the two roles' blocks "
+    "must fit on the GPU together (an occupancy query, before the launch). On the CPU path each "
+    "role is a host stream's thread, with a thread for each further block.";
 constexpr std::string_view kGraphStepsDoc =
     "A graph starts at a step that is a multiple of `graph_steps`; the steps before the first "
     "such, and a remainder at the end, run eagerly, and no graph straddles the end of the "
@@ -516,6 +537,17 @@ const std::vector<KeySpec>& key_table() {
                            "multiple of depth)",
                            &Config::graph_steps, 1),
                    "1, or a multiple of depth (> 1 only with graphs)", kGraphStepsDoc),
+        documented(choice_key("launch",
+                              "who queues each step: host (the host's launches) or device (one "
+                              "persistent kernel per role runs every step of a pass)",
+                              "host|device", static_cast<Launch Config::*>(&Config::launch),
+                              std::array{Launch::host, Launch::device}),
+                   {}, kLaunchDoc),
+        documented(int_key("device_blocks",
+                           "launch = device: the most blocks each role's persistent kernel runs "
+                           "(0: one per SM; on the CPU path threads, 0: one)",
+                           &Config::device_blocks, 0),
+                   "0 to 4096 (> 0 only with launch = device)", kLaunchDoc),
         documented(timing_key(), "`auto`, `phases`, `sampled:K` (K ≥ 1), `steps`", kTimingDoc),
         documented(size_key("c_elements", "values of the independent compute C (0 disables it)",
                             &Config::c_elements),

@@ -55,6 +55,11 @@ Refusal refusal(const TransportTraits& t, const Config& c, const RunFacts& f) {
     if (c.graphs && !t.graphs) {
         return {"graphs = true needs transport = \"nccl\": " + std::string(t.no_graphs), ""};
     }
+    if (c.launch == Launch::device && !t.device_launch) {
+        return {"launch = \"device\" needs transport = \"ipc\" with ipc_engine = \"sm\": " +
+                    std::string(t.no_device_launch),
+                ""};
+    }
     if (!pair_links(c) && !t.collectives) {
         return {"pattern = \"" + std::string(to_string(c.pattern)) +
                     "\" needs transport = \"nccl\", \"mpi\" or \"auto\": " +
@@ -86,6 +91,14 @@ Refusal refusal(const TransportTraits& t, const Config& c, const RunFacts& f) {
 
 // What the deck asks for that no facts can change.
 void check_request(const Config& c, const RunFacts& f) {
+    // (Another transport named is refused by the table, with its own reason.)
+    const bool ipc_or_auto =
+        c.transport == TransportKind::ipc || c.transport == TransportKind::auto_select;
+    if (c.launch == Launch::device && ipc_or_auto && c.ipc_engine != IpcEngine::sm) {
+        throw usage_error(
+            "launch = \"device\" needs transport = \"ipc\" with ipc_engine = \"sm\": the "
+            "producer's kernel writes the consumer's slot itself and a word says it has arrived");
+    }
     if (c.ipc_engine == IpcEngine::sm && c.transport != TransportKind::ipc) {
         throw usage_error("ipc_engine = \"sm\" needs transport = \"ipc\" (got \"" +
                           std::string(to_string(c.transport)) +
@@ -96,6 +109,11 @@ void check_request(const Config& c, const RunFacts& f) {
         throw usage_error(
             "staging = \"on\" is for transport = \"mpi\"; ipc copies straight into the consumer's "
             "slots");
+    }
+    if (c.launch == Launch::device && f.world_size && *f.world_size > 2) {
+        throw usage_error("launch = \"device\" drives one pair (-np 1 or 2), but this run has " +
+                          std::to_string(*f.world_size) +
+                          " ranks: its producer alone decides where a stopped pass ends");
     }
     if (c.graphs && f.cuda_path == false) {
         throw usage_error(std::string("graphs = true needs the CUDA path, but ") +

@@ -18,32 +18,38 @@ enum class TransportUsed { nccl, ipc, mpi_host, mpi_staged };
 // What a transport needs and allows.
 struct TransportTraits {
     TransportUsed used;
-    std::string_view name;            // as a deck names it in messages
-    bool cuda_path;                   // runs on the CUDA path
-    bool cpu_path;                    // runs on the CPU path
-    bool across_nodes;                // a pair may span two nodes
-    bool shared_gpu;                  // two ranks of a pair or group may share one GPU
-    bool graphs;                      // its work can be captured in a CUDA graph
-    bool collectives;                 // runs broadcast and all-reduce
-    bool to_itself_on_gpu;            // one rank may send to itself on the CUDA path
-    std::string_view no_graphs;       // why its work cannot be captured, where it cannot
-    std::string_view no_collectives;  // why it runs no collective, where it does not
+    std::string_view name;  // as a deck names it in messages
+    bool cuda_path;         // runs on the CUDA path
+    bool cpu_path;          // runs on the CPU path
+    bool across_nodes;      // a pair may span two nodes
+    bool shared_gpu;        // two ranks of a pair or group may share one GPU
+    bool graphs;            // its work can be captured in a CUDA graph
+    bool collectives;       // runs broadcast and all-reduce
+    bool to_itself_on_gpu;  // one rank may send to itself on the CUDA path
+    // Its slots and sequence words are memory both roles address, so persistent kernels can run
+    // its protocol themselves (launch = "device").
+    bool device_launch;
+    std::string_view no_graphs;         // why its work cannot be captured, where it cannot
+    std::string_view no_collectives;    // why it runs no collective, where it does not
+    std::string_view no_device_launch;  // why a device cannot drive it, where it cannot
 };
 
 // clang-format off
 inline constexpr std::array<TransportTraits, 4> kTransports = {{
-    //                          name    cuda   cpu    nodes  shared graphs coll.  itself
-    {TransportUsed::nccl,       "nccl", true,  false, true,  false, true,  true,  true, "", ""},
-    {TransportUsed::ipc,        "ipc",  true,  true,  false, true,  false, false, true,
+    //                          name    cuda   cpu    nodes  shared graphs coll.  itself device
+    {TransportUsed::nccl,       "nccl", true,  false, true,  false, true,  true,  true,  false, "", "",
+     "NCCL's own kernels move the tensor, and their progress is no word a kernel of ours can wait "
+     "on"},
+    {TransportUsed::ipc,        "ipc",  true,  true,  false, true,  false, false, true,  true,
      "the ipc transport's waits count each slot's uses, and a graph would replay the first count "
      "for ever",
-     "ipc copies into one consumer's slots"},
-    {TransportUsed::mpi_host,   "mpi",  false, true,  true,  true,  false, true,  true,
+     "ipc copies into one consumer's slots", ""},
+    {TransportUsed::mpi_host,   "mpi",  false, true,  true,  true,  false, true,  true,  false,
      "the MPI transports run host-side work (MPI calls, staging threads) that a CUDA graph cannot "
-     "capture", ""},
-    {TransportUsed::mpi_staged, "mpi",  true,  true,  true,  true,  false, true,  false,
+     "capture", "", "MPI moves the tensor from the host"},
+    {TransportUsed::mpi_staged, "mpi",  true,  true,  true,  true,  false, true,  false, false,
      "the MPI transports run host-side work (MPI calls, staging threads) that a CUDA graph cannot "
-     "capture", ""},
+     "capture", "", "MPI moves the tensor from the host"},
 }};
 // clang-format on
 

@@ -148,6 +148,39 @@ void check_pattern(const Config& c) {
     }
 }
 
+// launch = "device": one launch of persistent kernels runs a pair's whole pass, which leaves no
+// host step to capture, block on or time by events.
+void check_launch(const Config& c) {
+    if (c.device_blocks > kMaxDeviceBlocks) {
+        fail("device_blocks (" + std::to_string(c.device_blocks) + ") must be at most " +
+             std::to_string(kMaxDeviceBlocks));
+    }
+    if (c.launch != Launch::device) {
+        if (c.device_blocks != 0) {
+            fail("device_blocks (" + std::to_string(c.device_blocks) +
+                 ") needs launch = \"device\": it caps the blocks of its persistent kernels");
+        }
+        return;
+    }
+    const std::string device =
+        "launch = \"device\" runs each pass as one launch of persistent "
+        "kernels, ";
+    if (c.graphs) fail(device + "with nothing for graphs = true to capture; use launch = \"host\"");
+    if (c.blocking) {
+        fail(device +
+             "so the host has no step to block on: blocking = true is for launch = "
+             "\"host\"");
+    }
+    if (c.pattern != Pattern::pairs) {
+        fail(device + "of one producer and one consumer: pattern = \"" +
+             std::string(to_string(c.pattern)) + "\" is for launch = \"host\"");
+    }
+    if (c.timing == Timing::sampled || c.timing == Timing::steps) {
+        fail(device + "which stamp every phase of every step on the device's clock: timing = \"" +
+             std::string(to_string(c.timing)) + "\" is for launch = \"host\"");
+    }
+}
+
 // The texts that travel as TOML and land in the CSV and the report.
 void check_texts(const Config& c) {
     if (c.output.empty()) fail("output must not be empty: it names the HDF5 result file");
@@ -180,6 +213,8 @@ void validate_config(const Config& c) {
              format_real(kMinTimeoutSeconds) + " and " + format_real(kMaxTimeoutSeconds) +
              " seconds");
     }
+    // Before the transports: what a device-driven pass cannot be, whichever transport runs it.
+    check_launch(c);
     // What the transport table refuses from the deck alone; what auto picks is checked again
     // where the ranks know their path, nodes and GPUs (set-up).
     choose_transport(c, facts_from_config(c));

@@ -4,19 +4,13 @@
 
 #include "kernels/formula.hpp"
 #include "kernels/kernels_cuda.hpp"
+#include "kernels/value_loops.cuh"
 #include "runtime/error.hpp"
 
 namespace gpurelay::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-// Values per 16-byte vector, and the vector type itself.
-template <typename T>
-struct alignas(16) Vec {
-    static constexpr int kWidth = 16 / sizeof(T);
-    T v[kWidth];
-};
 
 // Enough blocks to cover `work` items, capped at a few waves so a grid-stride loop takes the rest.
 int grid_for(std::size_t work) {
@@ -34,52 +28,14 @@ int grid_for(std::size_t work) {
 // captured graph copies the step into before its kernels run).
 template <typename T>
 __global__ void a_kernel(Span<T> x, StepArg step_arg, std::uint32_t seed, TensorForm form) {
-    const std::uint64_t step = step_arg.read();
-    constexpr int W = Vec<T>::kWidth;
-    const std::size_t vectors = x.size() / W;
-    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-    auto* xv = reinterpret_cast<Vec<T>*>(x.data());
-    for (std::size_t v = blockIdx.x * blockDim.x + threadIdx.x; v < vectors; v += stride) {
-        Vec<T> out;
-#pragma unroll
-        for (int k = 0; k < W; ++k) {
-            out.v[k] = form_value<T>(step, static_cast<std::uint32_t>(v * W + k), seed, form);
-        }
-        xv[v] = out;
-    }
-    for (std::size_t i = vectors * W + blockIdx.x * blockDim.x + threadIdx.x; i < x.size();
-         i += stride) {
-        x[i] = form_value<T>(step, static_cast<std::uint32_t>(i), seed, form);
-    }
+    fill_a(x, step_arg.read(), seed, form, grid_thread(), grid_threads());
 }
 
 template <typename T>
 __global__ void b_kernel(Span<const T> x, Span<T> y, T alpha, StepArg step_arg, std::uint32_t seed,
                          Counter* x_mismatches, TensorForm expected) {
-    const std::uint64_t step = step_arg.read();
-    constexpr int W = Vec<T>::kWidth;
-    const std::size_t vectors = x.size() / W;
-    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-    const auto* xv = reinterpret_cast<const Vec<T>*>(x.data());
-    auto* yv = reinterpret_cast<Vec<T>*>(y.data());
-    Counter bad = 0;
-    for (std::size_t v = blockIdx.x * blockDim.x + threadIdx.x; v < vectors; v += stride) {
-        const Vec<T> in = xv[v];
-        Vec<T> out;
-#pragma unroll
-        for (int k = 0; k < W; ++k) {
-            bad += in.v[k] !=
-                   form_value<T>(step, static_cast<std::uint32_t>(v * W + k), seed, expected);
-            out.v[k] = b_value(alpha, in.v[k]);
-        }
-        yv[v] = out;
-    }
-    for (std::size_t i = vectors * W + blockIdx.x * blockDim.x + threadIdx.x; i < x.size();
-         i += stride) {
-        const T xi = x[i];
-        bad += xi != form_value<T>(step, static_cast<std::uint32_t>(i), seed, expected);
-        y[i] = b_value(alpha, xi);
-    }
+    const Counter bad =
+        scale_b(x, y, alpha, step_arg.read(), seed, expected, grid_thread(), grid_threads());
     // Mismatches are the rare case: a correct run issues no atomics at all.
     if (bad != 0) atomicAdd(x_mismatches, bad);
 }

@@ -7,6 +7,7 @@
 
 #include "comm/mpi_error.hpp"
 #include "comm/mpi_wait.hpp"
+#include "pipeline/device_pass.hpp"
 #include "pipeline/graph_set.hpp"
 #include "pipeline/step.hpp"
 #include "runtime/error.hpp"
@@ -60,8 +61,7 @@ class Pipeline::Impl {
         std::int64_t retired = 0;  // the next step to retire
         bool in_graphs = false;    // whether the last steps queued were a graph
         double timed_start = 0, warm_start = 0;
-        double sink_waited_ms = 0;
-        std::uint64_t sink_checked = 0, sink_mismatches = 0;
+        SinkShare sink_share{nullptr};
     };
     Pass begin(bool overlap, RowSink* sink, std::int64_t first_step);
     void meet(const char* barrier);
@@ -144,26 +144,13 @@ PassResult Pipeline::Impl::run(bool overlap, RowSink* sink, const StepCallback& 
 
 Pipeline::Impl::Pass Pipeline::Impl::begin(bool overlap, RowSink* sink, std::int64_t first_step) {
     Pass pass;
+    pass.result = blank_pass_result(spec_, overlap, first_step);
     PassResult& result = pass.result;
-    result.overlap = overlap;
-    result.first_step = first_step;
-    // The first step a pass runs is cold (new connections), so a resumed pass times from the
-    // step after it.
-    result.timed_from = std::max(spec_.warmup, first_step == 0 ? 0 : first_step + 1);
-    const auto steps = static_cast<std::size_t>(spec_.steps);
-    result.steps.assign(steps, StepTimes{});
-    result.x_mismatches.assign(steps, 0);
-    result.c_mismatches.assign(steps, 0);
     result.retire_group_steps = retire_group_steps(spec_);
     pass.plan = &schedule_.begin_pass(overlap, sink, first_step, result.timed_from);
     timer_.begin_pass(*pass.plan);
     for (std::int64_t s = 0; s < first_step; ++s) pass.next_row += pass.plan->writes(s) ? 1 : 0;
-    if (pass.plan->sink != nullptr) {
-        // The sink lives across passes: this pass's share is the difference.
-        pass.sink_waited_ms = sink->waited_ms();
-        pass.sink_checked = sink->checked();
-        pass.sink_mismatches = sink->mismatches();
-    }
+    pass.sink_share = SinkShare(pass.plan->sink);
     pass.retired = first_step;
     transport_.streams_idle();  // the last pass ended with every stream idle
     pass.timed_start = pass.warm_start = now_ms();
@@ -268,12 +255,7 @@ PassResult Pipeline::Impl::finish(Pass& pass, std::int64_t end) {
     result.end_step = end;
     schedule_.synchronize_all();
     meet("the barrier at a pass's end");
-    if (RowSink* sink = pass.plan->sink) {
-        sink->drain();
-        result.write_wait_ms = sink->waited_ms() - pass.sink_waited_ms;
-        result.spot_checked += sink->checked() - pass.sink_checked;
-        result.spot_mismatches += sink->mismatches() - pass.sink_mismatches;
-    }
+    pass.sink_share.settle(result);
     result.timing = timer_.timing();
     result.timing_every = timer_.timing_every();
     PassResult done = std::move(result);
@@ -301,6 +283,7 @@ PipelineSpec pipeline_spec(const Config& config, const PairPlacement& placement)
     spec.graph_steps = config.graph_steps;
     spec.profile_first = config.profile_first;
     spec.profile_last = config.profile_last;
+    spec.timeout = config.timeout();
     spec.a_form = produced_form(config, placement);
     spec.b_form = received_form(config, placement);
     spec.writes_step = [config](std::int64_t s) { return config.writes_step(s); };
@@ -321,35 +304,92 @@ MemoryPlan plan_memory(const PipelineSpec& spec, Role role, bool producer_slots)
         plan.counter_host_bytes = timing_ring_size(spec) * 2 * sizeof(Counter);
     }
     if (spec.graphs) plan.step_word_bytes = 2 * sizeof(std::uint64_t);
+    if (spec.launch == Launch::device) {
+        const auto steps = static_cast<std::uint64_t>(spec.steps);
+        plan.stamp_bytes = steps * ((producer ? sizeof(ProducerStamps) : 0) +
+                                    (consumer ? sizeof(ConsumerStamps) + 1 : 0));
+        // C's ring of counters replaces the step timer's.
+        if (consumer) plan.counter_host_bytes = kDeviceCWindow * sizeof(Counter);
+    }
     return plan;
 }
 
 Pipeline::Pipeline(const PipelineSpec& spec, Device& device, Transport& transport, Role role,
-                   MPI_Comm comm)
-    : impl_(std::make_unique<Impl>(spec, device, transport, role, comm)) {}
+                   MPI_Comm comm) {
+    if (spec.launch == Launch::device) {
+        device_ = std::make_unique<DevicePass>(spec, device, transport, role, comm);
+    } else {
+        impl_ = std::make_unique<Impl>(spec, device, transport, role, comm);
+    }
+}
 
 Pipeline::~Pipeline() = default;
 
 void Pipeline::Impl::resize(std::uint64_t elements) {
-    const std::size_t bytes = elements * dtype_size(spec_.dtype);
-    if (bytes > capacity_) {
-        throw runtime_error("pipeline: tensors of " + std::to_string(bytes) +
-                            " bytes, but its buffers hold " + std::to_string(capacity_));
-    }
-    spec_.elements = elements;
-    spec_.bytes = bytes;
-    transport_.set_tensor_bytes(bytes);
+    resize_spec(spec_, capacity_, elements);
+    transport_.set_tensor_bytes(spec_.bytes);
 }
 
-void Pipeline::resize(std::uint64_t elements) { impl_->resize(elements); }
+PassResult blank_pass_result(const PipelineSpec& spec, bool overlap, std::int64_t first_step) {
+    PassResult result;
+    result.overlap = overlap;
+    result.first_step = first_step;
+    result.timed_from = std::max(spec.warmup, first_step == 0 ? 0 : first_step + 1);
+    const auto steps = static_cast<std::size_t>(spec.steps);
+    result.steps.assign(steps, StepTimes{});
+    result.x_mismatches.assign(steps, 0);
+    result.c_mismatches.assign(steps, 0);
+    return result;
+}
 
+SinkShare::SinkShare(RowSink* sink) : sink_(sink) {
+    if (sink_ == nullptr) return;
+    waited_ms_ = sink_->waited_ms();
+    checked_ = sink_->checked();
+    mismatches_ = sink_->mismatches();
+}
+
+void SinkShare::settle(PassResult& result) const {
+    if (sink_ == nullptr) return;
+    sink_->drain();
+    result.write_wait_ms = sink_->waited_ms() - waited_ms_;
+    result.spot_checked += sink_->checked() - checked_;
+    result.spot_mismatches += sink_->mismatches() - mismatches_;
+}
+
+void resize_spec(PipelineSpec& spec, std::size_t capacity, std::uint64_t elements) {
+    const std::size_t bytes = elements * dtype_size(spec.dtype);
+    if (bytes > capacity) {
+        throw runtime_error("pipeline: tensors of " + std::to_string(bytes) +
+                            " bytes, but its buffers hold " + std::to_string(capacity));
+    }
+    spec.elements = elements;
+    spec.bytes = bytes;
+}
+
+void Pipeline::resize(std::uint64_t elements) {
+    if (device_) {
+        device_->resize(elements);
+    } else {
+        impl_->resize(elements);
+    }
+}
+
+// A pass the device drives has no ceilings to measure: they are the host-launched phases'.
 PassResult Pipeline::run(bool overlap, RowSink* sink, const StepCallback& on_step,
                          std::int64_t first_step, bool calibrate) {
+    if (device_) {
+        return with_dtype(device_->spec().dtype, [&]<typename T>() {
+            return device_->run<T>(overlap, sink, on_step, first_step);
+        });
+    }
     return with_dtype(impl_->spec().dtype, [&]<typename T>() {
         return impl_->run<T>(overlap, sink, on_step, first_step, calibrate);
     });
 }
 
-const PassResult& Pipeline::ceilings() const { return impl_->ceilings(); }
+const PassResult& Pipeline::ceilings() const {
+    return device_ ? device_->ceilings() : impl_->ceilings();
+}
 
 }  // namespace gpurelay

@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -89,6 +90,7 @@ struct PipelineSpec : PipelineKeys {
     bool graphs = false;
     std::int64_t graph_steps = 1;
     std::int64_t profile_first = -1, profile_last = -1;
+    std::chrono::milliseconds timeout{300000};  // timeout_s: the bound of a wait on the device
     TensorForm a_form, b_form;  // what A makes here, and what B checks the received x against
     std::function<bool(std::int64_t)> writes_step;  // whether step s goes to /y
 };
@@ -124,8 +126,12 @@ struct MemoryPlan {
     // Mismatch counts, one pair per ring slot, in pinned host memory the kernels write.
     std::uint64_t counter_host_bytes = 0;
     std::uint64_t step_word_bytes = 0;  // graphs only: the step words, on each side
+    // launch = "device": each step's stamps, and whether it is written (consumer).
+    std::uint64_t stamp_bytes = 0;
     // On the device (the host, on the CPU path).
-    std::uint64_t device_bytes() const { return slots * slot_bytes + c_bytes + step_word_bytes; }
+    std::uint64_t device_bytes() const {
+        return slots * slot_bytes + c_bytes + step_word_bytes + stamp_bytes;
+    }
     // Pinned host memory.
     std::uint64_t host_bytes() const { return counter_host_bytes + step_word_bytes; }
 };
@@ -154,6 +160,8 @@ inline TensorForm received_form(const Config& config, const PairPlacement& place
                                                 : TensorForm{};
 }
 
+class DevicePass;
+
 class Pipeline {
   public:
     // Allocates every buffer, stream and event the run needs besides the transport's slots.
@@ -181,7 +189,9 @@ class Pipeline {
     class Impl;
 
   private:
+    // One of the two: the host's pass loop (launch = "host"), or a pass the device drives itself.
     std::unique_ptr<Impl> impl_;
+    std::unique_ptr<DevicePass> device_;
 };
 
 }  // namespace gpurelay

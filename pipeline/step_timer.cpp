@@ -263,8 +263,7 @@ RetiredSteps StepTimer::retire(std::int64_t s, PassResult& result) {
     if (first > result.first_step && !m.recorded_at_stop) {
         // The timed steps' first group is read from where the clock started, not from the
         // warm-up's last step: between them lie the ceilings and the barrier.
-        Event& before =
-            first == result.timed_from ? *clock_start_ : *marks_[slot(first - 1)].end;
+        Event& before = first == result.timed_from ? *clock_start_ : *marks_[slot(first - 1)].end;
         t.period = m.end->elapsed_ms_since(before) / static_cast<double>(m.group_steps);
     }
     for (std::int64_t j = first; j < s; ++j) result.steps[static_cast<std::size_t>(j)] = t;

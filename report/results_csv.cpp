@@ -170,6 +170,8 @@ const ColumnSpec kJudgedColumns[] = {
      [](R r) {
          return relay_cell(r, [](R, const RelayFigures& f) { return csv_number(f.fill_ms); });
      }},
+    // Who queued the steps: the host, or the device's persistent roles.
+    {"launch", kDeckKey},
 };
 
 template <std::size_t N>

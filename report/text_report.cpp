@@ -109,6 +109,14 @@ void print_rates(std::FILE* out, const RunSummary& s, const PassSummary& p) {
                  "  time per step %s ms (%s steps/s, aggregate %s GB/s); cold first step %s ms\n",
                  fmt("%.4f", p.time_per_step_ms).c_str(), fmt("%.1f", p.steps_per_s).c_str(),
                  fmt("%.2f", p.aggregate_gbps).c_str(), fmt("%.3f", p.cold_step_ms).c_str());
+    if (c.launch == Launch::device) {
+        // The roles run every step; the host only feeds C, copies y out and votes.
+        std::fprintf(out,
+                     "  host per step (the longest rank for each): nothing queued (launch = "
+                     "device), stop vote %s (waits for the other ranks)\n",
+                     duration_text_us(p.host_callback_us).c_str());
+        return;
+    }
     std::fprintf(
         out,
         "  host per step (the longest rank for each): queueing %s, reading back %s "
@@ -119,13 +127,21 @@ void print_rates(std::FILE* out, const RunSummary& s, const PassSummary& p) {
 
 void print_timing(std::FILE* out, const RunSummary& s, const PassSummary& p) {
     const Config& c = s.config;
-    std::fprintf(out,
-                 "  timing %s%s; %lld of %lld timed steps carry phase times, %lld share an end "
-                 "event (groups of up to %lld, each step the group's period over its steps)\n",
-                 p.timing.c_str(), timing_reason(p).c_str(),
-                 static_cast<long long>(p.phase_timed_steps), static_cast<long long>(p.timed_steps),
-                 static_cast<long long>(p.grouped_steps),
-                 static_cast<long long>(p.retire_group_steps));
+    if (c.launch == Launch::device) {
+        std::fprintf(out,
+                     "  timing: every step stamped on the device's clock by its roles (launch = "
+                     "device); %lld of %lld timed steps carry phase times\n",
+                     static_cast<long long>(p.phase_timed_steps),
+                     static_cast<long long>(p.timed_steps));
+    } else {
+        std::fprintf(out,
+                     "  timing %s%s; %lld of %lld timed steps carry phase times, %lld share an end "
+                     "event (groups of up to %lld, each step the group's period over its steps)\n",
+                     p.timing.c_str(), timing_reason(p).c_str(),
+                     static_cast<long long>(p.phase_timed_steps),
+                     static_cast<long long>(p.timed_steps), static_cast<long long>(p.grouped_steps),
+                     static_cast<long long>(p.retire_group_steps));
+    }
     // An estimate, not a bound: the medians are of phases that ran beside each other (and
     // slowed each other down), so a step can take less than their sum.
     if (std::isfinite(p.step_bound_ms) && p.step_bound_ms > 0 && !step_model_explains(p)) {

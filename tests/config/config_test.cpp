@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/command_line.hpp"
+#include "config/transport_choice.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {
@@ -82,6 +83,8 @@ Config everything_changed() {
         {"calibrate", "false"},
         {"graphs", "true"},
         {"graph_steps", "10"},  // a multiple of depth
+        {"launch", "device"},
+        {"device_blocks", "7"},
         {"timing", "sampled:3"},
         {"c_elements", "0"},
         {"c_iterations", "7"},
@@ -169,6 +172,8 @@ TEST(Config, KeyTable) {
                                                "calibrate",
                                                "graphs",
                                                "graph_steps",
+                                               "launch",
+                                               "device_blocks",
                                                "timing",
                                                "c_elements",
                                                "c_iterations",
@@ -634,6 +639,78 @@ TEST(Validate, Graphs) {
                              c.write = WriteMode::all;
                          }),
                          "graph_steps (4) needs write = \"last\" or \"none\""));
+}
+
+TEST(Validate, LaunchDevice) {
+    // A pass of persistent kernels over ipc with A in place, of one pair, stamped every step.
+    const auto device_launch = [](Config& c) {
+        c.launch = Launch::device;
+        c.transport = TransportKind::ipc;
+        c.ipc_engine = IpcEngine::sm;
+    };
+    Config ok;
+    device_launch(ok);
+    ok.device_blocks = 8;
+    EXPECT_NO_THROW(validate_config(ok));
+    EXPECT_EQ(invalid([](Config& c) { c.launch = Launch::device; }),
+              "launch = \"device\" needs transport = \"ipc\" with ipc_engine = \"sm\": the "
+              "producer's kernel writes the consumer's slot itself and a word says it has arrived");
+    EXPECT_TRUE(contains(invalid([](Config& c) {
+                             c.launch = Launch::device;
+                             c.transport = TransportKind::ipc;
+                         }),
+                         "needs transport = \"ipc\" with ipc_engine = \"sm\""));
+    // Another transport named: the table's reason.
+    EXPECT_TRUE(contains(invalid([](Config& c) {
+                             c.launch = Launch::device;
+                             c.transport = TransportKind::mpi;
+                         }),
+                         "launch = \"device\" needs transport = \"ipc\" with ipc_engine = "
+                         "\"sm\": MPI moves the tensor from the host"));
+    EXPECT_TRUE(contains(invalid([](Config& c) {
+                             c.launch = Launch::device;
+                             c.transport = TransportKind::nccl;
+                             c.device = DeviceKind::cuda;
+                         }),
+                         "NCCL's own kernels move the tensor"));
+    EXPECT_TRUE(contains(invalid([&](Config& c) {
+                             device_launch(c);
+                             c.graphs = true;
+                             c.device = DeviceKind::cuda;
+                         }),
+                         "nothing for graphs = true to capture"));
+    EXPECT_TRUE(contains(invalid([&](Config& c) {
+                             device_launch(c);
+                             c.blocking = true;
+                         }),
+                         "blocking = true is for launch = \"host\""));
+    EXPECT_TRUE(contains(invalid([&](Config& c) {
+                             device_launch(c);
+                             c.pattern = Pattern::relay;
+                         }),
+                         "pattern = \"relay\" is for launch = \"host\""));
+    EXPECT_TRUE(contains(invalid([&](Config& c) {
+                             device_launch(c);
+                             c.timing = Timing::steps;
+                         }),
+                         "timing = \"steps\" is for launch = \"host\""));
+    EXPECT_EQ(invalid([](Config& c) { c.device_blocks = 4; }),
+              "device_blocks (4) needs launch = \"device\": it caps the blocks of its "
+              "persistent kernels");
+    EXPECT_TRUE(contains(invalid([&](Config& c) {
+                             device_launch(c);
+                             c.device_blocks = 4097;
+                         }),
+                         "device_blocks (4097) must be at most 4096"));
+    // One pair: the ranks are known at set-up, where the same table refuses more.
+    Config three = ok;
+    RunFacts facts;
+    facts.world_size = 3;
+    EXPECT_TRUE(contains(usage_message([&] { choose_transport(three, facts); }),
+                         "launch = \"device\" drives one pair (-np 1 or 2), but this run has 3 "
+                         "ranks"));
+    facts.world_size = 2;
+    EXPECT_NO_THROW(choose_transport(three, facts));
 }
 
 TEST(Validate, TimeoutOutputAndProfile) {

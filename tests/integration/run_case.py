@@ -114,6 +114,11 @@ def check_timings(f, summary, np_ranks, expect_timing, written):
         count = sum(expected[warmup:])
         if timing["phase_timed_steps"] != count:
             fail(f"{name}: phase_timed_steps {timing['phase_timed_steps']}, expected {count}")
+        if summary["config"].get("launch") == "device":
+            # The roles stamp every step: no step shares an end with another.
+            if timing.get("grouped_steps") != 0 or timing.get("retire_group_steps") != 1:
+                fail(f"{name}: a device-driven pass grouped steps: {timing}")
+            continue
         # Steps that share an end event share its period: the group's over its steps.
         # Only a consumer's written steps end its groups; the summary counts the rank that groups
         # the fewest steps.

@@ -261,8 +261,9 @@ TEST(ResultsCsv, HeaderIsTheColumnTableInOrder) {
               "a_ms_p90,send_ms_p90,recv_ms_p90,c_ms_p90,wait_ms_p90,b_ms_p90,step_ms_p90,"
               "a_ms_p99,send_ms_p99,recv_ms_p99,c_ms_p99,wait_ms_p99,b_ms_p99,step_ms_p99,"
               "a_cv,send_cv,recv_cv,c_cv,wait_cv,b_cv,step_cv,transfer_is_waiting,step_unstable,"
-              "sm_clock_start_mhz,sm_clock_end_mhz,sm_clock_max_mhz,clock_slowdowns,repeat,relay_stages,relay_slowest_hop_ms,"
-              "relay_period_over_slowest_hop,relay_fill_ms");
+              "sm_clock_start_mhz,sm_clock_end_mhz,sm_clock_max_mhz,clock_slowdowns,repeat,relay_"
+              "stages,relay_slowest_hop_ms,"
+              "relay_period_over_slowest_hop,relay_fill_ms,launch");
     EXPECT_EQ(split_csv_line(results_csv_header()).size(), results_csv_columns().size());
 }
 
@@ -569,8 +570,9 @@ TEST(ReportTrust, RanksWithFewerCoresThanThreadsAreNamed) {
     const std::string report = report_of(s, print_report);
     EXPECT_TRUE(has(report, "    likely: ranks 0 and 1 have up to 5 working threads on 1 core"))
         << report;
-    EXPECT_TRUE(has(report, "to steady it: bind ranks to cores near their GPU (mpirun --map-by "
-                            "numa:PE=5 --bind-to core)"))
+    EXPECT_TRUE(has(report,
+                    "to steady it: bind ranks to cores near their GPU (mpirun --map-by "
+                    "numa:PE=5 --bind-to core)"))
         << report;
     EXPECT_TRUE(has(report_of(s, print_run_header),
                     "note: ranks 0 and 1 have up to 5 working threads on 1 core (main thread"))
@@ -590,13 +592,15 @@ TEST(ReportTrust, StabilityAndPlacementLines) {
     if (world_rank() != 0) return;
     RunSummary s = contradicting_summary();
     std::string report = report_of(s, print_report);
-    EXPECT_TRUE(has(report, "  stability: step period p90 2.50x the median, cv 0.430, max 3.38x: UNSTABLE"))
+    EXPECT_TRUE(
+        has(report, "  stability: step period p90 2.50x the median, cv 0.430, max 3.38x: UNSTABLE"))
         << report;
     EXPECT_TRUE(has(report, "    likely: 10 threads of 2 rank(s) on 2 cores of vm (CPU path)"))
         << report;
     // Binding cannot give the host more cores: the advice is a core for each thread.
-    EXPECT_TRUE(has(report, "to steady it: a core for each working thread (fewer ranks on vm, or "
-                            "10 cores); more steps"))
+    EXPECT_TRUE(has(report,
+                    "to steady it: a core for each working thread (fewer ranks on vm, or "
+                    "10 cores); more steps"))
         << report;
     EXPECT_FALSE(has(report, "bind ranks")) << report;
     EXPECT_TRUE(has(report, "scripts/sweep --repeat N, then scripts/compare")) << report;

@@ -1,0 +1,173 @@
+// The hand-off floor: a pair of persistent kernels that only pass a count back and forth, N
+// hand-offs inside one launch, as MSCCL++'s semaphore ping-pong does
+// (test/mp_unit/semaphore_perf_tests.cu). The words are the ipc transport's own arrived and
+// released words of slot 0 (comm/ipc_memory.hpp: each side waits on its own memory and writes
+// the other's) and the waits and stores are the device-driven step's (kernels/handoff_cuda.cu),
+// so a launch = "device" step of A and B is held against A + B + this. One rank runs both
+// kernels on two streams of one GPU; two ranks one each, on one GPU under MPS
+// (scripts/with-mps) or on two.
+//
+//   mpirun -np 1 bench_handoff --benchmark_out=handoff.json --benchmark_out_format=json
+//   scripts/with-mps mpirun -np 2 bench_handoff
+//
+// An iteration is one launch of kWarm round trips and then kRounds timed ones, stamped on the
+// GPU's global timer by the side that starts them; its time is the timed rounds', and the
+// counter us_per_handoff that over their 2 x kRounds hand-offs.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "bench/bench_support.hpp"
+#include "comm/mpi_error.hpp"
+#include "comm/mpi_session.hpp"
+#include "comm/pairing.hpp"
+#include "comm/transport.hpp"
+#include "runtime/device.hpp"
+#include "runtime/error.hpp"
+
+#if defined(GPURELAY_HAVE_CUDA)
+#include "kernels/handoff_cuda.hpp"
+#include "runtime/cuda_stream.hpp"
+#endif
+
+namespace gpurelay::bench {
+namespace {
+
+#if defined(GPURELAY_HAVE_CUDA)
+
+// MSCCL++'s count: 1000 hand-offs a launch (500 round trips), after a few to warm up.
+constexpr std::uint32_t kRounds = 500;
+constexpr std::uint32_t kWarm = 5;
+// Fixed, so that both ranks launch the same kernels.
+constexpr benchmark::IterationCount kIterations = 50;
+constexpr std::uint64_t kTimeoutNs = 10'000'000'000ull;
+
+// This rank's side (or both sides, with one rank): the ipc transport's words of one slot, the
+// streams the kernels run on, and where the starting side stamps.
+struct FloorRank {
+    PairPlacement placement;
+    std::unique_ptr<Device> device;
+    std::unique_ptr<Transport> transport;
+    SlotWords words;
+    std::unique_ptr<Stream> starter, responder;
+    Buffer results;  // pinned: the elapsed ns, then the failure word
+    std::uint32_t base = 0;
+};
+
+std::uint64_t& elapsed_ns(FloorRank& rank) { return rank.results.as<std::uint64_t>()[0]; }
+std::uint32_t& failed(FloorRank& rank) {
+    return *reinterpret_cast<std::uint32_t*>(rank.results.as<std::uint64_t>().data() + 1);
+}
+
+// The producer's side starts: it writes arrived and waits on released; the consumer's side
+// waits on arrived and writes released.
+void launch_side(FloorRank& rank, bool starts, Stream& stream) {
+    cuda::HandOffFloor floor{};
+    floor.wait_on = starts ? rank.words.released[0] : rank.words.arrived[0];
+    floor.write_to = starts ? rank.words.arrived[0] : rank.words.released[0];
+    floor.base = rank.base;
+    floor.warm = kWarm;
+    floor.rounds = kRounds;
+    floor.starts = starts;
+    floor.timeout_ns = kTimeoutNs;
+    floor.elapsed_ns = &elapsed_ns(rank);
+    floor.failed = &failed(rank);
+    cuda::run_handoff_floor(floor, cuda_handle(stream));
+}
+
+void floor_benchmark(benchmark::State& state, FloorRank& rank) {
+    const bool producer = rank.placement.role != Role::consumer;
+    const bool consumer = rank.placement.role != Role::producer;
+    double timed_s = 0;
+    for (auto _ : state) {
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        if (consumer) launch_side(rank, false, *rank.responder);
+        if (producer) launch_side(rank, true, *rank.starter);
+        if (consumer) rank.responder->synchronize();
+        if (producer) rank.starter->synchronize();
+        rank.base += kWarm + kRounds;
+        double seconds = static_cast<double>(elapsed_ns(rank)) * 1e-9;
+        // The starting side's stamps, on every rank, so both report the same time.
+        MPI_CHECK(MPI_Bcast(&seconds, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+        state.SetIterationTime(seconds);
+        timed_s += seconds;
+    }
+    int wrong = failed(rank) != 0 ? 1 : 0;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    if (wrong != 0) fail(state, "a hand-off's wait ran out (10 s): the other side never answered");
+    const double handoffs = 2.0 * kRounds * static_cast<double>(state.iterations());
+    state.counters["handoffs_per_iteration"] = 2.0 * kRounds;
+    state.counters["us_per_handoff"] = handoffs > 0 ? 1e6 * timed_s / handoffs : 0.0;
+}
+
+std::unique_ptr<FloorRank> open_floor(const MpiSession& session) {
+    auto rank = std::make_unique<FloorRank>();
+    rank->placement = place_pairs(session.world_rank(), session.world_size(), false);
+    rank->device = make_cuda_device(session.local_rank() % cuda_device_count());
+    TransportOptions options{4096, 4096, std::chrono::seconds(60)};
+    options.slots = 1;
+    options.produce_in_place = true;
+    rank->transport = make_ipc_transport(MPI_COMM_WORLD, rank->placement, *rank->device, options);
+    rank->words = *rank->transport->slot_words();
+    rank->starter = rank->device->make_stream(true, "hand-off starter");
+    rank->responder = rank->device->make_stream(true, "hand-off responder");
+    rank->results = rank->device->allocate_host(2 * sizeof(std::uint64_t));
+    std::memset(rank->results.data(), 0, rank->results.bytes());
+    return rank;
+}
+
+#endif
+
+int run(MpiSession& session, int argc, char** argv) {
+    if (!initialize_on_ranks(session, argc, argv)) return static_cast<int>(ExitCode::usage);
+    if (session.world_size() > 2) {
+        if (session.world_rank() == 0) {
+            std::fprintf(stderr, "bench_handoff: runs on 1 or 2 ranks (mpirun -np 1|2), got %d\n",
+                         session.world_size());
+        }
+        return static_cast<int>(ExitCode::usage);
+    }
+    int all_have_gpu = cuda_device_count() > 0 ? 1 : 0;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_have_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (all_have_gpu == 0) {
+        if (session.world_rank() == 0) {
+            std::fprintf(stderr,
+                         "bench_handoff: %s; the hand-off floor is a GPU figure, nothing "
+                         "to time\n",
+                         cuda_built() ? "no GPU found" : "built without CUDA");
+        }
+        return 0;
+    }
+#if defined(GPURELAY_HAVE_CUDA)
+    const std::unique_ptr<FloorRank> rank = open_floor(session);
+    add_provenance_context();
+    benchmark::AddCustomContext("device", rank->device->info().name);
+    benchmark::AddCustomContext("ranks", std::to_string(session.world_size()));
+    // "one process", "same GPU, shared through MPS", "NVLink": what the hand-off crosses.
+    benchmark::AddCustomContext("link", rank->transport->name());
+    const std::string name = "handoff_floor/np" + std::to_string(session.world_size());
+    benchmark::RegisterBenchmark(
+        name.c_str(), [&rank](benchmark::State& state) { floor_benchmark(state, *rank); })
+        ->Iterations(kIterations)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+    run_on_ranks(session);
+    if (any_failed()) {
+        if (session.world_rank() == 0) {
+            std::fprintf(stderr, "bench_handoff: a hand-off never came back (see ERROR above)\n");
+        }
+        return static_cast<int>(ExitCode::runtime);
+    }
+#endif
+    return 0;
+}
+
+}  // namespace
+}  // namespace gpurelay::bench
+
+int main(int argc, char** argv) {
+    return gpurelay::bench::mpi_benchmark_main("bench_handoff", argc, argv, gpurelay::bench::run);
+}

@@ -1,0 +1,139 @@
+// A step the device drives itself (launch = "device"): one persistent worker per role runs every
+// step of a pass and hands each tensor over through the consumer's slot and its two sequence words,
+// with no host in the loop. Per step s, slot k = s mod depth, n = the slot's use that step makes:
+//   producer: wait released[k] >= n - 1; A into slot k; make it visible; arrived[k] = n
+//   consumer: wait arrived[k] >= n (and its C, and y's copy out); B; released[k] = n
+// the ipc transport's protocol (comm/ipc_transport.cpp), run by the device. On a GPU each role is
+// a persistent kernel of a few blocks; on the CPU path a host stream's thread (and a thread for
+// each further block). Both drivers run the same role steps (handoff_protocol.hpp); each call here
+// queues a role's whole pass on `stream` and returns.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/kernels.hpp"
+#include "runtime/span.hpp"
+#include "runtime/stream.hpp"
+
+namespace gpurelay {
+
+// The most slots a ring of the hand-off holds (the pipeline's kMaxDepth).
+inline constexpr std::uint32_t kHandOffMaxSlots = 64;
+// Threads per block of a role's kernel (the value loops of kernels_cuda.cu take the same).
+inline constexpr std::uint32_t kHandOffThreads = 256;
+
+// The waits of a role step, as a timeout names them.
+enum class HandOffWait : std::uint32_t {
+    none,
+    release,   // the producer, for the consumer's release of the slot it writes next
+    arrival,   // the consumer, for the producer's tensor
+    c_done,    // the consumer, for its step's C on the compute stream
+    y_copied,  // the consumer, for the host's copy out of the y slot it writes next
+    go,        // a block, for its role's first block to say the step may go
+    gather,    // a role's first block, for the others' share of the step
+};
+// "the consumer's release of a slot", ...: what a timeout line names.
+const char* handoff_wait_text(HandOffWait wait);
+
+// A role's words that the host reads while the role runs (pinned host memory on a GPU). The role
+// writes `end_step` before `ended`, and a failure before `ended`.
+struct RoleStatus {
+    std::int64_t done;          // steps [first, done) are done by every block of the role
+    std::int64_t end_step;      // one past the last step it ran, once ended
+    std::uint64_t started_ns;   // its clock when its first block started
+    std::int64_t failed_step;   // the step whose wait ran out
+    std::uint32_t failed_wait;  // a HandOffWait, none unless one ran out
+    std::uint32_t ended;        // 1 once every block has left the pass
+};
+
+// One step of each role on its driver's clock (GPU: %globaltimer; host: steady_clock), in ns.
+struct ProducerStamps {
+    std::uint64_t start, a_start, a_end, published;
+};
+struct ConsumerStamps {
+    std::uint64_t start, arrived, ready, b_end, released;
+    Counter x_mismatches;  // B's wrong values of x, summed over the blocks
+};
+
+// The consumer's slots and their words as this process addresses them, with each slot's uses
+// before the pass (slot k's n-th use in the pass is uses[k] + n).
+struct HandOffRing {
+    void* slot[kHandOffMaxSlots];
+    std::uint32_t* arrived[kHandOffMaxSlots];
+    std::uint32_t* released[kHandOffMaxSlots];
+    std::uint32_t uses[kHandOffMaxSlots];
+    std::uint32_t depth;
+};
+
+// Bytes of a role's own words (its blocks' workspace), in its device memory.
+inline constexpr std::size_t kHandOffWorkspaceBytes = 192;
+
+// What both roles' drivers take. `workspace` and `status` must be zero when the role is queued.
+struct RoleArgs {
+    HandOffRing ring;
+    std::int64_t first = 0, steps = 0;  // the pass runs steps [first, steps)
+    std::uint64_t elements = 0;
+    std::uint32_t seed = 0;
+    std::uint32_t blocks = 1;      // handoff_blocks()
+    std::uint64_t timeout_ns = 0;  // every wait's bound (timeout_s)
+    RoleStatus* status = nullptr;
+    void* workspace = nullptr;  // kHandOffWorkspaceBytes
+};
+
+template <typename T>
+struct ProducerArgs {
+    RoleArgs role;
+    TensorForm form;
+    // Nonzero once the host asks the pass to stop: read once a step, before the step's wait.
+    const std::uint32_t* stop = nullptr;
+    ProducerStamps* stamps = nullptr;  // [steps - first]
+    bool skip_reuse_wait = false;      // tests only (debug_skip_reuse_wait)
+};
+
+template <typename T>
+struct ConsumerArgs {
+    RoleArgs role;
+    T alpha = 1;
+    TensorForm expected;
+    T* y[kHandOffMaxSlots];  // y slot k (depth of them)
+    bool overlap = true;
+    // C's words, with the compute stream (none when has_c is false): the consumer waits for
+    // c_done >= s + 1 before B of step s, and lets C of a step start by raising `gate` (C of step
+    // s waits for gate >= s + 1): after B of the step before, or with overlap off once the step's
+    // tensor has arrived.
+    bool has_c = false;
+    const std::uint32_t* c_done = nullptr;
+    std::uint32_t* gate = nullptr;
+    // The host's copy of y out: before B of step s overwrites the y slot of step w = s - depth,
+    // a written step w (written[w - first]) waits for y_copied >= w + 1.
+    const std::uint32_t* y_copied = nullptr;
+    const std::uint8_t* written = nullptr;  // [steps - first]
+    ConsumerStamps* stamps = nullptr;       // [steps - first]
+};
+
+// How far the arrival word of a step that never comes lies past its use: the producer's stop
+// marker, which ends the consumer's pass there (it is stored once the consumer has released
+// the slot's use before, so it cannot be taken for that use).
+inline constexpr std::uint32_t kHandOffStopMark = 1u << 30;
+
+// The blocks of a role's kernel for tensors of `elements` values of `value_bytes` each: as many
+// as the tensor fills (kHandOffThreads threads, each a 16-byte vector), at most `cap`, which
+// 0 makes one per SM; on the CPU path (host threads) at most `cap`, which 0 makes 1.
+std::uint32_t handoff_blocks(Backend backend, std::uint64_t elements, std::size_t value_bytes,
+                             std::int64_t cap);
+// Throws a usage error when a producer's and a consumer's kernels of these blocks cannot be
+// resident together on this process's GPU (an occupancy query of each: both spin until the
+// other moves, so a block that waits for a place would wait for ever). The CPU path's threads
+// always can.
+void check_handoff_fits(Backend backend, std::uint32_t producer_blocks,
+                        std::uint32_t consumer_blocks);
+
+// Queues the role's whole pass on `stream` (a persistent kernel, or the host twin on the host
+// stream's thread). The role writes its status as it goes.
+template <typename T>
+void launch_producer_role(const ProducerArgs<T>& args, Stream& stream);
+template <typename T>
+void launch_consumer_role(const ConsumerArgs<T>& args, Stream& stream);
+
+}  // namespace gpurelay

@@ -1,0 +1,81 @@
+// Inside kernels/ (CUDA only): the loops over a tensor's values that kernel A and kernel B run,
+// and the persistent hand-off kernels run for their share of a step (handoff_cuda.cu). Each
+// thread of `threads` takes 16-byte vectors `thread`, `thread + threads`, ..., coalesced across
+// the warp, then the values past the last whole vector; the values are the element functions'
+// (formula.hpp), as the host twins' are.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/formula.hpp"
+#include "kernels/kernels.hpp"
+#include "runtime/span.hpp"
+
+namespace gpurelay::cuda {
+
+// Values per 16-byte vector, and the vector type itself.
+template <typename T>
+struct alignas(16) Vec {
+    static constexpr int kWidth = 16 / sizeof(T);
+    T v[kWidth];
+};
+
+__device__ inline std::size_t grid_thread() {
+    return static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline std::size_t grid_threads() {
+    return static_cast<std::size_t>(gridDim.x) * blockDim.x;
+}
+
+// A: x[i] = form_value(step, i, seed, form), this thread's share.
+template <typename T>
+__device__ void fill_a(Span<T> x, std::uint64_t step, std::uint32_t seed, TensorForm form,
+                       std::size_t thread, std::size_t threads) {
+    constexpr int W = Vec<T>::kWidth;
+    const std::size_t vectors = x.size() / W;
+    auto* xv = reinterpret_cast<Vec<T>*>(x.data());
+    for (std::size_t v = thread; v < vectors; v += threads) {
+        Vec<T> out;
+#pragma unroll
+        for (int k = 0; k < W; ++k) {
+            out.v[k] = form_value<T>(step, static_cast<std::uint32_t>(v * W + k), seed, form);
+        }
+        xv[v] = out;
+    }
+    for (std::size_t i = vectors * W + thread; i < x.size(); i += threads) {
+        x[i] = form_value<T>(step, static_cast<std::uint32_t>(i), seed, form);
+    }
+}
+
+// B: y[i] = alpha * x[i], this thread's share; returns how many of its x[i] differ from the
+// formula for `step` in form `expected` (verification fused into B: one read of x, one write of y).
+template <typename T>
+__device__ Counter scale_b(Span<const T> x, Span<T> y, T alpha, std::uint64_t step,
+                           std::uint32_t seed, TensorForm expected, std::size_t thread,
+                           std::size_t threads) {
+    constexpr int W = Vec<T>::kWidth;
+    const std::size_t vectors = x.size() / W;
+    const auto* xv = reinterpret_cast<const Vec<T>*>(x.data());
+    auto* yv = reinterpret_cast<Vec<T>*>(y.data());
+    Counter bad = 0;
+    for (std::size_t v = thread; v < vectors; v += threads) {
+        const Vec<T> in = xv[v];
+        Vec<T> out;
+#pragma unroll
+        for (int k = 0; k < W; ++k) {
+            bad += in.v[k] !=
+                   form_value<T>(step, static_cast<std::uint32_t>(v * W + k), seed, expected);
+            out.v[k] = b_value(alpha, in.v[k]);
+        }
+        yv[v] = out;
+    }
+    for (std::size_t i = vectors * W + thread; i < x.size(); i += threads) {
+        const T xi = x[i];
+        bad += xi != form_value<T>(step, static_cast<std::uint32_t>(i), seed, expected);
+        y[i] = b_value(alpha, xi);
+    }
+    return bad;
+}
+
+}  // namespace gpurelay::cuda
