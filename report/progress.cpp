@@ -1,5 +1,6 @@
 #include "report/progress.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,10 +37,8 @@ void Progress::step_done() {
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     const double rate = static_cast<double>(done_ - first_) / std::max(elapsed, 1e-9);
     const double left = static_cast<double>(total_ - done_) / std::max(rate, 1e-9);
-    std::printf("%sprogress: step %lld/%lld, %.1f steps/s, %.0f s left%s",
-                in_place_ ? "\r" : "", static_cast<long long>(done_),
-                static_cast<long long>(total_), rate, left,
-                in_place_ ? (done_ == total_ ? "\n" : "") : "\n");
+    fmt::print("{}progress: step {}/{}, {:.1f} steps/s, {:.0f} s left{}", in_place_ ? "\r" : "",
+               done_, total_, rate, left, in_place_ ? (done_ == total_ ? "\n" : "") : "\n");
     std::fflush(stdout);
 }
 

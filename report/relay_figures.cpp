@@ -27,7 +27,7 @@ double timed_median(const PassResult& result, double StepTimes::*member) {
     return phase_stats(std::move(values)).median;
 }
 
-std::string ms(double value) { return fmt("%.4f", value); }
+std::string ms(double value) { return number_text("{:.4f}", value); }
 
 }  // namespace
 
@@ -98,9 +98,9 @@ void print_hop_ceilings(std::FILE* out, const Ceilings& ceilings, const PassSumm
     for (std::size_t h = 0; h < pass.pairs.size() && h < ceilings.hop_transfer_ms.size(); ++h) {
         const PairFigures& f = pass.pairs[h];
         const double bare = ceilings.hop_transfer_ms[h];
-        std::fprintf(
-            out, "  hop %d against its ceiling: transfer %s ms, bare %s ms (%s of its speed)\n",
-            f.pair, ms(f.transfer_ms).c_str(), ms(bare).c_str(), ms(bare / f.transfer_ms).c_str());
+        fmt::print(out,
+                   "  hop {} against its ceiling: transfer {} ms, bare {} ms ({} of its speed)\n",
+                   f.pair, ms(f.transfer_ms), ms(bare), ms(bare / f.transfer_ms));
     }
 }
 
@@ -113,28 +113,21 @@ void print_relay(std::FILE* out, const RunSummary& summary, const PassSummary& p
     std::string against = "no hop timed";
     if (hop >= 0) {
         const PairFigures& h = pass.pairs[static_cast<std::size_t>(hop)];
-        char text[160];
-        std::snprintf(text, sizeof text,
-                      "its slowest hop's transfer %s ms (hop %d: rank %d -> %d), %.2fx",
-                      ms(h.transfer_ms).c_str(), h.pair, h.producer, h.consumer,
-                      period_over_slowest_hop(pass));
-        against = text;
+        against = fmt::format("its slowest hop's transfer {} ms (hop {}: rank {} -> {}), {:.2f}x",
+                              ms(h.transfer_ms), h.pair, h.producer, h.consumer,
+                              period_over_slowest_hop(pass));
     }
-    std::fprintf(out,
-                 "  relay of %d stages: period %s ms against %s; fill latency %s ms (the first "
-                 "timed tensor, from every rank idle to the last stage's B)\n",
-                 relay.stages, ms(pass.time_per_step_ms).c_str(), against.c_str(),
-                 ms(relay.fill_ms).c_str());
+    fmt::print(out,
+               "  relay of {} stages: period {} ms against {}; fill latency {} ms (the first "
+               "timed tensor, from every rank idle to the last stage's B)\n",
+               relay.stages, ms(pass.time_per_step_ms), against, ms(relay.fill_ms));
     print_hop_ceilings(out, summary.ceilings, pass);
     for (const StageFigures& f : relay.stage_figures) {
-        std::fprintf(
-            out,
-            "  stage %d of group %d (rank %d): step %s ms; A %s, recv %s, C %s, wait %s, B "
-            "%s, send %s ms; wrong: %llu in x, %llu in C\n",
-            f.stage, f.group, f.rank, ms(f.step_ms).c_str(), ms(f.a_ms).c_str(),
-            ms(f.recv_ms).c_str(), ms(f.c_ms).c_str(), ms(f.wait_ms).c_str(), ms(f.b_ms).c_str(),
-            ms(f.send_ms).c_str(), static_cast<unsigned long long>(f.x_mismatches),
-            static_cast<unsigned long long>(f.c_mismatches));
+        fmt::print(out,
+                   "  stage {} of group {} (rank {}): step {} ms; A {}, recv {}, C {}, wait {}, B "
+                   "{}, send {} ms; wrong: {} in x, {} in C\n",
+                   f.stage, f.group, f.rank, ms(f.step_ms), ms(f.a_ms), ms(f.recv_ms), ms(f.c_ms),
+                   ms(f.wait_ms), ms(f.b_ms), ms(f.send_ms), f.x_mismatches, f.c_mismatches);
     }
 }
 

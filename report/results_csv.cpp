@@ -20,8 +20,8 @@
 namespace gpurelay {
 namespace {
 
-std::string csv_number(double v, const char* format = "%.6g") {
-    return std::isnan(v) || v == 0.0 ? (v == 0.0 ? "0" : "") : fmt(format, v);
+std::string csv_number(double v) {
+    return std::isnan(v) || v == 0.0 ? (v == 0.0 ? "0" : "") : number_text("{:.6g}", v);
 }
 
 std::string csv_text(const std::string& text) {

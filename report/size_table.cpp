@@ -10,15 +10,16 @@ namespace {
 
 // busbw is nccl-tests' bus bandwidth: for an all-reduce algbw x 2(n-1)/n, otherwise algbw.
 void print_table_head(std::FILE* out, const RunSummary& first) {
-    std::fprintf(out,
-                 "\nsizes in one launch (%s): time and transfer are medians over each size's "
-                 "timed steps (%s pass)\n",
-                 config_value_text(first.config, "dtype").c_str(),
-                 first.passes.empty() || first.main_pass().overlap ? "overlap-on" : "overlap-off");
-    std::fprintf(out, "%4s %12s %11s %11s %11s %9s %9s %9s %8s %9s\n", "#", "size", "elements",
-                 "time/step", "transfer", "algbw", "busbw", "transfer", "overlap", "verified");
-    std::fprintf(out, "%4s %12s %11s %11s %11s %9s %9s %9s %8s %9s\n", "#", "(B)", "", "(us)",
-                 "(us)", "(GB/s)", "(GB/s)", "/ceiling", "speedup", "");
+    fmt::print(out,
+               "\nsizes in one launch ({}): time and transfer are medians over each size's "
+               "timed steps ({} pass)\n",
+               config_value_text(first.config, "dtype"),
+               first.passes.empty() || first.main_pass().overlap ? "overlap-on" : "overlap-off");
+    fmt::print(out, "{:>4} {:>12} {:>11} {:>11} {:>11} {:>9} {:>9} {:>9} {:>8} {:>9}\n", "#",
+               "size", "elements", "time/step", "transfer", "algbw", "busbw", "transfer", "overlap",
+               "verified");
+    fmt::print(out, "{:>4} {:>12} {:>11} {:>11} {:>11} {:>9} {:>9} {:>9} {:>8} {:>9}\n", "#", "(B)",
+               "", "(us)", "(us)", "(GB/s)", "(GB/s)", "/ceiling", "speedup", "");
 }
 
 }  // namespace
@@ -32,25 +33,25 @@ void print_size_table(std::FILE* out, const std::vector<RunSummary>& sizes, std:
         const PassSummary& p = s.main_pass();
         const CeilingRatios ratios = against_ceilings(p, s.ceilings);
         verified = verified && s.verified();
-        std::fprintf(out, "%4zu %12llu %11llu %11s %11s %9s %9s %9s %8s %9s\n", first + i,
-                     static_cast<unsigned long long>(s.config.tensor_bytes()),
-                     static_cast<unsigned long long>(s.config.elements),
-                     fmt("%.2f", p.time_per_step_ms * 1e3).c_str(),
-                     fmt("%.2f", p.transfer_ms * 1e3).c_str(), fmt("%.2f", p.transfer_gbps).c_str(),
-                     fmt("%.2f", p.bus_gbps).c_str(), fmt("%.3f", ratios.transfer).c_str(),
-                     s.overlap_speedup > 0 ? fmt("%.3f", s.overlap_speedup).c_str() : "-",
-                     s.verified() ? "PASSED" : "FAILED");
+        fmt::print(out, "{:>4} {:>12} {:>11} {:>11} {:>11} {:>9} {:>9} {:>9} {:>8} {:>9}\n",
+                   first + i, s.config.tensor_bytes(), s.config.elements,
+                   number_text("{:.2f}", p.time_per_step_ms * 1e3),
+                   number_text("{:.2f}", p.transfer_ms * 1e3),
+                   number_text("{:.2f}", p.transfer_gbps), number_text("{:.2f}", p.bus_gbps),
+                   number_text("{:.3f}", ratios.transfer),
+                   s.overlap_speedup > 0 ? number_text("{:.3f}", s.overlap_speedup) : "-",
+                   s.verified() ? "PASSED" : "FAILED");
     }
     if (first > 0) {
-        std::fprintf(out,
-                     "sizes 0 to %zu ran before the stop: their figures are in the file "
-                     "(/cases/N), not in this table\n",
-                     first - 1);
+        fmt::print(out,
+                   "sizes 0 to {} ran before the stop: their figures are in the file "
+                   "(/cases/N), not in this table\n",
+                   first - 1);
     }
     const RunSummary& last = sizes.back();
-    std::fprintf(out, "output: %s (one group per size, /cases/0 to /cases/%zu)\n",
-                 last.config.output.c_str(), first + sizes.size() - 1);
-    std::fprintf(out, "verification of the sizes above: %s\n", verified ? "PASSED" : "FAILED");
+    fmt::print(out, "output: {} (one group per size, /cases/0 to /cases/{})\n", last.config.output,
+               first + sizes.size() - 1);
+    fmt::print(out, "verification of the sizes above: {}\n", verified ? "PASSED" : "FAILED");
     std::fflush(out);
 }
 

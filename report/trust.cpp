@@ -50,8 +50,8 @@ std::string crowded_text(const CrowdedRanks& crowded) {
 // be wrong. Binding cannot give a host more cores: there the advice is fewer threads a node.
 std::string placement_remedy(const RunSummary& s, bool misplaced) {
     if (const std::vector<HostLoad> loads = oversubscribed_hosts(s); !loads.empty()) {
-        return "a core for each working thread (fewer ranks on " + loads.front().host +
-               ", or " + std::to_string(loads.front().threads) + " cores)";
+        return "a core for each working thread (fewer ranks on " + loads.front().host + ", or " +
+               std::to_string(loads.front().threads) + " cores)";
     }
     if (!misplaced && crowded_ranks(s).ranks.empty()) return "";
     return std::string("bind ranks to cores") + (s.backend == "cuda" ? " near their GPU" : "") +
@@ -76,8 +76,8 @@ void causes_and_remedies(const RunSummary& s, const PassSummary& p,
     }
     if (clocks_slowed(p)) {
         const std::string names = clock_slowdown_names(p.clock_reasons);
-        causes.push_back("the SM clock went " + fmt("%.0f", p.sm_clock_start_mhz) + " -> " +
-                         fmt("%.0f", p.sm_clock_end_mhz) + " MHz" +
+        causes.push_back("the SM clock went " + number_text("{:.0f}", p.sm_clock_start_mhz) +
+                         " -> " + number_text("{:.0f}", p.sm_clock_end_mhz) + " MHz" +
                          (names.empty() ? "" : " (" + names + ")"));
     }
     // Away from its GPU's node, or free to run on several nodes.
@@ -107,17 +107,18 @@ std::string joined(const std::vector<std::string>& parts) {
 void print_clocks(std::FILE* out, const RunSummary& s, const PassSummary& p) {
     if (s.backend != "cuda") return;
     if (!p.clocks_measured) {
-        std::fprintf(out,
-                     "  GPU clock: not measured (no NVML in this build, or its calls "
-                     "failed)\n");
+        fmt::print(out,
+                   "  GPU clock: not measured (no NVML in this build, or its calls "
+                   "failed)\n");
         return;
     }
     const std::string names = clock_slowdown_names(p.clock_reasons);
-    std::fprintf(out,
-                 "  GPU clock (SM, the slowest rank): %s MHz where the timed steps start, %s MHz "
-                 "where they end, of %s MHz; slowdowns seen: %s\n",
-                 fmt("%.0f", p.sm_clock_start_mhz).c_str(), fmt("%.0f", p.sm_clock_end_mhz).c_str(),
-                 fmt("%.0f", p.sm_clock_max_mhz).c_str(), names.empty() ? "none" : names.c_str());
+    fmt::print(out,
+               "  GPU clock (SM, the slowest rank): {} MHz where the timed steps start, {} MHz "
+               "where they end, of {} MHz; slowdowns seen: {}\n",
+               number_text("{:.0f}", p.sm_clock_start_mhz),
+               number_text("{:.0f}", p.sm_clock_end_mhz), number_text("{:.0f}", p.sm_clock_max_mhz),
+               names.empty() ? "none" : names);
 }
 
 }  // namespace
@@ -216,16 +217,15 @@ Stability step_stability(const PassSummary& p) {
 void print_stability(std::FILE* out, const RunSummary& s, const PassSummary& p) {
     const Stability st = step_stability(p);
     if (std::isnan(st.p90_over_median)) return;
-    std::fprintf(out,
-                 "  stability: step period p90 %sx the median, cv %s, max %sx: %s (p90 %s %sx)\n",
-                 fmt("%.2f", st.p90_over_median).c_str(), fmt("%.3f", st.cv).c_str(),
-                 fmt("%.2f", st.max_over_median).c_str(), st.unstable ? "UNSTABLE" : "stable",
-                 st.unstable ? "over" : "at most", fmt("%.2f", 1.0 + kUnstableStepSpread).c_str());
+    fmt::print(out,
+               "  stability: step period p90 {}x the median, cv {}, max {}x: {} (p90 {} {}x)\n",
+               number_text("{:.2f}", st.p90_over_median), number_text("{:.3f}", st.cv),
+               number_text("{:.2f}", st.max_over_median), st.unstable ? "UNSTABLE" : "stable",
+               st.unstable ? "over" : "at most", number_text("{:.2f}", 1.0 + kUnstableStepSpread));
     if (st.unstable) {
         std::vector<std::string> causes, remedies;
         causes_and_remedies(s, p, causes, remedies);
-        std::fprintf(out, "    likely: %s\n    to steady it: %s\n", joined(causes).c_str(),
-                     joined(remedies).c_str());
+        fmt::print(out, "    likely: {}\n    to steady it: {}\n", joined(causes), joined(remedies));
     }
     print_clocks(out, s, p);
 }
@@ -248,27 +248,26 @@ std::string placement_text(const RankInfo& rank) {
 
 void print_placement_notes(std::FILE* out, const RunSummary& s) {
     for (const SharedGpu& gpu : time_sliced_gpus(s)) {
-        std::fprintf(out,
-                     "note: ranks %s share GPU %s without MPS: the figures measure the driver "
-                     "switching between the %zu processes that share it, not the link; run under "
-                     "MPS: scripts/with-mps mpirun ...\n",
-                     rank_list(gpu.ranks).c_str(), gpu.gpu.c_str(), gpu.ranks.size());
+        fmt::print(out,
+                   "note: ranks {} share GPU {} without MPS: the figures measure the driver "
+                   "switching between the {} processes that share it, not the link; run under "
+                   "MPS: scripts/with-mps mpirun ...\n",
+                   rank_list(gpu.ranks), gpu.gpu, gpu.ranks.size());
     }
     for (std::size_t r = 0; r < s.ranks.size(); ++r) {
         if (!away_from_gpu(s.ranks[r])) continue;
-        std::fprintf(out,
-                     "note: rank %zu runs on NUMA node %s but its GPU is on node %s: its copies "
-                     "cross the socket link; bind it near its GPU (%s)\n",
-                     r, s.ranks[r].core_numa.c_str(), s.ranks[r].gpu_numa.c_str(),
-                     binding_command(s).c_str());
+        fmt::print(out,
+                   "note: rank {} runs on NUMA node {} but its GPU is on node {}: its copies "
+                   "cross the socket link; bind it near its GPU ({})\n",
+                   r, s.ranks[r].core_numa, s.ranks[r].gpu_numa, binding_command(s));
     }
     // Bound to one core each (mpirun's default for 2 ranks), a staged MPI rank's three threads
     // take turns: its 4 KiB steps ran 1.7 to 1.9 times slower than with two cores each.
     if (const CrowdedRanks crowded = crowded_ranks(s); !crowded.ranks.empty()) {
-        std::fprintf(out,
-                     "note: %s (main thread and host streams): they take turns, and the "
-                     "steps wait for them; give each rank a core per thread (%s)\n",
-                     crowded_text(crowded).c_str(), binding_command(s).c_str());
+        fmt::print(out,
+                   "note: {} (main thread and host streams): they take turns, and the "
+                   "steps wait for them; give each rank a core per thread ({})\n",
+                   crowded_text(crowded), binding_command(s));
     }
 }
 
