@@ -59,9 +59,13 @@ std::string attribution_flaw(const OverlapAttribution& a) {
     const double share = kAttributionRestShare * a.step_ms;
     std::string flaw;
     auto add = [&](const std::string& part) { flaw += (flaw.empty() ? "" : "; ") + part; };
-    if (std::fabs(a.rest_ms) > share) {
-        add("the rest would be " + number_text("{:+.4f}", a.rest_ms) +
-            " ms, over a quarter of the step");
+    // Said without a negative time: terms that overshoot the step add up to more than it.
+    if (a.rest_ms > share) {
+        add("they leave " + number_text("{:.4f}", a.rest_ms) +
+            " ms to the rest, over a quarter of the step");
+    } else if (a.rest_ms < -share) {
+        add("they add up to " + number_text("{:.4f}", -a.rest_ms) +
+            " ms more than the step, over a quarter of it");
     }
     if (a.c_slowdown_ms < -share) {
         add("C would run " + number_text("{:.4f}", -a.c_slowdown_ms) +
