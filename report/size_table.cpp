@@ -40,9 +40,10 @@ void print_unreadable_sizes(std::FILE* out, const std::vector<RunSummary>& sizes
     }
     if (rows.empty()) return;
     fmt::print(out,
-               "phase times cannot be read for size(s) {} ({}{}): their transfer / ceiling is "
-               "left out, and a waiting transfer's GB/s (the JSON's phase_times says why)\n",
-               range_list_text(rows), why, rows.size() > 1 ? ", in the first" : "");
+               "phase times cannot be read for size(s) {} (size {}: {}): their transfer / "
+               "ceiling is left out, and a waiting transfer's GB/s (the JSON's phase_times says "
+               "why)\n",
+               range_list_text(rows), rows.front(), why);
 }
 
 }  // namespace
