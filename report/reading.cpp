@@ -70,12 +70,11 @@ std::string waiting_transfer(const RunSummary& s) {
     for (const PassSummary& p : s.passes) {
         if (!transfer_is_waiting(s, p)) continue;
         const double step = p.phase(Phase::step).median;
-        return fmt::format(
-            "the {} transfer measured waiting ({})", pass_name(p.overlap),
-            std::isfinite(step) && p.transfer_ms > step
-                ? "longer than its own step"
-                : fmt::format("at {} of its bare transfer's speed",
-                              number_text("{:.2f}", against_ceilings(p, s.ceilings).transfer)));
+        const std::string how = std::isfinite(step) && p.transfer_ms > step
+                                    ? std::string("longer than its own step")
+                                    : fmt::format("at {:.2g}% of its bare transfer's speed",
+                                                  100 * against_ceilings(p, s.ceilings).transfer);
+        return fmt::format("the {} transfer measured waiting ({})", pass_name(p.overlap), how);
     }
     return "";
 }
