@@ -68,6 +68,11 @@ Closing complete_attributes(const Run& run, const std::vector<RunSummary>& sizes
         {"stopped_at_step", static_cast<std::int64_t>(-1)},
         {"resumed_from_step", config.resume ? run.resume.step : static_cast<std::int64_t>(-1)},
         {"finished_utc", utc_timestamp()}};
+    // Every rank, as the JSON's "ranks": the report names them one a line only in small runs.
+    if (!sizes.empty()) {
+        closing.root.push_back(
+            {"ranks", text_from_root(MPI_COMM_WORLD, ranks_json(sizes.front()))});
+    }
     if (!config.several_sizes()) {
         const RunSummary& summary = sizes.front();
         const PassSummary& main_pass = summary.main_pass();

@@ -216,6 +216,8 @@ const PassFlag kPassFlags[] = {
     {"step_unstable", [](Run, Pass p) { return step_stability(p).unstable ? 1 : 0; }},
     {"step_model_explains", [](Run, Pass p) { return step_model_explains(p) ? 1 : 0; }},
     {"clocks_measured", [](Run, Pass p) { return p.clocks_measured ? 1 : 0; }},
+    // The run's judgement, on each pass: its figures above are kept whether or not they read.
+    {"phase_times_readable", [](Run s, Pass) { return read_phase_times(s).readable() ? 1 : 0; }},
     {"overlap_attribution_explains",
      [](Run s, Pass p) {
          const OverlapAttribution a = attribution_of(s, p);
@@ -225,7 +227,7 @@ const PassFlag kPassFlags[] = {
 constexpr std::size_t kPassFlagCount = std::size(kPassFlags);
 
 // One line per pair (group), as the JSON's pairs: its ranks, median step and transfer, and
-// whether it is flagged slow.
+// whether it is flagged slow. Every one, at any count (it travels apart from Figures).
 std::string pairs_text(const PassSummary& p) {
     std::string text;
     char line[160];
@@ -242,7 +244,7 @@ std::string pairs_text(const PassSummary& p) {
 
 // The distributions, the slow steps and the pairs, as the JSON has them.
 void add_spread(Attributes& timings, const double (*spread)[4], std::int64_t slow_steps,
-                const char* slow_step_numbers, const char* pairs) {
+                const char* slow_step_numbers) {
     for (std::size_t ph = 0; ph < kPhaseCount; ++ph) {
         const std::string name = kPhases[ph].name;
         timings.emplace_back(name + "_p50_ms", spread[ph][0]);
@@ -252,7 +254,6 @@ void add_spread(Attributes& timings, const double (*spread)[4], std::int64_t slo
     }
     timings.emplace_back("slow_steps", slow_steps);
     timings.emplace_back("slow_step_numbers", std::string(slow_step_numbers));
-    timings.emplace_back("pairs", std::string(pairs));
 }
 
 // A field of the pass's summary, as the file names it.
@@ -300,7 +301,7 @@ struct Figures {
     // Each timed phase's p50, p90, p99 and cv; the slow steps; the pairs as text.
     double spread[kPhaseCount][4];
     std::int64_t slow_steps;
-    char slow_step_numbers[kTiming], pairs[kLists];
+    char slow_step_numbers[kTiming];
 };
 static_assert(std::is_trivially_copyable_v<Figures>, "Figures travel as bytes");
 
@@ -316,7 +317,6 @@ Figures figures_of(const RunSummary& summary, const PassSummary& p) {
     p.timing.copy(f.timing, kTiming - 1);
     fill_spread(p, f.spread, f.slow_steps);
     list_text(p.slow_step_numbers).copy(f.slow_step_numbers, kTiming - 1);
-    pairs_text(p).copy(f.pairs, kLists - 1);
     for (std::size_t i = 0; i < kPassFigureCount; ++i)
         f.judged[i] = kPassFigures[i].value(summary, p);
     for (std::size_t i = 0; i < kPassFlagCount; ++i)
@@ -337,7 +337,7 @@ Attributes timing_attributes(const Figures& f) {
         timings.emplace_back(kPassCounts[i].name, f.counts[i]);
     }
     timings.emplace_back("timing", std::string(f.timing));
-    add_spread(timings, f.spread, f.slow_steps, f.slow_step_numbers, f.pairs);
+    add_spread(timings, f.spread, f.slow_steps, f.slow_step_numbers);
     for (std::size_t j = 0; j < kPassFigureCount; ++j) {
         if (!std::isnan(f.judged[j])) timings.emplace_back(kPassFigures[j].name, f.judged[j]);
     }
@@ -379,10 +379,20 @@ GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary,
         groups.push_back({group + "/timings/" + pass, timing_attributes(f)});
         groups.push_back({group + "/verification/" + pass, verification_attributes(f)});
     }
-    // A relay's figures, as the JSON's pass has them, beside each pass's timings.
+    // Texts of any length travel apart: why the phase times cannot be read (the run's, on each
+    // pass), every pair (group) of each pass, and a relay's figures as the JSON's pass has them.
+    const PhaseReading reading = read_phase_times(summary);
+    const std::string because = text_from_root(comm, reading.codes());
+    const std::string why = text_from_root(comm, reading.text());
     for (std::size_t i = 0; i < summary.passes.size(); ++i) {
+        Attributes& timings = groups[2 * i].second;
+        if (!because.empty()) {
+            timings.emplace_back("phase_times_unreadable_because", because);
+            timings.emplace_back("phase_times_why", why);
+        }
+        timings.emplace_back("pairs", text_from_root(comm, pairs_text(summary.passes[i])));
         if (!summary.passes[i].relay) continue;
-        groups[2 * i].second.emplace_back("relay", relay_json_from_root(comm, summary.passes[i]));
+        timings.emplace_back("relay", text_from_root(comm, relay_json(summary.passes[i])));
     }
     return groups;
 }

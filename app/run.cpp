@@ -59,7 +59,12 @@ int run(MpiSession& mpi, StepWatch& watch, int argc, char** argv) {
     const std::vector<bool> passes = passes_of(config);
     Outputs outputs = Outputs::open(mpi, setup, passes);
     // What runs where, said before the steps (and their progress lines) start.
-    const RunSummary head = summarize(mpi, setup, config, *pipeline, outputs, {});
+    RunSummary head = summarize(mpi, setup, config, *pipeline, outputs, {});
+    if (config.resume) {
+        head.resumed_step = resume.step;
+        head.resumed_pass = resume.pass;
+        head.resumed_size = resume.size;
+    }
     if (rank == 0 && !config.quiet) print_run_header(stdout, head);  // --quiet: errors only
     // A resumed run starts the count where the stopped one left it.
     const auto pass_count = static_cast<std::int64_t>(passes.size());
@@ -71,8 +76,8 @@ int run(MpiSession& mpi, StepWatch& watch, int argc, char** argv) {
         passes,
         resume,
         rank,
-        Progress(rank == 0 && !config.quiet,
-                 config.steps * pass_count * static_cast<std::int64_t>(config.size_list().size()),
+        Progress(rank == 0 && !config.quiet, config.steps, passes,
+                 static_cast<std::int64_t>(config.size_list().size()),
                  (resume.size * pass_count + resume.pass) * config.steps + resume.step),
         // A relay's first stage runs a step ahead of each stage behind it once the line is full:
         // the vote lets the loops drift that far apart (a stop lands as many steps later).

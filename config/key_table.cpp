@@ -457,7 +457,8 @@ constexpr std::string_view kFlushDoc =
     "the others naming the flush.";
 constexpr std::string_view kSideOutputsDoc =
     "The JSON is written as `PATH.tmp` and renamed; the CSV gets one row per run, appended "
-    "under a lock (so job-array tasks can share a file) with a header when new. A CSV whose "
+    "under a lock (so job-array tasks can share a file) with a header when new, and its side "
+    "tables `NAME.ranks.csv` and `NAME.links.csv` a row per rank and per link. A CSV whose "
     "columns differ is refused at start (exit 2). [OUTPUT.md](OUTPUT.md) lists their fields.";
 constexpr std::string_view kHostWaitDoc =
     "A host thread that waits (for an MPI request, a GPU event, a peer's sequence word) first "

@@ -59,20 +59,26 @@ std::string attribution_flaw(const OverlapAttribution& a) {
     const double share = kAttributionRestShare * a.step_ms;
     std::string flaw;
     auto add = [&](const std::string& part) { flaw += (flaw.empty() ? "" : "; ") + part; };
-    if (std::fabs(a.rest_ms) > share) {
-        add("the rest would be " + fmt("%+.4f", a.rest_ms) + " ms, over a quarter of the step");
+    // Said without a negative time: terms that overshoot the step add up to more than it.
+    if (a.rest_ms > share) {
+        add("they leave " + number_text("{:.4f}", a.rest_ms) +
+            " ms to the rest, over a quarter of the step");
+    } else if (a.rest_ms < -share) {
+        add("they add up to " + number_text("{:.4f}", -a.rest_ms) +
+            " ms more than the step, over a quarter of it");
     }
     if (a.c_slowdown_ms < -share) {
-        add("C would run " + fmt("%.4f", -a.c_slowdown_ms) +
+        add("C would run " + number_text("{:.4f}", -a.c_slowdown_ms) +
             " ms faster beside the transfer "
             "than alone");
     }
     if (a.transfer_slowdown_ms < -share) {
-        add("the transfer would run " + fmt("%.4f", -a.transfer_slowdown_ms) +
+        add("the transfer would run " + number_text("{:.4f}", -a.transfer_slowdown_ms) +
             " ms faster beside C, A and B than bare");
     }
     if (kModelBeatenFactor * a.step_ms <= a.perfect_ms) {
-        add("the step beats perfect overlap " + fmt("%.2f", a.perfect_ms / a.step_ms) + "x");
+        add("the step beats perfect overlap " + number_text("{:.2f}", a.perfect_ms / a.step_ms) +
+            "x");
     }
     return flaw;
 }
@@ -103,19 +109,20 @@ void print_overlap_attribution(std::FILE* out, const RunSummary& s) {
     const OverlapAttribution a = attribute_overlap(s);
     if (!a.measured) return;
     if (a.explains) {
-        std::fprintf(out,
-                     "  overlap, attributed: step %.4f ms = perfect overlap %.4f + C slower beside "
-                     "the transfer %+.4f + the transfer slower beside C, A and B %+.4f + the rest "
-                     "(ordering, launches, the host) %+.4f\n",
-                     a.step_ms, a.perfect_ms, a.c_slowdown_ms, a.transfer_slowdown_ms, a.rest_ms);
+        fmt::print(
+            out,
+            "  overlap, attributed: step {:.4f} ms = perfect overlap {:.4f} + C slower beside "
+            "the transfer {:+.4f} + the transfer slower beside C, A and B {:+.4f} + the rest "
+            "(ordering, launches, the host) {:+.4f}\n",
+            a.step_ms, a.perfect_ms, a.c_slowdown_ms, a.transfer_slowdown_ms, a.rest_ms);
         return;
     }
     // Terms that cancel explain nothing: say what they cannot explain, and the likely cause.
     const std::string cause = waiting_cause(s);
-    std::fprintf(out,
-                 "  overlap, not attributed: the phase medians against the ceilings cannot "
-                 "explain the overlapped step %.4f ms (%s)%s%s\n",
-                 a.step_ms, a.why_not.c_str(), cause.empty() ? "" : "; ", cause.c_str());
+    fmt::print(out,
+               "  overlap, not attributed: the phase medians against the ceilings cannot "
+               "explain the overlapped step {:.4f} ms ({}){}{}\n",
+               a.step_ms, a.why_not, cause.empty() ? "" : "; ", cause);
 }
 
 void print_ceilings(std::FILE* out, const RunSummary& s, const PassSummary& pass) {
@@ -123,18 +130,18 @@ void print_ceilings(std::FILE* out, const RunSummary& s, const PassSummary& pass
     if (!c.measured) return;
     const CeilingRatios r = against_ceilings(pass, c);
     // A transfer that measured waiting is no fraction of the link's speed.
-    std::fprintf(out,
-                 "  against this launch's ceilings (measured alone, %.1f ms): transfer %s (%.4f "
-                 "ms)",
-                 c.cost_ms,
-                 transfer_is_waiting(s, pass)
-                     ? "measured waiting, not moving (no fraction of the bare transfer)"
-                     : (fmt("%.2f", r.transfer) + " of the bare transfer").c_str(),
-                 c.transfer_ms);
-    if (!std::isnan(r.a)) std::fprintf(out, "; A %.2f of a copy", r.a);
-    if (!std::isnan(r.b)) std::fprintf(out, "; B %.2f of a copy", r.b);
-    if (!std::isnan(r.c)) std::fprintf(out, "; C %.2f of C alone (%.4f ms)", r.c, c.c_ms);
-    std::fprintf(out, "\n");
+    fmt::print(out,
+               "  against this launch's ceilings (measured alone, {:.1f} ms): transfer {} ({:.4f} "
+               "ms)",
+               c.cost_ms,
+               transfer_is_waiting(s, pass)
+                   ? "measured waiting, not moving (no fraction of the bare transfer)"
+                   : (number_text("{:.2f}", r.transfer) + " of the bare transfer"),
+               c.transfer_ms);
+    if (!std::isnan(r.a)) fmt::print(out, "; A {:.2f} of a copy", r.a);
+    if (!std::isnan(r.b)) fmt::print(out, "; B {:.2f} of a copy", r.b);
+    if (!std::isnan(r.c)) fmt::print(out, "; C {:.2f} of C alone ({:.4f} ms)", r.c, c.c_ms);
+    fmt::print(out, "\n");
 }
 
 }  // namespace gpurelay

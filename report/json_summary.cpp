@@ -138,6 +138,20 @@ void add_overlap_figures(const RunSummary& s, nlohmann::json& j) {
     }
 }
 
+// Whether the phase times can be read, and where not, why and which figures the report left out
+// (every one of them is still here).
+nlohmann::json reading_json(const PhaseReading& reading) {
+    nlohmann::json j = {{"readable", reading.readable()},
+                        {"reasons", nlohmann::json::array()},
+                        {"why", reading.text()},
+                        {"withheld", nlohmann::json::array()}};
+    for (const UnreadableReason& reason : reading.reasons) j["reasons"].push_back(reason.code);
+    for (const WithheldFigure& figure : kWithheldFigures) {
+        if (!reading.readable()) j["withheld"].push_back(figure.json);
+    }
+    return j;
+}
+
 }  // namespace
 
 std::string sizes_json(const std::vector<RunSummary>& sizes, bool verified) {
@@ -151,6 +165,12 @@ std::string sizes_json(const std::vector<RunSummary>& sizes, bool verified) {
         j["cases"].push_back(nlohmann::ordered_json::parse(summary_json(size)));
     }
     return j.dump(2) + "\n";
+}
+
+std::string ranks_json(const RunSummary& s) {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const RankInfo& r : s.ranks) ranks.push_back(rank_json(r));
+    return ranks.dump();
 }
 
 std::string summary_json(const RunSummary& s) {
@@ -189,6 +209,7 @@ std::string summary_json(const RunSummary& s) {
     }
     add_overlap_figures(s, j);
     j["waiting_cause"] = waiting_cause(s);
+    j["phase_times"] = reading_json(read_phase_times(s));
     j["device_bytes"] = s.device_bytes;
     j["host_bytes"] = s.host_bytes;
     j["write_gbps"] = s.write_gbps;

@@ -1,18 +1,17 @@
-// Inside report/: a number as text through a printf format, shared by the report and the CSV.
+// Inside report/: a figure as text through a {fmt} format spec, shared by the report and the CSV.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 namespace gpurelay {
 
-// `value` through `format` ("%.3f"), or "-" for NaN.
-inline std::string fmt(const char* format, double value) {
+// `value` through the {fmt} spec `format` ("{:.3f}"), or "-" for NaN (a figure not measured).
+inline std::string number_text(fmt::format_string<double> format, double value) {
     if (std::isnan(value)) return "-";
-    char text[64];
-    std::snprintf(text, sizeof text, format, value);
-    return text;
+    return fmt::vformat(format, fmt::make_format_args(value));
 }
 
 }  // namespace gpurelay

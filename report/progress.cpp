@@ -1,10 +1,14 @@
 #include "report/progress.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
+
+#include "report/report.hpp"
 
 namespace gpurelay {
 
@@ -16,10 +20,27 @@ bool progress_in_place(bool stdout_is_terminal) {
     return true;
 }
 
-Progress::Progress(bool enabled, std::int64_t total, std::int64_t already_done)
+std::string progress_place(std::int64_t done, std::int64_t steps, const std::vector<bool>& passes,
+                           std::int64_t sizes) {
+    const auto pass_count = static_cast<std::int64_t>(passes.size());
+    // The step just done: its size, its pass in that size, its step in that pass (from 0).
+    const std::int64_t last = std::max<std::int64_t>(done - 1, 0);
+    const std::int64_t size = last / (steps * pass_count), pass = last / steps % pass_count;
+    std::string place = sizes > 1 ? fmt::format("size {} of {}, ", size + 1, sizes) : "";
+    place += pass_count > 1 ? fmt::format("pass {} of {} ({})", pass + 1, pass_count,
+                                          pass_name(passes[static_cast<std::size_t>(pass)]))
+                            : std::string(pass_name(passes.front())) + " pass";
+    return place + fmt::format(", step {} of {}", done == 0 ? 0 : last % steps + 1, steps);
+}
+
+Progress::Progress(bool enabled, std::int64_t steps, std::vector<bool> passes, std::int64_t sizes,
+                   std::int64_t already_done)
     : enabled_(enabled),
       in_place_(progress_in_place(::isatty(STDOUT_FILENO) != 0)),
-      total_(total),
+      steps_(steps),
+      passes_(std::move(passes)),
+      sizes_(sizes),
+      total_(steps * static_cast<std::int64_t>(passes_.size()) * sizes),
       first_(already_done),
       done_(already_done),
       start_(std::chrono::steady_clock::now()),
@@ -36,10 +57,9 @@ void Progress::step_done() {
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     const double rate = static_cast<double>(done_ - first_) / std::max(elapsed, 1e-9);
     const double left = static_cast<double>(total_ - done_) / std::max(rate, 1e-9);
-    std::printf("%sprogress: step %lld/%lld, %.1f steps/s, %.0f s left%s",
-                in_place_ ? "\r" : "", static_cast<long long>(done_),
-                static_cast<long long>(total_), rate, left,
-                in_place_ ? (done_ == total_ ? "\n" : "") : "\n");
+    fmt::print("{}progress: {}; {:.1f} steps/s, {:.0f} s left{}", in_place_ ? "\r" : "",
+               progress_place(done_, steps_, passes_, sizes_), rate, left,
+               in_place_ ? (done_ == total_ ? "\n" : "") : "\n");
     std::fflush(stdout);
 }
 

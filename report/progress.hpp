@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace gpurelay {
 
@@ -13,17 +15,27 @@ namespace gpurelay {
 // forwarded into a batch log, where each redraw would pile onto one garbled line.
 bool progress_in_place(bool stdout_is_terminal);
 
+// Where a run is, as the progress line says it: its size (of several), its pass and the step in
+// that pass, each counted from 1: "size 2 of 3, pass 2 of 2 (overlap=on), step 12 of 12".
+// `passes`: each pass's overlap, in run order.
+std::string progress_place(std::int64_t done, std::int64_t steps, const std::vector<bool>& passes,
+                           std::int64_t sizes);
+
 class Progress {
   public:
-    // `enabled`: print at all (rank 0, not quiet); `total`: the steps of every pass;
-    // `already_done`: those a resumed run did before it stopped (counted as done, not timed).
-    Progress(bool enabled, std::int64_t total, std::int64_t already_done = 0);
+    // `enabled`: print at all (rank 0, not quiet); the run's shape: `steps` in each pass, the
+    // passes' overlap in run order, `sizes` run in turn; `already_done`: the steps (over every pass
+    // and size) a resumed run did before it stopped (counted as done, not timed).
+    Progress(bool enabled, std::int64_t steps, std::vector<bool> passes, std::int64_t sizes,
+             std::int64_t already_done = 0);
     // One more step done; prints when the line is due.
     void step_done();
 
   private:
     bool enabled_, in_place_;
-    std::int64_t total_, first_, done_;
+    std::int64_t steps_;
+    std::vector<bool> passes_;
+    std::int64_t sizes_, total_, first_, done_;
     std::chrono::steady_clock::time_point start_, last_;
 };
 

@@ -1,6 +1,7 @@
 // A relay's figures: each stage as its rank measured it, the fill latency, and the steady period
 // against the slowest hop (the hops themselves are the pass's pairs), for the report, the JSON
 // and the file.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -28,7 +29,7 @@ double timed_median(const PassResult& result, double StepTimes::*member) {
     return phase_stats(std::move(values)).median;
 }
 
-std::string ms(double value) { return fmt("%.4f", value); }
+std::string ms(double value) { return number_text("{:.4f}", value); }
 
 // A host time of the timed steps, per timed step (µs): where a stage's host spends its period.
 double host_us_per_step(const PassResult& result, double total_ms) {
@@ -104,53 +105,106 @@ double period_over_slowest_hop(const PassSummary& pass) {
 
 namespace {
 
-// Each hop's transfer against its bare transfer, measured alone in the same launch.
+// Each hop's transfer against its bare transfer, measured alone in the same launch: one a line up
+// to kLinksListed hops, else their median and extremes.
 void print_hop_ceilings(std::FILE* out, const Ceilings& ceilings, const PassSummary& pass) {
+    std::vector<double> ratios;
     for (std::size_t h = 0; h < pass.pairs.size() && h < ceilings.hop_transfer_ms.size(); ++h) {
-        const PairFigures& f = pass.pairs[h];
-        const double bare = ceilings.hop_transfer_ms[h];
-        std::fprintf(
-            out, "  hop %d against its ceiling: transfer %s ms, bare %s ms (%s of its speed)\n",
-            f.pair, ms(f.transfer_ms).c_str(), ms(bare).c_str(), ms(bare / f.transfer_ms).c_str());
+        ratios.push_back(ceilings.hop_transfer_ms[h] / pass.pairs[h].transfer_ms);
     }
+    if (ratios.size() > kLinksListed) {
+        const PhaseStats st = phase_stats(ratios);
+        auto hop_of = [&](double ratio) {
+            return pass
+                .pairs[static_cast<std::size_t>(std::find(ratios.begin(), ratios.end(), ratio) -
+                                                ratios.begin())]
+                .pair;
+        };
+        fmt::print(out,
+                   "  {} hops against their bare transfers: median {:.2f} of their speed, min "
+                   "{:.2f} (hop {}), max {:.2f} (hop {})\n",
+                   ratios.size(), st.median, st.min, hop_of(st.min), st.max, hop_of(st.max));
+        return;
+    }
+    for (std::size_t h = 0; h < ratios.size(); ++h) {
+        const PairFigures& f = pass.pairs[h];
+        fmt::print(out,
+                   "  hop {} against its ceiling: transfer {} ms, bare {} ms ({:.2f} of its "
+                   "speed)\n",
+                   f.pair, ms(f.transfer_ms), ms(ceilings.hop_transfer_ms[h]), ratios[h]);
+    }
+}
+
+std::string stage_line(const StageFigures& f) {
+    return fmt::format(
+        "  stage {} of group {} (rank {}): step {} ms; A {}, recv {}, C {}, wait {}, B {}, send {} "
+        "ms; host per step: queueing {}, reading back {}, stop vote {}; wrong: {} in x, {} in C",
+        f.stage, f.group, f.rank, ms(f.step_ms), ms(f.a_ms), ms(f.recv_ms), ms(f.c_ms),
+        ms(f.wait_ms), ms(f.b_ms), ms(f.send_ms), duration_text_us(f.host_queue_us),
+        duration_text_us(f.host_retire_us), duration_text_us(f.host_callback_us), f.x_mismatches,
+        f.c_mismatches);
+}
+
+// Every stage one a line up to kLinksListed, else the stages' periods summarised, the
+// kSlowestNamed slowest, and every stage that counted a wrong element (up to kSlowestNamed).
+void print_stages(std::FILE* out, const RelayFigures& relay) {
+    const std::vector<StageFigures>& stages = relay.stage_figures;
+    if (stages.size() <= kLinksListed) {
+        for (const StageFigures& f : stages) fmt::print(out, "{}\n", stage_line(f));
+        return;
+    }
+    std::vector<double> steps;
+    for (const StageFigures& f : stages) steps.push_back(f.step_ms);
+    const PhaseStats st = phase_stats(steps);
+    std::vector<const StageFigures*> slowest, wrong;
+    for (const StageFigures& f : stages) {
+        slowest.push_back(&f);
+        if (f.x_mismatches + f.c_mismatches > 0) wrong.push_back(&f);
+    }
+    std::stable_sort(slowest.begin(), slowest.end(),
+                     [](const auto* a, const auto* b) { return a->step_ms > b->step_ms; });
+    slowest.resize(std::min(slowest.size(), kSlowestNamed));
+    fmt::print(out,
+               "  {} stages (one a line up to {}): step median {} ms, min {}, max {}; the {} "
+               "slowest:\n",
+               stages.size(), kLinksListed, ms(st.median), ms(st.min), ms(st.max), slowest.size());
+    for (const StageFigures* f : slowest) fmt::print(out, "  {}\n", stage_line(*f));
+    if (wrong.empty()) return;
+    fmt::print(out, "  {} stage(s) counted wrong elements{}:\n", wrong.size(),
+               wrong.size() > kSlowestNamed ? fmt::format(", the first {}", kSlowestNamed) : "");
+    wrong.resize(std::min(wrong.size(), kSlowestNamed));
+    for (const StageFigures* f : wrong) fmt::print(out, "  {}\n", stage_line(*f));
 }
 
 }  // namespace
 
-void print_relay(std::FILE* out, const RunSummary& summary, const PassSummary& pass) {
+void print_relay(std::FILE* out, const PassSummary& pass, bool readable) {
     if (!pass.relay) return;
     const RelayFigures& relay = *pass.relay;
     const int hop = slowest_hop(pass);
-    std::string against = "no hop timed";
+    std::string slowest = "no hop timed";
     if (hop >= 0) {
         const PairFigures& h = pass.pairs[static_cast<std::size_t>(hop)];
-        char text[160];
-        std::snprintf(text, sizeof text,
-                      "its slowest hop's transfer %s ms (hop %d: rank %d -> %d), %.2fx",
-                      ms(h.transfer_ms).c_str(), h.pair, h.producer, h.consumer,
-                      period_over_slowest_hop(pass));
-        against = text;
+        const int hops = std::max(relay.stages - 1, 1);
+        // The period over a hop's transfer is a ratio of phase times: only where they read.
+        slowest = fmt::format(
+            "hop {}, stage {} -> {} of group {} (ranks {} -> {}): transfer {} ms{}", h.pair,
+            h.pair % hops, h.pair % hops + 1, h.pair / hops, h.producer, h.consumer,
+            ms(h.transfer_ms),
+            readable ? fmt::format(", the period {:.2f}x that", period_over_slowest_hop(pass))
+                     : "");
     }
-    std::fprintf(out,
-                 "  relay of %d stages: period %s ms against %s; fill latency %s ms (the first "
-                 "timed tensor, from every rank idle to the last stage's B)\n",
-                 relay.stages, ms(pass.time_per_step_ms).c_str(), against.c_str(),
-                 ms(relay.fill_ms).c_str());
-    print_hop_ceilings(out, summary.ceilings, pass);
-    for (const StageFigures& f : relay.stage_figures) {
-        std::fprintf(
-            out,
-            "  stage %d of group %d (rank %d): step %s ms; A %s, recv %s, C %s, wait %s, B "
-            "%s, send %s ms; host per step: queueing %s, reading back %s, stop vote %s; wrong: "
-            "%llu in x, %llu in C\n",
-            f.stage, f.group, f.rank, ms(f.step_ms).c_str(), ms(f.a_ms).c_str(),
-            ms(f.recv_ms).c_str(), ms(f.c_ms).c_str(), ms(f.wait_ms).c_str(), ms(f.b_ms).c_str(),
-            ms(f.send_ms).c_str(), duration_text_us(f.host_queue_us).c_str(),
-            duration_text_us(f.host_retire_us).c_str(),
-            duration_text_us(f.host_callback_us).c_str(),
-            static_cast<unsigned long long>(f.x_mismatches),
-            static_cast<unsigned long long>(f.c_mismatches));
-    }
+    fmt::print(out,
+               "  relay of {} stages: period {} ms; slowest hop: {}; fill latency {} ms (the first "
+               "timed tensor, from every rank idle to the last stage's B)\n",
+               relay.stages, ms(pass.time_per_step_ms), slowest, ms(relay.fill_ms));
+}
+
+void print_relay_stages(std::FILE* out, const RunSummary& summary, const PassSummary& pass,
+                        bool readable) {
+    if (!pass.relay) return;
+    if (readable) print_hop_ceilings(out, summary.ceilings, pass);
+    print_stages(out, *pass.relay);
 }
 
 std::string relay_json(const PassSummary& pass) {
@@ -185,10 +239,9 @@ std::string relay_json(const PassSummary& pass) {
     return j.dump();
 }
 
-std::string relay_json_from_root(MPI_Comm comm, const PassSummary& pass) {
-    std::string text = relay_json(pass);
+std::string text_from_root(MPI_Comm comm, std::string text) {
     auto length = static_cast<std::uint64_t>(text.size());
-    const Deadline bound("the broadcast of a relay's figures for the file");
+    const Deadline bound("the broadcast of the report's figures for the file");
     MPI_CHECK(MPI_Bcast(&length, 1, MPI_UINT64_T, 0, comm));
     text.resize(static_cast<std::size_t>(length));
     MPI_CHECK(MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, comm));

@@ -62,6 +62,9 @@ struct RelayFigures {
     double fill_ms = std::numeric_limits<double>::quiet_NaN();
 };
 
+// A pass as the report and the progress line name it: "overlap=on" or "overlap=off".
+inline const char* pass_name(bool overlap) { return overlap ? "overlap=on" : "overlap=off"; }
+
 struct PassSummary {
     bool overlap = true;
     std::int64_t timed_steps = 0, timed_from = 0;
@@ -73,7 +76,7 @@ struct PassSummary {
     double bus_gbps = 0;
     double a_gbps = 0, b_gbps = 0, c_giter_per_s = 0;
     double time_per_step_ms = 0, steps_per_s = 0, cold_step_ms = 0, write_wait_ms = 0;
-    double step_bound_ms = 0;  // the least time per step these phase medians allow
+    double step_bound_ms = 0;  // the step model: the time per step these phase medians give
     std::uint64_t x_checked = 0, x_mismatches = 0, c_checked = 0, c_mismatches = 0;
     std::uint64_t spot_checked = 0, spot_mismatches = 0;
     // graphs = true: CUDA graphs captured and the host time that took (the largest on any rank),
@@ -142,9 +145,9 @@ struct CeilingRatios {
 
 struct RunSummary {
     Config config;
-    std::string backend;         // "cuda" or "cpu"
-    std::string transport;       // as the transport names itself
-    std::string transport_note;  // why auto chose it, when it had to choose
+    std::string backend;                      // "cuda" or "cpu"
+    std::string transport;                    // as the transport names itself
+    std::string transport_note;               // why auto chose it, when it had to choose
     std::string host_wait, host_wait_reason;  // the policy of the hosts' waits, and why
     int world_size = 1, pairs = 1;
     int groups = 0, group_size = 0;  // a collective pattern's groups (0 for pairs)
@@ -152,7 +155,7 @@ struct RunSummary {
     std::vector<PassSummary> passes;  // in run order
     Ceilings ceilings;
     double overlap_speedup = 0;  // compare only: time per step off / on (0 otherwise)
-    // Compare only: the time per step perfect overlap would give, the overlapped step bound
+    // Compare only: the time per step perfect overlap would give, the overlapped step model
     // from the overlap=off pass's phases (measured without the two streams contending).
     double overlap_ideal_ms = 0;
     // The largest rank's: on the device (the host, on the CPU path), in pinned host memory (the
@@ -161,6 +164,9 @@ struct RunSummary {
     double write_gbps = 0;
     std::string versions;  // "gpurelay 0.1.0 (git) CUDA ... NCCL ... MPI ... HDF5 ..."
     std::string timestamp, git_hash;
+    // A resumed run: the step, pass (its index in run order) and size this launch starts from; -1
+    // when the run was not resumed.
+    std::int64_t resumed_step = -1, resumed_pass = 0, resumed_size = 0;
 
     bool verified() const;
     VerificationTotals verification_totals() const;
@@ -182,14 +188,19 @@ int slowest_hop(const PassSummary& pass);
 double slowest_hop_ms(const PassSummary& pass);
 // The relay's period (the pass's time per step) over that transfer; NaN without hops.
 double period_over_slowest_hop(const PassSummary& pass);
-// The report's relay lines: the period against the slowest hop, the fill latency, each hop
-// against its own ceiling (when measured), each stage.
-void print_relay(std::FILE* out, const RunSummary& summary, const PassSummary& pass);
+// The relay's headline: the period, the slowest hop named by its stages (the period over its
+// transfer where the phase times are `readable`), the fill latency.
+void print_relay(std::FILE* out, const PassSummary& pass, bool readable);
+// Each hop against its own ceiling (when measured and the phase times are `readable`) and each
+// stage, one a line up to kLinksListed, else the slowest.
+void print_relay_stages(std::FILE* out, const RunSummary& summary, const PassSummary& pass,
+                        bool readable);
 // The relay's figures as the JSON and the file's pass attributes carry them (JSON text: the
 // report library keeps nlohmann-json private).
 std::string relay_json(const PassSummary& pass);
-// Collective: rank 0's relay_json, on every rank (the hops are rank 0's).
-std::string relay_json_from_root(MPI_Comm comm, const PassSummary& pass);
+// Collective: rank 0's `text` on every rank (the figures the file's attributes carry are rank
+// 0's, and every rank writes the same attributes).
+std::string text_from_root(MPI_Comm comm, std::string text);
 
 // The distribution of `values` (NaN left out; all NaN without any), as PhaseStats says.
 PhaseStats phase_stats(std::vector<double> values);
@@ -211,7 +222,7 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
 Ceilings summarize_ceilings(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                             const PassResult& measured);
 CeilingRatios against_ceilings(const PassSummary& pass, const Ceilings& ceilings);
-// A compare run's overlapped step, split (in ms) into perfect overlap (the step bound of the
+// A compare run's overlapped step, split (in ms) into perfect overlap (the step model of the
 // overlap=off medians with the transfer and C at their ceilings), C's slowdown beside the transfer
 // (C's median with overlap less C alone), the transfer's slowdown beside C, A and B (its median
 // with overlap less the bare transfer), and the rest (ordering, launches, the host): the four add
@@ -262,10 +273,12 @@ CrowdedRanks crowded_ranks(const RunSummary& summary);
 std::string binding_command(const RunSummary& summary);
 // Why the phase times may measure waiting rather than work ("" when nothing is known to).
 std::string waiting_cause(const RunSummary& summary);
-// Whether the pass's transfer measured waiting rather than moving: longer than its own step, or
-// under kWaitingCeilingShare of its ceiling on an oversubscribed CPU path. Such a transfer is
-// kept out of bandwidth figures (the report's, and scripts/plot's through the CSV's flag).
-inline constexpr double kWaitingCeilingShare = 0.01;
+// Whether the pass's transfer measured waiting rather than moving: longer than its own step, or,
+// on an oversubscribed CPU path (where its thread waits for a core), mostly waiting: under
+// kWaitingCeilingShare of its ceiling's speed, nine tenths of its time or more spent waiting.
+// Such a transfer is kept out of bandwidth figures (the report's, and scripts/plot's through the
+// CSV's flag).
+inline constexpr double kWaitingCeilingShare = 0.1;
 bool transfer_is_waiting(const RunSummary& summary, const PassSummary& pass);
 // Whether the step model explains the pass's step (the step does not beat it kModelBeatenFactor
 // times or more).
@@ -280,9 +293,49 @@ struct Stability {
     bool unstable;
 };
 Stability step_stability(const PassSummary& pass);
-// The report's stability line of a pass, with the likely causes and what to do when unstable,
-// and on the CUDA path its clock line.
-void print_stability(std::FILE* out, const RunSummary& summary, const PassSummary& pass);
+// The report's stability line of a pass: the verdict and the one figure it is judged by, and the
+// slow steps; the likely causes and what to do when unstable (said once: `causes_said` is set
+// after the first pass that says them), and on the CUDA path its clock line.
+void print_stability(std::FILE* out, const RunSummary& summary, const PassSummary& pass,
+                     bool& causes_said);
+
+// Whether the run's phase times can be read as the work they time (report/reading.cpp): the one
+// judgement that the text report, the JSON summary, the results CSV and the file's pass
+// attributes take. Where they cannot be read, the report says so once and leaves out the figures
+// built on them (kWithheldFigures); the JSON, CSV and file keep every figure, with the reasons.
+// Each reason is a rule of one table: more busy threads than a host's cores (oversubscribed), a
+// phase faster than its ceiling by more than kCeilingTolerance (beats_ceiling), a step
+// kModelBeatenFactor times faster than its step model or perfect overlap (beats_model), a transfer
+// that measured waiting (transfer_waiting), and a compare run whose overlap slowed the step while
+// the overlapped step beat perfect overlap (overlap_contradiction).
+struct UnreadableReason {
+    std::string code;  // the rule's name, as the JSON, CSV and file give it
+    std::string text;  // what this run showed, in words
+};
+struct PhaseReading {
+    std::vector<UnreadableReason> reasons;  // none: the phase times can be read
+    bool readable() const { return reasons.empty(); }
+    std::string codes() const;  // the reasons' codes joined by ';', "" when readable
+    std::string text() const;   // the reasons' texts joined by "; "
+};
+PhaseReading read_phase_times(const RunSummary& summary);
+// A phase at most this much faster than its ceiling is noise of the two measurements.
+inline constexpr double kCeilingTolerance = 1.05;
+// What the report leaves out where the phase times cannot be read: the JSON's name of each
+// figure (kept there) and the report's words for it.
+struct WithheldFigure {
+    const char* json;
+    const char* words;
+};
+inline constexpr WithheldFigure kWithheldFigures[] = {
+    {"passes[].vs_ceilings", "the ceiling ratios"},
+    {"passes[].step_bound_ms", "the step model"},
+    {"overlap_ideal_ms", "perfect overlap"},
+    {"overlap_attribution_ms", "its attribution"},
+};
+// The perfect overlap figure the report gives: with the ceilings, the attribution's (the transfer
+// and C at their ceilings); without, the overlapped model of the overlap=off medians.
+double perfect_overlap_ms(const RunSummary& summary);
 // The header's notes on placement: GPUs shared time-sliced, ranks away from their GPU's node,
 // ranks with fewer cores than working threads.
 void print_placement_notes(std::FILE* out, const RunSummary& summary);
@@ -290,6 +343,33 @@ void print_placement_notes(std::FILE* out, const RunSummary& summary);
 std::string placement_text(const RankInfo& rank);
 // Whether a rank runs on other NUMA nodes than its GPU's (both known).
 bool away_from_gpu(const RankInfo& rank);
+
+// --- The report at any rank count (report/at_scale.cpp) ---------------------------------------
+// The header lists the ranks one a line up to kRanksListed, and a pass its links (pairs, hops or
+// groups) and a relay its stages up to kLinksListed, where that is no longer than their summary
+// (how many, the median and the extremes, and the kSlowestNamed slowest): the report stays the
+// same length at any rank count. The JSON, the CSV's side tables (ranks, links) and the file keep
+// every one.
+inline constexpr std::size_t kSlowestNamed = 5;
+inline constexpr std::size_t kRanksListed = 4;
+inline constexpr std::size_t kLinksListed = 2 + kSlowestNamed;
+// The header's ranks in two lines: hosts x ranks x GPUs and the roles; how they reach their peers
+// and where they may run, each distinct value with its count, the commonest first.
+std::vector<std::string> rank_summary_lines(const RunSummary& summary);
+// A pass's links summarised: the transfers' and steps' distributions (median, min, max), how many
+// are flagged slow, and the kSlowestNamed slowest (indices into the links, the slowest first, by
+// the larger of their transfer and their step over the median's: the measure slow links are
+// flagged by).
+struct LinkSpread {
+    std::size_t count = 0, flagged = 0;
+    PhaseStats transfer{}, step{};
+    std::vector<std::size_t> slowest;
+};
+LinkSpread link_spread(const std::vector<PairFigures>& links);
+// The report's lines for a pass's links: one each up to kLinksListed, else the summary and the
+// slowest; without the GB/s where the transfer measured waiting (`with_gbps` false).
+std::vector<std::string> link_lines(const RunSummary& summary, const PassSummary& pass,
+                                    bool with_gbps);
 
 // Collective: host, device and role of every rank, valid on rank 0.
 std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine);
@@ -320,6 +400,9 @@ std::string duration_text_us(double us);
 inline constexpr int kSummarySchemaVersion = 2;
 // The JSON summary: provenance, the resolved config (typed), the ranks, each pass.
 std::string summary_json(const RunSummary& summary);
+// Every rank as the JSON summary's "ranks" has it (host, device, role, link, placement): JSON
+// text, for the file's root attribute of the same name.
+std::string ranks_json(const RunSummary& summary);
 // A run of several sizes: {"schema_version", "sizes", "verified", "cases": [the summary_json of
 // each size, in run order]}; `verified` covers every size of the run, those of an earlier launch
 // too (a resumed run).
@@ -330,7 +413,7 @@ std::string sizes_json(const std::vector<RunSummary>& sizes, bool verified);
 // before it ran in a launch that stopped (a resumed run), and are only in the file.
 void print_size_table(std::FILE* out, const std::vector<RunSummary>& sizes, std::size_t first);
 // Appends one row (and the header when the file is new or empty) under an exclusive lock, so
-// the tasks of a job array can share one file.
+// the tasks of a job array can share one file; and the rows of its side tables.
 void append_results_csv(const std::string& path, const RunSummary& summary);
 // The same for the sizes of a run of several, a row each, in one append.
 void append_results_csv(const std::string& path, const std::vector<RunSummary>& sizes);
@@ -346,9 +429,17 @@ struct CsvColumn {
 const std::vector<CsvColumn>& results_csv_columns();
 // The row of `run`, one line without newline.
 std::string results_csv_row(const RunSummary& run);
-// Throws a usage error if `path` holds rows under another header (another gpurelay version's
-// columns): appending would put values under the wrong names. A missing or empty file is fine.
+// Throws a usage error if `path`, or one of its side tables, holds rows under another header
+// (another gpurelay version's columns): appending would put values under the wrong names. A
+// missing or empty file is fine.
 void check_results_csv_header(const std::string& path);
+// The results CSV's side tables (report/side_tables.cpp), appended with its rows: a row per rank
+// (`links` false: NAME.ranks.csv) and a row per link of each pass (NAME.links.csv), each starting
+// with the results CSV's columns that join it to its run (tag, timestamp, git_hash, elements,
+// repeat).
+std::string side_table_path(const std::string& results_csv, bool links);
+void check_side_table_headers(const std::string& results_csv);
+void append_side_tables(const std::string& results_csv, const std::vector<RunSummary>& runs);
 // Writes `text` to `path` through a temporary file and a rename: readers never see half of it.
 void write_file_atomically(const std::string& path, const std::string& text);
 

@@ -1,35 +1,15 @@
 // The results CSV: one {column, cell} table makes both the header and the row; rows are
-// appended under a lock, whole or not at all.
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
+// appended under a lock, whole or not at all (report/file_write.cpp), and beside them the side
+// tables' rows (report/side_tables.cpp).
 #include <string>
 #include <vector>
 
 #include "report/file_write.hpp"
-#include "report/number_text.hpp"
 #include "report/report.hpp"
-#include "runtime/error.hpp"
 #include "runtime/gpu_clocks.hpp"
 
 namespace gpurelay {
 namespace {
-
-std::string csv_number(double v, const char* format = "%.6g") {
-    return std::isnan(v) || v == 0.0 ? (v == 0.0 ? "0" : "") : fmt(format, v);
-}
-
-std::string csv_text(const std::string& text) {
-    if (text.find_first_of(",\"\n") == std::string::npos) return text;
-    std::string quoted = "\"";
-    for (char ch : text) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-    return quoted + "\"";
-}
 
 std::string csv_bool(bool value) { return value ? "true" : "false"; }
 bool compared(const RunSummary& r) { return r.overlap_speedup > 0; }
@@ -172,6 +152,10 @@ const ColumnSpec kJudgedColumns[] = {
      }},
     // Who queued the steps: the host, or the device's persistent roles.
     {"launch", kDeckKey},
+    // Whether the run's phase times can be read (read_phase_times), and where not, the reasons'
+    // codes joined by ';': the report leaves out the figures built on them, this row keeps them.
+    {"phase_times_readable", [](R r) { return csv_bool(read_phase_times(r).readable()); }},
+    {"phase_times_unreadable_because", [](R r) { return csv_text(read_phase_times(r).codes()); }},
 };
 
 template <std::size_t N>
@@ -212,20 +196,6 @@ std::vector<CsvColumn> make_results_csv_columns() {
     return columns;
 }
 
-// The first line of the file open as `fd` (read from its start), or "" if it is empty.
-std::string first_line(int fd) {
-    std::string line;
-    char ch = 0;
-    for (off_t at = 0; ::pread(fd, &ch, 1, at) == 1 && ch != '\n'; ++at) line += ch;
-    return line;
-}
-
-std::string header_mismatch(const std::string& path) {
-    return "results_csv: '" + path +
-           "' has other columns (written by another gpurelay version?); appending would put "
-           "values under the wrong names: use a new file";
-}
-
 }  // namespace
 
 const std::vector<CsvColumn>& results_csv_columns() {
@@ -253,13 +223,8 @@ std::string results_csv_row(const RunSummary& run) {
 }
 
 void check_results_csv_header(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY);
-    if (fd < 0) return;  // not there yet (the folder was checked)
-    const std::string found = first_line(fd);
-    ::close(fd);
-    if (!found.empty() && found != results_csv_header()) {
-        throw usage_error(header_mismatch(path));
-    }
+    check_csv_header(path, results_csv_header());
+    check_side_table_headers(path);
 }
 
 void append_results_csv(const std::string& path, const RunSummary& s) {
@@ -269,34 +234,8 @@ void append_results_csv(const std::string& path, const RunSummary& s) {
 void append_results_csv(const std::string& path, const std::vector<RunSummary>& runs) {
     std::string rows;
     for (const RunSummary& run : runs) rows += results_csv_row(run) + "\n";
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND, 0644);
-    if (fd < 0)
-        throw runtime_error("cannot open results CSV '" + path + "': " + std::strerror(errno));
-    // The lock makes "is it empty? then write the header" and the append one step.
-    ::flock(fd, LOCK_EX);
-    const off_t before = ::lseek(fd, 0, SEEK_END);
-    std::string text;
-    if (before == 0) {
-        text = results_csv_header() + "\n";
-    } else if (first_line(fd) != results_csv_header()) {
-        ::flock(fd, LOCK_UN);
-        ::close(fd);
-        throw runtime_error(header_mismatch(path));
-    }
-    text += rows;
-    const bool written = write_all(fd, text) && ::fsync(fd) == 0;
-    const int error = errno;
-    // A row that did not fit is taken back: the file keeps only whole rows.
-    if (!written && ::ftruncate(fd, before) != 0) {
-        std::fprintf(stderr, "gpurelay: could not take back the partial row at the end of '%s'\n",
-                     path.c_str());
-    }
-    ::flock(fd, LOCK_UN);
-    ::close(fd);
-    if (!written) {
-        throw runtime_error("cannot append to results CSV '" + path + "': " + std::strerror(error) +
-                            " (the file is as it was)");
-    }
+    append_csv_rows(path, results_csv_header(), rows);
+    append_side_tables(path, runs);
 }
 
 }  // namespace gpurelay

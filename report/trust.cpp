@@ -21,7 +21,9 @@ bool time_sliced(const RankInfo& rank) {
     return rank.peer_link.find("time-sliced") != std::string::npos;
 }
 
+// "1", "0 and 1", "0, 1 and 2"; more ranks as ranges ("0-31,40"), which stay short at any count.
 std::string rank_list(const std::vector<int>& ranks) {
+    if (ranks.size() > 3) return range_list_text(ranks);
     std::string text;
     for (std::size_t i = 0; i < ranks.size(); ++i) {
         text += i == 0 ? "" : (i + 1 == ranks.size() ? " and " : ", ");
@@ -46,12 +48,50 @@ std::string crowded_text(const CrowdedRanks& crowded) {
            (crowded.fewest_cores == 1 ? " core" : " cores");
 }
 
+// "ranks 0 and 1 share GPU vm 0000:01:00.0", or for several GPUs "16 GPUs are each shared by 2
+// to 4 ranks (ranks 0-3 share GPU vm 0000:01:00.0, ...)": one phrase at any count.
+std::string shared_gpus_text(const std::vector<SharedGpu>& gpus) {
+    const SharedGpu& first = gpus.front();
+    const std::string one = "ranks " + rank_list(first.ranks) + " share GPU " + first.gpu;
+    if (gpus.size() == 1) return one;
+    std::size_t least = first.ranks.size(), most = least;
+    for (const SharedGpu& gpu : gpus) {
+        least = std::min(least, gpu.ranks.size());
+        most = std::max(most, gpu.ranks.size());
+    }
+    return std::to_string(gpus.size()) + " GPUs are each shared by " +
+           (least == most ? std::to_string(most)
+                          : std::to_string(least) + " to " + std::to_string(most)) +
+           " ranks (" + one + ", ...)";
+}
+
+std::vector<int> ranks_away_from_gpu(const RunSummary& s) {
+    std::vector<int> away;
+    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+        if (away_from_gpu(s.ranks[r])) away.push_back(static_cast<int>(r));
+    }
+    return away;
+}
+
+// "rank 1 runs on NUMA node 0, its GPU on 1", or "ranks 0-7 run on other NUMA nodes than their
+// GPUs' (rank 0 on node 0, its GPU on 1)".
+std::string away_text(const RunSummary& s, const std::vector<int>& away) {
+    const RankInfo& first = s.ranks[static_cast<std::size_t>(away.front())];
+    if (away.size() == 1) {
+        return "rank " + std::to_string(away.front()) + " runs on NUMA node " + first.core_numa +
+               ", its GPU on " + first.gpu_numa;
+    }
+    return "ranks " + rank_list(away) + " run on other NUMA nodes than their GPUs' (rank " +
+           std::to_string(away.front()) + " on node " + first.core_numa + ", its GPU on " +
+           first.gpu_numa + ")";
+}
+
 // What to do about where the ranks run, first among the remedies; "" where nothing is known to
 // be wrong. Binding cannot give a host more cores: there the advice is fewer threads a node.
 std::string placement_remedy(const RunSummary& s, bool misplaced) {
     if (const std::vector<HostLoad> loads = oversubscribed_hosts(s); !loads.empty()) {
-        return "a core for each working thread (fewer ranks on " + loads.front().host +
-               ", or " + std::to_string(loads.front().threads) + " cores)";
+        return "a core for each working thread (fewer ranks on " + loads.front().host + ", or " +
+               std::to_string(loads.front().threads) + " cores)";
     }
     if (!misplaced && crowded_ranks(s).ranks.empty()) return "";
     return std::string("bind ranks to cores") + (s.backend == "cuda" ? " near their GPU" : "") +
@@ -66,9 +106,8 @@ void causes_and_remedies(const RunSummary& s, const PassSummary& p,
                          std::to_string(load.ranks) + " rank(s) on " + std::to_string(load.cores) +
                          " cores of " + load.host + " (CPU path): steps wait for a core");
     }
-    for (const SharedGpu& gpu : time_sliced_gpus(s)) {
-        causes.push_back("ranks " + rank_list(gpu.ranks) + " share GPU " + gpu.gpu +
-                         " time-sliced");
+    if (const std::vector<SharedGpu> gpus = time_sliced_gpus(s); !gpus.empty()) {
+        causes.push_back(shared_gpus_text(gpus) + " time-sliced");
         remedies.push_back("run under MPS (scripts/with-mps mpirun ...)");
     }
     if (const CrowdedRanks crowded = crowded_ranks(s); !crowded.ranks.empty()) {
@@ -76,19 +115,16 @@ void causes_and_remedies(const RunSummary& s, const PassSummary& p,
     }
     if (clocks_slowed(p)) {
         const std::string names = clock_slowdown_names(p.clock_reasons);
-        causes.push_back("the SM clock went " + fmt("%.0f", p.sm_clock_start_mhz) + " -> " +
-                         fmt("%.0f", p.sm_clock_end_mhz) + " MHz" +
+        causes.push_back("the SM clock went " + number_text("{:.0f}", p.sm_clock_start_mhz) +
+                         " -> " + number_text("{:.0f}", p.sm_clock_end_mhz) + " MHz" +
                          (names.empty() ? "" : " (" + names + ")"));
     }
     // Away from its GPU's node, or free to run on several nodes.
-    bool misplaced = false;
-    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
-        if (away_from_gpu(s.ranks[r])) {
-            causes.push_back("rank " + std::to_string(r) + " runs on NUMA node " +
-                             s.ranks[r].core_numa + ", its GPU on " + s.ranks[r].gpu_numa);
-            misplaced = true;
-        }
-        misplaced = misplaced || s.ranks[r].core_numa.find_first_of(",-") != std::string::npos;
+    const std::vector<int> away = ranks_away_from_gpu(s);
+    if (!away.empty()) causes.push_back(away_text(s, away));
+    bool misplaced = !away.empty();
+    for (const RankInfo& rank : s.ranks) {
+        misplaced = misplaced || rank.core_numa.find_first_of(",-") != std::string::npos;
     }
     if (const std::string remedy = placement_remedy(s, misplaced); !remedy.empty()) {
         remedies.insert(remedies.begin(), remedy);
@@ -107,17 +143,20 @@ std::string joined(const std::vector<std::string>& parts) {
 void print_clocks(std::FILE* out, const RunSummary& s, const PassSummary& p) {
     if (s.backend != "cuda") return;
     if (!p.clocks_measured) {
-        std::fprintf(out,
-                     "  GPU clock: not measured (no NVML in this build, or its calls "
-                     "failed)\n");
+        // Said once, with the first pass.
+        if (&p != &s.passes.front()) return;
+        fmt::print(out,
+                   "  GPU clock: not measured (no NVML in this build, or its calls "
+                   "failed)\n");
         return;
     }
     const std::string names = clock_slowdown_names(p.clock_reasons);
-    std::fprintf(out,
-                 "  GPU clock (SM, the slowest rank): %s MHz where the timed steps start, %s MHz "
-                 "where they end, of %s MHz; slowdowns seen: %s\n",
-                 fmt("%.0f", p.sm_clock_start_mhz).c_str(), fmt("%.0f", p.sm_clock_end_mhz).c_str(),
-                 fmt("%.0f", p.sm_clock_max_mhz).c_str(), names.empty() ? "none" : names.c_str());
+    fmt::print(out,
+               "  GPU clock (SM, the slowest rank): {} MHz where the timed steps start, {} MHz "
+               "where they end, of {} MHz; slowdowns seen: {}\n",
+               number_text("{:.0f}", p.sm_clock_start_mhz),
+               number_text("{:.0f}", p.sm_clock_end_mhz), number_text("{:.0f}", p.sm_clock_max_mhz),
+               names.empty() ? "none" : names);
 }
 
 }  // namespace
@@ -213,19 +252,28 @@ Stability step_stability(const PassSummary& p) {
     return {spread, step.cv, step.max / step.median, spread - 1.0 > kUnstableStepSpread};
 }
 
-void print_stability(std::FILE* out, const RunSummary& s, const PassSummary& p) {
+void print_stability(std::FILE* out, const RunSummary& s, const PassSummary& p, bool& causes_said) {
     const Stability st = step_stability(p);
     if (std::isnan(st.p90_over_median)) return;
-    std::fprintf(out,
-                 "  stability: step period p90 %sx the median, cv %s, max %sx: %s (p90 %s %sx)\n",
-                 fmt("%.2f", st.p90_over_median).c_str(), fmt("%.3f", st.cv).c_str(),
-                 fmt("%.2f", st.max_over_median).c_str(), st.unstable ? "UNSTABLE" : "stable",
-                 st.unstable ? "over" : "at most", fmt("%.2f", 1.0 + kUnstableStepSpread).c_str());
-    if (st.unstable) {
+    std::string numbers;
+    for (const std::int64_t step : p.slow_step_numbers) {
+        numbers += (numbers.empty() ? " (steps " : ", ") + std::to_string(step);
+    }
+    if (p.slow_steps > static_cast<std::int64_t>(p.slow_step_numbers.size())) numbers += ", ...";
+    // The verdict with the one figure it is judged by (the cv and the max are the table's).
+    fmt::print(out,
+               "  stability: {}, the step period's p90 {}x its median ({} {}x); slow steps (a "
+               "period over {:g}x the median): {}{}\n",
+               st.unstable ? "UNSTABLE" : "stable", number_text("{:.2f}", st.p90_over_median),
+               st.unstable ? "over" : "unstable over",
+               number_text("{:.2f}", 1.0 + kUnstableStepSpread), kSlowStepFactor, p.slow_steps,
+               numbers + (numbers.empty() ? "" : ")"));
+    // The causes are the run's (but the clocks, which have a line of their own): said once.
+    if (st.unstable && !causes_said) {
         std::vector<std::string> causes, remedies;
         causes_and_remedies(s, p, causes, remedies);
-        std::fprintf(out, "    likely: %s\n    to steady it: %s\n", joined(causes).c_str(),
-                     joined(remedies).c_str());
+        fmt::print(out, "    likely: {}\n    to steady it: {}\n", joined(causes), joined(remedies));
+        causes_said = true;
     }
     print_clocks(out, s, p);
 }
@@ -247,29 +295,30 @@ std::string placement_text(const RankInfo& rank) {
 }
 
 void print_placement_notes(std::FILE* out, const RunSummary& s) {
-    for (const SharedGpu& gpu : time_sliced_gpus(s)) {
-        std::fprintf(out,
-                     "note: ranks %s share GPU %s without MPS: the figures measure the driver "
-                     "switching between the %zu processes that share it, not the link; run under "
-                     "MPS: scripts/with-mps mpirun ...\n",
-                     rank_list(gpu.ranks).c_str(), gpu.gpu.c_str(), gpu.ranks.size());
+    // Each kind of warning once, whatever the number of GPUs or ranks it concerns.
+    if (const std::vector<SharedGpu> gpus = time_sliced_gpus(s); !gpus.empty()) {
+        fmt::print(out,
+                   "note: {} without MPS: the figures measure the driver switching between the "
+                   "{}processes that share {}, not the link; run under MPS: scripts/with-mps "
+                   "mpirun ...\n",
+                   shared_gpus_text(gpus),
+                   gpus.size() == 1 ? std::to_string(gpus.front().ranks.size()) + " " : "",
+                   gpus.size() == 1 ? "it" : "each");
     }
-    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
-        if (!away_from_gpu(s.ranks[r])) continue;
-        std::fprintf(out,
-                     "note: rank %zu runs on NUMA node %s but its GPU is on node %s: its copies "
-                     "cross the socket link; bind it near its GPU (%s)\n",
-                     r, s.ranks[r].core_numa.c_str(), s.ranks[r].gpu_numa.c_str(),
-                     binding_command(s).c_str());
+    if (const std::vector<int> away = ranks_away_from_gpu(s); !away.empty()) {
+        fmt::print(out, "note: {}: {} copies cross the socket link; bind {} near {} GPU ({})\n",
+                   away_text(s, away), away.size() == 1 ? "its" : "their",
+                   away.size() == 1 ? "it" : "them", away.size() == 1 ? "its" : "their",
+                   binding_command(s));
     }
     // Bound to one core each (mpirun's default for 2 ranks), a staged MPI rank's three threads
     // take turns, and its small steps wait for them (docs/PERFORMANCE.md: "A core for each
     // working thread").
     if (const CrowdedRanks crowded = crowded_ranks(s); !crowded.ranks.empty()) {
-        std::fprintf(out,
-                     "note: %s (main thread and host streams): they take turns, and the "
-                     "steps wait for them; give each rank a core per thread (%s)\n",
-                     crowded_text(crowded).c_str(), binding_command(s).c_str());
+        fmt::print(out,
+                   "note: {} (main thread and host streams): they take turns, and the "
+                   "steps wait for them; give each rank a core per thread ({})\n",
+                   crowded_text(crowded), binding_command(s));
     }
 }
 

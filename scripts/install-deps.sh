@@ -10,7 +10,7 @@ Usage: scripts/install-deps.sh [--check] [--nsys] [--help]
 
 Installs, with apt-get, the Debian 12 packages gpurelay needs (only those missing):
   build-essential cmake git openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools
-  libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libbenchmark-dev libgtest-dev
+  libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev libbenchmark-dev libgtest-dev
   libgmock-dev python3 python3-numpy python3-matplotlib python3-h5py python3-scipy
   slurmctld slurmd slurm-client munge   (the tests' Slurm cluster: scripts/local-slurm)
 Prints what it installs, or "all present". Uses sudo only when not run as root.
@@ -45,7 +45,7 @@ done
 packages=(
     build-essential cmake git
     openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools
-    libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
+    libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev
     libbenchmark-dev libgtest-dev libgmock-dev
     python3 python3-numpy python3-matplotlib python3-h5py python3-scipy
     slurmctld slurmd slurm-client munge

@@ -205,8 +205,8 @@ def fill(folder):
 def case_side_outputs_full(runner, tmp, args):
     """The summary JSON and the results CSV do not fit when the run ends (the disk filled during
     the run): exit 4 naming the file and the reason, the HDF5 file published and verified, no
-    half-written JSON or .tmp beside it, and the CSV as it was (a row that fitted only in part is
-    taken back)."""
+    half-written JSON or .tmp beside it, and the CSV and its side tables (NAME.ranks.csv,
+    NAME.links.csv) as they were (a row that fitted only in part is taken back)."""
     with mounted_tmpfs(os.path.join(tmp, "side"), "size=64k") as folder:
         csv_path = os.path.join(folder, "results.csv")
         json_path = os.path.join(folder, "summary.json")
@@ -224,7 +224,8 @@ def case_side_outputs_full(runner, tmp, args):
                 f.write(row)
             size += len(row)
         fill(folder)
-        before = open(csv_path, "rb").read()
+        sides = [os.path.join(folder, "results." + table + ".csv") for table in ("ranks", "links")]
+        before = [open(path, "rb").read() for path in [csv_path] + sides]
 
         for name, flags, message in (
                 ("json", ["--summary-json", json_path], "cannot write '" + json_path + "'"),
@@ -236,11 +237,12 @@ def case_side_outputs_full(runner, tmp, args):
             if len(ours) != 1 or message not in ours[0] or "No space left" not in ours[0]:
                 fail(f"{name}: expected one line with {message!r} and the reason, got {ours}")
             check_complete(output)
-        left = sorted(set(os.listdir(folder)) - {"results.csv", "filler"})
+        left = sorted(set(os.listdir(folder)) -
+                      {"results.csv", "results.ranks.csv", "results.links.csv", "filler"})
         if left:
             fail(f"files left beside the side outputs: {left}")
-        if open(csv_path, "rb").read() != before:
-            fail("the results CSV changed: a partial row was left in it")
+        if [open(path, "rb").read() for path in [csv_path] + sides] != before:
+            fail("the results CSV or a side table changed: a partial row was left in it")
 
 
 def case_read_only(runner, tmp, args):

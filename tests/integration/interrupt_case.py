@@ -143,6 +143,7 @@ def main():
                 print("ok: the timeout ended every rank with exit 4, .partial readable")
                 return
             stopped = int(f.attrs["stopped_at_step"])
+            stopped_pass = int(f.attrs["stopped_pass"])
             steps = int(f.attrs["steps"])
             overlap = f.attrs["overlap"]
             overlap = overlap.decode() if isinstance(overlap, bytes) else str(overlap)
@@ -161,13 +162,19 @@ def main():
             fail(f"--resume exited {code}")
         # overlap = compare (the default) runs two passes, and the progress counts both.
         passes = 2 if overlap == "compare" else 1
-        total = steps * passes
-        progress = [line for line in resume_run.output.split("\n") if "progress: step" in line]
+        pass_names = ["overlap=off", "overlap=on"] if passes == 2 else [f"overlap={overlap}"]
+        last = f"pass 2 of 2 ({pass_names[-1]})" if passes == 2 else f"{pass_names[-1]} pass"
+        progress = [line for line in resume_run.output.split("\n") if "progress: " in line]
         if "\r" in resume_run.output:
             fail("carriage returns in the progress under mpirun (whole lines expected)")
-        if not progress or not progress[-1].startswith(f"progress: step {total}/{total},"):
-            fail(f"the resumed run's last progress line is {progress[-1:]}, not step "
-                 f"{total}/{total}")
+        if not progress or not progress[-1].startswith(f"progress: {last}, step {steps} of {steps};"):
+            fail(f"the resumed run's last progress line is {progress[-1:]}, not {last}'s step "
+                 f"{steps} of {steps}")
+        # The header says where the resumed run starts.
+        resumed_line = (f"resumed: from step {stopped} of the {pass_names[stopped_pass]} pass "
+                        f"({stopped_pass + 1} of {passes}) of ")
+        if resumed_line not in resume_run.output:
+            fail(f"no line '{resumed_line}...' in the resumed run's header")
         with h5py.File(output, "r") as resumed:
             if int(resumed.attrs["complete"]) != 1 or int(resumed.attrs["verified"]) != 1:
                 fail("the resumed file is not complete and verified")

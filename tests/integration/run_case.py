@@ -443,6 +443,38 @@ def check_summary(path):
             fail(f"overlap_ideal_ms {summary['overlap_ideal_ms']} != {expected}")
 
 
+def check_every_rank_and_pair(summary_path, output, results_csv, np_ranks):
+    """The report names a few ranks and pairs at scale; the JSON, the CSV's side tables
+    (NAME.ranks.csv, NAME.links.csv) and the file keep every one of them."""
+    summary = json.load(open(summary_path))
+    pairs = max(np_ranks // 2, 1)
+    ranks = summary["ranks"]
+    if len(ranks) != np_ranks or any(not r["host"] for r in ranks):
+        fail(f"the JSON has {len(ranks)} ranks, expected {np_ranks} with their hosts")
+    for p in summary["passes"]:
+        if sorted(pair["pair"] for pair in p["pairs"]) != list(range(pairs)):
+            fail(f"the JSON's pass overlap={p['overlap']} has pairs "
+                 f"{[pair['pair'] for pair in p['pairs']]}, expected 0..{pairs - 1}")
+    stem = results_csv[:-len(".csv")]
+    rank_rows = list(csv.DictReader(open(stem + ".ranks.csv")))
+    if [int(r["rank"]) for r in rank_rows] != list(range(np_ranks)):
+        fail(f"{stem}.ranks.csv has ranks {[r['rank'] for r in rank_rows]}")
+    link_rows = list(csv.DictReader(open(stem + ".links.csv")))
+    expected = [(p["overlap"], i) for p in summary["passes"] for i in range(pairs)]
+    got = [(r["pass"] == "on", int(r["link"])) for r in link_rows]
+    if got != expected:
+        fail(f"{stem}.links.csv has links {got}, expected {expected}")
+    with h5py.File(output, "r") as f:
+        in_file = json.loads(f.attrs["ranks"])
+        if [r["host"] for r in in_file] != [r["host"] for r in ranks]:
+            fail(f"the file's ranks attribute holds {len(in_file)} ranks, expected {np_ranks}")
+        for name in f["timings"]:
+            text = f["timings"][name].attrs["pairs"]
+            if len(re.findall(r"pair \d+: ranks", text)) != pairs:
+                fail(f"/timings/{name}'s pairs attribute does not hold all {pairs} pairs")
+    print(f"every rank ({np_ranks}) and pair ({pairs}) in the JSON, the side tables and the file")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -475,6 +507,12 @@ def main():
                         help="the timing each pass must have used (phases, sampled:K, steps, "
                              "auto: one of what auto picks, consistent with what it judged; "
                              "phases-by-auto: auto, and it chose phases)")
+    parser.add_argument("--max-stdout-lines", type=int, default=None,
+                        help="run without --quiet; fail if the program prints more lines (the "
+                             "report at any rank count)")
+    parser.add_argument("--check-every-rank-and-pair", action="store_true",
+                        help="every rank and pair (pattern pairs) in the JSON, the CSV's side "
+                             "tables and the file, however few the report names")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     opts = parser.parse_args()
     args = [a for a in opts.args if a != "--"]
@@ -495,7 +533,7 @@ def main():
         else:
             args += ["--summary-json", summary]
         # A relay's CSV row carries its figures too (checked against the JSON's).
-        if "relay" in args and "--results-csv" not in args:
+        if ("relay" in args or opts.check_every_rank_and_pair) and "--results-csv" not in args:
             args += ["--results-csv", os.path.join(tmp, "results.csv")]
         prepared = {}
         for spec in opts.write_file:
@@ -525,7 +563,7 @@ def main():
         if opts.existing_output:
             with open(output, "w") as f:
                 f.write("precious")
-        quiet = [] if opts.expect_stdout_order else ["--quiet"]
+        quiet = [] if opts.expect_stdout_order or opts.max_stdout_lines else ["--quiet"]
         command = shlex.split(opts.mpirun) + ["-n", str(opts.np), opts.binary] + args + quiet
         print("+ " + " ".join(shlex.quote(c) for c in command), flush=True)
         start = time.monotonic()
@@ -578,6 +616,10 @@ def main():
         if opts.expect_stdout and opts.expect_stdout not in run.stdout:
             fail(f"stdout does not contain {opts.expect_stdout!r}")
         lines = run.stdout.splitlines()
+        if opts.max_stdout_lines is not None:
+            if len(lines) > opts.max_stdout_lines:
+                fail(f"{len(lines)} lines of output, more than {opts.max_stdout_lines}")
+            print(f"{len(lines)} lines of output (at most {opts.max_stdout_lines})")
         at = -1
         for text in opts.expect_stdout_order:
             found = [i for i, line in enumerate(lines) if line.startswith(text)]
@@ -589,6 +631,9 @@ def main():
             check_totals(summary, opts.np)
             if opts.check_summary:
                 check_summary(summary)
+            if opts.check_every_rank_and_pair:
+                check_every_rank_and_pair(summary, output, args[args.index("--results-csv") + 1],
+                                          opts.np)
             if os.path.exists(output + ".partial"):
                 fail(".partial left after a complete run")
     print(f"ok ({elapsed:.2f} s)")

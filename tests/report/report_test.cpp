@@ -4,10 +4,14 @@
 
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -19,6 +23,7 @@
 #include "pipeline/phase.hpp"
 #include "pipeline/step_bound.hpp"
 #include "report/progress.hpp"
+#include "runtime/error.hpp"
 #include "runtime/placement.hpp"
 
 namespace gpurelay {
@@ -263,7 +268,8 @@ TEST(ResultsCsv, HeaderIsTheColumnTableInOrder) {
               "a_cv,send_cv,recv_cv,c_cv,wait_cv,b_cv,step_cv,transfer_is_waiting,step_unstable,"
               "sm_clock_start_mhz,sm_clock_end_mhz,sm_clock_max_mhz,clock_slowdowns,repeat,relay_"
               "stages,relay_slowest_hop_ms,"
-              "relay_period_over_slowest_hop,relay_fill_ms,launch");
+              "relay_period_over_slowest_hop,relay_fill_ms,launch,phase_times_readable,"
+              "phase_times_unreadable_because");
     EXPECT_EQ(split_csv_line(results_csv_header()).size(), results_csv_columns().size());
 }
 
@@ -412,28 +418,39 @@ TEST(ReportText, SaysOnlyWhatRanInUnitsThatRead) {
     EXPECT_TRUE(has(report, "write = none")) << report;
 }
 
-TEST(ReportText, HeaderWrapsTheConfigAndGivesOneMemoryFigure) {
+// Issue #47: the header's config lists the keys set away from their defaults (never a debug_*
+// key), wrapped; the memory is one figure.
+TEST(ReportText, HeaderListsTheChangedKeysAndGivesOneMemoryFigure) {
     if (world_rank() != 0) return;
     RunSummary s = hand_summary();
     s.device_bytes = 5u << 20;
     s.host_bytes = 3u << 20;
     s.total_bytes = 8u << 20;
+    s.config.debug_delay_us = 5;
+    s.config.depth = 3;
     const std::string header = report_of(s, print_run_header);
     std::size_t config_lines = 0;
     for (std::size_t begin = 0; begin < header.size();) {
         const std::size_t end = header.find('\n', begin);
         const std::string line = header.substr(begin, end - begin);
-        if (line.rfind("config:", 0) == 0 || line.rfind("  ", 0) == 0) {
+        if (line.rfind("config", 0) == 0 || line.rfind("  ", 0) == 0) {
             ++config_lines;
             EXPECT_LE(line.size(), 100u) << line;
         }
         begin = end == std::string::npos ? header.size() : end + 1;
     }
     EXPECT_GT(config_lines, 1u) << header;
-    // Every key is still there, in the wrapped lines.
+    const Config defaults;
     for (const auto& key : config_keys()) {
-        EXPECT_TRUE(has(header, std::string(key.name) + "=")) << key.name;
+        const bool changed =
+            config_value_toml(s.config, key.name) != config_value_toml(defaults, key.name);
+        const bool debug = key.name.substr(0, 6) == "debug_";
+        EXPECT_EQ(has(header, " " + std::string(key.name) + "="), changed && !debug) << key.name;
     }
+    EXPECT_TRUE(has(header, " depth=3")) << header;
+    EXPECT_FALSE(has(header, "debug_")) << "the tests' keys: " << header;
+    s.config = Config{};
+    EXPECT_TRUE(has(report_of(s, print_run_header), "prints all): none\n"));
     // The CPU path: one host figure, the whole of it, and no separate "host" part to disagree.
     EXPECT_TRUE(has(header, "memory per rank (largest): host 8.00 MiB (")) << header;
     EXPECT_FALSE(has(header, "device ")) << header;
@@ -443,9 +460,43 @@ TEST(ReportText, HeaderWrapsTheConfigAndGivesOneMemoryFigure) {
     EXPECT_TRUE(has(report_of(s, print_run_header), "; pinned host 3.00 MiB ("));
 }
 
-// Issue #32: a compare run on an oversubscribed CPU path whose phase medians cannot explain the
-// step: made-up medians whose attribution terms cancel (C far slower than alone, the rest as far
-// negative), a step model the step beats 2x, a transfer longer than its own step.
+// A relay's ranks are named by their stage; a resumed run says where it starts.
+TEST(ReportText, RelayRanksByStageAndWhereAResumedRunStarts) {
+    if (world_rank() != 0) return;
+    RunSummary s = hand_summary();
+    s.config.pattern = Pattern::relay;
+    s.group_size = 3;
+    s.ranks = {{"h0", "host CPU", "", "producer", "host memory (CPU path)", 0},
+               {"h0", "host CPU", "", "relay", "host memory (CPU path)", 0},
+               {"h0", "host CPU", "", "consumer", "host memory (CPU path)", 1}};
+    std::string header = report_of(s, print_run_header);
+    EXPECT_TRUE(has(header, "rank 1: stage 1 of group 0 (relay) on h0")) << header;
+    EXPECT_TRUE(has(header, "rank 2: stage 2 of group 0 (consumer) on h0")) << header;
+    EXPECT_FALSE(has(header, "row")) << header;
+    EXPECT_FALSE(has(header, "resumed")) << header;
+    s.config.overlap = OverlapMode::compare;
+    s.resumed_step = 5;
+    s.resumed_pass = 1;
+    header = report_of(s, print_run_header);
+    EXPECT_TRUE(has(header,
+                    "resumed: from step 5 of the overlap=on pass (2 of 2) of /runs/a, "
+                    "b.h5.partial"))
+        << header;
+}
+
+// The progress line counts the passes (and sizes) rather than their steps together.
+TEST(Progress, SaysTheSizePassAndStep) {
+    EXPECT_EQ(progress_place(24, 12, {false, true}, 1), "pass 2 of 2 (overlap=on), step 12 of 12");
+    EXPECT_EQ(progress_place(13, 12, {false, true}, 1), "pass 2 of 2 (overlap=on), step 1 of 12");
+    EXPECT_EQ(progress_place(12, 12, {false, true}, 1), "pass 1 of 2 (overlap=off), step 12 of 12");
+    EXPECT_EQ(progress_place(30, 12, {true}, 3), "size 3 of 3, overlap=on pass, step 6 of 12");
+    EXPECT_EQ(progress_place(0, 12, {true}, 1), "overlap=on pass, step 0 of 12");
+}
+
+// Issue #32: a compare run on an oversubscribed CPU path (10 working threads on 2 cores) whose
+// phase medians cannot explain the step: made-up medians whose attribution terms cancel (C far
+// slower than alone, the rest as far negative), a step model the step beats 2x, a transfer longer
+// than its own step.
 RunSummary contradicting_summary() {
     RunSummary s = hand_summary();
     s.ranks = {
@@ -466,51 +517,10 @@ RunSummary contradicting_summary() {
     return s;
 }
 
-TEST(ReportTrust, ACancellingAttributionIsNotPrintedAsOne) {
-    if (world_rank() != 0) return;
-    const RunSummary s = contradicting_summary();
-    const OverlapAttribution a = attribute_overlap(s);
-    ASSERT_TRUE(a.measured);
-    EXPECT_FALSE(a.explains);
-    EXPECT_GT(std::fabs(a.rest_ms), kAttributionRestShare * a.step_ms) << "the made-up case";
-    const std::string report = report_of(s, print_report);
-    EXPECT_FALSE(has(report, "overlap, attributed:")) << report;
-    EXPECT_TRUE(has(report, "overlap, not attributed: ")) << report;
-    EXPECT_TRUE(has(report, "over a quarter of the step")) << report;
-    // Why: the CPU path's 10 threads on 2 cores.
-    EXPECT_TRUE(has(report, "phases timed while waiting for a core")) << report;
-    EXPECT_TRUE(has(report, "10 busy threads on 2 cores")) << report;
-}
-
-TEST(ReportTrust, AModelTheStepBeatsTwiceIsNoExplanation) {
-    if (world_rank() != 0) return;
-    const RunSummary s = contradicting_summary();
-    EXPECT_FALSE(step_model_explains(s.passes.back()));
-    const std::string report = report_of(s, print_report);
-    EXPECT_FALSE(has(report, "an estimate: phases that run together")) << report;
-    EXPECT_TRUE(has(report, "beats it 2.19x, so the phase medians cannot explain the step"))
-        << report;
-}
-
-TEST(ReportTrust, OnePerfectOverlapFigureAndAWaitingTransferHasNoBandwidth) {
-    if (world_rank() != 0) return;
+// A healthy compare run: every ceiling ratio under 1, the step models explain their steps, the
+// attribution adds up with "the rest" under a quarter.
+RunSummary healthy_summary() {
     RunSummary s = contradicting_summary();
-    std::string report = report_of(s, print_report);
-    std::size_t figures = 0;
-    for (std::size_t at = report.find("perfect overlap"); at != std::string::npos;
-         at = report.find("perfect overlap", at + 1)) {
-        ++figures;
-    }
-    EXPECT_EQ(figures, 1u) << "the attribution is not printed, and names no second figure";
-    EXPECT_TRUE(transfer_is_waiting(s, s.passes.back()));
-    EXPECT_TRUE(has(report, "transfer 9.0000 ms = waiting, not moving (no bandwidth)")) << report;
-    EXPECT_TRUE(has(report, "transfer measured waiting, not moving")) << report;
-    const nlohmann::json j = nlohmann::json::parse(summary_json(s));
-    EXPECT_EQ(j["passes"][1]["transfer_is_waiting"], true);
-    EXPECT_EQ(j["overlap_attribution_explains"], false);
-
-    // A healthy run: the attribution adds up, with "the rest" under a quarter, and says the
-    // same perfect overlap figure as the line above it.
     s.ranks[0].host_threads = s.ranks[1].host_threads = 1;
     for (PassSummary& p : s.passes) {
         p.transfer_ms = 0.1;
@@ -519,13 +529,117 @@ TEST(ReportTrust, OnePerfectOverlapFigureAndAWaitingTransferHasNoBandwidth) {
     }
     s.passes.back().time_per_step_ms = 13.5;
     s.passes.back().phases[index_of(Phase::c)].median = 12.0;
+    return s;
+}
+
+// Whether a text shows a negative figure ("-4.2", " -0.1"): a time or a count never is.
+bool shows_a_negative_figure(const std::string& text) {
+    for (std::size_t at = text.find('-'); at != std::string::npos; at = text.find('-', at + 1)) {
+        const bool after_space = at == 0 || text[at - 1] == ' ' || text[at - 1] == '(';
+        if (after_space && at + 1 < text.size() && std::isdigit(text[at + 1])) return true;
+    }
+    return false;
+}
+
+// Issues #32 and #47: an oversubscribed CPU path whose phase medians cannot explain the step says
+// so once, leaves out what would mislead, keeps the rest; the JSON, CSV and file keep the figures.
+TEST(ReportReading, AnUnreadableRunSaysSoOnceAndLeavesOutWhatWouldMislead) {
+    if (world_rank() != 0) return;
+    const RunSummary s = contradicting_summary();
+    const PhaseReading reading = read_phase_times(s);
+    EXPECT_EQ(reading.codes(), "oversubscribed;beats_model;transfer_waiting");
+    const std::string report = report_of(s, print_report);
+    std::size_t said = 0;
+    for (std::size_t at = report.find("phase times: cannot be read here (");
+         at != std::string::npos; at = report.find("phase times: cannot be read here (", at + 1)) {
+        ++said;
+    }
+    EXPECT_EQ(said, 1u) << report;
+    EXPECT_TRUE(has(report, "10 busy threads on 2 cores of vm (CPU path)")) << report;
+    EXPECT_TRUE(has(report, "the overlap=off step beats its step model 2.19x")) << report;
+    EXPECT_TRUE(has(report,
+                    "leaves out the ceiling ratios, the step model, perfect overlap and "
+                    "its attribution"))
+        << report;
+    for (const char* withheld : {"against this launch's ceilings", "step model 17.5",
+                                 "perfect overlap:", "overlap, attributed", "not attributed"}) {
+        EXPECT_FALSE(has(report, withheld)) << withheld << "\n" << report;
+    }
+    EXPECT_TRUE(has(report, "transfer 9.0000 ms = waiting, not moving (no bandwidth)")) << report;
+    for (const char* kept : {"time per step 8.0000 ms", "  stability: UNSTABLE",
+                             "overlap speedup: ", "verification: ", "output: "}) {
+        EXPECT_TRUE(has(report, kept)) << kept << "\n" << report;
+    }
+    EXPECT_FALSE(shows_a_negative_figure(report)) << report;
+    // Every raw figure stays, with the reasons.
+    const nlohmann::json j = nlohmann::json::parse(summary_json(s));
+    EXPECT_EQ(j["phase_times"]["readable"], false);
+    EXPECT_EQ(j["phase_times"]["reasons"],
+              nlohmann::json({"oversubscribed", "beats_model", "transfer_waiting"}));
+    EXPECT_EQ(j["phase_times"]["withheld"].size(), std::size(kWithheldFigures));
+    EXPECT_DOUBLE_EQ(j["passes"][1]["step_bound_ms"].get<double>(), 17.5);
+    EXPECT_TRUE(j["passes"][1].contains("vs_ceilings"));
+    EXPECT_TRUE(j.contains("overlap_attribution_ms"));
+    EXPECT_DOUBLE_EQ(j["overlap_ideal_ms"].get<double>(), 9.3);
+    const std::vector<std::string> names = split_csv_line(results_csv_header());
+    const std::vector<std::string> cells = split_csv_line(results_csv_row(s));
+    ASSERT_EQ(names.size(), cells.size());
+    EXPECT_EQ(cells[names.size() - 2], "false");
+    EXPECT_EQ(cells[names.size() - 1], "oversubscribed;beats_model;transfer_waiting");
+}
+
+// Each rule of the judgement alone, from a healthy run, which shows every figure and no ratio
+// over kCeilingTolerance.
+TEST(ReportReading, EachRuleAloneMakesTheRunUnreadable) {
+    if (world_rank() != 0) return;
+    const RunSummary healthy = healthy_summary();
+    EXPECT_TRUE(read_phase_times(healthy).readable()) << read_phase_times(healthy).text();
+    const std::string report = report_of(healthy, print_report);
+    for (const char* shown : {"against this launch's ceilings", "step model 4.6000 ms",
+                              "perfect overlap: ", "overlap, attributed: "}) {
+        EXPECT_TRUE(has(report, shown)) << shown << "\n" << report;
+    }
+    EXPECT_FALSE(has(report, "phase times: cannot be read")) << report;
+    EXPECT_FALSE(shows_a_negative_figure(report)) << report;
+    const auto code_of = [](const RunSummary& s) { return read_phase_times(s).codes(); };
+    RunSummary s = healthy;
+    s.ranks[0].host_threads = s.ranks[1].host_threads = 5;
+    EXPECT_EQ(code_of(s), "oversubscribed");
+    // C 1.06x as fast as alone is over the tolerance; 1.04x is noise.
+    s = healthy;
+    s.passes.front().phases[index_of(Phase::c)].median = 3.9 / 1.06;
+    EXPECT_EQ(code_of(s), "beats_ceiling");
+    EXPECT_TRUE(has(read_phase_times(s).text(),
+                    "C ran faster than C alone, its ceiling, in the overlap=off pass"));
+    s.passes.front().phases[index_of(Phase::c)].median = 3.9 / 1.04;
+    EXPECT_EQ(code_of(s), "");
+    s = healthy;
+    s.passes.front().step_bound_ms = 2 * s.passes.front().time_per_step_ms;
+    EXPECT_EQ(code_of(s), "beats_model");
+    s = healthy;
+    s.passes.back().transfer_ms = 9.0;  // longer than its step's median period
+    EXPECT_EQ(code_of(s), "transfer_waiting");
+    // Overlap made the step slower, yet the overlapped step beats perfect overlap (4.4 ms).
+    s = healthy;
+    s.passes.back().time_per_step_ms = 4.0;
+    s.passes.front().time_per_step_ms = 3.8;
+    s.overlap_speedup = 3.8 / 4.0;
+    s.passes.back().phases[index_of(Phase::c)].median = 3.9;
+    EXPECT_EQ(code_of(s), "overlap_contradiction");
+}
+
+// One perfect overlap figure: the attribution starts from the line above it.
+TEST(ReportReading, OnePerfectOverlapFigure) {
+    if (world_rank() != 0) return;
+    const RunSummary s = healthy_summary();
     const OverlapAttribution a = attribute_overlap(s);
     EXPECT_TRUE(a.explains) << a.why_not;
-    report = report_of(s, print_report);
+    const std::string report = report_of(s, print_report);
     EXPECT_TRUE(has(
         report, "overlap, attributed: step 13.5000 ms = perfect overlap " + fmt_ms(a.perfect_ms)))
         << report;
     EXPECT_TRUE(has(report, "perfect overlap: " + fmt_ms(a.perfect_ms) + " ms per step")) << report;
+    EXPECT_DOUBLE_EQ(perfect_overlap_ms(s), a.perfect_ms);
     EXPECT_FALSE(has(report, "waiting, not moving")) << report;
 }
 
@@ -592,9 +706,14 @@ TEST(ReportTrust, StabilityAndPlacementLines) {
     if (world_rank() != 0) return;
     RunSummary s = contradicting_summary();
     std::string report = report_of(s, print_report);
-    EXPECT_TRUE(
-        has(report, "  stability: step period p90 2.50x the median, cv 0.430, max 3.38x: UNSTABLE"))
+    // The verdict with the one figure it is judged by: the cv and the max are the table's.
+    EXPECT_TRUE(has(report,
+                    "  stability: UNSTABLE, the step period's p90 2.50x its median (over "
+                    "1.10x); slow steps (a period over 3x the median): 0\n"))
         << report;
+    EXPECT_FALSE(has(report, "stability: step period")) << report;
+    // The likely causes once, not again for the second unstable pass.
+    EXPECT_EQ(report.find("    likely: "), report.rfind("    likely: ")) << report;
     EXPECT_TRUE(has(report, "    likely: 10 threads of 2 rank(s) on 2 cores of vm (CPU path)"))
         << report;
     // Binding cannot give the host more cores: the advice is a core for each thread.
@@ -623,6 +742,175 @@ TEST(ReportTrust, StabilityAndPlacementLines) {
         << cuda_header;
     EXPECT_TRUE(has(report_of(s, print_report), "GPU clock: not measured")) << "no NVML here";
     EXPECT_EQ(range_list_text({0, 1, 2, 3, 7, 16, 17}), "0-3,7,16-17");
+}
+
+// Issue #42: a run of `pairs` made-up pairs on GPUs, 8 ranks to a host: pair i moves its tensor
+// in 1 + i/1000 ms, but five slow ones; every step takes 10 ms, pair 7's 12.
+RunSummary many_pairs(int pairs) {
+    RunSummary s = healthy_summary();
+    s.backend = "cuda";
+    s.world_size = 2 * pairs;
+    s.pairs = pairs;
+    s.ranks.clear();
+    for (int r = 0; r < 2 * pairs; ++r) {
+        s.ranks.push_back({"node" + std::to_string(r / 8), "GPU",
+                           "0000:0" + std::to_string(r % 8) + ":00.0",
+                           r % 2 == 0 ? "producer" : "consumer", "NVLink", r / 2,
+                           std::to_string(r % 8), "0", "0", 1, 1});
+    }
+    for (PassSummary& p : s.passes) {
+        p.pairs.clear();
+        for (int i = 0; i < pairs; ++i) {
+            const double transfer = 1.0 + i / 1000.0;
+            p.pairs.push_back(
+                {i, 2 * i, 2 * i + 1, i == 7 ? 12.0 : 10.0, transfer, 1.0 / transfer});
+        }
+        // Slowest first: 3, 250 (when there), 99, 42, 17.
+        for (const auto& [pair, ms] : std::vector<std::pair<int, double>>{
+                 {3, 3.0}, {250, 2.9}, {99, 2.5}, {42, 2.0}, {17, 1.9}}) {
+            if (pair < pairs) p.pairs[static_cast<std::size_t>(pair)].transfer_ms = ms;
+        }
+        for (PairFigures& f : p.pairs) {
+            f.transfer_gbps = 1.0 / f.transfer_ms;
+            f.slow = f.transfer_ms > 1.1 * 1.2 || f.step_ms > 11.0;
+        }
+    }
+    return s;
+}
+
+std::size_t lines_of(const std::string& text) {
+    return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+TEST(ReportAtScale, ThePairsSpreadIsTheirMedianMinMaxAndTheSlowest) {
+    const std::vector<PairFigures> links = many_pairs(300).passes.back().pairs;
+    const LinkSpread spread = link_spread(links);
+    std::vector<double> transfers;
+    for (const PairFigures& f : links) transfers.push_back(f.transfer_ms);
+    std::sort(transfers.begin(), transfers.end());
+    EXPECT_EQ(spread.count, 300u);
+    EXPECT_DOUBLE_EQ(spread.transfer.median, 0.5 * (transfers[149] + transfers[150]));
+    EXPECT_DOUBLE_EQ(spread.transfer.min, 1.0);
+    EXPECT_DOUBLE_EQ(spread.transfer.max, 3.0);
+    EXPECT_DOUBLE_EQ(spread.step.max, 12.0);
+    EXPECT_EQ(spread.slowest, (std::vector<std::size_t>{3, 250, 99, 42, 17}));
+    EXPECT_EQ(spread.flagged, 6u) << "the five slow transfers and pair 7's step";
+}
+
+// Hundreds of ranks and pairs: the header and the report as long as at 16 ranks, the slowest
+// named with their ranks, hosts and link, the median, min and max as link_spread has them.
+TEST(ReportAtScale, TheReportKeepsItsLengthAndNamesTheSlowest) {
+    if (world_rank() != 0) return;
+    const RunSummary big = many_pairs(300), small = many_pairs(8);
+    const std::string header = report_of(big, print_run_header);
+    const std::string report = report_of(big, print_report);
+    EXPECT_EQ(lines_of(header), lines_of(report_of(small, print_run_header))) << header;
+    EXPECT_EQ(lines_of(report), lines_of(report_of(small, print_report))) << report;
+    EXPECT_LE(lines_of(header) + lines_of(report), 60u) << header << report;
+    EXPECT_TRUE(has(header,
+                    "ranks: 600 = 75 host(s) x 8 rank(s) x 8 GPU(s); hosts (ranks): "
+                    "node0 (8), node1 (8), node10 (8), node11 (8) and 71 others; roles: "
+                    "consumer (300), producer (300)\n"))
+        << header;
+    EXPECT_FALSE(has(header, "rank 7:")) << header;
+    EXPECT_TRUE(has(report, "  300 pairs (one a line up to 7): transfer median 1.1535 ms = "))
+        << report;
+    EXPECT_TRUE(has(report,
+                    ", min 1.0000 (pair 0), max 3.0000 (pair 3); step median 10.0000 ms, "
+                    "min 10.0000 (pair 0), max 12.0000 (pair 7)\n"))
+        << report;
+    EXPECT_TRUE(has(report,
+                    "  the 5 slowest; 6 of 300 flagged SLOW (over 10% slower than the "
+                    "median pair):\n"))
+        << report;
+    // In order, each with its ranks, their hosts and the link.
+    std::size_t at = 0;
+    for (const char* line :
+         {"    pair 3: rank 6 (node0 GPU 0000:06:00.0) -> rank 7 (node0 GPU 0000:07:00.0) over "
+          "NVLink: 0.33 GB/s, step 10.0000 ms (transfer 3.0000 ms)  SLOW\n",
+          "    pair 250: rank 500 (node62 GPU", "    pair 99: rank 198 (node24 GPU",
+          "    pair 42: rank 84 (node10 GPU", "    pair 17: rank 34 (node4 GPU"}) {
+        const std::size_t found = report.find(line, at);
+        EXPECT_NE(found, std::string::npos) << line << "\n" << report;
+        at = found == std::string::npos ? at : found;
+    }
+    // Up to 7 pairs, one line each; past 4 ranks the header summarises them.
+    const RunSummary seven = many_pairs(7);
+    EXPECT_TRUE(has(report_of(seven, print_report), "  pair 6: rank 12 (node1 GPU"));
+    EXPECT_TRUE(has(report_of(many_pairs(2), print_run_header), "rank 3: pair 1 consumer on"));
+}
+
+// Placement warnings at any count: one line each kind, the ranks as ranges.
+TEST(ReportAtScale, PlacementWarningsAreGrouped) {
+    if (world_rank() != 0) return;
+    RunSummary s = many_pairs(64);
+    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+        s.ranks[r].bus_id = "0000:0" + std::to_string(r / 2 % 4) + ":00.0";  // a pair a GPU
+        s.ranks[r].gpu_numa = r < 32 ? "1" : "0";
+        s.ranks[r].peer_link = "same GPU, time-sliced";
+    }
+    const std::string header = report_of(s, print_run_header);
+    std::size_t notes = 0;
+    for (std::size_t at = header.find("\nnote: "); at != std::string::npos;
+         at = header.find("\nnote: ", at + 1)) {
+        ++notes;
+    }
+    EXPECT_EQ(notes, 2u) << header;
+    EXPECT_TRUE(has(header,
+                    "note: 64 GPUs are each shared by 2 ranks (ranks 0 and 1 share GPU "
+                    "node0 0000:00:00.0, ...) without MPS: "))
+        << header;
+    EXPECT_TRUE(has(header,
+                    "note: ranks 0-31 run on other NUMA nodes than their GPUs' (rank 0 on "
+                    "node 0, its GPU on 1): their copies cross the socket link"))
+        << header;
+    const std::string report = report_of(s, print_report);
+    EXPECT_TRUE(has(report,
+                    "    likely: 64 GPUs are each shared by 2 ranks (ranks 0 and 1 share "
+                    "GPU node0 0000:00:00.0, ...) time-sliced; ranks 0-31 run on other "
+                    "NUMA nodes"))
+        << report;
+}
+
+// Every rank and every link of every pass in the CSV's side tables, joined to the run's row.
+TEST(ResultsCsv, SideTablesHoldEveryRankAndLink) {
+    if (world_rank() != 0) return;
+    char folder[] = "/tmp/report_test_XXXXXX";
+    ASSERT_NE(::mkdtemp(folder), nullptr);
+    const std::string csv = std::string(folder) + "/study.csv";
+    const RunSummary s = many_pairs(20);
+    append_results_csv(csv, s);
+    append_results_csv(csv, s);
+    const auto lines = [](const std::string& path) {
+        std::ifstream in(path);
+        std::vector<std::string> all;
+        for (std::string line; std::getline(in, line);) all.push_back(line);
+        return all;
+    };
+    EXPECT_EQ(side_table_path(csv, false), std::string(folder) + "/study.ranks.csv");
+    const std::vector<std::string> ranks = lines(side_table_path(csv, false));
+    const std::vector<std::string> links = lines(side_table_path(csv, true));
+    ASSERT_EQ(ranks.size(), 1 + 2 * 40u);
+    ASSERT_EQ(links.size(), 1 + 2 * 2 * 20u);
+    EXPECT_EQ(ranks[0].rfind("tag,timestamp,git_hash,elements,repeat,rank,host,", 0), 0u);
+    EXPECT_EQ(split_csv_line(ranks[40])[5], "39");
+    EXPECT_EQ(split_csv_line(ranks[40])[6], "node4");
+    const std::vector<std::string> header = split_csv_line(links[0]);
+    const std::vector<std::string> row = split_csv_line(links[2 * 20]);  // the on pass's last
+    ASSERT_EQ(row.size(), header.size());
+    EXPECT_EQ(row[0], "a, quoted tag");
+    EXPECT_EQ(row[5], "on");
+    EXPECT_EQ(row[6], "19");
+    EXPECT_EQ(row[7], "38");
+    EXPECT_EQ(row[9], "node4");
+    EXPECT_EQ(row[11], "NVLink");
+    // A side table under other columns is refused before the run, as the CSV is.
+    std::ofstream(side_table_path(csv, true)) << "other,columns\n1,2\n";
+    EXPECT_THROW(check_results_csv_header(csv), Error);
+    std::remove(side_table_path(csv, true).c_str());
+    std::remove(side_table_path(csv, false).c_str());
+    std::remove(csv.c_str());
+    ::rmdir(folder);
 }
 
 }  // namespace

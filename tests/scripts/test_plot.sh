@@ -56,6 +56,8 @@ real_expected_header+=",repeat,relay_stages,relay_slowest_hop_ms,relay_period_ov
 real_expected_header+=",relay_fill_ms"
 # Who queued the steps.
 real_expected_header+=",launch"
+# Whether the run's phase times can be read, and why not.
+real_expected_header+=",phase_times_readable,phase_times_unreadable_because"
 
 # row TAG WORLD PAIRS TRANSPORT ELEMENTS OVERLAP C_ITER TIME_MS NO_OVERLAP_MS SPEEDUP GBPS AGG_GBPS
 row() {

@@ -1,0 +1,176 @@
+// The report at any rank count: past kRanksListed ranks and kLinksListed links (pairs, hops or
+// groups), a few lines summarise them (how many, the median, the extremes and the kSlowestNamed
+// slowest) instead of a line each; the JSON, the CSV's side tables and the file keep every one.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "report/number_text.hpp"
+#include "report/report.hpp"
+#include "runtime/placement.hpp"
+
+namespace gpurelay {
+namespace {
+
+// Each distinct value with how many times it occurs, the commonest first, the first `shown` of
+// them: "host memory (CPU path): 64", "a: 8, b: 8 and 2 others".
+std::string counted(const std::vector<std::string>& values, std::size_t shown) {
+    std::map<std::string, std::size_t> counts;
+    for (const std::string& value : values) ++counts[value];
+    std::vector<std::pair<std::string, std::size_t>> sorted(counts.begin(), counts.end());
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string text;
+    for (std::size_t i = 0; i < sorted.size() && i < shown; ++i) {
+        text += fmt::format("{}{} ({})", i == 0 ? "" : ", ", sorted[i].first, sorted[i].second);
+    }
+    if (sorted.size() > shown) text += fmt::format(" and {} others", sorted.size() - shown);
+    return text;
+}
+
+// "3" or "2 to 4": the range of a count over the hosts.
+std::string count_range(const std::map<std::string, std::size_t>& per_host) {
+    std::size_t least = SIZE_MAX, most = 0;
+    for (const auto& [host, n] : per_host) {
+        least = std::min(least, n);
+        most = std::max(most, n);
+    }
+    return least == most ? std::to_string(most) : fmt::format("{} to {}", least, most);
+}
+
+std::string link_name(Pattern pattern) {
+    return pattern == Pattern::pairs ? "pair" : pattern == Pattern::relay ? "hop" : "group";
+}
+
+// A link's place: "rank 2 (vm host CPU) -> rank 3 (vm host CPU) over host memory (CPU path)".
+std::string link_place(const RunSummary& s, const PairFigures& f) {
+    auto place = [&](int r) {
+        if (r < 0 || static_cast<std::size_t>(r) >= s.ranks.size()) return std::string("?");
+        const RankInfo& info = s.ranks[static_cast<std::size_t>(r)];
+        return info.host + " " + info.device + (info.bus_id.empty() ? "" : " " + info.bus_id);
+    };
+    const bool point_to_point =
+        s.config.pattern == Pattern::pairs || s.config.pattern == Pattern::relay;
+    const std::string link =
+        f.producer >= 0 && static_cast<std::size_t>(f.producer) < s.ranks.size()
+            ? s.ranks[static_cast<std::size_t>(f.producer)].peer_link
+            : "?";
+    return fmt::format("rank {} ({}) {} rank {} ({}) over {}", f.producer, place(f.producer),
+                       point_to_point ? "->" : "to", f.consumer, place(f.consumer), link);
+}
+
+// A relay's hop names the stages it joins: "hop 2 (stage 2 -> 3 of group 0)".
+std::string link_label(const RunSummary& s, const PairFigures& f) {
+    const std::string name = link_name(s.config.pattern) + " " + std::to_string(f.pair);
+    if (s.config.pattern != Pattern::relay || s.group_size < 2) return name;
+    const int hops = s.group_size - 1;
+    return fmt::format("{} (stage {} -> {} of group {})", name, f.pair % hops, f.pair % hops + 1,
+                       f.pair / hops);
+}
+
+}  // namespace
+
+std::vector<std::string> rank_summary_lines(const RunSummary& s) {
+    std::map<std::string, std::size_t> ranks_per_host, gpus_per_host;
+    std::map<std::string, bool> gpu_seen;
+    std::vector<std::string> hosts, roles, links, placements;
+    for (const RankInfo& rank : s.ranks) {
+        ++ranks_per_host[rank.host];
+        if (!rank.bus_id.empty() && !gpu_seen[rank.host + " " + rank.bus_id]) {
+            gpu_seen[rank.host + " " + rank.bus_id] = true;
+            ++gpus_per_host[rank.host];
+        }
+        hosts.push_back(rank.host);
+        roles.push_back(rank.role);
+        links.push_back(rank.peer_link);
+        placements.push_back(placement_text(rank).empty() ? "not known" : placement_text(rank));
+    }
+    const std::string gpus = gpus_per_host.empty() ? ", no GPU (" + s.backend + " path)"
+                                                   : " x " + count_range(gpus_per_host) + " GPU(s)";
+    return {fmt::format("ranks: {} = {} host(s) x {} rank(s){}; hosts (ranks): {}; roles: {}",
+                        s.ranks.size(), ranks_per_host.size(), count_range(ranks_per_host), gpus,
+                        counted(hosts, 4), counted(roles, 4)),
+            fmt::format("  to their peers: {}; placement: {}", counted(links, 3),
+                        counted(placements, 3))};
+}
+
+LinkSpread link_spread(const std::vector<PairFigures>& links) {
+    LinkSpread spread;
+    spread.count = links.size();
+    if (links.empty()) return spread;
+    std::vector<double> transfers, steps;
+    for (const PairFigures& f : links) {
+        transfers.push_back(f.transfer_ms);
+        steps.push_back(f.step_ms);
+        spread.flagged += f.slow ? 1 : 0;
+    }
+    spread.transfer = phase_stats(transfers);
+    spread.step = phase_stats(steps);
+    // How much slower than the median link, the larger of its transfer's and its step's: the
+    // measure kSlowPairMargin flags by, so the flagged links come first.
+    auto slowness = [&](const PairFigures& f) {
+        return std::fmax(f.transfer_ms / spread.transfer.median, f.step_ms / spread.step.median);
+    };
+    std::vector<std::size_t> order(links.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return slowness(links[a]) > slowness(links[b]);
+    });
+    order.resize(std::min(order.size(), kSlowestNamed));
+    spread.slowest = order;
+    return spread;
+}
+
+std::vector<std::string> link_lines(const RunSummary& s, const PassSummary& p, bool with_gbps) {
+    const std::string name = link_name(s.config.pattern);
+    const std::string slow_note =
+        fmt::format("  SLOW: over {:g}% slower than the median {}", 100 * kSlowPairMargin, name);
+    // One link; `flag` marks it when it is flagged slow.
+    auto line = [&](const PairFigures& f, const std::string& flag) {
+        return fmt::format("  {}: {}: {}step {} ms (transfer {} ms){}", link_label(s, f),
+                           link_place(s, f),
+                           with_gbps ? number_text("{:.2f}", f.transfer_gbps) + " GB/s, " : "",
+                           number_text("{:.4f}", f.step_ms), number_text("{:.4f}", f.transfer_ms),
+                           f.slow ? flag : "");
+    };
+    std::vector<std::string> lines;
+    if (p.pairs.size() <= 1) return lines;
+    if (p.pairs.size() <= kLinksListed) {
+        for (const PairFigures& f : p.pairs) lines.push_back(line(f, slow_note));
+        return lines;
+    }
+    const LinkSpread spread = link_spread(p.pairs);
+    // The value and the first link that has it: "0.0011 (pair 3)".
+    auto extreme = [&](double value, double PairFigures::*field) {
+        const auto at = std::find_if(p.pairs.begin(), p.pairs.end(),
+                                     [&](const PairFigures& f) { return f.*field == value; });
+        return fmt::format("{} ({} {})", number_text("{:.4f}", value), name,
+                           at == p.pairs.end() ? -1 : at->pair);
+    };
+    const double bytes = static_cast<double>(s.config.tensor_bytes());
+    lines.push_back(fmt::format(
+        "  {} {}s (one a line up to {}): transfer median {} ms{}, min {}, max {}; step median {} "
+        "ms, min {}, max {}",
+        spread.count, name, kLinksListed, number_text("{:.4f}", spread.transfer.median),
+        with_gbps ? " = " + number_text("{:.2f}", bytes / (spread.transfer.median * 1e6)) + " GB/s"
+                  : "",
+        extreme(spread.transfer.min, &PairFigures::transfer_ms),
+        extreme(spread.transfer.max, &PairFigures::transfer_ms),
+        number_text("{:.4f}", spread.step.median), extreme(spread.step.min, &PairFigures::step_ms),
+        extreme(spread.step.max, &PairFigures::step_ms)));
+    lines.push_back(fmt::format(
+        "  the {} slowest; {} of {} flagged SLOW (over {:g}% slower than "
+        "the median {}):",
+        spread.slowest.size(), spread.flagged, spread.count, 100 * kSlowPairMargin, name));
+    for (const std::size_t i : spread.slowest) lines.push_back("  " + line(p.pairs[i], "  SLOW"));
+    return lines;
+}
+
+}  // namespace gpurelay

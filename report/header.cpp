@@ -1,0 +1,156 @@
+// The report's header, printed before the steps: what runs where (the ranks, one a line up to
+// kRanksListed, summarised beyond), the keys set away from their defaults, the versions, where a
+// resumed run starts, and the memory the largest rank holds.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "report/report.hpp"
+
+namespace gpurelay {
+namespace {
+
+// The width the wrapped lines (config) keep to.
+constexpr std::size_t kReportColumns = 100;
+
+std::string human_bytes(double bytes) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024.0 && u < 4) {
+        bytes /= 1024.0;
+        ++u;
+    }
+    return u == 0 ? fmt::format("{:.0f} {}", bytes, units[u])
+                  : fmt::format("{:.2f} {}", bytes, units[u]);
+}
+
+std::string human_bytes(std::uint64_t bytes) { return human_bytes(static_cast<double>(bytes)); }
+
+// The keys the run sets away from their defaults, as "key=value" items. The debug_* keys are the
+// tests' and never shown; --print-config prints the whole deck.
+std::vector<std::string> changed_keys(const Config& config) {
+    const Config defaults;
+    std::vector<std::string> items;
+    for (const auto& key : config_keys()) {
+        if (key.name.substr(0, 6) == "debug_") continue;
+        const std::string value = config_value_toml(config, key.name);
+        if (value != config_value_toml(defaults, key.name)) {
+            items.push_back(std::string(key.name) + '=' + value);
+        }
+    }
+    return items;
+}
+
+// "config (...): key=value ..." wrapped at kReportColumns, the lines after the first indented.
+std::string wrapped_config(const Config& config) {
+    std::string text = "config (not at their defaults; --print-config prints all):";
+    std::string line = text;
+    const std::vector<std::string> items = changed_keys(config);
+    if (items.empty()) return text + " none";
+    for (const std::string& item : items) {
+        if (line.size() + 1 + item.size() > kReportColumns && line.size() > 2) {
+            text += "\n  ";
+            line = "  ";
+        } else {
+            text += ' ';
+            line += ' ';
+        }
+        text += item;
+        line += item;
+    }
+    return text;
+}
+
+// What a rank is in its pattern, in the pattern's words: "pair 0 producer", "stage 1 of group 0
+// (relay)", "group 0 consumer, /y row 1".
+std::string rank_part(const RunSummary& s, std::size_t r) {
+    const RankInfo& info = s.ranks[r];
+    const auto group_size = static_cast<std::size_t>(s.group_size > 0 ? s.group_size : 1);
+    switch (s.config.pattern) {
+        case Pattern::pairs:
+            return fmt::format("pair {} {}", info.pair, info.role);
+        case Pattern::relay:
+            return fmt::format("stage {} of group {} ({})", r % group_size, r / group_size,
+                               info.role);
+        default:
+            // A collective's `pair` is the rank's row of /y (its receivers, or every rank).
+            return fmt::format("group {} {}, /y row {}", r / group_size, info.role, info.pair);
+    }
+}
+
+void print_rank_lines(std::FILE* out, const RunSummary& s) {
+    if (s.ranks.size() > kRanksListed) {
+        for (const std::string& line : rank_summary_lines(s)) fmt::print(out, "{}\n", line);
+        return;
+    }
+    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+        const RankInfo& info = s.ranks[r];
+        const std::string placement = placement_text(info);
+        fmt::print(out, "rank {}: {} on {}, {}{}{}; to its peer: {}{}{}\n", r, rank_part(s, r),
+                   info.host, info.device, info.bus_id.empty() ? "" : " ", info.bus_id,
+                   info.peer_link, placement.empty() ? "" : "; ", placement);
+    }
+}
+
+// A resumed run: where this launch starts, so that the steps before it are not looked for here.
+void print_resume(std::FILE* out, const RunSummary& s) {
+    if (s.resumed_step < 0) return;
+    const Config& c = s.config;
+    const std::size_t passes = c.overlap == OverlapMode::compare ? 2 : 1;
+    const bool overlap = c.overlap == OverlapMode::on || s.resumed_pass == 1;
+    fmt::print(
+        out,
+        "resumed: from step {} of the overlap={} pass ({} of {}){} of {}.partial; the "
+        "steps before it ran in an earlier launch (in the file, not in this report)\n",
+        s.resumed_step, overlap ? "on" : "off", s.resumed_pass + 1, passes,
+        c.several_sizes() ? fmt::format(", size {} of {}", s.resumed_size + 1, c.sizes.size()) : "",
+        c.output);
+}
+
+}  // namespace
+
+std::string memory_text(const RunSummary& s) {
+    const Config& c = s.config;
+    // A run of several sizes makes its slots for the largest.
+    const std::string slots = "tensor slots of " + human_bytes(c.largest().tensor_bytes()) +
+                              (c.several_sizes() ? " (the largest size)" : "") + ", 2 x " +
+                              std::to_string(c.depth) + " on a consumer and " +
+                              std::to_string(c.depth) + " on a producer";
+    const bool c_runs = c.c_elements > 0 && c.c_iterations > 0;
+    const std::string c_buffer = c_runs ? "; C's " + human_bytes(c.c_elements * 4) : "";
+    if (s.backend == "cuda") {
+        return "memory per rank (largest): device " + human_bytes(s.device_bytes) + " (" + slots +
+               c_buffer + "); pinned host " + human_bytes(s.host_bytes) +
+               " (the writer's buffers and the mismatch counters)";
+    }
+    // The CPU path holds everything in host memory: one figure, the largest rank's whole.
+    return "memory per rank (largest): host " + human_bytes(s.total_bytes) + " (" + slots +
+           c_buffer + "; the writer's buffers and the mismatch counters)";
+}
+
+void print_run_header(std::FILE* out, const RunSummary& s) {
+    const Config& c = s.config;
+    const std::string layout = c.pattern == Pattern::pairs
+                                   ? std::to_string(s.pairs) + " pair(s)"
+                                   : std::string(to_string(c.pattern)) + " in " +
+                                         std::to_string(s.groups) + " group(s) of " +
+                                         std::to_string(s.group_size);
+    fmt::print(out, "gpurelay: {} rank(s), {}, {} path, transport {}{}{}\n", s.world_size, layout,
+               s.backend, s.transport,
+               s.transport_note.empty() ? "" : (" (" + s.transport_note + ")"),
+               c.graphs ? ", graphs on" : "");
+    fmt::print(out, "{}\n", wrapped_config(c));
+    fmt::print(out, "versions: {}\n", s.versions);
+    print_rank_lines(out, s);
+    print_placement_notes(out, s);
+    if (!s.host_wait.empty()) {
+        fmt::print(out, "host waits: {} ({})\n", s.host_wait, s.host_wait_reason);
+    }
+    fmt::print(out, "{}\n", memory_text(s));
+    print_resume(out, s);
+    std::fflush(out);
+}
+
+}  // namespace gpurelay
