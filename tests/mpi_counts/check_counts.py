@@ -1,6 +1,7 @@
 """The count's own test: mpi_counts_probe under mpirun -np 4 with the count preloaded; every
 rank's JSON must hold exactly the calls the probe makes (counts_probe.cpp), split by whether
-they span the world, and the bytes each rank received in gathers.
+they span the world, the bytes each rank received in gathers, a time inside each call, first
+times in the order the probe calls them, and MPI_Init's time.
 
 usage: check_counts.py --library LIB --probe PROBE --mpirun "mpirun ..."
 """
@@ -51,6 +52,13 @@ def main():
                 failures.append(f"rank {r} {side}: {c[side]}, expected {expected}")
         if c["world_calls"] != sum(WORLD.values()) or c["fewer_calls"] != sum(FEWER.values()):
             failures.append(f"rank {r}: totals {c['world_calls']} and {c['fewer_calls']}")
+        if set(c["seconds"]) != set(WORLD) | set(FEWER) or min(c["seconds"].values()) < 0:
+            failures.append(f"rank {r}: seconds inside the calls {c['seconds']}")
+        first = c["first_seconds"]
+        if not 0 <= first["MPI_Barrier"] <= first["MPI_Comm_split"] <= first["MPI_Win_free"]:
+            failures.append(f"rank {r}: the calls' first times out of order: {first}")
+        if not c["init_seconds"] > 0:
+            failures.append(f"rank {r}: MPI_Init took {c['init_seconds']} s")
         if c["gathered_bytes"] != gathered(r):
             failures.append(f"rank {r}: gathered {c['gathered_bytes']} bytes, expected "
                             f"{gathered(r)}")
