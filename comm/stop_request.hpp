@@ -34,12 +34,13 @@ ExitCode stopped_exit_code(int signal);
 //       and at most twice the last K (from `lag` at the start), since a short cadence's few
 //       steps measure the host queueing them ahead of the device, not the steps.
 // With every rank live, the vote waited for was posted K >= 1 ms of steps earlier, long enough
-// for an all-reduce over thousands of ranks (tens of us), so the loop does not wait. A stop lands
-// after the step where the vote carrying the signal returns: at most two cadences after the
-// signal once the cadence has settled (1, 2, 4, ... steps from the start): about 1 s at most
-// with steps of 4 ms or more, 256 steps with steps of 8 us to 4 ms, and about 2 ms of steps
-// below that (more where `lag` asks for more, or where the steps slow down abruptly, as at the
-// next size of a run of several: the cadence follows from the next vote on).
+// for an all-reduce over thousands of ranks (tens of us), and looked at (MPI_Test) 32 times a
+// cadence so that MPI moves it on, so the loop does not wait. A stop lands after the step where
+// the vote carrying the signal returns: at most two cadences after the signal once the cadence
+// has settled (1, 2, 4, ... steps from the start): about 1 s at most with steps of 4 ms or
+// more, 256 steps with steps of 8 us to 4 ms, and about 2 ms of steps below that (more where
+// `lag` asks for more, or where the steps slow down abruptly, as at the next size of a run of
+// several: the cadence follows from the next vote on).
 class StopVote {
   public:
     // `comm`: the ranks that stop together (duplicated, so that the votes in flight never meet
@@ -62,17 +63,22 @@ class StopVote {
     // posted so far.
     std::int64_t cadence() const { return cadence_; }
     std::int64_t votes() const { return votes_; }
+    // Whether the vote in flight has returned already, before its wait at the next vote.
+    bool vote_returned() const { return in_flight_ && request_ == MPI_REQUEST_NULL; }
 
     // The rule above: the steps between two votes when the slowest rank took `step_ms` a step.
     static std::int64_t cadence_for(double step_ms, int lag);
 
   private:
+    void look_at_vote();
+
     using Clock = std::chrono::steady_clock;
     MPI_Comm comm_ = MPI_COMM_NULL;
     std::chrono::milliseconds timeout_;
     int lag_;
     // The vote in flight: what this rank sent (signal, ms per step) and the largest of all ranks'.
-    MPI_Request request_ = MPI_REQUEST_NULL;
+    MPI_Request request_ = MPI_REQUEST_NULL;  // null once waited for, or returned to a look
+    bool in_flight_ = false;                  // posted and not yet read
     double sent_[2] = {0, 0};
     double agreed_[2] = {0, 0};
     int stop_ = 0;  // the signal agreed on, once it is
