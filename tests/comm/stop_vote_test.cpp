@@ -75,20 +75,25 @@ TEST(StopVote, ARankThatPausesSetsTheCadenceOfEveryRank) {
 }
 
 // Between votes the vote in flight is looked at, so that MPI moves it on although nothing else
-// here calls MPI (as NCCL's steps do not): it has returned before its wait at the next vote.
+// here calls MPI (as NCCL's steps do not): a vote returns before its wait at the next vote, which
+// without the looks none could. (Not every vote must: a rank descheduled for a whole cadence on a
+// loaded machine has not cast it yet, and is waited for.)
 TEST(StopVote, TheVoteInFlightReturnsBeforeTheNextVote) {
     StopVote vote(MPI_COMM_WORLD, kTimeout);
-    int returned_early = 0, waited_for = 0;
-    for (int step = 0; step < 1000; ++step) {
-        std::this_thread::sleep_for(kStep);
+    int returned_early = 0, read = 0;
+    for (int step = 0; step < 600; ++step) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
         const std::int64_t before = vote.votes();
         const bool returned = vote.vote_returned();
         ASSERT_EQ(vote.after_step(), 0);
-        // A vote with a cadence of 128 steps behind it, read at this step.
-        if (vote.votes() != before && before >= 9) (returned ? returned_early : waited_for) += 1;
+        // A vote with a cadence of many steps behind it (the 6th and later), read at this step.
+        if (vote.votes() != before && before >= 5) {
+            ++read;
+            returned_early += returned ? 1 : 0;
+        }
     }
+    EXPECT_GE(read, 2);
     EXPECT_GT(returned_early, 0);
-    EXPECT_EQ(waited_for, 0);
 }
 
 TEST(StopSignal, EachStopSignalHasItsNameAndExitsWith128PlusItsNumber) {
