@@ -80,7 +80,7 @@ int run(MpiSession& mpi, StepWatch& watch, int argc, char** argv) {
                  static_cast<std::int64_t>(config.size_list().size()),
                  (resume.size * pass_count + resume.pass) * config.steps + resume.step),
         // A relay's first stage runs a step ahead of each stage behind it once the line is full:
-        // the vote lets the loops drift that far apart (a stop lands as many steps later).
+        // the vote's cadence lets the loops drift at least that far apart.
         StopVote(MPI_COMM_WORLD, config.timeout(),
                  config.pattern == Pattern::relay ? setup.placement.group_size : 1),
         watch};

@@ -133,29 +133,39 @@ std::unique_ptr<Transport> open_pair(TransportUsed used, MPI_Comm comm, const Pa
     return make_mpi_staged_transport(comm, p, device, options);
 }
 
-// A relay stage's transport: a pair transport per link, over a communicator of the link's two
-// ranks, made in link order (inbound first); a middle stage joins its two behind one protocol.
+// A pair transport between world ranks `sender` and `receiver`, this rank's side the sender's
+// (`outbound`) or the receiver's, over a communicator of just the two: made by
+// MPI_Comm_create_group, collective over those two ranks only, so that what the transport sets
+// up (NCCL's unique id and ncclCommInitRank, ipc's shared window, MPI's duplicate) involves two
+// ranks, not the world, and costs the same at any size. (An NCCL communicator of the world split
+// per pair, ncclCommSplit, would first make the world's, the N-rank init this avoids.)
+std::unique_ptr<Transport> open_link(TransportUsed used, int sender, int receiver, bool outbound,
+                                     Device& device, const TransportOptions& options) {
+    MPI_Comm link = open_link_comm(sender, receiver);
+    struct FreeLink {
+        MPI_Comm& comm;
+        ~FreeLink() { MPI_Comm_free(&comm); }
+    } const free_link{link};  // each transport keeps what it needs of the link
+    return open_pair(used, link, relay_link(outbound), device, options);
+}
+
+// A relay stage's transport: a pair transport per link, made in link order (inbound first); a
+// middle stage joins its two behind one protocol.
 std::unique_ptr<Transport> open_relay(const Setup& setup, TransportUsed used,
                                       const TransportOptions& options) {
     const PairPlacement& p = setup.placement;
-    const auto open_link = [&](bool outbound) {
-        const int me = p.group * p.group_size + relay_stage(p);
-        MPI_Comm link = outbound ? open_link_comm(me, p.consumer) : open_link_comm(p.producer, me);
-        struct FreeLink {
-            MPI_Comm& comm;
-            ~FreeLink() { MPI_Comm_free(&comm); }
-        } const free_link{link};  // each transport keeps what it needs of the link
-        return open_pair(used, link, relay_link(outbound), *setup.device, options);
-    };
-    if (p.role == Role::producer) return open_link(true);
-    std::unique_ptr<Transport> inbound = open_link(false);
+    const int me = p.group * p.group_size + relay_stage(p);
+    Device& device = *setup.device;
+    if (p.role == Role::producer) return open_link(used, me, p.consumer, true, device, options);
+    std::unique_ptr<Transport> inbound = open_link(used, p.producer, me, false, device, options);
     if (p.role == Role::consumer) return inbound;
-    std::unique_ptr<Transport> outbound = open_link(true);
-    return make_relay_transport(std::move(inbound), std::move(outbound), *setup.device,
-                                options.slots);
+    std::unique_ptr<Transport> outbound = open_link(used, me, p.consumer, true, device, options);
+    return make_relay_transport(std::move(inbound), std::move(outbound), device, options.slots);
 }
 
-// Opens the transport `choose_transport` chose (collective over the world).
+// Opens the transport `choose_transport` chose: each pair and each hop of a relay over a
+// communicator of its two ranks, each collective group over one of its own (collective over
+// the world only in the groups' split).
 std::unique_ptr<Transport> open_transport(const Setup& setup, TransportUsed used) {
     // Slots for the largest of the run's sizes; each size moves through them in turn.
     const Config config = setup.config.largest();
@@ -165,7 +175,11 @@ std::unique_ptr<Transport> open_transport(const Setup& setup, TransportUsed used
     options.produce_in_place = config.ipc_engine == IpcEngine::sm;
     if (config.pattern == Pattern::relay) return open_relay(setup, used, options);
     if (config.pattern != Pattern::pairs) return open_collective(setup, used, options);
-    return open_pair(used, MPI_COMM_WORLD, setup.placement, *setup.device, options);
+    const PairPlacement& p = setup.placement;
+    // One rank in both roles is a pair of itself.
+    if (p.role == Role::both) return open_pair(used, MPI_COMM_SELF, p, *setup.device, options);
+    return open_link(used, p.producer, p.consumer, p.role == Role::producer, *setup.device,
+                     options);
 }
 
 // What one rank will hold, worked out from the config before anything is allocated.
@@ -376,14 +390,14 @@ void choose_host_wait(const Config& config, bool cuda_path) {
     const std::string load = std::to_string(busiest[0]) + " working thread(s) on a node, " +
                              std::to_string(-busiest[1]) + " core(s)";
     if (config.host_wait != HostWaitMode::auto_select) {
-        set_host_wait({config.host_wait == HostWaitMode::prompt ? HostWait::prompt
-                                                                : HostWait::sparing,
-                       "set by host_wait; " + load});
+        set_host_wait(
+            {config.host_wait == HostWaitMode::prompt ? HostWait::prompt : HostWait::sparing,
+             "set by host_wait; " + load});
         return;
     }
     const HostWait wait = host_wait_for(cuda_path, busiest[0], -busiest[1]);
     set_host_wait({wait, std::string("auto: ") +
-                             (cuda_path ? "GPU path, "
+                             (cuda_path                  ? "GPU path, "
                               : wait == HostWait::prompt ? "a core for each thread, "
                                                          : "more threads than cores, ") +
                              load});

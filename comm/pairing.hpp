@@ -51,8 +51,8 @@ PairPlacement place_groups(int world_rank, int world_size, int group_size, Colle
 // own row of /y and of the mismatch counts. Throws a usage error for a relay of one rank, or when
 // group_size does not divide the world.
 PairPlacement place_relay(int world_rank, int world_size, int group_size);
-// The stage of a rank placed by place_relay, and the pair placement of one of its links (over a
-// communicator of just the link's two ranks: the sender is rank 0, the receiver rank 1).
+// The stage of a rank placed by place_relay, and the pair placement of one of its links, or of a
+// pair (over a communicator of just the two ranks: the sender is rank 0, the receiver rank 1).
 inline int relay_stage(const PairPlacement& p) { return p.group_rank; }
 PairPlacement relay_link(bool outbound);
 

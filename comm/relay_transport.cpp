@@ -59,7 +59,7 @@ class RelayTransport final : public Transport {
 MPI_Comm open_link_comm(int sender, int receiver) {
     MPI_Group world = MPI_GROUP_NULL, pair = MPI_GROUP_NULL;
     const int ranks[2] = {sender, receiver};
-    const Deadline bound("making the communicator of a relay's link");
+    const Deadline bound("making the communicator of a pair or a relay's link");
     MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world));
     MPI_CHECK(MPI_Group_incl(world, 2, ranks, &pair));
     MPI_Comm link = MPI_COMM_NULL;

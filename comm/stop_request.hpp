@@ -1,15 +1,14 @@
 // Stopping early on SIGTERM, SIGINT or SIGUSR1 (Slurm sends SIGTERM at the time limit, a user
 // presses Ctrl-C; Open MPI's mpirun forwards SIGUSR1 to every rank without killing them after
-// it, as it does for SIGTERM): the handler only records the signal; the ranks then agree, step by step and without
-// blocking, on the first step after which every rank stops, so the file is closed collectively.
+// it, as it does for SIGTERM): the handler only records the signal; the ranks then agree, at a
+// cadence of steps and without blocking a step, on the step after which every rank stops, so the
+// file is closed collectively.
 #pragma once
 
 #include <mpi.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <vector>
 
 #include "runtime/error.hpp"
 
@@ -24,34 +23,67 @@ const char* stop_signal_name(int signal);
 // What a run stopped by `signal` exits with: 128 + the signal's number, as a shell reports it.
 ExitCode stopped_exit_code(int signal);
 
-// One vote per step, carried by a non-blocking all-reduce that has `lag` steps to finish, so the
-// host loop never waits on it in the common case. A rank's loop can run at most `lag` steps
-// ahead of the slowest rank's: a relay's first stage must be free to run a step ahead of each
-// stage behind it, or the line never fills.
+// The ranks' vote to stop, over the world at a cadence of steps every rank agrees on, so that no
+// step waits for the world. A vote is a non-blocking all-reduce (MPI_MAX) of two numbers: the
+// signal this rank has seen, and its time per step since its previous vote. It is posted after
+// step b_n and waited for only where the next one is posted, after step b_(n+1); what it returns
+// is the same on every rank, so every rank derives the same next cadence from it and the same
+// step to stop after:
+//   K = at least `lag`, else the steps that last 1 ms (at least 128 of them), but no more
+//       than last 0.5 s, from the slowest rank's time per step in the last vote returned;
+//       and at most twice the last K (from `lag` at the start), since a short cadence's few
+//       steps measure the host queueing them ahead of the device, not the steps.
+// With every rank live, the vote waited for was posted K >= 1 ms of steps earlier, long enough
+// for an all-reduce over thousands of ranks (tens of us), and looked at (MPI_Test) 32 times a
+// cadence so that MPI moves it on, so the loop does not wait. A stop lands after the step where
+// the vote carrying the signal returns: at most two cadences after the signal once the cadence
+// has settled (1, 2, 4, ... steps from the start): about 1 s at most with steps of 4 ms or
+// more, 256 steps with steps of 8 us to 4 ms, and about 2 ms of steps below that (more where
+// `lag` asks for more, or where the steps slow down abruptly, as at the next size of a run of
+// several: the cadence follows from the next vote on).
 class StopVote {
   public:
-    // `timeout`: the longest a vote may wait for the other ranks (their step loops).
-    StopVote(MPI_Comm comm, std::chrono::milliseconds timeout, int lag = 1)
-        : comm_(comm), timeout_(timeout), votes_(static_cast<std::size_t>(std::max(1, lag))) {}
+    // `comm`: the ranks that stop together (duplicated, so that the votes in flight never meet
+    // the caller's collectives). `timeout`: the longest a vote may wait for the other ranks'
+    // step loops. `lag`: how many steps a rank's loop must be free to run ahead of the slowest's
+    // (a relay's first stage runs a step ahead of each stage behind it, or the line never
+    // fills): no cadence is shorter.
+    StopVote(MPI_Comm comm, std::chrono::milliseconds timeout, int lag = 1);
     ~StopVote();
     StopVote(const StopVote&) = delete;
     StopVote& operator=(const StopVote&) = delete;
 
-    // Called once per step on every rank, in step order. Returns the signal every rank agreed to
-    // stop on (the largest seen), or 0 to go on. The answer lags the signal by `lag` steps.
+    // Called once after each step on every rank, in step order, from the loop that queues the
+    // steps (across passes and sizes: it counts its calls). Returns the signal every rank agreed
+    // to stop on (the largest seen), or 0 to go on; once it has returned a signal it returns the
+    // same from then on. Between two votes it only counts.
     int after_step();
 
+    // The steps from the last vote posted to the next (the same on every rank), and the votes
+    // posted so far.
+    std::int64_t cadence() const { return cadence_; }
+    std::int64_t votes() const { return votes_; }
+    // Whether the vote in flight has returned already, before its wait at the next vote.
+    bool vote_returned() const { return in_flight_ && request_ == MPI_REQUEST_NULL; }
+
+    // The rule above: the steps between two votes when the slowest rank took `step_ms` a step.
+    static std::int64_t cadence_for(double step_ms, int lag);
+
   private:
-    // One all-reduce in flight: the signal this rank sent, and the largest of all ranks'.
-    struct Vote {
-        MPI_Request request = MPI_REQUEST_NULL;
-        int sent = 0;
-        int agreed = 0;
-    };
-    MPI_Comm comm_;
+    void look_at_vote();
+
+    using Clock = std::chrono::steady_clock;
+    MPI_Comm comm_ = MPI_COMM_NULL;
     std::chrono::milliseconds timeout_;
-    std::vector<Vote> votes_;  // a ring, sized once: MPI holds the addresses while in flight
-    std::size_t next_ = 0;
+    int lag_;
+    // The vote in flight: what this rank sent (signal, ms per step) and the largest of all ranks'.
+    MPI_Request request_ = MPI_REQUEST_NULL;  // null once waited for, or returned to a look
+    bool in_flight_ = false;                  // posted and not yet read
+    double sent_[2] = {0, 0};
+    double agreed_[2] = {0, 0};
+    int stop_ = 0;  // the signal agreed on, once it is
+    std::int64_t steps_ = 0, next_vote_ = 1, last_vote_ = 0, cadence_ = 1, votes_ = 0;
+    Clock::time_point last_vote_at_;
 };
 
 }  // namespace gpurelay

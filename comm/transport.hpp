@@ -114,11 +114,11 @@ std::unique_ptr<Transport> make_nccl_transport(MPI_Comm comm, const PairPlacemen
 std::unique_ptr<Transport> make_ipc_transport(MPI_Comm comm, const PairPlacement& placement,
                                               Device& device, const TransportOptions& options);
 
-// --- A relay's links
+// --- Links: a pair, or a hop of a relay
 //
-// A communicator of world ranks `sender` (rank 0) and `receiver` (rank 1), one link of a relay
-// (collective over the two ranks only). Each stage makes its links in link order, so that no two
-// stages wait on each other.
+// A communicator of world ranks `sender` (rank 0) and `receiver` (rank 1), one pair or one link
+// of a relay (collective over the two ranks only, so it costs the same at any world size). Each
+// relay stage makes its links in link order, so that no two stages wait on each other.
 MPI_Comm open_link_comm(int sender, int receiver);
 // A middle stage's slot protocol: await and release on the inbound link's transport, acquire and
 // publish on the outbound link's, with `slots` slots each. acquire may be queued on another

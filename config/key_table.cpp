@@ -454,7 +454,16 @@ constexpr std::string_view kWriteDoc =
 constexpr std::string_view kFlushDoc =
     "So a crash keeps the rows written so far. The flush is collective, and bounded by "
     "`timeout_s` like every other wait: a peer that stops during one ends the job with exit 4, "
-    "the others naming the flush.";
+    "the others naming the flush.\n\n"
+    "What a flush costs: every rank stops queueing steps, waits for the rows it has queued to "
+    "be written, then joins HDF5's flush, collective over every rank of the job (an all-reduce "
+    "and an `MPI_File_sync` of the file on every rank, counted on the CPU path). So each flush "
+    "makes every pair wait for the slowest rank and for the file system to sync the rows of "
+    "every writer, which the steps otherwise never do (the stop vote is waited for only long "
+    "after every live rank has cast it). On a cluster, where that sync of one shared file from "
+    "thousands of ranks can take seconds ([OPERATIONS.md](OPERATIONS.md#the-model-at-scale)), "
+    "choose K so that flushes come minutes apart, or leave it at 0 and rely on the close that "
+    "a stop makes (SIGTERM, Slurm's time limit).";
 constexpr std::string_view kSideOutputsDoc =
     "The JSON is written as `PATH.tmp` and renamed; the CSV gets one row per run, appended "
     "under a lock (so job-array tasks can share a file) with a header when new, and its side "

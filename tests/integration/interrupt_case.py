@@ -95,6 +95,9 @@ def main():
     parser.add_argument("--signal", choices=["TERM", "INT", "KILL", "STOP"], required=True)
     parser.add_argument("--after", type=float, default=0.0,
                         help="seconds before the signal, from a second into the steps")
+    parser.add_argument("--ranks-stop-together", action="store_true",
+                        help="TERM/INT: every rank's last step in the .partial's timings is the "
+                             "step before stopped_at_step (none ran ahead or stopped early)")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     opts = parser.parse_args()
     opts.binary = os.path.abspath(opts.binary)
@@ -145,6 +148,8 @@ def main():
             stopped = int(f.attrs["stopped_at_step"])
             stopped_pass = int(f.attrs["stopped_pass"])
             steps = int(f.attrs["steps"])
+            if opts.ranks_stop_together:
+                check_ranks_stopped_together(f, stopped)
             overlap = f.attrs["overlap"]
             overlap = overlap.decode() if isinstance(overlap, bytes) else str(overlap)
         expected = 143 if opts.signal == "TERM" else 130
@@ -183,6 +188,22 @@ def main():
             elements = check_y_by_formula(resumed)
         print(f"ok: stopped at step {stopped} of {steps}, resumed, every element of /y by the "
               f"formula ({elements} elements)")
+
+
+def check_ranks_stopped_together(f, stopped):
+    """Every rank's step periods in the stopped pass end at the step before stopped_at_step: the
+    ranks agreed on one step and each stopped after it (these runs write every step, so every
+    step has an end event and a period)."""
+    overlap = f.attrs["overlap"]
+    overlap = overlap.decode() if isinstance(overlap, bytes) else str(overlap)
+    passes = ["overlap_off", "overlap_on"] if overlap == "compare" else ["overlap_" + overlap]
+    stopped_pass = passes[int(f.attrs["stopped_pass"])]
+    periods = f["timings"][stopped_pass]["step"][...]
+    last = [int(np.nonzero(np.isfinite(row))[0].max(initial=-1)) for row in periods]
+    if any(step != stopped - 1 for step in last):
+        fail(f"the ranks' last steps in {stopped_pass} are {sorted(set(last))}, not all "
+             f"{stopped - 1} (stopped_at_step {stopped})")
+    print(f"ok: every one of {len(last)} ranks stopped after step {stopped - 1}")
 
 
 def check_y_by_formula(f):

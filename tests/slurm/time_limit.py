@@ -25,6 +25,7 @@ are, to take
 about 65 s at the fastest rate seen, so the signal (40 s at the latest) always finds them running.
 """
 import argparse
+import contextlib
 import csv
 import math
 import os
@@ -107,6 +108,21 @@ class Cluster:
             subprocess.run(["scancel"] + self.jobs, capture_output=True)
 
 
+def stop_when_stepping(cluster, work, name, job, seconds):
+    """Once the job's first rows are in outputs/NAME.h5.partial (within `seconds`), the signal
+    the time limit sends, at once: `scancel --batch --signal=TERM`, to the batch shell, as the
+    time limit's B: signal goes (the template passes it on: SIGTERM to srun, SIGUSR1 to
+    mpirun)."""
+    partial = os.path.join(work, "outputs", f"{name}.h5.partial")
+    deadline = time.monotonic() + seconds
+    while not first_row_written(partial):
+        if time.monotonic() > deadline or not cluster.listed(job):
+            print(cluster.log(job))
+            fail(f"{name}: job {job} wrote no rows to {partial} within {seconds} s")
+        time.sleep(0.05)
+    subprocess.run(["scancel", "--batch", "--signal=TERM", job], check=True)
+
+
 def check_stopped(cluster, job, output, steps, what, launcher):
     state, code = cluster.field(job, "JobState"), cluster.field(job, "ExitCode")
     print(f"{what}: job {job} {state} exit {code}, ran {cluster.field(job, 'RunTime')}")
@@ -134,6 +150,26 @@ def read_y(path):
         return f["step"][...], f["y"][...]
 
 
+@contextlib.contextmanager
+def submit_folder(binary, root):
+    """A cluster to submit to from a folder laid out like the repository root (inputs/ and
+    scripts/ linked, outputs/ made), GPURELAY_BINARY set: (cluster, folder). The jobs left are
+    cancelled at the end."""
+    if not os.path.isfile(os.environ.get("SLURM_CONF", "")):
+        fail("SLURM_CONF does not name a cluster's slurm.conf (the ctest fixture sets it)")
+    with tempfile.TemporaryDirectory() as work:
+        for name in ("inputs", "scripts"):
+            os.symlink(os.path.join(root, name), os.path.join(work, name))
+        # As in a clone: the templates' logs go there, and Slurm does not make the folder.
+        os.mkdir(os.path.join(work, "outputs"))
+        os.environ["GPURELAY_BINARY"] = os.path.abspath(binary)
+        cluster = Cluster(work)
+        try:
+            yield cluster, work
+        finally:
+            cluster.cancel_all()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -141,20 +177,8 @@ def main():
     parser.add_argument("--quick", action="store_true",
                         help="scancel's signal to the batch shell at once, not the time limit")
     opts = parser.parse_args()
-    if not os.path.isfile(os.environ.get("SLURM_CONF", "")):
-        fail("SLURM_CONF does not name a cluster's slurm.conf (the ctest fixture sets it)")
-
-    with tempfile.TemporaryDirectory() as work:
-        for name in ("inputs", "scripts"):
-            os.symlink(os.path.join(opts.root, name), os.path.join(work, name))
-        # As in a clone: the templates' logs go there, and Slurm does not make the folder.
-        os.mkdir(os.path.join(work, "outputs"))
-        os.environ["GPURELAY_BINARY"] = os.path.abspath(opts.binary)
-        cluster = Cluster(work)
-        try:
-            (run_quick if opts.quick else run)(cluster, work)
-        finally:
-            cluster.cancel_all()
+    with submit_folder(opts.binary, opts.root) as (cluster, work):
+        (run_quick if opts.quick else run)(cluster, work)
     print("PASS: time_limit" + (" --quick" if opts.quick else ""))
 
 
@@ -174,16 +198,7 @@ def run_quick(cluster, work):
     jobs = {name: cluster.submit(["--time=10"], flags + ["--output", f"outputs/{name}.h5"], env)
             for name, env in cases.items()}
     for name, job in jobs.items():
-        partial = os.path.join(work, "outputs", f"{name}.h5.partial")
-        deadline = time.monotonic() + 120
-        while not first_row_written(partial):
-            if time.monotonic() > deadline or not cluster.listed(job):
-                print(cluster.log(job))
-                fail(f"{name}: job {job} wrote no rows to {partial} within 120 s")
-            time.sleep(0.05)
-        # --batch: to the batch shell, as the time limit's B: signal goes (the template passes
-        # it on: SIGTERM to srun, SIGUSR1 to mpirun).
-        subprocess.run(["scancel", "--batch", "--signal=TERM", job], check=True)
+        stop_when_stepping(cluster, work, name, job, 120)
     cluster.wait(list(jobs.values()), 120)
     for name, job in jobs.items():
         check_stopped(cluster, job, os.path.join(work, "outputs", f"{name}.h5"), steps,

@@ -1,0 +1,68 @@
+"""The collective-call counts of a run (tests/mpi_counts/mpi_counts.cpp, preloaded): how to ask
+mpirun for them, and reading back every rank's DIR/rank-R.json.
+
+usage: mpi_counts.py DIR      prints each call's count per rank over the world and over fewer
+                              ranks (the least and the most over the ranks), and rank 0's
+                              gathered bytes
+"""
+import glob
+import json
+import os
+import sys
+
+VARIABLE = "GPURELAY_MPI_COUNTS"
+
+
+def mpirun_flags(library, folder):
+    """Open MPI's mpirun flags that preload the count into every rank and name its folder (-x
+    sets them for the ranks only, not for mpirun itself)."""
+    return ["-x", "LD_PRELOAD=" + os.path.abspath(library), "-x", VARIABLE + "=" + folder]
+
+
+def read(folder, ranks=None):
+    """Every rank's counts, by rank; raises ValueError when a rank's file is missing (the rank
+    never reached MPI_Finalize, or the count was not preloaded)."""
+    found = {}
+    for path in glob.glob(os.path.join(folder, "rank-*.json")):
+        with open(path) as f:
+            counts = json.load(f)
+        found[counts["rank"]] = counts
+    if not found:
+        raise ValueError(f"no rank-*.json in {folder}: was the count preloaded?")
+    size = ranks if ranks is not None else next(iter(found.values()))["world_size"]
+    missing = [r for r in range(size) if r not in found]
+    if missing:
+        raise ValueError(f"{folder}: no counts from rank(s) {missing} of {size}")
+    return [found[r] for r in range(size)]
+
+
+def world_calls(counts):
+    """The most collective calls over the world any rank took part in."""
+    return max(c["world_calls"] for c in counts)
+
+
+def by_name(counts, side):
+    """{name: (least, most)} over the ranks, for side "world" or "fewer"."""
+    names = sorted({name for c in counts for name in c[side]})
+    return {name: (min(c[side].get(name, 0) for c in counts),
+                   max(c[side].get(name, 0) for c in counts)) for name in names}
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if len(sys.argv) == 2 else 2
+    counts = read(sys.argv[1])
+    print(f"{len(counts)} ranks; collective calls per rank over the world "
+          f"{min(c['world_calls'] for c in counts)}..{world_calls(counts)}, over fewer ranks "
+          f"{min(c['fewer_calls'] for c in counts)}..{max(c['fewer_calls'] for c in counts)}; "
+          f"rank 0 gathered {counts[0]['gathered_bytes']} bytes")
+    for side in ("world", "fewer"):
+        for name, (least, most) in by_name(counts, side).items():
+            spread = str(least) if least == most else f"{least}..{most}"
+            print(f"  {side:5}  {name:28} {spread}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
