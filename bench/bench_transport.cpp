@@ -167,6 +167,7 @@ const void* one_message(TransportBench& tb, Transport& t) {
     return landed;
 }
 
+#if GPURELAY_HAVE_CUDA
 // Rank 1 poisons its message buffer (where plain loops land), so stale data from an earlier
 // benchmark cannot pass the check.
 void prepare_receiver(TransportBench& tb, std::size_t bytes) {
@@ -174,6 +175,7 @@ void prepare_receiver(TransportBench& tb, std::size_t bytes) {
     tb.device->fill_async(tb.message.data(), 0xff, bytes, *tb.stream);
     tb.stream->synchronize();
 }
+#endif
 
 // Rank 1 checks the last message that arrived (at `received`, by default its message buffer) and
 // tells rank 0, which reports; then the bytes.
