@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/timeout.hpp"
+
 namespace gpurelay {
 
 enum class DeviceKind { auto_select, cuda, cpu };
@@ -85,7 +87,8 @@ struct Config : PipelineKeys {
     std::string summary_json;  // empty: none
     std::string results_csv;   // empty: none
     HostWaitMode host_wait = HostWaitMode::auto_select;
-    double timeout_s = 300.0;  // longest a rank waits on a peer before giving up
+    // Longest a rank waits on a peer before giving up.
+    double timeout_s = std::chrono::duration<double>(kDefaultTimeout).count();
     bool quiet = false;
     bool debug_skip_reuse_wait = false;  // tests only: drop the slot-reuse wait to show it matters
     // Tests only: each receive of rank debug_delay_rank starts debug_delay_us late (a slow pair).
