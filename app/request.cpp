@@ -38,6 +38,9 @@ Action read_command_line(int argc, char** argv, Request& request, std::string& d
     }
     if (line.show_version) return kVersion;
     validate_config(line.config);
+    int world_size = 1;
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
+    validate_for_world(line.config, world_size);
     Action action = kPrintConfig;
     if (!line.print_config) {
         action = kRun;

@@ -165,6 +165,9 @@ std::string config_value_toml(const Config& config, std::string_view key);
 
 // Cross-key checks run once everything is set; throws a usage error naming the keys.
 void validate_config(const Config& config);
+// The checks that need the world's size, once it is known (the keys that name a rank); throws a
+// usage error naming the key.
+void validate_for_world(const Config& config, int world_size);
 
 // The resolved deck as TOML that, read back, gives the same Config.
 std::string config_to_toml(const Config& config);

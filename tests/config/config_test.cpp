@@ -694,6 +694,33 @@ TEST(Validate, Limits) {
     EXPECT_NO_THROW(validate_config(c));
 }
 
+// The keys that name a rank, against the world's size, where they act.
+TEST(Validate, RankKeysNameRanksOfTheWorld) {
+    const auto for_world = [](const Config& c, int world_size) {
+        return usage_message([&] { validate_for_world(c, world_size); });
+    };
+    Config c;
+    c.debug_delay_us = 1000;
+    c.debug_delay_rank = 3;
+    EXPECT_NO_THROW(validate_for_world(c, 4));
+    EXPECT_EQ(for_world(c, 3),
+              "debug_delay_rank (3) names no rank of this run's 3 (0 to 2): debug_delay_us would "
+              "slow no receive");
+    c.debug_delay_us = 0;
+    EXPECT_NO_THROW(validate_for_world(c, 3)) << "no delay: the rank it names does not act";
+
+    Config stop;  // debug_stop_rank's default, 1, is no rank of one: it acts only when asked
+    EXPECT_NO_THROW(validate_for_world(stop, 1));
+    stop.debug_stop_flush = 2;
+    EXPECT_EQ(for_world(stop, 1),
+              "debug_stop_rank (1) names no rank of this run's 1 (0 to 0): debug_stop_flush would "
+              "stop no rank");
+    stop.debug_stop_flush = 0;
+    stop.debug_stop_close = true;
+    EXPECT_TRUE(contains(for_world(stop, 1), "debug_stop_close would stop no rank"));
+    EXPECT_NO_THROW(validate_for_world(stop, 2));
+}
+
 // --- Which steps are written ---------------------------------------------------------------------
 
 TEST(WriteSteps, EachMode) {
