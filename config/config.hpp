@@ -77,7 +77,8 @@ struct Config : PipelineKeys {
     std::uint64_t chunk = 4ull << 20;        // bytes per staged MPI message piece
     Staging staging = Staging::auto_select;  // MPI through pinned staging: on the GPU, or always
     IpcEngine ipc_engine = IpcEngine::copy;  // ipc: a copy of A's output, or A writes in place
-    std::string output = "outputs/gpurelay.h5";
+    // Empty: a new file per run, outputs/gpurelay-DATE-TIME.h5 (io/output_path.hpp).
+    std::string output;
     bool overwrite = false;
     bool resume = false;  // continue OUTPUT.partial from the step where it stopped
     WriteMode write = WriteMode::last;

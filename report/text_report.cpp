@@ -291,6 +291,8 @@ void print_run_header(std::FILE* out, const RunSummary& s) {
         std::fprintf(out, "host waits: %s (%s)\n", s.host_wait.c_str(), s.host_wait_reason.c_str());
     }
     std::fprintf(out, "%s\n", memory_text(s).c_str());
+    std::fprintf(out, "output: %s (up to %s)\n", c.output.c_str(),
+                 human_bytes(s.output_bytes).c_str());
     std::fflush(out);
 }
 

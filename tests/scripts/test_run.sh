@@ -51,4 +51,22 @@ echo "== no --input: the quick-start deck"
 grep -q -- "^+ .* --input inputs/quickstart.toml --steps 3$" "$tmp/dry" ||
     fail "the quick-start deck is not passed: $(cat "$tmp/dry")"
 
+echo "== the README's command twice: both exit 0, each run its own file, the first kept"
+# Their files land in the clone's outputs/ (ignored by git): removed at the end.
+made=()
+trap 'rm -rf "$tmp" "${made[@]}"' EXIT
+for attempt in 1 2; do
+    status=0
+    timeout 120 "${run[@]}" --device cpu --elements 1Ki --c-elements 1Ki --c-iterations 1 \
+        --steps 3 --warmup 1 >"$tmp/again$attempt" 2>&1 || status=$?
+    name="$(sed -n 's/^output: \(outputs\/gpurelay-[0-9-]*\.h5\) (up to .*)$/\1/p' "$tmp/again$attempt")"
+    [[ -n "$name" ]] && made+=("$root/$name")
+    cat "$tmp/again$attempt"
+    [[ $status -eq 0 ]] || fail "scripts/run, run $attempt, exited $status"
+    [[ -s "$root/$name" ]] || fail "run $attempt names no file of its own in its header"
+    if ((attempt == 1)); then first="$(sha256sum <"$root/$name")"; fi
+done
+[[ "${made[0]}" != "${made[1]}" ]] || fail "both runs wrote ${made[0]}"
+[[ "$(sha256sum <"${made[0]}")" == "$first" ]] || fail "the second run changed ${made[0]}"
+
 echo "PASS: test_run"
