@@ -40,14 +40,15 @@ mkdir -p outputs # gpurelay refuses an output folder that does not exist
 # What srun (and mpirun) print on top of an exit gpurelay has explained in a line of its own
 # ("srun: error: node1: tasks 0-1: Exited with exit code 2") is left out of the job's log;
 # scripts/lib/launcher_stderr.sh says what goes and why, and what stays.
-# shellcheck source-path=SCRIPTDIR source=../lib/launcher_stderr.sh
-source scripts/lib/launcher_stderr.sh
 
-# launcher_stderr_open: opens the filter, the file descriptor $launcher_stderr to write into;
+# launcher_stderr_open: starts that filter, the file descriptor $launcher_stderr to write into;
 # launcher_stderr_close closes it and waits until the filter has written everything (before the
 # job's script ends, which would end the filter with it).
 launcher_stderr_open() {
-    exec {launcher_stderr}> >(launcher_stderr_filter >&2)
+    exec {launcher_stderr}> >(
+        trap '' INT TERM USR1 USR2 HUP
+        exec scripts/lib/launcher_stderr.sh >&2
+    )
     launcher_stderr_pid=$!
 }
 launcher_stderr_close() {

@@ -59,7 +59,8 @@ for attempt in 1 2; do
     status=0
     timeout 120 "${run[@]}" --device cpu --elements 1Ki --c-elements 1Ki --c-iterations 1 \
         --steps 3 --warmup 1 >"$tmp/again$attempt" 2>&1 || status=$?
-    name="$(sed -n 's/^output: \(outputs\/gpurelay-[0-9-]*\.h5\) (up to .*)$/\1/p' "$tmp/again$attempt")"
+    name="$(sed -n 's/^output: \(outputs\/gpurelay-[0-9-]*\.h5\) (up to .*)$/\1/p' \
+        "$tmp/again$attempt")"
     [[ -n "$name" ]] && made+=("$root/$name")
     cat "$tmp/again$attempt"
     [[ $status -eq 0 ]] || fail "scripts/run, run $attempt, exited $status"
@@ -108,8 +109,6 @@ pattern+="--resume to finish$"
     fail "the stop's stderr is not gpurelay's line alone: $(cat "$tmp/stop.err")"
 
 echo "== the filter keeps what gpurelay has not explained (scripts/lib/launcher_stderr.sh)"
-# shellcheck source-path=SCRIPTDIR source=../../scripts/lib/launcher_stderr.sh
-source "$root/scripts/lib/launcher_stderr.sh"
 dashes="--------------------------------------------------------------------------"
 banner="$dashes
 Primary job  terminated normally, but 1 process returned
@@ -123,12 +122,13 @@ killed="$dashes
 mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed).
 $dashes"
 srun_exit="srun: error: node1: tasks 0-1: Exited with exit code 2"
-filtered() { printf '%s\n' "$@" | explained_exit_filter; }
+filtered() { printf '%s\n' "$@" | "$root/scripts/lib/launcher_stderr.sh"; }
 [[ "$(filtered "gpurelay: bad" "$banner" "$srun_exit")" == "gpurelay: bad" ]] ||
     fail "an explained exit's banner and srun line are not dropped"
 [[ "$(filtered "$killed" "$banner")" == "$killed"$'\n'"$banner" ]] ||
     fail "a killed rank's notice and the banner are not kept where gpurelay said nothing"
-[[ "$(filtered "gpurelay: error on rank 1" "$abort")" == "gpurelay: error on rank 1"$'\n'"$abort" ]] ||
+explained="gpurelay: error on rank 1"
+[[ "$(filtered "$explained" "$abort")" == "$explained"$'\n'"$abort" ]] ||
     fail "MPI_Abort's banner is not kept"
 [[ "$(filtered "$srun_exit" "warning")" == "warning"$'\n'"$srun_exit" ]] ||
     fail "srun's exit line is not kept where gpurelay said nothing"
