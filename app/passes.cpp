@@ -168,6 +168,7 @@ RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Config& co
     summary.ceilings =
         summarize_ceilings(MPI_COMM_WORLD, config, setup.placement, pipeline.ceilings());
     summarize_run(MPI_COMM_WORLD, rank_figures(mpi, setup, outputs), summary);
+    summary.output_bytes = setup.output_bytes;
     summary.versions = versions_line();
     summary.timestamp = utc_timestamp();
     summary.git_hash = git_hash();

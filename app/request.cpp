@@ -1,6 +1,9 @@
 #include "app/request.hpp"
 
 #include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -10,6 +13,7 @@
 #include "comm/mpi_error.hpp"
 #include "comm/mpi_wait.hpp"
 #include "config/command_line.hpp"
+#include "io/output_path.hpp"
 #include "io/result_file.hpp"
 #include "runtime/error.hpp"
 
@@ -27,6 +31,47 @@ void broadcast(std::string& text) {
 
 enum Action : int { kRun = 0, kPrintConfig, kVersion, kHelp, kPrintSizes };
 
+// Names tried for a run that names no output and starts in the second of another's.
+constexpr int kDefaultNamesPerSecond = 100;
+
+bool anything_at(const std::string& path) {
+    std::error_code ignored;
+    return std::filesystem::exists(std::filesystem::symlink_status(path, ignored));
+}
+
+// A run that names no output (output = ""): --resume continues the default outputs' .partial
+// written last; a fresh run takes the first default name that nothing stands at, locked at once,
+// so that a job starting in the same second takes the next.
+void name_default_output(Config& config, OutputLock& lock) {
+    if (config.resume) {
+        config.output = newest_default_partial();
+        if (config.output.empty()) {
+            throw usage_error(
+                "resume: nothing to resume: no outputs/gpurelay-*.h5.partial here (a run that "
+                "named its output continues with the same --output)");
+        }
+        return;
+    }
+    const std::time_t start = std::time(nullptr);
+    // The folder's and the names' refusals as for any output, before any name is taken.
+    check_output_target("output", default_output_path(start, kDefaultNamesPerSecond),
+                        {".partial", ".partial.tmp", ".lock"}, "");
+    for (int count = 1; count <= kDefaultNamesPerSecond; ++count) {
+        const std::string path = default_output_path(start, count);
+        if (anything_at(path) || anything_at(path + ".partial")) continue;
+        std::optional<OutputLock> taken = OutputLock::try_acquire(path);
+        // Looked at again under the lock: a run that held it may have made the file.
+        if (taken && !anything_at(path) && !anything_at(path + ".partial")) {
+            config.output = path;
+            lock = std::move(*taken);
+            return;
+        }
+    }
+    throw usage_error("output: " + std::to_string(kDefaultNamesPerSecond) + " names from '" +
+                      default_output_path(start, 1) +
+                      "' on are taken: name the output with --output");
+}
+
 // Rank 0: what the command line asks; for a run, its outputs checked, locked and, resumed, where
 // it starts. `deck` gets the resolved deck, `help` the help text (or the sizes --print-sizes
 // prints, one a line).
@@ -43,11 +88,15 @@ Action read_command_line(int argc, char** argv, Request& request, std::string& d
         return kPrintSizes;
     }
     validate_config(line.config);
+    int world_size = 1;
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
+    validate_for_world(line.config, world_size);
     Action action = kPrintConfig;
     if (!line.print_config) {
         action = kRun;
+        if (line.config.output.empty()) name_default_output(line.config, request.lock);
         check_output_paths(line.config);
-        request.lock = OutputLock::acquire(line.config.output);
+        if (!request.lock.held()) request.lock = OutputLock::acquire(line.config.output);
         // Checked again under the lock: a job that was still writing may just have ended.
         if (!line.config.resume) {
             ResultFile::check_target(line.config.output, line.config.overwrite);

@@ -216,6 +216,15 @@ double result_file_bytes(const Config& config, int world_size, int pairs) {
            (1 << 20);
 }
 
+// The whole result file: every size's datasets.
+double output_file_bytes(const Config& config, int world_size, int pairs) {
+    double bytes = 0;
+    for (const std::uint64_t elements : config.size_list()) {
+        bytes += result_file_bytes(config.sized(elements), world_size, pairs);
+    }
+    return bytes;
+}
+
 // The memory this node offers (MemAvailable), in bytes; 0 when it cannot be read.
 double available_host_memory() {
     std::FILE* meminfo = std::fopen("/proc/meminfo", "r");
@@ -236,7 +245,7 @@ std::string mib(double bytes) {
 // Up front, before the pipeline allocates or the file is made: what every rank will hold on its
 // device and its node's host memory, and what the file will take, against what there is.
 // Collective; every rank leaves with the same usage error when anything does not fit.
-void check_resources(const Setup& setup, int rank, int size) {
+void check_resources(const Setup& setup, int rank) {
     // Every buffer is made for the largest size; the file holds every size's datasets.
     const Config config = setup.config.largest();
     const bool cpu_path = setup.device->backend() == Backend::host;
@@ -267,10 +276,7 @@ void check_resources(const Setup& setup, int rank, int size) {
                               " available (MemAvailable)");
         }
         if (rank != 0) return;
-        double file_bytes = 0;
-        for (const std::uint64_t elements : setup.config.size_list()) {
-            file_bytes += result_file_bytes(config.sized(elements), size, setup.placement.pairs);
-        }
+        double file_bytes = setup.output_bytes;
         if (config.resume) {
             // A resumed file is already allocated, but for the rows not written yet.
             struct stat status {};
@@ -360,7 +366,8 @@ Setup set_up(const MpiSession& mpi, const Config& config) {
     setup.transport_note = choice.reason;
     setup.spec = pipeline_spec(config.largest(), setup.placement);
     setup.memory = plan_memory(setup.spec, setup.placement.role, !choice.a_writes_in_place);
-    check_resources(setup, rank, size);
+    setup.output_bytes = output_file_bytes(config, size, setup.placement.pairs);
+    check_resources(setup, rank);
     agree(MPI_COMM_WORLD, [&] { setup.transport = open_transport(setup, *choice.used); });
     // Every wait on the GPU from here on is bounded by timeout_s and watches the transport.
     setup.device->set_wait_policy(

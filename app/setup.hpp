@@ -29,6 +29,7 @@ struct Setup {
     MemoryPlan memory;           // what the pipeline and the transport's slots hold on this rank
     std::string transport_note;  // why auto chose the transport, when it had to choose
     std::vector<std::string> gpu_keys;  // every rank's "host bus-id" ("host cpu" on the CPU path)
+    double output_bytes = 0;            // the result file's size once complete (an upper bound)
 };
 
 // Not collective; rank 0, before the deck is broadcast: every file the run writes, each path

@@ -432,7 +432,7 @@ int run(MpiSession& session, int argc, char** argv) {
         }
         return static_cast<int>(ExitCode::usage);
     }
-    // Read, and a bad value refused, on every path; used only where CUDA is built.
+    // Read (and a bad value refused) on every build; only the CUDA build times sizes.
     [[maybe_unused]] const std::size_t max_bytes = max_bytes_from_env();
     int all_have_gpu = cuda_device_count() > 0 ? 1 : 0;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_have_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));

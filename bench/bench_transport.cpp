@@ -43,6 +43,7 @@
 #include "kernels/kernels.hpp"
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
+#include "runtime/timeout.hpp"
 
 #if GPURELAY_HAVE_CUDA
 #include "bench/plain_nccl_comm.hpp"
@@ -58,7 +59,7 @@ constexpr int kSender = 0;
 constexpr int kReceiver = 1;
 constexpr int kAckTag = 901;
 constexpr int kVerdictTag = 902;
-constexpr auto kWaitTimeout = std::chrono::minutes(5);
+constexpr auto kWaitTimeout = kDefaultTimeout;
 // NCCL and ipc messages per timed batch: enough to hide the launch of the first and the host's
 // wake-up after the last, as in a pipeline that keeps several messages in flight.
 constexpr int kBatch = 64;
@@ -167,6 +168,7 @@ const void* one_message(TransportBench& tb, Transport& t) {
     return landed;
 }
 
+#if GPURELAY_HAVE_CUDA
 // Rank 1 poisons its message buffer (where plain loops land), so stale data from an earlier
 // benchmark cannot pass the check.
 [[maybe_unused]] void prepare_receiver(TransportBench& tb, std::size_t bytes) {
@@ -174,6 +176,7 @@ const void* one_message(TransportBench& tb, Transport& t) {
     tb.device->fill_async(tb.message.data(), 0xff, bytes, *tb.stream);
     tb.stream->synchronize();
 }
+#endif
 
 // Rank 1 checks the last message that arrived (at `received`, by default its message buffer) and
 // tells rank 0, which reports; then the bytes.

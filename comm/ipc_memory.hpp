@@ -15,6 +15,7 @@
 #include "comm/pairing.hpp"
 #include "runtime/device.hpp"
 #include "runtime/stream.hpp"
+#include "runtime/timeout.hpp"
 
 namespace gpurelay {
 
@@ -48,7 +49,7 @@ class IpcMemory {
 struct IpcShape {
     std::size_t slots = 1;       // receive slots (the pipeline's depth)
     std::size_t slot_bytes = 0;  // the largest message
-    std::chrono::milliseconds timeout{300000};
+    std::chrono::milliseconds timeout = kDefaultTimeout;
 };
 
 // The CPU path: the consumers' slots and words in one MPI-3 shared-memory window over the node's

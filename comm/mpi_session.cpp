@@ -20,7 +20,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
         // Stream and proxy threads call MPI concurrently; anything less is unsafe.
         throw runtime_error("this MPI does not provide MPI_THREAD_MULTIPLE, which gpurelay needs");
     }
-    // Bounded by timeout_s's default (300 s): the deck is not read yet.
+    // Bounded by timeout_s's default (kDefaultTimeout): the deck is not read yet.
     const Deadline bound("finding the ranks of this node");
     {
         const NodeComm node(MPI_COMM_WORLD);

@@ -11,11 +11,12 @@
 #include "comm/mpi_error.hpp"
 #include "runtime/error.hpp"
 #include "runtime/poll.hpp"
+#include "runtime/timeout.hpp"
 
 namespace gpurelay {
 namespace {
 
-std::atomic<std::chrono::milliseconds::rep> process_wait_timeout{300000};
+std::atomic<std::chrono::milliseconds::rep> process_wait_timeout{kDefaultTimeout.count()};
 
 // Deadlines of the waits in progress, checked by one thread for the whole process.
 class Watchdog {

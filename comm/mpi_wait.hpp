@@ -30,7 +30,7 @@ void transfer_pieces(void* data, std::size_t bytes, std::size_t piece, int peer,
                      MPI_Comm comm, std::chrono::milliseconds timeout);
 
 // The bound of every wait that is not given its own: timeout_s, set once the deck is read (until
-// then timeout_s's default, 300 s).
+// then timeout_s's default, kDefaultTimeout).
 void set_wait_timeout(std::chrono::milliseconds timeout);
 std::chrono::milliseconds wait_timeout();
 

@@ -16,6 +16,7 @@
 #include "comm/pairing.hpp"
 #include "runtime/device.hpp"
 #include "runtime/stream.hpp"
+#include "runtime/timeout.hpp"
 
 namespace gpurelay {
 
@@ -78,10 +79,10 @@ class Transport {
 };
 
 struct TransportOptions {
-    std::size_t slot_bytes = 0;                 // one tensor (staging buffers are this big)
-    std::size_t chunk_bytes = 4u << 20;         // pieces of a staged message, pipelined
-    std::chrono::milliseconds timeout{300000};  // longest wait on a peer
-    std::size_t slots = 1;                      // the pipeline's depth
+    std::size_t slot_bytes = 0;          // one tensor (staging buffers are this big)
+    std::size_t chunk_bytes = 4u << 20;  // pieces of a staged message, pipelined
+    std::chrono::milliseconds timeout = kDefaultTimeout;  // longest wait on a peer
+    std::size_t slots = 1;                                // the pipeline's depth
     // Tests only: drop the wait for a slot's release before it is written again, to show that
     // verification catches the overwrite.
     bool debug_skip_reuse_wait = false;

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/timeout.hpp"
+
 namespace gpurelay {
 
 enum class DeviceKind { auto_select, cuda, cpu };
@@ -86,7 +88,8 @@ struct Config : PipelineKeys {
     std::uint64_t chunk = 4ull << 20;  // bytes per staged MPI message piece
     Staging staging = Staging::auto_select;  // MPI through pinned staging: on the GPU, or always
     IpcEngine ipc_engine = IpcEngine::copy;  // ipc: a copy of A's output, or A writes in place
-    std::string output = "outputs/gpurelay.h5";
+    // Empty: a new file per run, outputs/gpurelay-DATE-TIME.h5 (io/output_path.hpp).
+    std::string output;
     bool overwrite = false;
     bool resume = false;  // continue OUTPUT.partial from the step where it stopped
     WriteMode write = WriteMode::last;
@@ -96,7 +99,8 @@ struct Config : PipelineKeys {
     std::string summary_json;  // empty: none
     std::string results_csv;   // empty: none
     HostWaitMode host_wait = HostWaitMode::auto_select;
-    double timeout_s = 300.0;  // longest a rank waits on a peer before giving up
+    // Longest a rank waits on a peer before giving up.
+    double timeout_s = std::chrono::duration<double>(kDefaultTimeout).count();
     bool quiet = false;
     bool debug_skip_reuse_wait = false;  // tests only: drop the slot-reuse wait to show it matters
     // Tests only: each receive of rank debug_delay_rank starts debug_delay_us late (a slow pair).
@@ -173,6 +177,9 @@ std::string config_value_toml(const Config& config, std::string_view key);
 
 // Cross-key checks run once everything is set; throws a usage error naming the keys.
 void validate_config(const Config& config);
+// The checks that need the world's size, once it is known (the keys that name a rank); throws a
+// usage error naming the key.
+void validate_for_world(const Config& config, int world_size);
 
 // The resolved deck as TOML that, read back, gives the same Config.
 std::string config_to_toml(const Config& config);

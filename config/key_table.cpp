@@ -435,7 +435,11 @@ constexpr std::string_view kIpcEngineDoc =
     "is only the arrival signal. Only with `transport = \"ipc\"`: with any other transport, "
     "`auto` included, it is refused.";
 constexpr std::string_view kOutputDoc =
-    "The file is written as `OUTPUT.partial` and renamed when the run completes. An existing "
+    "Empty (the default): each run writes a file of its own, "
+    "`outputs/gpurelay-YYYYMMDD-HHMMSS.h5` at the local time it starts (with `-jobJ`, the job "
+    "id, in a Slurm job; `-2`, `-3` ... for runs started in the same second), named in the "
+    "report's header, so a command run again keeps the last result. The file is written as "
+    "`OUTPUT.partial` and renamed when the run completes. An existing "
     "file, or a `.partial` that `resume` could finish, is replaced only with `overwrite`, and "
     "only ever a regular file (never a directory, FIFO or device). One job at a time per "
     "output: `OUTPUT.lock` is held with `flock` for the run. [OUTPUT.md](OUTPUT.md) has the "
@@ -443,7 +447,9 @@ constexpr std::string_view kOutputDoc =
 constexpr std::string_view kResumeDoc =
     "Run the same command again with `--resume`: the keys that shape the results must match "
     "the deck stored in the file, and the run continues from `stopped_at_step` (a `.partial` "
-    "that is already complete is only renamed). `/y` then equals an uninterrupted run's. A "
+    "that is already complete is only renamed). `/y` then equals an uninterrupted run's. "
+    "Without an output of its own, `--resume` continues the `outputs/gpurelay-*.h5.partial` "
+    "written last (the one the stop named, until another run stops). A "
     "`.partial` left by a rank killed mid-step cannot be resumed ([OPERATIONS.md](OPERATIONS.md)).";
 constexpr std::string_view kWriteDoc =
     "`last` keeps the last step's `y`, `all` every step's, `every:K` every K-th step's (steps "
@@ -603,8 +609,11 @@ const std::vector<KeySpec>& key_table() {
                        "writes into the consumer's slot, on the producer's SMs: no copy)",
                        "copy|sm", &Config::ipc_engine, std::array{IpcEngine::copy, IpcEngine::sm}),
             {}, kIpcEngineDoc),
-        documented(text_key("output", "HDF5 result file", "PATH", &Config::output),
-                   "a path in a folder that exists", kOutputDoc),
+        documented(
+            text_key("output",
+                     "HDF5 result file (empty: a new outputs/gpurelay-DATE-TIME.h5 each run)",
+                     "PATH", &Config::output),
+            "a path in a folder that exists, or empty", kOutputDoc),
         bool_key("overwrite", "replace an existing output file", &Config::overwrite),
         documented(bool_key("resume",
                             "continue OUTPUT.partial, left by a run stopped with SIGTERM, SIGINT "

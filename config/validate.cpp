@@ -183,7 +183,6 @@ void check_launch(const Config& c) {
 
 // The texts that travel as TOML and land in the CSV and the report.
 void check_texts(const Config& c) {
-    if (c.output.empty()) fail("output must not be empty: it names the HDF5 result file");
     for (const auto& [key, text] : {std::pair<const char*, const std::string&>{"output", c.output},
                                     {"summary_json", c.summary_json},
                                     {"results_csv", c.results_csv},
@@ -197,7 +196,29 @@ void check_texts(const Config& c) {
     }
 }
 
+// A key that names a rank, where it acts (`used`): the rank must be one of the world's, or
+// `effect` (what the key's partner would then do) silently never happens.
+void check_rank_key(const char* key, std::int64_t rank, bool used, const char* effect,
+                    int world_size) {
+    if (used && rank >= world_size) {
+        fail(std::string(key) + " (" + std::to_string(rank) + ") names no rank of this run's " +
+             std::to_string(world_size) + " (0 to " + std::to_string(world_size - 1) +
+             "): " + effect);
+    }
+}
+
 }  // namespace
+
+void validate_for_world(const Config& c, int world_size) {
+    // Each key is checked where it acts (the defaults name rank 0 and 1, also at -np 1).
+    check_rank_key("debug_delay_rank", c.debug_delay_rank, c.debug_delay_us != 0,
+                   "debug_delay_us would slow no receive", world_size);
+    check_rank_key("debug_stop_rank", c.debug_stop_rank,
+                   c.debug_stop_flush != 0 || c.debug_stop_close,
+                   c.debug_stop_close ? "debug_stop_close would stop no rank"
+                                      : "debug_stop_flush would stop no rank",
+                   world_size);
+}
 
 void validate_config(const Config& c) {
     check_counts(c);

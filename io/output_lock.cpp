@@ -35,6 +35,21 @@ std::string read_holder(int fd) {
 }  // namespace
 
 OutputLock OutputLock::acquire(const std::string& path) {
+    std::string holder;
+    std::optional<OutputLock> lock = take(path, holder);
+    if (!lock) {
+        throw usage_error("output '" + path + "' is in use by another gpurelay job (" + holder +
+                          "); wait for it to end or choose another --output");
+    }
+    return std::move(*lock);
+}
+
+std::optional<OutputLock> OutputLock::try_acquire(const std::string& path) {
+    std::string holder;
+    return take(path, holder);
+}
+
+std::optional<OutputLock> OutputLock::take(const std::string& path, std::string& holder) {
     const std::string name = lock_path(path);
     // The holder removes the file as it lets go: a file opened just before that removal is
     // locked in vain, so the lock counts only if the name still leads to the locked file.
@@ -46,21 +61,21 @@ OutputLock OutputLock::acquire(const std::string& path) {
         }
         if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
             const int error = errno;
-            const std::string holder = error == EWOULDBLOCK ? read_holder(fd) : std::string();
-            ::close(fd);
             if (error == EWOULDBLOCK) {
-                throw usage_error("output '" + path + "' is in use by another gpurelay job (" +
-                                  holder + "); wait for it to end or choose another --output");
+                holder = read_holder(fd);
+                ::close(fd);
+                return std::nullopt;
             }
+            ::close(fd);
             throw usage_error("output: cannot lock '" + name + "': " + std::strerror(error));
         }
         struct stat held {
         }, named{};
         if (::fstat(fd, &held) == 0 && ::stat(name.c_str(), &named) == 0 &&
             held.st_ino == named.st_ino && held.st_dev == named.st_dev) {
-            const std::string holder = holder_text() + "\n";
-            if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, holder.data(), holder.size(), 0) !=
-                                               static_cast<ssize_t>(holder.size())) {
+            const std::string mine = holder_text() + "\n";
+            if (::ftruncate(fd, 0) != 0 ||
+                ::pwrite(fd, mine.data(), mine.size(), 0) != static_cast<ssize_t>(mine.size())) {
                 const int error = errno;
                 ::unlink(name.c_str());
                 ::close(fd);

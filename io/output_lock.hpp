@@ -4,6 +4,7 @@
 // file left behind is free for the next run; on NFS, Linux maps flock to the server's locks.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace gpurelay {
@@ -15,6 +16,8 @@ class OutputLock {
     // by another gpurelay job (host H, pid P, since T)", or the system's reason when PATH.lock
     // cannot be made.
     static OutputLock acquire(const std::string& path);
+    // The same, but nothing when another job holds the lock (a name taken meanwhile).
+    static std::optional<OutputLock> try_acquire(const std::string& path);
     // Removes PATH.lock while still holding it, then lets go.
     ~OutputLock();
     OutputLock(OutputLock&& other) noexcept;
@@ -22,10 +25,15 @@ class OutputLock {
     OutputLock(const OutputLock&) = delete;
     OutputLock& operator=(const OutputLock&) = delete;
 
+    // Whether this holds a lock (a default-made or moved-from one holds none).
+    bool held() const noexcept { return fd_ >= 0; }
+
     // The lock file's name for output `path`.
     static std::string lock_path(const std::string& path) { return path + ".lock"; }
 
   private:
+    // The lock, or nothing with `holder` set to who holds it; throws on the system's refusals.
+    static std::optional<OutputLock> take(const std::string& path, std::string& holder);
     OutputLock(int fd, std::string lock_path) noexcept
         : fd_(fd), lock_path_(std::move(lock_path)) {}
     void release() noexcept;

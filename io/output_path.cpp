@@ -6,10 +6,13 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 
 #include "runtime/error.hpp"
 
@@ -17,6 +20,11 @@ namespace gpurelay {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Where the outputs of runs that name none go, relative to the working directory (a clone's
+// outputs/, ignored by git), and how their names start.
+constexpr const char* kDefaultOutputFolder = "outputs";
+constexpr const char* kDefaultOutputPrefix = "gpurelay-";
 
 std::string folder_of(const std::string& path) {
     const std::string folder = fs::path(path).parent_path().string();
@@ -163,6 +171,43 @@ void check_space_for(const std::string& key, const std::string& path, std::uint6
         return;
     }
     if (error != 0) refuse(": " + reason(error));
+}
+
+std::string default_output_path(std::time_t start, int count) {
+    std::tm local{};
+    ::localtime_r(&start, &local);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+    std::string path = std::string(kDefaultOutputFolder) + "/" + kDefaultOutputPrefix + stamp;
+    const char* job = std::getenv("SLURM_JOB_ID");
+    const std::string_view id = job != nullptr ? job : "";
+    if (!id.empty() &&
+        std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        path.append("-job").append(id);
+    }
+    if (count > 1) path.append("-").append(std::to_string(count));
+    return path.append(".h5");
+}
+
+std::string newest_default_partial() {
+    constexpr std::string_view kPartial = ".h5.partial";
+    std::string newest;
+    fs::file_time_type newest_time{};
+    std::error_code error;
+    for (const fs::directory_entry& entry : fs::directory_iterator(kDefaultOutputFolder, error)) {
+        const std::string name = entry.path().filename().string();
+        if (!name.starts_with(kDefaultOutputPrefix) || !name.ends_with(kPartial) ||
+            !entry.is_regular_file(error)) {
+            continue;
+        }
+        const fs::file_time_type written = entry.last_write_time(error);
+        if (!error && (newest.empty() || written > newest_time)) {
+            newest = std::string(kDefaultOutputFolder) + "/" +
+                     name.substr(0, name.size() - std::string_view(".partial").size());
+            newest_time = written;
+        }
+    }
+    return newest;
 }
 
 std::string format_bytes(std::uint64_t bytes) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ctime>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -40,6 +41,17 @@ std::uint64_t free_bytes_at(const std::string& path);
 // file system cannot reserve, its free space is compared. A usage error for `key` with the
 // figures and the system's reason.
 void check_space_for(const std::string& key, const std::string& path, std::uint64_t bytes);
+
+// The outputs of runs that name none (output = ""): a new file per run, so that a command run
+// again neither replaces the last result nor is refused over it. Each is
+// outputs/gpurelay-YYYYMMDD-HHMMSS[-jobJ][-N].h5: the local time the run starts, in a Slurm job
+// its id (the file then names the job whose log and accounting go with it), and a count from 2
+// where a run that started in the same second took the name.
+std::string default_output_path(std::time_t start, int count);
+
+// The default output (as default_output_path names them, in outputs/) whose .partial was written
+// last: what --resume without an output continues. Empty when there is none.
+std::string newest_default_partial();
 
 // "12.3 MiB": a byte count for messages.
 std::string format_bytes(std::uint64_t bytes);

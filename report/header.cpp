@@ -149,6 +149,7 @@ void print_run_header(std::FILE* out, const RunSummary& s) {
         fmt::print(out, "host waits: {} ({})\n", s.host_wait, s.host_wait_reason);
     }
     fmt::print(out, "{}\n", memory_text(s));
+    fmt::print(out, "output: {} (up to {})\n", c.output, human_bytes(s.output_bytes));
     print_resume(out, s);
     std::fflush(out);
 }

@@ -162,6 +162,8 @@ struct RunSummary {
     // writer's buffers and the counters), and of both together.
     std::uint64_t device_bytes = 0, host_bytes = 0, total_bytes = 0;
     double write_gbps = 0;
+    // The result file once complete (at most: its room for metadata), checked to fit at start.
+    double output_bytes = 0;
     std::string versions;  // "gpurelay 0.1.0 (git) CUDA ... NCCL ... MPI ... HDF5 ..."
     std::string timestamp, git_hash;
     // A resumed run: the step, pass (its index in run order) and size this launch starts from; -1

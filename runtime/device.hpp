@@ -14,6 +14,7 @@
 #include "runtime/buffer.hpp"
 #include "runtime/graph.hpp"
 #include "runtime/stream.hpp"
+#include "runtime/timeout.hpp"
 
 namespace gpurelay {
 
@@ -29,7 +30,7 @@ struct DeviceInfo {
 // outlasts `timeout` throws a runtime error. (It does not abort the NCCL communicator: that
 // frees device memory, which waits for the very work that is stuck; ending the process does not.)
 struct WaitPolicy {
-    std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+    std::chrono::milliseconds timeout = kDefaultTimeout;
     std::function<void()> poll;  // may throw (e.g. NCCL reports an asynchronous error)
 };
 

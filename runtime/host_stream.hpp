@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "runtime/stream.hpp"
+#include "runtime/timeout.hpp"
 
 namespace gpurelay {
 
@@ -20,7 +21,7 @@ class HostStream final : public Stream {
   public:
     // `wait_timeout` bounds how long a queued wait may hold before the run is declared stuck;
     // `label`, when not empty, names the worker thread in profiles (as CUDA streams are named).
-    explicit HostStream(std::chrono::milliseconds wait_timeout = std::chrono::minutes(5),
+    explicit HostStream(std::chrono::milliseconds wait_timeout = kDefaultTimeout,
                         std::string label = {});
     ~HostStream() override;
     HostStream(const HostStream&) = delete;
@@ -55,7 +56,7 @@ class HostStream final : public Stream {
 
 class HostEvent final : public Event {
   public:
-    explicit HostEvent(std::chrono::milliseconds wait_timeout = std::chrono::minutes(5))
+    explicit HostEvent(std::chrono::milliseconds wait_timeout = kDefaultTimeout)
         : wait_timeout_(wait_timeout) {}
     void record(Stream& stream) override;
     void synchronize() override;

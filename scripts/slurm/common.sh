@@ -36,6 +36,36 @@ gpurelay_binary="${GPURELAY_BINARY:-build/app/gpurelay}"
 }
 mkdir -p outputs # gpurelay refuses an output folder that does not exist
 
+# --- The launcher's stderr -------------------------------------------------------------------
+# What srun (and mpirun) print on top of an exit gpurelay has explained in a line of its own
+# ("srun: error: node1: tasks 0-1: Exited with exit code 2") is left out of the job's log;
+# scripts/lib/launcher_stderr.sh says what goes and why, and what stays.
+
+# launcher_stderr_open: starts that filter, the file descriptor $launcher_stderr to write into;
+# launcher_stderr_close closes it and waits until the filter has written everything (before the
+# job's script ends, which would end the filter with it).
+launcher_stderr_open() {
+    exec {launcher_stderr}> >(
+        trap '' INT TERM USR1 USR2 HUP
+        exec scripts/lib/launcher_stderr.sh >&2
+    )
+    launcher_stderr_pid=$!
+}
+launcher_stderr_close() {
+    exec {launcher_stderr}>&-
+    wait "$launcher_stderr_pid" || true
+}
+
+# gpurelay_launch LAUNCHER...: runs the launcher's command line with its stderr through the
+# filter; returns the launcher's exit status (gpurelay's exit code) once the filter is done.
+gpurelay_launch() {
+    local status=0
+    launcher_stderr_open
+    "$@" 2>&"$launcher_stderr" || status=$?
+    launcher_stderr_close
+    return "$status"
+}
+
 # Whether the gpurelay flags "$@" (after the first argument, the flag's name without dashes)
 # set that flag, as "--name VALUE" or "--name=VALUE".
 gpurelay_has_flag() {

@@ -142,7 +142,7 @@ TEST(Config, Defaults) {
     EXPECT_EQ(c.seed, 12345u);
     EXPECT_EQ(c.pairing, Pairing::adjacent);
     EXPECT_EQ(c.chunk, 4u << 20);
-    EXPECT_EQ(c.output, "outputs/gpurelay.h5");
+    EXPECT_TRUE(c.output.empty()) << "a new file per run";
     EXPECT_FALSE(c.overwrite);
     EXPECT_EQ(c.write, WriteMode::last);
     EXPECT_EQ(c.flush_every, 0);
@@ -715,7 +715,9 @@ TEST(Validate, LaunchDevice) {
 
 TEST(Validate, TimeoutOutputAndProfile) {
     EXPECT_TRUE(contains(invalid([](Config& c) { c.timeout_s = 0; }), "timeout_s"));
-    EXPECT_TRUE(contains(invalid([](Config& c) { c.output.clear(); }), "output"));
+    EXPECT_EQ(invalid([](Config& c) { c.output = "out\xff.h5"; }),
+              "output is not valid UTF-8 text");
+    EXPECT_NO_THROW(validate_config(Config{})) << "no output: a new file per run";
     EXPECT_TRUE(contains(invalid([](Config& c) {
                              c.steps = 6;
                              c.profile_first = 2;
@@ -769,6 +771,33 @@ TEST(Validate, Limits) {
     c.c_iterations = 0;
     c.chunk = 4096;
     EXPECT_NO_THROW(validate_config(c));
+}
+
+// The keys that name a rank, against the world's size, where they act.
+TEST(Validate, RankKeysNameRanksOfTheWorld) {
+    const auto for_world = [](const Config& c, int world_size) {
+        return usage_message([&] { validate_for_world(c, world_size); });
+    };
+    Config c;
+    c.debug_delay_us = 1000;
+    c.debug_delay_rank = 3;
+    EXPECT_NO_THROW(validate_for_world(c, 4));
+    EXPECT_EQ(for_world(c, 3),
+              "debug_delay_rank (3) names no rank of this run's 3 (0 to 2): debug_delay_us would "
+              "slow no receive");
+    c.debug_delay_us = 0;
+    EXPECT_NO_THROW(validate_for_world(c, 3)) << "no delay: the rank it names does not act";
+
+    Config stop;  // debug_stop_rank's default, 1, is no rank of one: it acts only when asked
+    EXPECT_NO_THROW(validate_for_world(stop, 1));
+    stop.debug_stop_flush = 2;
+    EXPECT_EQ(for_world(stop, 1),
+              "debug_stop_rank (1) names no rank of this run's 1 (0 to 0): debug_stop_flush would "
+              "stop no rank");
+    stop.debug_stop_flush = 0;
+    stop.debug_stop_close = true;
+    EXPECT_TRUE(contains(for_world(stop, 1), "debug_stop_close would stop no rank"));
+    EXPECT_NO_THROW(validate_for_world(stop, 2));
 }
 
 // --- Which steps are written ---------------------------------------------------------------------
@@ -901,7 +930,7 @@ TEST(CommandLine, HelpAndVersion) {
     EXPECT_TRUE(help.show_help);
     EXPECT_TRUE(contains(help.help_text, "--depth"));
     EXPECT_TRUE(contains(help.help_text, "--debug-skip-reuse-wait"));
-    EXPECT_TRUE(contains(help.help_text, "outputs/gpurelay.h5")) << "defaults are shown";
+    EXPECT_TRUE(contains(help.help_text, "12345")) << "defaults are shown";
     EXPECT_TRUE(parse({"-h"}).show_help);
     EXPECT_TRUE(parse({"--version"}).show_version);
 }

@@ -19,6 +19,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import launch  # noqa: E402
+from launch import with_keys  # noqa: E402
 from needs import SKIP, need_modules  # noqa: E402
 
 need_modules("numpy", "h5py")
@@ -36,17 +38,6 @@ LONG = ["--device", "cpu", "--elements", "20000", "--c-elements", "64Ki", "--c-i
         "--overlap", "on"]
 SHORT = ["--device", "cpu", "--elements", "3001", "--c-elements", "4096", "--c-iterations", "16",
          "--steps", "6", "--warmup", "1", "--write", "all"]
-
-
-def with_keys(base, *pairs):
-    """`base` with the flags in `pairs` ("--steps", "20000", ...) replaced or added."""
-    args = list(base)
-    for flag, value in zip(pairs[::2], pairs[1::2]):
-        if flag in args:
-            args[args.index(flag) + 1] = value
-        else:
-            args += [flag, value]
-    return args
 
 
 def fail(message):
@@ -75,16 +66,9 @@ class Runner:
 
 def finish(proc, timeout):
     """(exit code, our stderr lines, whole stderr); a run that outlasts `timeout` fails."""
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        fail(f"no exit within {timeout} s: a rank hangs")
-    print(out)
-    print(err, file=sys.stderr)
+    code, _, err = launch.finish(proc, timeout)
     ours = [line for line in err.splitlines() if line.startswith("gpurelay:")]
-    return proc.returncode, ours, err
+    return code, ours, err
 
 
 def expect_usage_error(result, text):
@@ -180,12 +164,23 @@ def case_bad_text(runner, tmp, args):
 
 
 def case_full_disk(runner, tmp, args):
-    """The file would not fit: refused at start with the figures, nothing left behind."""
+    """The file would not fit: refused at start with the figures, nothing left behind. Its
+    timings alone (20000 steps), and its tensors: --write all of 2,000 steps of 1 MiB, 2 GB that
+    a 64 MiB file system must refuse in seconds, before the run makes or fills anything."""
     with mounted_tmpfs(os.path.join(tmp, "small"), "size=256k") as folder:
         output = os.path.join(folder, "out.h5")
         result = runner.run(with_keys(SHORT, "--steps", "20000", "--write", "none", "--output", output),
                             timeout=60)
         expect_usage_error(result, "free")
+        if os.listdir(folder):
+            fail(f"files left on the full file system: {os.listdir(folder)}")
+    with mounted_tmpfs(os.path.join(tmp, "small64"), "size=64m") as folder:
+        output = os.path.join(folder, "out.h5")
+        start = time.monotonic()
+        result = runner.run(with_keys(SHORT, "--steps", "2000", "--elements", "256Ki", "--write",
+                                      "all", "--output", output), timeout=60)
+        expect_usage_error(result, "output: the file needs 2001.5 MiB, but '" + folder + "' has")
+        print(f"refused in {time.monotonic() - start:.1f} s")
         if os.listdir(folder):
             fail(f"files left on the full file system: {os.listdir(folder)}")
 

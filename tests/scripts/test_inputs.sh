@@ -48,8 +48,9 @@ for deck in "${decks[@]}"; do
 done
 
 echo "== every deck runs where no GPU is visible (the CPU path)"
+# --overwrite: the second attempt below replaces the first's file.
 small=(--elements 1Ki --c-elements 1Ki --c-iterations 1 --steps 3 --warmup 1 --write none
-    --summary-json "" --quiet)
+    --summary-json "" --quiet --overwrite)
 for deck in "${decks[@]}"; do
     name="cpu-$(basename "$deck" .toml)"
     for attempt in first again; do

@@ -51,4 +51,86 @@ echo "== no --input: the quick-start deck"
 grep -q -- "^+ .* --input inputs/quickstart.toml --steps 3$" "$tmp/dry" ||
     fail "the quick-start deck is not passed: $(cat "$tmp/dry")"
 
+echo "== the README's command twice: both exit 0, each run its own file, the first kept"
+# Their files land in the clone's outputs/ (ignored by git): removed at the end.
+made=()
+trap 'rm -rf "$tmp" "${made[@]}"' EXIT
+for attempt in 1 2; do
+    status=0
+    timeout 120 "${run[@]}" --device cpu --elements 1Ki --c-elements 1Ki --c-iterations 1 \
+        --steps 3 --warmup 1 >"$tmp/again$attempt" 2>&1 || status=$?
+    name="$(sed -n 's/^output: \(outputs\/gpurelay-[0-9-]*\.h5\) (up to .*)$/\1/p' \
+        "$tmp/again$attempt")"
+    [[ -n "$name" ]] && made+=("$root/$name")
+    cat "$tmp/again$attempt"
+    [[ $status -eq 0 ]] || fail "scripts/run, run $attempt, exited $status"
+    [[ -s "$root/$name" ]] || fail "run $attempt names no file of its own in its header"
+    if ((attempt == 1)); then first="$(sha256sum <"$root/$name")"; fi
+done
+[[ "${made[0]}" != "${made[1]}" ]] || fail "both runs wrote ${made[0]}"
+[[ "$(sha256sum <"${made[0]}")" == "$first" ]] || fail "the second run changed ${made[0]}"
+
+echo "== quiet ends: a usage error is gpurelay's line alone on stderr, no banner of mpirun's"
+status=0
+timeout 120 "${run[@]}" --dept 3 >"$tmp/usage.out" 2>"$tmp/usage.err" || status=$?
+[[ $status -eq 2 ]] || fail "a usage error exited $status, not 2"
+[[ "$(cat "$tmp/usage.err")" == "gpurelay: unknown option --dept (did you mean --depth?)" ]] ||
+    fail "a usage error's stderr is not gpurelay's line alone: $(cat "$tmp/usage.err")"
+
+echo "== quiet ends: a stop by SIGUSR1 is gpurelay's line alone on stderr, exit 138"
+stop_args=(--device cpu --elements 3001 --c-elements 4096 --c-iterations 16 --steps 1000000
+    --warmup 1 --overlap on --write none --output "$tmp/stopped.h5")
+# Not under timeout(1), which a SIGUSR1 would end: $pid is scripts/run, which execs mpirun.
+"${run[@]}" "${stop_args[@]}" >"$tmp/stop.out" 2>"$tmp/stop.err" &
+pid=$!
+# In its steps: the header's output line is printed just before them.
+for _ in $(seq 600); do
+    grep -q '^output: ' "$tmp/stop.out" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+done
+sleep 0.5
+kill -USR1 "$pid" || fail "scripts/run ended before it was stopped: $(cat "$tmp/stop.err")"
+for _ in $(seq 600); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+done
+if kill -0 "$pid" 2>/dev/null; then
+    kill -KILL "$pid"
+    fail "the stopped run did not end within 60 s"
+fi
+status=0
+wait "$pid" || status=$?
+[[ $status -eq 138 ]] || fail "the stop exited $status, not 138: $(cat "$tmp/stop.err")"
+pattern="^gpurelay: stopped by SIGUSR1 after step [0-9]+ of 1000000 \(overlap_on pass\); "
+pattern+="completed steps are in $tmp/stopped.h5.partial \(complete = 0\); run again with "
+pattern+="--resume to finish$"
+[[ "$(wc -l <"$tmp/stop.err")" -eq 1 && "$(cat "$tmp/stop.err")" =~ $pattern ]] ||
+    fail "the stop's stderr is not gpurelay's line alone: $(cat "$tmp/stop.err")"
+
+echo "== the filter keeps what gpurelay has not explained (scripts/lib/launcher_stderr.sh)"
+dashes="--------------------------------------------------------------------------"
+banner="$dashes
+Primary job  terminated normally, but 1 process returned
+a non-zero exit code. Per user-direction, the job has been aborted.
+$dashes"
+abort="$dashes
+MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD
+with errorcode 4.
+$dashes"
+killed="$dashes
+mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed).
+$dashes"
+srun_exit="srun: error: node1: tasks 0-1: Exited with exit code 2"
+filtered() { printf '%s\n' "$@" | "$root/scripts/lib/launcher_stderr.sh"; }
+[[ "$(filtered "gpurelay: bad" "$banner" "$srun_exit")" == "gpurelay: bad" ]] ||
+    fail "an explained exit's banner and srun line are not dropped"
+[[ "$(filtered "$killed" "$banner")" == "$killed"$'\n'"$banner" ]] ||
+    fail "a killed rank's notice and the banner are not kept where gpurelay said nothing"
+explained="gpurelay: error on rank 1"
+[[ "$(filtered "$explained" "$abort")" == "$explained"$'\n'"$abort" ]] ||
+    fail "MPI_Abort's banner is not kept"
+[[ "$(filtered "$srun_exit" "warning")" == "warning"$'\n'"$srun_exit" ]] ||
+    fail "srun's exit line is not kept where gpurelay said nothing"
+
 echo "PASS: test_run"

@@ -75,7 +75,7 @@ def main():
             stop_when_stepping(cluster, work, name, job, 240)
             cluster.wait([job], 180)
             output = os.path.join(work, "outputs", f"{name}.h5")
-            check_stopped(cluster, job, output, STEPS, f"{name}, scancel --batch", "srun")
+            check_stopped(cluster, job, output, STEPS, f"{name}, scancel --batch", "SIGUSR1")
             with h5py.File(output + ".partial", "r") as f:
                 check_ranks_stopped_together(f, int(f.attrs["stopped_at_step"]))
             resumed = cluster.submit(sbatch_args, flags(name) + ["--resume"])

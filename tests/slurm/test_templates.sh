@@ -5,7 +5,8 @@
 # Checks that each job completes and verifies, that the deck applies with flags (multi-node
 # keeps pairing = "split" and crosses the two nodes), one output file per job, that a user's
 # --tag wins, and that the array runs its two combinations one at a time, each one launch of
-# three sizes (a row per size, a group per size in its file).
+# three sizes (a row per size, a group per size in its file); and that a usage error's log holds
+# gpurelay's line without srun's restatement of it.
 # Usage: tests/slurm/test_templates.sh GPURELAY_BINARY REPO_ROOT   (SLURM_CONF set)
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=common.sh
@@ -28,6 +29,7 @@ small=(--device cpu --elements 64Ki --c-elements 64Ki --c-iterations 4 --steps 1
 few=(--steps 8 --warmup 2)
 one="$(submit scripts/slurm/one-node-two-gpus.sbatch --device cpu "${few[@]}")"
 mine="$(submit scripts/slurm/one-node-two-gpus.sbatch --device cpu --elements 1Mi --tag "my tag")"
+bad="$(submit scripts/slurm/one-node-two-gpus.sbatch --device cpu --dept 3)"
 # The deck's transport = auto: the pairs cross the two nodes (which share one host here), so
 # auto must pick MPI, by the same "one node" test that ipc refuses pairs across nodes by.
 # The multi-node job starts when the one-node jobs have ended, and the array after it: all at
@@ -37,9 +39,19 @@ multi="$(submit --dependency="afterany:$one:$mine" scripts/slurm/multi-node.sbat
 array="$(submit --dependency="afterany:$multi" scripts/slurm/sweep-array.sbatch --device cpu \
     "${few[@]}")"
 echo "submitted: one-node $one and $mine, multi-node $multi, sweep-array $array"
-for id in "$one" "$mine" "$multi" "$array"; do
+for id in "$one" "$mine" "$bad" "$multi" "$array"; do
     wait_job "$id" 400
 done
+
+echo "== a usage error: exit 2, gpurelay's line in the log and no launcher's restatement"
+log="$work/outputs/gpurelay-1n2g-$bad.out"
+[[ "$(job_field "$bad" ExitCode | sort -u)" == "2:0" ]] ||
+    { show_log "$log"; fail "job $bad: exit $(job_field "$bad" ExitCode), not 2"; }
+grep -qx "gpurelay: unknown option --dept (did you mean --depth?)" "$log" ||
+    { show_log "$log"; fail "job $bad: no gpurelay line in its log"; }
+if grep -E "Exited with exit code|Terminating StepId|Primary job" "$log"; then
+    fail "job $bad: the log restates gpurelay's exit"
+fi
 
 echo "== one-node-two-gpus.sbatch: the deck as shipped, then flags over it and the user's tag"
 check_done "$one" "$work/outputs/gpurelay-1n2g-$one.out"

@@ -5,16 +5,17 @@ usage: time_limit.py --binary B --root REPO_ROOT [--quick]     (SLURM_CONF set; 
 --quick (the full suite's slurm.stop_resume, seconds): the template's srun and its mpirun
 (GPURELAY_LAUNCHER=mpirun), each stopped by `scancel --batch --signal=TERM`, the signal the time
 limit sends to the batch shell, as soon as the run's first rows are in its .partial. Each must
-end by the signal and leave OUTPUT.partial, and a second job with --resume must complete the
-file, every element of /y by OUTPUT.md's formula.
+end by the signal (which the template passes on as SIGUSR1) and leave OUTPUT.partial, with
+gpurelay's line in the job's log and no launcher's restatement of it, and a second job with
+--resume must complete the file, every element of /y by OUTPUT.md's formula.
 
 Without --quick (slurm.time_limit, in the slow tier: over a minute, since Slurm checks time
 limits on a 30-s timer):
 
 Three jobs are stopped mid-run: the template's srun and its mpirun (GPURELAY_LAUNCHER=mpirun)
 under `sbatch --time --signal=B:TERM@S`, and srun stopped by `scancel --signal=TERM`. Each must
-end by the signal (exit 143; 138 under mpirun, which the template sends SIGUSR1; not the hard
-limit) leaving OUTPUT.partial with complete = 0 and a
+end by the signal (exit 138 through the template, which sends its launcher SIGUSR1; 143 for
+scancel's SIGTERM; not the hard limit) leaving OUTPUT.partial with complete = 0 and a
 stopped_at_step inside the run; a second job with --resume must then complete the file, and its
 /y must equal, element for element, that of an uninterrupted job with the same flags.
 
@@ -29,6 +30,7 @@ import contextlib
 import csv
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -111,8 +113,7 @@ class Cluster:
 def stop_when_stepping(cluster, work, name, job, seconds):
     """Once the job's first rows are in outputs/NAME.h5.partial (within `seconds`), the signal
     the time limit sends, at once: `scancel --batch --signal=TERM`, to the batch shell, as the
-    time limit's B: signal goes (the template passes it on: SIGTERM to srun, SIGUSR1 to
-    mpirun)."""
+    time limit's B: signal goes (the template passes it on to its launcher as SIGUSR1)."""
     partial = os.path.join(work, "outputs", f"{name}.h5.partial")
     deadline = time.monotonic() + seconds
     while not first_row_written(partial):
@@ -123,16 +124,25 @@ def stop_when_stepping(cluster, work, name, job, seconds):
     subprocess.run(["scancel", "--batch", "--signal=TERM", job], check=True)
 
 
-def check_stopped(cluster, job, output, steps, what, launcher):
+# What a launcher prints on top of an exit gpurelay explained: the template's log leaves it out.
+RESTATED = re.compile(r"Exited with exit code|Primary job +terminated|mpirun detected that|"
+                      r"Forwarding signal|Terminating StepId")
+
+
+def check_stopped(cluster, job, output, steps, what, signal_name):
     state, code = cluster.field(job, "JobState"), cluster.field(job, "ExitCode")
     print(f"{what}: job {job} {state} exit {code}, ran {cluster.field(job, 'RunTime')}")
-    # srun exits with the ranks' 143; mpirun with their 138 (the template sends it SIGUSR1).
-    expected, signal_name = ("138:0", "SIGUSR1") if launcher == "mpirun" else ("143:0", "SIGTERM")
+    # The template passes the batch shell's SIGTERM on to its launcher as SIGUSR1 (138); a
+    # SIGTERM sent to the job step reaches srun's ranks as it is (143).
+    expected = {"SIGUSR1": "138:0", "SIGTERM": "143:0"}[signal_name]
     log = cluster.log(job)
     if state == "TIMEOUT" or code != expected or f"gpurelay: stopped by {signal_name}" not in log:
         print(log)
         fail(f"{what}: job {job} ended {state} with exit {code}, not by {signal_name} ({expected} "
              f"and gpurelay's 'stopped by {signal_name}' line)")
+    if signal_name == "SIGUSR1" and RESTATED.search(log):
+        print(log)
+        fail(f"{what}: job {job}'s log restates gpurelay's stop: {RESTATED.search(log).group(0)}")
     partial = output + ".partial"
     if os.path.exists(output) or not os.path.exists(partial):
         fail(f"{what}: expected only {partial} after the stop")
@@ -202,7 +212,7 @@ def run_quick(cluster, work):
     cluster.wait(list(jobs.values()), 120)
     for name, job in jobs.items():
         check_stopped(cluster, job, os.path.join(work, "outputs", f"{name}.h5"), steps,
-                      f"{name}, scancel --batch", cases[name].get("GPURELAY_LAUNCHER", "srun"))
+                      f"{name}, scancel --batch", "SIGUSR1")
     resumed = {name: cluster.submit(["--time=10"], flags + ["--output", f"outputs/{name}.h5",
                                                             "--resume"], cases[name])
                for name in jobs}
@@ -270,7 +280,7 @@ def run(cluster, work):
     cluster.wait([job for job, _, _ in cases.values()], 300)
     for what, (job, name, env) in cases.items():
         check_stopped(cluster, job, os.path.join(work, "outputs", f"{name}.h5"), steps, what,
-                      env.get("GPURELAY_LAUNCHER", "srun"))
+                      "SIGTERM" if name == "scancel" else "SIGUSR1")
 
     resumed = {what: cluster.submit(["--time=10"], flags + out(name) + ["--resume"], env)
                for what, (_, name, env) in cases.items()}
