@@ -3,10 +3,10 @@
 #include <csignal>
 
 #include "app/provenance.hpp"
-#include "comm/agreement.hpp"
-#include "comm/mpi_wait.hpp"
 #include "io/result_schema.hpp"
 #include "kernels/kernels.hpp"
+#include "mpi/agreement.hpp"
+#include "mpi/wait.hpp"
 #include "pipeline/phase.hpp"
 #include "runtime/placement.hpp"
 

@@ -11,15 +11,15 @@
 #include <filesystem>
 #include <set>
 
-#include "comm/agreement.hpp"
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_session.hpp"
-#include "comm/mpi_wait.hpp"
 #include "config/transport_choice.hpp"
 #include "io/output_path.hpp"
 #include "io/result_file.hpp"
 #include "kernels/formula.hpp"
 #include "kernels/kernels.hpp"
+#include "mpi/agreement.hpp"
+#include "mpi/error.hpp"
+#include "mpi/session.hpp"
+#include "mpi/wait.hpp"
 #include "pipeline/phase.hpp"
 #include "pipeline/pipeline.hpp"
 #include "report/report.hpp"

@@ -4,8 +4,8 @@
 // ceiling of A and B; C runs alone. They go into a PassResult as the phases they stand for
 // (send and recv: the bare transfer; a: the producer's copy; b: the consumer's copy; c: C alone),
 // so the report reduces them as it reduces a pass.
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_wait.hpp"
+#include "mpi/error.hpp"
+#include "mpi/wait.hpp"
 #include "pipeline/step.hpp"
 
 namespace gpurelay {

@@ -16,8 +16,8 @@
 #include <cstring>
 #include <thread>
 
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_wait.hpp"
+#include "mpi/error.hpp"
+#include "mpi/wait.hpp"
 #include "pipeline/plan.hpp"
 #include "pipeline/step_timer.hpp"
 #include "runtime/error.hpp"

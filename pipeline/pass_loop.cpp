@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_wait.hpp"
+#include "mpi/error.hpp"
+#include "mpi/wait.hpp"
 #include "pipeline/device_pass.hpp"
 #include "pipeline/graph_set.hpp"
 #include "pipeline/step.hpp"

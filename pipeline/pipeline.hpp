@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "comm/pairing.hpp"
-#include "comm/transport.hpp"
 #include "config/config.hpp"
 #include "kernels/kernels.hpp"
+#include "mpi/pairing.hpp"
 #include "pipeline/phase.hpp"
 #include "runtime/device.hpp"
 #include "runtime/gpu_clocks.hpp"
 #include "runtime/graph.hpp"
+#include "transport/transport.hpp"
 
 namespace gpurelay {
 

@@ -11,12 +11,12 @@
 #include <memory>
 #include <vector>
 
-#include "comm/pairing.hpp"
-#include "comm/transport.hpp"
+#include "mpi/pairing.hpp"
 #include "mpi_test.hpp"
 #include "pipeline/phase.hpp"
 #include "pipeline/pipeline.hpp"
 #include "runtime/device.hpp"
+#include "transport/transport.hpp"
 
 namespace gpurelay {
 namespace {
