@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <vector>
 
 #include "config/config.hpp"
@@ -111,10 +112,11 @@ KeySpec text_key(std::string_view name, std::string_view help, std::string_view 
             [field](const Config& c) { return c.*field; }};
 }
 
-// `hint` lists the choices as "a|b|c"; the error message repeats it.
+// `hint` lists the choices as "a|b|c"; the error message repeats it. (`Enum` comes from the
+// choices, so that a field of PipelineKeys converts to a field of Config.)
 template <class Enum, std::size_t N>
 KeySpec choice_key(std::string_view name, std::string_view help, std::string_view hint,
-                   Enum Config::*field, std::array<Enum, N> choices) {
+                   std::type_identity_t<Enum Config::*> field, std::array<Enum, N> choices) {
     return {{name, help, hint, false, "choice", {}, {}},
             TomlForm::quoted,
             [field, choices, hint](Config& c, std::string_view text, std::string_view label) {
@@ -553,12 +555,12 @@ const std::vector<KeySpec>& key_table() {
                            "multiple of depth)",
                            &Config::graph_steps, 1),
                    "1, or a multiple of depth (> 1 only with graphs)", kGraphStepsDoc),
-        documented(choice_key("launch",
-                              "who queues each step: host (the host's launches) or device (one "
-                              "persistent kernel per role runs every step of a pass)",
-                              "host|device", static_cast<Launch Config::*>(&Config::launch),
-                              std::array{Launch::host, Launch::device}),
-                   {}, kLaunchDoc),
+        documented(
+            choice_key("launch",
+                       "who queues each step: host (the host's launches) or device (one "
+                       "persistent kernel per role runs every step of a pass)",
+                       "host|device", &Config::launch, std::array{Launch::host, Launch::device}),
+            {}, kLaunchDoc),
         documented(int_key("device_blocks",
                            "launch = device: the most blocks each role's persistent kernel runs "
                            "(0: one per SM; on the CPU path threads, 0: one)",

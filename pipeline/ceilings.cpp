@@ -27,12 +27,14 @@ PassResult StepSchedule::measure_ceilings(MPI_Comm comm) {
     result.x_mismatches.assign(static_cast<std::size_t>(total), 0);
     result.c_mismatches.assign(static_cast<std::size_t>(total), 0);
     for (std::int64_t s = 0; s < total; ++s) measure_transfer(s, result, comm);
-    Buffer from = device_.allocate(spec_.bytes), to = device_.allocate(spec_.bytes);
+    Buffer from = device_.allocate(spec_.tensor_bytes()),
+           to = device_.allocate(spec_.tensor_bytes());
     for (std::int64_t s = 0; s < total; ++s) {
         StepTimes& t = result.steps[static_cast<std::size_t>(s)];
         Stream& stream = producer_ ? *producer_stream_ : *compute_;
-        const double copy =
-            timed(stream, [&] { device_.copy_async(to.data(), from.data(), spec_.bytes, stream); });
+        const double copy = timed(stream, [&] {
+            device_.copy_async(to.data(), from.data(), spec_.tensor_bytes(), stream);
+        });
         if (producer_) t.a = copy;
         if (consumer_) t.b = copy;
         if (consumer_ && spec_.c_elements > 0) {
