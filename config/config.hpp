@@ -13,7 +13,6 @@
 namespace gpurelay {
 
 enum class DeviceKind { auto_select, cuda, cpu };
-enum class TransportKind { auto_select, nccl, mpi, ipc };
 enum class DType { float32, float64 };
 enum class OverlapMode { on, off, compare };
 enum class Pairing { adjacent, split };
@@ -45,6 +44,10 @@ enum class Launch { host, device };
 // The most blocks (threads, on the CPU path) device_blocks may give each role's persistent kernel.
 inline constexpr std::int64_t kMaxDeviceBlocks = 4096;
 
+// transport = "auto": the first of the transports' table whose needs the run meets
+// (config/transport_choice.hpp).
+inline constexpr std::string_view kAutoTransport = "auto";
+
 // The keys the pipeline takes as the deck gives them: Config holds them, and PipelineSpec takes
 // them whole (pipeline_spec), so a key the pipeline reads is declared here, and given its line of
 // the key table, with no copy of its own on the way.
@@ -55,7 +58,7 @@ struct PipelineKeys {
     std::int64_t warmup = 2;  // first steps left out of the timings (step 0 is the cold step)
     std::int64_t depth = 2;   // slots in the ring
     bool blocking = false;
-    bool graphs = false;  // replay each steady-state step as CUDA graphs (CUDA path, NCCL only)
+    bool graphs = false;           // replay each steady-state step as CUDA graphs (CUDA path)
     std::int64_t graph_steps = 1;  // graphs = true: consecutive steps per graph (1 or k * depth)
     Launch launch = Launch::host;
     // launch = "device": the most blocks of each role's persistent kernel (0: one per SM; on the
@@ -102,7 +105,8 @@ struct PipelineKeys {
 // also the flag --key-name.
 struct Config : PipelineKeys {
     DeviceKind device = DeviceKind::auto_select;
-    TransportKind transport = TransportKind::auto_select;
+    // "auto", or a transport of the transports' table (transport/transport_table.cpp).
+    std::string transport{kAutoTransport};
     // A run of several tensor sizes (the key elements as a list or a range): each in turn, in this
     // order, in one launch. Empty: the one size `elements`.
     std::vector<std::uint64_t> sizes;
@@ -204,7 +208,6 @@ std::string closest_key(std::string_view unknown);
 std::string closest_name(std::string_view unknown, const std::vector<std::string_view>& candidates);
 
 std::string_view to_string(DeviceKind v);
-std::string_view to_string(TransportKind v);
 std::string_view to_string(DType v);
 std::string_view to_string(OverlapMode v);
 std::string_view to_string(Pairing v);

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <thread>
 
+#include "config/transport_choice.hpp"
 #include "mpi/error.hpp"
 #include "mpi/wait.hpp"
 #include "pipeline/plan.hpp"
@@ -394,9 +395,7 @@ DevicePass::DevicePass(const PipelineSpec& spec, Device& device, Transport& tran
       consumer_(role != Role::producer),
       gpu_bus_id_(device.info().pci_bus_id) {
     if (role == Role::relay || !transport.slot_words()) {
-        throw usage_error(
-            "launch = \"device\" needs a pair over transport = \"ipc\" with "
-            "ipc_engine = \"sm\"");
+        throw usage_error("launch = \"device\" needs a pair over " + device_launch_request());
     }
     const std::uint32_t blocks =
         handoff_blocks(device.backend(), spec.elements, dtype_size(spec.dtype), spec.device_blocks);

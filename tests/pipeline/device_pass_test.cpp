@@ -24,7 +24,7 @@ namespace {
 Config device_config(Backend backend) {
     Config c;
     c.device = backend == Backend::host ? DeviceKind::cpu : DeviceKind::cuda;
-    c.transport = TransportKind::ipc;
+    c.transport = "ipc";
     c.ipc_engine = IpcEngine::sm;
     c.launch = Launch::device;
     c.elements = 3001;
