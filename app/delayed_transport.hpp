@@ -7,7 +7,7 @@
 #include <string>
 #include <thread>
 
-#include "comm/transport.hpp"
+#include "transport/transport.hpp"
 
 namespace gpurelay {
 

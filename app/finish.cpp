@@ -7,8 +7,8 @@
 #include <string>
 
 #include "app/provenance.hpp"
-#include "comm/stop_request.hpp"
 #include "io/result_schema.hpp"
+#include "mpi/stop_request.hpp"
 #include "report/file_write.hpp"
 #include "runtime/error.hpp"
 

@@ -3,10 +3,10 @@
 #include <csignal>
 
 #include "app/provenance.hpp"
-#include "comm/agreement.hpp"
-#include "comm/mpi_wait.hpp"
 #include "io/result_schema.hpp"
 #include "kernels/kernels.hpp"
+#include "mpi/agreement.hpp"
+#include "mpi/wait.hpp"
 #include "pipeline/phase.hpp"
 #include "runtime/placement.hpp"
 
@@ -120,7 +120,7 @@ Outputs Outputs::open(const MpiSession& mpi, const Setup& setup, const std::vect
         const Config first = config.sized(config.elements);
         outputs.writer = std::make_unique<ResultWriter>(
             *setup.device, *outputs.file, static_cast<std::uint64_t>(setup.placement.pair),
-            setup.spec.bytes, kWriterBuffers, row_check(first, setup.placement));
+            setup.spec.tensor_bytes(), kWriterBuffers, row_check(first, setup.placement));
         outputs.sink = std::make_unique<WriterSink>(*outputs.writer);
     }
     return outputs;

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "app/setup.hpp"
-#include "comm/mpi_session.hpp"
 #include "io/result_file.hpp"
 #include "io/result_writer.hpp"
+#include "mpi/session.hpp"
 #include "pipeline/pipeline.hpp"
 #include "report/report.hpp"
 

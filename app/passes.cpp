@@ -109,7 +109,8 @@ RankFigures rank_figures(const MpiSession& mpi, const Setup& setup, const Output
                  placement.core_count,
                  working_threads()};
     mine.device_bytes = setup.memory.device_bytes();
-    mine.host_bytes = setup.memory.host_bytes() + (writer ? kWriterBuffers * setup.spec.bytes : 0);
+    mine.host_bytes =
+        setup.memory.host_bytes() + (writer ? kWriterBuffers * setup.spec.tensor_bytes() : 0);
     mine.bytes_written = writer ? static_cast<double>(writer->bytes_written()) : 0.0;
     mine.write_seconds = writer ? writer->write_seconds() : 0.0;
     return mine;

@@ -10,10 +10,10 @@
 
 #include "app/git_hash.hpp"
 #include "app/version.hpp"
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_session.hpp"
-#include "comm/mpi_wait.hpp"
 #include "io/result_schema.hpp"
+#include "mpi/error.hpp"
+#include "mpi/session.hpp"
+#include "mpi/wait.hpp"
 #include "runtime/gpu_clocks.hpp"
 
 namespace gpurelay {

@@ -9,12 +9,12 @@
 
 #include "app/provenance.hpp"
 #include "app/setup.hpp"
-#include "comm/agreement.hpp"
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_wait.hpp"
 #include "config/command_line.hpp"
 #include "io/output_path.hpp"
 #include "io/result_file.hpp"
+#include "mpi/agreement.hpp"
+#include "mpi/error.hpp"
+#include "mpi/wait.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {

@@ -17,10 +17,10 @@
 #include "app/passes.hpp"
 #include "app/request.hpp"
 #include "app/setup.hpp"
-#include "comm/agreement.hpp"
-#include "comm/mpi_session.hpp"
-#include "comm/mpi_wait.hpp"
-#include "comm/stop_request.hpp"
+#include "mpi/agreement.hpp"
+#include "mpi/session.hpp"
+#include "mpi/stop_request.hpp"
+#include "mpi/wait.hpp"
 #include "pipeline/pipeline.hpp"
 #include "report/progress.hpp"
 #include "report/report.hpp"
@@ -68,22 +68,15 @@ int run(MpiSession& mpi, StepWatch& watch, int argc, char** argv) {
     if (rank == 0 && !config.quiet) print_run_header(stdout, head);  // --quiet: errors only
     // A resumed run starts the count where the stopped one left it.
     const auto pass_count = static_cast<std::int64_t>(passes.size());
-    Run run{
-        mpi,
-        setup,
-        *pipeline,
-        outputs,
-        passes,
-        resume,
-        rank,
-        Progress(rank == 0 && !config.quiet, config.steps, passes,
-                 static_cast<std::int64_t>(config.size_list().size()),
-                 (resume.size * pass_count + resume.pass) * config.steps + resume.step),
-        // A relay's first stage runs a step ahead of each stage behind it once the line is full:
-        // the vote's cadence lets the loops drift at least that far apart.
-        StopVote(MPI_COMM_WORLD, config.timeout(),
-                 config.pattern == Pattern::relay ? setup.placement.group_size : 1),
-        watch};
+    Run run{mpi, setup, *pipeline, outputs, passes, resume, rank,
+            Progress(rank == 0 && !config.quiet, config.steps, passes,
+                     static_cast<std::int64_t>(config.size_list().size()),
+                     (resume.size * pass_count + resume.pass) * config.steps + resume.step),
+            // A relay's first stage runs a step ahead of each stage behind it once the line is
+            // full: the vote's cadence lets the loops drift at least that far apart.
+            StopVote(MPI_COMM_WORLD, config.timeout(),
+                     config.pattern == Pattern::relay ? setup.placement.group_size : 1),
+            watch};
     std::vector<RunSummary> sizes;
     const Stop stop = run_sizes(run, sizes);
     if (stop.signal != 0) return finish_stopped(run, stop);

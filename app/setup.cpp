@@ -11,15 +11,15 @@
 #include <filesystem>
 #include <set>
 
-#include "comm/agreement.hpp"
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_session.hpp"
-#include "comm/mpi_wait.hpp"
 #include "config/transport_choice.hpp"
 #include "io/output_path.hpp"
 #include "io/result_file.hpp"
 #include "kernels/formula.hpp"
 #include "kernels/kernels.hpp"
+#include "mpi/agreement.hpp"
+#include "mpi/error.hpp"
+#include "mpi/session.hpp"
+#include "mpi/wait.hpp"
 #include "pipeline/phase.hpp"
 #include "pipeline/pipeline.hpp"
 #include "report/report.hpp"
@@ -93,7 +93,7 @@ RunFacts gather_facts(const Setup& setup, int size) {
 
 // A collective pattern's transport: the collective over a communicator of this rank's group,
 // behind the slot protocol. Collective over the world.
-std::unique_ptr<Transport> open_collective(const Setup& setup, TransportUsed used,
+std::unique_ptr<Transport> open_collective(const Setup& setup, const TransportRow& row,
                                            const TransportOptions& options) {
     const Config& config = setup.config;
     const PairPlacement& p = setup.placement;
@@ -109,28 +109,8 @@ std::unique_ptr<Transport> open_collective(const Setup& setup, TransportUsed use
         ~FreeGroup() { MPI_Comm_free(&comm); }
     } const free_group{group};  // the calls keep their own duplicate or NCCL communicator
     std::unique_ptr<CollectiveCall> call =
-        used == TransportUsed::nccl ? make_nccl_collective(group, op, type)
-        : used == TransportUsed::mpi_staged
-            ? make_mpi_staged_collective(group, op, type, *setup.device, options)
-            : make_mpi_host_collective(group, op, type, options);
+        row.make_collective(group, op, type, *setup.device, options);
     return make_collective_transport(std::move(call), p, *setup.device, options);
-}
-
-// A pair transport of kind `used` between the ranks of `comm` that `p` names (collective over
-// `comm`).
-std::unique_ptr<Transport> open_pair(TransportUsed used, MPI_Comm comm, const PairPlacement& p,
-                                     Device& device, const TransportOptions& options) {
-    switch (used) {
-        case TransportUsed::nccl:
-            return make_nccl_transport(comm, p, device, options);
-        case TransportUsed::ipc:
-            return make_ipc_transport(comm, p, device, options);
-        case TransportUsed::mpi_host:
-            return make_mpi_host_transport(comm, p, device, options);
-        case TransportUsed::mpi_staged:
-            break;
-    }
-    return make_mpi_staged_transport(comm, p, device, options);
 }
 
 // A pair transport between world ranks `sender` and `receiver`, this rank's side the sender's
@@ -139,47 +119,47 @@ std::unique_ptr<Transport> open_pair(TransportUsed used, MPI_Comm comm, const Pa
 // up (NCCL's unique id and ncclCommInitRank, ipc's shared window, MPI's duplicate) involves two
 // ranks, not the world, and costs the same at any size. (An NCCL communicator of the world split
 // per pair, ncclCommSplit, would first make the world's, the N-rank init this avoids.)
-std::unique_ptr<Transport> open_link(TransportUsed used, int sender, int receiver, bool outbound,
-                                     Device& device, const TransportOptions& options) {
+std::unique_ptr<Transport> open_link(const TransportRow& row, int sender, int receiver,
+                                     bool outbound, Device& device,
+                                     const TransportOptions& options) {
     MPI_Comm link = open_link_comm(sender, receiver);
     struct FreeLink {
         MPI_Comm& comm;
         ~FreeLink() { MPI_Comm_free(&comm); }
     } const free_link{link};  // each transport keeps what it needs of the link
-    return open_pair(used, link, relay_link(outbound), device, options);
+    return row.make_pair(link, relay_link(outbound), device, options);
 }
 
 // A relay stage's transport: a pair transport per link, made in link order (inbound first); a
 // middle stage joins its two behind one protocol.
-std::unique_ptr<Transport> open_relay(const Setup& setup, TransportUsed used,
+std::unique_ptr<Transport> open_relay(const Setup& setup, const TransportRow& row,
                                       const TransportOptions& options) {
     const PairPlacement& p = setup.placement;
     const int me = p.group * p.group_size + relay_stage(p);
     Device& device = *setup.device;
-    if (p.role == Role::producer) return open_link(used, me, p.consumer, true, device, options);
-    std::unique_ptr<Transport> inbound = open_link(used, p.producer, me, false, device, options);
+    if (p.role == Role::producer) return open_link(row, me, p.consumer, true, device, options);
+    std::unique_ptr<Transport> inbound = open_link(row, p.producer, me, false, device, options);
     if (p.role == Role::consumer) return inbound;
-    std::unique_ptr<Transport> outbound = open_link(used, me, p.consumer, true, device, options);
+    std::unique_ptr<Transport> outbound = open_link(row, me, p.consumer, true, device, options);
     return make_relay_transport(std::move(inbound), std::move(outbound), device, options.slots);
 }
 
-// Opens the transport `choose_transport` chose: each pair and each hop of a relay over a
+// Opens the transport of the row `choose_transport` chose: each pair and each hop of a relay over a
 // communicator of its two ranks, each collective group over one of its own (collective over
 // the world only in the groups' split).
-std::unique_ptr<Transport> open_transport(const Setup& setup, TransportUsed used) {
+std::unique_ptr<Transport> open_transport(const Setup& setup, const TransportRow& row) {
     // Slots for the largest of the run's sizes; each size moves through them in turn.
     const Config config = setup.config.largest();
     TransportOptions options{config.tensor_bytes(), config.chunk, config.timeout()};
     options.slots = static_cast<std::size_t>(config.depth);
     options.debug_skip_reuse_wait = config.debug_skip_reuse_wait;
     options.produce_in_place = config.ipc_engine == IpcEngine::sm;
-    if (config.pattern == Pattern::relay) return open_relay(setup, used, options);
-    if (config.pattern != Pattern::pairs) return open_collective(setup, used, options);
+    if (config.pattern == Pattern::relay) return open_relay(setup, row, options);
+    if (config.pattern != Pattern::pairs) return open_collective(setup, row, options);
     const PairPlacement& p = setup.placement;
     // One rank in both roles is a pair of itself.
-    if (p.role == Role::both) return open_pair(used, MPI_COMM_SELF, p, *setup.device, options);
-    return open_link(used, p.producer, p.consumer, p.role == Role::producer, *setup.device,
-                     options);
+    if (p.role == Role::both) return row.make_pair(MPI_COMM_SELF, p, *setup.device, options);
+    return open_link(row, p.producer, p.consumer, p.role == Role::producer, *setup.device, options);
 }
 
 // What one rank will hold, worked out from the config before anything is allocated.
@@ -368,7 +348,7 @@ Setup set_up(const MpiSession& mpi, const Config& config) {
     setup.memory = plan_memory(setup.spec, setup.placement.role, !choice.a_writes_in_place);
     setup.output_bytes = output_file_bytes(config, size, setup.placement.pairs);
     check_resources(setup, rank);
-    agree(MPI_COMM_WORLD, [&] { setup.transport = open_transport(setup, *choice.used); });
+    agree(MPI_COMM_WORLD, [&] { setup.transport = open_transport(setup, *choice.row); });
     // Every wait on the GPU from here on is bounded by timeout_s and watches the transport.
     setup.device->set_wait_policy(
         {config.timeout(), [transport = setup.transport.get()] { transport->check_health(); }});

@@ -1,18 +1,18 @@
 // Set-up that every rank agrees on before any timed work: pairs, output paths, the device, its
 // memory and the transport. Each step either succeeds on every rank or fails on every rank with
-// one message (comm/agreement.hpp).
+// one message (mpi/agreement.hpp).
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "comm/mpi_session.hpp"
-#include "comm/pairing.hpp"
-#include "comm/transport.hpp"
 #include "config/config.hpp"
+#include "mpi/pairing.hpp"
+#include "mpi/session.hpp"
 #include "pipeline/pipeline.hpp"
 #include "runtime/device.hpp"
+#include "transport/transport.hpp"
 
 namespace gpurelay {
 

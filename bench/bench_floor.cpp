@@ -27,9 +27,9 @@
 #include <vector>
 
 #include "bench/bench_support.hpp"
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_session.hpp"
 #include "kernels/kernels.hpp"
+#include "mpi/error.hpp"
+#include "mpi/session.hpp"
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
 

@@ -1,7 +1,7 @@
 // The hand-off floor: a pair of persistent kernels that only pass a count back and forth, N
 // hand-offs inside one launch, as MSCCL++'s semaphore ping-pong does
 // (test/mp_unit/semaphore_perf_tests.cu). The words are the ipc transport's own arrived and
-// released words of slot 0 (comm/ipc_memory.hpp: each side waits on its own memory and writes
+// released words of slot 0 (transport/ipc_memory.hpp: each side waits on its own memory and writes
 // the other's) and the waits and stores are the device-driven step's (kernels/handoff_cuda.cu),
 // so a launch = "device" step of A and B is held against A + B + this. One rank runs both
 // kernels on two streams of one GPU; two ranks one each, on one GPU under MPS
@@ -21,12 +21,12 @@
 #include <string>
 
 #include "bench/bench_support.hpp"
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_session.hpp"
-#include "comm/pairing.hpp"
-#include "comm/transport.hpp"
+#include "mpi/error.hpp"
+#include "mpi/pairing.hpp"
+#include "mpi/session.hpp"
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
+#include "transport/transport.hpp"
 
 #if defined(GPURELAY_HAVE_CUDA)
 #include "kernels/handoff_cuda.hpp"

@@ -27,12 +27,12 @@
 #include <vector>
 
 #include "bench/bench_support.hpp"
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_session.hpp"
-#include "comm/mpi_wait.hpp"
-#include "comm/transport.hpp"
+#include "mpi/error.hpp"
+#include "mpi/session.hpp"
+#include "mpi/wait.hpp"
 #include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
+#include "transport/transport.hpp"
 
 namespace gpurelay::bench {
 namespace {

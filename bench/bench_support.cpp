@@ -11,12 +11,12 @@
 #include <memory>
 #include <string_view>
 
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_session.hpp"
-#include "comm/transport.hpp"
+#include "mpi/error.hpp"
+#include "mpi/session.hpp"
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
 #include "runtime/poll.hpp"
+#include "transport/transport.hpp"
 
 namespace gpurelay::bench {
 namespace {

@@ -36,14 +36,14 @@
 #include <vector>
 
 #include "bench/bench_support.hpp"
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_session.hpp"
-#include "comm/pairing.hpp"
-#include "comm/transport.hpp"
 #include "kernels/kernels.hpp"
+#include "mpi/error.hpp"
+#include "mpi/pairing.hpp"
+#include "mpi/session.hpp"
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
 #include "runtime/timeout.hpp"
+#include "transport/transport.hpp"
 
 #if GPURELAY_HAVE_CUDA
 #include "bench/plain_nccl_comm.hpp"

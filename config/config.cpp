@@ -5,7 +5,7 @@
 
 namespace gpurelay {
 
-std::uint64_t Config::tensor_bytes() const { return elements * dtype_size(dtype); }
+std::uint64_t PipelineKeys::tensor_bytes() const { return elements * dtype_size(dtype); }
 
 std::vector<std::uint64_t> Config::size_list() const {
     return sizes.empty() ? std::vector<std::uint64_t>{elements} : sizes;
@@ -23,7 +23,7 @@ Config Config::largest() const {
     return sized(*std::max_element(all.begin(), all.end()));
 }
 
-bool Config::writes_step(std::int64_t step) const {
+bool PipelineKeys::writes_step(std::int64_t step) const {
     if (step < 0 || step >= steps) return false;
     switch (write) {
         case WriteMode::all:
@@ -38,7 +38,7 @@ bool Config::writes_step(std::int64_t step) const {
     return false;
 }
 
-std::int64_t Config::written_rows() const {
+std::int64_t PipelineKeys::written_rows() const {
     switch (write) {
         case WriteMode::all:
             return steps;
@@ -52,7 +52,7 @@ std::int64_t Config::written_rows() const {
     return 0;
 }
 
-std::vector<std::int64_t> Config::written_steps() const {
+std::vector<std::int64_t> PipelineKeys::written_steps() const {
     // Row by row, not step by step: with every:K a loop over the steps would take long for
     // nothing before a large run starts.
     std::vector<std::int64_t> written(static_cast<std::size_t>(written_rows()));

@@ -13,7 +13,6 @@
 namespace gpurelay {
 
 enum class DeviceKind { auto_select, cuda, cpu };
-enum class TransportKind { auto_select, nccl, mpi, ipc };
 enum class DType { float32, float64 };
 enum class OverlapMode { on, off, compare };
 enum class Pairing { adjacent, split };
@@ -45,35 +44,26 @@ enum class Launch { host, device };
 // The most blocks (threads, on the CPU path) device_blocks may give each role's persistent kernel.
 inline constexpr std::int64_t kMaxDeviceBlocks = 4096;
 
+// transport = "auto": the first of the transports' table whose needs the run meets
+// (config/transport_choice.hpp).
+inline constexpr std::string_view kAutoTransport = "auto";
+
 // The keys the pipeline takes as the deck gives them: Config holds them, and PipelineSpec takes
-// them whole (pipeline_spec), so such a key is declared here and read where it is used, with no
-// copy of its own on the way.
+// them whole (pipeline_spec), so a key the pipeline reads is declared here, and given its line of
+// the key table, with no copy of its own on the way.
 struct PipelineKeys {
+    DType dtype = DType::float32;
+    std::uint64_t elements = 1ull << 20;  // per tensor (of a run of several sizes: the first's)
+    std::int64_t steps = 20;              // total steps, warm-up included
+    std::int64_t warmup = 2;  // first steps left out of the timings (step 0 is the cold step)
+    std::int64_t depth = 2;   // slots in the ring
     bool blocking = false;
+    bool graphs = false;           // replay each steady-state step as CUDA graphs (CUDA path)
+    std::int64_t graph_steps = 1;  // graphs = true: consecutive steps per graph (1 or k * depth)
     Launch launch = Launch::host;
     // launch = "device": the most blocks of each role's persistent kernel (0: one per SM; on the
     // CPU path a thread each, and 0 means one).
     std::int64_t device_blocks = 0;
-
-    bool operator==(const PipelineKeys&) const = default;
-};
-
-// One run's settings. Field names are the deck keys; each is also the flag --key-name.
-struct Config : PipelineKeys {
-    DeviceKind device = DeviceKind::auto_select;
-    TransportKind transport = TransportKind::auto_select;
-    std::uint64_t elements = 1ull << 20;  // per tensor (of a run of several sizes: the first's)
-    // A run of several tensor sizes (the key elements as a list or a range): each in turn, in this
-    // order, in one launch. Empty: the one size `elements`.
-    std::vector<std::uint64_t> sizes;
-    DType dtype = DType::float32;
-    std::int64_t steps = 20;  // total steps, warm-up included
-    std::int64_t warmup = 2;  // first steps left out of the timings (step 0 is the cold step)
-    std::int64_t depth = 2;   // slots in the ring
-    OverlapMode overlap = OverlapMode::compare;
-    bool calibrate = true;  // measure the phases' ceilings before the timed steps
-    bool graphs = false;    // replay each steady-state step as CUDA graphs (CUDA path, NCCL only)
-    std::int64_t graph_steps = 1;  // graphs = true: consecutive steps per graph (1 or k * depth)
     Timing timing = Timing::auto_select;
     std::int64_t timing_every = 0;  // K of timing = "sampled:K"
     std::uint64_t c_elements = 1ull << 20;
@@ -82,6 +72,46 @@ struct Config : PipelineKeys {
     std::int64_t c_iterations = 8;
     double alpha = 2.0;
     std::uint32_t seed = 12345;
+    WriteMode write = WriteMode::last;
+    std::int64_t write_every = 0;  // K of write = "every:K"
+    // Longest a rank waits on a peer before giving up.
+    double timeout_s = std::chrono::duration<double>(kDefaultTimeout).count();
+    // profile_steps = "A:B": the profiler capture range covers steps A to B (-1: no range).
+    std::int64_t profile_first = -1;
+    std::int64_t profile_last = -1;
+
+    bool operator==(const PipelineKeys&) const = default;
+
+    // Bytes of one tensor of `elements` values of `dtype`.
+    std::uint64_t tensor_bytes() const;
+    // timeout_s as a duration, for every wait that honours it.
+    // (validate_config keeps timeout_s within [kMinTimeoutSeconds, kMaxTimeoutSeconds].)
+    std::chrono::milliseconds timeout() const {
+        return std::chrono::milliseconds(static_cast<long long>(std::llround(timeout_s * 1000)));
+    }
+    // Whether profile_steps asks for a profiler capture range.
+    bool profiles() const { return profile_first >= 0; }
+    // Steps that count in the timings.
+    std::int64_t timed_steps() const { return steps - warmup; }
+    // Whether step s (0-based) is kept in /y.
+    bool writes_step(std::int64_t step) const;
+    // The steps kept in /y, in order.
+    std::vector<std::int64_t> written_steps() const;
+    // How many steps are kept in /y (the size of written_steps(), without making it).
+    std::int64_t written_rows() const;
+};
+
+// One run's settings (the pipeline's own in PipelineKeys). Field names are the deck keys; each is
+// also the flag --key-name.
+struct Config : PipelineKeys {
+    DeviceKind device = DeviceKind::auto_select;
+    // "auto", or a transport of the transports' table (transport/transport_table.cpp).
+    std::string transport{kAutoTransport};
+    // A run of several tensor sizes (the key elements as a list or a range): each in turn, in this
+    // order, in one launch. Empty: the one size `elements`.
+    std::vector<std::uint64_t> sizes;
+    OverlapMode overlap = OverlapMode::compare;
+    bool calibrate = true;  // measure the phases' ceilings before the timed steps
     Pairing pairing = Pairing::adjacent;
     Pattern pattern = Pattern::pairs;
     std::int64_t group_size = 0;       // ranks per group of a collective or a relay (0: the world)
@@ -92,15 +122,11 @@ struct Config : PipelineKeys {
     std::string output;
     bool overwrite = false;
     bool resume = false;  // continue OUTPUT.partial from the step where it stopped
-    WriteMode write = WriteMode::last;
-    std::int64_t write_every = 0;  // K of write = "every:K"
     std::int64_t flush_every =
         0;                     // flush the file every K steps of the last pass (0: only at the end)
     std::string summary_json;  // empty: none
     std::string results_csv;   // empty: none
     HostWaitMode host_wait = HostWaitMode::auto_select;
-    // Longest a rank waits on a peer before giving up.
-    double timeout_s = std::chrono::duration<double>(kDefaultTimeout).count();
     bool quiet = false;
     bool debug_skip_reuse_wait = false;  // tests only: drop the slot-reuse wait to show it matters
     // Tests only: each receive of rank debug_delay_rank starts debug_delay_us late (a slow pair).
@@ -116,14 +142,9 @@ struct Config : PipelineKeys {
     // Which launch of a configuration run several times this is (scripts/sweep --repeat):
     // stored with the results, it changes nothing in the run.
     std::int64_t repeat = 0;
-    // profile_steps = "A:B": the profiler capture range covers steps A to B (-1: no range).
-    std::int64_t profile_first = -1;
-    std::int64_t profile_last = -1;
 
     bool operator==(const Config&) const = default;
 
-    // Bytes of one tensor of `elements` values of `dtype`.
-    std::uint64_t tensor_bytes() const;
     // The run's tensor sizes in order: `sizes`, or `elements` alone.
     std::vector<std::uint64_t> size_list() const;
     // Whether the run has several sizes.
@@ -132,21 +153,6 @@ struct Config : PipelineKeys {
     Config sized(std::uint64_t size_elements) const;
     // The largest of the run's sizes: what every buffer is made for.
     Config largest() const;
-    // Whether profile_steps asks for a profiler capture range.
-    bool profiles() const { return profile_first >= 0; }
-    // timeout_s as a duration, for every wait that honours it.
-    // (validate_config keeps timeout_s within [kMinTimeoutSeconds, kMaxTimeoutSeconds].)
-    std::chrono::milliseconds timeout() const {
-        return std::chrono::milliseconds(static_cast<long long>(std::llround(timeout_s * 1000)));
-    }
-    // Steps that count in the timings.
-    std::int64_t timed_steps() const { return steps - warmup; }
-    // Whether step s (0-based) is kept in /y.
-    bool writes_step(std::int64_t step) const;
-    // The steps kept in /y, in order.
-    std::vector<std::int64_t> written_steps() const;
-    // How many steps are kept in /y (the size of written_steps(), without making it).
-    std::int64_t written_rows() const;
 };
 
 // Description of one key, for --help, --print-config, the did-you-mean hint and docs/CONFIG.md.
@@ -202,7 +208,6 @@ std::string closest_key(std::string_view unknown);
 std::string closest_name(std::string_view unknown, const std::vector<std::string_view>& candidates);
 
 std::string_view to_string(DeviceKind v);
-std::string_view to_string(TransportKind v);
 std::string_view to_string(DType v);
 std::string_view to_string(OverlapMode v);
 std::string_view to_string(Pairing v);

@@ -15,20 +15,6 @@ std::string_view to_string(DeviceKind v) {
     return "?";
 }
 
-std::string_view to_string(TransportKind v) {
-    switch (v) {
-        case TransportKind::auto_select:
-            return "auto";
-        case TransportKind::nccl:
-            return "nccl";
-        case TransportKind::mpi:
-            return "mpi";
-        case TransportKind::ipc:
-            return "ipc";
-    }
-    return "?";
-}
-
 std::string_view to_string(DType v) {
     switch (v) {
         case DType::float32:

@@ -10,9 +10,11 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <vector>
 
 #include "config/config.hpp"
+#include "config/transport_choice.hpp"
 #include "config/value_text.hpp"
 #include "runtime/error.hpp"
 
@@ -111,10 +113,11 @@ KeySpec text_key(std::string_view name, std::string_view help, std::string_view 
             [field](const Config& c) { return c.*field; }};
 }
 
-// `hint` lists the choices as "a|b|c"; the error message repeats it.
+// `hint` lists the choices as "a|b|c"; the error message repeats it. (`Enum` comes from the
+// choices, so that a field of PipelineKeys converts to a field of Config.)
 template <class Enum, std::size_t N>
 KeySpec choice_key(std::string_view name, std::string_view help, std::string_view hint,
-                   Enum Config::*field, std::array<Enum, N> choices) {
+                   std::type_identity_t<Enum Config::*> field, std::array<Enum, N> choices) {
     return {{name, help, hint, false, "choice", {}, {}},
             TomlForm::quoted,
             [field, choices, hint](Config& c, std::string_view text, std::string_view label) {
@@ -127,6 +130,28 @@ KeySpec choice_key(std::string_view name, std::string_view help, std::string_vie
                 throw_expected(label, "one of " + std::string(hint), text);
             },
             [field](const Config& c) { return std::string(to_string(c.*field)); }};
+}
+
+// `transport`: auto, or a name of the transports' table, which lists the choices.
+KeySpec transport_key() {
+    static const std::string hint = [] {
+        std::string text;
+        for (const std::string_view name : transport_names())
+            (text += text.empty() ? "" : "|") += name;
+        return text;
+    }();
+    return {{"transport", "how tensors move between ranks", hint, false, "choice", {}, {}},
+            TomlForm::quoted,
+            [](Config& c, std::string_view text, std::string_view label) {
+                for (const std::string_view name : transport_names()) {
+                    if (name == text) {
+                        c.transport = name;
+                        return;
+                    }
+                }
+                throw_expected(label, "one of " + hint, text);
+            },
+            [](const Config& c) { return c.transport; }};
 }
 
 KeySpec seed_key() {
@@ -298,19 +323,32 @@ constexpr std::string_view kDeviceDoc =
     "host memory and host streams (asynchronous in-order queues with events), so everything "
     "but the CUDA code is tested without a GPU.";
 constexpr std::string_view kTransportDoc =
-    "`auto` picks `nccl` when every rank has a GPU of its own; `ipc` when ranks share a GPU, and "
-    "on the CPU path, as long as each producer and its consumer are on one node (MPI's "
-    "shared-memory node); `mpi` otherwise (pairs across nodes). The report says what `auto` "
-    "chose and why. `nccl` with two ranks on one GPU, and `ipc` across nodes, are refused at "
-    "start (exit 2). `mpi` on the GPU path stages through pinned host memory in `chunk` pieces "
-    "(there is no CUDA-aware MPI path). `ipc` copies each tensor once, from the producer's "
-    "buffer into the consumer's receive slot in another process of the same node: GPU memory "
-    "made with `cuMemCreate` and passed as a file descriptor over a Unix socket where the "
-    "driver allows (else `cudaIpcGetMemHandle`), an MPI-3 shared-memory window on the CPU path. "
+    "The table below is the transports' own (`transport/transport_table.cpp`), most preferred "
+    "first. `auto` takes the first that runs on the run's path (on the CPU path MPI's staged "
+    "form with `staging = on`, its host form without) and serves its pattern, and whose needs "
+    "the ranks meet (a pair on one node, MPI's shared-memory node, where it does not go across "
+    "nodes; a GPU of its own for each rank where ranks may not share one); the report says what "
+    "`auto` chose and why it passed over one before it. A transport named that the run cannot "
+    "use is refused at start (exit 2), with its reason. `mpi` on the GPU path stages through "
+    "pinned host memory in `chunk` pieces (there is no CUDA-aware MPI path). `ipc` copies each "
+    "tensor once, from the producer's buffer into the consumer's receive slot in another "
+    "process of the same node: GPU memory made with `cuMemCreate` and passed as a file "
+    "descriptor over a Unix socket where the driver allows (else `cudaIpcGetMemHandle`), an "
+    "MPI-3 shared-memory window on the CPU path. "
     "Each slot carries two sequence words that only grow (`arrived`, `released`), waited on "
     "and written by the GPU's front end (`cuStreamWaitValue32`, `cuStreamWriteValue32`), so "
     "the host never waits for its peer. With one rank (`-np 1`) the rank is producer and "
     "consumer on separate streams: NCCL sends to itself, and `ipc` is a plain device copy.";
+
+// kTransportDoc, then the transports' table (config/transport_choice.cpp).
+std::string_view transport_doc() {
+    static const std::string doc = [] {
+        std::string text = std::string(kTransportDoc) + "\n\n" + transport_table_markdown();
+        text.pop_back();  // a key's paragraph ends without its line break
+        return text;
+    }();
+    return doc;
+}
 constexpr std::string_view kElementsDoc =
     "Sizes take the suffixes `Ki Mi Gi Ti` (powers of 1024) or `k K M G T` (powers of 1000): "
     "`64Mi` float32 values are 256 MiB. The kernels index with 32-bit integers, hence the "
@@ -345,9 +383,10 @@ constexpr std::string_view kGraphsDoc =
     "the events the step records), so a step costs one launch. The kernels read their step "
     "from a device word plus their place in the ring's cycle, so no graph node updates it "
     "per step. NCCL's graph mixing is turned off (`NCCL_GRAPH_MIXING_SUPPORT=0`, unless set) so "
-    "that a captured NCCL call adds no event nodes. Refused with `device = cpu`, `transport = "
-    "mpi` or `ipc` (host-side work, or waits on counts, cannot be replayed), and with a "
-    "collective `pattern`. One graph runs whole after the one before, so consecutive steps "
+    "that a captured NCCL call adds no event nodes. Refused with `device = cpu`, over a "
+    "transport without `graphs` in the table under `transport` (host-side work, or waits on "
+    "counts, cannot be replayed), and with a collective `pattern`. One graph runs whole after the "
+    "one before, so consecutive steps "
     "overlap only inside a graph: see `graph_steps`.";
 constexpr std::string_view kLaunchDoc =
     "`host` queues every step from the host (eagerly, or as CUDA graphs with `graphs`). `device` "
@@ -362,8 +401,9 @@ constexpr std::string_view kLaunchDoc =
     "the same step. Each role stamps its steps on the device's clock; the report gives the same "
     "figures as for `host`, without ceilings (`calibrate` measures none). A written step's y "
     "slot is held until the host has copied it out (`write = all` and `every:K`): a host that "
-    "falls `depth` steps behind holds the consumer up. It needs `transport = ipc` with "
-    "`ipc_engine = sm` and one pair (`pattern = pairs`, `-np 1` or `2`: the producer alone "
+    "falls `depth` steps behind holds the consumer up. It needs a transport with `launch = "
+    "device` in the table under `transport`, with `ipc_engine = sm`, and one pair (`pattern = "
+    "pairs`, `-np 1` or `2`: the producer alone "
     "decides where a stopped pass ends), and refuses `graphs`, `blocking` and `timing` other "
     "than `auto` or `phases`. Two ranks on one GPU want MPS (`scripts/with-mps`): time-sliced, "
     "each role waits for the other's slice. A role's kernel runs as many blocks of 256 threads "
@@ -411,15 +451,15 @@ constexpr std::string_view kPatternDoc =
     "rank); with `transport = mpi`, or `auto` where ranks share a GPU, `MPI_Ibcast` and "
     "`MPI_Iallreduce` through a pinned buffer. The report, JSON and CSV give the collective's "
     "algbw and busbw in nccl-tests' conventions (busbw = algbw × 1 for a broadcast, × 2(n−1)/n "
-    "for an all-reduce over n ranks). Refused with `transport = ipc`, `graphs = true` and "
-    "`pairing = split`. `relay`: the ranks of each group form a line of stages: stage 0 runs A "
+    "for an all-reduce over n ranks). Refused over a transport without `collectives` in the "
+    "table under `transport`, with `graphs = true` and with `pairing = split`. `relay`: the ranks "
+    "of each group form a line of stages: stage 0 runs A "
     "and sends x to stage 1; each middle stage receives, runs C beside the receive, runs B "
     "straight into its outgoing slot and sends that on; the last stage receives and runs B. "
     "Each link is a pair of its own over the pair transports (every transport and path pairs "
     "run, graphs where the pair has them), each slot is written again only after the next "
     "stage's B has read it, and stage k's y is alpha^k times A's output (exact when alpha is "
-    "a power of two). NCCL cannot join two ranks that share one GPU, so a relay on one GPU "
-    "runs over ipc or MPI.";
+    "a power of two).";
 constexpr std::string_view kGroupSizeDoc =
     "An all-reduce group holds at most 256 ranks, so that any partial sum of the shares stays "
     "exact in float32 and the check stays bit for bit. A relay has at least 2 stages. Only with "
@@ -432,8 +472,8 @@ constexpr std::string_view kIpcEngineDoc =
     "`copy` uses a copy engine and leaves the SMs to A and C; the report's transfer is the "
     "copy. `sm` has no copy and no send slots: A's stores are the transfer (through the "
     "mapping: local memory on one GPU, NVLink or PCIe between two), and the report's transfer "
-    "is only the arrival signal. Only with `transport = \"ipc\"`: with any other transport, "
-    "`auto` included, it is refused.";
+    "is only the arrival signal. Only with a transport that lets A write in place (`A in place` "
+    "in the table under `transport`): with any other, `auto` included, it is refused.";
 constexpr std::string_view kOutputDoc =
     "Empty (the default): each run writes a file of its own, "
     "`outputs/gpurelay-YYYYMMDD-HHMMSS.h5` at the local time it starts (with `-jobJ`, the job "
@@ -508,7 +548,6 @@ constexpr std::string_view kProfileDoc =
 // The one table of keys, in deck order.
 const std::vector<KeySpec>& key_table() {
     using DK = DeviceKind;
-    using TK = TransportKind;
     // depth's bound as validate_config checks it (kMaxDepth).
     static const std::string depth_help =
         "slots in the ring (1.." + std::to_string(kMaxDepth) + ")";
@@ -517,10 +556,7 @@ const std::vector<KeySpec>& key_table() {
         documented(choice_key("device", "where the kernels run", "auto|cuda|cpu", &Config::device,
                               std::array{DK::auto_select, DK::cuda, DK::cpu}),
                    {}, kDeviceDoc),
-        documented(
-            choice_key("transport", "how tensors move between ranks", "auto|nccl|mpi|ipc",
-                       &Config::transport, std::array{TK::auto_select, TK::nccl, TK::mpi, TK::ipc}),
-            {}, kTransportDoc),
+        documented(transport_key(), {}, transport_doc()),
         documented(sizes_key("elements",
                              "values per tensor (at most 2^32-1), or a list or range of sizes "
                              "run in turn"),
@@ -545,7 +581,7 @@ const std::vector<KeySpec>& key_table() {
                    {}, kCalibrateDoc),
         documented(bool_key("graphs",
                             "replay each step after the first as CUDA graphs, captured once (CUDA "
-                            "path and NCCL only)",
+                            "path, over a transport that allows them)",
                             &Config::graphs),
                    {}, kGraphsDoc),
         documented(int_key("graph_steps",
@@ -553,12 +589,12 @@ const std::vector<KeySpec>& key_table() {
                            "multiple of depth)",
                            &Config::graph_steps, 1),
                    "1, or a multiple of depth (> 1 only with graphs)", kGraphStepsDoc),
-        documented(choice_key("launch",
-                              "who queues each step: host (the host's launches) or device (one "
-                              "persistent kernel per role runs every step of a pass)",
-                              "host|device", static_cast<Launch Config::*>(&Config::launch),
-                              std::array{Launch::host, Launch::device}),
-                   {}, kLaunchDoc),
+        documented(
+            choice_key("launch",
+                       "who queues each step: host (the host's launches) or device (one "
+                       "persistent kernel per role runs every step of a pass)",
+                       "host|device", &Config::launch, std::array{Launch::host, Launch::device}),
+            {}, kLaunchDoc),
         documented(int_key("device_blocks",
                            "launch = device: the most blocks each role's persistent kernel runs "
                            "(0: one per SM; on the CPU path threads, 0: one)",

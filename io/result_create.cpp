@@ -7,7 +7,6 @@
 #include <limits>
 #include <system_error>
 
-#include "comm/agreement.hpp"
 #include "io/h5_call.hpp"
 #include "io/h5_data.hpp"
 #include "io/h5_types.hpp"
@@ -15,6 +14,7 @@
 #include "io/result_file.hpp"
 #include "io/result_file_state.hpp"
 #include "io/result_layout.hpp"
+#include "mpi/agreement.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {

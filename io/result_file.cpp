@@ -6,15 +6,15 @@
 
 #include <exception>
 
-#include "comm/agreement.hpp"
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_wait.hpp"
 #include "io/h5_call.hpp"
 #include "io/h5_data.hpp"
 #include "io/h5_types.hpp"
 #include "io/result_file_state.hpp"
 #include "io/result_layout.hpp"
 #include "io/result_target.hpp"
+#include "mpi/agreement.hpp"
+#include "mpi/error.hpp"
+#include "mpi/wait.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {

@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "comm/agreement.hpp"
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_wait.hpp"
 #include "io/h5_call.hpp"
 #include "io/h5_data.hpp"
 #include "io/h5_handle.hpp"
 #include "io/result_file.hpp"
 #include "io/result_layout.hpp"
+#include "mpi/agreement.hpp"
+#include "mpi/error.hpp"
+#include "mpi/wait.hpp"
 
 namespace gpurelay {
 

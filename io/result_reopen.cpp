@@ -7,13 +7,13 @@
 #include <variant>
 #include <vector>
 
-#include "comm/agreement.hpp"
 #include "io/h5_call.hpp"
 #include "io/h5_data.hpp"
 #include "io/result_file.hpp"
 #include "io/result_file_state.hpp"
 #include "io/result_layout.hpp"
 #include "io/result_target.hpp"
+#include "mpi/agreement.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {

@@ -3,8 +3,8 @@
 // with no host in the loop. Per step s, slot k = s mod depth, n = the slot's use that step makes:
 //   producer: wait released[k] >= n - 1; A into slot k; make it visible; arrived[k] = n
 //   consumer: wait arrived[k] >= n (and its C, and y's copy out); B; released[k] = n
-// the ipc transport's protocol (comm/ipc_transport.cpp), run by the device. On a GPU each role is
-// a persistent kernel of a few blocks; on the CPU path a host stream's thread (and a thread for
+// the ipc transport's protocol (transport/ipc_transport.cpp), run by the device. On a GPU each role
+// is a persistent kernel of a few blocks; on the CPU path a host stream's thread (and a thread for
 // each further block). Both drivers run the same role steps (handoff_protocol.hpp); each call here
 // queues a role's whole pass on `stream` and returns.
 #pragma once

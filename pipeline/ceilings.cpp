@@ -4,8 +4,8 @@
 // ceiling of A and B; C runs alone. They go into a PassResult as the phases they stand for
 // (send and recv: the bare transfer; a: the producer's copy; b: the consumer's copy; c: C alone),
 // so the report reduces them as it reduces a pass.
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_wait.hpp"
+#include "mpi/error.hpp"
+#include "mpi/wait.hpp"
 #include "pipeline/step.hpp"
 
 namespace gpurelay {
@@ -27,12 +27,14 @@ PassResult StepSchedule::measure_ceilings(MPI_Comm comm) {
     result.x_mismatches.assign(static_cast<std::size_t>(total), 0);
     result.c_mismatches.assign(static_cast<std::size_t>(total), 0);
     for (std::int64_t s = 0; s < total; ++s) measure_transfer(s, result, comm);
-    Buffer from = device_.allocate(spec_.bytes), to = device_.allocate(spec_.bytes);
+    Buffer from = device_.allocate(spec_.tensor_bytes()),
+           to = device_.allocate(spec_.tensor_bytes());
     for (std::int64_t s = 0; s < total; ++s) {
         StepTimes& t = result.steps[static_cast<std::size_t>(s)];
         Stream& stream = producer_ ? *producer_stream_ : *compute_;
-        const double copy =
-            timed(stream, [&] { device_.copy_async(to.data(), from.data(), spec_.bytes, stream); });
+        const double copy = timed(stream, [&] {
+            device_.copy_async(to.data(), from.data(), spec_.tensor_bytes(), stream);
+        });
         if (producer_) t.a = copy;
         if (consumer_) t.b = copy;
         if (consumer_ && spec_.c_elements > 0) {

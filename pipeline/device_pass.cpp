@@ -16,8 +16,9 @@
 #include <cstring>
 #include <thread>
 
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_wait.hpp"
+#include "config/transport_choice.hpp"
+#include "mpi/error.hpp"
+#include "mpi/wait.hpp"
 #include "pipeline/plan.hpp"
 #include "pipeline/step_timer.hpp"
 #include "runtime/error.hpp"
@@ -139,7 +140,7 @@ void DevicePass::launch_roles(Pass& pass) {
     role.elements = spec_.elements;
     role.seed = spec_.seed;
     role.blocks = pass.blocks;
-    role.timeout_ns = static_cast<std::uint64_t>(spec_.timeout.count()) * 1000000u;
+    role.timeout_ns = static_cast<std::uint64_t>(spec_.timeout().count()) * 1000000u;
     if (consumer_) {
         ConsumerArgs<T> c;
         c.role = role;
@@ -179,7 +180,7 @@ void DevicePass::watch(Pass& pass, const StepCallback& on_step) {
     bool stopping = false;
     Progress seen = look(pass);
     auto changed_at = std::chrono::steady_clock::now();
-    const auto bound = 2 * spec_.timeout + std::chrono::seconds(1);
+    const auto bound = 2 * spec_.timeout() + std::chrono::seconds(1);
     const auto longest =
         host_wait().wait == HostWait::prompt ? kPromptPause : std::chrono::microseconds(1000);
     std::chrono::microseconds pause{10};
@@ -228,7 +229,7 @@ DevicePass::Progress DevicePass::look(const Pass& pass) const {
                                     (consumer ? "consumer" : "producer") + " at step " +
                                     std::to_string(read_status(st.failed_step)) + ", " +
                                     handoff_wait_text(failed) + ",",
-                                spec_.timeout);
+                                spec_.timeout());
         }
         const bool ended = read_status(st.ended) != 0;
         p.done = std::min(p.done, std::max(read_status(st.done), pass.result.first_step));
@@ -285,7 +286,7 @@ void DevicePass::copy_rows(Pass& pass, std::int64_t done) {
         if (pass.written[static_cast<std::size_t>(s - first)] == 0) continue;
         const RowSink::Slot row = pass.sink->acquire();
         const std::size_t k = static_cast<std::size_t>(s) % y_.size();
-        device_.copy_async(row.host, y_[k].data(), spec_.bytes, *io_);
+        device_.copy_async(row.host, y_[k].data(), spec_.tensor_bytes(), *io_);
         row.ready->record(*io_);
         device_.write_word(&words()->y_copied, static_cast<std::uint32_t>(s + 1), *io_);
         pass.sink->submit(row, pass.next_row++, s);
@@ -353,9 +354,9 @@ PassResult DevicePass::finish(Pass& pass) {
         // Spot-check samples taken on the host from the last tensor of the pass.
         constexpr std::uint64_t kSpotSamples = 4096;
         const std::int64_t last = pass.end - 1;
-        Buffer host = device_.allocate_host(spec_.bytes);
+        Buffer host = device_.allocate_host(spec_.tensor_bytes());
         device_.copy_async(host.data(), y_[static_cast<std::size_t>(last) % y_.size()].data(),
-                           spec_.bytes, *io_);
+                           spec_.tensor_bytes(), *io_);
         io_->synchronize();
         r.spot_checked += std::min<std::uint64_t>(kSpotSamples, spec_.elements);
         r.spot_mismatches +=
@@ -386,7 +387,7 @@ void DevicePass::synchronize_all() {
 DevicePass::DevicePass(const PipelineSpec& spec, Device& device, Transport& transport, Role role,
                        MPI_Comm comm)
     : spec_(spec),
-      capacity_(spec.bytes),
+      capacity_(spec.tensor_bytes()),
       device_(device),
       transport_(transport),
       comm_(comm),
@@ -394,9 +395,7 @@ DevicePass::DevicePass(const PipelineSpec& spec, Device& device, Transport& tran
       consumer_(role != Role::producer),
       gpu_bus_id_(device.info().pci_bus_id) {
     if (role == Role::relay || !transport.slot_words()) {
-        throw usage_error(
-            "launch = \"device\" needs a pair over transport = \"ipc\" with "
-            "ipc_engine = \"sm\"");
+        throw usage_error("launch = \"device\" needs a pair over " + device_launch_request());
     }
     const std::uint32_t blocks =
         handoff_blocks(device.backend(), spec.elements, dtype_size(spec.dtype), spec.device_blocks);
@@ -415,9 +414,9 @@ DevicePass::DevicePass(const PipelineSpec& spec, Device& device, Transport& tran
     consumer_stamps_ = device.allocate(steps * sizeof(ConsumerStamps));
     written_ = device.allocate(steps);
     for (std::int64_t k = 0; k < spec.depth; ++k) {
-        y_.push_back(device.allocate(spec.bytes));
+        y_.push_back(device.allocate(spec.tensor_bytes()));
         // NaN bytes, so a y that B never wrote is a mismatch rather than a stale right answer.
-        device.fill_async(y_.back().data(), 0xff, spec.bytes, *io_);
+        device.fill_async(y_.back().data(), 0xff, spec.tensor_bytes(), *io_);
     }
     c_ = device.allocate(spec.c_elements * sizeof(std::uint32_t));
     c_counts_ = device.allocate_host(kDeviceCWindow * sizeof(Counter));
@@ -434,7 +433,7 @@ DevicePass::~DevicePass() = default;
 
 void DevicePass::resize(std::uint64_t elements) {
     resize_spec(spec_, capacity_, elements);
-    transport_.set_tensor_bytes(spec_.bytes);
+    transport_.set_tensor_bytes(spec_.tensor_bytes());
 }
 
 template PassResult DevicePass::run<float>(bool, RowSink*, const StepCallback&, std::int64_t);

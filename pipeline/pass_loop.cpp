@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_wait.hpp"
+#include "mpi/error.hpp"
+#include "mpi/wait.hpp"
 #include "pipeline/device_pass.hpp"
 #include "pipeline/graph_set.hpp"
 #include "pipeline/step.hpp"
@@ -35,7 +35,7 @@ class Pipeline::Impl {
   public:
     Impl(const PipelineSpec& spec, Device& device, Transport& transport, Role role, MPI_Comm comm)
         : spec_(spec),
-          capacity_(spec.bytes),
+          capacity_(spec.tensor_bytes()),
           device_(device),
           transport_(transport),
           comm_(comm),
@@ -265,29 +265,7 @@ PassResult Pipeline::Impl::finish(Pass& pass, std::int64_t end) {
 }
 
 PipelineSpec pipeline_spec(const Config& config, const PairPlacement& placement) {
-    PipelineSpec spec;
-    static_cast<PipelineKeys&>(spec) = config;
-    spec.dtype = config.dtype;
-    spec.elements = config.elements;
-    spec.bytes = config.tensor_bytes();
-    spec.steps = config.steps;
-    spec.warmup = config.warmup;
-    spec.depth = config.depth;
-    spec.seed = config.seed;
-    spec.alpha = config.alpha;
-    spec.c_elements = config.c_elements;
-    spec.c_iterations = config.c_iterations;
-    spec.timing = config.timing;
-    spec.timing_every = config.timing_every;
-    spec.graphs = config.graphs;
-    spec.graph_steps = config.graph_steps;
-    spec.profile_first = config.profile_first;
-    spec.profile_last = config.profile_last;
-    spec.timeout = config.timeout();
-    spec.a_form = produced_form(config, placement);
-    spec.b_form = received_form(config, placement);
-    spec.writes_step = [config](std::int64_t s) { return config.writes_step(s); };
-    return spec;
+    return {config, produced_form(config, placement), received_form(config, placement)};
 }
 
 MemoryPlan plan_memory(const PipelineSpec& spec, Role role, bool producer_slots) {
@@ -295,7 +273,7 @@ MemoryPlan plan_memory(const PipelineSpec& spec, Role role, bool producer_slots)
     const bool consumer = role != Role::producer;
     const auto depth = static_cast<std::uint64_t>(spec.depth);
     MemoryPlan plan;
-    plan.slot_bytes = spec.bytes;
+    plan.slot_bytes = spec.tensor_bytes();
     // A relay's middle stage keeps no y slots of its own: B writes its outgoing slots.
     const std::uint64_t consumer_slots = role == Role::relay ? depth : 2 * depth;
     plan.slots = (producer && producer_slots ? depth : 0) + (consumer ? consumer_slots : 0);
@@ -327,7 +305,7 @@ Pipeline::~Pipeline() = default;
 
 void Pipeline::Impl::resize(std::uint64_t elements) {
     resize_spec(spec_, capacity_, elements);
-    transport_.set_tensor_bytes(spec_.bytes);
+    transport_.set_tensor_bytes(spec_.tensor_bytes());
 }
 
 PassResult blank_pass_result(const PipelineSpec& spec, bool overlap, std::int64_t first_step) {
@@ -364,7 +342,6 @@ void resize_spec(PipelineSpec& spec, std::size_t capacity, std::uint64_t element
                             " bytes, but its buffers hold " + std::to_string(capacity));
     }
     spec.elements = elements;
-    spec.bytes = bytes;
 }
 
 void Pipeline::resize(std::uint64_t elements) {

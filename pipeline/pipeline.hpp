@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "comm/pairing.hpp"
-#include "comm/transport.hpp"
 #include "config/config.hpp"
 #include "kernels/kernels.hpp"
+#include "mpi/pairing.hpp"
 #include "pipeline/phase.hpp"
 #include "runtime/device.hpp"
 #include "runtime/gpu_clocks.hpp"
 #include "runtime/graph.hpp"
+#include "transport/transport.hpp"
 
 namespace gpurelay {
 
@@ -74,25 +74,11 @@ inline constexpr std::int64_t kRetireGroupSteps = 4;
 // Returns true to stop after that step (every rank must answer alike for the same step).
 using StepCallback = std::function<bool(std::int64_t step)>;
 
-// What the pipeline is told to run: the tensor, the kernels' settings, the steps and how they are
-// timed and launched. Made from the run's Config (pipeline_spec), nothing else read from it.
+// What the pipeline is told to run: the keys it takes (the tensor, the kernels' settings, the
+// steps and how they are timed, launched and written), whole from the run's Config, and what
+// this rank's A makes and B checks (pipeline_spec); nothing else read from the Config.
 struct PipelineSpec : PipelineKeys {
-    DType dtype = DType::float32;
-    std::uint64_t elements = 0;
-    std::size_t bytes = 0;  // one tensor
-    std::int64_t steps = 0, warmup = 0, depth = 1;
-    std::uint32_t seed = 0;
-    double alpha = 1;
-    std::uint64_t c_elements = 0;  // 0: no C
-    std::int64_t c_iterations = 0;
-    Timing timing = Timing::phases;
-    std::int64_t timing_every = 0;
-    bool graphs = false;
-    std::int64_t graph_steps = 1;
-    std::int64_t profile_first = -1, profile_last = -1;
-    std::chrono::milliseconds timeout{300000};  // timeout_s: the bound of a wait on the device
     TensorForm a_form, b_form;  // what A makes here, and what B checks the received x against
-    std::function<bool(std::int64_t)> writes_step;  // whether step s goes to /y
 };
 PipelineSpec pipeline_spec(const Config& config, const PairPlacement& placement);
 

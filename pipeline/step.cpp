@@ -121,7 +121,7 @@ void StepSchedule::write_step(std::int64_t s, std::uint64_t& next_row) {
     io_->wait(timer_.end_event(s));  // B has written y
     {
         PhaseScope write(timer_, Phase::write, s, *io_);
-        device_.copy_async(row.host, y_of(s), spec_.bytes, *io_);
+        device_.copy_async(row.host, y_of(s), spec_.tensor_bytes(), *io_);
     }
     row.ready->record(*io_);
     y_free_[k]->record(*io_);
@@ -167,9 +167,9 @@ StepSchedule::StepSchedule(const PipelineSpec& spec, Device& device, Transport& 
             forwarded_.push_back(nullptr);
             b_done_.push_back(device.make_event(EventUse::ordering));
         } else {
-            y_.push_back(device.allocate(spec.bytes));
+            y_.push_back(device.allocate(spec.tensor_bytes()));
             // NaN bytes, so a y that B never wrote is a mismatch rather than a stale right answer.
-            device.fill_async(y_.back().data(), 0xff, spec.bytes, *compute_);
+            device.fill_async(y_.back().data(), 0xff, spec.tensor_bytes(), *compute_);
         }
         arrived_.push_back(device.make_event(EventUse::ordering));
         y_free_.push_back(device.make_event(EventUse::ordering));
@@ -231,8 +231,8 @@ void StepSchedule::spot_check_last(PassResult& result) {
     constexpr std::uint64_t kSpotSamples = 4096;
     if (!consumer_) return;
     const std::int64_t last = result.end_step - 1;
-    Buffer host = device_.allocate_host(spec_.bytes);
-    device_.copy_async(host.data(), y_of(last), spec_.bytes, *compute_);
+    Buffer host = device_.allocate_host(spec_.tensor_bytes());
+    device_.copy_async(host.data(), y_of(last), spec_.tensor_bytes(), *compute_);
     compute_->synchronize();
     result.spot_checked += std::min<std::uint64_t>(kSpotSamples, spec_.elements);
     result.spot_mismatches +=

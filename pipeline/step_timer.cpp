@@ -23,8 +23,8 @@
 #include <numeric>
 #include <string>
 
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_wait.hpp"
+#include "mpi/error.hpp"
+#include "mpi/wait.hpp"
 #include "runtime/error.hpp"
 #include "runtime/nvtx.hpp"
 

@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "comm/mpi_wait.hpp"
+#include "mpi/wait.hpp"
 #include "report/number_text.hpp"
 #include "report/report.hpp"
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_wait.hpp"
+#include "mpi/error.hpp"
+#include "mpi/wait.hpp"
 #include "report/number_text.hpp"
 #include "report/report.hpp"
 

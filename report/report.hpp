@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/pairing.hpp"
 #include "config/config.hpp"
+#include "mpi/pairing.hpp"
 #include "pipeline/phase.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/step_bound.hpp"

@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "comm/mpi_error.hpp"
-#include "comm/mpi_wait.hpp"
 #include "kernels/formula.hpp"
+#include "mpi/error.hpp"
+#include "mpi/wait.hpp"
 #include "pipeline/pipeline.hpp"
 #include "report/report.hpp"
 #include "runtime/error.hpp"
@@ -199,7 +199,7 @@ struct Link {
     std::vector<std::pair<int, Phase>> ends;
 };
 
-// The run's links in order, each rank placed as comm/pairing places it. A collective's time, seen
+// The run's links in order, each rank placed as mpi/pairing places it. A collective's time, seen
 // from each rank of its group, also holds waiting for the last one to arrive (as a pair's, seen
 // from either end, holds waiting for the other): each rank of a group is an end. A broadcast's
 // root times it as its send, the others as their receive.

@@ -1,6 +1,6 @@
 // CUDA driver functions found through the runtime, so that the program does not link libcuda
 // (CPU-only machines run this build too), and the check of what they return. CUDA builds only:
-// the CUDA device's sequence words, and in comm/ the ipc transport's memory.
+// the CUDA device's sequence words, and in transport/ the ipc transport's memory.
 #pragma once
 
 #include <cuda.h>
@@ -52,7 +52,8 @@ struct StreamMemOps {
             return found;
         }();
         if (ops.wait == nullptr) {
-            throw runtime_error(std::string(user) + ": the CUDA driver has no stream memory operations");
+            throw runtime_error(std::string(user) +
+                                ": the CUDA driver has no stream memory operations");
         }
         return ops;
     }

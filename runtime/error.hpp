@@ -1,6 +1,6 @@
 // The one error module: exception types that carry the documented exit code, and the
 // CUDA_CHECK / NCCL_CHECK macros that turn a failed library call into one (MPI_CHECK, built on
-// the same GPURELAY_CHECK_IMPL, is in comm/mpi_error.hpp: runtime/ does not link MPI).
+// the same GPURELAY_CHECK_IMPL, is in mpi/error.hpp: runtime/ does not link MPI).
 #pragma once
 
 #include <chrono>

@@ -10,10 +10,13 @@ VARYING_ATTRS = {"started_utc", "finished_utc", "git_hash", "cold_step_ms", "ove
 # ... and figures judged from the timings: a pair or a step flagged slow, a rate that %g may
 # print without a point (so the CSV would read it as an integer), and the verdicts the report
 # draws from the phase times (whether the attribution explains the step and why not, a transfer
-# that measured waiting, an unstable step period), which flip between two runs of one binary.
+# that measured waiting, an unstable step period, which phases beat their ceilings and so why
+# the phase times cannot be read, whether the pipeline waited on the writer), which flip between
+# two runs of one binary.
 VARYING_KEYS = {"timestamp", "git_hash", "slow", "slow_steps", "slow_pairs", "steps_per_s",
                 "overlap_attribution_explains", "overlap_attribution_why_not",
-                "transfer_is_waiting", "unstable", "step_unstable"}
+                "transfer_is_waiting", "unstable", "step_unstable", "reasons", "why",
+                "phase_times_unreadable_because", "overlap_speedup_includes_io"}
 
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -69,20 +72,36 @@ def differing_paths(x, y, path=""):
         return [p for i, (a, b) in enumerate(zip(x, y)) for p in differing_paths(a, b, f"{path}[{i}]")]
     return [] if x == y else [f"{path}: {x!r} != {y!r}"]
 
-def csv_rows(path):
+def is_int(v):
+    try:
+        int(v); return True
+    except ValueError:
+        return False
+
+def is_float(v):
+    try:
+        float(v); return True
+    except ValueError:
+        return False
+
+def float_columns(*paths):
+    """The columns that hold a figure with a point in either file: a ratio of exactly 1 may print
+    as "1" there, which is still a figure, not a count."""
+    columns = set()
+    for path in paths:
+        with open(path) as f:
+            rows = list(csv.reader(f))
+        columns |= {c for r in rows[1:] for c, v in zip(rows[0], r) if is_float(v) and not is_int(v)}
+    return columns
+
+def csv_rows(path, floats):
     with open(path) as f:
         rows = list(csv.reader(f))
     header = rows[0]
     def cell(col, v):
         if col in VARYING_KEYS: return "<varies>"
-        try:
-            int(v); return v
-        except ValueError:
-            pass
-        try:
-            float(v); return "<float>"
-        except ValueError:
-            return v
+        if is_int(v) and col not in floats: return v
+        return "<float>" if is_float(v) else v
     return header, [[cell(c, v) for c, v in zip(header, r)] for r in rows[1:]]
 
 def main(before, after):
@@ -106,7 +125,8 @@ def main(before, after):
         j1, j2 = (json.load(open(f"{d}/{name}.json")) for d in (before, after))
         check(f"{name}.json: every key, every count and string (floats compared by kind)", stable(j1) == stable(j2),
               "\n".join(differing_paths(stable(j1), stable(j2))))
-    c1, c2 = csv_rows(f"{before}/runs.csv"), csv_rows(f"{after}/runs.csv")
+    floats = float_columns(f"{before}/runs.csv", f"{after}/runs.csv")
+    c1, c2 = csv_rows(f"{before}/runs.csv", floats), csv_rows(f"{after}/runs.csv", floats)
     check(f"runs.csv: header ({len(c1[0])} columns) and every count and string of {len(c1[1])} rows", c1 == c2,
           f"{c1}\n{c2}")
     print("PASS" if failures == 0 else f"FAIL: {failures} difference(s)")

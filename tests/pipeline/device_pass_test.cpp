@@ -11,12 +11,12 @@
 #include <memory>
 #include <vector>
 
-#include "comm/pairing.hpp"
-#include "comm/transport.hpp"
+#include "mpi/pairing.hpp"
 #include "mpi_test.hpp"
 #include "pipeline/phase.hpp"
 #include "pipeline/pipeline.hpp"
 #include "runtime/device.hpp"
+#include "transport/transport.hpp"
 
 namespace gpurelay {
 namespace {
@@ -24,7 +24,7 @@ namespace {
 Config device_config(Backend backend) {
     Config c;
     c.device = backend == Backend::host ? DeviceKind::cpu : DeviceKind::cuda;
-    c.transport = TransportKind::ipc;
+    c.transport = "ipc";
     c.ipc_engine = IpcEngine::sm;
     c.launch = Launch::device;
     c.elements = 3001;

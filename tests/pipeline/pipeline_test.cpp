@@ -10,11 +10,11 @@
 #include <memory>
 #include <vector>
 
-#include "comm/pairing.hpp"
-#include "comm/transport.hpp"
+#include "mpi/pairing.hpp"
 #include "mpi_test.hpp"
 #include "pipeline/phase.hpp"
 #include "runtime/device.hpp"
+#include "transport/transport.hpp"
 
 namespace gpurelay {
 namespace {

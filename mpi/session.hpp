@@ -1,0 +1,65 @@
+// The MPI session of one process: initialised with thread support (stream threads call MPI),
+// finalised on scope exit, and where each rank sits on its node.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+namespace gpurelay {
+
+class MpiSession {
+  public:
+    // Initialises MPI with MPI_THREAD_MULTIPLE and makes MPI errors return codes on
+    // MPI_COMM_WORLD (MPI_CHECK turns them into exceptions). Throws if that thread level is
+    // missing.
+    MpiSession(int* argc, char*** argv);
+    ~MpiSession();
+    MpiSession(const MpiSession&) = delete;
+    MpiSession& operator=(const MpiSession&) = delete;
+
+    int world_rank() const { return world_rank_; }
+    int world_size() const { return world_size_; }
+    // Rank and size among the ranks of this node (MPI_Comm_split_type shared memory).
+    int local_rank() const { return local_rank_; }
+    int local_size() const { return local_size_; }
+    const std::string& host_name() const { return host_name_; }
+
+  private:
+    int world_rank_ = 0;
+    int world_size_ = 1;
+    int local_rank_ = 0;
+    int local_size_ = 1;
+    std::string host_name_;
+};
+
+// The ranks of `comm` on this node (MPI_Comm_split_type, shared memory), in their order in
+// `comm`, for one scope. Collective over `comm`: callers bound it with their Deadline. Freed at
+// the end of the scope, but not while an exception unwinds it (a peer may be gone), as an MPI
+// error ends the rank anyway.
+class NodeComm {
+  public:
+    explicit NodeComm(MPI_Comm comm);
+    ~NodeComm();
+    NodeComm(const NodeComm&) = delete;
+    NodeComm& operator=(const NodeComm&) = delete;
+    MPI_Comm get() const { return node_; }
+    int rank() const;
+    int size() const;
+
+  private:
+    MPI_Comm node_ = MPI_COMM_NULL;
+};
+
+// Rank `rank` of communicator `from` in communicator `to`, or MPI_UNDEFINED.
+int rank_in(MPI_Comm from, MPI_Comm to, int rank);
+
+// Whether world rank `peer` shares this process's node (MPI's shared-memory node, as the ipc
+// transport needs it), agreed over `comm` (collective): false on every rank when any pair of
+// the job is split across nodes.
+bool every_pair_on_one_node(MPI_Comm comm, int peer);
+
+// "Open MPI v4.1.4" and the like.
+std::string mpi_version_string();
+
+}  // namespace gpurelay

@@ -1,0 +1,225 @@
+// The CPU path's transports through the slot protocol (acquire, publish, await, release), under
+// mpirun: -np 2 sends from rank 0 to rank 1, -np 1 sends a rank to itself (both sides, on two
+// streams). Each message is a pattern the receiver checks byte for byte, in slots poisoned
+// first; the receiver releases each slot before its next use.
+#include "transport/transport.hpp"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mpi/pairing.hpp"
+#include "runtime/device.hpp"
+
+namespace gpurelay {
+namespace {
+
+constexpr std::chrono::milliseconds kTimeout{30000};
+
+int world(int (*query)(MPI_Comm, int*)) {
+    int value = 0;
+    query(MPI_COMM_WORLD, &value);
+    return value;
+}
+
+// Byte i of message m.
+std::uint8_t pattern(std::size_t i, int message) {
+    return static_cast<std::uint8_t>((i * 131u + static_cast<unsigned>(message) * 17u) & 0xff);
+}
+
+struct Case {
+    std::string name;
+    std::size_t bytes;
+    std::size_t chunk;
+    std::function<std::unique_ptr<Transport>(const PairPlacement&, Device&,
+                                             const TransportOptions&)>
+        make;
+};
+
+// Sends `messages` messages of case `c` one after another through two slots, as the pipeline
+// reuses them: each must arrive whole and in order. A slot the receiver has read is released
+// before its next use.
+void exchange_messages(const Case& c, int messages) {
+    const PairPlacement placement = place_pairs(world(MPI_Comm_rank), world(MPI_Comm_size), false);
+    const bool sender = placement.role != Role::consumer;
+    const bool receiver = placement.role != Role::producer;
+    auto device = make_host_device(kTimeout);
+    TransportOptions options{c.bytes, c.chunk, kTimeout};
+    options.slots = 2;
+    auto transport = c.make(placement, *device, options);
+    auto send_stream = device->make_stream(false, "send");
+    auto recv_stream = device->make_stream(true, "recv");
+    for (int m = 0; m < messages; ++m) {
+        const std::size_t k = static_cast<std::size_t>(m) % options.slots;
+        if (sender) {
+            auto* out = static_cast<std::uint8_t*>(transport->acquire(k, *send_stream));
+            send_stream->synchronize();
+            for (std::size_t i = 0; i < c.bytes; ++i) out[i] = pattern(i, m);
+            transport->publish(k, *send_stream);
+        }
+        if (receiver) {
+            const auto* in = static_cast<const std::uint8_t*>(transport->await(k, *recv_stream));
+            recv_stream->synchronize();
+            std::size_t wrong = 0;
+            for (std::size_t i = 0; i < c.bytes; ++i) wrong += in[i] != pattern(i, m);
+            EXPECT_EQ(wrong, 0u) << c.name << ": message " << m << " of " << c.bytes << " bytes";
+            transport->release(k, *recv_stream);
+        }
+        send_stream->synchronize();
+        recv_stream->synchronize();
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+}
+
+std::vector<Case> cases() {
+    auto host = [](const PairPlacement& p, Device& d, const TransportOptions& o) {
+        return make_mpi_host_transport(MPI_COMM_WORLD, p, d, o);
+    };
+    auto staged = [](const PairPlacement& p, Device& d, const TransportOptions& o) {
+        return make_mpi_staged_transport(MPI_COMM_WORLD, p, d, o);
+    };
+    auto ipc = [](const PairPlacement& p, Device& d, const TransportOptions& o) {
+        return make_ipc_transport(MPI_COMM_WORLD, p, d, o);
+    };
+    return {
+        {"host, one piece", 10007, 1 << 20, host},
+        {"host, pieces with a tail", 10007, 4096, host},
+        {"staged, one piece", 10007, 1 << 20, staged},
+        {"staged, pieces with a tail", 100003, 4096, staged},
+        {"staged, pieces of one byte", 37, 1, staged},
+        {"ipc", 10007, 1 << 20, ipc},
+    };
+}
+
+TEST(CpuTransports, MessagesArriveWholeAndInOrder) {
+    for (const Case& c : cases()) exchange_messages(c, 4);
+}
+
+TEST(CpuTransports, AnEmptyMessageCompletes) {
+    for (const Case& c : cases()) {
+        Case empty = c;
+        empty.bytes = 0;
+        exchange_messages(empty, 2);
+    }
+}
+
+TEST(CpuTransports, NamesSayWhatTheyAre) {
+    auto device = make_host_device(kTimeout);
+    const PairPlacement placement = place_pairs(world(MPI_Comm_rank), world(MPI_Comm_size), false);
+    const TransportOptions options{64, 64, kTimeout};
+    EXPECT_EQ(make_mpi_host_transport(MPI_COMM_WORLD, placement, *device, options)->name(),
+              "mpi (host memory)");
+    EXPECT_EQ(make_mpi_staged_transport(MPI_COMM_WORLD, placement, *device, options)->name(),
+              "mpi (host-staged)");
+}
+
+// --- ipc: the producer copies into the consumer's slot in a shared-memory window ---------------
+
+struct IpcPair {
+    explicit IpcPair(std::size_t bytes, std::size_t slots, bool skip_reuse_wait = false)
+        : rank(world(MPI_Comm_rank)),
+          placement(place_pairs(rank, world(MPI_Comm_size), false)),
+          device(make_host_device(kTimeout)),
+          landed(slots, nullptr) {
+        TransportOptions options{bytes, bytes, kTimeout};
+        options.slots = slots;
+        options.debug_skip_reuse_wait = skip_reuse_wait;
+        transport = make_ipc_transport(MPI_COMM_WORLD, placement, *device, options);
+        send_stream = device->make_stream(false, "send");
+        recv_stream = device->make_stream(true, "recv");
+    }
+    bool sender() const { return placement.role != Role::consumer; }
+    bool receiver() const { return placement.role != Role::producer; }
+
+    // The producer writes message m where slot k's next tensor goes, and sends it.
+    void send(int m, std::size_t k, std::size_t bytes) {
+        auto* out = static_cast<std::uint8_t*>(transport->acquire(k, *send_stream));
+        send_stream->synchronize();  // what A would wait for
+        for (std::size_t i = 0; i < bytes; ++i) out[i] = pattern(i, m);
+        transport->publish(k, *send_stream);
+    }
+    // Queues message m into slot k on this rank's side(s).
+    void exchange(int m, std::size_t k, std::size_t bytes) {
+        if (sender()) send(m, k, bytes);
+        if (receiver())
+            landed[k] = static_cast<const std::uint8_t*>(transport->await(k, *recv_stream));
+    }
+    // Bytes of slot k (consumer) that differ from message m.
+    std::size_t wrong_in_slot(std::size_t k, int m, std::size_t bytes) {
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < bytes; ++i) wrong += landed[k][i] != pattern(i, m);
+        return wrong;
+    }
+
+    int rank;
+    PairPlacement placement;
+    std::unique_ptr<Device> device;
+    std::unique_ptr<Transport> transport;
+    std::unique_ptr<Stream> send_stream, recv_stream;
+    std::vector<const std::uint8_t*> landed;  // where each slot's last message landed
+};
+
+TEST(CpuIpc, MessagesLandInTheirSlotsWholeAndInOrder) {
+    constexpr std::size_t kBytes = 10007;
+    constexpr std::size_t kSlots = 3;
+    IpcPair pair(kBytes, kSlots);
+    EXPECT_EQ(pair.transport->name(), "ipc (shared memory)");
+    for (int m = 0; m < 8; ++m) {
+        const std::size_t k = static_cast<std::size_t>(m) % kSlots;
+        pair.exchange(m, k, kBytes);
+        if (pair.receiver()) {
+            pair.recv_stream->synchronize();
+            EXPECT_EQ(pair.wrong_in_slot(k, m, kBytes), 0u) << "message " << m;
+            pair.transport->release(k, *pair.recv_stream);
+        }
+    }
+    pair.send_stream->synchronize();
+    pair.recv_stream->synchronize();
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// A slot's second message is copied only once the consumer has released its first: until then
+// the slot still holds the first. Without the wait (debug_skip_reuse_wait) it is overwritten,
+// which is what the pipeline's failing test relies on.
+void second_message_into_one_slot(bool skip_reuse_wait) {
+    constexpr std::size_t kBytes = 4096;
+    IpcPair pair(kBytes, 1, skip_reuse_wait);
+    pair.exchange(0, 0, kBytes);
+    if (pair.receiver()) pair.recv_stream->synchronize();
+    MPI_Barrier(MPI_COMM_WORLD);                 // message 0 is in the slot
+    if (pair.sender()) pair.send(1, 0, kBytes);  // held until slot 0 is released
+    // Without the wait the copy is done once the send stream is; with it, the stream is held,
+    // and a copy that wrongly went ahead would be there after a while.
+    if (skip_reuse_wait && pair.sender()) pair.send_stream->synchronize();
+    if (!skip_reuse_wait) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (pair.receiver()) {
+        const std::size_t still_first = pair.wrong_in_slot(0, 0, kBytes);
+        if (skip_reuse_wait) {
+            EXPECT_NE(still_first, 0u) << "without the wait the second copy overwrites the slot";
+        } else {
+            EXPECT_EQ(still_first, 0u) << "the second copy did not wait for the release";
+        }
+        pair.transport->release(0, *pair.recv_stream);
+        pair.transport->await(0, *pair.recv_stream);
+        pair.recv_stream->synchronize();
+        EXPECT_EQ(pair.wrong_in_slot(0, 1, kBytes), 0u) << "the second message after the release";
+    }
+    pair.send_stream->synchronize();
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(CpuIpc, ASlotIsWrittenAgainOnlyAfterItsRelease) { second_message_into_one_slot(false); }
+
+TEST(CpuIpc, WithoutTheReuseWaitTheSlotIsOverwritten) { second_message_into_one_slot(true); }
+
+}  // namespace
+}  // namespace gpurelay

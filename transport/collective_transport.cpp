@@ -1,0 +1,80 @@
+// The slot protocol over a collective call: what a rank contributes goes from its send slots, the
+// result lands in its receive slots, and the collective runs once the rank's last side is queued
+// (the root of a broadcast that keeps no copy: at publish; every other rank: at await).
+#include "transport/slot_ring.hpp"
+#include "transport/transport.hpp"
+
+namespace gpurelay {
+namespace {
+
+class CollectiveTransport final : public Transport {
+  public:
+    CollectiveTransport(std::unique_ptr<CollectiveCall> call, const PairPlacement& placement,
+                        Device& device, const TransportOptions& options)
+        : call_(std::move(call)),
+          role_(placement.role),
+          bytes_(options.slot_bytes),
+          slots_(device, placement.role, options.slots, options.slot_bytes,
+                 options.debug_skip_reuse_wait),
+          published_(device, both() ? options.slots : 0),
+          read_(device, both() ? options.slots : 0) {}
+
+    std::string name() const override { return call_->name(); }
+
+    // A rank that plays both sides runs the collective on its receive stream, which reads the
+    // send slot there: A may write it again once that has.
+    void* acquire(std::size_t k, Stream& stream) override {
+        if (both()) read_.wait(k, stream);
+        return slots_.send[k].data();
+    }
+
+    void publish(std::size_t k, Stream& stream) override {
+        if (both()) {
+            published_.record(k, stream);
+        } else {
+            call_->run(slots_.send[k].data(), nullptr, bytes_, stream);
+        }
+    }
+
+    const void* await(std::size_t k, Stream& stream) override {
+        slots_.wait_free(k, stream);
+        if (both()) {
+            published_.wait(k, stream);
+            call_->run(slots_.send[k].data(), slots_.recv[k].data(), bytes_, stream);
+            read_.record(k, stream);
+        } else {
+            call_->run(nullptr, slots_.recv[k].data(), bytes_, stream);
+        }
+        return slots_.recv[k].data();
+    }
+
+    void release(std::size_t k, Stream& stream) override { slots_.free.record(k, stream); }
+    bool receive_waits() const override { return false; }
+    void streams_idle() override {
+        slots_.free.streams_idle();
+        published_.streams_idle();
+        read_.streams_idle();
+    }
+    void set_tensor_bytes(std::size_t bytes) override { bytes_ = slots_.resize(bytes); }
+    void check_health() override { call_->check_health(); }
+
+  private:
+    bool both() const { return role_ == Role::both; }
+
+    std::unique_ptr<CollectiveCall> call_;
+    Role role_;
+    std::size_t bytes_;
+    SlotRing slots_;
+    SlotEvents published_;  // both sides: A has written send slot k
+    SlotEvents read_;       // both sides: the collective has read send slot k
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_collective_transport(std::unique_ptr<CollectiveCall> call,
+                                                     const PairPlacement& placement, Device& device,
+                                                     const TransportOptions& options) {
+    return std::make_unique<CollectiveTransport>(std::move(call), placement, device, options);
+}
+
+}  // namespace gpurelay

@@ -1,0 +1,66 @@
+// The memory of the ipc transport: the consumer's receive slots, mapped into its producer's
+// process, and the per-slot sequence words that order their use, with the three stream
+// operations the protocol is made of. Two kinds: an MPI-3 shared-memory window on the CPU path,
+// CUDA IPC on the GPU. Private to transport/: the transport (ipc_transport.cpp) is the only user.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "mpi/pairing.hpp"
+#include "runtime/device.hpp"
+#include "runtime/stream.hpp"
+#include "runtime/timeout.hpp"
+
+namespace gpurelay {
+
+// The sequence words of slot k count its uses: arrived(k) = n once the producer's n-th copy
+// into slot k is complete and visible; released(k) = n once the consumer's n-th reader of slot
+// k (B) is done with it. Both only grow, so a wait "until the word reaches n" is right whenever
+// it is queued: no host needs to know how far the other one has got.
+class IpcMemory {
+  public:
+    virtual ~IpcMemory() = default;
+    // How the copy travels: "shared memory", "same GPU, time-sliced" (or ", shared through
+    // MPS"), "NVLink", "PCIe".
+    virtual std::string link() const = 0;
+    // The consumer's receive slot k, as this process addresses it (the producer writes it, the
+    // consumer reads it).
+    virtual void* slot(std::size_t k) const = 0;
+    virtual std::uint32_t* arrived(std::size_t k) const = 0;
+    virtual std::uint32_t* released(std::size_t k) const = 0;
+
+    // Queues a copy of `bytes` from this process's `src` into a slot on `stream`.
+    virtual void copy(void* dst, const void* src, std::size_t bytes, Stream& stream) = 0;
+    // Queues, on `stream`, a hold until `word` has reached `value` (in the wrap-around order of
+    // 32-bit sequence numbers); `what` names the wait in a timeout.
+    virtual void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
+                           const char* what) = 0;
+    // Queues, on `stream`, setting `word` to `value` once everything before it on `stream` is
+    // done and its writes are visible to the other process.
+    virtual void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) = 0;
+};
+
+struct IpcShape {
+    std::size_t slots = 1;       // receive slots (the pipeline's depth)
+    std::size_t slot_bytes = 0;  // the largest message
+    std::chrono::milliseconds timeout = kDefaultTimeout;
+};
+
+// The CPU path: the consumers' slots and words in one MPI-3 shared-memory window over the node's
+// ranks (collective over `comm`; every rank's pair must be on its node).
+std::unique_ptr<IpcMemory> open_host_ipc_memory(MPI_Comm comm, const PairPlacement& placement,
+                                                const IpcShape& shape);
+// The GPU path: the consumer's slots and its arrived words in its device memory, the producer's
+// released words in its own, each shared with the other as a file descriptor (cuMemCreate) or,
+// where either side's driver cannot, with cudaIpcGetMemHandle (collective over `comm`). Throws a
+// usage error when built without CUDA.
+std::unique_ptr<IpcMemory> open_cuda_ipc_memory(MPI_Comm comm, const PairPlacement& placement,
+                                                const IpcShape& shape, Device& device);
+
+}  // namespace gpurelay

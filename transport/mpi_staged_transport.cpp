@@ -1,0 +1,176 @@
+// MPI for device buffers through pinned host buffers. A message goes in pieces: on the sender
+// the device-to-host copy of piece p+1 overlaps the MPI send of piece p, and on the receiver the
+// MPI receive of piece p+1 overlaps the host-to-device copy of piece p. MPI runs on proxy threads,
+// one per direction; the streams and the proxies tell each other of each piece through sequence
+// words in host memory (PieceBoard), so the ordering stays on the streams, the host thread that
+// queues the work never blocks, and no stream's wait holds another's (a relay stage has both).
+#include <algorithm>
+#include <climits>
+#include <vector>
+
+#include "mpi/error.hpp"
+#include "mpi/wait.hpp"
+#include "runtime/error.hpp"
+#include "runtime/host_stream.hpp"
+#include "transport/piece_board.hpp"
+#include "transport/slot_ring.hpp"
+#include "transport/transport.hpp"
+
+namespace gpurelay {
+namespace {
+
+// MPI guarantees tags up to 32767; pieces with one tag still match in order between two ranks.
+constexpr std::size_t kMaxTag = 32767;
+
+class MpiStagedTransport final : public Transport {
+  public:
+    MpiStagedTransport(MPI_Comm comm, const PairPlacement& placement, Device& device,
+                       const TransportOptions& options)
+        : device_(device),
+          options_(options),
+          bytes_(options.slot_bytes),
+          peer_(placement.peer),
+          slots_(device, placement.role, options.slots, options.slot_bytes,
+                 options.debug_skip_reuse_wait),
+          piece_bytes_(
+              std::min<std::size_t>(std::max<std::size_t>(options.chunk_bytes, 1), INT_MAX)),
+          pieces_(std::max<std::size_t>(1, (options.slot_bytes + piece_bytes_ - 1) / piece_bytes_)),
+          send_staging_(device.allocate_host(options.slot_bytes)),
+          recv_staging_(device.allocate_host(options.slot_bytes)),
+          send_copied_(device, pieces_),
+          send_done_(device, 1),
+          recv_arrived_(device, pieces_),
+          recv_consumed_(device, pieces_),
+          recv_piece_last_user_(pieces_, 0),
+          send_proxy_(options.timeout),
+          recv_proxy_(options.timeout) {
+        const Deadline bound("duplicating the staged transport's communicator");
+        MPI_CHECK(MPI_Comm_dup(comm, &comm_));
+    }
+
+    ~MpiStagedTransport() override {
+        // The proxies must be idle before the communicator goes away.
+        send_proxy_.synchronize();
+        recv_proxy_.synchronize();
+        MPI_Comm_free(&comm_);
+    }
+
+    std::string name() const override { return "mpi (host-staged)"; }
+
+    void* acquire(std::size_t k, Stream&) override { return slots_.send[k].data(); }
+
+    void publish(std::size_t k, Stream& stream) override {
+        queue_send(slots_.send[k].data(), bytes_, peer_, stream);
+    }
+
+    const void* await(std::size_t k, Stream& stream) override {
+        slots_.wait_free(k, stream);
+        queue_recv(slots_.recv[k].data(), bytes_, peer_, stream);
+        return slots_.recv[k].data();
+    }
+
+    void release(std::size_t k, Stream& stream) override { slots_.free.record(k, stream); }
+    bool receive_waits() const override { return false; }
+    void streams_idle() override { slots_.free.streams_idle(); }
+    void set_tensor_bytes(std::size_t bytes) override { bytes_ = slots_.resize(bytes); }
+
+  private:
+    void queue_send(const void* data, std::size_t bytes, int peer, Stream& stream) {
+        const std::uint64_t ticket = ++send_tickets_;
+        const std::size_t pieces = piece_count(bytes);
+        auto* staging = static_cast<char*>(send_staging_.data());
+        for (std::size_t p = 0; p < pieces; ++p) {
+            const std::size_t offset = p * piece_bytes_;
+            device_.copy_async(staging + offset, static_cast<const char*>(data) + offset,
+                               piece_length(bytes, p), stream);
+            send_copied_.mark_on(ticket, p, stream);
+        }
+        send_proxy_.enqueue([this, ticket, pieces, bytes, peer, staging] {
+            std::vector<MPI_Request> requests(pieces, MPI_REQUEST_NULL);
+            for (std::size_t p = 0; p < pieces; ++p) {
+                send_copied_.wait(ticket, p, options_.timeout, "staging copy of a send");
+                MPI_CHECK(MPI_Isend(staging + p * piece_bytes_,
+                                    static_cast<int>(piece_length(bytes, p)), MPI_BYTE, peer,
+                                    static_cast<int>(p % kMaxTag), comm_, &requests[p]));
+            }
+            wait_all(requests.data(), static_cast<int>(pieces), options_.timeout,
+                     "MPI send to rank " + std::to_string(peer));
+            send_done_.mark(ticket, 0);
+        });
+        // In stream order the send ends when MPI is done with the staging buffer, so the next
+        // send on this stream may refill it.
+        send_done_.wait_on(ticket, 0, stream, "MPI send");
+    }
+
+    void queue_recv(void* data, std::size_t bytes, int peer, Stream& stream) {
+        const std::uint64_t ticket = ++recv_tickets_;
+        const std::size_t pieces = piece_count(bytes);
+        auto* staging = static_cast<char*>(recv_staging_.data());
+        // Which earlier message last used each staging piece: the proxy may overwrite a piece
+        // only after that message's host-to-device copy of it has finished.
+        std::vector<std::uint64_t> previous_users(
+            recv_piece_last_user_.begin(),
+            recv_piece_last_user_.begin() + static_cast<std::ptrdiff_t>(pieces));
+        for (std::size_t p = 0; p < pieces; ++p) recv_piece_last_user_[p] = ticket;
+        recv_proxy_.enqueue([this, ticket, pieces, bytes, peer, staging, previous_users] {
+            std::vector<MPI_Request> requests(pieces, MPI_REQUEST_NULL);
+            for (std::size_t p = 0; p < pieces; ++p) {
+                recv_consumed_.wait(previous_users[p], p, options_.timeout,
+                                    "copy out of the receive staging buffer");
+                MPI_CHECK(MPI_Irecv(staging + p * piece_bytes_,
+                                    static_cast<int>(piece_length(bytes, p)), MPI_BYTE, peer,
+                                    static_cast<int>(p % kMaxTag), comm_, &requests[p]));
+            }
+            for (std::size_t p = 0; p < pieces; ++p) {
+                wait_all(&requests[p], 1, options_.timeout,
+                         "MPI receive from rank " + std::to_string(peer));
+                recv_arrived_.mark(ticket, p);
+            }
+        });
+        for (std::size_t p = 0; p < pieces; ++p) {
+            const std::size_t offset = p * piece_bytes_;
+            recv_arrived_.wait_on(ticket, p, stream, "MPI receive");
+            device_.copy_async(static_cast<char*>(data) + offset, staging + offset,
+                               piece_length(bytes, p), stream);
+            recv_consumed_.mark_on(ticket, p, stream);
+        }
+    }
+
+    std::size_t piece_count(std::size_t bytes) const {
+        return std::max<std::size_t>(1, (bytes + piece_bytes_ - 1) / piece_bytes_);
+    }
+    std::size_t piece_length(std::size_t bytes, std::size_t p) const {
+        return std::min(piece_bytes_, bytes - std::min(bytes, p * piece_bytes_));
+    }
+
+    Device& device_;
+    TransportOptions options_;
+    std::size_t bytes_;  // each tensor's
+    int peer_;
+    SlotRing slots_;
+    std::size_t piece_bytes_;
+    std::size_t pieces_;
+    Buffer send_staging_;
+    Buffer recv_staging_;
+    PieceBoard send_copied_;
+    PieceBoard send_done_;
+    PieceBoard recv_arrived_;
+    PieceBoard recv_consumed_;
+    std::vector<std::uint64_t> recv_piece_last_user_;
+    std::uint64_t send_tickets_ = 0;
+    std::uint64_t recv_tickets_ = 0;
+    MPI_Comm comm_ = MPI_COMM_NULL;
+    // Declared last: destroyed first, while everything their queued work uses still exists.
+    HostStream send_proxy_;
+    HostStream recv_proxy_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_mpi_staged_transport(MPI_Comm comm, const PairPlacement& placement,
+                                                     Device& device,
+                                                     const TransportOptions& options) {
+    return std::make_unique<MpiStagedTransport>(comm, placement, device, options);
+}
+
+}  // namespace gpurelay

@@ -1,0 +1,65 @@
+// A relay's middle stage: the consumer of the link before it and the producer on the link after
+// it, behind one slot protocol. Each link is a pair transport of its own, over a communicator of
+// just its two ranks, so every transport keeps its own reuse rule on its own link; what the middle
+// stage adds is that B writes the outgoing slot on one stream and the send reads it on another.
+#include "mpi/error.hpp"
+#include "mpi/wait.hpp"
+#include "transport/slot_ring.hpp"
+#include "transport/transport.hpp"
+
+namespace gpurelay {
+namespace {
+
+class RelayTransport final : public Transport {
+  public:
+    RelayTransport(std::unique_ptr<Transport> inbound, std::unique_ptr<Transport> outbound,
+                   Device& device, std::size_t slots)
+        : inbound_(std::move(inbound)), outbound_(std::move(outbound)), sent_(device, slots) {}
+
+    std::string name() const override { return outbound_->name(); }
+
+    // B writes slot k on the compute stream while the send of its previous use may still be
+    // reading it on the producer stream: the write waits for that send, then for whatever the
+    // link's own reuse rule asks (the next stage's release, for ipc in place).
+    void* acquire(std::size_t k, Stream& stream) override {
+        sent_.wait(k, stream);
+        return outbound_->acquire(k, stream);
+    }
+    void publish(std::size_t k, Stream& stream) override {
+        outbound_->publish(k, stream);
+        sent_.record(k, stream);
+    }
+    const void* await(std::size_t k, Stream& stream) override { return inbound_->await(k, stream); }
+    void release(std::size_t k, Stream& stream) override { inbound_->release(k, stream); }
+    bool receive_waits() const override { return inbound_->receive_waits(); }
+    void streams_idle() override {
+        inbound_->streams_idle();
+        outbound_->streams_idle();
+        sent_.streams_idle();
+    }
+    void set_tensor_bytes(std::size_t bytes) override {
+        inbound_->set_tensor_bytes(bytes);
+        outbound_->set_tensor_bytes(bytes);
+    }
+    void check_health() override {
+        inbound_->check_health();
+        outbound_->check_health();
+    }
+
+  private:
+    // Declared in link order, so the outbound link is torn down first: every stage tears its
+    // links down from the last to the first, and a teardown that is collective over a link's two
+    // ranks (ipc's window) never waits on a stage busy with a link further up the line.
+    std::unique_ptr<Transport> inbound_, outbound_;
+    SlotEvents sent_;  // recorded after each send of a slot
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_relay_transport(std::unique_ptr<Transport> inbound,
+                                                std::unique_ptr<Transport> outbound, Device& device,
+                                                std::size_t slots) {
+    return std::make_unique<RelayTransport>(std::move(inbound), std::move(outbound), device, slots);
+}
+
+}  // namespace gpurelay

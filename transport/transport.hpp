@@ -1,0 +1,166 @@
+// Moving tensors from a producer to a consumer through a ring of slots. Like every queued call
+// here, each call returns once its work is queued: the data have left or arrived only when the
+// stream gets past it.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mpi/pairing.hpp"
+#include "runtime/device.hpp"
+#include "runtime/stream.hpp"
+#include "runtime/timeout.hpp"
+
+namespace gpurelay {
+
+// What a step the device drives itself (launch = "device") needs of a transport: the consumer's
+// slots and their sequence words as this process addresses them (arrived[k] in the consumer's
+// memory, released[k] in the producer's, as ipc_memory.hpp lays them out), and each slot's uses
+// so far, which both its words hold between passes.
+struct SlotWords {
+    std::vector<void*> slots;
+    std::vector<std::uint32_t*> arrived, released;
+    std::vector<std::uint32_t> uses;
+    // Whether the producer waits for a slot's release before it writes it again (false: tests
+    // only, debug_skip_reuse_wait).
+    bool reuse_wait = true;
+};
+
+// The slot protocol every transport implements, the same for each. Slot k (step mod slots, the
+// same on both ranks) is one tensor in flight. Per step, on the producer:
+//   x = acquire(k, stream)   where A writes, once the slot's reuse allows it
+//   ... A writes x on `stream` ...
+//   publish(k, stream)       send it
+// and on the consumer:
+//   x = await(k, stream)     where it lands; there once `stream` is past the call
+//   ... B reads x ...
+//   release(k, stream)       after the slot's last reader: it may be written again
+// A slot is written again only after its release, across processes too: each transport queues
+// that wait where its writes happen (on the consumer's receive stream, or the producer's stream
+// when the producer writes the consumer's memory). A rank that plays both roles makes both calls.
+class Transport {
+  public:
+    virtual ~Transport() = default;
+    // "nccl", "mpi (host memory)", "mpi (host-staged)", "ipc (same GPU, ...)": as reported.
+    virtual std::string name() const = 0;
+    // Producer: where A writes slot k's next tensor, after what must come first on `stream`.
+    virtual void* acquire(std::size_t k, Stream& stream) = 0;
+    // Producer: sends what A wrote into slot k, queued on `stream` after A.
+    virtual void publish(std::size_t k, Stream& stream) = 0;
+    // Consumer: slot k's next tensor, there once `stream` is past this call.
+    virtual const void* await(std::size_t k, Stream& stream) = 0;
+    // Consumer: queued on `stream` after the last reader of slot k.
+    virtual void release(std::size_t k, Stream& stream) = 0;
+    // Whether await only waits, on the stream, for what the producer's side has written (ipc; a
+    // rank sending to itself): then the consumer has nothing to run beside C.
+    virtual bool receive_waits() const = 0;
+    // Every stream of this rank is idle: the orderings queued so far are met, and the next work
+    // may be a graph capture (whose waits may name only events recorded in the same capture).
+    virtual void streams_idle() = 0;
+    // The bytes of each tensor from now on, at most a slot's: a run of several sizes moves each
+    // in turn through the same slots. Called only while every stream of the rank is idle.
+    virtual void set_tensor_bytes(std::size_t bytes) = 0;
+    // Throws if the transport has failed in the background (NCCL's asynchronous errors; the
+    // communicator is aborted first, which unblocks this rank's NCCL kernels).
+    virtual void check_health() {}
+    // launch = "device": the slots and their words, for kernels that run the protocol themselves;
+    // nullopt where the transport moves the bytes itself (all but ipc with produce_in_place).
+    virtual std::optional<SlotWords> slot_words() { return std::nullopt; }
+    // After a pass the device drove, every stream idle: slot k was used `more[k]` more times, on
+    // both sides, so the words' next uses count on from there.
+    virtual void add_uses(const std::vector<std::uint32_t>& more) { (void)more; }
+};
+
+struct TransportOptions {
+    std::size_t slot_bytes = 0;          // one tensor (staging buffers are this big)
+    std::size_t chunk_bytes = 4u << 20;  // pieces of a staged message, pipelined
+    std::chrono::milliseconds timeout = kDefaultTimeout;  // longest wait on a peer
+    std::size_t slots = 1;                                // the pipeline's depth
+    // Tests only: drop the wait for a slot's release before it is written again, to show that
+    // verification catches the overwrite.
+    bool debug_skip_reuse_wait = false;
+    // ipc only (ipc_engine = "sm"): A writes straight into the consumer's slot, and publish only
+    // says it has arrived: no copy.
+    bool produce_in_place = false;
+};
+
+// Each factory is collective over `comm` and allocates the slots of `placement`'s role(s).
+// MPI between host buffers (the CPU path): MPI runs on the stream's own thread.
+std::unique_ptr<Transport> make_mpi_host_transport(MPI_Comm comm, const PairPlacement& placement,
+                                                   Device& device, const TransportOptions& options);
+// MPI for device buffers through pinned staging buffers, copies and MPI pipelined piece by piece.
+std::unique_ptr<Transport> make_mpi_staged_transport(MPI_Comm comm, const PairPlacement& placement,
+                                                     Device& device,
+                                                     const TransportOptions& options);
+// NCCL point-to-point (the id is broadcast from `comm`'s rank 0). Throws a usage error when built
+// without NCCL.
+std::unique_ptr<Transport> make_nccl_transport(MPI_Comm comm, const PairPlacement& placement,
+                                               Device& device, const TransportOptions& options);
+// The consumer's slots in memory its producer maps (same node only): CUDA IPC on the GPU, an
+// MPI-3 shared-memory window on the CPU path; the producer copies into them (a copy engine on the
+// GPU), or A writes into them (produce_in_place), and per-slot sequence words order the uses. A
+// usage error when a pair spans two nodes.
+std::unique_ptr<Transport> make_ipc_transport(MPI_Comm comm, const PairPlacement& placement,
+                                              Device& device, const TransportOptions& options);
+
+// --- A relay's middle stage
+//
+// A middle stage's slot protocol: await and release on the inbound link's transport, acquire and
+// publish on the outbound link's, with `slots` slots each. acquire may be queued on another
+// stream than publish: a slot is written again only after its last send has read it.
+std::unique_ptr<Transport> make_relay_transport(std::unique_ptr<Transport> inbound,
+                                                std::unique_ptr<Transport> outbound, Device& device,
+                                                std::size_t slots);
+
+// --- Collectives over a group
+// ---------------------------------------------------------------------
+//
+// One collective over `group` (an MPI communicator of just the group's ranks; its rank 0 is the
+// root) per call, every rank of the group calling in step order. Broadcast: the root passes
+// `send` (and `recv` when it keeps a copy), the others only `recv`. All-reduce: every rank passes
+// `send` (its share) and `recv` (where the sum lands), summed as `type`. Throws a runtime error
+// for sides that do not suit the collective and this rank.
+enum class ReduceType { float32, float64 };
+
+class CollectiveCall {
+  public:
+    virtual ~CollectiveCall() = default;
+    virtual std::string name() const = 0;
+    // Queues one collective of `bytes` on `stream`.
+    virtual void run(const void* send, void* recv, std::size_t bytes, Stream& stream) = 0;
+    virtual void check_health() {}
+};
+
+// MPI_Ibcast / MPI_Iallreduce between host buffers (the CPU path), on the stream's own thread, in
+// `chunk_bytes` pieces.
+std::unique_ptr<CollectiveCall> make_mpi_host_collective(MPI_Comm group, Collective op,
+                                                         ReduceType type,
+                                                         const TransportOptions& options);
+// The same collective for device buffers, through one pinned staging buffer: copied out on the
+// stream, MPI on a proxy thread, copied back in on the stream.
+std::unique_ptr<CollectiveCall> make_mpi_staged_collective(MPI_Comm group, Collective op,
+                                                           ReduceType type, Device& device,
+                                                           const TransportOptions& options);
+// ncclBroadcast / ncclAllReduce on a communicator of the group's ranks. Builds without NCCL throw
+// a usage error.
+std::unique_ptr<CollectiveCall> make_nccl_collective(MPI_Comm group, Collective op,
+                                                     ReduceType type);
+
+// The slot protocol over a collective: the producer's slots are what the rank contributes, the
+// consumer's where the result lands; the collective runs when the rank's last side is queued.
+std::unique_ptr<Transport> make_collective_transport(std::unique_ptr<CollectiveCall> call,
+                                                     const PairPlacement& placement, Device& device,
+                                                     const TransportOptions& options);
+
+// Whether NCCL is built in, and its version ("2.28.3"), or "none".
+bool nccl_built();
+std::string nccl_version_string();
+
+}  // namespace gpurelay

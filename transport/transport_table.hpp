@@ -1,0 +1,63 @@
+// The transports a run can open, one row each: what it needs and allows, why where it does not,
+// and its factories. Validation, auto's choice and CONFIG.md read the rows (config/transport_
+// choice.cpp), set-up makes the chosen row's transport (app/setup.cpp), and the report names what
+// was opened (Transport::name): no other code tells one transport from another.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "mpi/pairing.hpp"
+#include "runtime/device.hpp"
+#include "transport/transport.hpp"
+
+namespace gpurelay {
+
+// A pair transport between the ranks of `comm` that `placement` names (collective over `comm`).
+using PairFactory = std::unique_ptr<Transport> (*)(MPI_Comm comm, const PairPlacement& placement,
+                                                   Device& device, const TransportOptions& options);
+// One collective over `group` per call (transport.hpp's CollectiveCall).
+using CollectiveFactory = std::unique_ptr<CollectiveCall> (*)(MPI_Comm group, Collective op,
+                                                              ReduceType type, Device& device,
+                                                              const TransportOptions& options);
+
+// What a transport needs and allows.
+struct TransportAllows {
+    bool cuda_path;         // runs on the CUDA path
+    bool cpu_path;          // runs on the CPU path
+    bool staged;            // through pinned host buffers: on the CPU path only with staging = "on"
+    bool across_nodes;      // a pair may span two nodes
+    bool shared_gpu;        // two ranks of a pair or group may share one GPU
+    bool graphs;            // its work can be captured in a CUDA graph
+    bool to_itself_on_gpu;  // one rank may send to itself on the CUDA path
+    bool in_place;          // A may write into the consumer's slots (ipc_engine = "sm")
+    // Its slots and sequence words are memory both roles address, so persistent kernels can run
+    // its protocol themselves (launch = "device").
+    bool device_launch;
+};
+
+// Why a transport does not allow what a run asks, where it does not: the reason the refusal
+// gives.
+struct TransportWhyNot {
+    std::string_view graphs = {};         // its work cannot be captured
+    std::string_view collectives = {};    // it runs no collective
+    std::string_view device_launch = {};  // a device cannot drive it
+    std::string_view staging = {};        // staging = "on" does not suit it (on the CPU path)
+};
+
+// One transport: its name, what it allows and why not, and how it is made.
+struct TransportRow {
+    std::string_view name;  // as a deck names it (MPI's two forms share "mpi": staging picks)
+    TransportAllows allows;
+    TransportWhyNot why_not;
+    PairFactory make_pair;              // pairs, and each link of a relay
+    CollectiveFactory make_collective;  // broadcast and all-reduce; nullptr where it runs none
+};
+
+// Every transport, most preferred first: auto takes the first whose needs the run meets.
+std::span<const TransportRow> transport_table();
+
+}  // namespace gpurelay
