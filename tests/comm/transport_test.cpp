@@ -127,8 +127,8 @@ TEST(CpuTransports, MessagesArriveWholeAndInOrder) {
     for (const Case& c : cases()) exchange_messages(c, 4);
 }
 
-// How long a test's reader holds a slot: a write that did not wait for it lands well within this
-// on the CPU path.
+// How long a test's reader holds a slot, or its receive stream holds the receives queued behind:
+// a write that did not wait for it lands well within this on the CPU path.
 constexpr std::chrono::milliseconds kHold{100};
 
 // Two messages through one slot, as the pipeline's B reads it: a reader on a stream of its own
@@ -167,6 +167,40 @@ void second_message_waits_for_the_reader(const Case& c) {
 
 TEST(CpuTransports, ASlotIsWrittenAgainOnlyAfterItsReaderReleasedIt) {
     for (const Case& c : cases()) second_message_waits_for_the_reader(c);
+}
+
+// Four messages into four slots, every receive queued behind a hold on the receive stream while
+// the sender sends them one after another: each lands whole in its own slot. So neither side
+// reuses a buffer of its own too early (the staged transport's staging buffers: the sender's
+// next copy into it waits for MPI to have sent the last message from it; the receiver's proxy
+// receives into it again only once the stream has copied the last message out).
+void messages_queued_behind_a_held_receive(const Case& c) {
+    constexpr int kMessages = 4;
+    Ends ends(c, kMessages);
+    std::vector<const std::uint8_t*> landed;
+    if (ends.receiver) {
+        ends.device->enqueue_host([] { std::this_thread::sleep_for(kHold); }, *ends.recv_stream);
+        for (std::size_t k = 0; k < kMessages; ++k) {
+            landed.push_back(
+                static_cast<const std::uint8_t*>(ends.transport->await(k, *ends.recv_stream)));
+        }
+    }
+    for (int m = 0; ends.sender && m < kMessages; ++m) ends.send(static_cast<std::size_t>(m), m);
+    if (ends.receiver) {
+        ends.recv_stream->synchronize();
+        for (std::size_t k = 0; k < kMessages; ++k) {
+            EXPECT_EQ(ends.wrong(landed[k], static_cast<int>(k)), 0u)
+                << c.name << ": message " << k;
+            ends.transport->release(k, *ends.recv_stream);
+        }
+        ends.recv_stream->synchronize();
+    }
+    ends.send_stream->synchronize();
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(CpuTransports, MessagesQueuedBehindAHeldReceiveLandWhole) {
+    for (const Case& c : cases()) messages_queued_behind_a_held_receive(c);
 }
 
 TEST(CpuTransports, AnEmptyMessageCompletes) {
