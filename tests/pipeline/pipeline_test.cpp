@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "comm/pairing.hpp"
@@ -178,6 +179,25 @@ TEST(StepTimer, StepsOfARetireGroupShareItsPeriod) {
     for (std::size_t s : {9u, 10u, 11u}) EXPECT_EQ(period(s), period(8)) << "step " << s;
     EXPECT_GT(period(4), 0.0);
     EXPECT_EQ(r.x_mismatches, std::vector<Counter>(12, 0));
+}
+
+// The first timed group's period is read from where the clock starts, not from the warm-up's last
+// step: what lies between (here the last warm-up step's callback, holding the host 200 ms; in a
+// run the ceilings and a barrier) is in no step's period. So the timed steps' periods add up to
+// at most the timed wall time (the clock starts just before it, and stops after the last step).
+TEST(StepTimer, TheFirstTimedStepsAreTimedFromWhereTheClockStarts) {
+    Config c = small_config();
+    c.steps = 12;
+    c.timing = Timing::steps;
+    Rig rig(c);
+    const PassResult r = rig.pipeline.run(true, nullptr, [](std::int64_t s) {
+        if (s == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        return false;
+    });
+    double periods = 0;
+    for (std::size_t s = 2; s < 12; ++s) periods += r.steps[s].period;
+    EXPECT_GT(periods, 0.0);
+    EXPECT_LT(periods, r.timed_wall_ms + 100.0) << "the hold before the clock started was timed";
 }
 
 // A stop inside a retire group ends it there: its steps' counts are read, but they get no
