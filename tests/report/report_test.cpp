@@ -155,6 +155,44 @@ TEST(ReportStatistics, SlowStepsAreCountedAndNamed) {
     EXPECT_EQ(plain.slow_steps, 0);
 }
 
+// Of ten slow steps, all are counted and the first kSlowStepsKept (8) named.
+TEST(ReportStatistics, OnlyTheFirstSlowStepsAreNamed) {
+    Config config = small_config();
+    config.steps = 40;
+    const PairPlacement placement = place_pairs(world_rank(), world_size(), false);
+    PassResult result = pass_result(config, placement.role);
+    for (std::size_t s = 10; s < 20; ++s) result.steps[s].period = 1000.0;
+    const PassSummary p = summarize_pass(MPI_COMM_WORLD, config, placement, result);
+    if (world_rank() != 0) return;
+    EXPECT_EQ(p.slow_steps, 10);
+    EXPECT_EQ(p.slow_step_numbers, (std::vector<std::int64_t>{10, 11, 12, 13, 14, 15, 16, 17}));
+}
+
+// A resumed pass ran the steps from its first: those are what its checks covered.
+TEST(ReportStatistics, AResumedPassCountsTheElementsOfTheStepsItRan) {
+    const Config config = small_config();
+    const PairPlacement placement = place_pairs(world_rank(), world_size(), false);
+    PassResult result = pass_result(config, placement.role);
+    result.first_step = 3;
+    result.timed_from = 4;  // step 3 is its cold step
+    const PassSummary p = summarize_pass(MPI_COMM_WORLD, config, placement, result);
+    const auto pairs = static_cast<std::uint64_t>(placement.pairs);
+    EXPECT_EQ(p.x_checked, 1000u * 5 * pairs);  // steps 3 to 7
+    EXPECT_EQ(p.c_checked, 500u * 5 * pairs);
+    EXPECT_EQ(p.timed_steps, 4);
+}
+
+// The steps that share an end event are counted on the rank that groups the fewest (a consumer's
+// written steps end its groups): here the last rank.
+TEST(ReportStatistics, GroupedStepsAreTheFewestAnyRankGroups) {
+    const Config config = small_config();
+    const PairPlacement placement = place_pairs(world_rank(), world_size(), false);
+    PassResult result = pass_result(config, placement.role);
+    result.grouped_steps = 6 - world_rank();
+    const PassSummary p = summarize_pass(MPI_COMM_WORLD, config, placement, result);
+    EXPECT_EQ(p.grouped_steps, 7 - world_size());
+}
+
 // nccl-tests' bus bandwidth factors: 1 for point-to-point and broadcast, 2(n-1)/n for an
 // all-reduce over n ranks.
 TEST(ReportStatistics, BusFactorsAreNcclTests) {
