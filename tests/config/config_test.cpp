@@ -773,6 +773,47 @@ TEST(Validate, Limits) {
     EXPECT_NO_THROW(validate_config(c));
 }
 
+// Each bound at its edge, and the checks that only a Config made in code reaches (the deck's
+// parser already refuses sampled:0 and graph_steps = 0).
+TEST(Validate, EachBoundAtItsEdge) {
+    const auto accepted = [](const std::function<void(Config&)>& change) {
+        Config c;
+        change(c);
+        EXPECT_NO_THROW(validate_config(c));
+    };
+    accepted([](Config& c) { c.c_iterations = 4294967295LL; });
+    accepted([](Config& c) { c.c_elements = 4294967295u; });
+    accepted([](Config& c) {
+        c.launch = Launch::device;
+        c.transport = TransportKind::ipc;
+        c.ipc_engine = IpcEngine::sm;
+        c.device_blocks = 4096;
+    });
+    accepted([](Config& c) { c.timeout_s = 0.001; });
+    accepted([](Config& c) { c.timeout_s = 365.0 * 24 * 3600; });
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.timeout_s = 1e300; }),
+                         "timeout_s (1e+300) must be between"));
+    // alpha within float32's normal range, or 0; float64 takes what float32 cannot.
+    accepted([](Config& c) { c.alpha = 0; });
+    accepted([](Config& c) {
+        c.dtype = DType::float64;
+        c.alpha = 1e-50;
+    });
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.alpha = 1e-50; }), "outside float32's range"));
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.alpha = 1e39; }), "outside float32's range"));
+    EXPECT_EQ(invalid([](Config& c) {
+                  c.timing = Timing::sampled;
+                  c.timing_every = 0;
+              }),
+              "timing (sampled:0) needs K of sampled:K >= 1");
+    EXPECT_EQ(invalid([](Config& c) { c.graph_steps = 0; }), "graph_steps (0) must be at least 1");
+    for (const char* tag : {"a\x7f", "a\tb"}) {
+        EXPECT_TRUE(contains(invalid([&](Config& c) { c.tag = tag; }),
+                             "tag must not hold control characters"))
+            << tag;
+    }
+}
+
 // The keys that name a rank, against the world's size, where they act.
 TEST(Validate, RankKeysNameRanksOfTheWorld) {
     const auto for_world = [](const Config& c, int world_size) {
