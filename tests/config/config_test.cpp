@@ -814,6 +814,22 @@ TEST(Validate, EachBoundAtItsEdge) {
     }
 }
 
+// The texts travel as TOML, which holds only well-formed UTF-8: every length of sequence up to
+// U+10FFFF is taken; overlong forms, surrogates, values past U+10FFFF, a stray or missing
+// continuation byte are refused.
+TEST(Validate, TextsAreWellFormedUtf8) {
+    for (const char* good :
+         {"caf\xc3\xa9", "\xe2\x82\xac 5", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf"}) {
+        Config c;
+        c.tag = good;
+        EXPECT_NO_THROW(validate_config(c)) << good;
+    }
+    for (const char* bad : {"\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                            "\xc3\x28", "\xc3\xc3", "\xe2\x82", "\x80", "\xf8\x88\x80\x80\x80"}) {
+        EXPECT_EQ(invalid([&](Config& c) { c.tag = bad; }), "tag is not valid UTF-8 text") << bad;
+    }
+}
+
 // The keys that name a rank, against the world's size, where they act.
 TEST(Validate, RankKeysNameRanksOfTheWorld) {
     const auto for_world = [](const Config& c, int world_size) {
