@@ -782,6 +782,45 @@ TEST(ReportTrust, StabilityAndPlacementLines) {
     EXPECT_EQ(range_list_text({0, 1, 2, 3, 7, 16, 17}), "0-3,7,16-17");
 }
 
+// The SM clock, where it is measured: more than 5% down over the timed steps is a likely cause
+// of an unstable step, 4% is not.
+TEST(ReportTrust, AClockThatFellIsALikelyCause) {
+    if (world_rank() != 0) return;
+    RunSummary s = contradicting_summary();
+    const auto report_with_clock_at = [&s](double end_mhz) {
+        for (PassSummary& p : s.passes) {
+            p.clocks_measured = true;
+            p.sm_clock_start_mhz = p.sm_clock_max_mhz = 1980;
+            p.sm_clock_end_mhz = end_mhz;
+        }
+        return report_of(s, print_report);
+    };
+    const std::string fell = report_with_clock_at(1800);
+    EXPECT_TRUE(has(fell, "the SM clock went 1980 -> 1800 MHz")) << fell;
+    const std::string held = report_with_clock_at(1900);
+    EXPECT_FALSE(has(held, "the SM clock went")) << held;
+}
+
+// Ranks named in a line: three by name, four or more as ranges.
+TEST(ReportTrust, ThreeRanksByNameFourAsARange) {
+    if (world_rank() != 0) return;
+    for (const std::size_t ranks : {3u, 4u}) {
+        RunSummary s = contradicting_summary();
+        s.backend = "cuda";
+        s.world_size = static_cast<int>(ranks);
+        s.ranks.resize(ranks, s.ranks.front());
+        for (std::size_t r = 0; r < ranks; ++r) {
+            s.ranks[r].cores = std::to_string(r);
+            s.ranks[r].core_count = 1;
+            s.ranks[r].host_threads = 5;
+        }
+        const std::string header = report_of(s, print_run_header);
+        EXPECT_TRUE(has(header, ranks == 3 ? "note: ranks 0, 1 and 2 have up to 5 working threads"
+                                           : "note: ranks 0-3 have up to 5 working threads"))
+            << header;
+    }
+}
+
 // Issue #42: a run of `pairs` made-up pairs on GPUs, 8 ranks to a host: pair i moves its tensor
 // in 1 + i/1000 ms, but five slow ones; every step takes 10 ms, pair 7's 12.
 RunSummary many_pairs(int pairs) {
