@@ -98,6 +98,7 @@ TEST(PassLoop, AFullPassTimesAndVerifiesEveryStep) {
         EXPECT_GT(r.cold_step_ms, 0.0);
         EXPECT_GT(r.timed_wall_ms, 0.0);
         EXPECT_EQ(r.phase_timed_steps, 7);
+        EXPECT_EQ(r.grouped_steps, 0);  // each step that times its phases records its own end
     }
 }
 
@@ -157,6 +158,22 @@ TEST(StepTimer, SampledTimesEveryKthTimedStepAndStepsTimesNone) {
         EXPECT_FALSE(std::isnan(t.period)) << "step " << s;
     }
     EXPECT_EQ(r.c_mismatches, std::vector<Counter>(12, 0));
+}
+
+// Sampling starts at the first timed step: no warm-up step times its phases, even where the
+// sampling's stride, counted back from there, would land on it (K = 2, warm-up steps 0 and 1).
+TEST(StepTimer, SampledTimesNoWarmUpStep) {
+    Config c = small_config();
+    c.timing = Timing::sampled;
+    c.timing_every = 2;
+    Rig rig(c);
+    const PassResult r = rig.pipeline.run(true, nullptr, nullptr);
+    EXPECT_EQ(r.phase_timed_steps, 4);  // steps 2, 4, 6, 8
+    for (std::int64_t s = 0; s < 9; ++s) {
+        const StepTimes& t = r.steps[static_cast<std::size_t>(s)];
+        const double phase = rig.consumer() ? t.b : t.a;
+        EXPECT_EQ(!std::isnan(phase), s >= 2 && s % 2 == 0) << "step " << s;
+    }
 }
 
 // Steps that time no phase and are not written share one end event per retire group of up to 4
