@@ -129,44 +129,47 @@ TEST(CpuTransports, MessagesArriveWholeAndInOrder) {
 
 // How long a test's reader holds a slot, or its receive stream holds the receives queued behind:
 // a write that did not wait for it lands well within this on the CPU path.
-constexpr std::chrono::milliseconds kHold{100};
+constexpr std::chrono::milliseconds kHold{50};
 
-// Two messages through one slot, as the pipeline's B reads it: a reader on a stream of its own
-// holds slot 0 for kHold and then counts what differs from message 0, and releases it there. The
-// second message's receive (or copy) is queued meanwhile, and must wait for that release.
-void second_message_waits_for_the_reader(const Case& c) {
+// Three messages through one slot, as the pipeline's B reads it: a reader on a stream of its own
+// holds the slot for kHold and then counts what differs from the message, and releases it there.
+// The next message's receive (or copy) is queued meanwhile, and must wait for that release, and
+// only that one (a release that let the slot go a use early lets the third over the second).
+void each_message_waits_for_the_reader(const Case& c) {
+    constexpr int kMessages = 3;
     Ends ends(c, 1);
     auto reader = ends.device->make_stream(false, "reader");
     auto arrived = ends.device->make_event(EventUse::ordering);
-    std::size_t wrong_while_read = 0;
-    const std::uint8_t* in = nullptr;
-    if (ends.sender) ends.send(0, 0);
-    if (ends.receiver) {
-        in = static_cast<const std::uint8_t*>(ends.transport->await(0, *ends.recv_stream));
+    std::vector<std::size_t> wrong_while_read(kMessages, c.bytes);
+    for (int m = 0; m < kMessages; ++m) {
+        if (ends.sender) ends.send(0, m);
+        if (!ends.receiver) continue;
+        const auto* in =
+            static_cast<const std::uint8_t*>(ends.transport->await(0, *ends.recv_stream));
         arrived->record(*ends.recv_stream);
         reader->wait(*arrived);
         ends.device->enqueue_host(
-            [&] {
+            [&ends, &wrong_while_read, in, m] {
                 std::this_thread::sleep_for(kHold);
-                wrong_while_read = ends.wrong(in, 0);
+                wrong_while_read[static_cast<std::size_t>(m)] = ends.wrong(in, m);
             },
             *reader);
         ends.transport->release(0, *reader);
     }
-    if (ends.sender) ends.send(0, 1);
     if (ends.receiver) {
-        ends.transport->await(0, *ends.recv_stream);
         reader->synchronize();
         ends.recv_stream->synchronize();
-        EXPECT_EQ(wrong_while_read, 0u) << c.name << ": the slot was written again while read";
-        EXPECT_EQ(ends.wrong(in, 1), 0u) << c.name << ": the second message after the release";
+        for (int m = 0; m < kMessages; ++m) {
+            EXPECT_EQ(wrong_while_read[static_cast<std::size_t>(m)], 0u)
+                << c.name << ": message " << m << " was overwritten while read";
+        }
     }
     ends.send_stream->synchronize();
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
 TEST(CpuTransports, ASlotIsWrittenAgainOnlyAfterItsReaderReleasedIt) {
-    for (const Case& c : cases()) second_message_waits_for_the_reader(c);
+    for (const Case& c : cases()) each_message_waits_for_the_reader(c);
 }
 
 // Four messages into four slots, every receive queued behind a hold on the receive stream while
