@@ -772,6 +772,63 @@ TEST(Validate, Limits) {
     EXPECT_NO_THROW(validate_config(c));
 }
 
+// Each bound at its edge, and the checks that only a Config made in code reaches (the deck's
+// parser already refuses sampled:0 and graph_steps = 0).
+TEST(Validate, EachBoundAtItsEdge) {
+    const auto accepted = [](const std::function<void(Config&)>& change) {
+        Config c;
+        change(c);
+        EXPECT_NO_THROW(validate_config(c));
+    };
+    accepted([](Config& c) { c.c_iterations = 4294967295LL; });
+    accepted([](Config& c) { c.c_elements = 4294967295u; });
+    accepted([](Config& c) {
+        c.launch = Launch::device;
+        c.transport = TransportKind::ipc;
+        c.ipc_engine = IpcEngine::sm;
+        c.device_blocks = 4096;
+    });
+    accepted([](Config& c) { c.timeout_s = 0.001; });
+    accepted([](Config& c) { c.timeout_s = 365.0 * 24 * 3600; });
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.timeout_s = 1e300; }),
+                         "timeout_s (1e+300) must be between"));
+    // alpha within float32's normal range, or 0; float64 takes what float32 cannot.
+    accepted([](Config& c) { c.alpha = 0; });
+    accepted([](Config& c) {
+        c.dtype = DType::float64;
+        c.alpha = 1e-50;
+    });
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.alpha = 1e-50; }), "outside float32's range"));
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.alpha = 1e39; }), "outside float32's range"));
+    EXPECT_EQ(invalid([](Config& c) {
+                  c.timing = Timing::sampled;
+                  c.timing_every = 0;
+              }),
+              "timing (sampled:0) needs K of sampled:K >= 1");
+    EXPECT_EQ(invalid([](Config& c) { c.graph_steps = 0; }), "graph_steps (0) must be at least 1");
+    for (const char* tag : {"a\x7f", "a\tb"}) {
+        EXPECT_TRUE(contains(invalid([&](Config& c) { c.tag = tag; }),
+                             "tag must not hold control characters"))
+            << tag;
+    }
+}
+
+// The texts travel as TOML, which holds only well-formed UTF-8: every length of sequence up to
+// U+10FFFF is taken; overlong forms, surrogates, values past U+10FFFF, a stray or missing
+// continuation byte are refused.
+TEST(Validate, TextsAreWellFormedUtf8) {
+    for (const char* good :
+         {"caf\xc3\xa9", "\xe2\x82\xac 5", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf"}) {
+        Config c;
+        c.tag = good;
+        EXPECT_NO_THROW(validate_config(c)) << good;
+    }
+    for (const char* bad : {"\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                            "\xc3\x28", "\xc3\xc3", "\xe2\x82", "\x80", "\xf8\x88\x80\x80\x80"}) {
+        EXPECT_EQ(invalid([&](Config& c) { c.tag = bad; }), "tag is not valid UTF-8 text") << bad;
+    }
+}
+
 // The keys that name a rank, against the world's size, where they act.
 TEST(Validate, RankKeysNameRanksOfTheWorld) {
     const auto for_world = [](const Config& c, int world_size) {

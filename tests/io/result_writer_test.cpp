@@ -54,6 +54,19 @@ ResultFileLayout layout() {
     return l;
 }
 
+// The `count` doubles of dataset `name` in the closed file at `path` (rank 0), or none.
+std::vector<double> read_doubles(const std::string& path, const char* name, std::size_t count) {
+    std::vector<double> values(count);
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return {};
+    const hid_t y = H5Dopen2(f, name, H5P_DEFAULT);
+    const bool read =
+        y >= 0 && H5Dread(y, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0;
+    if (y >= 0) H5Dclose(y);
+    H5Fclose(f);
+    return read ? values : std::vector<double>{};
+}
+
 TEST(ResultWriter, RowsReachTheFileCheckedAndCountedInSamples) {
     const std::string path = shared_scratch_dir() + "/rows.h5";
     const auto pair = static_cast<std::uint64_t>(test::world_rank());
@@ -64,13 +77,13 @@ TEST(ResultWriter, RowsReachTheFileCheckedAndCountedInSamples) {
     {
         // The check samples 10 elements and calls the row wrong when its first value is not
         // that of its step: step 4's row is made wrong below.
-        ResultWriter writer(*device, file, pair, kElements * sizeof(double), 2,
-                            [&](const void* row, std::int64_t step) {
-                                ++checks;
-                                const auto* y = static_cast<const double*>(row);
-                                return ResultWriter::RowCheckResult{
-                                    10, y[0] == value(pair, step, 0) ? 0u : 1u};
-                            });
+        ResultWriter writer(
+            *device, file, pair, kElements * sizeof(double), 2,
+            [&](const void* row, std::int64_t step) {
+                ++checks;
+                const auto* y = static_cast<const double*>(row);
+                return ResultWriter::RowCheckResult{10, y[0] == value(pair, step, 0) ? 0u : 1u};
+            });
         for (std::int64_t r = 0; r < kRows; ++r) {
             const std::int64_t step = 2 * r;
             const ResultWriter::Slot slot = writer.acquire();
@@ -94,13 +107,8 @@ TEST(ResultWriter, RowsReachTheFileCheckedAndCountedInSamples) {
     }
     file.close(true, {});
     if (test::world_rank() != 0) return;
-    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-    ASSERT_GE(f, 0);
-    const hid_t y = H5Dopen2(f, "/y", H5P_DEFAULT);
-    std::vector<double> all(static_cast<std::size_t>(test::world_size()) * kRows * kElements);
-    ASSERT_GE(H5Dread(y, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data()), 0);
-    H5Dclose(y);
-    H5Fclose(f);
+    const std::vector<double> all =
+        read_doubles(path, "/y", static_cast<std::size_t>(test::world_size()) * kRows * kElements);
     std::size_t wrong = 0;
     for (std::uint64_t p = 0; p < static_cast<std::uint64_t>(test::world_size()); ++p) {
         for (std::int64_t r = 0; r < kRows; ++r) {
@@ -144,6 +152,65 @@ TEST(ResultWriter, AcquireBlocksOnlyWhileEveryBufferIsTaken) {
         EXPECT_EQ(writer.bytes_written(), 3 * kElements * sizeof(double));
     }
     file.close(true, {});
+}
+
+// A run of several sizes switches the writer to the next size's /y between them: the rows still
+// in flight (their data ready only 100 ms after the switch is asked for) reach the first size's
+// /y whole, the rows after it the second's, and each row counts its own bytes.
+TEST(ResultWriter, ASwitchOfRowsWaitsForTheRowsInFlight) {
+    constexpr std::uint64_t kShorter = 60;
+    const std::string path = shared_scratch_dir() + "/sizes.h5";
+    const auto pair = static_cast<std::uint64_t>(test::world_rank());
+    auto device = make_host_device(std::chrono::seconds(30));
+    auto stream = device->make_stream(false, "io");
+    ResultFileLayout sizes = layout();
+    sizes.written_steps = {0, 2};
+    sizes.row_sets = {{"/cases/0", kElements}, {"/cases/1", kShorter}};
+    ResultFile file = ResultFile::create(MPI_COMM_WORLD, path, false, sizes, {});
+    {
+        ResultWriter writer(*device, file, pair, kElements * sizeof(double), 2, nullptr);
+        device->enqueue_host([] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); },
+                             *stream);
+        for (std::size_t set = 0; set < 2; ++set) {
+            const std::uint64_t length = set == 0 ? kElements : kShorter;
+            if (set == 1) writer.switch_rows(1, kShorter * sizeof(double), nullptr);
+            for (std::int64_t r = 0; r < 2; ++r) {
+                const ResultWriter::Slot slot = writer.acquire();
+                device->enqueue_host(
+                    [slot, set, r, pair, length] {
+                        auto* y = static_cast<double*>(slot.host);
+                        for (std::uint64_t i = 0; i < length; ++i) {
+                            y[i] = value(pair, 2 * r, i) + 100000.0 * static_cast<double>(set);
+                        }
+                    },
+                    *stream);
+                slot.ready->record(*stream);
+                writer.submit(slot, static_cast<std::uint64_t>(r), 2 * r);
+            }
+        }
+        writer.drain();
+        EXPECT_EQ(writer.bytes_written(), 2 * (kElements + kShorter) * sizeof(double));
+    }
+    file.close(true, {});
+    if (test::world_rank() != 0) return;
+    const auto pairs = static_cast<std::uint64_t>(test::world_size());
+    for (std::size_t set = 0; set < 2; ++set) {
+        const std::uint64_t length = set == 0 ? kElements : kShorter;
+        const std::vector<double> all =
+            read_doubles(path, set == 0 ? "/cases/0/y" : "/cases/1/y", pairs * 2 * length);
+        ASSERT_EQ(all.size(), pairs * 2 * length) << "set " << set;
+        std::size_t wrong = 0;
+        for (std::uint64_t p = 0; p < pairs; ++p) {
+            for (std::uint64_t r = 0; r < 2; ++r) {
+                for (std::uint64_t i = 0; i < length; ++i) {
+                    const double want = value(p, 2 * static_cast<std::int64_t>(r), i) +
+                                        100000.0 * static_cast<double>(set);
+                    wrong += all[(p * 2 + r) * length + i] != want;
+                }
+            }
+        }
+        EXPECT_EQ(wrong, 0u) << "set " << set;
+    }
 }
 
 }  // namespace

@@ -186,6 +186,9 @@ TEST(KernelB, ScalesAndCountsWrongInputs) {
         if (i == 100) continue;
         ASSERT_EQ(y[i], static_cast<float>(2.5 * reference_x(3, i, 9))) << i;
     }
+    // B adds to the count it is given (the CUDA kernel's blocks each add theirs).
+    host::run_b(Span<const float>{x.data(), n}, Span<float>{y.data(), n}, 2.5f, 3, 9, &bad);
+    EXPECT_EQ(bad, 4u);
 }
 
 TEST(KernelB, ChecksAgainstTheStepItWasGiven) {
@@ -216,6 +219,8 @@ TEST(KernelC, VerifyCountsCorruptedElements) {
     z[299] += 1u;
     host::run_verify_c(Span<const std::uint32_t>{z.data(), z.size()}, 2, 77, 40, &bad);
     EXPECT_EQ(bad, 2u);
+    host::run_verify_c(Span<const std::uint32_t>{z.data(), z.size()}, 2, 77, 40, &bad);
+    EXPECT_EQ(bad, 4u);  // added to what the count held
 }
 
 TEST(SpotCheck, FindsAWrongSampleAndCoversBothEnds) {

@@ -31,6 +31,35 @@ TEST(Pairing, AdjacentAndSplitPairs) {
     EXPECT_EQ(place_pairs(0, 1, false).role, Role::both);
 }
 
+// Every rank of six: adjacent pairs 2k with 2k + 1, split pairs k with k + 3, each numbered by
+// its producer; an odd world has no pairs.
+TEST(Pairing, EveryRanksPairRoleAndPeer) {
+    for (const bool split : {false, true}) {
+        for (int rank = 0; rank < 6; ++rank) {
+            const PairPlacement p = place_pairs(rank, 6, split);
+            const int pair = split ? rank % 3 : rank / 2;
+            const bool produces = split ? rank < 3 : rank % 2 == 0;
+            EXPECT_EQ(p.pairs, 3);
+            EXPECT_EQ(p.pair, pair) << "rank " << rank << (split ? " split" : "");
+            EXPECT_EQ(p.producer, split ? pair : 2 * pair) << "rank " << rank;
+            EXPECT_EQ(p.consumer, split ? pair + 3 : 2 * pair + 1) << "rank " << rank;
+            EXPECT_EQ(p.role, produces ? Role::producer : Role::consumer) << "rank " << rank;
+            EXPECT_EQ(p.peer, produces ? p.consumer : p.producer) << "rank " << rank;
+        }
+    }
+    EXPECT_EQ(message([] { place_pairs(0, 3, false); }),
+              "gpurelay needs one rank or an even number of ranks (producer/consumer pairs), "
+              "got 3");
+}
+
+// A rank drives its node-local rank's GPU, modulo the GPUs it sees; none without any.
+TEST(Pairing, EachRankSelectsAGpuItSees) {
+    EXPECT_EQ(select_gpu(0, 4), 0);
+    EXPECT_EQ(select_gpu(5, 4), 1);
+    EXPECT_EQ(select_gpu(3, 1), 0);
+    EXPECT_EQ(select_gpu(2, 0), -1);
+}
+
 // Broadcast groups: each group's rank 0 produces, the others consume and are numbered group by
 // group (the rows of /y); a group of one consumes its own tensor.
 TEST(Groups, BroadcastRootsAndReceivers) {
@@ -43,6 +72,7 @@ TEST(Groups, BroadcastRootsAndReceivers) {
         EXPECT_EQ(p.peer, rank / 3 * 3) << "the root";
         EXPECT_EQ(p.pairs, 4) << "2 groups of 2 receivers";
         EXPECT_EQ(p.role, rank % 3 == 0 ? Role::producer : Role::consumer) << rank;
+        EXPECT_EQ(p.consumer, rank % 3 == 0 ? rank + 1 : rank) << rank;
         if (p.role == Role::consumer) rows.push_back(p.pair);
     }
     EXPECT_EQ(rows, (std::vector<int>{0, 1, 2, 3}));

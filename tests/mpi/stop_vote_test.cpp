@@ -96,6 +96,31 @@ TEST(StopVote, TheVoteInFlightReturnsBeforeTheNextVote) {
     EXPECT_GT(returned_early, 0);
 }
 
+// The vote's destructor completes the vote left in flight before the communicator goes: rank 0
+// posts the first vote and goes at once, the last rank casts its own 200 ms later. Rank 0's
+// destructor returns only after that cast (the ranks share the node's steady clock).
+TEST(StopVote, TheVoteLeftInFlightCompletesBeforeTheVoteGoesAway) {
+    const auto now_ns = [] {
+        return static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                             std::chrono::steady_clock::now().time_since_epoch())
+                                             .count());
+    };
+    std::int64_t cast_at = 0;
+    {
+        StopVote vote(MPI_COMM_WORLD, kTimeout);
+        if (test::world_rank() == test::world_size() - 1) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            cast_at = now_ns();
+        }
+        ASSERT_EQ(vote.after_step(), 0);  // the first step posts the first vote
+        EXPECT_EQ(vote.votes(), 1);
+    }
+    const std::int64_t gone_at = now_ns();
+    std::int64_t last_cast = 0;
+    MPI_Allreduce(&cast_at, &last_cast, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    EXPECT_GE(gone_at, last_cast) << "the vote went away before the last rank had cast its part";
+}
+
 TEST(StopSignal, EachStopSignalHasItsNameAndExitsWith128PlusItsNumber) {
     EXPECT_STREQ(stop_signal_name(SIGTERM), "SIGTERM");
     EXPECT_STREQ(stop_signal_name(SIGINT), "SIGINT");

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "mpi/pairing.hpp"
@@ -97,6 +98,7 @@ TEST(PassLoop, AFullPassTimesAndVerifiesEveryStep) {
         EXPECT_GT(r.cold_step_ms, 0.0);
         EXPECT_GT(r.timed_wall_ms, 0.0);
         EXPECT_EQ(r.phase_timed_steps, 7);
+        EXPECT_EQ(r.grouped_steps, 0);  // each step that times its phases records its own end
     }
 }
 
@@ -158,6 +160,22 @@ TEST(StepTimer, SampledTimesEveryKthTimedStepAndStepsTimesNone) {
     EXPECT_EQ(r.c_mismatches, std::vector<Counter>(12, 0));
 }
 
+// Sampling starts at the first timed step: no warm-up step times its phases, even where the
+// sampling's stride, counted back from there, would land on it (K = 2, warm-up steps 0 and 1).
+TEST(StepTimer, SampledTimesNoWarmUpStep) {
+    Config c = small_config();
+    c.timing = Timing::sampled;
+    c.timing_every = 2;
+    Rig rig(c);
+    const PassResult r = rig.pipeline.run(true, nullptr, nullptr);
+    EXPECT_EQ(r.phase_timed_steps, 4);  // steps 2, 4, 6, 8
+    for (std::int64_t s = 0; s < 9; ++s) {
+        const StepTimes& t = r.steps[static_cast<std::size_t>(s)];
+        const double phase = rig.consumer() ? t.b : t.a;
+        EXPECT_EQ(!std::isnan(phase), s >= 2 && s % 2 == 0) << "step " << s;
+    }
+}
+
 // Steps that time no phase and are not written share one end event per retire group of up to 4
 // steps from a multiple of 4, cut before the timed region: with 12 steps and 2 of warm-up, the
 // groups are {0} (the cold step), {1}, {2, 3}, {4..7} and {8..11}, and each step of a group gets
@@ -178,6 +196,25 @@ TEST(StepTimer, StepsOfARetireGroupShareItsPeriod) {
     for (std::size_t s : {9u, 10u, 11u}) EXPECT_EQ(period(s), period(8)) << "step " << s;
     EXPECT_GT(period(4), 0.0);
     EXPECT_EQ(r.x_mismatches, std::vector<Counter>(12, 0));
+}
+
+// The first timed group's period is read from where the clock starts, not from the warm-up's last
+// step: what lies between (here the last warm-up step's callback, holding the host 200 ms; in a
+// run the ceilings and a barrier) is in no step's period. So the timed steps' periods add up to
+// at most the timed wall time (the clock starts just before it, and stops after the last step).
+TEST(StepTimer, TheFirstTimedStepsAreTimedFromWhereTheClockStarts) {
+    Config c = small_config();
+    c.steps = 12;
+    c.timing = Timing::steps;
+    Rig rig(c);
+    const PassResult r = rig.pipeline.run(true, nullptr, [](std::int64_t s) {
+        if (s == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        return false;
+    });
+    double periods = 0;
+    for (std::size_t s = 2; s < 12; ++s) periods += r.steps[s].period;
+    EXPECT_GT(periods, 0.0);
+    EXPECT_LT(periods, r.timed_wall_ms + 100.0) << "the hold before the clock started was timed";
 }
 
 // A stop inside a retire group ends it there: its steps' counts are read, but they get no

@@ -155,6 +155,44 @@ TEST(ReportStatistics, SlowStepsAreCountedAndNamed) {
     EXPECT_EQ(plain.slow_steps, 0);
 }
 
+// Of ten slow steps, all are counted and the first kSlowStepsKept (8) named.
+TEST(ReportStatistics, OnlyTheFirstSlowStepsAreNamed) {
+    Config config = small_config();
+    config.steps = 40;
+    const PairPlacement placement = place_pairs(world_rank(), world_size(), false);
+    PassResult result = pass_result(config, placement.role);
+    for (std::size_t s = 10; s < 20; ++s) result.steps[s].period = 1000.0;
+    const PassSummary p = summarize_pass(MPI_COMM_WORLD, config, placement, result);
+    if (world_rank() != 0) return;
+    EXPECT_EQ(p.slow_steps, 10);
+    EXPECT_EQ(p.slow_step_numbers, (std::vector<std::int64_t>{10, 11, 12, 13, 14, 15, 16, 17}));
+}
+
+// A resumed pass ran the steps from its first: those are what its checks covered.
+TEST(ReportStatistics, AResumedPassCountsTheElementsOfTheStepsItRan) {
+    const Config config = small_config();
+    const PairPlacement placement = place_pairs(world_rank(), world_size(), false);
+    PassResult result = pass_result(config, placement.role);
+    result.first_step = 3;
+    result.timed_from = 4;  // step 3 is its cold step
+    const PassSummary p = summarize_pass(MPI_COMM_WORLD, config, placement, result);
+    const auto pairs = static_cast<std::uint64_t>(placement.pairs);
+    EXPECT_EQ(p.x_checked, 1000u * 5 * pairs);  // steps 3 to 7
+    EXPECT_EQ(p.c_checked, 500u * 5 * pairs);
+    EXPECT_EQ(p.timed_steps, 4);
+}
+
+// The steps that share an end event are counted on the rank that groups the fewest (a consumer's
+// written steps end its groups): here the last rank.
+TEST(ReportStatistics, GroupedStepsAreTheFewestAnyRankGroups) {
+    const Config config = small_config();
+    const PairPlacement placement = place_pairs(world_rank(), world_size(), false);
+    PassResult result = pass_result(config, placement.role);
+    result.grouped_steps = 6 - world_rank();
+    const PassSummary p = summarize_pass(MPI_COMM_WORLD, config, placement, result);
+    EXPECT_EQ(p.grouped_steps, 7 - world_size());
+}
+
 // nccl-tests' bus bandwidth factors: 1 for point-to-point and broadcast, 2(n-1)/n for an
 // all-reduce over n ranks.
 TEST(ReportStatistics, BusFactorsAreNcclTests) {
@@ -742,6 +780,45 @@ TEST(ReportTrust, StabilityAndPlacementLines) {
         << cuda_header;
     EXPECT_TRUE(has(report_of(s, print_report), "GPU clock: not measured")) << "no NVML here";
     EXPECT_EQ(range_list_text({0, 1, 2, 3, 7, 16, 17}), "0-3,7,16-17");
+}
+
+// The SM clock, where it is measured: more than 5% down over the timed steps is a likely cause
+// of an unstable step, 4% is not.
+TEST(ReportTrust, AClockThatFellIsALikelyCause) {
+    if (world_rank() != 0) return;
+    RunSummary s = contradicting_summary();
+    const auto report_with_clock_at = [&s](double end_mhz) {
+        for (PassSummary& p : s.passes) {
+            p.clocks_measured = true;
+            p.sm_clock_start_mhz = p.sm_clock_max_mhz = 1980;
+            p.sm_clock_end_mhz = end_mhz;
+        }
+        return report_of(s, print_report);
+    };
+    const std::string fell = report_with_clock_at(1800);
+    EXPECT_TRUE(has(fell, "the SM clock went 1980 -> 1800 MHz")) << fell;
+    const std::string held = report_with_clock_at(1900);
+    EXPECT_FALSE(has(held, "the SM clock went")) << held;
+}
+
+// Ranks named in a line: three by name, four or more as ranges.
+TEST(ReportTrust, ThreeRanksByNameFourAsARange) {
+    if (world_rank() != 0) return;
+    for (const std::size_t ranks : {3u, 4u}) {
+        RunSummary s = contradicting_summary();
+        s.backend = "cuda";
+        s.world_size = static_cast<int>(ranks);
+        s.ranks.resize(ranks, s.ranks.front());
+        for (std::size_t r = 0; r < ranks; ++r) {
+            s.ranks[r].cores = std::to_string(r);
+            s.ranks[r].core_count = 1;
+            s.ranks[r].host_threads = 5;
+        }
+        const std::string header = report_of(s, print_run_header);
+        EXPECT_TRUE(has(header, ranks == 3 ? "note: ranks 0, 1 and 2 have up to 5 working threads"
+                                           : "note: ranks 0-3 have up to 5 working threads"))
+            << header;
+    }
 }
 
 // Issue #42: a run of `pairs` made-up pairs on GPUs, 8 ranks to a host: pair i moves its tensor

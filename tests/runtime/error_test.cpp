@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -16,9 +19,8 @@ namespace {
 
 TEST(FailFatally, WithoutAHandlerOneLineAndTheCode) {
     ASSERT_EQ(fatal_handler(), nullptr);
-    EXPECT_EXIT(fail_fatally(std::make_exception_ptr(
-                    timeout_error("finding the ranks of this node",
-                                  std::chrono::milliseconds(300000)))),
+    EXPECT_EXIT(fail_fatally(std::make_exception_ptr(timeout_error(
+                    "finding the ranks of this node", std::chrono::milliseconds(300000)))),
                 testing::ExitedWithCode(4),
                 "^gpurelay: finding the ranks of this node did not finish within 300 s "
                 "\\(timeout_s\\)");
@@ -36,7 +38,8 @@ TEST(FailFatally, ManyThreadsAtOnceOneLine) {
         std::vector<std::thread> threads;
         for (int i = 0; i < 8; ++i) {
             threads.emplace_back([i, &ready] {
-                const auto error = std::make_exception_ptr(usage_error("wait " + std::to_string(i)));
+                const auto error =
+                    std::make_exception_ptr(usage_error("wait " + std::to_string(i)));
                 ready.fetch_add(1);
                 while (ready.load() < 8) {
                 }
@@ -46,6 +49,25 @@ TEST(FailFatally, ManyThreadsAtOnceOneLine) {
         for (std::thread& t : threads) t.join();
     };
     EXPECT_EXIT(many(), testing::ExitedWithCode(2), "^gpurelay: wait [0-7]\n$");
+}
+
+// The end of the process is claimed once: the first claim returns, and a later one, from any
+// thread, never does (its thread waits for the process to end). Without that, ManyThreadsAtOnce
+// could still pass: the first thread's exit wins its race with the others' lines.
+TEST(ClaimProcessEnd, TheFirstClaimReturnsAndEveryLaterOneWaits) {
+    const auto claim_twice = [] {
+        claim_process_end();
+        std::atomic<bool> returned{false};
+        std::thread later([&returned] {
+            claim_process_end();
+            returned = true;
+        });
+        later.detach();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::fprintf(stderr, returned ? "the later claim returned\n" : "the later claim waits\n");
+        std::_Exit(returned ? 1 : 0);
+    };
+    EXPECT_EXIT(claim_twice(), testing::ExitedWithCode(0), "^the later claim waits\n$");
 }
 
 }  // namespace

@@ -16,6 +16,25 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// Two streams and an event, whose waits last 100 ms at most; the first stream is held until
+// release().
+struct HeldStream {
+    HeldStream() {
+        held.enqueue([this] {
+            while (!released) std::this_thread::sleep_for(1ms);
+        });
+    }
+    ~HeldStream() { release(); }
+    void release() {
+        released = true;
+        held.synchronize();
+    }
+
+    std::atomic<bool> released{false};
+    HostStream held{100ms}, other{100ms};
+    HostEvent event{100ms};
+};
+
 TEST(HostStream, EnqueueReturnsBeforeTheWorkRuns) {
     HostStream stream;
     std::atomic<bool> started{false};
@@ -96,6 +115,32 @@ TEST(HostStream, WaitTargetsTheRecordAtTheTimeOfTheCall) {
     a.synchronize();
 }
 
+// Called while the last operation runs (the queue already empty), synchronize returns only once
+// it has finished.
+TEST(HostStream, SynchronizeWaitsForTheOperationRunning) {
+    HostStream stream;
+    std::atomic<bool> started{false}, finished{false};
+    stream.enqueue([&] {
+        started = true;
+        std::this_thread::sleep_for(50ms);
+        finished = true;
+    });
+    while (!started) std::this_thread::yield();
+    stream.synchronize();
+    EXPECT_TRUE(finished);
+}
+
+// An event recorded on two streams: the later record, reached first, stays reached when the
+// earlier one is reached after it (a wait for the later record must not start again).
+TEST(HostEvent, AnEarlierRecordReachedLateLeavesTheLaterOneReached) {
+    HeldStream h;
+    h.event.record(h.held);   // generation 1, behind the blocked operation
+    h.event.record(h.other);  // generation 2, reached at once
+    EXPECT_NO_THROW(h.event.synchronize());
+    h.release();  // generation 1 reached now
+    EXPECT_NO_THROW(h.event.synchronize());
+}
+
 TEST(HostStream, UnrecordedEventIsComplete) {
     HostStream stream;
     HostEvent never;
@@ -122,17 +167,10 @@ TEST(HostStream, ErrorsSurfaceAtSynchronizeAndSkipLaterWork) {
 }
 
 TEST(HostEvent, WaitTimesOutWithAClearError) {
-    HostStream a(100ms), b(100ms);
-    HostEvent event(100ms);
-    std::atomic<bool> release{false};
-    a.enqueue([&] {
-        while (!release) std::this_thread::sleep_for(1ms);
-    });
-    event.record(a);
-    b.wait(event);
-    EXPECT_THROW(b.synchronize(), Error);
-    release = true;
-    a.synchronize();
+    HeldStream h;
+    h.event.record(h.held);
+    h.other.wait(h.event);
+    EXPECT_THROW(h.other.synchronize(), Error);
 }
 
 TEST(HostEvent, ElapsedTimeMeasuresTheWorkBetweenRecords) {

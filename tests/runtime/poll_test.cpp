@@ -27,10 +27,9 @@ TEST(HostWait, GpuPathPrompt) {
 std::vector<microseconds> pauses_of(int looks, microseconds longest) {
     std::vector<microseconds> pauses;
     int n = 0;
-    const bool done = poll_until([&] { return ++n == looks; },
-                                 std::chrono::steady_clock::now() + std::chrono::seconds(10),
-                                 {microseconds(0), longest},
-                                 [&](microseconds pause) { pauses.push_back(pause); });
+    const bool done = poll_until(
+        [&] { return ++n == looks; }, std::chrono::steady_clock::now() + std::chrono::seconds(10),
+        {microseconds(0), longest}, [&](microseconds pause) { pauses.push_back(pause); });
     EXPECT_TRUE(done);
     EXPECT_EQ(n, looks);
     return pauses;
@@ -38,11 +37,25 @@ std::vector<microseconds> pauses_of(int looks, microseconds longest) {
 
 TEST(Poll, SparingPausesDoubleToTheLongest) {
     set_host_wait({HostWait::sparing, "test"});
-    const std::vector<microseconds> expected = {microseconds(10),  microseconds(20),
-                                                microseconds(40),  microseconds(80),
-                                                microseconds(160), microseconds(300),
-                                                microseconds(300)};
+    const std::vector<microseconds> expected = {
+        microseconds(10),  microseconds(20),  microseconds(40), microseconds(80),
+        microseconds(160), microseconds(300), microseconds(300)};
     EXPECT_EQ(pauses_of(8, microseconds(300)), expected);
+}
+
+// A longest pause under the first (10 us) is every pause.
+TEST(Poll, NoPauseIsLongerThanTheLongest) {
+    set_host_wait({HostWait::sparing, "test"});
+    EXPECT_EQ(pauses_of(4, microseconds(5)), std::vector<microseconds>(3, microseconds(5)));
+}
+
+// Most waits end within microseconds: for its first `spin` a wait only yields between looks.
+TEST(Poll, TheSpinYieldsBeforeAnyPause) {
+    int looks = 0, pauses = 0;
+    EXPECT_TRUE(poll_until(
+        [&] { return ++looks == 50; }, std::chrono::steady_clock::now() + std::chrono::seconds(20),
+        {std::chrono::seconds(10), microseconds(1000)}, [&](microseconds) { ++pauses; }));
+    EXPECT_EQ(pauses, 0);
 }
 
 TEST(Poll, PromptPausesStayShort) {

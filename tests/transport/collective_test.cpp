@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/formula.hpp"
@@ -240,6 +241,56 @@ TEST(CpuCollectives, TheSlotProtocolCarriesBroadcastsThroughReusedSlots) {
             receive->synchronize();
         }
         MPI_Barrier(MPI_COMM_WORLD);
+    }
+}
+
+// A rank that plays both sides (a group of one) writes with A on one stream and runs the
+// collective on the other. Everything is queued at once, one stream held 50 ms at the start: with
+// the producer's held, each collective must wait for its A (else it reads the poisoned slot); with
+// the receiver's held, each A must wait for the collective to have read the slot's last message.
+TEST(CpuCollectives, ARankPlayingBothSidesWritesAndReadsEachSlotInTurn) {
+    constexpr int kMessages = 6;
+    constexpr std::size_t kBytes = 1003;
+    for (const bool hold_producer : {true, false}) {
+        const Group group(1, Collective::broadcast);
+        const int g = group.placement.group;
+        auto device = make_host_device(kTimeout);
+        TransportOptions options{kBytes, 1 << 20, kTimeout};
+        options.slots = 2;
+        auto transport =
+            make_collective_transport(make_mpi_host_collective(group.comm, Collective::broadcast,
+                                                               ReduceType::float32, options),
+                                      group.placement, *device, options);
+        auto produce = device->make_stream(false, "producer");
+        auto receive = device->make_stream(true, "comm");
+        device->enqueue_host([] { std::this_thread::sleep_for(std::chrono::milliseconds(50)); },
+                             hold_producer ? *produce : *receive);
+        std::vector<std::size_t> wrong(kMessages, kBytes);
+        for (int m = 0; m < kMessages; ++m) {
+            const std::size_t k = static_cast<std::size_t>(m) % options.slots;
+            auto* out = static_cast<std::uint8_t*>(transport->acquire(k, *produce));
+            device->enqueue_host(
+                [out, m, g] {
+                    for (std::size_t i = 0; i < kBytes; ++i) out[i] = pattern(i, m, g);
+                },
+                *produce);
+            transport->publish(k, *produce);
+            const auto* in = static_cast<const std::uint8_t*>(transport->await(k, *receive));
+            device->enqueue_host(
+                [in, m, g, &wrong] {
+                    std::size_t count = 0;
+                    for (std::size_t i = 0; i < kBytes; ++i) count += in[i] != pattern(i, m, g);
+                    wrong[static_cast<std::size_t>(m)] = count;
+                },
+                *receive);
+            transport->release(k, *receive);
+        }
+        produce->synchronize();
+        receive->synchronize();
+        for (int m = 0; m < kMessages; ++m) {
+            EXPECT_EQ(wrong[static_cast<std::size_t>(m)], 0u)
+                << (hold_producer ? "producer" : "receiver") << " held, message " << m;
+        }
     }
 }
 

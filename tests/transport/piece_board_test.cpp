@@ -24,14 +24,25 @@ class PieceBoardTest : public ::testing::Test {
     std::unique_ptr<Device> device = make_host_device(std::chrono::seconds(10));
 };
 
-// Ticket 0 (no message yet) is done whatever a word holds: after 2^31 tickets the words' wrap-around
-// order puts 0 ahead of the word, and a wait for it would never end.
+// Ticket 0 (no message yet) is done whatever a word holds: after 2^31 tickets the words'
+// wrap-around order puts 0 ahead of the word, and a wait for it would never end.
 TEST_F(PieceBoardTest, TicketZeroIsAlwaysDone) {
     PieceBoard board(*device, 3);
     board.wait(0, 2, milliseconds(0), "nothing");
     board.mark(0x40000000u, 2);
     board.mark(0x80000000u, 2);
     board.wait(0, 2, milliseconds(0), "nothing, with the word half the order away");
+}
+
+// The same on a stream: the hold for ticket 0 lets the stream through at once.
+TEST_F(PieceBoardTest, TicketZeroIsAlwaysDoneOnAStream) {
+    auto quick = make_host_device(milliseconds(100));
+    PieceBoard board(*quick, 1);
+    board.mark(0x40000000u, 0);
+    board.mark(0x80000000u, 0);
+    auto stream = quick->make_stream(false, "test");
+    board.wait_on(0, 0, *stream, "nothing, with the word half the order away");
+    EXPECT_NO_THROW(stream->synchronize());
 }
 
 TEST_F(PieceBoardTest, AMarkedPieceIsDoneForItsTicketAndEarlierOnes) {
@@ -123,7 +134,7 @@ TEST(HostWord, ReachedComparesInWrapAroundOrder) {
     EXPECT_TRUE(word_reached(5, 5));
     EXPECT_TRUE(word_reached(6, 5));
     EXPECT_FALSE(word_reached(4, 5));
-    EXPECT_TRUE(word_reached(3, 0xfffffff0u));   // a count that wrapped is past one before it
+    EXPECT_TRUE(word_reached(3, 0xfffffff0u));  // a count that wrapped is past one before it
     EXPECT_FALSE(word_reached(0xfffffff0u, 3));
 }
 

@@ -44,37 +44,61 @@ struct Case {
         make;
 };
 
+// One rank's side(s) of case `c` through `slots` slots, with a stream for each side.
+struct Ends {
+    Ends(const Case& c, std::size_t slots)
+        : placement(place_pairs(world(MPI_Comm_rank), world(MPI_Comm_size), false)),
+          sender(placement.role != Role::consumer),
+          receiver(placement.role != Role::producer),
+          bytes(c.bytes),
+          device(make_host_device(kTimeout)) {
+        TransportOptions options{c.bytes, c.chunk, kTimeout};
+        options.slots = slots;
+        transport = c.make(placement, *device, options);
+        send_stream = device->make_stream(false, "send");
+        recv_stream = device->make_stream(true, "recv");
+    }
+    // The producer writes message m where slot k's next tensor goes, and sends it.
+    void send(std::size_t k, int m) {
+        auto* out = static_cast<std::uint8_t*>(transport->acquire(k, *send_stream));
+        send_stream->synchronize();  // what A would wait for
+        for (std::size_t i = 0; i < bytes; ++i) out[i] = pattern(i, m);
+        transport->publish(k, *send_stream);
+    }
+    // Bytes of `in` that differ from message m.
+    std::size_t wrong(const std::uint8_t* in, int m) const {
+        std::size_t count = 0;
+        for (std::size_t i = 0; i < bytes; ++i) count += in[i] != pattern(i, m);
+        return count;
+    }
+
+    PairPlacement placement;
+    bool sender, receiver;
+    std::size_t bytes;
+    std::unique_ptr<Device> device;
+    std::unique_ptr<Transport> transport;
+    std::unique_ptr<Stream> send_stream, recv_stream;
+};
+
 // Sends `messages` messages of case `c` one after another through two slots, as the pipeline
 // reuses them: each must arrive whole and in order. A slot the receiver has read is released
 // before its next use.
 void exchange_messages(const Case& c, int messages) {
-    const PairPlacement placement = place_pairs(world(MPI_Comm_rank), world(MPI_Comm_size), false);
-    const bool sender = placement.role != Role::consumer;
-    const bool receiver = placement.role != Role::producer;
-    auto device = make_host_device(kTimeout);
-    TransportOptions options{c.bytes, c.chunk, kTimeout};
-    options.slots = 2;
-    auto transport = c.make(placement, *device, options);
-    auto send_stream = device->make_stream(false, "send");
-    auto recv_stream = device->make_stream(true, "recv");
+    constexpr std::size_t kSlots = 2;
+    Ends ends(c, kSlots);
     for (int m = 0; m < messages; ++m) {
-        const std::size_t k = static_cast<std::size_t>(m) % options.slots;
-        if (sender) {
-            auto* out = static_cast<std::uint8_t*>(transport->acquire(k, *send_stream));
-            send_stream->synchronize();
-            for (std::size_t i = 0; i < c.bytes; ++i) out[i] = pattern(i, m);
-            transport->publish(k, *send_stream);
+        const std::size_t k = static_cast<std::size_t>(m) % kSlots;
+        if (ends.sender) ends.send(k, m);
+        if (ends.receiver) {
+            const auto* in =
+                static_cast<const std::uint8_t*>(ends.transport->await(k, *ends.recv_stream));
+            ends.recv_stream->synchronize();
+            EXPECT_EQ(ends.wrong(in, m), 0u)
+                << c.name << ": message " << m << " of " << c.bytes << " bytes";
+            ends.transport->release(k, *ends.recv_stream);
         }
-        if (receiver) {
-            const auto* in = static_cast<const std::uint8_t*>(transport->await(k, *recv_stream));
-            recv_stream->synchronize();
-            std::size_t wrong = 0;
-            for (std::size_t i = 0; i < c.bytes; ++i) wrong += in[i] != pattern(i, m);
-            EXPECT_EQ(wrong, 0u) << c.name << ": message " << m << " of " << c.bytes << " bytes";
-            transport->release(k, *recv_stream);
-        }
-        send_stream->synchronize();
-        recv_stream->synchronize();
+        ends.send_stream->synchronize();
+        ends.recv_stream->synchronize();
         MPI_Barrier(MPI_COMM_WORLD);
     }
 }
@@ -101,6 +125,85 @@ std::vector<Case> cases() {
 
 TEST(CpuTransports, MessagesArriveWholeAndInOrder) {
     for (const Case& c : cases()) exchange_messages(c, 4);
+}
+
+// How long a test's reader holds a slot, or its receive stream holds the receives queued behind:
+// a write that did not wait for it lands well within this on the CPU path.
+constexpr std::chrono::milliseconds kHold{50};
+
+// Three messages through one slot, as the pipeline's B reads it: a reader on a stream of its own
+// holds the slot for kHold and then counts what differs from the message, and releases it there.
+// The next message's receive (or copy) is queued meanwhile, and must wait for that release, and
+// only that one (a release that let the slot go a use early lets the third over the second).
+void each_message_waits_for_the_reader(const Case& c) {
+    constexpr int kMessages = 3;
+    Ends ends(c, 1);
+    auto reader = ends.device->make_stream(false, "reader");
+    auto arrived = ends.device->make_event(EventUse::ordering);
+    std::vector<std::size_t> wrong_while_read(kMessages, c.bytes);
+    for (int m = 0; m < kMessages; ++m) {
+        if (ends.sender) ends.send(0, m);
+        if (!ends.receiver) continue;
+        const auto* in =
+            static_cast<const std::uint8_t*>(ends.transport->await(0, *ends.recv_stream));
+        arrived->record(*ends.recv_stream);
+        reader->wait(*arrived);
+        ends.device->enqueue_host(
+            [&ends, &wrong_while_read, in, m] {
+                std::this_thread::sleep_for(kHold);
+                wrong_while_read[static_cast<std::size_t>(m)] = ends.wrong(in, m);
+            },
+            *reader);
+        ends.transport->release(0, *reader);
+    }
+    if (ends.receiver) {
+        reader->synchronize();
+        ends.recv_stream->synchronize();
+        for (int m = 0; m < kMessages; ++m) {
+            EXPECT_EQ(wrong_while_read[static_cast<std::size_t>(m)], 0u)
+                << c.name << ": message " << m << " was overwritten while read";
+        }
+    }
+    ends.send_stream->synchronize();
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(CpuTransports, ASlotIsWrittenAgainOnlyAfterItsReaderReleasedIt) {
+    for (const Case& c : cases()) each_message_waits_for_the_reader(c);
+}
+
+// Four messages into four slots, every receive queued behind a hold on the receive stream while
+// the sender sends them one after another: each lands whole in its own slot. So neither side
+// reuses a buffer of its own too early (the staged transport's staging buffers: the sender's
+// next copy into it waits for MPI to have sent the last message from it; the receiver's proxy
+// receives into it again only once the stream has copied the last message out).
+void messages_queued_behind_a_held_receive(const Case& c) {
+    constexpr int kMessages = 4;
+    Ends ends(c, kMessages);
+    std::vector<const std::uint8_t*> landed;
+    if (ends.receiver) {
+        ends.device->enqueue_host([] { std::this_thread::sleep_for(kHold); }, *ends.recv_stream);
+        for (std::size_t k = 0; k < kMessages; ++k) {
+            landed.push_back(
+                static_cast<const std::uint8_t*>(ends.transport->await(k, *ends.recv_stream)));
+        }
+    }
+    for (int m = 0; ends.sender && m < kMessages; ++m) ends.send(static_cast<std::size_t>(m), m);
+    if (ends.receiver) {
+        ends.recv_stream->synchronize();
+        for (std::size_t k = 0; k < kMessages; ++k) {
+            EXPECT_EQ(ends.wrong(landed[k], static_cast<int>(k)), 0u)
+                << c.name << ": message " << k;
+            ends.transport->release(k, *ends.recv_stream);
+        }
+        ends.recv_stream->synchronize();
+    }
+    ends.send_stream->synchronize();
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(CpuTransports, MessagesQueuedBehindAHeldReceiveLandWhole) {
+    for (const Case& c : cases()) messages_queued_behind_a_held_receive(c);
 }
 
 TEST(CpuTransports, AnEmptyMessageCompletes) {
