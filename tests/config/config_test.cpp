@@ -784,7 +784,7 @@ TEST(Validate, EachBoundAtItsEdge) {
     accepted([](Config& c) { c.c_elements = 4294967295u; });
     accepted([](Config& c) {
         c.launch = Launch::device;
-        c.transport = TransportKind::ipc;
+        c.transport = "ipc";
         c.ipc_engine = IpcEngine::sm;
         c.device_blocks = 4096;
     });
