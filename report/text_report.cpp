@@ -94,8 +94,8 @@ void print_timing(std::FILE* out, const RunSummary& s, const PassSummary& p, boo
         fmt::print(out,
                    "  timing {}{}; {} of {} timed steps carry phase times, {} in retire groups (up "
                    "to {} steps share one end event, each the group's period over its steps)\n",
-                   p.timing, timing_reason(p), p.phase_timed_steps, p.timed_steps,
-                   p.grouped_steps, p.retire_group_steps);
+                   p.timing, timing_reason(p), p.phase_timed_steps, p.timed_steps, p.grouped_steps,
+                   p.retire_group_steps);
     }
     // An estimate, not a bound: the medians are of phases that ran beside each other (and
     // slowed each other down), so a step can take less than their sum.

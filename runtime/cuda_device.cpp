@@ -163,16 +163,17 @@ class CudaDevice final : public Device {
         // GEQ compares cyclically, as word_reached does. A stuck hold is caught where the host
         // waits on the stream, and whoever should have set the word has its own bound
         // (timeout_s).
-        driver_check(StreamMemOps::get("a stream's sequence word").wait(
-                         cu_stream(stream), address(word), value, CU_STREAM_WAIT_VALUE_GEQ),
+        driver_check(StreamMemOps::get("a stream's sequence word")
+                         .wait(cu_stream(stream), address(word), value, CU_STREAM_WAIT_VALUE_GEQ),
                      "cuStreamWaitValue32");
     }
     void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
         // The default flags fence the stream's earlier writes (a copy) before the word: whoever
         // sees the value sees the bytes.
-        driver_check(StreamMemOps::get("a stream's sequence word").write(
-                         cu_stream(stream), address(word), value, CU_STREAM_WRITE_VALUE_DEFAULT),
-                     "cuStreamWriteValue32");
+        driver_check(
+            StreamMemOps::get("a stream's sequence word")
+                .write(cu_stream(stream), address(word), value, CU_STREAM_WRITE_VALUE_DEFAULT),
+            "cuStreamWriteValue32");
     }
     std::unique_ptr<GraphCapture> begin_capture(Stream& origin,
                                                 const std::vector<Stream*>& joined) override {

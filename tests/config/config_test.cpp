@@ -640,13 +640,14 @@ TEST(Validate, Graphs) {
                          "graph_steps (4) needs write = \"last\" or \"none\""));
 }
 
-TEST(Validate, LaunchDevice) {
-    // A pass of persistent kernels over ipc with A in place, of one pair, stamped every step.
-    const auto device_launch = [](Config& c) {
-        c.launch = Launch::device;
-        c.transport = "ipc";
-        c.ipc_engine = IpcEngine::sm;
-    };
+// A pass of persistent kernels over ipc with A in place, of one pair, stamped every step.
+void device_launch(Config& c) {
+    c.launch = Launch::device;
+    c.transport = "ipc";
+    c.ipc_engine = IpcEngine::sm;
+}
+
+TEST(Validate, LaunchDeviceNeedsIpcInPlace) {
     Config ok;
     device_launch(ok);
     ok.device_blocks = 8;
@@ -672,6 +673,9 @@ TEST(Validate, LaunchDevice) {
                              c.device = DeviceKind::cuda;
                          }),
                          "NCCL's own kernels move the tensor"));
+}
+
+TEST(Validate, LaunchDeviceRefusesHostOnlyKeys) {
     EXPECT_TRUE(contains(invalid([&](Config& c) {
                              device_launch(c);
                              c.graphs = true;
@@ -701,6 +705,11 @@ TEST(Validate, LaunchDevice) {
                              c.device_blocks = 4097;
                          }),
                          "device_blocks (4097) must be at most 4096"));
+}
+
+TEST(Validate, LaunchDeviceDrivesOnePair) {
+    Config ok;
+    device_launch(ok);
     // One pair: the ranks are known at set-up, where the same table refuses more.
     Config three = ok;
     RunFacts facts;
