@@ -5,9 +5,11 @@
 // another process on this GPU (MPS) or another GPU.
 #include <algorithm>
 #include <cuda/atomic>
+#include <mutex>
 
 #include "kernels/handoff_cuda.hpp"
 #include "kernels/handoff_protocol.hpp"
+#include "kernels/kernels_cuda.hpp"
 #include "kernels/value_loops.cuh"
 #include "runtime/error.hpp"
 
@@ -155,19 +157,47 @@ std::uint64_t handoff_capacity() {
     return static_cast<std::uint64_t>(least) * sm_count();
 }
 
+namespace {
+
+// CUDA loads a kernel at its first launch (lazy loading, the default since CUDA 12.2), and a load
+// may wait for the kernels already running in the context to finish. A persistent role runs
+// until its peer's kernel (or C, which a consumer waits for) has run: launched first, it would
+// hold that load, and the peer, for ever. So every kernel a pass runs beside a role is loaded
+// before the first role is queued.
+void load_pass_kernels() {
+    static std::once_flag loaded;
+    std::call_once(loaded, [] {
+        cudaFuncAttributes attributes{};
+        for (const void* kernel :
+             {reinterpret_cast<const void*>(producer_kernel<float>),
+              reinterpret_cast<const void*>(producer_kernel<double>),
+              reinterpret_cast<const void*>(consumer_kernel<float>),
+              reinterpret_cast<const void*>(consumer_kernel<double>),
+              reinterpret_cast<const void*>(handoff_floor_kernel)}) {
+            CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+        }
+        load_step_kernels();
+    });
+}
+
+}  // namespace
+
 void run_handoff_floor(const HandOffFloor& floor, cudaStream_t stream) {
+    load_pass_kernels();
     handoff_floor_kernel<<<1, 32, 0, stream>>>(floor);
     CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename T>
 void run_producer_role(const ProducerArgs<T>& args, cudaStream_t stream) {
+    load_pass_kernels();
     producer_kernel<T><<<args.role.blocks, kHandOffThreads, 0, stream>>>(args);
     CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename T>
 void run_consumer_role(const ConsumerArgs<T>& args, cudaStream_t stream) {
+    load_pass_kernels();
     consumer_kernel<T><<<args.role.blocks, kHandOffThreads, 0, stream>>>(args);
     CUDA_CHECK(cudaGetLastError());
 }

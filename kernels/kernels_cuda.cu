@@ -99,4 +99,20 @@ template void run_b<float>(Span<const float>, Span<float>, float, StepArg, std::
 template void run_b<double>(Span<const double>, Span<double>, double, StepArg, std::uint32_t,
                             Counter*, TensorForm, cudaStream_t);
 
+// A kernel's attributes are read from its loaded code, so asking for them loads it.
+template <typename Kernel>
+void load_kernel(Kernel kernel) {
+    cudaFuncAttributes attributes{};
+    CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+}
+
+void load_step_kernels() {
+    load_kernel(a_kernel<float>);
+    load_kernel(a_kernel<double>);
+    load_kernel(b_kernel<float>);
+    load_kernel(b_kernel<double>);
+    load_kernel(c_kernel);
+    load_kernel(verify_c_kernel);
+}
+
 }  // namespace gpurelay::cuda
