@@ -31,8 +31,11 @@ struct HeldStream {
     }
 
     std::atomic<bool> released{false};
-    HostStream held{100ms}, other{100ms};
+    // Before the streams, so it outlives them: a stream's operation may still be waiting on it
+    // when the stream is destroyed (its synchronize gave up first), and the stream's destructor
+    // lets that operation end.
     HostEvent event{100ms};
+    HostStream held{100ms}, other{100ms};
 };
 
 TEST(HostStream, EnqueueReturnsBeforeTheWorkRuns) {
