@@ -630,17 +630,7 @@ def run_here(grid, launches, total, args):
         seconds = time.monotonic() - start
         launch_failed = failed_points(grid, launch, code, args.csv)
         points_done += len(launch.points) - len(launch_failed)
-        if code == 0 and launch_failed:
-            print(f"  exit 0 but no verified row tagged '{launch.tag}' in {args.csv} for "
-                  + ", ".join(grid.label(point) for point, _ in launch_failed), file=sys.stderr)
-        elif code != 0:
-            written = len(launch.points) - len(launch_failed)
-            print(f"  failed: exit {code} after {seconds:.1f} s"
-                  + (f" ({written} of {len(launch.points)} sizes done)" if written else ""),
-                  file=sys.stderr, flush=True)
-        else:
-            print(f"  done in {seconds:.1f} s", flush=True)
-            succeeded += 1
+        succeeded += say_launch(grid, launch, code, seconds, launch_failed, args.csv)
         if launch_failed:
             ways.add((launch_failed[0][1], reason))
             failed += [(grid.label(point), listed) for point, listed in launch_failed]
@@ -656,6 +646,27 @@ def run_here(grid, launches, total, args):
                   f"other {len(remaining)} ({left} points) would too and were not run{nothing}",
                   file=sys.stderr)
             return 1
+    return sweep_summary(launches, total, failed, points_done, args)
+
+
+def say_launch(grid, launch, code, seconds, launch_failed, csv):
+    """Prints how one launch ended; True when it ran and wrote every point's verified row."""
+    if code == 0 and launch_failed:
+        print(f"  exit 0 but no verified row tagged '{launch.tag}' in {csv} for "
+              + ", ".join(grid.label(point) for point, _ in launch_failed), file=sys.stderr)
+        return False
+    if code != 0:
+        written = len(launch.points) - len(launch_failed)
+        print(f"  failed: exit {code} after {seconds:.1f} s"
+              + (f" ({written} of {len(launch.points)} sizes done)" if written else ""),
+              file=sys.stderr, flush=True)
+        return False
+    print(f"  done in {seconds:.1f} s", flush=True)
+    return True
+
+
+def sweep_summary(launches, total, failed, points_done, args):
+    """The sweep's closing lines (and the repeats' spread); its exit code."""
     points = sum(len(launch.points) for launch in launches)
     if args.dry_run:
         print(f"dry run: {points} of {total} points would run, in {counted(len(launches), 'launch', 'launches')}")
