@@ -167,14 +167,11 @@ namespace {
 void load_pass_kernels() {
     static std::once_flag loaded;
     std::call_once(loaded, [] {
-        cudaFuncAttributes attributes{};
-        for (const void* kernel : {reinterpret_cast<const void*>(producer_kernel<float>),
-                                   reinterpret_cast<const void*>(producer_kernel<double>),
-                                   reinterpret_cast<const void*>(consumer_kernel<float>),
-                                   reinterpret_cast<const void*>(consumer_kernel<double>),
-                                   reinterpret_cast<const void*>(handoff_floor_kernel)}) {
-            CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-        }
+        load_kernels({reinterpret_cast<const void*>(producer_kernel<float>),
+                      reinterpret_cast<const void*>(producer_kernel<double>),
+                      reinterpret_cast<const void*>(consumer_kernel<float>),
+                      reinterpret_cast<const void*>(consumer_kernel<double>),
+                      reinterpret_cast<const void*>(handoff_floor_kernel)});
         load_step_kernels();
     });
 }

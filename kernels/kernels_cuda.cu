@@ -100,19 +100,18 @@ template void run_b<double>(Span<const double>, Span<double>, double, StepArg, s
                             Counter*, TensorForm, cudaStream_t);
 
 // A kernel's attributes are read from its loaded code, so asking for them loads it.
-template <typename Kernel>
-void load_kernel(Kernel kernel) {
+void load_kernels(std::initializer_list<const void*> kernels) {
     cudaFuncAttributes attributes{};
-    CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+    for (const void* kernel : kernels) CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
 }
 
 void load_step_kernels() {
-    load_kernel(a_kernel<float>);
-    load_kernel(a_kernel<double>);
-    load_kernel(b_kernel<float>);
-    load_kernel(b_kernel<double>);
-    load_kernel(c_kernel);
-    load_kernel(verify_c_kernel);
+    load_kernels({reinterpret_cast<const void*>(a_kernel<float>),
+                  reinterpret_cast<const void*>(a_kernel<double>),
+                  reinterpret_cast<const void*>(b_kernel<float>),
+                  reinterpret_cast<const void*>(b_kernel<double>),
+                  reinterpret_cast<const void*>(c_kernel),
+                  reinterpret_cast<const void*>(verify_c_kernel)});
 }
 
 }  // namespace gpurelay::cuda

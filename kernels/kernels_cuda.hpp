@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "kernels/kernels.hpp"
 
@@ -19,8 +20,10 @@ void run_c(Span<std::uint32_t> z, StepArg step, std::uint32_t seed, std::uint32_
 void run_verify_c(Span<const std::uint32_t> z, StepArg step, std::uint32_t seed,
                   std::uint32_t iterations, Counter* z_mismatches, cudaStream_t stream);
 
-// Loads A, B, C and C's check into this process's context now rather than at their first launch
-// (handoff_cuda.cu says why a persistent kernel needs it).
+// Loads each of `kernels` (a __global__ function's address) into this process's context now
+// rather than at its first launch (handoff_cuda.cu says why a persistent kernel needs it).
+void load_kernels(std::initializer_list<const void*> kernels);
+// The same for A, B, C and C's check.
 void load_step_kernels();
 
 }  // namespace gpurelay::cuda
