@@ -29,6 +29,33 @@ double percentile_of_sorted(const std::vector<double>& sorted, double q) {
     return sorted[below] + (at - static_cast<double>(below)) * (sorted[above] - sorted[below]);
 }
 
+// The median's interval at a confidence, with the normal approximation's z for large counts.
+struct Coverage {
+    double confidence, z;
+};
+constexpr Coverage k95{0.95, 1.959964}, k975{0.975, 2.241403};
+
+// The rank k (1-based) of the order statistics that bound the median's interval among n samples:
+// the largest k with P(Binomial(n, 1/2) <= k - 1) at most the tail (1 - confidence) / 2; 0 where
+// no k is (too few samples). Exact up to 20,000 samples; beyond, the normal approximation with
+// its continuity correction, within a rank of it.
+std::size_t interval_rank(std::size_t n, const Coverage& c) {
+    const double tail = (1 - c.confidence) / 2, count = static_cast<double>(n);
+    if (n > 20000) {
+        return static_cast<std::size_t>(
+            std::floor(0.5 * count - 0.5 * c.z * std::sqrt(count) + 0.5));
+    }
+    double log_pmf = -count * std::log(2.0), cdf = 0;
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < n / 2; ++i) {
+        cdf += std::exp(log_pmf);
+        if (cdf > tail * (1 + 1e-12)) break;
+        k = i + 1;
+        log_pmf += std::log((count - static_cast<double>(i)) / static_cast<double>(i + 1));
+    }
+    return k;
+}
+
 double coefficient_of_variation(const std::vector<double>& values) {
     double sum = 0;
     for (double v : values) sum += v;
@@ -166,8 +193,8 @@ void reduce_walls(MPI_Comm comm, const Config& config, const PassResult& result,
               static_cast<double>(result.graphs_captured), result.host_queue_ms,
               result.host_retire_ms, result.host_callback_ms},
         MPI_DOUBLE, MPI_MAX, comm);
-    summary.time_per_step_ms = timed > 0 ? worst.timed_wall_ms / static_cast<double>(timed) : kNaN;
-    summary.steps_per_s = 1000.0 / summary.time_per_step_ms;
+    summary.mean_step_ms = timed > 0 ? worst.timed_wall_ms / static_cast<double>(timed) : kNaN;
+    summary.steps_per_s = 1000.0 / summary.mean_step_ms;
     summary.cold_step_ms = worst.cold_step_ms;
     summary.write_wait_ms = worst.write_wait_ms;
     summary.capture_ms = worst.capture_ms;
@@ -252,7 +279,10 @@ void summarize_links(const StepTable& table, const std::vector<Link>& links, std
                                  transfer_ms, gbps(bytes, transfer_ms)});
     }
     flag_slow_pairs(summary.pairs);
-    summary.transfer_ms = phase_stats(all_transfers).median;
+    const PhaseStats transfer = phase_stats(std::move(all_transfers));
+    summary.transfer_ms = transfer.median;
+    summary.transfer_lo_ms = transfer.median_lo;
+    summary.transfer_hi_ms = transfer.median_hi;
 }
 
 }  // namespace
@@ -265,13 +295,22 @@ PhaseStats phase_stats(std::vector<double> values) {
     std::sort(values.begin(), values.end());
     const std::size_t n = values.size();
     const double median = n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-    return {median,
-            values.front(),
-            values.back(),
-            percentile_of_sorted(values, 0.50),
-            percentile_of_sorted(values, 0.90),
-            percentile_of_sorted(values, 0.99),
-            coefficient_of_variation(values)};
+    PhaseStats st{median,
+                  values.front(),
+                  values.back(),
+                  percentile_of_sorted(values, 0.50),
+                  percentile_of_sorted(values, 0.90),
+                  percentile_of_sorted(values, 0.99),
+                  coefficient_of_variation(values)};
+    if (const std::size_t k = interval_rank(n, k95); k > 0) {
+        st.median_lo = values[k - 1];
+        st.median_hi = values[n - k];
+    }
+    if (const std::size_t k = interval_rank(n, k975); k > 0) {
+        st.median_lo_975 = values[k - 1];
+        st.median_hi_975 = values[n - k];
+    }
+    return st;
 }
 
 bool RunSummary::verified() const {
@@ -316,28 +355,25 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     if (config.pattern == Pattern::relay) summary.relay = summarize_relay(comm, placement, result);
     if (rank != 0) return summary;
 
+    // A step's period is its link's: the last rank's of each (a pair's consumer, a hop's
+    // receiving stage), never a producer's, which runs ahead by up to depth steps.
+    const std::vector<Link> links = links_of(config, placement, size);
+    std::vector<bool> link_end(static_cast<std::size_t>(size), false);
+    for (const Link& link : links) link_end[static_cast<std::size_t>(link.last)] = true;
     for (const PhaseInfo& phase : kPhases) {
         std::vector<double> samples;
         for (int r = 0; r < size; ++r) {
+            if (phase.phase == Phase::step && !link_end[static_cast<std::size_t>(r)]) continue;
             for (std::size_t s = from; s < end; ++s) samples.push_back(table.at(r, s, phase.phase));
         }
         summary.phases[index_of(phase.phase)] = phase_stats(std::move(samples));
     }
+    summary.time_per_step_ms = summary.phase(Phase::step).median;
     find_slow_steps(
-        from, end, size, summary.phase(Phase::step).median,
+        from, end, size, summary.time_per_step_ms,
         [&](int r, std::size_t s) { return table.at(r, s, Phase::step); }, summary);
-    const double bytes = static_cast<double>(config.tensor_bytes());
-    summarize_links(table, links_of(config, placement, size), from, end, bytes, summary);
-    summary.transfer_gbps = gbps(bytes, summary.transfer_ms);
-    summary.bus_gbps = summary.transfer_gbps * bus_factor(config.pattern, placement.group_size);
-    summary.aggregate_gbps = gbps(bytes * placement.pairs, summary.time_per_step_ms);
-    summary.a_gbps = gbps(bytes, summary.phase(Phase::a).median);
-    summary.b_gbps = gbps(2 * bytes, summary.phase(Phase::b).median);
-    const double c_ms = summary.phase(Phase::c).median;
+    summarize_links(table, links, from, end, static_cast<double>(config.tensor_bytes()), summary);
     summary.step_bound_ms = step_bound_ms(phase_medians(summary), config.depth, result.overlap);
-    summary.c_giter_per_s = c_ms > 0 ? static_cast<double>(config.c_elements) *
-                                           static_cast<double>(config.c_iterations) / (c_ms * 1e6)
-                                     : kNaN;
     return summary;
 }
 
