@@ -304,12 +304,15 @@ class Row:
             self.p = mann_whitney_p(base, new)  # adjusted by holm()
             self.changed = None  # decided once every p is known
         else:
-            # One launch a side: only a change beyond the runs' own step-to-step spread.
+            # One launch a side: only a change beyond the runs' own step-to-step spread (and,
+            # in verdict(), beyond the threshold).
             self.p = None
-            self.changed = abs(self.change) > 100.0 * max(spreads, default=0.0)
+            self.spread = 100.0 * max(spreads, default=0.0)
 
     def verdict(self, threshold):
         """(the words, whether the row fails the comparison)."""
+        if self.p is None:
+            self.changed = abs(self.change) > max(self.spread, threshold)
         if not self.changed:
             return "~", False
         if not self.gating:
@@ -427,7 +430,7 @@ RIGHT = [False, False, True, True, True, True, False]
 def aligned(lines_of_cells):
     """Each line's cells in columns as wide as their widest cell."""
     widths = [max(len(cells[i]) for cells in lines_of_cells) for i in range(len(HEAD))]
-    return ["  " + " ".join(c.rjust(w) if right else c.ljust(w)
+    return ["  " + "  ".join(c.rjust(w) if right else c.ljust(w)
                             for c, w, right in zip(cells, widths, RIGHT)).rstrip()
             for cells in lines_of_cells]
 

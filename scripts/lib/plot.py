@@ -264,7 +264,9 @@ def withheld_rows(rows, y_column):
             continue
         named = dict(part.split(":", 1) for part in (row.get("withheld") or "").split(";")
                      if ":" in part)
-        reason = named.get(y_column) or row.get("phase_times_unreadable_because")
+        # The rule that withholds it: the row's own, else the first reason its phase times
+        # cannot be read (the judgement's first finding withholds every figure built on them).
+        reason = named.get(y_column) or (row.get("phase_times_unreadable_because") or "").split(";")[0]
         if reason:
             reasons[reason] = reasons.get(reason, 0) + 1
     return reasons
@@ -276,7 +278,7 @@ def say_withheld(ax, name, reasons, total):
         return
     count = sum(reasons.values())
     text = (f"{count} of {total} points withheld by gpurelay's judgement, not drawn: "
-            + "; ".join(f"{reason.replace(';', ', ')} ({n})" for reason, n in reasons.items()))
+            + "; ".join(f"{reason} ({n})" for reason, n in reasons.items()))
     print(f"{name}: {text}")
     ax.text(0.5, 0.5 if count == total else 0.02, "\n".join(textwrap.wrap(text, 70)),
             transform=ax.transAxes, ha="center", va="center" if count == total else "bottom",
@@ -560,10 +562,13 @@ def plot_bandwidth(rows, out_dir, plt):
 
 def plot_bus_bandwidth(rows, out_dir, plt):
     """nccl-tests' bus bandwidth against size, one line per pattern; rows of a CSV written before
-    the collectives have no busbw_gbps and are left out."""
-    rows = [r for r in rows if r.get("busbw_gbps") not in (None, "")]
+    the collectives have no busbw_gbps column and are left out."""
+    rows = [r for r in rows if r.get("busbw_gbps") is not None]
     name = "bus_bandwidth_vs_size.png"
-    if rows and all(r["busbw_gbps"] == r.get("algbw_gbps", r["transfer_gbps"]) for r in rows):
+    # Where the judgement withholds every busbw, the patterns say whether it would differ.
+    shown = [r for r in rows if r["busbw_gbps"]]
+    if (all(r["busbw_gbps"] == r.get("algbw_gbps", r["transfer_gbps"]) for r in shown) if shown
+            else all(r.get("pattern", "pairs") != "allreduce" for r in rows)):
         print(f"skip {name}: the bus bandwidth equals the algorithm bandwidth in every row "
               "(pairs, broadcast); bandwidth_vs_size.png shows it")
         return None

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -833,6 +834,18 @@ TEST(ReportReading, EachRuleWithholdsWhatItNames) {
     RunSummary s = healthy_summary();
     set_median(s.passes.front(), Phase::c, 3.9 / 1.04);
     EXPECT_TRUE(judge(s).readable()) << "4% faster than alone is noise: " << judge(s).text();
+}
+
+// Every rule of the table is documented once, a row of OUTPUT.md's table of rules.
+TEST(ReportReading, OutputMdListsEveryRuleOnce) {
+    std::ifstream in(GPURELAY_OUTPUT_MD);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(text.empty()) << GPURELAY_OUTPUT_MD;
+    for (const Rule& r : judgement_rules()) {
+        const std::string row = "\n| `" + std::string(r.code) + "` | ";
+        EXPECT_NE(text.find(row), std::string::npos) << r.code << " is not in OUTPUT.md";
+        EXPECT_EQ(text.find(row), text.rfind(row)) << r.code << " is in OUTPUT.md twice";
+    }
 }
 
 // launch = "device" (issue #51's 399 TB/s): A writes into the peer's slot, so no transfer
