@@ -1,7 +1,6 @@
 // The results CSV: one {column, cell} table makes both the header and the row; rows are
 // appended under a lock, whole or not at all (report/file_write.cpp), and beside them the side
 // tables' rows (report/side_tables.cpp).
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -184,24 +183,17 @@ const ColumnSpec kJudgedColumns[] = {
     // every figure built on them is then empty.
     {"phase_times_readable", [](R r) { return csv_bool(r.judged.readable()); }},
     {"phase_times_unreadable_because", [](R r) { return csv_text(r.judged.codes()); }},
-    // The time per step's 95% interval, the mean beside it, and the speedup's interval.
-    {"time_per_step_ms_lo",
-     [](R r) { return csv_number(main_judged(r)[PassFig::time_per_step].lo); }},
-    {"time_per_step_ms_hi",
-     [](R r) { return csv_number(main_judged(r)[PassFig::time_per_step].hi); }},
     {"mean_step_ms", [](R r) { return shown_cell(r, PassFig::mean_step); }},
-    {"overlap_speedup_lo",
-     [](R r) {
-         return csv_number(r.judged[RunFig::speedup].shown() ? r.judged[RunFig::speedup].lo
-                                                             : std::nan(""));
-     }},
-    {"overlap_speedup_hi",
-     [](R r) {
-         return csv_number(r.judged[RunFig::speedup].shown() ? r.judged[RunFig::speedup].hi
-                                                             : std::nan(""));
-     }},
     {"withheld", [](R r) { return csv_text(withheld_cell(r)); }},
 };
+
+// The 95% intervals of the figures scripts/plot draws, NAME_lo and NAME_hi, where shown (after
+// the judged columns).
+std::string interval_cell(const Figure& f, bool high) {
+    return f.shown() ? csv_number(high ? f.hi : f.lo) : "";
+}
+constexpr PassFig kIntervalColumns[] = {PassFig::time_per_step, PassFig::transfer_rate,
+                                        PassFig::bus_rate, PassFig::aggregate_rate};
 
 template <std::size_t N>
 void append_columns(std::vector<CsvColumn>& columns, const ColumnSpec (&specs)[N]) {
@@ -238,6 +230,14 @@ std::vector<CsvColumn> make_results_csv_columns() {
         }
     }
     append_columns(columns, kJudgedColumns);
+    for (const bool high : {false, true}) {
+        for (const PassFig f : kIntervalColumns) {
+            columns.push_back({std::string(figure_name(f).name) + (high ? "_hi" : "_lo"),
+                               [f, high](R r) { return interval_cell(main_judged(r)[f], high); }});
+        }
+        columns.push_back({high ? "overlap_speedup_hi" : "overlap_speedup_lo",
+                           [high](R r) { return interval_cell(r.judged[RunFig::speedup], high); }});
+    }
     return columns;
 }
 

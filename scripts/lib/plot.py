@@ -189,9 +189,10 @@ def split_columns(rows, x_column, base_columns):
     return columns
 
 
-# A row's own 95% interval of a figure, from its steps (one launch).
-OWN_INTERVAL = {"time_per_step_ms": ("time_per_step_ms_lo", "time_per_step_ms_hi"),
-                "overlap_speedup": ("overlap_speedup_lo", "overlap_speedup_hi")}
+# The figures whose 95% interval a row has of its own, from its steps (one launch), as
+# NAME_lo and NAME_hi.
+OWN_INTERVAL = {"time_per_step_ms", "transfer_gbps", "busbw_gbps", "aggregate_gbps",
+                "overlap_speedup"}
 
 
 def median_interval(values):
@@ -209,7 +210,8 @@ def median_interval(values):
 
 class Point:
     """One configuration at one x: the median of its launches' values, its interval (`kind`:
-    "ci95" or "range"), how many launches, and which of MARKS any of them carries."""
+    "ci95", "ratio" (of two), "range", or None where one launch has none), how many launches,
+    and which of MARKS any of them carries."""
 
     def __init__(self, x, median, low, high, rows, launches=None, kind="range"):
         self.x, self.median, self.low, self.high, self.kind = x, median, low, high, kind
@@ -221,14 +223,14 @@ class Point:
     def of(cls, x, values, rows, column):
         median = statistics.median(values)
         interval = median_interval(values)
-        own = OWN_INTERVAL.get(column)
         if interval:
             return cls(x, median, *interval, rows, kind="ci95")
-        if len(values) == 1 and own:
-            low, high = (as_float(rows[0].get(c)) for c in own)
+        if len(values) == 1 and column in OWN_INTERVAL:
+            low, high = (as_float(rows[0].get(f"{column}_{end}")) for end in ("lo", "hi"))
             if not (math.isnan(low) or math.isnan(high)):
                 return cls(x, median, low, high, rows, kind="ci95")
-        return cls(x, median, min(values), max(values), rows)
+        return cls(x, median, min(values), max(values), rows,
+                   kind="range" if len(values) > 1 else None)
 
 
 # What a point's launches may have been, drawn over the point, named in the legend and listed on
@@ -280,9 +282,13 @@ def say_withheld(ax, name, reasons, total):
     text = (f"{count} of {total} points withheld by gpurelay's judgement, not drawn: "
             + "; ".join(f"{reason} ({n})" for reason, n in reasons.items()))
     print(f"{name}: {text}")
-    ax.text(0.5, 0.5 if count == total else 0.02, "\n".join(textwrap.wrap(text, 70)),
+    if count == total:  # nothing drawn: no scale to read either
+        ax.set_xticks([])
+        ax.set_yticks([])
+    ax.text(0.5, 0.5 if count == total else 0.02,
+            "\n".join(textwrap.wrap(text + " (the rules: docs/OUTPUT.md)", 70)),
             transform=ax.transAxes, ha="center", va="center" if count == total else "bottom",
-            fontsize=8, color="dimgrey", gid="withheld")
+            fontsize=9 if count == total else 8, color="dimgrey", gid="withheld")
 
 
 def x_text(column, x):
@@ -364,8 +370,8 @@ def on_off_speedup(rows, x_column, line_columns):
     """{line key: [Point]}: for each configuration (line_columns, without overlap) and x run
     with both overlap=on and overlap=off, the median off time per step over the median on time
     per step, its interval from the two points' ends (the low off over the high on to the high
-    off over the low on: two 95% intervals give the ratio at least 90%, said in the legend as
-    a range unless both are)."""
+    off over the low on: two 95% intervals of separate launches hold both medians with at least
+    90%, said so in the legend)."""
     columns = list(line_columns) + ["overlap"]
     times = points([r for r in rows if r.get("overlap") in ("on", "off")], x_column,
                    "time_per_step_ms", columns)
@@ -378,10 +384,11 @@ def on_off_speedup(rows, x_column, line_columns):
         off = {p.x: p for p in times.get(key[:-1] + ("off",), [])} if key[-1] == "on" else {}
         for on in (p for p in on_points if p.x in off and p.low > 0):
             both = with_rows[(key, on.x)] + with_rows[(key[:-1] + ("off",), on.x)]
+            kinds = {on.kind, off[on.x].kind}
             result.setdefault(key[:-1], []).append(Point(
                 on.x, off[on.x].median / on.median, off[on.x].low / on.high,
                 off[on.x].high / on.low, both, min(on.launches, off[on.x].launches),
-                "ci95" if on.kind == off[on.x].kind == "ci95" else "range"))
+                "ratio" if kinds == {"ci95"} else None if None in kinds else "range"))
     return result
 
 
@@ -481,6 +488,8 @@ def legend(ax, shown, marks, below=False):
     handles, labels = ax.get_legend_handles_labels()
     for kind, text in (("ci95", "bar: 95% interval of the median (6 or more launches: of their "
                                 "median; one launch: from its steps)"),
+                       ("ratio", "bar: the off point's interval over the on point's (at least "
+                                 "90%)"),
                        ("range", "bar: least to largest (2 to 5 launches: no 95% interval)")):
         if any(p.kind == kind for p in shown):
             handles.append(Line2D([], [], color="grey", marker="_", markersize=10))

@@ -348,8 +348,10 @@ TEST(ResultsCsv, HeaderIsTheColumnTableInOrder) {
               "sm_clock_start_mhz,sm_clock_end_mhz,sm_clock_max_mhz,clock_slowdowns,repeat,relay_"
               "stages,relay_slowest_hop_ms,"
               "relay_period_over_slowest_hop,relay_fill_ms,launch,phase_times_readable,"
-              "phase_times_unreadable_because,time_per_step_ms_lo,time_per_step_ms_hi,"
-              "mean_step_ms,overlap_speedup_lo,overlap_speedup_hi,withheld");
+              "phase_times_unreadable_because,mean_step_ms,withheld,time_per_step_ms_lo,"
+              "transfer_gbps_lo,busbw_gbps_lo,aggregate_gbps_lo,overlap_speedup_lo,"
+              "time_per_step_ms_hi,transfer_gbps_hi,busbw_gbps_hi,aggregate_gbps_hi,"
+              "overlap_speedup_hi");
     EXPECT_EQ(split_csv_line(results_csv_header()).size(), results_csv_columns().size());
 }
 

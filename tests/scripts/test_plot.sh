@@ -59,9 +59,12 @@ real_expected_header+=",relay_fill_ms"
 real_expected_header+=",launch"
 # Whether the run's phase times can be read, and why not; the time per step's and the speedup's
 # intervals, the mean step, and the figures withheld by rules of their own.
-real_expected_header+=",phase_times_readable,phase_times_unreadable_because"
-real_expected_header+=",time_per_step_ms_lo,time_per_step_ms_hi,mean_step_ms,overlap_speedup_lo"
-real_expected_header+=",overlap_speedup_hi,withheld"
+real_expected_header+=",phase_times_readable,phase_times_unreadable_because,mean_step_ms,withheld"
+for end in lo hi; do
+    for figure in time_per_step_ms transfer_gbps busbw_gbps aggregate_gbps overlap_speedup; do
+        real_expected_header+=",${figure}_$end"
+    done
+done
 
 # row TAG WORLD PAIRS TRANSPORT ELEMENTS OVERLAP C_ITER TIME_MS NO_OVERLAP_MS SPEEDUP GBPS AGG_GBPS
 row() {
