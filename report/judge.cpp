@@ -256,9 +256,7 @@ Measured c_rate(Run s, Pass p) {
     return iterations > 0 ? rate(iterations, of_median(p.phase(Phase::c))) : Measured{};
 }
 
-Measured relay_period(Run, Pass p) {
-    return p.relay ? Measured{period_over_slowest_hop(p)} : Measured{};
-}
+Measured relay_period(Run, Pass p) { return {p.relay ? period_over_slowest_hop(p) : kNaN}; }
 
 // The ceilings a rate is held to, in GB/s as the rate counts bytes: a copy of the tensor in this
 // launch's memory (the faster of the producer's and the consumer's), which no byte of it beats;
@@ -287,60 +285,37 @@ struct PassFigureRow {
     double (*ceiling)(Run);  // GB/s no value may pass; nullptr: not a rate of bytes
     Measured (*measure)(Run, Pass);
 };
+Measured median_of(Pass p, Phase phase) { return of_median(p.phase(phase)); }
+Measured one(double value) { return {value}; }
+// clang-format off
 const PassFigureRow kPassFigureRows[] = {
-    {{"time_per_step_ms", "ms"},
-     Basis::step,
-     nullptr,
-     [](Run, Pass p) { return of_median(p.phase(Phase::step)); }},
-    {{"mean_step_ms", "ms"},
-     Basis::step,
-     nullptr,
-     [](Run, Pass p) { return Measured{p.mean_step_ms}; }},
-    {{"steps_per_s", "1/s"},
-     Basis::step,
-     nullptr,
-     [](Run, Pass p) { return Measured{p.steps_per_s}; }},
+    {{"time_per_step_ms", "ms"}, Basis::step, nullptr,
+     [](Run, Pass p) { return median_of(p, Phase::step); }},
+    {{"mean_step_ms", "ms"}, Basis::step, nullptr, [](Run, Pass p) { return one(p.mean_step_ms); }},
+    {{"steps_per_s", "1/s"}, Basis::step, nullptr, [](Run, Pass p) { return one(p.steps_per_s); }},
     {{"transfer_ms", "ms"}, Basis::transfer, nullptr, transfer},
     {{"handoff_us", "µs"}, Basis::phases, nullptr, handoff},
     {{"transfer_gbps", "GB/s"}, Basis::transfer, link_ceiling, transfer_rate},
     {{"busbw_gbps", "GB/s"}, Basis::transfer, bus_ceiling, bus_rate},
-    {{"aggregate_gbps", "GB/s"},
-     Basis::phases,
-     aggregate_ceiling,
-     [](Run s, Pass p) {
-         return rate(tensor_bytes(s) * std::max(1, s.pairs), of_median(p.phase(Phase::step)));
-     }},
-    {{"a_gbps", "GB/s"},
-     Basis::phases,
-     a_ceiling,
-     [](Run s, Pass p) { return rate(tensor_bytes(s), of_median(p.phase(Phase::a))); }},
-    {{"b_gbps", "GB/s"},
-     Basis::phases,
-     b_ceiling,
-     [](Run s, Pass p) { return rate(2 * tensor_bytes(s), of_median(p.phase(Phase::b))); }},
+    {{"aggregate_gbps", "GB/s"}, Basis::phases, aggregate_ceiling, [](Run s, Pass p) {
+         return rate(tensor_bytes(s) * std::max(1, s.pairs), median_of(p, Phase::step)); }},
+    {{"a_gbps", "GB/s"}, Basis::phases, a_ceiling,
+     [](Run s, Pass p) { return rate(tensor_bytes(s), median_of(p, Phase::a)); }},
+    {{"b_gbps", "GB/s"}, Basis::phases, b_ceiling,
+     [](Run s, Pass p) { return rate(2 * tensor_bytes(s), median_of(p, Phase::b)); }},
     {{"c_giter_per_s", "Giter/s"}, Basis::phases, nullptr, c_rate},
-    {{"step_bound_ms", "ms"},
-     Basis::phases,
-     nullptr,
-     [](Run, Pass p) { return Measured{p.step_bound_ms}; }},
-    {{"transfer_vs_ceiling", ""},
-     Basis::transfer,
-     nullptr,
-     [](Run s, Pass p) { return Measured{against_ceilings(p, s.ceilings).transfer}; }},
-    {{"a_vs_copy", ""},
-     Basis::phases,
-     nullptr,
-     [](Run s, Pass p) { return Measured{against_ceilings(p, s.ceilings).a}; }},
-    {{"b_vs_copy", ""},
-     Basis::phases,
-     nullptr,
-     [](Run s, Pass p) { return Measured{against_ceilings(p, s.ceilings).b}; }},
-    {{"c_vs_alone", ""},
-     Basis::phases,
-     nullptr,
-     [](Run s, Pass p) { return Measured{against_ceilings(p, s.ceilings).c}; }},
+    {{"step_bound_ms", "ms"}, Basis::phases, nullptr, [](Run, Pass p) { return one(p.step_bound_ms); }},
+    {{"transfer_vs_ceiling", ""}, Basis::transfer, nullptr,
+     [](Run s, Pass p) { return one(against_ceilings(p, s.ceilings).transfer); }},
+    {{"a_vs_copy", ""}, Basis::phases, nullptr,
+     [](Run s, Pass p) { return one(against_ceilings(p, s.ceilings).a); }},
+    {{"b_vs_copy", ""}, Basis::phases, nullptr,
+     [](Run s, Pass p) { return one(against_ceilings(p, s.ceilings).b); }},
+    {{"c_vs_alone", ""}, Basis::phases, nullptr,
+     [](Run s, Pass p) { return one(against_ceilings(p, s.ceilings).c); }},
     {{"relay_period_over_slowest_hop", "x"}, Basis::phases, nullptr, relay_period},
 };
+// clang-format on
 static_assert(std::size(kPassFigureRows) == kPassFigCount, "a row per PassFig, in its order");
 
 // The run's figures but the speedup (speedup()): perfect overlap, the attribution's terms, the
@@ -353,6 +328,7 @@ struct RunFigureRow {
     FigureName name;
     double (*measure)(Run);
 };
+// clang-format off
 const RunFigureRow kRunFigureRows[] = {
     {{"overlap_speedup", "x"}, nullptr},
     {{"overlap_ideal_ms", "ms"},
@@ -370,6 +346,7 @@ const RunFigureRow kRunFigureRows[] = {
     {{"write_gbps", "GB/s"},
      [](Run s) { return s.config.write != WriteMode::none ? s.write_gbps : kNaN; }},
 };
+// clang-format on
 static_assert(std::size(kRunFigureRows) == kRunFigCount, "a row per RunFig, in its order");
 
 void withhold(Figure& f, const Rule& by, std::string why) {
@@ -381,9 +358,9 @@ void withhold(Figure& f, const Rule& by, std::string why) {
 // A rate over its ceiling; `what` names it.
 void hold_to_ceiling(Figure& f, double ceiling, const std::string& what) {
     if (!(f.value > kCeilingTolerance * ceiling)) return;
+    // Said without the rate: a figure withheld is shown nowhere, not even as a reason.
     withhold(f, rule("above_ceiling"),
-             fmt::format("{} {} GB/s is above its ceiling, {} GB/s", what,
-                         number_text("{:.4g}", f.value), number_text("{:.4g}", ceiling)));
+             fmt::format("{} is above its ceiling, {} GB/s", what, number_text("{:.4g}", ceiling)));
 }
 
 void judge_basis(Figure& f, Basis basis, Run s, const Judgement& j) {
@@ -412,7 +389,7 @@ PassJudgement judge_pass(Run s, Pass p, const Judgement& j) {
         Figure f;
         f.value = link.transfer_gbps;
         judge_basis(f, Basis::transfer, s, j);
-        hold_to_ceiling(f, link_ceiling(s), "the link's transfer_gbps");
+        hold_to_ceiling(f, link_ceiling(s), "the link's rate");
         pj.links.push_back(std::move(f));
     }
     for (std::size_t h = 0; h < p.pairs.size() && h < s.ceilings.hop_transfer_ms.size(); ++h) {

@@ -51,30 +51,34 @@ void print_phase_table(std::FILE* out, const PassSummary& p, bool readable) {
     }
 }
 
-// The transfer (or, driven by the device, the hand-off) and the rates the judgement shows:
-// nothing where it shows none.
+// A rate as the rates' line gives it: "B 6.9 [6.7, 7.0] GB/s"; where a rule of its own withholds
+// it, why ("B: no rate (...)"); nothing where the phase times cannot be read (said once above).
+void add_rate(std::vector<std::string>& parts, const std::string& label, const Figure& f,
+              const char* unit) {
+    if (f.shown()) parts.push_back(label + " " + shown(f) + " " + unit);
+    if (f.withheld_by != nullptr && f.withheld_by->finding == nullptr) {
+        parts.push_back(label == "=" ? "(no rate: " + f.why + ")"
+                                     : label + ": no rate (" + f.why + ")");
+    }
+}
+
+// The transfer (or, driven by the device, the hand-off) and the rates the judgement shows.
 void print_rates(std::FILE* out, const RunSummary& s, const PassJudgement& j) {
     const Config& c = s.config;
-    const bool device = c.launch == Launch::device;
     std::vector<std::string> parts;
     if (j[PassFig::handoff].shown()) {
         parts.push_back("hand-off " + shown(j[PassFig::handoff]) +
                         " µs (A writes straight into the peer's slot: no transfer to rate)");
     } else if (j[PassFig::transfer].shown()) {
-        const Figure& rate = j[PassFig::transfer_rate];
+        std::vector<std::string> rate;
+        add_rate(rate, "=", j[PassFig::transfer_rate], "GB/s");
         parts.push_back("transfer " + shown(j[PassFig::transfer]) + " ms" +
-                        (rate.shown()                  ? " = " + shown(rate) + " GB/s"
-                         : rate.withheld_by != nullptr ? " (no rate: " + rate.why + ")"
-                                                       : ""));
+                        (rate.empty() ? "" : " " + rate.front()));
     }
-    if (j[PassFig::a_rate].shown()) {
-        parts.push_back(std::string(device ? "A reaches the peer at " : "A ") +
-                        shown(j[PassFig::a_rate]) + " GB/s");
-    }
-    if (j[PassFig::b_rate].shown()) parts.push_back("B " + shown(j[PassFig::b_rate]) + " GB/s");
-    if (j[PassFig::c_rate].shown()) {
-        parts.push_back("C " + shown(j[PassFig::c_rate]) + " Giter/s");
-    }
+    add_rate(parts, c.launch == Launch::device ? "A reaches the peer at" : "A", j[PassFig::a_rate],
+             "GB/s");
+    add_rate(parts, "B", j[PassFig::b_rate], "GB/s");
+    add_rate(parts, "C", j[PassFig::c_rate], "Giter/s");
     if (!parts.empty()) fmt::print(out, "  {}\n", fmt::join(parts, "; "));
     if (c.pattern != Pattern::pairs && c.pattern != Pattern::relay &&
         j[PassFig::bus_rate].shown()) {

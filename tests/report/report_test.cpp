@@ -832,6 +832,12 @@ TEST(ReportReading, EachRuleWithholdsWhatItNames) {
         // Withheld means not shown: the report carries no figure of it.
         const std::string report = report_of(s, print_report);
         EXPECT_FALSE(shows_a_negative_figure(report)) << r.code << "\n" << report;
+        if (r.code == std::string("above_ceiling")) {
+            EXPECT_TRUE(has(report,
+                            "transfer 0.000000100 ms (no rate: transfer_gbps is above "
+                            "its ceiling, 2e+04 GB/s)"))
+                << report;
+        }
     }
     RunSummary s = healthy_summary();
     set_median(s.passes.front(), Phase::c, 3.9 / 1.04);
