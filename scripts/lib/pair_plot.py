@@ -97,9 +97,10 @@ def timed_pairs(name, case, p):
     return axis.slowest_first(pairs), axis
 
 
-def title(case, p, count):
+def title(case, p, count, axis):
     config = case.get("config") or {}
-    text = (f"Transfer bandwidth of each of {count} pairs ({case.get('pattern', 'pairs')}), "
+    what = "bandwidth" if axis.rates else "time"
+    text = (f"Transfer {what} of each of {count} pairs ({case.get('pattern', 'pairs')}), "
             f"slowest first\n{case.get('transport', '?')}, {case.get('world_size', '?')} ranks, "
             f"elements={config.get('elements')}, overlap "
             f"{'on' if p.get('overlap') else 'off'}")
@@ -170,7 +171,7 @@ def draw_pairs(plt, case, p, order, axis):
     ax.set_ylim(bottom=0, top=max(values) * 1.15)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="lower right" if axis.rates else "upper right")
-    ax.set_title(title(case, p, len(order)), fontsize=10)
+    ax.set_title(title(case, p, len(order), axis), fontsize=10)
     return fig, slow, median
 
 
