@@ -258,14 +258,16 @@ void print_verdict(std::FILE* out, const RunSummary& s, const Judgement& j) {
 
 // Once, before the passes, where the phase times cannot be read: why, and where the raw figures
 // are.
-void print_reading(std::FILE* out, const Judgement& j) {
+void print_reading(std::FILE* out, const RunSummary& s, const Judgement& j) {
     if (j.readable()) return;
     fmt::print(out,
                "\nphase times: cannot be read here ({})\n  so the report shows no phase table and "
-               "no rate; the raw figures are in the JSON summary (phases_ms, and each figure's "
-               "value under figures) and the file (/timings); the time per step, its stability, "
-               "the overlap speedup and verification stand\n",
-               j.text());
+               "no rate; the raw figures are in {} and the file (/timings); the time per step, "
+               "its stability, the overlap speedup and verification stand\n",
+               j.text(),
+               s.config.summary_json.empty()
+                   ? "the JSON summary, with each figure's verdict (--summary-json),"
+                   : s.config.summary_json + " (phases_ms, and each figure's value under figures)");
 }
 
 }  // namespace
@@ -279,7 +281,7 @@ std::string duration_text_us(double us) {
 
 void print_report(std::FILE* out, const RunSummary& s) {
     const Judgement j = judge(s);
-    print_reading(out, j);
+    print_reading(out, s, j);
     bool causes_said = false;
     for (std::size_t i = 0; i < s.passes.size(); ++i) {
         const PassSummary& p = s.passes[i];
