@@ -138,9 +138,10 @@ compared() {
     tail -n 1 "$dir/cmp_$name.txt" | cut -c1-160
 }
 
-# in_steps LOG PID: waits (60 s at most) until the run of launcher PID is in its steps: rank 0
-# has printed a progress line (one each 10 s of steps) that is not its last; fails when the
-# launcher ends first.
+# in_steps LOG PID: waits (60 s at most) until the run of launcher PID is in its timed steps:
+# rank 0 has printed a progress line (one each 10 s of steps) that is not its last; fails when
+# the launcher ends first. (The header's last line comes before the warm-up, the ceilings and
+# the timing mode's choice, a second or more at 16 Mi values.)
 in_steps() {
     local t=0
     until grep -E '^progress: ' "$1" 2>/dev/null | grep -qvE 'step ([0-9]+) of \1;'; do
@@ -151,10 +152,10 @@ in_steps() {
 
 pause() { sleep "$(python3 -c 'import random; print(round(random.uniform(0.2, 3), 2))')"; }
 
-# stopped NAME NP PICK ARGS...: a launch whose PICK-th rank process (by start) is SIGSTOPped
-# 0.2 to 3 s after in_steps (ARGS must outlast 13 s: long_run); the others' timeout_s (3 s) must
-# end the job with exit 4 and one line naming the wait. Prints the exit code, the seconds from
-# the stop to the end and that line.
+# stopped NAME NP PICK ARGS...: a launch whose PICK-th rank process (by start) is SIGSTOPped 0.2
+# to 3 s after in_steps (ARGS must outlast 13 s: long_run); the others' timeout_s (3 s) must end
+# the job with exit 4 and one line naming the wait. Prints the exit code, the seconds from the
+# stop to the end and that line.
 stopped() {
     local name=$1 np=$2 pick=$3 out=$scratch/stop.h5 log=$dir/$1.log pid code start
     shift 3
@@ -163,7 +164,7 @@ stopped() {
     local launcher=$!
     if ! in_steps "$log" $launcher; then
         wait $launcher
-        echo "$name: exit $? before its steps began: $(said "$log")"
+        echo "$name: exit $? before its steps: $(said "$log")"
         return 1
     fi
     pause
@@ -174,12 +175,14 @@ stopped() {
     code=$?
     kill -CONT "$pid" 2>/dev/null
     pkill -9 -f "^${BIN:-$new} .*$out"
-    echo "$name: rank process $pick stopped: exit $code after $((SECONDS - start)) s: $(said "$log")"
+    echo "$name: rank process $pick stopped in its steps: exit $code after $((SECONDS - start)) s:" \
+        "$(said "$log")"
 }
 
-# in_bound FILE N: how many of FILE's N stopped peers ended with exit 4 within timeout_s + 5 s.
+# in_bound FILE N: how many of FILE's N peers stopped in their steps ended the job with exit 4
+# within timeout_s + 5 s.
 in_bound() {
-    echo "in bound (exit 4 within 8 s): $(grep -cE 'exit 4 after [0-8] s' "$1") of $2"
+    echo "stopped in their steps, exit 4 within 8 s: $(grep -cE 'in its steps: exit 4 after [0-8] s' "$1") of $2"
 }
 
 # resumed NAME NP ARGS...: a launch run through, and the same launch stopped by SIGTERM 0.2 to

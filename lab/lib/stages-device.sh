@@ -81,14 +81,16 @@ stage_device_sanitize() {
 # sendrecv_perf -G 1 is a rank to itself as one graph: a bare transfer, no A or B.
 stage_device_fast() {
     local sizes=(--elements 1Ki:64Mi:x4 --depth 2 --overlap on --steps 2000 --warmup 200
-        --write none --c-elements 0) perf=$LAB_WORK/nccl-tests/build/sendrecv_perf np
+        --write none --c-elements 0) perf=$LAB_WORK/nccl-tests/build/sendrecv_perf np wrap=()
     if [[ -x $perf ]]; then
         $perf -b 4K -e 256M -f 4 -g 1 -w 50 -n 500 -c 1 -G 1 >"$dir/sendrecv_perf_G1.txt" 2>&1
         echo "sendrecv_perf -G 1: exit $?"
     fi
     for np in 1 2; do
-        under_mps "${mpi[@]}" -np $np build/bench/bench_handoff --benchmark_out="$dir/handoff_np$np.json" \
-            --benchmark_out_format=json >"$dir/handoff_np$np.txt" 2>&1
+        ((np == 2)) && wrap=(under_mps)
+        "${wrap[@]}" "${mpi[@]}" -np $np build/bench/bench_handoff \
+            --benchmark_out="$dir/handoff_np$np.json" --benchmark_out_format=json \
+            >"$dir/handoff_np$np.txt" 2>&1
         echo "bench_handoff np $np: exit $?"
     done
     launch device_np1 1 "${device[@]}" "${sizes[@]}"
