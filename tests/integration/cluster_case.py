@@ -1,6 +1,6 @@
 """What a run does over the whole world, counted: each launch is a run_case.py run (exit 0, every
 element of /y against the formula, the JSON's totals) with the collective-call count preloaded
-(tests/mpi_counts), and the counts are then held to the rule.
+(lab/mpi_counts), and the counts are then held to the rule.
 
 usage: cluster_case.py --binary B --mpirun "mpirun ..." --library LIB
                        --check per-step --np N --steps SHORT LONG -- GPURELAY_ARGS...
@@ -24,7 +24,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "mpi_counts"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "lab", "mpi_counts"))
 from needs import need_modules  # noqa: E402
 
 need_modules("numpy", "h5py")
