@@ -46,7 +46,7 @@ ResultSchema schema_of(const Setup& setup, const std::vector<bool>& passes, int 
     ResultSchema::Shape shape;
     shape.pairs = static_cast<std::uint64_t>(setup.placement.pairs);
     shape.ranks = static_cast<std::uint64_t>(size);
-    shape.steps = static_cast<std::uint64_t>(config.steps);
+    shape.recorded = static_cast<std::uint64_t>(config.recorded().columns);
     shape.elements = config.elements;
     shape.sizes = config.sizes;
     shape.y_type = with_dtype(config.dtype, []<typename T>() { return element_type<T>(); });
@@ -140,18 +140,34 @@ void Outputs::flush(const Config& config, int rank, std::int64_t flushes) {
 
 void Outputs::file_pass(const Setup& setup, const std::string& group, bool overlap,
                         const PassResult& result, int rank) {
+    const RecordedSteps::Columns kept = result.recorded.in_order();
+    if (kept.steps.empty()) return;
+    const auto row = static_cast<std::uint64_t>(rank);
     for (const PhaseInfo& phase : kPhases) {
-        std::vector<double> row(result.steps.size());
-        for (std::size_t s = 0; s < row.size(); ++s) row[s] = result.steps[s].*phase.member;
-        file->write_matrix_row(ResultSchema::timings_path(group, overlap, phase.name),
-                               static_cast<std::uint64_t>(rank), row.data());
+        std::vector<double> times(kept.times.size());
+        for (std::size_t i = 0; i < times.size(); ++i) times[i] = kept.times[i].*phase.member;
+        file->write_matrix_row(ResultSchema::timings_path(group, overlap, phase.name), row,
+                               times.data());
     }
+    file->write_matrix_row(ResultSchema::step_index_path(group, overlap), row, kept.steps.data());
     if (setup.placement.role == Role::producer) return;
     const auto pair = static_cast<std::uint64_t>(setup.placement.pair);
     file->write_matrix_row(ResultSchema::x_mismatches_path(group, overlap), pair,
-                           result.x_mismatches.data());
+                           kept.x_mismatches.data());
     file->write_matrix_row(ResultSchema::c_mismatches_path(group, overlap), pair,
-                           result.c_mismatches.data());
+                           kept.c_mismatches.data());
+}
+
+void Outputs::file_histograms(const std::string& group, const PassSummary& pass, int rank) {
+    if (rank != 0) return;
+    for (std::size_t p = 0; p < kPhaseCount; ++p) {
+        const LogHistogram& h = pass.histograms[p];
+        const double sums[ResultSchema::kHistogramSums] = {h.sums().sum, h.sums().squares,
+                                                           h.least(), h.most()};
+        file->write_matrix_row(ResultSchema::histogram_counts_path(group, pass.overlap), p,
+                               h.counts().data());
+        file->write_matrix_row(ResultSchema::histogram_sums_path(group, pass.overlap), p, sums);
+    }
 }
 
 void Outputs::file_size(std::size_t index, const std::string& group, const RunSummary& summary,
