@@ -1,6 +1,7 @@
 #include "app/outputs.hpp"
 
 #include <csignal>
+#include <type_traits>
 
 #include "app/provenance.hpp"
 #include "io/result_schema.hpp"
@@ -140,22 +141,31 @@ void Outputs::flush(const Config& config, int rank, std::int64_t flushes) {
 
 void Outputs::file_pass(const Setup& setup, const std::string& group, bool overlap,
                         const PassResult& result, int rank) {
-    const RecordedSteps::Columns kept = result.recorded.in_order();
-    if (kept.steps.empty()) return;
-    const auto row = static_cast<std::uint64_t>(rank);
+    const RecordedSteps::Columns& kept = result.recorded.columns();
+    const std::size_t n = kept.steps.size(), oldest = result.recorded.oldest();
+    if (n == 0) return;
+    // A row in the file's order: the oldest kept step first.
+    const auto in_order = [&](const auto& column) {
+        std::vector<std::remove_cvref_t<decltype(column(0))>> row(n);
+        for (std::size_t i = 0; i < n; ++i) row[i] = column((oldest + i) % n);
+        return row;
+    };
+    const auto file_row = [&](const std::string& path, std::uint64_t row, const auto& column) {
+        file->write_matrix_row(path, row, in_order(column).data());
+    };
+    const auto rank_row = static_cast<std::uint64_t>(rank);
     for (const PhaseInfo& phase : kPhases) {
-        std::vector<double> times(kept.times.size());
-        for (std::size_t i = 0; i < times.size(); ++i) times[i] = kept.times[i].*phase.member;
-        file->write_matrix_row(ResultSchema::timings_path(group, overlap, phase.name), row,
-                               times.data());
+        file_row(ResultSchema::timings_path(group, overlap, phase.name), rank_row,
+                 [&](std::size_t i) { return kept.times[i].*phase.member; });
     }
-    file->write_matrix_row(ResultSchema::step_index_path(group, overlap), row, kept.steps.data());
+    file_row(ResultSchema::step_index_path(group, overlap), rank_row,
+             [&](std::size_t i) { return kept.steps[i]; });
     if (setup.placement.role == Role::producer) return;
     const auto pair = static_cast<std::uint64_t>(setup.placement.pair);
-    file->write_matrix_row(ResultSchema::x_mismatches_path(group, overlap), pair,
-                           kept.x_mismatches.data());
-    file->write_matrix_row(ResultSchema::c_mismatches_path(group, overlap), pair,
-                           kept.c_mismatches.data());
+    file_row(ResultSchema::x_mismatches_path(group, overlap), pair,
+             [&](std::size_t i) { return kept.x_mismatches[i]; });
+    file_row(ResultSchema::c_mismatches_path(group, overlap), pair,
+             [&](std::size_t i) { return kept.c_mismatches[i]; });
 }
 
 void Outputs::file_histograms(const std::string& group, const PassSummary& pass, int rank) {

@@ -175,16 +175,14 @@ RankNeeds rank_needs(const Config& config, const MemoryPlan& plan, Role role, bo
     const double passes = config.overlap == OverlapMode::compare ? 2 : 1;
     const bool writes = role != Role::producer && config.written_rows() > 0;
     RankNeeds needs;
-    // Kept for the report and the file: each pass's kept steps (times, counts and step numbers,
-    // and a copy in the file's order on their way there), its histograms (rank 0 also the
-    // sums of every rank's), and the list of written steps. None grows with the steps past
-    // step_record's columns.
+    // Kept for the report and the file: a pass's kept steps at a time (times, counts and step
+    // numbers, and one row in the file's order on its way there), each pass's histograms (rank 0
+    // also the sums of every rank's), and the list of written steps. None grows with the steps
+    // past step_record's columns.
     const double histograms =
         3.0 * kPhaseCount * static_cast<double>(LogHistogram::bucket_count()) * 8;
-    needs.records =
-        passes * (2 * columns * static_cast<double>(sizeof(StepTimes) + 3 * sizeof(Counter)) +
-                  histograms) +
-        static_cast<double>(config.written_rows()) * 8;
+    needs.records = columns * static_cast<double>(sizeof(StepTimes) + 4 * sizeof(Counter)) +
+                    passes * histograms + static_cast<double>(config.written_rows()) * 8;
     needs.host = static_cast<double>(plan.host_bytes()) + needs.records +
                  (writes ? kWriterBuffers * static_cast<double>(config.tensor_bytes()) : 0);
     (cpu_path ? needs.host : needs.device) += static_cast<double>(plan.device_bytes());

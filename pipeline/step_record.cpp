@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <numeric>
 
 namespace gpurelay {
 
@@ -50,24 +49,16 @@ void RecordedSteps::keep_counts(std::int64_t s, Counter x, Counter c) {
     columns_.c_mismatches[static_cast<std::size_t>(column)] += c;
 }
 
-// all and every:K keep their columns in step order already; last:N's ring is turned.
-RecordedSteps::Columns RecordedSteps::in_order() const {
-    if (plan_.mode != StepRecord::last) return columns_;
-    std::vector<std::size_t> order(columns_.steps.size());
-    std::iota(order.begin(), order.end(), 0);
-    // Unsigned, so that -1 (no step) sorts last.
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        return static_cast<std::uint64_t>(columns_.steps[a]) <
-               static_cast<std::uint64_t>(columns_.steps[b]);
-    });
-    Columns out;
-    for (const std::size_t i : order) {
-        out.steps.push_back(columns_.steps[i]);
-        out.times.push_back(columns_.times[i]);
-        out.x_mismatches.push_back(columns_.x_mismatches[i]);
-        out.c_mismatches.push_back(columns_.c_mismatches[i]);
-    }
-    return out;
+std::size_t RecordedSteps::oldest() const {
+    if (plan_.mode != StepRecord::last) return 0;
+    // Unsigned, so that -1 (no step) is never the oldest.
+    const auto& steps = columns_.steps;
+    return static_cast<std::size_t>(std::min_element(steps.begin(), steps.end(),
+                                                     [](std::int64_t a, std::int64_t b) {
+                                                         return static_cast<std::uint64_t>(a) <
+                                                                static_cast<std::uint64_t>(b);
+                                                     }) -
+                                    steps.begin());
 }
 
 void SlowestSteps::offer(std::int64_t s, double period) {

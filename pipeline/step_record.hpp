@@ -22,14 +22,16 @@ class RecordedSteps {
     void keep(std::int64_t s, const StepTimes& times);
     void keep_counts(std::int64_t s, Counter x, Counter c);
 
-    // The columns in the file's order, the oldest kept step first (last:N keeps a ring): each
-    // column's step (-1 where none ran), its times and its counts.
+    // Each column's step (-1 where none ran), its times and its counts.
     struct Columns {
         std::vector<std::int64_t> steps;
         std::vector<StepTimes> times;
         std::vector<Counter> x_mismatches, c_mismatches;
     };
-    Columns in_order() const;
+    const Columns& columns() const { return columns_; }
+    // The file lays the columns out from this one on, cyclically: the oldest kept step's where
+    // last:N's ring has turned, else 0 (all and every:K keep theirs in step order).
+    std::size_t oldest() const;
 
   private:
     std::int64_t column_of(std::int64_t s) const;

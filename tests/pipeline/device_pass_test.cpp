@@ -23,7 +23,7 @@ namespace {
 
 // Every step's times as the pass kept them (step_record = "auto" keeps each step of a short
 // pass).
-std::vector<StepTimes> steps_of(const PassResult& r) { return r.recorded.in_order().times; }
+std::vector<StepTimes> steps_of(const PassResult& r) { return r.recorded.columns().times; }
 
 Config device_config(Backend backend) {
     Config c;

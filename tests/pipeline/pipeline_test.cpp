@@ -22,7 +22,7 @@ namespace {
 
 // Every step's times as the pass kept them (step_record = "auto" keeps each step of a short
 // pass).
-std::vector<StepTimes> steps_of(const PassResult& r) { return r.recorded.in_order().times; }
+std::vector<StepTimes> steps_of(const PassResult& r) { return r.recorded.columns().times; }
 
 Config small_config() {
     Config c;
@@ -97,7 +97,7 @@ TEST(PassLoop, AFullPassTimesAndVerifiesEveryStep) {
         // tensor (min(4096, elements) samples).
         EXPECT_EQ(r.x_mismatches, 0u);
         EXPECT_EQ(r.c_mismatches, 0u);
-        EXPECT_EQ(r.recorded.in_order().steps,
+        EXPECT_EQ(r.recorded.columns().steps,
                   (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
         // The histograms hold the timed steps, 2 to 8: each one's period, and its role's phases.
         EXPECT_EQ(r.phases[index_of(Phase::step)].count(), 7u);
