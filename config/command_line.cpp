@@ -182,11 +182,14 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     }
     check_arguments(app, options);
     result.print_config = options.print_config->count() > 0;
+    // steps = 0 until the deck or a flag sets it: its default depends on duration (below).
+    result.config.steps = 0;
     // The deck first, whatever the position of --input: flags override it.
     if (options.input->count() > 0) {
         result.deck_path = options.input->results().front();
         if (result.deck_path.empty()) throw usage_error("--input needs a file name");
-        result.config = config_from_toml(read_deck(result.deck_path), result.deck_path);
+        result.config =
+            config_from_toml(read_deck(result.deck_path), result.deck_path, result.config);
     }
     // Flags in the order typed, so that the first bad one is the one reported.
     for (const CLI::Option* option : app.parse_order()) {
@@ -196,6 +199,10 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
         if (key_option == options.keys.end()) continue;
         set_config_value(result.config, key_option->second, option->results().front(),
                          option->get_name());
+    }
+    // A run with a duration and no steps of its own runs until its duration alone.
+    if (result.config.steps == 0) {
+        result.config.steps = result.config.duration_s > 0 ? kNoStepLimit : Config{}.steps;
     }
     return result;
 }

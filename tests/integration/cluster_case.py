@@ -72,7 +72,12 @@ def per_step(opts, args, tmp):
         worst = max(worst, per)
     if worst > MOST_PER_STEP:
         fail(f"{worst:.5f} collectives over the world per rank per step, more than 1/64")
-    print(f"ok: at most {worst:.5f} collectives over the world per rank per step (1/64 allowed)")
+    # Rank 0 gathers nothing that grows with the steps (histograms are reduced, not gathered).
+    gathered = [counts[steps][0]["gathered_bytes"] for steps in (short, long)]
+    if gathered[0] != gathered[1]:
+        fail(f"rank 0 gathered {gathered[0]} bytes in {short} steps, {gathered[1]} in {long}")
+    print(f"ok: at most {worst:.5f} collectives over the world per rank per step (1/64 allowed); "
+          f"rank 0 gathered {gathered[0]} bytes at either length")
 
 
 def set_up_calls(counts):
