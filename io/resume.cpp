@@ -188,13 +188,14 @@ Candidate look_at(const std::string& output, const Config& config) {
         const Config stored = stored_deck(file);
         const std::string differ = differences(stored, config);
         // One that cannot be resumed is no match, however its deck reads.
-        candidate.matches = differ.empty() && (file.integer("complete").value_or(0) == 1 ||
-                                               file.integer("stopped_at_step").has_value());
+        const bool resumable = file.integer("complete").value_or(0) == 1 ||
+                               file.integer("stopped_at_step").has_value();
+        candidate.matches = differ.empty() && resumable;
         candidate.about = "tag " + config_value_toml(stored, "tag") + ", started " +
                           file.text("started_utc").value_or("(not recorded)") + ", " +
                           steps_done(stored, file) +
                           (differ.empty() ? "" : "; differs: " + differ) +
-                          "; continued by: " + resume_command(stored);
+                          (resumable ? "; continued by: " + resume_command(stored) : "");
     } catch (const Error& e) {
         candidate.about = e.what();
     }
