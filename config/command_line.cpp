@@ -17,13 +17,6 @@
 namespace gpurelay {
 namespace {
 
-// Key foo_bar is the flag --foo-bar.
-std::string flag_name(std::string_view key) {
-    std::string flag = "--" + std::string(key);
-    std::replace(flag.begin(), flag.end(), '_', '-');
-    return flag;
-}
-
 constexpr std::size_t kMaxDeckBytes = std::size_t{1} << 20;
 
 std::string read_deck(const std::string& path) {
@@ -60,7 +53,7 @@ Error unexpected_argument(const std::string& argument) {
     if (option.starts_with("--")) {
         std::vector<std::string> flags = {"--input", "--print-config", "--print-sizes", "--version",
                                           "--help"};
-        for (const ConfigKey& key : config_keys()) flags.push_back(flag_name(key.name));
+        for (const ConfigKey& key : config_keys()) flags.push_back(flag_of(key.name));
         const std::vector<std::string_view> candidates(flags.begin(), flags.end());
         if (const std::string hint = closest_name(option, candidates); !hint.empty()) {
             message += " (did you mean " + hint + "?)";
@@ -105,8 +98,7 @@ Options add_options(CLI::App& app) {
     const Config defaults;
     for (const ConfigKey& key : config_keys()) {
         const std::string default_text = config_value_text(defaults, key.name);
-        CLI::Option* option =
-            app.add_option(flag_name(key.name))->description(std::string(key.help));
+        CLI::Option* option = app.add_option(flag_of(key.name))->description(std::string(key.help));
         // option_text is what --help shows after the flag: the kind of value and its default.
         option->option_text(std::string(key.value_hint) +
                             (default_text.empty() ? "" : "=" + default_text));

@@ -186,12 +186,19 @@ struct ConfigKey {
     std::string_view type;        // the kind of value in words: "integer", "size", "choice", ...
     std::string_view range;       // the values the run accepts, in words (CONFIG.md)
     std::string_view details;     // CONFIG.md's paragraph on the key, or empty
+    // Whether --resume may continue a file started with another value: only for what cannot
+    // change a result (where the outputs go, how long to wait, what is printed). A key that does
+    // not say so must match the stored deck.
+    bool may_differ_on_resume = false;
 };
 const std::vector<ConfigKey>& config_keys();
 
 // docs/CONFIG.md: every key's type, default, range and meaning as one Markdown table, then a
 // paragraph per key that has one. The test config.doc_current compares the committed file.
 std::string config_doc_markdown();
+
+// The flag of a key: key foo_bar is --foo-bar.
+std::string flag_of(std::string_view key);
 
 // Sets one key from its text form (a deck value or a flag's argument); throws a usage error.
 void set_config_value(Config& config, std::string_view key, std::string_view value);

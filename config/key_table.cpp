@@ -366,6 +366,13 @@ KeySpec documented(KeySpec spec, std::string_view range, std::string_view detail
     return spec;
 }
 
+// `spec` for a key that cannot change a result, so that --resume may continue a file started with
+// another value of it. Every other key must match the stored deck.
+KeySpec may_differ_on_resume(KeySpec spec) {
+    spec.key.may_differ_on_resume = true;
+    return spec;
+}
+
 // --- CONFIG.md's paragraphs, one per key that needs more than its help line --------------------
 
 constexpr std::string_view kDeviceDoc =
@@ -551,12 +558,17 @@ constexpr std::string_view kOutputDoc =
     "output: `OUTPUT.lock` is held with `flock` for the run. [OUTPUT.md](OUTPUT.md) has the "
     "layout, [OPERATIONS.md](OPERATIONS.md) what is left after a failure.";
 constexpr std::string_view kResumeDoc =
-    "Run the same command again with `--resume`: the keys that shape the results must match "
-    "the deck stored in the file, and the run continues from `stopped_at_step` (a `.partial` "
-    "that is already complete is only renamed). `/y` then equals an uninterrupted run's. "
-    "Without an output of its own, `--resume` continues the `outputs/gpurelay-*.h5.partial` "
-    "written last (the one the stop named, until another run stops). A "
-    "`.partial` left by a rank killed mid-step cannot be resumed ([OPERATIONS.md](OPERATIONS.md)).";
+    "The stop line prints the command that continues the file (`... --output PATH --resume`). "
+    "Every key that can change a result must match the deck stored in the file (those that may "
+    "differ are listed under the table above), or the run is refused (exit 2), naming each key "
+    "that differs with both values; the run continues from `stopped_at_step` (a `.partial` that "
+    "is already complete is only renamed), and `/y` then equals an uninterrupted run's. Without "
+    "an output of its own, `--resume` looks at the newest 16 `outputs/gpurelay-*.h5.partial` "
+    "and continues the one whose deck matches (this Slurm job's own first, then the newest); "
+    "where none does, it is refused with each one's tag, start, steps done, the keys that "
+    "differ and the command that resumes it. The file's `launches` attribute keeps every "
+    "launch's start, steps and git hash ([OUTPUT.md](OUTPUT.md)). A `.partial` left by a rank "
+    "killed mid-step cannot be resumed ([OPERATIONS.md](OPERATIONS.md)).";
 constexpr std::string_view kWriteDoc =
     "`last` keeps the last step's `y`, `all` every step's, `every:K` every K-th step's (steps "
     "K−1, 2K−1, ...) and `none` none (the timings and counts are still written). Rows are "
@@ -647,7 +659,8 @@ const std::vector<KeySpec>& key_table() {
                    "≥ 1", kStepsDoc),
         documented(int_key("warmup", "first steps left out of the timings", &Config::warmup, 0),
                    "0 to steps − 1", kStepsDoc),
-        documented(duration_key(), "1 ms to a year (`s`, `m`, `h`, `d`), or empty", kDurationDoc),
+        may_differ_on_resume(documented(
+            duration_key(), "1 ms to a year (`s`, `m`, `h`, `d`), or empty", kDurationDoc)),
         documented(int_key("depth", depth_help, &Config::depth, 1), depth_range, kDepthDoc),
         documented(
             choice_key("overlap", "overlap the exchange with compute, or run both and compare",
@@ -726,17 +739,19 @@ const std::vector<KeySpec>& key_table() {
                        "writes into the consumer's slot, on the producer's SMs: no copy)",
                        "copy|sm", &Config::ipc_engine, std::array{IpcEngine::copy, IpcEngine::sm}),
             {}, kIpcEngineDoc),
-        documented(
+        may_differ_on_resume(documented(
             text_key("output",
                      "HDF5 result file (empty: a new outputs/gpurelay-DATE-TIME.h5 each run)",
                      "PATH", &Config::output),
-            "a path in a folder that exists, or empty", kOutputDoc),
-        bool_key("overwrite", "replace an existing output file", &Config::overwrite),
-        documented(bool_key("resume",
-                            "continue OUTPUT.partial, left by a run stopped with SIGTERM, SIGINT "
-                            "or SIGUSR1, from the step where it stopped",
-                            &Config::resume),
-                   {}, kResumeDoc),
+            "a path in a folder that exists, or empty", kOutputDoc)),
+        may_differ_on_resume(
+            bool_key("overwrite", "replace an existing output file", &Config::overwrite)),
+        may_differ_on_resume(documented(
+            bool_key("resume",
+                     "continue OUTPUT.partial, left by a run stopped with SIGTERM, SIGINT or "
+                     "SIGUSR1, from the step where it stopped",
+                     &Config::resume),
+            {}, kResumeDoc)),
         documented(write_key(), "`all`, `last`, `none`, `every:K` (K ≥ 1)", kWriteDoc),
         documented(step_record_key(), "`auto`, `all`, `none`, `every:K`, `last:N` (K, N ≥ 1)",
                    kStepRecordDoc),
@@ -744,12 +759,12 @@ const std::vector<KeySpec>& key_table() {
             int_key("flush_every", "flush the file every K steps (0: only at creation and the end)",
                     &Config::flush_every, 0),
             "≥ 0", kFlushDoc),
-        documented(text_key("summary_json", "JSON summary file (empty: none)", "PATH",
-                            &Config::summary_json),
-                   "a path, or empty", kSideOutputsDoc),
-        documented(
+        may_differ_on_resume(documented(text_key("summary_json", "JSON summary file (empty: none)",
+                                                 "PATH", &Config::summary_json),
+                                        "a path, or empty", kSideOutputsDoc)),
+        may_differ_on_resume(documented(
             text_key("results_csv", "CSV timings file (empty: none)", "PATH", &Config::results_csv),
-            "a path, or empty", kSideOutputsDoc),
+            "a path, or empty", kSideOutputsDoc)),
         documented(choice_key("host_wait",
                               "how a host thread waits for its peers and its GPU: prompt "
                               "(pauses of at most 50 us between looks), sparing (pauses that "
@@ -759,14 +774,15 @@ const std::vector<KeySpec>& key_table() {
                               std::array{HostWaitMode::auto_select, HostWaitMode::prompt,
                                          HostWaitMode::sparing}),
                    {}, kHostWaitDoc),
-        documented(real_key("timeout_s", "longest a rank waits on a peer, in seconds",
-                            &Config::timeout_s, true),
-                   "0.001 to 31536000 (a year)", kTimeoutDoc),
-        documented(bool_key("quiet",
-                            "errors only: no progress, memory line or report (the files and CSV "
-                            "row are still written)",
-                            &Config::quiet),
-                   {}, kQuietDoc),
+        may_differ_on_resume(
+            documented(real_key("timeout_s", "longest a rank waits on a peer, in seconds",
+                                &Config::timeout_s, true),
+                       "0.001 to 31536000 (a year)", kTimeoutDoc)),
+        may_differ_on_resume(documented(bool_key("quiet",
+                                                 "errors only: no progress, memory line or report "
+                                                 "(the files and CSV row are still written)",
+                                                 &Config::quiet),
+                                        {}, kQuietDoc)),
         bool_key("debug_skip_reuse_wait", "tests only: drop the slot-reuse wait",
                  &Config::debug_skip_reuse_wait),
         int_key(
@@ -787,7 +803,8 @@ const std::vector<KeySpec>& key_table() {
                 &Config::debug_stop_rank, 0),
         documented(text_key("tag", "free-text label stored with the results", "TEXT", &Config::tag),
                    "UTF-8 without control characters"),
-        documented(profile_steps_key(), "`A:B` with 0 ≤ A ≤ B < steps, or empty", kProfileDoc),
+        may_differ_on_resume(
+            documented(profile_steps_key(), "`A:B` with 0 ≤ A ≤ B < steps, or empty", kProfileDoc)),
         documented(int_key("repeat",
                            "which launch of a configuration run several times this is "
                            "(scripts/sweep --repeat sets it): stored in the CSV, the JSON and "
@@ -814,6 +831,12 @@ const std::vector<ConfigKey>& config_keys() {
         return out;
     }();
     return keys;
+}
+
+std::string flag_of(std::string_view key) {
+    std::string flag = "--" + std::string(key);
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    return flag;
 }
 
 void set_config_value(Config& config, std::string_view key, std::string_view value) {

@@ -218,6 +218,19 @@ TEST(Config, KeyTable) {
     EXPECT_EQ(names, expected);
 }
 
+// Only what cannot change a result may differ on --resume: where the outputs go, how long to wait,
+// what is printed and profiled. A key that says nothing (a new one) must match.
+TEST(Config, KeysThatMayDifferOnResume) {
+    std::vector<std::string_view> free;
+    for (const ConfigKey& key : config_keys()) {
+        if (key.may_differ_on_resume) free.push_back(key.name);
+    }
+    const std::vector<std::string_view> expected = {"duration",  "output",       "overwrite",
+                                                    "resume",    "summary_json", "results_csv",
+                                                    "timeout_s", "quiet",        "profile_steps"};
+    EXPECT_EQ(free, expected);
+}
+
 // --- Sizes ---------------------------------------------------------------------------------------
 
 TEST(ParseSize, Suffixes) {

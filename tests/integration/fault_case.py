@@ -417,7 +417,7 @@ def case_mpirun_sigterm(runner, tmp, args):
     """SIGTERM to mpirun: with the kill window lengthened (5 s, room for a loaded machine to end
     a step of 30 ms and close the file), the ranks stop cleanly and say so, and the .partial
     says where to resume (mpirun itself exits 1, its own convention; resuming is checked by the
-    sigterm_then_resume tests)."""
+    sig*_then_resume tests)."""
     output, _, code, ours = mpirun_signal(runner, tmp, "TERM", 5)
     if code == 0:
         fail("mpirun exited 0 after SIGTERM")
