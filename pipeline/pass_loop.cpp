@@ -237,14 +237,17 @@ void Pipeline::Impl::end_profile() {
 bool Pipeline::Impl::stops_after(Pass& pass, const StepCallback& on_step, std::int64_t s,
                                  bool unit) {
     const std::int64_t n = pass.plan->unit_steps(s);
-    bool stop = false;
+    AfterStep after = AfterStep::go;
     const double callback_start = now_ms();
-    for (std::int64_t j = s; j < s + n && !stop; ++j) stop = on_step && on_step(j);
-    if (s >= pass.result.timed_from) pass.result.host_callback_ms += now_ms() - callback_start;
-    if (stop) {
-        timer_.stop_after(s + n - 1, unit ? graphs_.launch_stream(*pass.plan) : *pass.plan->last);
+    for (std::int64_t j = s; j < s + n && after == AfterStep::go; ++j) {
+        if (on_step) after = on_step(j);
     }
-    return stop;
+    if (s >= pass.result.timed_from) pass.result.host_callback_ms += now_ms() - callback_start;
+    if (after == AfterStep::go) return false;
+    const std::int64_t last = s + n - 1;
+    timer_.stop_after(last, unit ? graphs_.launch_stream(*pass.plan) : *pass.plan->last);
+    if (after == AfterStep::end) schedule_.write_step(last, pass.next_row, /*last=*/true);
+    return true;
 }
 
 // After the clock has stopped: every rank's streams idle and the ranks met, the writer drained,
@@ -313,11 +316,21 @@ PassResult blank_pass_result(const PipelineSpec& spec, bool overlap, std::int64_
     result.overlap = overlap;
     result.first_step = first_step;
     result.timed_from = std::max(spec.warmup, first_step == 0 ? 0 : first_step + 1);
-    const auto steps = static_cast<std::size_t>(spec.steps);
-    result.steps.assign(steps, StepTimes{});
-    result.x_mismatches.assign(steps, 0);
-    result.c_mismatches.assign(steps, 0);
+    result.recorded = RecordedSteps(spec);
     return result;
+}
+
+void PassResult::retire_step(std::int64_t s, const StepTimes& times) {
+    recorded.keep(s, times);
+    if (s < timed_from) return;
+    for (const PhaseInfo& phase : kPhases) phases[index_of(phase.phase)].add(times.*phase.member);
+    slowest.offer(s, times.period);
+}
+
+void PassResult::retire_counts(std::int64_t s, Counter x, Counter c) {
+    recorded.keep_counts(s, x, c);
+    x_mismatches += x;
+    c_mismatches += c;
 }
 
 SinkShare::SinkShare(RowSink* sink) : sink_(sink) {

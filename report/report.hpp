@@ -22,14 +22,15 @@
 namespace gpurelay {
 
 // A phase's distribution over every rank's timed steps (NaN steps left out). Percentiles
-// interpolate linearly between the sorted samples, as numpy.percentile's default does, so a
-// reader can check them against the file; cv is the coefficient of variation, the population
-// standard deviation over the mean. The median's intervals come from order statistics (as
-// benchstat's): with n samples, the k-th least to the k-th largest for the largest k whose
-// chance of holding the median, 1 - 2 P(Binomial(n, 1/2) < k), is at least the confidence; NaN
-// where n is too small. They need only quantiles at given ranks, which a merged histogram
-// gives as well as the samples. The 97.5% interval is for a ratio of two medians: two such
-// intervals hold both with at least 0.975^2 > 95%.
+// interpolate linearly between the order statistics, as numpy.percentile's default does, each
+// read from the pass's histograms within 0.5% (so a reader can check them against the file's
+// /histograms, and within 0.5% against /timings where it keeps every step); cv is the coefficient
+// of variation, the population standard deviation over the mean. The median's intervals come from
+// order statistics (as benchstat's): with n samples, the k-th least to the k-th largest for the
+// largest k whose chance of holding the median, 1 - 2 P(Binomial(n, 1/2) < k), is at least the
+// confidence; NaN where n is too small. They need only the values at given ranks, which a merged
+// histogram gives (within its 0.5%) as well as the samples. The 97.5% interval is for a ratio of
+// two medians: two such intervals hold both with at least 0.975^2 > 95%.
 struct PhaseStats {
     double median, min, max;
     double p50, p90, p99, cv;
@@ -39,8 +40,10 @@ struct PhaseStats {
     double median_hi_975 = std::numeric_limits<double>::quiet_NaN();
 };
 
-// Steps whose period on some rank took more than kSlowStepFactor times the median period: how
-// many, and the first kSlowStepsKept of their numbers (to find them on a profile's timeline).
+// Steps whose period took more than kSlowStepFactor times the median period: how many on the
+// rank that counted most (from its histogram, to its buckets' 0.5%; at least as many as it
+// names), and the first kSlowStepsKept of their numbers among every rank's 64 slowest steps (to
+// find them on a profile's timeline).
 inline constexpr double kSlowStepFactor = 3.0;
 inline constexpr std::size_t kSlowStepsKept = 8;
 
@@ -79,7 +82,11 @@ struct PassSummary {
     std::int64_t timed_steps = 0, timed_from = 0;
     std::array<PhaseStats, kPhaseCount> phases{};  // over every rank's timed steps, as kPhases
     const PhaseStats& phase(Phase p) const { return phases[index_of(p)]; }
-    // The transfer: each step's shorter end, its median and that median's 95% interval.
+    // What `phases` are read from: every rank's histograms summed (rank 0; empty elsewhere), the
+    // step's over the ranks whose period is their link's step.
+    std::array<LogHistogram, kPhaseCount> histograms{};
+    // The transfer: the median link's (each link's the shorter of its ends' medians), and the
+    // median links' 95% intervals of those medians.
     double transfer_ms = 0;
     double transfer_lo_ms = std::numeric_limits<double>::quiet_NaN();
     double transfer_hi_ms = std::numeric_limits<double>::quiet_NaN();
@@ -218,6 +225,9 @@ std::string text_from_root(MPI_Comm comm, std::string text);
 
 // The distribution of `values` (NaN left out; all NaN without any), as PhaseStats says.
 PhaseStats phase_stats(std::vector<double> values);
+// The same, read from a histogram: each order statistic within its relative error, the least,
+// the largest and cv exact.
+PhaseStats phase_stats(const LogHistogram& histogram);
 
 // nccl-tests' bus bandwidth factor, what each rank's link carries per byte of the tensor:
 // point-to-point and broadcast 1, all-reduce 2(n-1)/n for a group of n.
@@ -226,8 +236,9 @@ double bus_factor(Pattern pattern, int group_size);
 // The medians step_bound_ms() takes, from a pass's phases.
 PhaseMedians phase_medians(const PassSummary& pass);
 
-// Collective over `comm`: every rank's step times gathered and reduced. The whole summary is
-// valid on rank 0; the verification totals on every rank (so all agree on the exit code).
+// Collective over `comm`: every rank's histograms summed and its figures reduced (nothing that
+// grows with the steps travels). The whole summary is valid on rank 0; the verification totals
+// on every rank (so all agree on the exit code).
 PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                            const PassResult& result);
 

@@ -1,9 +1,11 @@
 """Runs gpurelay under mpirun with the report on and checks its distributions and its pairs: each
-phase's median, min, max, p50, p90, p99 and cv in the JSON summary against numpy over the same
-/timings read back from the file, the periods' sum against the pass's time, the slow steps
-against the periods there, the CSV row against
-the JSON; one report line per pair (with more than one), the pairs slowed with debug_delay_us flagged SLOW (in the
-report and the JSON) and no other.
+phase's median (and its 95% interval), min, max, p50, p90, p99 and cv in the JSON summary against
+numpy over the same /timings read back from the file (the step's over the consumers; the
+quantiles, read from the pass's histograms, within their relative error; min, max and cv exact),
+and against the file's /histograms read as OUTPUT.md reads them (exact), the time per step as the
+step's median with its interval, the periods' sum against the pass's time, the slow steps against
+the periods there, the CSV row against the JSON; one report line per pair (with more than one),
+the pairs slowed with debug_delay_us flagged SLOW (in the report and the JSON) and no other.
 
 usage: distribution_case.py --binary B --mpirun "mpirun ..." --np N [--slow-pair P ...]
                             -- GPURELAY_ARGS...
@@ -36,21 +38,66 @@ def fail(message):
     sys.exit(1)
 
 
-def close(got, want, what):
-    if got is None or not math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12):
+def close(got, want, what, rel_tol=1e-9):
+    if got is None or not math.isclose(got, want, rel_tol=rel_tol, abs_tol=1e-12):
         fail(f"{what}: {got} in the JSON, numpy says {want}")
 
 
-def median_interval(ordered):
-    """The median's 95% interval from the order statistics: the k-th least to the k-th largest
-    for the largest k with P(Binomial(n, 1/2) <= k - 1) <= 0.025 (report/summary.cpp's)."""
-    n, cdf, k = len(ordered), 0.0, 0
+def interval_rank(n):
+    """The rank k (from 1) of the order statistics that bound the median's 95% interval: the
+    largest k with P(Binomial(n, 1/2) <= k - 1) <= 0.025 (report/summary.cpp's); 0 for none."""
+    cdf, k = 0.0, 0
     for i in range(n // 2):
         cdf += math.comb(n, i) / 2.0 ** n
         if cdf > 0.025 * (1 + 1e-12):
             break
         k = i + 1
-    return (float(ordered[k - 1]), float(ordered[n - k])) if k else (None, None)
+    return k
+
+
+def histogram_at_rank(f, name, phase):
+    """A pass's phase from /histograms, as OUTPUT.md reads it: its count, and its k-th least
+    time (from 0), the least and the largest exact."""
+    h = f["histograms"]
+    row = h.attrs["phases"].split(",").index(phase)
+    counts = h[name]["counts"][row].astype(np.int64)
+    least, most = h[name]["sums"][row][2:4]
+    i = np.arange(len(counts))
+    value = 2 * h.attrs["lowest_ms"] * h.attrs["gamma"] ** i / (h.attrs["gamma"] + 1)
+    value[0], value[-1] = 0.0, 1e7
+    cum = np.cumsum(counts)
+    n = int(cum[-1])
+
+    def at_rank(k):
+        if k == 0 or k == n - 1:
+            return least if k == 0 else most
+        return np.clip(value[np.searchsorted(cum, k, side="right")], least, most)
+    return n, at_rank
+
+
+def histogram_quantile(f, name, phase, q):
+    """A quantile of a pass's phase from /histograms, as OUTPUT.md reads it."""
+    n, at_rank = histogram_at_rank(f, name, phase)
+    at = (n - 1) * q
+    below = int(np.floor(at))
+    return at_rank(below) + (at - below) * (at_rank(min(below + 1, n - 1)) - at_rank(below))
+
+
+def check_median_interval(f, name, phase, stats, ordered):
+    """The median's 95% interval: the order statistics at interval_rank's ranks, read from the
+    histogram (exactly what /histograms gives, within its relative error of the samples')."""
+    got = stats["median_ci95"]
+    k = interval_rank(ordered.size)
+    if not k:
+        if got != [None, None]:
+            fail(f"{name}/{phase}: median_ci95 {got} from {ordered.size} samples")
+        return
+    n, at_rank = histogram_at_rank(f, name, phase)
+    tolerance = f["histograms"].attrs["relative_error"]
+    for end, exact, read in ((0, ordered[k - 1], at_rank(k - 1)),
+                             (1, ordered[ordered.size - k], at_rank(n - k))):
+        close(got[end], float(exact), f"{name}/{phase} median_ci95[{end}]", tolerance)
+        close(got[end], float(read), f"{name}/{phase} median_ci95[{end}] from /histograms")
 
 
 def check_distributions(f, summary):
@@ -72,12 +119,16 @@ def check_distributions(f, summary):
             want = {"median": np.median(samples), "min": samples.min(), "max": samples.max(),
                     "p50": np.percentile(samples, 50), "p90": np.percentile(samples, 90),
                     "p99": np.percentile(samples, 99), "cv": samples.std() / samples.mean()}
+            quantiles = {"median": 0.5, "p50": 0.5, "p90": 0.9, "p99": 0.99}
             for key, value in want.items():
-                close(stats.get(key), float(value), f"{name}/{phase} {key}")
-            lo, hi = median_interval(np.sort(samples))
-            if samples.size <= 400 and stats["median_ci95"] != [lo, hi]:
-                fail(f"{name}/{phase}: median_ci95 {stats['median_ci95']}, the order statistics "
-                     f"give {[lo, hi]}")
+                # Every step is kept here: the histogram's quantiles lie within its relative
+                # error of the exact ones, and are exactly what the file's /histograms give.
+                tolerance = f["histograms"].attrs["relative_error"] if key in quantiles else 1e-9
+                close(stats.get(key), float(value), f"{name}/{phase} {key}", tolerance)
+                if key in quantiles:
+                    close(stats.get(key), float(histogram_quantile(f, name, phase, quantiles[key])),
+                          f"{name}/{phase} {key} from /histograms")
+            check_median_interval(f, name, phase, stats, np.sort(samples))
         # The time per step is the step's median period, with that interval.
         step = p["figures"]["time_per_step_ms"]
         close(step["value"], p["phases_ms"]["step"]["median"], f"{name} time_per_step_ms")
@@ -92,12 +143,18 @@ def check_distributions(f, summary):
             if np.nansum(periods) > 1.05 * wall + 0.5:
                 fail(f"{name}: rank {rank}'s step periods add up to {np.nansum(periods):.3f} ms, "
                      f"over the pass's {wall:.3f} ms (first {periods[0]:.3f} ms)")
-        median = np.median(period[consumers][~np.isnan(period[consumers])])
-        slow = [start + s for s in range(period.shape[1])
-                if (period[:, s] > SLOW_STEP_FACTOR * median).any()]
+        # Slow against the JSON's median (the consumers' periods): counted on each rank (the
+        # JSON has the most any rank counted, give or take the steps in the bucket of the bound),
+        # named among each rank's 64 slowest steps (all of them here).
+        bound = SLOW_STEP_FACTOR * p["phases_ms"]["step"]["median"]
+        counts = [int(np.sum(row > bound)) for row in period]
+        near = int(np.sum(np.abs(period[~np.isnan(period)] - bound) <= 0.005 * bound))
+        slow = [start + s for s in range(period.shape[1]) if (period[:, s] > bound).any()]
         got = p["slow_steps"]
-        if got["count"] != len(slow) or got["first"] != slow[:SLOW_STEPS_KEPT]:
-            fail(f"{name}: slow steps {got}, the file says {len(slow)}: {slow[:SLOW_STEPS_KEPT]}")
+        if abs(got["count"] - max(max(counts), len(slow[:SLOW_STEPS_KEPT]))) > near or \
+                (period.shape[1] <= 64 and not near and got["first"] != slow[:SLOW_STEPS_KEPT]):
+            fail(f"{name}: slow steps {got}, the file says {max(counts)} on the rank with most: "
+                 f"{slow[:SLOW_STEPS_KEPT]}")
         # The file's pass group carries the same figures.
         attrs = f["timings"][name].attrs
         for phase, stats in p["phases_ms"].items():
