@@ -85,8 +85,8 @@ struct PassSummary {
     // What `phases` are read from: every rank's histograms summed (rank 0; empty elsewhere), the
     // step's over the ranks whose period is their link's step.
     std::array<LogHistogram, kPhaseCount> histograms{};
-    // The transfer: the median link's (each link's the shorter of its ends' medians), and the
-    // median links' 95% intervals of those medians.
+    // The transfer: the median link's (each link's the shorter of its ends' medians), and its
+    // 95% interval: the median of the links' intervals of those medians.
     double transfer_ms = 0;
     double transfer_lo_ms = std::numeric_limits<double>::quiet_NaN();
     double transfer_hi_ms = std::numeric_limits<double>::quiet_NaN();
