@@ -15,6 +15,7 @@
 #include "mpi/session.hpp"
 #include "mpi/stop_request.hpp"
 #include "mpi/wait.hpp"
+#include "report/judge.hpp"
 #include "runtime/gpu_clocks.hpp"
 
 namespace gpurelay {
@@ -171,91 +172,67 @@ using Run = const RunSummary&;
 using Pass = const PassSummary&;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// The attribution belongs to the overlap=on pass of a compare run.
-OverlapAttribution attribution_of(Run s, Pass p) {
-    return &p == &s.passes.back() ? attribute_overlap(s) : OverlapAttribution{};
-}
 double ceiling(Run s, double Ceilings::*figure) {
     return s.ceilings.measured ? s.ceilings.*figure : kNaN;
 }
-double attributed(Run s, Pass p, double OverlapAttribution::*term) {
-    const OverlapAttribution a = attribution_of(s, p);
-    return a.measured ? a.*term : kNaN;
-}
 
-// The pass figures the JSON carries beyond the timings, as /timings/PASS attributes: one table
-// that the writer walks. NaN figures (not measured, or not this pass's) are left out, where the
+// The pass's measurements beyond the timings and the judged figures, as /timings/PASS
+// attributes: one table that the writer walks. NaN ones (not measured) are left out, where the
 // JSON has null or nothing.
-struct PassFigure {
+struct PassMeasure {
     const char* name;
     double (*value)(Run, Pass);
 };
-const PassFigure kPassFigures[] = {
+const PassMeasure kPassMeasures[] = {
     {"ceiling_transfer_ms", [](Run s, Pass) { return ceiling(s, &Ceilings::transfer_ms); }},
     {"ceiling_a_copy_ms", [](Run s, Pass) { return ceiling(s, &Ceilings::a_copy_ms); }},
     {"ceiling_b_copy_ms", [](Run s, Pass) { return ceiling(s, &Ceilings::b_copy_ms); }},
     {"ceiling_c_ms", [](Run s, Pass) { return ceiling(s, &Ceilings::c_ms); }},
     {"ceiling_cost_ms", [](Run s, Pass) { return ceiling(s, &Ceilings::cost_ms); }},
-    {"transfer_vs_ceiling",
-     [](Run s, Pass p) {
-         return s.ceilings.measured ? against_ceilings(p, s.ceilings).transfer : kNaN;
-     }},
-    {"a_vs_copy",
-     [](Run s, Pass p) { return s.ceilings.measured ? against_ceilings(p, s.ceilings).a : kNaN; }},
-    {"b_vs_copy",
-     [](Run s, Pass p) { return s.ceilings.measured ? against_ceilings(p, s.ceilings).b : kNaN; }},
-    {"c_vs_alone",
-     [](Run s, Pass p) { return s.ceilings.measured ? against_ceilings(p, s.ceilings).c : kNaN; }},
     {"step_p90_over_median", [](Run, Pass p) { return step_stability(p).p90_over_median; }},
     {"step_cv", [](Run, Pass p) { return step_stability(p).cv; }},
     {"step_max_over_median", [](Run, Pass p) { return step_stability(p).max_over_median; }},
     {"sm_clock_start_mhz", [](Run, Pass p) { return p.sm_clock_start_mhz; }},
     {"sm_clock_end_mhz", [](Run, Pass p) { return p.sm_clock_end_mhz; }},
     {"sm_clock_max_mhz", [](Run, Pass p) { return p.sm_clock_max_mhz; }},
-    {"overlap_attribution_step_ms",
-     [](Run s, Pass p) { return attributed(s, p, &OverlapAttribution::step_ms); }},
-    {"overlap_attribution_perfect_overlap_ms",
-     [](Run s, Pass p) { return attributed(s, p, &OverlapAttribution::perfect_ms); }},
-    {"overlap_attribution_c_slowdown_ms",
-     [](Run s, Pass p) { return attributed(s, p, &OverlapAttribution::c_slowdown_ms); }},
-    {"overlap_attribution_transfer_slowdown_ms",
-     [](Run s, Pass p) { return attributed(s, p, &OverlapAttribution::transfer_slowdown_ms); }},
-    {"overlap_attribution_rest_ms",
-     [](Run s, Pass p) { return attributed(s, p, &OverlapAttribution::rest_ms); }},
+    {"cold_step_ms", [](Run, Pass p) { return p.cold_step_ms; }},
 };
-constexpr std::size_t kPassFigureCount = std::size(kPassFigures);
+constexpr std::size_t kPassMeasureCount = std::size(kPassMeasures);
 
-// The pass's yes/no judgements, as booleans: -1 where one does not apply to the pass.
+// The pass's yes/no judgements, as booleans.
 struct PassFlag {
     const char* name;
-    int (*value)(Run, Pass);
+    bool (*value)(Run, Pass);
 };
 const PassFlag kPassFlags[] = {
-    {"transfer_is_waiting", [](Run s, Pass p) { return transfer_is_waiting(s, p) ? 1 : 0; }},
-    {"step_unstable", [](Run, Pass p) { return step_stability(p).unstable ? 1 : 0; }},
-    {"step_model_explains", [](Run, Pass p) { return step_model_explains(p) ? 1 : 0; }},
-    {"clocks_measured", [](Run, Pass p) { return p.clocks_measured ? 1 : 0; }},
-    // The run's judgement, on each pass: its figures above are kept whether or not they read.
-    {"phase_times_readable", [](Run s, Pass) { return read_phase_times(s).readable() ? 1 : 0; }},
-    {"overlap_attribution_explains",
-     [](Run s, Pass p) {
-         const OverlapAttribution a = attribution_of(s, p);
-         return a.measured ? (a.explains ? 1 : 0) : -1;
-     }},
+    {"step_unstable", [](Run, Pass p) { return step_stability(p).unstable; }},
+    {"clocks_measured", [](Run, Pass p) { return p.clocks_measured; }},
 };
 constexpr std::size_t kPassFlagCount = std::size(kPassFlags);
 
-// One line per pair (group), as the JSON's pairs: its ranks, median step and transfer, and
-// whether it is flagged slow. Every one, at any count (it travels apart from Figures).
-std::string pairs_text(const PassSummary& p) {
+// The judged figures a pass's attributes carry: the pass's, then on the last pass (the one of a
+// compare run's speedup and attribution) the run's.
+constexpr std::size_t kJudgedCount = kPassFigCount + kRunFigCount;
+const char* judged_name(std::size_t i) {
+    return i < kPassFigCount ? figure_name(static_cast<PassFig>(i)).name
+                             : figure_name(static_cast<RunFig>(i - kPassFigCount)).name;
+}
+
+// One line per pair (group), as the JSON's pairs: its ranks, median step and transfer, its rate
+// as measured and the rule that withholds it, and whether it is flagged slow. Every one, at any
+// count (it travels apart from Figures).
+std::string pairs_text(const PassSummary& p, const PassJudgement& judged) {
     std::string text;
-    char line[160];
-    for (const PairFigures& f : p.pairs) {
+    char line[200];
+    for (std::size_t i = 0; i < p.pairs.size(); ++i) {
+        const PairFigures& f = p.pairs[i];
+        const Figure& rate = judged.links[i];
         std::snprintf(line, sizeof line,
                       "%spair %d: ranks %d -> %d, step %.6g ms, transfer %.6g ms "
-                      "(%.6g GB/s)%s",
+                      "(%.6g GB/s%s%s)%s",
                       text.empty() ? "" : "; ", f.pair, f.producer, f.consumer, f.step_ms,
-                      f.transfer_ms, f.transfer_gbps, f.slow ? ", slow" : "");
+                      f.transfer_ms, f.transfer_gbps, rate.withheld_by ? ", withheld: " : "",
+                      rate.reason(), f.slow ? ", slow" : "");
         text += line;
     }
     return text;
@@ -281,17 +258,6 @@ struct PassField {
     const char* name;
     T PassSummary::*field;
 };
-// The pass's own figures and counts, in their order in /timings/PASS.
-constexpr PassField<double> kPassReals[] = {{"time_per_step_ms", &PassSummary::time_per_step_ms},
-                                            {"steps_per_s", &PassSummary::steps_per_s},
-                                            {"transfer_ms", &PassSummary::transfer_ms},
-                                            {"transfer_gbps", &PassSummary::transfer_gbps},
-                                            {"aggregate_gbps", &PassSummary::aggregate_gbps},
-                                            {"a_gbps", &PassSummary::a_gbps},
-                                            {"b_gbps", &PassSummary::b_gbps},
-                                            {"c_giter_per_s", &PassSummary::c_giter_per_s},
-                                            {"cold_step_ms", &PassSummary::cold_step_ms},
-                                            {"step_model_ms", &PassSummary::step_bound_ms}};
 constexpr PassField<std::int64_t> kPassCounts[] = {
     {"timed_steps", &PassSummary::timed_steps},
     {"timed_from_step", &PassSummary::timed_from},
@@ -306,14 +272,16 @@ constexpr PassField<std::uint64_t> kVerificationCounts[] = {
     {"spot_checked", &PassSummary::spot_checked}};
 constexpr std::size_t kMismatchCounts = 3;
 
-constexpr int kTiming = 32, kLists = 512;
+constexpr int kTiming = 32, kLists = 512, kCode = 32;
 // One pass's attributes as bytes, so that rank 0's travel to every rank in one broadcast.
 struct Figures {
-    double judged[kPassFigureCount];
+    // Each judged figure: its value, its interval's ends, and the rule that withholds it.
+    double judged[kJudgedCount][3];
+    char withheld[kJudgedCount][kCode];
+    double measured[kPassMeasureCount];
     std::int8_t flags[kPassFlagCount];
-    std::int8_t clocks_measured, overlap;
-    char clock_slowdowns[kLists / 2], attribution_why_not[kLists];
-    double reals[std::size(kPassReals)];
+    std::int8_t clocks_measured, overlap, readable;
+    char clock_slowdowns[kLists / 2];
     std::int64_t counts[std::size(kPassCounts)];
     std::int64_t checks[std::size(kVerificationCounts)];
     char timing[kTiming];
@@ -324,11 +292,19 @@ struct Figures {
 };
 static_assert(std::is_trivially_copyable_v<Figures>, "Figures travel as bytes");
 
-Figures figures_of(const RunSummary& summary, const PassSummary& p) {
+void fill_judged(const Figure& figure, double* value, char* withheld) {
+    value[0] = figure.value;
+    value[1] = figure.lo;
+    value[2] = figure.hi;
+    std::string(figure.reason()).copy(withheld, kCode - 1);
+}
+
+Figures figures_of(const RunSummary& summary, const Judgement& judged, std::size_t pass) {
+    const PassSummary& p = summary.passes[pass];
     Figures f{};
     f.clocks_measured = static_cast<std::int8_t>(p.clocks_measured ? 1 : 0);
     f.overlap = static_cast<std::int8_t>(p.overlap ? 1 : 0);
-    for (std::size_t i = 0; i < std::size(kPassReals); ++i) f.reals[i] = p.*kPassReals[i].field;
+    f.readable = static_cast<std::int8_t>(judged.readable() ? 1 : 0);
     for (std::size_t i = 0; i < std::size(kPassCounts); ++i) f.counts[i] = p.*kPassCounts[i].field;
     for (std::size_t i = 0; i < std::size(kVerificationCounts); ++i) {
         f.checks[i] = static_cast<std::int64_t>(p.*kVerificationCounts[i].field);
@@ -336,38 +312,56 @@ Figures figures_of(const RunSummary& summary, const PassSummary& p) {
     p.timing.copy(f.timing, kTiming - 1);
     fill_spread(p, f.spread, f.slow_steps);
     list_text(p.slow_step_numbers).copy(f.slow_step_numbers, kTiming - 1);
-    for (std::size_t i = 0; i < kPassFigureCount; ++i)
-        f.judged[i] = kPassFigures[i].value(summary, p);
+    const bool last = pass + 1 == summary.passes.size();
+    for (std::size_t i = 0; i < kJudgedCount; ++i) {
+        const Figure none;
+        const Figure& figure = i < kPassFigCount ? judged.passes[pass].figures[i]
+                               : last            ? judged.run[i - kPassFigCount]
+                                                 : none;
+        fill_judged(figure, f.judged[i], f.withheld[i]);
+    }
+    for (std::size_t i = 0; i < kPassMeasureCount; ++i)
+        f.measured[i] = kPassMeasures[i].value(summary, p);
     for (std::size_t i = 0; i < kPassFlagCount; ++i)
-        f.flags[i] = static_cast<std::int8_t>(kPassFlags[i].value(summary, p));
+        f.flags[i] = static_cast<std::int8_t>(kPassFlags[i].value(summary, p) ? 1 : 0);
     clock_slowdown_names(p.clock_reasons).copy(f.clock_slowdowns, kLists / 2 - 1);
-    attribution_of(summary, p).why_not.copy(f.attribution_why_not, kLists - 1);
     return f;
 }
 
-// /timings/PASS: the pass's figures, counts, timing and spread, then the judged figures and flags
-// that apply to it.
+// Each judged figure the pass has: NAME (its value as measured, whatever the verdict),
+// NAME_ci95_lo and NAME_ci95_hi (its interval), NAME_withheld (the rule's code, where withheld).
+void add_judged(Attributes& timings, const Figures& f) {
+    for (std::size_t i = 0; i < kJudgedCount; ++i) {
+        if (std::isnan(f.judged[i][0])) continue;
+        const std::string name = judged_name(i);
+        timings.emplace_back(name, f.judged[i][0]);
+        if (!std::isnan(f.judged[i][1]) && !std::isnan(f.judged[i][2])) {
+            timings.emplace_back(name + "_ci95_lo", f.judged[i][1]);
+            timings.emplace_back(name + "_ci95_hi", f.judged[i][2]);
+        }
+        if (f.withheld[i][0] != '\0') timings.emplace_back(name + "_withheld", f.withheld[i]);
+    }
+}
+
+// /timings/PASS: the judged figures, counts, timing and spread, then the measurements and flags.
 Attributes timing_attributes(const Figures& f) {
     Attributes timings;
-    for (std::size_t i = 0; i < std::size(kPassReals); ++i) {
-        timings.emplace_back(kPassReals[i].name, f.reals[i]);
-    }
+    add_judged(timings, f);
     for (std::size_t i = 0; i < std::size(kPassCounts); ++i) {
         timings.emplace_back(kPassCounts[i].name, f.counts[i]);
     }
     timings.emplace_back("timing", std::string(f.timing));
     add_spread(timings, f.spread, f.slow_steps, f.slow_step_numbers);
-    for (std::size_t j = 0; j < kPassFigureCount; ++j) {
-        if (!std::isnan(f.judged[j])) timings.emplace_back(kPassFigures[j].name, f.judged[j]);
+    for (std::size_t j = 0; j < kPassMeasureCount; ++j) {
+        if (!std::isnan(f.measured[j])) timings.emplace_back(kPassMeasures[j].name, f.measured[j]);
     }
     for (std::size_t j = 0; j < kPassFlagCount; ++j) {
-        if (f.flags[j] >= 0) timings.emplace_back(kPassFlags[j].name, f.flags[j] == 1);
+        timings.emplace_back(kPassFlags[j].name, f.flags[j] == 1);
     }
+    // The run's judgement, on each pass: the figures above are kept whether or not they read.
+    timings.emplace_back("phase_times_readable", f.readable == 1);
     if (f.clocks_measured == 1)
         timings.emplace_back("clock_slowdowns", std::string(f.clock_slowdowns));
-    if (f.attribution_why_not[0] != '\0') {
-        timings.emplace_back("overlap_attribution_why_not", std::string(f.attribution_why_not));
-    }
     return timings;
 }
 
@@ -387,8 +381,11 @@ Attributes verification_attributes(const Figures& f) {
 GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary,
                                 const std::string& group) {
     // The figures are rank 0's; every rank writes the same attribute metadata, so they travel.
+    const Judgement judged = judge(summary);
     std::vector<Figures> figures;
-    for (const PassSummary& p : summary.passes) figures.push_back(figures_of(summary, p));
+    for (std::size_t i = 0; i < summary.passes.size(); ++i) {
+        figures.push_back(figures_of(summary, judged, i));
+    }
     const Deadline bound("the broadcast of a pass's figures for the file");
     MPI_CHECK(MPI_Bcast(figures.data(), static_cast<int>(figures.size() * sizeof(Figures)),
                         MPI_BYTE, 0, comm));
@@ -400,16 +397,16 @@ GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary,
     }
     // Texts of any length travel apart: why the phase times cannot be read (the run's, on each
     // pass), every pair (group) of each pass, and a relay's figures as the JSON's pass has them.
-    const PhaseReading reading = read_phase_times(summary);
-    const std::string because = text_from_root(comm, reading.codes());
-    const std::string why = text_from_root(comm, reading.text());
+    const std::string because = text_from_root(comm, judged.codes());
+    const std::string why = text_from_root(comm, judged.text());
     for (std::size_t i = 0; i < summary.passes.size(); ++i) {
         Attributes& timings = groups[2 * i].second;
         if (!because.empty()) {
             timings.emplace_back("phase_times_unreadable_because", because);
             timings.emplace_back("phase_times_why", why);
         }
-        timings.emplace_back("pairs", text_from_root(comm, pairs_text(summary.passes[i])));
+        timings.emplace_back("pairs",
+                             text_from_root(comm, pairs_text(summary.passes[i], judged.passes[i])));
         if (!summary.passes[i].relay) continue;
         timings.emplace_back("relay", text_from_root(comm, relay_json(summary.passes[i])));
     }

@@ -152,7 +152,8 @@ void ResultSchema::add_histograms(ResultFileLayout& layout, const std::string& g
     layout.group_attributes.push_back(
         {group + "/histograms",
          {{"description",
-           std::string("each pass's phase times over every rank's timed steps, a row per phase "
+           std::string("each pass's phase times over every rank's timed steps (the step's "
+                       "period over the ranks whose period is their link's), a row per phase "
                        "(phases): bucket 0 holds times up to lowest_ms, bucket i > 0 those in "
                        "(lowest_ms gamma^(i-1), lowest_ms gamma^i] and stands for 2 lowest_ms "
                        "gamma^i / (gamma + 1), within relative_error of each; the last bucket "

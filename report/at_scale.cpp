@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "report/judge.hpp"
 #include "report/number_text.hpp"
-#include "report/report.hpp"
 #include "runtime/placement.hpp"
 
 namespace gpurelay {
@@ -128,22 +128,27 @@ LinkSpread link_spread(const std::vector<PairFigures>& links) {
     return spread;
 }
 
-std::vector<std::string> link_lines(const RunSummary& s, const PassSummary& p, bool with_gbps) {
+std::vector<std::string> link_lines(const RunSummary& s, const PassSummary& p,
+                                    const PassJudgement& judged) {
     const std::string name = link_name(s.config.pattern);
     const std::string slow_note =
         fmt::format("  SLOW: over {:g}% slower than the median {}", 100 * kSlowPairMargin, name);
-    // One link; `flag` marks it when it is flagged slow.
-    auto line = [&](const PairFigures& f, const std::string& flag) {
-        return fmt::format("  {}: {}: {}step {} ms (transfer {} ms){}", link_label(s, f),
-                           link_place(s, f),
-                           with_gbps ? number_text("{:.2f}", f.transfer_gbps) + " GB/s, " : "",
-                           number_text("{:.4f}", f.step_ms), number_text("{:.4f}", f.transfer_ms),
-                           f.slow ? flag : "");
+    // The transfer is a phase time, its rate a judged figure: each where shown.
+    const bool transfers = judged[PassFig::transfer].shown();
+    auto line = [&](std::size_t i, const std::string& flag) {
+        const PairFigures& f = p.pairs[i];
+        const Figure& rate = judged.links[i];
+        return fmt::format(
+            "  {}: {}: {}step {} ms{}{}", link_label(s, f), link_place(s, f),
+            rate.shown() ? number_text("{:.2f}", rate.value) + " GB/s, " : "",
+            number_text("{:.4f}", f.step_ms),
+            transfers ? " (transfer " + number_text("{:.4f}", f.transfer_ms) + " ms)" : "",
+            f.slow ? flag : "");
     };
     std::vector<std::string> lines;
     if (p.pairs.size() <= 1) return lines;
     if (p.pairs.size() <= kLinksListed) {
-        for (const PairFigures& f : p.pairs) lines.push_back(line(f, slow_note));
+        for (std::size_t i = 0; i < p.pairs.size(); ++i) lines.push_back(line(i, slow_note));
         return lines;
     }
     const LinkSpread spread = link_spread(p.pairs);
@@ -154,22 +159,21 @@ std::vector<std::string> link_lines(const RunSummary& s, const PassSummary& p, b
         return fmt::format("{} ({} {})", number_text("{:.4f}", value), name,
                            at == p.pairs.end() ? -1 : at->pair);
     };
-    const double bytes = static_cast<double>(s.config.tensor_bytes());
     lines.push_back(fmt::format(
-        "  {} {}s (one a line up to {}): transfer median {} ms{}, min {}, max {}; step median {} "
-        "ms, min {}, max {}",
-        spread.count, name, kLinksListed, number_text("{:.4f}", spread.transfer.median),
-        with_gbps ? " = " + number_text("{:.2f}", bytes / (spread.transfer.median * 1e6)) + " GB/s"
+        "  {} {}s (one a line up to {}): {}step median {} ms, min {}, max {}", spread.count, name,
+        kLinksListed,
+        transfers ? fmt::format("transfer median {} ms, min {}, max {}; ",
+                                number_text("{:.4f}", spread.transfer.median),
+                                extreme(spread.transfer.min, &PairFigures::transfer_ms),
+                                extreme(spread.transfer.max, &PairFigures::transfer_ms))
                   : "",
-        extreme(spread.transfer.min, &PairFigures::transfer_ms),
-        extreme(spread.transfer.max, &PairFigures::transfer_ms),
         number_text("{:.4f}", spread.step.median), extreme(spread.step.min, &PairFigures::step_ms),
         extreme(spread.step.max, &PairFigures::step_ms)));
     lines.push_back(fmt::format(
         "  the {} slowest; {} of {} flagged SLOW (over {:g}% slower than "
         "the median {}):",
         spread.slowest.size(), spread.flagged, spread.count, 100 * kSlowPairMargin, name));
-    for (const std::size_t i : spread.slowest) lines.push_back("  " + line(p.pairs[i], "  SLOW"));
+    for (const std::size_t i : spread.slowest) lines.push_back("  " + line(i, "  SLOW"));
     return lines;
 }
 

@@ -103,43 +103,4 @@ OverlapAttribution attribute_overlap(const RunSummary& s) {
     return a;
 }
 
-void print_overlap_attribution(std::FILE* out, const RunSummary& s) {
-    const OverlapAttribution a = attribute_overlap(s);
-    if (!a.measured) return;
-    if (a.explains) {
-        fmt::print(
-            out,
-            "  overlap, attributed: step {:.4f} ms = perfect overlap {:.4f} + C slower beside "
-            "the transfer {:+.4f} + the transfer slower beside C, A and B {:+.4f} + the rest "
-            "(ordering, launches, the host) {:+.4f}\n",
-            a.step_ms, a.perfect_ms, a.c_slowdown_ms, a.transfer_slowdown_ms, a.rest_ms);
-        return;
-    }
-    // Terms that cancel explain nothing: say what they cannot explain, and the likely cause.
-    const std::string cause = waiting_cause(s);
-    fmt::print(out,
-               "  overlap, not attributed: the phase medians against the ceilings cannot "
-               "explain the overlapped step {:.4f} ms ({}){}{}\n",
-               a.step_ms, a.why_not, cause.empty() ? "" : "; ", cause);
-}
-
-void print_ceilings(std::FILE* out, const RunSummary& s, const PassSummary& pass) {
-    const Ceilings& c = s.ceilings;
-    if (!c.measured) return;
-    const CeilingRatios r = against_ceilings(pass, c);
-    // A transfer that measured waiting is no fraction of the link's speed.
-    fmt::print(out,
-               "  against this launch's ceilings (measured alone, {:.1f} ms): transfer {} ({:.4f} "
-               "ms)",
-               c.cost_ms,
-               transfer_is_waiting(s, pass)
-                   ? "measured waiting, not moving (no fraction of the bare transfer)"
-                   : (number_text("{:.2f}", r.transfer) + " of the bare transfer"),
-               c.transfer_ms);
-    if (!std::isnan(r.a)) fmt::print(out, "; A {:.2f} of a copy", r.a);
-    if (!std::isnan(r.b)) fmt::print(out, "; B {:.2f} of a copy", r.b);
-    if (!std::isnan(r.c)) fmt::print(out, "; C {:.2f} of C alone ({:.4f} ms)", r.c, c.c_ms);
-    fmt::print(out, "\n");
-}
-
 }  // namespace gpurelay

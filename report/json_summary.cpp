@@ -1,33 +1,63 @@
-// The JSON summary: the run, its typed config, the ranks and every pass, NaN written as null.
+// The JSON summary: the run, its typed config, the ranks and every pass with its judged figures,
+// NaN written as null.
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "report/report.hpp"
+#include "report/judge.hpp"
 #include "runtime/gpu_clocks.hpp"
 
 namespace gpurelay {
 namespace {
 
-// Each phase's distribution, by phase name.
+// Each phase's distribution as measured, by phase name, with its median's 95% interval.
 nlohmann::json phases_json(const PassSummary& p) {
     nlohmann::json j;
     for (const PhaseInfo& phase : kPhases) {
         const PhaseStats& st = p.phase(phase.phase);
-        j[phase.name] = {{"median", st.median}, {"min", st.min}, {"max", st.max}, {"p50", st.p50},
-                         {"p90", st.p90},       {"p99", st.p99}, {"cv", st.cv}};
+        j[phase.name] = {{"median", st.median}, {"median_ci95", {st.median_lo, st.median_hi}},
+                         {"min", st.min},       {"max", st.max},
+                         {"p50", st.p50},       {"p90", st.p90},
+                         {"p99", st.p99},       {"cv", st.cv}};
     }
     return j;
 }
 
-nlohmann::json pair_json(const PairFigures& f) {
-    return {
-        {"pair", f.pair},       {"producer", f.producer},       {"consumer", f.consumer},
-        {"step_ms", f.step_ms}, {"transfer_ms", f.transfer_ms}, {"transfer_gbps", f.transfer_gbps},
-        {"slow", f.slow}};
+// One judged figure: its value as measured, unit, interval, verdict and, where withheld, why.
+nlohmann::json figure_json(const Figure& f, const FigureName& name) {
+    nlohmann::json j = {{"value", f.value},
+                        {"unit", name.unit},
+                        {"verdict", f.withheld_by == nullptr ? "shown" : "withheld"}};
+    if (f.has_interval()) j["ci95"] = {f.lo, f.hi};
+    if (f.withheld_by != nullptr) {
+        j["reason"] = f.reason();
+        j["why"] = f.why;
+    }
+    return j;
 }
 
-nlohmann::json pass_json(const PassSummary& p) {
+nlohmann::json pair_json(const PairFigures& f, const Figure& rate) {
+    nlohmann::json j = {
+        {"pair", f.pair},       {"producer", f.producer},       {"consumer", f.consumer},
+        {"step_ms", f.step_ms}, {"transfer_ms", f.transfer_ms}, {"transfer_gbps", rate.rendered()},
+        {"slow", f.slow}};
+    if (rate.withheld_by != nullptr) j["withheld"] = rate.reason();
+    return j;
+}
+
+// The pass's judged figures: each under "figures", and as rendered (null where withheld) in
+// the field of its name, where readers have found it since the first layout.
+void add_pass_figures(const PassJudgement& judged, nlohmann::json& j) {
+    for (std::size_t i = 0; i < kPassFigCount; ++i) {
+        const Figure& f = judged.figures[i];
+        const FigureName& name = figure_name(static_cast<PassFig>(i));
+        j[name.name] = f.rendered();
+        if (f.measured()) j["figures"][name.name] = figure_json(f, name);
+    }
+    j["algbw_gbps"] = judged[PassFig::transfer_rate].rendered();
+}
+
+nlohmann::json pass_json(const PassSummary& p, const PassJudgement& judged) {
     nlohmann::json j;
     j["overlap"] = p.overlap;
     // The steps the figures are over: timed_from to timed_from + timed_steps - 1.
@@ -37,19 +67,9 @@ nlohmann::json pass_json(const PassSummary& p) {
     j["slow_steps"] = {{"count", p.slow_steps},
                        {"first", p.slow_step_numbers},
                        {"over_median_x", kSlowStepFactor}};
-    j["transfer_ms"] = p.transfer_ms;
-    j["transfer_gbps"] = p.transfer_gbps;
-    j["algbw_gbps"] = p.transfer_gbps;
-    j["busbw_gbps"] = p.bus_gbps;
-    j["aggregate_gbps"] = p.aggregate_gbps;
-    j["a_gbps"] = p.a_gbps;
-    j["b_gbps"] = p.b_gbps;
-    j["c_giter_per_s"] = p.c_giter_per_s;
-    j["time_per_step_ms"] = p.time_per_step_ms;
-    j["steps_per_s"] = p.steps_per_s;
+    add_pass_figures(judged, j);
     j["cold_step_ms"] = p.cold_step_ms;
     j["write_wait_ms"] = p.write_wait_ms;
-    j["step_bound_ms"] = p.step_bound_ms;
     j["host_us_per_step"] = {
         {"queue", p.host_queue_us}, {"retire", p.host_retire_us}, {"callback", p.host_callback_us}};
     j["timing"] = {{"used", p.timing},
@@ -74,7 +94,8 @@ nlohmann::json pass_json(const PassSummary& p) {
                          {"c_checked", p.c_checked},       {"c_mismatches", p.c_mismatches},
                          {"spot_checked", p.spot_checked}, {"spot_mismatches", p.spot_mismatches},
                          {"passed", p.verified()}};
-    for (const PairFigures& f : p.pairs) j["pairs"].push_back(pair_json(f));
+    for (std::size_t i = 0; i < p.pairs.size(); ++i)
+        j["pairs"].push_back(pair_json(p.pairs[i], judged.links[i]));
     if (p.relay) j["relay"] = nlohmann::json::parse(relay_json(p));
     return j;
 }
@@ -111,8 +132,9 @@ nlohmann::json rank_json(const RankInfo& r) {
             {"host_threads", r.host_threads}};
 }
 
-// The ceilings, the overlap's attribution and its speedup, where the run measured them.
-void add_overlap_figures(const RunSummary& s, nlohmann::json& j) {
+// The ceilings as measured; the run's judged figures (the speedup, perfect overlap, the
+// attribution): each under "figures", and rendered in the fields of the first layout.
+void add_overlap_figures(const RunSummary& s, const Judgement& judged, nlohmann::json& j) {
     if (s.ceilings.measured) {
         const Ceilings& c = s.ceilings;
         j["ceilings_ms"] = {{"transfer", c.transfer_ms},
@@ -122,33 +144,38 @@ void add_overlap_figures(const RunSummary& s, nlohmann::json& j) {
                             {"cost", c.cost_ms}};
         if (!c.hop_transfer_ms.empty()) j["ceilings_ms"]["hops"] = c.hop_transfer_ms;
     }
-    if (const OverlapAttribution a = attribute_overlap(s); a.measured) {
-        j["overlap_attribution_ms"] = {{"step", a.step_ms},
-                                       {"perfect_overlap", a.perfect_ms},
-                                       {"c_slowdown", a.c_slowdown_ms},
-                                       {"transfer_slowdown", a.transfer_slowdown_ms},
-                                       {"rest", a.rest_ms}};
-        j["overlap_attribution_explains"] = a.explains;
-        j["overlap_attribution_why_not"] = a.why_not;
+    for (std::size_t i = 0; i < kRunFigCount; ++i) {
+        const Figure& f = judged.run[i];
+        if (f.measured()) {
+            j["figures"][figure_name(static_cast<RunFig>(i)).name] =
+                figure_json(f, figure_name(static_cast<RunFig>(i)));
+        }
     }
-    if (s.overlap_speedup > 0) {
-        j["overlap_speedup"] = s.overlap_speedup;
+    if (const Figure& speedup = judged[RunFig::speedup]; speedup.measured()) {
+        for (const Finding& note : judged.speedup_notes) {
+            j["figures"]["overlap_speedup"]["notes"].push_back(note.rule->code);
+        }
+        j["overlap_speedup"] = speedup.rendered();
         j["overlap_speedup_includes_io"] = s.speedup_includes_io();
-        j["overlap_ideal_ms"] = s.overlap_ideal_ms;
+        j["overlap_ideal_ms"] = judged[RunFig::perfect_overlap].rendered();
+    }
+    if (judged[RunFig::attributed_step].measured()) {
+        j["overlap_attribution_ms"] = {
+            {"step", judged[RunFig::attributed_step].rendered()},
+            {"perfect_overlap", judged[RunFig::attributed_perfect].rendered()},
+            {"c_slowdown", judged[RunFig::c_slowdown].rendered()},
+            {"transfer_slowdown", judged[RunFig::transfer_slowdown].rendered()},
+            {"rest", judged[RunFig::rest].rendered()}};
     }
 }
 
-// Whether the phase times can be read, and where not, why and which figures the report left out
-// (every one of them is still here).
-nlohmann::json reading_json(const PhaseReading& reading) {
-    nlohmann::json j = {{"readable", reading.readable()},
+// Whether the phase times can be read, and where not, why: every figure built on them is then
+// withheld (its verdict under "figures"; the phases' distributions stay in phases_ms).
+nlohmann::json reading_json(const Judgement& judged) {
+    nlohmann::json j = {{"readable", judged.readable()},
                         {"reasons", nlohmann::json::array()},
-                        {"why", reading.text()},
-                        {"withheld", nlohmann::json::array()}};
-    for (const UnreadableReason& reason : reading.reasons) j["reasons"].push_back(reason.code);
-    for (const WithheldFigure& figure : kWithheldFigures) {
-        if (!reading.readable()) j["withheld"].push_back(figure.json);
-    }
+                        {"why", judged.text()}};
+    for (const Finding& finding : judged.unreadable) j["reasons"].push_back(finding.rule->code);
     return j;
 }
 
@@ -197,22 +224,16 @@ std::string summary_json(const RunSummary& s) {
     }
     j["config_toml"] = config_to_toml(s.config);
     for (const RankInfo& r : s.ranks) j["ranks"].push_back(rank_json(r));
-    for (const PassSummary& p : s.passes) {
-        nlohmann::json pass = pass_json(p);
-        pass["transfer_is_waiting"] = transfer_is_waiting(s, p);
-        pass["step_model_explains"] = step_model_explains(p);
-        if (s.ceilings.measured) {
-            const CeilingRatios r = against_ceilings(p, s.ceilings);
-            pass["vs_ceilings"] = {{"transfer", r.transfer}, {"a", r.a}, {"b", r.b}, {"c", r.c}};
-        }
-        j["passes"].push_back(pass);
+    const Judgement judged = judge(s);
+    for (std::size_t i = 0; i < s.passes.size(); ++i) {
+        j["passes"].push_back(pass_json(s.passes[i], judged.passes[i]));
     }
-    add_overlap_figures(s, j);
+    add_overlap_figures(s, judged, j);
     j["waiting_cause"] = waiting_cause(s);
-    j["phase_times"] = reading_json(read_phase_times(s));
+    j["phase_times"] = reading_json(judged);
     j["device_bytes"] = s.device_bytes;
     j["host_bytes"] = s.host_bytes;
-    j["write_gbps"] = s.write_gbps;
+    j["write_gbps"] = judged[RunFig::write_rate].rendered();
     j["verified"] = s.verified();
     return without_nan(j).dump(2) + "\n";
 }

@@ -11,8 +11,8 @@
 
 #include "mpi/error.hpp"
 #include "mpi/wait.hpp"
+#include "report/judge.hpp"
 #include "report/number_text.hpp"
-#include "report/report.hpp"
 
 namespace gpurelay {
 namespace {
@@ -99,12 +99,13 @@ double period_over_slowest_hop(const PassSummary& pass) {
 
 namespace {
 
-// Each hop's transfer against its bare transfer, measured alone in the same launch: one a line up
-// to kLinksListed hops, else their median and extremes.
-void print_hop_ceilings(std::FILE* out, const Ceilings& ceilings, const PassSummary& pass) {
+// Each hop's transfer against its bare transfer, measured alone in the same launch, where the
+// judgement shows it: one a line up to kLinksListed hops, else their median and extremes.
+void print_hop_ceilings(std::FILE* out, const PassSummary& pass, const PassJudgement& judged) {
     std::vector<double> ratios;
-    for (std::size_t h = 0; h < pass.pairs.size() && h < ceilings.hop_transfer_ms.size(); ++h) {
-        ratios.push_back(ceilings.hop_transfer_ms[h] / pass.pairs[h].transfer_ms);
+    for (const Figure& hop : judged.hops) {
+        if (!hop.shown()) return;
+        ratios.push_back(hop.value);
     }
     if (ratios.size() > kLinksListed) {
         const PhaseStats st = phase_stats(ratios);
@@ -125,26 +126,29 @@ void print_hop_ceilings(std::FILE* out, const Ceilings& ceilings, const PassSumm
         fmt::print(out,
                    "  hop {} against its ceiling: transfer {} ms, bare {} ms ({:.2f} of its "
                    "speed)\n",
-                   f.pair, ms(f.transfer_ms), ms(ceilings.hop_transfer_ms[h]), ratios[h]);
+                   f.pair, ms(f.transfer_ms), ms(f.transfer_ms * ratios[h]), ratios[h]);
     }
 }
 
-std::string stage_line(const StageFigures& f) {
+// A stage's line; its phases' medians only where they can be read (`phases`).
+std::string stage_line(const StageFigures& f, bool phases) {
     return fmt::format(
-        "  stage {} of group {} (rank {}): step {} ms; A {}, recv {}, C {}, wait {}, B {}, send {} "
-        "ms; host per step: queueing {}, reading back {}, stop vote {}; wrong: {} in x, {} in C",
-        f.stage, f.group, f.rank, ms(f.step_ms), ms(f.a_ms), ms(f.recv_ms), ms(f.c_ms),
-        ms(f.wait_ms), ms(f.b_ms), ms(f.send_ms), duration_text_us(f.host_queue_us),
-        duration_text_us(f.host_retire_us), duration_text_us(f.host_callback_us), f.x_mismatches,
-        f.c_mismatches);
+        "  stage {} of group {} (rank {}): step {} ms; {}host per step: queueing {}, reading back "
+        "{}, stop vote {}; wrong: {} in x, {} in C",
+        f.stage, f.group, f.rank, ms(f.step_ms),
+        phases ? fmt::format("A {}, recv {}, C {}, wait {}, B {}, send {} ms; ", ms(f.a_ms),
+                             ms(f.recv_ms), ms(f.c_ms), ms(f.wait_ms), ms(f.b_ms), ms(f.send_ms))
+               : "",
+        duration_text_us(f.host_queue_us), duration_text_us(f.host_retire_us),
+        duration_text_us(f.host_callback_us), f.x_mismatches, f.c_mismatches);
 }
 
 // Every stage one a line up to kLinksListed, else the stages' periods summarised, the
 // kSlowestNamed slowest, and every stage that counted a wrong element (up to kSlowestNamed).
-void print_stages(std::FILE* out, const RelayFigures& relay) {
+void print_stages(std::FILE* out, const RelayFigures& relay, bool phases) {
     const std::vector<StageFigures>& stages = relay.stage_figures;
     if (stages.size() <= kLinksListed) {
-        for (const StageFigures& f : stages) fmt::print(out, "{}\n", stage_line(f));
+        for (const StageFigures& f : stages) fmt::print(out, "{}\n", stage_line(f, phases));
         return;
     }
     std::vector<double> steps;
@@ -162,17 +166,17 @@ void print_stages(std::FILE* out, const RelayFigures& relay) {
                "  {} stages (one a line up to {}): step median {} ms, min {}, max {}; the {} "
                "slowest:\n",
                stages.size(), kLinksListed, ms(st.median), ms(st.min), ms(st.max), slowest.size());
-    for (const StageFigures* f : slowest) fmt::print(out, "  {}\n", stage_line(*f));
+    for (const StageFigures* f : slowest) fmt::print(out, "  {}\n", stage_line(*f, phases));
     if (wrong.empty()) return;
     fmt::print(out, "  {} stage(s) counted wrong elements{}:\n", wrong.size(),
                wrong.size() > kSlowestNamed ? fmt::format(", the first {}", kSlowestNamed) : "");
     wrong.resize(std::min(wrong.size(), kSlowestNamed));
-    for (const StageFigures* f : wrong) fmt::print(out, "  {}\n", stage_line(*f));
+    for (const StageFigures* f : wrong) fmt::print(out, "  {}\n", stage_line(*f, phases));
 }
 
 }  // namespace
 
-void print_relay(std::FILE* out, const PassSummary& pass, bool readable) {
+void print_relay(std::FILE* out, const PassSummary& pass, const PassJudgement& judged) {
     if (!pass.relay) return;
     const RelayFigures& relay = *pass.relay;
     const int hop = slowest_hop(pass);
@@ -180,13 +184,14 @@ void print_relay(std::FILE* out, const PassSummary& pass, bool readable) {
     if (hop >= 0) {
         const PairFigures& h = pass.pairs[static_cast<std::size_t>(hop)];
         const int hops = std::max(relay.stages - 1, 1);
-        // The period over a hop's transfer is a ratio of phase times: only where they read.
+        // The hop's transfer is a phase time, the period over it a ratio of them: each where
+        // the judgement shows it.
+        const Figure& over = judged[PassFig::relay_period_over_hop];
         slowest = fmt::format(
-            "hop {}, stage {} -> {} of group {} (ranks {} -> {}): transfer {} ms{}", h.pair,
-            h.pair % hops, h.pair % hops + 1, h.pair / hops, h.producer, h.consumer,
-            ms(h.transfer_ms),
-            readable ? fmt::format(", the period {:.2f}x that", period_over_slowest_hop(pass))
-                     : "");
+            "hop {}, stage {} -> {} of group {} (ranks {} -> {}){}{}", h.pair, h.pair % hops,
+            h.pair % hops + 1, h.pair / hops, h.producer, h.consumer,
+            judged[PassFig::transfer].shown() ? ": transfer " + ms(h.transfer_ms) + " ms" : "",
+            over.shown() ? fmt::format(", the period {:.2f}x that", over.value) : "");
     }
     fmt::print(out,
                "  relay of {} stages: period {} ms; slowest hop: {}; fill latency {} ms (the first "
@@ -194,11 +199,10 @@ void print_relay(std::FILE* out, const PassSummary& pass, bool readable) {
                relay.stages, ms(pass.time_per_step_ms), slowest, ms(relay.fill_ms));
 }
 
-void print_relay_stages(std::FILE* out, const RunSummary& summary, const PassSummary& pass,
-                        bool readable) {
+void print_relay_stages(std::FILE* out, const PassSummary& pass, const PassJudgement& judged) {
     if (!pass.relay) return;
-    if (readable) print_hop_ceilings(out, summary.ceilings, pass);
-    print_stages(out, *pass.relay);
+    print_hop_ceilings(out, pass, judged);
+    print_stages(out, *pass.relay, judged.phases_shown);
 }
 
 std::string relay_json(const PassSummary& pass) {
@@ -209,7 +213,6 @@ std::string relay_json(const PassSummary& pass) {
     j["period_ms"] = pass.time_per_step_ms;
     j["slowest_hop"] = slowest_hop(pass);
     j["slowest_hop_ms"] = slowest_hop_ms(pass);
-    j["period_over_slowest_hop"] = period_over_slowest_hop(pass);
     j["fill_ms"] = relay.fill_ms;
     j["stage_figures"] = nlohmann::ordered_json::array();
     for (const StageFigures& f : relay.stage_figures) {

@@ -25,10 +25,19 @@ namespace gpurelay {
 // interpolate linearly between the order statistics, as numpy.percentile's default does, each
 // read from the pass's histograms within 0.5% (so a reader can check them against the file's
 // /histograms, and within 0.5% against /timings where it keeps every step); cv is the coefficient
-// of variation, the population standard deviation over the mean.
+// of variation, the population standard deviation over the mean. The median's intervals come from
+// order statistics (as benchstat's): with n samples, the k-th least to the k-th largest for the
+// largest k whose chance of holding the median, 1 - 2 P(Binomial(n, 1/2) < k), is at least the
+// confidence; NaN where n is too small. They need only the values at given ranks, which a merged
+// histogram gives (within its 0.5%) as well as the samples. The 97.5% interval is for a ratio of
+// two medians: two such intervals hold both with at least 0.975^2 > 95%.
 struct PhaseStats {
     double median, min, max;
     double p50, p90, p99, cv;
+    double median_lo = std::numeric_limits<double>::quiet_NaN();  // 95%
+    double median_hi = std::numeric_limits<double>::quiet_NaN();
+    double median_lo_975 = std::numeric_limits<double>::quiet_NaN();
+    double median_hi_975 = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Steps whose period took more than kSlowStepFactor times the median period: how many on the
@@ -73,14 +82,19 @@ struct PassSummary {
     std::int64_t timed_steps = 0, timed_from = 0;
     std::array<PhaseStats, kPhaseCount> phases{};  // over every rank's timed steps, as kPhases
     const PhaseStats& phase(Phase p) const { return phases[index_of(p)]; }
-    // What `phases` are read from: every rank's histograms summed (rank 0; empty elsewhere).
+    // What `phases` are read from: every rank's histograms summed (rank 0; empty elsewhere), the
+    // step's over the ranks whose period is their link's step.
     std::array<LogHistogram, kPhaseCount> histograms{};
-    double transfer_ms = 0, transfer_gbps = 0, aggregate_gbps = 0;
-    // nccl-tests' bus bandwidth: transfer_gbps (its algorithm bandwidth, bytes / time) times
-    // bus_factor(); for pairs and broadcast the same.
-    double bus_gbps = 0;
-    double a_gbps = 0, b_gbps = 0, c_giter_per_s = 0;
-    double time_per_step_ms = 0, steps_per_s = 0, cold_step_ms = 0, write_wait_ms = 0;
+    // The transfer: the median link's (each link's the shorter of its ends' medians), and its
+    // 95% interval: the median of the links' intervals of those medians.
+    double transfer_ms = 0;
+    double transfer_lo_ms = std::numeric_limits<double>::quiet_NaN();
+    double transfer_hi_ms = std::numeric_limits<double>::quiet_NaN();
+    // The time per step is the median of the step periods (phase(Phase::step), on the ranks
+    // whose period is their link's step); the mean, the timed steps' wall time over their count,
+    // only beside it; steps_per_s is 1000 / the mean.
+    double time_per_step_ms = 0, mean_step_ms = 0, steps_per_s = 0;
+    double cold_step_ms = 0, write_wait_ms = 0;
     double step_bound_ms = 0;  // the step model: the time per step these phase medians give
     std::uint64_t x_checked = 0, x_mismatches = 0, c_checked = 0, c_mismatches = 0;
     std::uint64_t spot_checked = 0, spot_mismatches = 0;
@@ -195,14 +209,14 @@ int slowest_hop(const PassSummary& pass);
 double slowest_hop_ms(const PassSummary& pass);
 // The relay's period (the pass's time per step) over that transfer; NaN without hops.
 double period_over_slowest_hop(const PassSummary& pass);
-// The relay's headline: the period, the slowest hop named by its stages (the period over its
-// transfer where the phase times are `readable`), the fill latency.
-void print_relay(std::FILE* out, const PassSummary& pass, bool readable);
-// Each hop against its own ceiling (when measured and the phase times are `readable`) and each
-// stage, one a line up to kLinksListed, else the slowest.
-void print_relay_stages(std::FILE* out, const RunSummary& summary, const PassSummary& pass,
-                        bool readable);
-// The relay's figures as the JSON and the file's pass attributes carry them (JSON text: the
+struct PassJudgement;
+// The relay's headline: the period, the slowest hop named by its stages (with its transfer and
+// the period over it where the judgement shows them), the fill latency.
+void print_relay(std::FILE* out, const PassSummary& pass, const PassJudgement& judged);
+// Each hop against its own ceiling (where shown) and each stage, one a line up to kLinksListed,
+// else the slowest.
+void print_relay_stages(std::FILE* out, const PassSummary& pass, const PassJudgement& judged);
+// The relay's measurements as the JSON and the file's pass attributes carry them (JSON text: the
 // report library keeps nlohmann-json private).
 std::string relay_json(const PassSummary& pass);
 // Collective: rank 0's `text` on every rank (the figures the file's attributes carry are rank
@@ -255,11 +269,9 @@ inline constexpr double kAttributionRestShare = 0.25;
 // factor or more is not an explanation of it: its phase times measured something else.
 inline constexpr double kModelBeatenFactor = 2.0;
 OverlapAttribution attribute_overlap(const RunSummary& summary);
-void print_overlap_attribution(std::FILE* out, const RunSummary& summary);
-// The report's line for `pass` against the ceilings (nothing when none were measured).
-void print_ceilings(std::FILE* out, const RunSummary& summary, const PassSummary& pass);
 
-// Where the figures measure waiting rather than work, and why (report/trust.cpp).
+// What the run's placement says (report/causes.cpp): why figures may measure waiting rather than
+// work, and what to do.
 // A host whose ranks run more threads than they have cores (the CPU path only).
 struct HostLoad {
     std::string host;
@@ -284,16 +296,6 @@ CrowdedRanks crowded_ranks(const RunSummary& summary);
 std::string binding_command(const RunSummary& summary);
 // Why the phase times may measure waiting rather than work ("" when nothing is known to).
 std::string waiting_cause(const RunSummary& summary);
-// Whether the pass's transfer measured waiting rather than moving: longer than its own step, or,
-// on an oversubscribed CPU path (where its thread waits for a core), mostly waiting: under
-// kWaitingCeilingShare of its ceiling's speed, nine tenths of its time or more spent waiting.
-// Such a transfer is kept out of bandwidth figures (the report's, and scripts/plot's through the
-// CSV's flag).
-inline constexpr double kWaitingCeilingShare = 0.1;
-bool transfer_is_waiting(const RunSummary& summary, const PassSummary& pass);
-// Whether the step model explains the pass's step (the step does not beat it kModelBeatenFactor
-// times or more).
-bool step_model_explains(const PassSummary& pass);
 // The spread of the step period over the timed steps: unstable when one step in ten takes over
 // kUnstableStepSpread longer than the median (p90 over the median). Not the cv: one slow step
 // (a flush, a preemption) makes the cv large while every other step is steady; the slow steps
@@ -309,44 +311,6 @@ Stability step_stability(const PassSummary& pass);
 // after the first pass that says them), and on the CUDA path its clock line.
 void print_stability(std::FILE* out, const RunSummary& summary, const PassSummary& pass,
                      bool& causes_said);
-
-// Whether the run's phase times can be read as the work they time (report/reading.cpp): the one
-// judgement that the text report, the JSON summary, the results CSV and the file's pass
-// attributes take. Where they cannot be read, the report says so once and leaves out the figures
-// built on them (kWithheldFigures); the JSON, CSV and file keep every figure, with the reasons.
-// Each reason is a rule of one table: more busy threads than a host's cores (oversubscribed), a
-// phase faster than its ceiling by more than kCeilingTolerance (beats_ceiling), a step
-// kModelBeatenFactor times faster than its step model or perfect overlap (beats_model), a transfer
-// that measured waiting (transfer_waiting), and a compare run whose overlap slowed the step while
-// the overlapped step beat perfect overlap (overlap_contradiction).
-struct UnreadableReason {
-    std::string code;  // the rule's name, as the JSON, CSV and file give it
-    std::string text;  // what this run showed, in words
-};
-struct PhaseReading {
-    std::vector<UnreadableReason> reasons;  // none: the phase times can be read
-    bool readable() const { return reasons.empty(); }
-    std::string codes() const;  // the reasons' codes joined by ';', "" when readable
-    std::string text() const;   // the reasons' texts joined by "; "
-};
-PhaseReading read_phase_times(const RunSummary& summary);
-// A phase at most this much faster than its ceiling is noise of the two measurements.
-inline constexpr double kCeilingTolerance = 1.05;
-// What the report leaves out where the phase times cannot be read: the JSON's name of each
-// figure (kept there) and the report's words for it.
-struct WithheldFigure {
-    const char* json;
-    const char* words;
-};
-inline constexpr WithheldFigure kWithheldFigures[] = {
-    {"passes[].vs_ceilings", "the ceiling ratios"},
-    {"passes[].step_bound_ms", "the step model"},
-    {"overlap_ideal_ms", "perfect overlap"},
-    {"overlap_attribution_ms", "its attribution"},
-};
-// The perfect overlap figure the report gives: with the ceilings, the attribution's (the transfer
-// and C at their ceilings); without, the overlapped model of the overlap=off medians.
-double perfect_overlap_ms(const RunSummary& summary);
 // The header's notes on placement: GPUs shared time-sliced, ranks away from their GPU's node,
 // ranks with fewer cores than working threads.
 void print_placement_notes(std::FILE* out, const RunSummary& summary);
@@ -378,9 +342,9 @@ struct LinkSpread {
 };
 LinkSpread link_spread(const std::vector<PairFigures>& links);
 // The report's lines for a pass's links: one each up to kLinksListed, else the summary and the
-// slowest; without the GB/s where the transfer measured waiting (`with_gbps` false).
+// slowest; each link's GB/s and transfer where the judgement shows them.
 std::vector<std::string> link_lines(const RunSummary& summary, const PassSummary& pass,
-                                    bool with_gbps);
+                                    const PassJudgement& judged);
 
 // Collective: host, device and role of every rank, valid on rank 0.
 std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine);
@@ -407,8 +371,9 @@ std::string memory_text(const RunSummary& summary);
 // A duration in microseconds in the unit that reads: "82.5 µs", "1.95 ms", "1.95 s".
 std::string duration_text_us(double us);
 // The JSON summary's layout version, its "schema_version": 2 since the config values are typed
-// (numbers, booleans, strings) rather than TOML literals in strings.
-inline constexpr int kSummarySchemaVersion = 2;
+// (numbers, booleans, strings) rather than TOML literals in strings; 3 since every figure is
+// judged (the passes' and the run's "figures", each field of a figure its rendered value).
+inline constexpr int kSummarySchemaVersion = 3;
 // The JSON summary: provenance, the resolved config (typed), the ranks, each pass.
 std::string summary_json(const RunSummary& summary);
 // Every rank as the JSON summary's "ranks" has it (host, device, role, link, placement): JSON
@@ -431,11 +396,16 @@ void append_results_csv(const std::string& path, const std::vector<RunSummary>& 
 // The CSV header, one line without newline: the names of results_csv_columns().
 std::string results_csv_header();
 
-// One column of the results CSV: its name, and how a run's summary gives its cell. The header
-// and the row both walk this one table.
+// One column of the results CSV: its name, and how a run's summary and its judgement give its
+// cell. The header and the row both walk this one table.
+struct Judgement;
+struct CsvRow {
+    const RunSummary& run;
+    const Judgement& judged;
+};
 struct CsvColumn {
     std::string name;
-    std::function<std::string(const RunSummary& run)> cell;
+    std::function<std::string(const CsvRow& row)> cell;
 };
 const std::vector<CsvColumn>& results_csv_columns();
 // The row of `run`, one line without newline.

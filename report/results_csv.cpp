@@ -5,23 +5,51 @@
 #include <vector>
 
 #include "report/file_write.hpp"
-#include "report/report.hpp"
+#include "report/judge.hpp"
 #include "runtime/gpu_clocks.hpp"
 
 namespace gpurelay {
 namespace {
 
+using R = const CsvRow&;
+
 std::string csv_bool(bool value) { return value ? "true" : "false"; }
-bool compared(const RunSummary& r) { return r.overlap_speedup > 0; }
-std::string ceiling_cell(const RunSummary& r, double CeilingRatios::*figure) {
-    if (!r.ceilings.measured) return "";
-    return csv_number(against_ceilings(r.main_pass(), r.ceilings).*figure);
+const PassSummary& main_pass(R r) { return r.run.main_pass(); }
+const PassJudgement& main_judged(R r) { return r.judged.passes.back(); }
+// A judged figure as the CSV renders it: empty where withheld or not measured.
+std::string shown_cell(R r, PassFig figure) {
+    return csv_number(main_judged(r)[figure].rendered());
+}
+std::string run_cell(R r, RunFig figure) { return csv_number(r.judged[figure].rendered()); }
+// A phase's figure: empty where the phase times cannot be read (the step's period stands).
+std::string phase_cell(R r, Phase phase, double value) {
+    return phase == Phase::step || r.judged.readable() ? csv_number(value) : "";
 }
 
 int slow_pairs(const PassSummary& p) {
     int slow = 0;
     for (const PairFigures& f : p.pairs) slow += f.slow ? 1 : 0;
     return slow;
+}
+
+// The figures of the main pass and of the run that a rule of their own withholds (the reading's
+// are said by phase_times_unreadable_because): "transfer_gbps:no_transfer;...".
+std::string withheld_cell(R r) {
+    std::string cell;
+    auto add = [&](const Figure& f, const char* name) {
+        if (f.measured() && f.withheld_by != nullptr && f.withheld_by->finding == nullptr) {
+            // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on ";" + name.
+            if (!cell.empty()) cell += ';';
+            cell.append(name).append(":").append(f.reason());
+        }
+    };
+    for (std::size_t i = 0; i < kPassFigCount; ++i) {
+        add(main_judged(r).figures[i], figure_name(static_cast<PassFig>(i)).name);
+    }
+    for (std::size_t i = 0; i < kRunFigCount; ++i) {
+        add(r.judged.run[i], figure_name(static_cast<RunFig>(i)).name);
+    }
+    return cell;
 }
 
 struct DistributionColumn {
@@ -34,7 +62,6 @@ constexpr DistributionColumn kDistributionColumns[] = {{"_ms_p50", &PhaseStats::
                                                        {"_ms_p99", &PhaseStats::p99},
                                                        {"_cv", &PhaseStats::cv}};
 
-using R = const RunSummary&;
 // A column of its own cell; or, where `cell` is kDeckKey, the deck key of the column's name, as
 // the key table writes it.
 struct ColumnSpec {
@@ -45,23 +72,24 @@ constexpr std::string (*kDeckKey)(R) = nullptr;
 
 // A relay's cell from its main pass's figures; empty for other patterns.
 std::string relay_cell(R r, std::string (*cell)(R, const RelayFigures&)) {
-    const auto& relay = r.main_pass().relay;
+    const auto& relay = main_pass(r).relay;
     return relay ? cell(r, *relay) : std::string();
 }
 
 // The columns before the phase medians.
 const ColumnSpec kRunColumns[] = {
     {"tag", kDeckKey},
-    {"timestamp", [](R r) { return r.timestamp; }},
-    {"git_hash", [](R r) { return r.git_hash; }},
-    {"world_size", [](R r) { return std::to_string(r.world_size); }},
-    {"pairs", [](R r) { return std::to_string(r.pairs); }},
-    {"backend", [](R r) { return r.backend; }},
-    {"transport", [](R r) { return r.transport.substr(0, r.transport.find(' ')); }},
-    {"gpu_name", [](R r) { return csv_text(r.ranks.empty() ? "" : r.ranks.front().device); }},
+    {"timestamp", [](R r) { return r.run.timestamp; }},
+    {"git_hash", [](R r) { return r.run.git_hash; }},
+    {"world_size", [](R r) { return std::to_string(r.run.world_size); }},
+    {"pairs", [](R r) { return std::to_string(r.run.pairs); }},
+    {"backend", [](R r) { return r.run.backend; }},
+    {"transport", [](R r) { return r.run.transport.substr(0, r.run.transport.find(' ')); }},
+    {"gpu_name",
+     [](R r) { return csv_text(r.run.ranks.empty() ? "" : r.run.ranks.front().device); }},
     {"dtype", kDeckKey},
     {"elements", kDeckKey},
-    {"tensor_bytes", [](R r) { return std::to_string(r.config.tensor_bytes()); }},
+    {"tensor_bytes", [](R r) { return std::to_string(r.run.config.tensor_bytes()); }},
     {"steps", kDeckKey},
     {"warmup", kDeckKey},
     {"depth", kDeckKey},
@@ -72,60 +100,63 @@ const ColumnSpec kRunColumns[] = {
     {"c_iterations", kDeckKey},
     {"pairing", kDeckKey},
     {"chunk", kDeckKey},
-    {"time_per_step_ms", [](R r) { return csv_number(r.main_pass().time_per_step_ms); }},
-    {"step_ms_median", [](R r) { return csv_number(r.main_pass().phase(Phase::step).median); }},
-    {"step_ms_min", [](R r) { return csv_number(r.main_pass().phase(Phase::step).min); }},
-    {"step_ms_max", [](R r) { return csv_number(r.main_pass().phase(Phase::step).max); }},
-    {"steps_per_s", [](R r) { return csv_number(r.main_pass().steps_per_s); }},
+    {"time_per_step_ms", [](R r) { return shown_cell(r, PassFig::time_per_step); }},
+    {"step_ms_median", [](R r) { return csv_number(main_pass(r).phase(Phase::step).median); }},
+    {"step_ms_min", [](R r) { return csv_number(main_pass(r).phase(Phase::step).min); }},
+    {"step_ms_max", [](R r) { return csv_number(main_pass(r).phase(Phase::step).max); }},
+    {"steps_per_s", [](R r) { return shown_cell(r, PassFig::steps_per_s); }},
 };
 
 // The columns after the phase medians.
 const ColumnSpec kPassColumns[] = {
-    {"transfer_gbps", [](R r) { return csv_number(r.main_pass().transfer_gbps); }},
-    {"aggregate_gbps", [](R r) { return csv_number(r.main_pass().aggregate_gbps); }},
-    {"a_gbps", [](R r) { return csv_number(r.main_pass().a_gbps); }},
-    {"b_gbps", [](R r) { return csv_number(r.main_pass().b_gbps); }},
-    {"cold_step_ms", [](R r) { return csv_number(r.passes.front().cold_step_ms); }},
+    {"transfer_gbps", [](R r) { return shown_cell(r, PassFig::transfer_rate); }},
+    {"aggregate_gbps", [](R r) { return shown_cell(r, PassFig::aggregate_rate); }},
+    {"a_gbps", [](R r) { return shown_cell(r, PassFig::a_rate); }},
+    {"b_gbps", [](R r) { return shown_cell(r, PassFig::b_rate); }},
+    {"cold_step_ms", [](R r) { return csv_number(r.run.passes.front().cold_step_ms); }},
     {"time_per_step_no_overlap_ms",
-     [](R r) { return compared(r) ? csv_number(r.passes.front().time_per_step_ms) : ""; }},
-    {"overlap_speedup", [](R r) { return compared(r) ? csv_number(r.overlap_speedup) : ""; }},
-    {"x_checked", [](R r) { return std::to_string(r.verification_totals().x_checked); }},
-    {"x_mismatches", [](R r) { return std::to_string(r.verification_totals().x_mismatches); }},
-    {"c_mismatches", [](R r) { return std::to_string(r.verification_totals().c_mismatches); }},
-    {"verified", [](R r) { return std::string(r.verified() ? "ok" : "failed"); }},
-    {"step_bound_ms", [](R r) { return csv_number(r.main_pass().step_bound_ms); }},
-    {"overlap_ideal_ms", [](R r) { return compared(r) ? csv_number(r.overlap_ideal_ms) : ""; }},
+     [](R r) {
+         return r.run.overlap_speedup > 0
+                    ? csv_number(r.judged.passes.front()[PassFig::time_per_step].rendered())
+                    : "";
+     }},
+    {"overlap_speedup", [](R r) { return run_cell(r, RunFig::speedup); }},
+    {"x_checked", [](R r) { return std::to_string(r.run.verification_totals().x_checked); }},
+    {"x_mismatches", [](R r) { return std::to_string(r.run.verification_totals().x_mismatches); }},
+    {"c_mismatches", [](R r) { return std::to_string(r.run.verification_totals().c_mismatches); }},
+    {"verified", [](R r) { return std::string(r.run.verified() ? "ok" : "failed"); }},
+    {"step_bound_ms", [](R r) { return shown_cell(r, PassFig::step_model); }},
+    {"overlap_ideal_ms", [](R r) { return run_cell(r, RunFig::perfect_overlap); }},
     {"pattern", kDeckKey},
-    {"group_size", [](R r) { return std::to_string(r.group_size); }},
-    {"algbw_gbps", [](R r) { return csv_number(r.main_pass().transfer_gbps); }},
-    {"busbw_gbps", [](R r) { return csv_number(r.main_pass().bus_gbps); }},
+    {"group_size", [](R r) { return std::to_string(r.run.group_size); }},
+    {"algbw_gbps", [](R r) { return shown_cell(r, PassFig::transfer_rate); }},
+    {"busbw_gbps", [](R r) { return shown_cell(r, PassFig::bus_rate); }},
     // How the main pass was timed ("sampled:16"), and how many of its timed steps carry phase
     // times (the phase columns are medians over those).
-    {"timing", [](R r) { return r.main_pass().timing; }},
-    {"phase_timed_steps", [](R r) { return std::to_string(r.main_pass().phase_timed_steps); }},
+    {"timing", [](R r) { return main_pass(r).timing; }},
+    {"phase_timed_steps", [](R r) { return std::to_string(main_pass(r).phase_timed_steps); }},
     // The main pass against this launch's ceilings (calibrate = true; empty otherwise).
     {"ceiling_transfer_ms",
-     [](R r) { return r.ceilings.measured ? csv_number(r.ceilings.transfer_ms) : ""; }},
-    {"transfer_vs_ceiling", [](R r) { return ceiling_cell(r, &CeilingRatios::transfer); }},
-    {"a_vs_copy", [](R r) { return ceiling_cell(r, &CeilingRatios::a); }},
-    {"b_vs_copy", [](R r) { return ceiling_cell(r, &CeilingRatios::b); }},
-    {"c_vs_alone", [](R r) { return ceiling_cell(r, &CeilingRatios::c); }},
+     [](R r) { return r.run.ceilings.measured ? csv_number(r.run.ceilings.transfer_ms) : ""; }},
+    {"transfer_vs_ceiling", [](R r) { return shown_cell(r, PassFig::transfer_vs_ceiling); }},
+    {"a_vs_copy", [](R r) { return shown_cell(r, PassFig::a_vs_copy); }},
+    {"b_vs_copy", [](R r) { return shown_cell(r, PassFig::b_vs_copy); }},
+    {"c_vs_alone", [](R r) { return shown_cell(r, PassFig::c_vs_alone); }},
     // The HDF5 file the row's measurements and /y are in, as the run resolved it.
     {"output", kDeckKey},
-    {"slow_steps", [](R r) { return std::to_string(r.main_pass().slow_steps); }},
-    {"slow_pairs", [](R r) { return std::to_string(slow_pairs(r.main_pass())); }},
+    {"slow_steps", [](R r) { return std::to_string(main_pass(r).slow_steps); }},
+    {"slow_pairs", [](R r) { return std::to_string(slow_pairs(main_pass(r))); }},
 };
 
-// Whether the figures measure the work (after the distributions: older columns keep their
-// places). scripts/plot leaves rows whose transfer measured waiting out of bandwidth plots.
+// The judgements and what came later (after the distributions: older columns keep their
+// places).
 const ColumnSpec kJudgedColumns[] = {
-    {"transfer_is_waiting", [](R r) { return csv_bool(transfer_is_waiting(r, r.main_pass())); }},
-    {"step_unstable", [](R r) { return csv_bool(step_stability(r.main_pass()).unstable); }},
-    {"sm_clock_start_mhz", [](R r) { return csv_number(r.main_pass().sm_clock_start_mhz); }},
-    {"sm_clock_end_mhz", [](R r) { return csv_number(r.main_pass().sm_clock_end_mhz); }},
-    {"sm_clock_max_mhz", [](R r) { return csv_number(r.main_pass().sm_clock_max_mhz); }},
+    {"step_unstable", [](R r) { return csv_bool(step_stability(main_pass(r)).unstable); }},
+    {"sm_clock_start_mhz", [](R r) { return csv_number(main_pass(r).sm_clock_start_mhz); }},
+    {"sm_clock_end_mhz", [](R r) { return csv_number(main_pass(r).sm_clock_end_mhz); }},
+    {"sm_clock_max_mhz", [](R r) { return csv_number(main_pass(r).sm_clock_max_mhz); }},
     {"clock_slowdowns",
-     [](R r) { return csv_text(clock_slowdown_names(r.main_pass().clock_reasons)); }},
+     [](R r) { return csv_text(clock_slowdown_names(main_pass(r).clock_reasons)); }},
     // Which launch of a repeated configuration the row is (scripts/sweep --repeat).
     {"repeat", kDeckKey},
     // A relay's (empty for other patterns): its stages, its slowest hop's median transfer, the
@@ -136,27 +167,33 @@ const ColumnSpec kJudgedColumns[] = {
      }},
     {"relay_slowest_hop_ms",
      [](R r) {
-         return relay_cell(r, [](R run, const RelayFigures&) {
-             return csv_number(slowest_hop_ms(run.main_pass()));
+         return relay_cell(r, [](R row, const RelayFigures&) {
+             return phase_cell(row, Phase::recv, slowest_hop_ms(main_pass(row)));
          });
      }},
     {"relay_period_over_slowest_hop",
-     [](R r) {
-         return relay_cell(r, [](R run, const RelayFigures&) {
-             return csv_number(period_over_slowest_hop(run.main_pass()));
-         });
-     }},
+     [](R r) { return shown_cell(r, PassFig::relay_period_over_hop); }},
     {"relay_fill_ms",
      [](R r) {
          return relay_cell(r, [](R, const RelayFigures& f) { return csv_number(f.fill_ms); });
      }},
     // Who queued the steps: the host, or the device's persistent roles.
     {"launch", kDeckKey},
-    // Whether the run's phase times can be read (read_phase_times), and where not, the reasons'
-    // codes joined by ';': the report leaves out the figures built on them, this row keeps them.
-    {"phase_times_readable", [](R r) { return csv_bool(read_phase_times(r).readable()); }},
-    {"phase_times_unreadable_because", [](R r) { return csv_text(read_phase_times(r).codes()); }},
+    // Whether the run's phase times can be read, and where not, the reasons' codes joined by ';':
+    // every figure built on them is then empty.
+    {"phase_times_readable", [](R r) { return csv_bool(r.judged.readable()); }},
+    {"phase_times_unreadable_because", [](R r) { return csv_text(r.judged.codes()); }},
+    {"mean_step_ms", [](R r) { return shown_cell(r, PassFig::mean_step); }},
+    {"withheld", [](R r) { return csv_text(withheld_cell(r)); }},
 };
+
+// The 95% intervals of the figures scripts/plot draws, NAME_lo and NAME_hi, where shown (after
+// the judged columns).
+std::string interval_cell(const Figure& f, bool high) {
+    return f.shown() ? csv_number(high ? f.hi : f.lo) : "";
+}
+constexpr PassFig kIntervalColumns[] = {PassFig::time_per_step, PassFig::transfer_rate,
+                                        PassFig::bus_rate, PassFig::aggregate_rate};
 
 template <std::size_t N>
 void append_columns(std::vector<CsvColumn>& columns, const ColumnSpec (&specs)[N]) {
@@ -165,7 +202,7 @@ void append_columns(std::vector<CsvColumn>& columns, const ColumnSpec (&specs)[N
             columns.push_back({spec.name, spec.cell});
         } else {
             columns.push_back({spec.name, [key = spec.name](R r) {
-                                   return csv_text(config_value_text(r.config, key));
+                                   return csv_text(config_value_text(r.run.config, key));
                                }});
         }
     }
@@ -181,18 +218,26 @@ std::vector<CsvColumn> make_results_csv_columns() {
     for (const PhaseInfo& phase : kPhases) {
         if (phase.phase == Phase::step) continue;
         columns.push_back({std::string(phase.name) + "_ms", [p = phase.phase](R r) {
-                               return csv_number(r.main_pass().phase(p).median);
+                               return phase_cell(r, p, main_pass(r).phase(p).median);
                            }});
     }
     append_columns(columns, kPassColumns);
     for (const auto& [suffix, field] : kDistributionColumns) {
         for (const PhaseInfo& phase : kPhases) {
             columns.push_back({std::string(phase.name) + suffix, [p = phase.phase, field](R r) {
-                                   return csv_number(r.main_pass().phase(p).*field);
+                                   return phase_cell(r, p, main_pass(r).phase(p).*field);
                                }});
         }
     }
     append_columns(columns, kJudgedColumns);
+    for (const bool high : {false, true}) {
+        for (const PassFig f : kIntervalColumns) {
+            columns.push_back({std::string(figure_name(f).name) + (high ? "_hi" : "_lo"),
+                               [f, high](R r) { return interval_cell(main_judged(r)[f], high); }});
+        }
+        columns.push_back({high ? "overlap_speedup_hi" : "overlap_speedup_lo",
+                           [high](R r) { return interval_cell(r.judged[RunFig::speedup], high); }});
+    }
     return columns;
 }
 
@@ -213,11 +258,13 @@ std::string results_csv_header() {
 }
 
 std::string results_csv_row(const RunSummary& run) {
+    const Judgement judged = judge(run);
+    const CsvRow row{run, judged};
     std::string line;
     // Joined by position, not by whether the line is still empty: the tag (first) may be empty.
     for (const CsvColumn& column : results_csv_columns()) {
         if (&column != &results_csv_columns().front()) line += ',';
-        line += column.cell(run);
+        line += column.cell(row);
     }
     return line;
 }

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "report/file_write.hpp"
-#include "report/report.hpp"
+#include "report/judge.hpp"
 
 namespace gpurelay {
 namespace {
@@ -16,7 +16,7 @@ using R = const RunSummary&;
 // The results CSV's columns a side table's row repeats, to join the two.
 constexpr const char* kJoinColumns[] = {"tag", "timestamp", "git_hash", "elements", "repeat"};
 
-std::string join_cells(R run) {
+std::string join_cells(const CsvRow& run) {
     std::string cells;
     for (const char* name : kJoinColumns) {
         for (const CsvColumn& column : results_csv_columns()) {
@@ -54,6 +54,7 @@ struct LinkRow {
     const RunSummary& run;
     const PassSummary& pass;
     const PairFigures& link;
+    const Figure& rate;  // its judged transfer rate
 };
 std::string host_of(R run, int rank) {
     return rank >= 0 && static_cast<std::size_t>(rank) < run.ranks.size()
@@ -81,13 +82,10 @@ const LinkColumn kLinkColumns[] = {
      }},
     {"step_ms", [](const LinkRow& l) { return csv_number(l.link.step_ms); }},
     {"transfer_ms", [](const LinkRow& l) { return csv_number(l.link.transfer_ms); }},
-    {"transfer_gbps", [](const LinkRow& l) { return csv_number(l.link.transfer_gbps); }},
+    {"transfer_gbps", [](const LinkRow& l) { return csv_number(l.rate.rendered()); }},
     {"slow", [](const LinkRow& l) { return std::string(l.link.slow ? "true" : "false"); }},
-    // The pass's judgement: a waiting transfer's GB/s is no link speed.
-    {"transfer_is_waiting",
-     [](const LinkRow& l) {
-         return std::string(transfer_is_waiting(l.run, l.pass) ? "true" : "false");
-     }},
+    // The rule that withholds the link's rate (empty where shown), as the JSON's pairs[].
+    {"withheld", [](const LinkRow& l) { return std::string(l.rate.reason()); }},
 };
 
 template <typename Column, std::size_t N>
@@ -100,7 +98,7 @@ std::string header_of(const Column (&columns)[N]) {
 }
 
 template <typename Column, std::size_t N, typename Row>
-std::string row_of(R run, const Column (&columns)[N], const Row& row) {
+std::string row_of(const CsvRow& run, const Column (&columns)[N], const Row& row) {
     std::string line = join_cells(run);
     for (const Column& column : columns) line += column.cell(row) + ',';
     line.back() = '\n';
@@ -128,12 +126,16 @@ void check_side_table_headers(const std::string& results_csv) {
 void append_side_tables(const std::string& results_csv, const std::vector<RunSummary>& runs) {
     std::string ranks, links;
     for (const RunSummary& run : runs) {
+        const Judgement judged = judge(run);
+        const CsvRow joined{run, judged};
         for (std::size_t r = 0; r < run.ranks.size(); ++r) {
-            ranks += row_of(run, kRankColumns, RankRow{r, run.ranks[r]});
+            ranks += row_of(joined, kRankColumns, RankRow{r, run.ranks[r]});
         }
-        for (const PassSummary& pass : run.passes) {
-            for (const PairFigures& link : pass.pairs) {
-                links += row_of(run, kLinkColumns, LinkRow{run, pass, link});
+        for (std::size_t p = 0; p < run.passes.size(); ++p) {
+            const PassSummary& pass = run.passes[p];
+            for (std::size_t i = 0; i < pass.pairs.size(); ++i) {
+                links += row_of(joined, kLinkColumns,
+                                LinkRow{run, pass, pass.pairs[i], judged.passes[p].links[i]});
             }
         }
     }

@@ -4,45 +4,42 @@
 #include <string>
 #include <vector>
 
+#include "report/judge.hpp"
 #include "report/number_text.hpp"
-#include "report/report.hpp"
 #include "runtime/placement.hpp"
 
 namespace gpurelay {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 // busbw is nccl-tests' bus bandwidth: for an all-reduce algbw x 2(n-1)/n, otherwise algbw.
+constexpr const char* kRow = "{:>4} {:>12} {:>11} {:>24} {:>11} {:>9} {:>9} {:>9} {:>20} {:>9}\n";
+
 void print_table_head(std::FILE* out, const RunSummary& first) {
     fmt::print(out,
-               "\nsizes in one launch ({}): time and transfer are medians over each size's "
-               "timed steps ({} pass)\n",
+               "\nsizes in one launch ({}): time per step is the median period with its 95% "
+               "interval, the transfer its median, over each size's timed steps ({} pass)\n",
                config_value_text(first.config, "dtype"),
                first.passes.empty() || first.main_pass().overlap ? "overlap-on" : "overlap-off");
-    fmt::print(out, "{:>4} {:>12} {:>11} {:>11} {:>11} {:>9} {:>9} {:>9} {:>8} {:>9}\n", "#",
-               "size", "elements", "time/step", "transfer", "algbw", "busbw", "transfer", "overlap",
-               "verified");
-    fmt::print(out, "{:>4} {:>12} {:>11} {:>11} {:>11} {:>9} {:>9} {:>9} {:>8} {:>9}\n", "#", "(B)",
-               "", "(us)", "(us)", "(GB/s)", "(GB/s)", "/ceiling", "speedup", "");
+    fmt::print(out, fmt::runtime(kRow), "#", "size", "elements", "time/step", "transfer", "algbw",
+               "busbw", "transfer", "overlap speedup", "verified");
+    fmt::print(out, fmt::runtime(kRow), "#", "(B)", "", "(us)", "(us)", "(GB/s)", "(GB/s)",
+               "/ceiling", "", "");
 }
 
-// After the table: the sizes whose phase times cannot be read (read_phase_times) and why, once.
-void print_unreadable_sizes(std::FILE* out, const std::vector<RunSummary>& sizes,
+// After the table: the sizes whose phase times cannot be read and why, once.
+void print_unreadable_sizes(std::FILE* out, const std::vector<Judgement>& judged,
                             std::size_t first) {
     std::vector<int> rows;
     std::string why;
-    for (std::size_t i = 0; i < sizes.size(); ++i) {
-        const PhaseReading reading = read_phase_times(sizes[i]);
-        if (reading.readable()) continue;
+    for (std::size_t i = 0; i < judged.size(); ++i) {
+        if (judged[i].readable()) continue;
         rows.push_back(static_cast<int>(first + i));
-        if (why.empty()) why = reading.text();
+        if (why.empty()) why = judged[i].text();
     }
     if (rows.empty()) return;
     fmt::print(out,
-               "phase times cannot be read for size(s) {} (size {}: {}): their transfer / "
-               "ceiling is left out, and a waiting transfer's GB/s (the JSON's phase_times says "
-               "why)\n",
+               "phase times cannot be read for size(s) {} (size {}: {}): their transfer, its "
+               "rates and its ceiling ratio are left out (the JSON's figures say why)\n",
                range_list_text(rows), rows.front(), why);
 }
 
@@ -52,23 +49,24 @@ void print_size_table(std::FILE* out, const std::vector<RunSummary>& sizes, std:
     if (sizes.empty()) return;
     print_table_head(out, sizes.front());
     bool verified = true;
+    std::vector<Judgement> judged;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
         const RunSummary& s = sizes[i];
-        const PassSummary& p = s.main_pass();
-        // Figures built on phase times that cannot be read are left out, as in the report.
-        const bool readable = read_phase_times(s).readable(), moving = !transfer_is_waiting(s, p);
-        const double ratio = readable ? against_ceilings(p, s.ceilings).transfer : kNaN;
+        judged.push_back(judge(s));
+        const PassJudgement& j = judged.back().passes.back();
+        const Figure& step = j[PassFig::time_per_step];
+        const Figure& speedup = judged.back()[RunFig::speedup];
         verified = verified && s.verified();
-        fmt::print(out, "{:>4} {:>12} {:>11} {:>11} {:>11} {:>9} {:>9} {:>9} {:>8} {:>9}\n",
-                   first + i, s.config.tensor_bytes(), s.config.elements,
-                   number_text("{:.2f}", p.time_per_step_ms * 1e3),
-                   number_text("{:.2f}", p.transfer_ms * 1e3),
-                   number_text("{:.2f}", moving ? p.transfer_gbps : kNaN),
-                   number_text("{:.2f}", moving ? p.bus_gbps : kNaN), number_text("{:.3f}", ratio),
-                   s.overlap_speedup > 0 ? number_text("{:.3f}", s.overlap_speedup) : "-",
+        fmt::print(out, fmt::runtime(kRow), first + i, s.config.tensor_bytes(), s.config.elements,
+                   interval_text(1e3 * step.value, 1e3 * step.lo, 1e3 * step.hi),
+                   number_text("{:.2f}", 1e3 * j[PassFig::transfer].rendered()),
+                   number_text("{:.2f}", j[PassFig::transfer_rate].rendered()),
+                   number_text("{:.2f}", j[PassFig::bus_rate].rendered()),
+                   number_text("{:.3f}", j[PassFig::transfer_vs_ceiling].rendered()),
+                   speedup.shown() ? interval_text(speedup.value, speedup.lo, speedup.hi) : "-",
                    s.verified() ? "PASSED" : "FAILED");
     }
-    print_unreadable_sizes(out, sizes, first);
+    print_unreadable_sizes(out, judged, first);
     if (first > 0) {
         fmt::print(out,
                    "sizes 0 to {} ran before the stop: their figures are in the file "

@@ -30,6 +30,46 @@ double percentile_of_sorted(const std::vector<double>& sorted, double q) {
     return sorted[below] + (at - static_cast<double>(below)) * (sorted[above] - sorted[below]);
 }
 
+// The median's interval at a confidence, with the normal approximation's z for large counts.
+struct Coverage {
+    double confidence, z;
+};
+constexpr Coverage k95{0.95, 1.959964}, k975{0.975, 2.241403};
+
+// The rank k (1-based) of the order statistics that bound the median's interval among n samples:
+// the largest k with P(Binomial(n, 1/2) <= k - 1) at most the tail (1 - confidence) / 2; 0 where
+// no k is (too few samples). Exact up to 20,000 samples; beyond, the normal approximation with
+// its continuity correction, within a rank of it.
+std::size_t interval_rank(std::size_t n, const Coverage& c) {
+    const double tail = (1 - c.confidence) / 2, count = static_cast<double>(n);
+    if (n > 20000) {
+        return static_cast<std::size_t>(
+            std::floor(0.5 * count - 0.5 * c.z * std::sqrt(count) + 0.5));
+    }
+    double log_pmf = -count * std::log(2.0), cdf = 0;
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < n / 2; ++i) {
+        cdf += std::exp(log_pmf);
+        if (cdf > tail * (1 + 1e-12)) break;
+        k = i + 1;
+        log_pmf += std::log((count - static_cast<double>(i)) / static_cast<double>(i + 1));
+    }
+    return k;
+}
+
+// The median's 95% and 97.5% intervals of `st`, from `at(k)`, the k-th least of n values (from 0).
+template <typename AtRank>
+void add_median_intervals(PhaseStats& st, std::size_t n, AtRank at) {
+    if (const std::size_t k = interval_rank(n, k95); k > 0) {
+        st.median_lo = at(k - 1);
+        st.median_hi = at(n - k);
+    }
+    if (const std::size_t k = interval_rank(n, k975); k > 0) {
+        st.median_lo_975 = at(k - 1);
+        st.median_hi_975 = at(n - k);
+    }
+}
+
 double coefficient_of_variation(const std::vector<double>& values) {
     double sum = 0;
     for (double v : values) sum += v;
@@ -100,14 +140,17 @@ void reduce_clocks(MPI_Comm comm, const PassResult& result, PassSummary& summary
 }
 
 // Every rank's histograms of a pass summed on rank 0 (empty elsewhere): one reduction of the
-// counts and exact sums of every phase at once, one of the extremes.
+// counts and exact sums of every phase at once, one of the extremes. The step's only from the
+// ranks whose period is their link's (`link_end`): the others send it empty.
 std::array<LogHistogram, kPhaseCount> reduce_histograms(MPI_Comm comm, const PassResult& result,
-                                                        int rank) {
+                                                        bool link_end, int rank) {
     const std::size_t buckets = LogHistogram::bucket_count(), row = buckets + 2;
     std::vector<double> sums(kPhaseCount * row), summed(rank == 0 ? sums.size() : 0);
     double extremes[kPhaseCount][2], largest[kPhaseCount][2];
+    const LogHistogram none;
     for (std::size_t p = 0; p < kPhaseCount; ++p) {
-        const LogHistogram& h = result.phases[p];
+        const bool counted = link_end || p != index_of(Phase::step);
+        const LogHistogram& h = counted ? result.phases[p] : none;
         // As doubles, exact below 2^53 steps a bucket, so that the sums travel with them.
         std::copy(h.counts().begin(), h.counts().end(), sums.begin() + p * row);
         sums[p * row + buckets] = h.sums().sum;
@@ -184,17 +227,28 @@ void reduce_slow_steps(MPI_Comm comm, const PassResult& result, double median, i
         std::max(all.count, static_cast<std::int64_t>(summary.slow_step_numbers.size()));
 }
 
-// Each rank's medians of the phases that time a link (send, recv) and of its period, on rank 0
-// (a few numbers a rank, whatever the steps).
+// A median with its 95% interval.
+struct Median {
+    double value, lo, hi;
+};
+// Each rank's medians of the phases that time a link (send, recv, each with its 95% interval)
+// and of its period, on rank 0 (a few numbers a rank, whatever the steps).
 struct RankMedians {
-    double send, recv, step;
+    Median send, recv;
+    double step;
 };
 std::vector<RankMedians> gather_rank_medians(MPI_Comm comm, const PassResult& result, int rank,
                                              int size) {
-    const auto median = [&](Phase p) { return result.phases[index_of(p)].quantile(0.5); };
-    const RankMedians mine{median(Phase::send), median(Phase::recv), median(Phase::step)};
+    const auto median = [&](Phase p) {
+        const PhaseStats st = phase_stats(result.phases[index_of(p)]);
+        return Median{st.median, st.median_lo, st.median_hi};
+    };
+    const RankMedians mine{median(Phase::send), median(Phase::recv),
+                           result.phases[index_of(Phase::step)].quantile(0.5)};
+    constexpr int kDoubles = sizeof(RankMedians) / sizeof(double);
+    static_assert(std::is_trivially_copyable_v<RankMedians> && kDoubles == 7);
     std::vector<RankMedians> all(rank == 0 ? static_cast<std::size_t>(size) : 0);
-    MPI_CHECK(MPI_Gather(&mine, 3, MPI_DOUBLE, all.data(), 3, MPI_DOUBLE, 0, comm));
+    MPI_CHECK(MPI_Gather(&mine, kDoubles, MPI_DOUBLE, all.data(), kDoubles, MPI_DOUBLE, 0, comm));
     return all;
 }
 
@@ -222,8 +276,8 @@ void reduce_walls(MPI_Comm comm, const Config& config, const PassResult& result,
               static_cast<double>(result.graphs_captured), result.host_queue_ms,
               result.host_retire_ms, result.host_callback_ms},
         MPI_DOUBLE, MPI_MAX, comm);
-    summary.time_per_step_ms = timed > 0 ? worst.timed_wall_ms / static_cast<double>(timed) : kNaN;
-    summary.steps_per_s = 1000.0 / summary.time_per_step_ms;
+    summary.mean_step_ms = timed > 0 ? worst.timed_wall_ms / static_cast<double>(timed) : kNaN;
+    summary.steps_per_s = 1000.0 / summary.mean_step_ms;
     summary.cold_step_ms = worst.cold_step_ms;
     summary.write_wait_ms = worst.write_wait_ms;
     summary.capture_ms = worst.capture_ms;
@@ -288,30 +342,43 @@ std::vector<Link> links_of(const Config& config, const PairPlacement& placement,
 // Each link's median period (its last rank's) and transfer, and the pass's transfer, the median
 // link's. A transfer's time, seen from either end, also holds waiting for the other end (the
 // sender for a receiver still busy; the receiver for a sender whose A ran late): the end with the
-// shortest median is the closest measure of the transfer itself.
+// shortest median is the closest measure of the transfer itself. The pass's transfer's interval
+// is the median of the links' intervals of theirs: where each holds its link's median, the
+// median of those lies between the medians of the ends (NaN where a link has none).
 void summarize_links(const std::vector<RankMedians>& medians, const std::vector<Link>& links,
                      double bytes, PassSummary& summary) {
-    std::vector<double> transfers;
+    std::vector<double> transfers, los, his;
+    bool intervals = true;
     for (const Link& link : links) {
-        double shortest = kNaN;
+        Median shortest{kNaN, kNaN, kNaN};
         for (const auto& [rank, phase] : link.ends) {
             const RankMedians& end = medians[static_cast<std::size_t>(rank)];
-            shortest = std::fmin(shortest, phase == Phase::send ? end.send : end.recv);
+            const Median& m = phase == Phase::send ? end.send : end.recv;
+            if (std::isnan(shortest.value) || m.value < shortest.value) shortest = m;
         }
-        transfers.push_back(shortest);
+        transfers.push_back(shortest.value);
+        los.push_back(shortest.lo);
+        his.push_back(shortest.hi);
+        intervals = intervals && !std::isnan(shortest.lo) && !std::isnan(shortest.hi);
         summary.pairs.push_back({link.index, link.producer, link.last,
-                                 medians[static_cast<std::size_t>(link.last)].step, shortest,
-                                 gbps(bytes, shortest)});
+                                 medians[static_cast<std::size_t>(link.last)].step, shortest.value,
+                                 gbps(bytes, shortest.value)});
     }
     flag_slow_pairs(summary.pairs);
     summary.transfer_ms = phase_stats(transfers).median;
+    if (intervals) {
+        summary.transfer_lo_ms = phase_stats(los).median;
+        summary.transfer_hi_ms = phase_stats(his).median;
+    }
 }
 
 }  // namespace
 
 PhaseStats phase_stats(const LogHistogram& h) {
-    return {h.quantile(0.5), h.least(),        h.most(), h.quantile(0.5),
-            h.quantile(0.9), h.quantile(0.99), h.cv()};
+    PhaseStats st{h.quantile(0.5), h.least(),        h.most(), h.quantile(0.5),
+                  h.quantile(0.9), h.quantile(0.99), h.cv()};
+    add_median_intervals(st, h.count(), [&](std::uint64_t k) { return h.at_rank(k); });
+    return st;
 }
 
 PhaseStats phase_stats(std::vector<double> values) {
@@ -322,13 +389,15 @@ PhaseStats phase_stats(std::vector<double> values) {
     std::sort(values.begin(), values.end());
     const std::size_t n = values.size();
     const double median = n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-    return {median,
-            values.front(),
-            values.back(),
-            percentile_of_sorted(values, 0.50),
-            percentile_of_sorted(values, 0.90),
-            percentile_of_sorted(values, 0.99),
-            coefficient_of_variation(values)};
+    PhaseStats st{median,
+                  values.front(),
+                  values.back(),
+                  percentile_of_sorted(values, 0.50),
+                  percentile_of_sorted(values, 0.90),
+                  percentile_of_sorted(values, 0.99),
+                  coefficient_of_variation(values)};
+    add_median_intervals(st, n, [&](std::size_t k) { return values[k]; });
+    return st;
 }
 
 bool RunSummary::verified() const {
@@ -369,26 +438,22 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     reduce_walls(comm, config, result, static_cast<std::size_t>(timed), summary);
     reduce_clocks(comm, result, summary);
     if (config.pattern == Pattern::relay) summary.relay = summarize_relay(comm, placement, result);
-    summary.histograms = reduce_histograms(comm, result, rank);
+    // A step's period is its link's: the last rank's of each (a pair's consumer, a hop's
+    // receiving stage), never a producer's, which runs ahead by up to depth steps.
+    const std::vector<Link> links = links_of(config, placement, size);
+    const bool link_end = std::any_of(links.begin(), links.end(),
+                                      [&](const Link& link) { return link.last == rank; });
+    summary.histograms = reduce_histograms(comm, result, link_end, rank);
     for (std::size_t p = 0; p < kPhaseCount; ++p) {
         summary.phases[p] = phase_stats(summary.histograms[p]);
     }
-    reduce_slow_steps(comm, result, summary.phase(Phase::step).median, rank, summary);
+    summary.time_per_step_ms = summary.phase(Phase::step).median;
+    reduce_slow_steps(comm, result, summary.time_per_step_ms, rank, summary);
     const std::vector<RankMedians> medians = gather_rank_medians(comm, result, rank, size);
     if (rank != 0) return summary;
 
-    const double bytes = static_cast<double>(config.tensor_bytes());
-    summarize_links(medians, links_of(config, placement, size), bytes, summary);
-    summary.transfer_gbps = gbps(bytes, summary.transfer_ms);
-    summary.bus_gbps = summary.transfer_gbps * bus_factor(config.pattern, placement.group_size);
-    summary.aggregate_gbps = gbps(bytes * placement.pairs, summary.time_per_step_ms);
-    summary.a_gbps = gbps(bytes, summary.phase(Phase::a).median);
-    summary.b_gbps = gbps(2 * bytes, summary.phase(Phase::b).median);
-    const double c_ms = summary.phase(Phase::c).median;
+    summarize_links(medians, links, static_cast<double>(config.tensor_bytes()), summary);
     summary.step_bound_ms = step_bound_ms(phase_medians(summary), config.depth, result.overlap);
-    summary.c_giter_per_s = c_ms > 0 ? static_cast<double>(config.c_elements) *
-                                           static_cast<double>(config.c_iterations) / (c_ms * 1e6)
-                                     : kNaN;
     return summary;
 }
 

@@ -1,14 +1,16 @@
-// The report rank 0 prints after the run: whether its phase times can be read, each pass's
-// phases, rates and stability, the overlap speedup, verification and the output. (The header,
-// printed before the steps, is report/header.cpp's.)
+// The report rank 0 prints after the run, rendering the judgement (report/judge.cpp): whether its
+// phase times can be read, each pass's phases, rates and stability, the overlap speedup,
+// verification and the output. (The header, printed before the steps, is report/header.cpp's.)
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
+#include "report/judge.hpp"
 #include "report/number_text.hpp"
-#include "report/report.hpp"
 
 namespace gpurelay {
 namespace {
@@ -25,14 +27,19 @@ std::string timing_reason(const PassSummary& p) {
     return reason;
 }
 
-// Whether C ran at all (c_elements or c_iterations 0 turn it off).
-bool c_runs(const Config& c) { return c.c_elements > 0 && c.c_iterations > 0; }
+// A judged figure as shown: its value and interval, `scale` times them ("5.518 [5.330, 5.850]").
+std::string shown(const Figure& f, double scale = 1) {
+    return interval_text(scale * f.value, scale * f.lo, scale * f.hi);
+}
 
-void print_phase_table(std::FILE* out, const PassSummary& p) {
-    fmt::print(out,
-               "\n{}: {} timed steps from step {} (ms; step = period between completed "
-               "steps; p90, p99 as numpy.percentile; cv = std / mean)\n",
-               pass_name(p.overlap), p.timed_steps, p.timed_from);
+// The pass's heading; its phase table only where the phase times can be read.
+void print_phase_table(std::FILE* out, const PassSummary& p, bool readable) {
+    fmt::print(out, "\n{}: {} timed steps from step {}{}\n", pass_name(p.overlap), p.timed_steps,
+               p.timed_from,
+               readable ? " (ms; step = period between completed steps; p90, p99 as "
+                          "numpy.percentile; cv = std / mean)"
+                        : "");
+    if (!readable) return;
     fmt::print(out, "  {:<6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}\n", "phase", "median", "min",
                "max", "p90", "p99", "cv");
     for (const PhaseInfo& phase : kPhases) {
@@ -44,29 +51,58 @@ void print_phase_table(std::FILE* out, const PassSummary& p) {
     }
 }
 
-void print_rates(std::FILE* out, const RunSummary& s, const PassSummary& p) {
+// A rate as the rates' line gives it: "B 6.9 [6.7, 7.0] GB/s"; where a rule of its own withholds
+// it, why ("B: no rate (...)"); nothing where the phase times cannot be read (said once above).
+void add_rate(std::vector<std::string>& parts, const std::string& label, const Figure& f,
+              const char* unit) {
+    if (f.shown()) parts.push_back(label + " " + shown(f) + " " + unit);
+    if (f.withheld_by != nullptr && f.withheld_by->finding == nullptr) {
+        parts.push_back(label == "=" ? "(no rate: " + f.why + ")"
+                                     : label + ": no rate (" + f.why + ")");
+    }
+}
+
+// The transfer (or, driven by the device, the hand-off) and the rates the judgement shows.
+void print_rates(std::FILE* out, const RunSummary& s, const PassJudgement& j) {
     const Config& c = s.config;
-    // A transfer that measured waiting is kept out of the bandwidth figures.
-    const std::string transfer_rate = transfer_is_waiting(s, p)
-                                          ? "waiting, not moving (no bandwidth)"
-                                          : number_text("{:.2f}", p.transfer_gbps) + " GB/s";
-    fmt::print(out, "  transfer {} ms = {}; A {} GB/s; B {} GB/s{}\n",
-               number_text("{:.4f}", p.transfer_ms), transfer_rate, number_text("{:.1f}", p.a_gbps),
-               number_text("{:.1f}", p.b_gbps),
-               c_runs(c) ? ("; C " + number_text("{:.2f}", p.c_giter_per_s) + " Giter/s") : "");
-    if (c.pattern != Pattern::pairs && c.pattern != Pattern::relay) {
+    std::vector<std::string> parts;
+    if (j[PassFig::handoff].shown()) {
+        parts.push_back("hand-off " + shown(j[PassFig::handoff]) +
+                        " µs (A writes straight into the peer's slot: no transfer to rate)");
+    } else if (j[PassFig::transfer].shown()) {
+        std::vector<std::string> rate;
+        add_rate(rate, "=", j[PassFig::transfer_rate], "GB/s");
+        parts.push_back("transfer " + shown(j[PassFig::transfer]) + " ms" +
+                        (rate.empty() ? "" : " " + rate.front()));
+    }
+    add_rate(parts, c.launch == Launch::device ? "A reaches the peer at" : "A", j[PassFig::a_rate],
+             "GB/s");
+    add_rate(parts, "B", j[PassFig::b_rate], "GB/s");
+    add_rate(parts, "C", j[PassFig::c_rate], "Giter/s");
+    if (!parts.empty()) fmt::print(out, "  {}\n", fmt::join(parts, "; "));
+    if (c.pattern != Pattern::pairs && c.pattern != Pattern::relay &&
+        j[PassFig::bus_rate].shown()) {
         fmt::print(out,
                    "  {} (nccl-tests' conventions): algbw {} GB/s (bytes / time), busbw {} "
                    "GB/s (algbw x {})\n",
-                   to_string(c.pattern), number_text("{:.2f}", p.transfer_gbps),
-                   number_text("{:.2f}", p.bus_gbps),
+                   to_string(c.pattern), shown(j[PassFig::transfer_rate]),
+                   shown(j[PassFig::bus_rate]),
                    number_text("{:.3f}", bus_factor(c.pattern, s.group_size)));
     }
+}
+
+// The time per step (the median period, with its interval; the mean beside it), the aggregate
+// where shown, the cold step, and the host's time per step.
+void print_step(std::FILE* out, const RunSummary& s, const PassSummary& p, const PassJudgement& j) {
+    const Figure& aggregate = j[PassFig::aggregate_rate];
     fmt::print(out,
-               "  time per step {} ms ({} steps/s, aggregate {} GB/s); cold first step {} ms\n",
-               number_text("{:.4f}", p.time_per_step_ms), number_text("{:.1f}", p.steps_per_s),
-               number_text("{:.2f}", p.aggregate_gbps), number_text("{:.3f}", p.cold_step_ms));
-    if (c.launch == Launch::device) {
+               "  time per step {} ms (the median period; mean {} ms, {} steps/s){}; cold first "
+               "step {} ms\n",
+               shown(j[PassFig::time_per_step]), shown(j[PassFig::mean_step]),
+               number_text("{:.1f}", j[PassFig::steps_per_s].value),
+               aggregate.shown() ? "; aggregate " + shown(aggregate) + " GB/s" : "",
+               number_text("{:.3f}", p.cold_step_ms));
+    if (s.config.launch == Launch::device) {
         // The roles run every step; the host only feeds C, copies y out and votes.
         fmt::print(out,
                    "  host per step (the longest rank for each): nothing queued (launch = "
@@ -81,9 +117,35 @@ void print_rates(std::FILE* out, const RunSummary& s, const PassSummary& p) {
                s.backend == "cuda" ? "GPU" : "host streams", duration_text_us(p.host_callback_us));
 }
 
-// How the pass was timed; with readable phase times, the step model (which then explains the
-// step: one it cannot explain makes them unreadable, read_phase_times).
-void print_timing(std::FILE* out, const RunSummary& s, const PassSummary& p, bool readable) {
+// The pass against this launch's ceilings, each ratio the judgement shows.
+void print_ceilings(std::FILE* out, const RunSummary& s, const PassJudgement& j) {
+    const Ceilings& c = s.ceilings;
+    struct Ratio {
+        PassFig figure;
+        const char* phase;
+        std::string against;
+    };
+    const Ratio ratios[] = {
+        {PassFig::transfer_vs_ceiling, "transfer",
+         "the bare transfer (" + number_text("{:.4f}", c.transfer_ms) + " ms)"},
+        {PassFig::a_vs_copy, "A", "a copy"},
+        {PassFig::b_vs_copy, "B", "a copy"},
+        {PassFig::c_vs_alone, "C", "C alone (" + number_text("{:.4f}", c.c_ms) + " ms)"}};
+    std::vector<std::string> parts;
+    for (const Ratio& r : ratios) {
+        if (j[r.figure].shown()) {
+            parts.push_back(fmt::format("{} {} of {}", r.phase,
+                                        number_text("{:.2f}", j[r.figure].value), r.against));
+        }
+    }
+    if (!c.measured || parts.empty()) return;
+    fmt::print(out, "  against this launch's ceilings (measured alone, {:.1f} ms): {}\n", c.cost_ms,
+               fmt::join(parts, "; "));
+}
+
+// How the pass was timed; the step model where the judgement shows it.
+void print_timing(std::FILE* out, const RunSummary& s, const PassSummary& p,
+                  const PassJudgement& j) {
     const Config& c = s.config;
     if (c.launch == Launch::device) {
         fmt::print(out,
@@ -99,13 +161,13 @@ void print_timing(std::FILE* out, const RunSummary& s, const PassSummary& p, boo
     }
     // An estimate, not a bound: the medians are of phases that ran beside each other (and
     // slowed each other down), so a step can take less than their sum.
-    if (readable && std::isfinite(p.step_bound_ms) && p.step_bound_ms > 0) {
+    if (const Figure& model = j[PassFig::step_model]; model.shown() && model.value > 0) {
         fmt::print(out,
                    "  step model {} ms = {} of the phase medians (an estimate: phases that "
                    "run together slow each other, so a step may beat it); time per step {}x "
                    "that\n",
-                   number_text("{:.4f}", p.step_bound_ms), step_bound_formula(c.depth, p.overlap),
-                   number_text("{:.2f}", p.time_per_step_ms / p.step_bound_ms));
+                   number_text("{:.4f}", model.value), step_bound_formula(c.depth, p.overlap),
+                   number_text("{:.2f}", p.time_per_step_ms / model.value));
     }
     if (c.graphs) {
         fmt::print(out,
@@ -115,32 +177,58 @@ void print_timing(std::FILE* out, const RunSummary& s, const PassSummary& p, boo
     }
 }
 
-// The links of the pass: one a line, or summarised with the slowest named (report/at_scale.cpp).
-void print_links(std::FILE* out, const RunSummary& s, const PassSummary& p) {
-    for (const std::string& line : link_lines(s, p, !transfer_is_waiting(s, p))) {
-        fmt::print(out, "{}\n", line);
+// The attribution where shown; where it explains nothing, what it cannot explain.
+void print_attribution(std::FILE* out, const RunSummary& s, const Judgement& j) {
+    const Figure& step = j[RunFig::attributed_step];
+    if (step.shown()) {
+        fmt::print(out,
+                   "  overlap, attributed: step {:.4f} ms = perfect overlap {:.4f} + C slower "
+                   "beside the transfer {:+.4f} + the transfer slower beside C, A and B {:+.4f} + "
+                   "the rest (ordering, launches, the host) {:+.4f}\n",
+                   step.value, j[RunFig::attributed_perfect].value, j[RunFig::c_slowdown].value,
+                   j[RunFig::transfer_slowdown].value, j[RunFig::rest].value);
+    } else if (step.withheld_by == &rule("not_explained")) {
+        const std::string cause = waiting_cause(s);
+        fmt::print(out,
+                   "  overlap, not attributed: the phase medians against the ceilings cannot "
+                   "explain the overlapped step {:.4f} ms ({}){}{}\n",
+                   step.value, step.why, cause.empty() ? "" : "; ", cause);
     }
 }
 
-// The overlap speedup; with readable phase times, perfect overlap, the one model of the overlapped
-// step the report gives (perfect_overlap_ms), and its attribution.
-void print_overlap(std::FILE* out, const RunSummary& s, bool readable) {
-    if (s.overlap_speedup <= 0) return;
-    const double step = s.passes.back().time_per_step_ms;
-    fmt::print(out,
-               "\noverlap speedup: {:.3f}x (time per step {} ms without overlap, {} ms with)\n",
-               s.overlap_speedup, number_text("{:.4f}", s.passes.front().time_per_step_ms),
-               number_text("{:.4f}", step));
-    if (readable) {
-        const double perfect = perfect_overlap_ms(s);
+// The overlap speedup with its interval and what it means; perfect overlap and its attribution
+// where shown.
+void print_overlap(std::FILE* out, const RunSummary& s, const Judgement& j) {
+    const Figure& speedup = j[RunFig::speedup];
+    if (!speedup.measured()) return;
+    std::string verdict = "withheld (" + speedup.why + ": " + speedup.reason() + ")";
+    if (speedup.shown()) {
+        verdict = fmt::format("{:.2f}× [{:.2f}, {:.2f}]", speedup.value, speedup.lo, speedup.hi);
+        for (const Finding& note : j.speedup_notes) {
+            if (note.rule == &rule("no_difference")) verdict += ", " + note.text;
+        }
+    }
+    fmt::print(out, "\noverlap speedup: {} (time per step {} ms without overlap, {} ms with)\n",
+               verdict, shown(j.passes.front()[PassFig::time_per_step]),
+               shown(j.passes.back()[PassFig::time_per_step]));
+    std::vector<std::string> unsettled;
+    for (const Finding& note : j.speedup_notes) {
+        if (note.rule != &rule("no_difference")) unsettled.push_back(note.text);
+    }
+    if (!unsettled.empty()) {
+        fmt::print(out, "  {}: one launch cannot settle it; {}\n", fmt::join(unsettled, ", and "),
+                   kSettleIt);
+    }
+    if (const Figure& perfect = j[RunFig::perfect_overlap]; perfect.shown()) {
+        const double step = s.passes.back().time_per_step_ms;
         fmt::print(out,
                    "  perfect overlap: {} ms per step = {} of the overlap=off medians{}; "
                    "overlapped step {}x that\n",
-                   number_text("{:.4f}", perfect), step_bound_formula(s.config.depth, true),
+                   number_text("{:.4f}", perfect.value), step_bound_formula(s.config.depth, true),
                    s.ceilings.measured ? ", the transfer and C at their ceilings" : "",
-                   number_text("{:.2f}", step / perfect));
-        print_overlap_attribution(out, s);
+                   number_text("{:.2f}", step / perfect.value));
     }
+    print_attribution(out, s, j);
     if (s.speedup_includes_io()) {
         fmt::print(out,
                    "  note: only the overlap-on pass writes /y, and it waited {:.1f} ms on the "
@@ -150,7 +238,7 @@ void print_overlap(std::FILE* out, const RunSummary& s, bool readable) {
     }
 }
 
-void print_verdict(std::FILE* out, const RunSummary& s) {
+void print_verdict(std::FILE* out, const RunSummary& s, const Judgement& j) {
     const Config& c = s.config;
     const VerificationTotals v = s.verification_totals();
     fmt::print(out,
@@ -162,24 +250,24 @@ void print_verdict(std::FILE* out, const RunSummary& s) {
         fmt::print(out, "output: {} (write = none: no rows of /y)\n", c.output);
         return;
     }
-    fmt::print(out, "output: {} (write {} GB/s; the pipeline waited {} ms on the writer)\n",
-               c.output, number_text("{:.2f}", s.write_gbps),
+    const Figure& write = j[RunFig::write_rate];
+    fmt::print(out, "output: {} ({}the pipeline waited {} ms on the writer)\n", c.output,
+               write.shown() ? "write " + number_text("{:.2f}", write.value) + " GB/s; " : "",
                number_text("{:.1f}", s.main_pass().write_wait_ms));
 }
 
-// Once, before the passes, where the phase times cannot be read: why, and what is left out.
-void print_reading(std::FILE* out, const PhaseReading& reading) {
-    if (reading.readable()) return;
-    std::string left_out;
-    for (std::size_t i = 0; i < std::size(kWithheldFigures); ++i) {
-        left_out += i == 0 ? "" : i + 1 == std::size(kWithheldFigures) ? " and " : ", ";
-        left_out += kWithheldFigures[i].words;
-    }
+// Once, before the passes, where the phase times cannot be read: why, and where the raw figures
+// are.
+void print_reading(std::FILE* out, const RunSummary& s, const Judgement& j) {
+    if (j.readable()) return;
     fmt::print(out,
-               "\nphase times: cannot be read here ({})\n  so the report leaves out {} (the "
-               "JSON, CSV and file keep them, with the reason); the time per step, stability and "
-               "verification stand\n",
-               reading.text(), left_out);
+               "\nphase times: cannot be read here ({})\n  so the report shows no phase table and "
+               "no rate; the raw figures are in {} and the file (/timings); the time per step, "
+               "its stability, the overlap speedup and verification stand\n",
+               j.text(),
+               s.config.summary_json.empty()
+                   ? "the JSON summary, with each figure's verdict (--summary-json),"
+                   : s.config.summary_json + " (phases_ms, and each figure's value under figures)");
 }
 
 }  // namespace
@@ -192,24 +280,26 @@ std::string duration_text_us(double us) {
 }
 
 void print_report(std::FILE* out, const RunSummary& s) {
-    const PhaseReading reading = read_phase_times(s);
-    print_reading(out, reading);
+    const Judgement j = judge(s);
+    print_reading(out, s, j);
     bool causes_said = false;
-    for (const PassSummary& p : s.passes) {
-        // The links (and a relay's stages) of the main pass only: the JSON has every pass's.
-        const bool main = &p == &s.main_pass();
-        print_phase_table(out, p);
-        print_rates(out, s, p);
-        if (reading.readable()) print_ceilings(out, s, p);
+    for (std::size_t i = 0; i < s.passes.size(); ++i) {
+        const PassSummary& p = s.passes[i];
+        const PassJudgement& pj = j.passes[i];
+        print_phase_table(out, p, j.readable());
+        print_rates(out, s, pj);
+        print_step(out, s, p, pj);
+        print_ceilings(out, s, pj);
         print_stability(out, s, p, causes_said);
-        print_timing(out, s, p, reading.readable());
-        print_relay(out, p, reading.readable());
-        if (!main) continue;
-        print_links(out, s, p);
-        print_relay_stages(out, s, p, reading.readable());
+        print_timing(out, s, p, pj);
+        print_relay(out, p, pj);
+        // The links (and a relay's stages) of the main pass only: the JSON has every pass's.
+        if (&p != &s.main_pass()) continue;
+        for (const std::string& line : link_lines(s, p, pj)) fmt::print(out, "{}\n", line);
+        print_relay_stages(out, p, pj);
     }
-    print_overlap(out, s, reading.readable());
-    print_verdict(out, s);
+    print_overlap(out, s, j);
+    print_verdict(out, s, j);
     std::fflush(out);
 }
 

@@ -16,7 +16,8 @@ VARYING_ATTRS = {"started_utc", "finished_utc", "git_hash", "cold_step_ms", "ove
 VARYING_KEYS = {"timestamp", "git_hash", "slow", "slow_steps", "slow_pairs", "steps_per_s",
                 "overlap_attribution_explains", "overlap_attribution_why_not",
                 "transfer_is_waiting", "unstable", "step_unstable", "reasons", "why",
-                "phase_times_unreadable_because", "overlap_speedup_includes_io"}
+                "phase_times_unreadable_because", "overlap_speedup_includes_io",
+                "verdict", "reason", "notes", "withheld"}
 
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)

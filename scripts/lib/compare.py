@@ -11,25 +11,28 @@ cases are matched by size, CSV rows by their configuration columns. --across KEY
 names the keys the comparison is about (e.g. --across depth: depth 1 against depth 2): the
 sides may differ in them, as two versions of the code may; every other key must match.
 
-Every pass is compared (with overlap = compare: overlap off and overlap on; a CSV row holds the
-on pass's figures and the off pass's time per step). Per figure it prints the median of each
-side with a 95% confidence interval of that median, from the launches' order statistics (as
-Go's benchstat does: with n launches the interval runs from the k-th least to the k-th largest,
-k the largest whose chance of holding the median, 1 - 2 P(Binomial(n, 1/2) < k), is at least
-95%; 6 launches are the fewest that can give one, their least and largest), the change of the
-medians, and the two-sided p-value of a Mann-Whitney U test between the two sets of launches
-(SciPy's mannwhitneyu); "~" where p > 0.05, where the launches do not show a difference (as
-benchstat prints). With one launch on a side there is no test: a figure counts as changed only
-when the change is beyond that figure's own spread over the run's steps (2 x (p99 - p50) / p50
-of its phase, its tail both ways; the larger of the two runs') as well as beyond the threshold:
-the noise between launches (a loaded machine, clocks, placement) is often larger than the
-spread within one, so the test is the tail, and identical launches are not called worse.
+Every pass is compared, in run order (with overlap = compare: overlap off, then overlap on; a
+CSV row holds the on pass's figures and the off pass's time per step). The figures are those
+gpurelay's judgement shows (docs/OUTPUT.md): a figure withheld in a launch (rendered null in the
+JSON, empty in the CSV) is compared in none, and the phases' medians only where every launch's
+phase times can be read. Per figure it prints, in the figure's natural unit with 4 significant
+digits, the median of each side with a 95% confidence interval of that median, from the
+launches' order statistics (as Go's benchstat does: with n launches the interval runs from the
+k-th least to the k-th largest, k the largest whose chance of holding the median,
+1 - 2 P(Binomial(n, 1/2) < k), is at least 95%; 6 launches are the fewest that can give one,
+their least and largest), the change of the medians, and the two-sided p-value of a Mann-Whitney
+U test between the two sets of launches (SciPy's mannwhitneyu), adjusted by Holm's method over
+every row shown: "~" where the adjusted p > 0.05, where the launches do not show a difference
+(as benchstat prints). With one launch on a side there is no test: a figure counts as changed
+only when the change is beyond that figure's own spread over the run's steps (2 x (p99 - p50) /
+p50 of its phase, its tail both ways; the larger of the two runs') as well as beyond the
+threshold: the noise between launches (a loaded machine, clocks, placement) is often larger than
+the spread within one, so the test is the tail, and identical launches are not called worse.
 
-Headline figures gate the verdict: the time per step and the transfer bandwidth (the tensor
-over the median transfer time) of each pass. The phases' medians and p99s are shown, and gate
-only with --gate-phases. The gating figures' p-values are adjusted by Holm's method over all
-of them (of every pass and size), since the exit status is one decision over them all: the
-chance that identical launches exit 1 stays at most 0.05, however many figures gate.
+The time per step and the transfer bandwidth of each pass gate the verdict; the phases' medians
+are shown ("differs (not gating)" where they change) and gate only with --gate-phases. Holm's
+method over every row keeps the chance that identical launches show any row changed at most
+0.05, however many rows there are.
 
 Exit status: 0 when no gating figure is significantly worse by more than PCT percent (default
 5), 1 when one is, 2 when the inputs cannot be compared (unreadable, of different kinds, of
@@ -40,6 +43,7 @@ import argparse
 import csv
 import json
 import math
+import os
 import statistics
 import sys
 
@@ -62,10 +66,14 @@ DEBUG_PREFIX = "debug_"
 CSV_CONFIGURATION = ["world_size", "pairs", "backend", "transport", "dtype", "elements", "steps",
                      "warmup", "depth", "overlap", "blocking", "graphs", "c_elements",
                      "c_iterations", "pairing", "chunk", "pattern", "group_size"]
-CSV_PHASES = ["a", "send", "recv", "c", "wait", "b"]
+# The phases whose medians are shown (the step's is the time per step).
+PHASES = ["a", "send", "recv", "c", "wait", "b"]
 # Figures whose change decides the exit status; lower is better unless listed in HIGHER_BETTER.
 HEADLINE = ["time_per_step_ms", "transfer_gbps"]
 HIGHER_BETTER = {"transfer_gbps"}
+# Each figure's name as the table prints it.
+LABELS = {"time_per_step_ms": "time per step", "transfer_gbps": "transfer",
+          **{f"{phase}_ms_median": f"{phase} (median)" for phase in PHASES}}
 ALPHA = 0.05
 # The confidence of the interval printed around each median.
 CONFIDENCE = 0.95
@@ -146,8 +154,10 @@ class Sample:
                 self.spreads[figure] = spread
 
 
-def json_pass_sample(p):
-    """The figures of one pass of a JSON summary, with the spreads of the phases behind them."""
+def json_pass_sample(p, readable):
+    """The figures of one pass of a JSON summary as it renders them (null where withheld), with
+    the spreads of the phases behind them; the phases' medians where the phase times can be
+    read."""
     phases = p.get("phases_ms") or {}
     spread = {name: relative_spread(s.get("p50", s.get("median")), s.get("p99"))
               for name, s in phases.items() if isinstance(s, dict)}
@@ -156,32 +166,32 @@ def json_pass_sample(p):
     sample.add("time_per_step_ms", p.get("time_per_step_ms"), spread.get("step"))
     sample.add("transfer_gbps", p.get("transfer_gbps"),
                max(transfer) if transfer else spread.get("step"))
-    for name, stats in phases.items():
-        for stat in ("median", "p99"):
-            sample.add(f"{name}_ms_{stat}", (stats or {}).get(stat), spread.get(name))
+    for name in PHASES if readable else []:
+        sample.add(f"{name}_ms_median", (phases.get(name) or {}).get("median"), spread.get(name))
     return sample
 
 
 def csv_row_samples(row):
-    """{pass name: Sample} of a results-CSV row: its main pass (overlap = compare: the on pass),
-    and for compare rows the off pass's time per step."""
+    """{pass name: Sample} of a results-CSV row, in run order: for compare rows the off pass's
+    time per step, then the main pass (overlap = compare: the on pass)."""
     def spread(phase, median_column):
         return relative_spread(row.get(f"{phase}_ms_p50") or row.get(median_column),
                                row.get(f"{phase}_ms_p99"))
     overlap = row.get("overlap", "")
-    main = Sample()
-    main.add("time_per_step_ms", row.get("time_per_step_ms"), spread("step", "step_ms_median"))
-    transfer = [s for s in (spread("send", "send_ms"), spread("recv", "recv_ms")) if s is not None]
-    main.add("transfer_gbps", row.get("transfer_gbps"), max(transfer) if transfer else None)
-    for phase, median_column in [("step", "step_ms_median")] + [(p, f"{p}_ms") for p in CSV_PHASES]:
-        main.add(f"{phase}_ms_median", row.get(median_column), spread(phase, median_column))
-        main.add(f"{phase}_ms_p99", row.get(f"{phase}_ms_p99"), spread(phase, median_column))
-    name = {"off": "overlap off", "on": "overlap on", "compare": "overlap on"}.get(overlap, "")
-    samples = {name or "main pass": main}
+    samples = {}
     if overlap == "compare":
         off = Sample()
         off.add("time_per_step_ms", row.get("time_per_step_no_overlap_ms"))
         samples["overlap off"] = off
+    main = Sample()
+    main.add("time_per_step_ms", row.get("time_per_step_ms"), spread("step", "step_ms_median"))
+    transfer = [s for s in (spread("send", "send_ms"), spread("recv", "recv_ms")) if s is not None]
+    main.add("transfer_gbps", row.get("transfer_gbps"), max(transfer) if transfer else None)
+    if row.get("phase_times_readable") != "false":
+        for phase in PHASES:
+            main.add(f"{phase}_ms_median", row.get(f"{phase}_ms"), spread(phase, f"{phase}_ms"))
+    name = {"off": "overlap off", "on": "overlap on", "compare": "overlap on"}.get(overlap, "")
+    samples[name or "main pass"] = main
     return samples
 
 
@@ -234,9 +244,10 @@ def json_groups(sides, across=()):
                     check_configurations(*first_seen[label], case, where, across)
                 first_seen.setdefault(label, (case, where))
                 first_seen.setdefault((side, label), (case, where))
+                readable = (case.get("phase_times") or {}).get("readable", True)
                 for p in case["passes"]:
                     add_sample(groups, label, PASS_NAMES.get(p.get("overlap"), "main pass"),
-                               json_pass_sample(p))
+                               json_pass_sample(p, readable))
         result.append(groups)
     check_same_labels(result, "different sizes: elements = {} in {} only",
                       lambda label: label.partition("=")[2])
@@ -290,36 +301,51 @@ class Row:
         self.change = (ratio - 1.0) * 100.0  # of the value, as printed
         self.worse = self.change if self.lower else -self.change  # > 0: worse
         if len(base) >= 2 and len(new) >= 2:
-            self.p = mann_whitney_p(base, new)  # adjusted by holm() where the row gates
+            self.p = mann_whitney_p(base, new)  # adjusted by holm()
             self.changed = None  # decided once every p is known
         else:
-            # One launch a side: only a change beyond the runs' own step-to-step spread.
+            # One launch a side: only a change beyond the runs' own step-to-step spread (and,
+            # in verdict(), beyond the threshold).
             self.p = None
-            self.changed = abs(self.change) > 100.0 * max(spreads, default=0.0)
+            self.spread = 100.0 * max(spreads, default=0.0)
 
     def verdict(self, threshold):
+        """(the words, whether the row fails the comparison)."""
+        if self.p is None:
+            self.changed = abs(self.change) > max(self.spread, threshold)
         if not self.changed:
             return "~", False
-        if self.worse > threshold and self.gating:
+        if not self.gating:
+            return "differs (not gating)", False
+        if self.worse > threshold:
             return f"WORSE by {self.worse:.1f}%", True
-        return (f"worse by {self.worse:.1f}%" if self.worse > 0
+        return (f"worse by {self.worse:.1f}% (under {threshold:g}%)" if self.worse > 0
                 else f"better by {-self.worse:.1f}%"), False
 
-    def line(self, threshold):
-        verdict, _ = self.verdict(threshold)
-        p = "-" if self.p is None else f"{self.p:.3f}"
-        return (f"  {self.figure:<18} {'lower' if self.lower else 'higher':<6} "
-                f"{median_text(self.base):<28} {median_text(self.new):<28} {self.change:>+8.1f}% "
-                f"{p:>6}  {verdict}")
+    def cells(self, threshold):
+        """The row's cells: figure, unit, base and new medians with their intervals, change, p
+        and verdict, each median in the figure's natural unit."""
+        unit, scale = natural_unit(self.figure, max(self.base_median, self.new_median))
+        return [LABELS.get(self.figure, self.figure), unit,
+                median_text(self.base, scale), median_text(self.new, scale),
+                f"{self.change:+.1f}%", "-" if self.p is None else f"{self.p:.3f}",
+                self.verdict(threshold)[0]]
+
+
+def natural_unit(figure, value):
+    """(unit, factor from the figure's own unit): a time in µs under 1 ms, in s from 1000 ms."""
+    if not figure.endswith("_ms") and "_ms_" not in figure:
+        return "GB/s", 1.0
+    if abs(value) < 1.0:
+        return "µs", 1e3
+    return ("s", 1e-3) if abs(value) >= 1e3 else ("ms", 1.0)
 
 
 def holm(rows):
-    """Decides which rows changed. The gating rows' p-values are adjusted by Holm's method over
-    all of them: the exit status is one decision over every gating figure of every pass and
-    size, and without the adjustment each figure's 5% chance of a false alarm adds up (four
-    independent figures of identical launches would call one worse up to 1 - 0.95^4 = 19% of
-    the time)."""
-    tested = sorted((r for r in rows if r.p is not None and r.gating), key=lambda r: r.p)
+    """Decides which rows changed. Every row's p-value is adjusted by Holm's method over all of
+    them: without it each row's 5% chance of a false alarm adds up (sixteen rows of identical
+    launches would show one changed more often than not)."""
+    tested = sorted((r for r in rows if r.p is not None), key=lambda r: r.p)
     largest = 0.0
     for k, row in enumerate(tested):
         largest = max(largest, min(1.0, (len(tested) - k) * row.p))
@@ -354,43 +380,64 @@ def median_interval(values):
     return ordered[k - 1], ordered[n - k]
 
 
-def median_text(values):
-    """'median [lo, hi]' with median_interval, or the median alone where there is none (notes()
-    says why)."""
+def significant(value, decimals):
+    return f"{value:.{decimals}f}"
+
+
+def median_text(values, scale=1.0):
+    """'median [lo, hi]' with median_interval, 4 significant digits in the unit `scale` gives,
+    or the median alone where there is none (notes() says why)."""
+    median = statistics.median(values) * scale
+    magnitude = math.floor(math.log10(abs(median))) if median else 0
+    decimals = min(max(3 - magnitude, 0), 9)
     interval = median_interval(values)
-    text = f"{statistics.median(values):.5g}"
-    return text + (f" [{interval[0]:.5g}, {interval[1]:.5g}]" if interval else "")
+    text = significant(median, decimals)
+    if interval:
+        text += f" [{significant(interval[0] * scale, decimals)}, " \
+                f"{significant(interval[1] * scale, decimals)}]"
+    return text
 
 
 def figure_names(samples):
-    names = []
-    for sample in samples:
-        names += [f for f in sample.values if f not in names]
-    return sorted(names, key=lambda f: (f not in HEADLINE, HEADLINE.index(f) if f in HEADLINE
-                                        else 0, f))
+    """The figures every launch has, headline first, then the phases in their order."""
+    everyone = set.intersection(*(set(s.values) for s in samples)) if samples else set()
+    order = HEADLINE + [f"{phase}_ms_median" for phase in PHASES]
+    return [f for f in order if f in everyone]
 
 
 def compare_pass(b_samples, n_samples, opts):
-    """The rows of one pass: every figure both sides have."""
+    """The rows of one pass: every figure every launch of both sides shows; and the figures some
+    launches withheld (left out)."""
+    names = figure_names(b_samples + n_samples)
+    withheld = sorted({f for s in b_samples + n_samples for f in s.values} - set(names))
     rows = []
-    for figure in figure_names(b_samples):
-        base = [s.values[figure] for s in b_samples if figure in s.values]
-        new = [s.values[figure] for s in n_samples if figure in s.values]
-        if not base or not new or statistics.median(base) == 0:
+    for figure in names:
+        base = [s.values[figure] for s in b_samples]
+        new = [s.values[figure] for s in n_samples]
+        if statistics.median(base) == 0:
             continue
         spreads = [s.spreads[figure] for s in b_samples + n_samples if figure in s.spreads]
         rows.append(Row(figure, base, new, spreads, figure in HEADLINE or opts.gate_phases))
-    return rows
+    return rows, withheld
 
 
-def table_head():
-    return (f"  {'figure':<18} {'better':<6} {'base [95% CI of the median]':<28} "
-            f"{'new [95% CI of the median]':<28} {'change':>9} {'p':>6}  verdict")
+HEAD = ["figure", "unit", "base [95% CI of the median]", "new [95% CI of the median]",
+        "change", "p (Holm)", "verdict"]
+# Which cells align right (the numbers) and which left.
+RIGHT = [False, False, True, True, True, True, False]
+
+
+def aligned(lines_of_cells):
+    """Each line's cells in columns as wide as their widest cell."""
+    widths = [max(len(cells[i]) for cells in lines_of_cells) for i in range(len(HEAD))]
+    return ["  " + "  ".join(c.rjust(w) if right else c.ljust(w)
+                            for c, w, right in zip(cells, widths, RIGHT)).rstrip()
+            for cells in lines_of_cells]
 
 
 def compare_groups(base, new, opts):
     """Every case and pass both sides have: (lines, [(figure, where)] worse, passes compared,
-    [(BASE launches, NEW launches)] per pass, the number of gating figures tested)."""
+    [(BASE launches, NEW launches)] per pass, the number of rows tested)."""
     tables, passes, counts = [], [], []
     for label, b_passes in base.items():
         for pass_name, b_samples in b_passes.items():
@@ -401,23 +448,30 @@ def compare_groups(base, new, opts):
             passes += [pass_name] if pass_name not in passes else []
             counts.append((len(b_samples), len(n_samples)))
             head = f"{where}: BASE {launches(len(b_samples))}, NEW {launches(len(n_samples))}"
-            tables.append((head, where, compare_pass(b_samples, n_samples, opts)))
+            rows, withheld = compare_pass(b_samples, n_samples, opts)
+            if withheld:
+                head += f" (withheld in some launches, not compared: {', '.join(withheld)})"
+            tables.append((head, where, rows))
     if not passes:
         raise Mismatch("no pass that both sides ran (compare overlap = on with on, off with off)")
     rows = [row for _, _, table in tables for row in table]
     holm(rows)
+    # One set of columns for every table, so that they align down the whole output.
+    cells = [HEAD] + [row.cells(opts.threshold) for row in rows]
+    formatted = iter(aligned(cells))
+    head_line = next(formatted)
     out, failed = [], []
     for head, where, table in tables:
-        out += [head, table_head()] + [row.line(opts.threshold) for row in table]
+        out += [head, head_line] + [next(formatted) for _ in table]
         failed += [(row.figure, where) for row in table if row.verdict(opts.threshold)[1]]
-    return out, failed, passes, counts, sum(row.gating and row.p is not None for row in rows)
+    return out, failed, passes, counts, sum(row.p is not None for row in rows)
 
 
 def launches(count):
     return f"{count} launch" + ("" if count == 1 else "es")
 
 
-def notes(counts, gates):
+def notes(counts, tested):
     """What the numbers of launches [(BASE, NEW)] allow, before the table."""
     if min(min(pair) for pair in counts) < 2:
         return ["compare: one launch on a side: the noise between launches cannot be told from "
@@ -425,12 +479,12 @@ def notes(counts, gates):
                 "(2 x (p99 - p50) / p50) and the threshold. For an A/B comparison run 6 or more "
                 "launches a side (scripts/sweep --repeat 6) and pass them all."]
     fewest = min(counts, key=min)
-    needed = ALPHA / max(gates, 1)  # Holm's bar for the smallest p
+    needed = ALPHA / max(tested, 1)  # Holm's bar for the smallest p
     said = []
     if smallest_p(*fewest) > needed:
         enough = next(n for n in range(2, 64) if smallest_p(n, n) <= needed)
         said.append(f"compare: {fewest[0]} and {fewest[1]} launches cannot show a change in "
-                    f"{gates} gating figures at p <= {ALPHA:g} (Holm's method: the smallest p "
+                    f"{tested} rows at p <= {ALPHA:g} (Holm's method: the smallest p "
                     f"must be <= {needed:.2g}; without ties {fewest[0]} and {fewest[1]} launches "
                     f"give {smallest_p(*fewest):.2g} at best): use {enough} or more a side")
     if median_interval([0.0] * min(fewest)) is None:
@@ -493,6 +547,14 @@ def parse_args(argv):
     return parser.parse_intermixed_args([SEPARATOR if a == "--" else a for a in argv])
 
 
+def files_text(paths):
+    """'6 files (/tmp/run/base/…)': how many, and the path they all start with."""
+    if len(paths) == 1:
+        return paths[0]
+    prefix = os.path.commonprefix(paths)
+    return f"{len(paths)} files" + (f" ({prefix}…)" if prefix else "")
+
+
 def main(argv):
     opts = parse_args(argv)
     if not opts.threshold >= 0:
@@ -502,20 +564,21 @@ def main(argv):
         base_paths, new_paths = split_sides(opts.inputs)
         across = {k.strip() for k in opts.across.split(",") if k.strip()}
         base, new = read_sides(base_paths, new_paths, across)
-        lines, failed, passes, counts, gates = compare_groups(base, new, opts)
+        lines, failed, passes, counts, tested = compare_groups(base, new, opts)
     except Mismatch as e:
         print(f"compare: {e}", file=sys.stderr)
         return 2
-    print("\n".join(notes(counts, gates) + lines))
-    gating = ", ".join(HEADLINE) + (" and every phase's median and p99" if opts.gate_phases
-                                    else " (phases shown, not gating: --gate-phases)")
-    test = (f"p <= {ALPHA:g}, Holm over {gates} figures" if min(min(pair) for pair in counts) >= 2
+    print("\n".join(notes(counts, tested) + lines))
+    test = (f"p <= {ALPHA:g}, Holm over {tested} rows" if min(min(pair) for pair in counts) >= 2
             else "beyond the runs' spread")
     verdict = (f"WORSE than {opts.threshold:g}% ({test}): "
                + "; ".join(f"{f} ({w})" for f, w in failed) if failed
                else f"none worse than {opts.threshold:g}% ({test})")
-    print(f"compare: {verdict}; gating: {gating} of {', '.join(passes)}; "
-          f"NEW {' '.join(new_paths)} against BASE {' '.join(base_paths)}")
+    print(f"compare: {verdict}")
+    print(f"compare: gating: {', '.join(HEADLINE)} of {', '.join(passes)}"
+          + ("; and every phase's median" if opts.gate_phases
+             else "; the phases' medians shown, not gating (--gate-phases)"))
+    print(f"compare: NEW {files_text(new_paths)} against BASE {files_text(base_paths)}")
     return 1 if failed else 0
 
 

@@ -2,7 +2,10 @@
 hundreds of pairs (or hops of a relay, groups of a collective): slowest first, the slow ones
 marked with their ranks and hosts named. Slow is the JSON's own flag (passes[].pairs[].slow: the
 report's rule, over 10% slower than the median pair in step or transfer), so the figure and the
-report never disagree about which pairs they are. Used by scripts/plot --json."""
+report never disagree about which pairs they are. A rate the judgement withholds (null, with the
+pair's "withheld" rule) is on no bandwidth axis: where any pair's is, the figure draws every
+pair's transfer time instead, slowest first, the withheld ones hollow. Used by scripts/plot
+--json."""
 
 import json
 import statistics
@@ -49,12 +52,25 @@ def host_of(case, rank):
     return ranks[rank].get("host", "?") if 0 <= rank < len(ranks) else "?"
 
 
-def pair_text(case, pair):
-    """'pair 17: ranks 34->35, node03->node04, 1.23 GB/s'."""
+def pair_text(case, pair, axis):
+    """'pair 17: ranks 34->35, node03->node04, 1.23 GB/s' (or its transfer time)."""
     producer, consumer = pair.get("producer", -1), pair.get("consumer", -1)
     return (f"pair {pair.get('pair')}: ranks {producer}->{consumer}, "
             f"{host_of(case, producer)}->{host_of(case, consumer)}, "
-            f"{pair['transfer_gbps']:.3g} GB/s")
+            f"{pair[axis.key]:.3g} {axis.unit}"
+            + (f" (rate withheld: {pair['withheld']})" if pair.get("withheld") else ""))
+
+
+class Axis:
+    """What the figure draws of each pair: its rate (GB/s, higher is faster), or where the
+    judgement withholds one, its transfer time (ms, lower is faster)."""
+
+    def __init__(self, rates):
+        self.rates = rates
+        self.key, self.unit = ("transfer_gbps", "GB/s") if rates else ("transfer_ms", "ms")
+
+    def slowest_first(self, pairs):
+        return sorted(pairs, key=lambda q: q[self.key], reverse=not self.rates)
 
 
 def figure_name(summary, case, source=""):
@@ -67,36 +83,45 @@ def figure_name(summary, case, source=""):
 
 
 def timed_pairs(name, case, p):
-    """The pass's pairs with a bandwidth, slowest first; those without one said."""
-    pairs = [q for q in p["pairs"] if isinstance(q.get("transfer_gbps"), (int, float))]
+    """(the pass's pairs with a timed transfer, slowest first; the axis they are drawn on)."""
+    axis = Axis(all(isinstance(q.get("transfer_gbps"), (int, float)) for q in p["pairs"]))
+    pairs = [q for q in p["pairs"] if isinstance(q.get(axis.key), (int, float))]
     if len(pairs) < len(p["pairs"]):
         print(f"{name}: {len(p['pairs']) - len(pairs)} pair(s) without a timed transfer, not "
               "drawn: " + ", ".join(str(q.get("pair")) for q in p["pairs"] if q not in pairs))
-    return sorted(pairs, key=lambda q: q["transfer_gbps"])
+    if not axis.rates:
+        print(f"{name}: the judgement withholds the rate of pairs "
+              + ", ".join(f"{q.get('pair')} ({q.get('withheld')})" for q in p["pairs"]
+                          if q.get("withheld"))
+              + ": every pair's transfer time drawn instead, those hollow")
+    return axis.slowest_first(pairs), axis
 
 
-def title(case, p, count):
+def title(case, p, count, axis):
     config = case.get("config") or {}
-    text = (f"Transfer bandwidth of each of {count} pairs ({case.get('pattern', 'pairs')}), "
+    what = "bandwidth" if axis.rates else "time"
+    text = (f"Transfer {what} of each of {count} pairs ({case.get('pattern', 'pairs')}), "
             f"slowest first\n{case.get('transport', '?')}, {case.get('world_size', '?')} ranks, "
             f"elements={config.get('elements')}, overlap "
             f"{'on' if p.get('overlap') else 'off'}")
-    if p.get("transfer_is_waiting"):
-        text += "\nthe transfer measured waiting, not moving: these are no link's rates"
+    withheld = sorted({q["withheld"] for q in p["pairs"] if q.get("withheld")})
+    if withheld:
+        text += (f"\nrates withheld ({', '.join(withheld)}): each pair's transfer time, the "
+                 "withheld hollow")
     if case.get("waiting_cause"):
         text += "\n" + "\n".join(textwrap.wrap(f"phases may measure waiting: "
                                                f"{case['waiting_cause']}", 100))
     return text
 
 
-def name_slow(ax, side, case, slow):
+def name_slow(ax, side, case, slow, axis):
     """Numbers the slowest of the slow pairs on the figure and names them beside it: ranks,
-    hosts and bandwidth."""
+    hosts and bandwidth (or time)."""
     side.axis("off")
-    lines = [f"{k + 1:>2}  {pair_text(case, pair)}" for k, (_, pair) in
+    lines = [f"{k + 1:>2}  {pair_text(case, pair, axis)}" for k, (_, pair) in
              enumerate(slow[:NAMED_ON_FIGURE])]
     for k, (i, pair) in enumerate(slow[:NAMED_ON_FIGURE]):
-        ax.annotate(str(k + 1), xy=(i, pair["transfer_gbps"]), xytext=(5, 3),
+        ax.annotate(str(k + 1), xy=(i, pair[axis.key]), xytext=(5, 3),
                     textcoords="offset points", fontsize=7, color="red")
     if len(slow) > NAMED_ON_FIGURE:
         lines.append(f"and {len(slow) - NAMED_ON_FIGURE} more slow pairs (listed by scripts/plot)")
@@ -105,36 +130,48 @@ def name_slow(ax, side, case, slow):
               color="red" if slow else "black", transform=side.transAxes)
 
 
-def draw_pairs(plt, case, p, order):
-    """The figure: every pair's bandwidth in order, the slow ones red and named, the median and
-    the report's slow line."""
+def scatter(ax, points, axis, colour, label, **style):
+    """The pairs at their places, filled, or hollow where the judgement withholds their rate."""
+    for withheld in (False, True):
+        chosen = [(i, q) for i, q in points if bool(q.get("withheld")) == withheld]
+        if chosen:
+            ax.scatter([i for i, _ in chosen], [q[axis.key] for _, q in chosen],
+                       facecolors="white" if withheld else colour, edgecolors=colour,
+                       label=label + (", rate withheld (hollow)" if withheld else ""), **style)
+
+
+def draw_pairs(plt, case, p, order, axis):
+    """The figure: every pair in order (its rate, or its transfer time), the slow ones red and
+    named, the median and the report's slow line."""
     slow = [(i, q) for i, q in enumerate(order) if q.get("slow")]
-    rates = [q["transfer_gbps"] for q in order]
-    median = statistics.median(rates)
+    values = [q[axis.key] for q in order]
+    median = statistics.median(values)
     fig, (ax, side) = plt.subplots(1, 2, figsize=(14, 5.5),
                                    gridspec_kw={"width_ratios": [3, 1.4]})
     size = 30 if len(order) <= 64 else 8
-    ax.scatter(range(len(order)), rates, s=size, color="tab:blue", gid="pairs",
-               label=f"a pair ({len(order) - len(slow)} not slow)")
+    scatter(ax, list(enumerate(order)), axis, "tab:blue",
+            f"a pair ({len(order) - len(slow)} not slow)", s=size, gid="pairs")
     if slow:
-        ax.scatter([i for i, _ in slow], [q["transfer_gbps"] for _, q in slow], s=3 * size,
-                   color="red", gid="slow",
-                   label=f"slow: over {SLOW_MARGIN:.0%} slower than the median pair in step or "
-                         f"transfer ({len(slow)})")
-    ax.axhline(median, color="grey", linewidth=1, label=f"the median pair, {median:.3g} GB/s")
-    ax.axhline(median / (1 + SLOW_MARGIN), color="red", linewidth=0.8, linestyle="--",
+        scatter(ax, slow, axis, "red",
+                f"slow: over {SLOW_MARGIN:.0%} slower than the median pair in step or "
+                f"transfer ({len(slow)})", s=3 * size, gid="slow")
+    ax.axhline(median, color="grey", linewidth=1,
+               label=f"the median pair, {median:.3g} {axis.unit}")
+    ax.axhline(median / (1 + SLOW_MARGIN) if axis.rates else median * (1 + SLOW_MARGIN),
+               color="red", linewidth=0.8, linestyle="--",
                label=f"{SLOW_MARGIN:.0%} slower than the median pair's transfer")
-    name_slow(ax, side, case, slow)
+    name_slow(ax, side, case, slow, axis)
     if len(order) <= 32:
         ax.set_xticks(range(len(order)), [str(q.get("pair")) for q in order], fontsize=7)
         ax.set_xlabel("pair (number), slowest first")
     else:
         ax.set_xlabel(f"the {len(order)} pairs, slowest first")
-    ax.set_ylabel("transfer bandwidth (GB/s, the pair's median step)")
-    ax.set_ylim(bottom=0, top=max(rates) * 1.15)
+    ax.set_ylabel("transfer bandwidth (GB/s, the pair's median step)" if axis.rates
+                  else "transfer time (ms, the pair's median step)")
+    ax.set_ylim(bottom=0, top=max(values) * 1.15)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
-    ax.set_title(title(case, p, len(order)), fontsize=10)
+    ax.legend(fontsize=7, loc="lower right" if axis.rates else "upper right")
+    ax.set_title(title(case, p, len(order), axis), fontsize=10)
     return fig, slow, median
 
 
@@ -144,13 +181,13 @@ def plot_pairs(path, summary, out_dir, plt, save, source=""):
     for case in cases(summary):
         p = main_pass(case)
         name = figure_name(summary, case, source)
-        order = timed_pairs(name, case, p) if p else []
+        order, axis = timed_pairs(name, case, p) if p else ([], None)
         if not order:
             print(f"skip {name}: {path} has no pair with a timed transfer")
             continue
-        fig, slow, median = draw_pairs(plt, case, p, order)
-        print(f"{name}: {len(order)} pairs from {path}, median {median:.3g} GB/s, "
-              f"{len(slow)} slow" + (": " + "; ".join(pair_text(case, q) for _, q in slow)
+        fig, slow, median = draw_pairs(plt, case, p, order, axis)
+        print(f"{name}: {len(order)} pairs from {path}, median {median:.3g} {axis.unit}, "
+              f"{len(slow)} slow" + (": " + "; ".join(pair_text(case, q, axis) for _, q in slow)
                                      if slow else ""))
         written.append(save(fig, out_dir, name, plt))
     return written

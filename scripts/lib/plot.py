@@ -25,17 +25,25 @@ is logarithmic; the speedup axis always shows 1.0. The bus bandwidth figure is l
 would repeat the transfer bandwidth (every row's busbw equals its algbw: pairs and broadcasts).
 A figure whose x column has a single value is skipped with a message.
 
-Nothing is hidden: a point whose transfer measured waiting (the CSV's transfer_is_waiting) is
-drawn hollow on the bandwidth figures, one with a launch whose step was unstable
-(step_unstable) gets a red x, and one run with more ranks on a host than their cores (from each
-row's HDF5 file, the CSV's output column) a square; the legend says so, and the terminal lists
-each such point and each row left out with its reason (a configuration measured at one x only,
-a row without the figure's value, a failed verification).
+Only what gpurelay's judgement shows is drawn (docs/OUTPUT.md): a figure a row withholds (an
+empty cell: a transfer that measured waiting, phase times that cannot be read, no transfer under
+launch = device) is on no axis, and the figure says on itself how many points it left out and
+why. Each point is a median with its 95% interval: of 6 or more repeated launches, the
+interval of their median from the order statistics; of one launch, the launch's own interval of
+its time per step or speedup (from its steps); of 2 to 5 launches, which give no 95% interval,
+the least to the largest, said so in the legend. Lines that coincide stay visible: each has its
+own marker, size and line style. A launch whose step was unstable (step_unstable) gets a red x,
+one run with more ranks on a host than their cores (from each row's HDF5 file, the CSV's output
+column) a square; the legend says so, and the terminal lists each such point and each row left
+out with its reason (a configuration measured at one x only, a withheld or missing value, a
+failed verification).
 
   pair_bandwidth.png     from a JSON summary (--json): every pair's (hop's, group's) transfer
                          bandwidth, slowest first, the slow ones (the report's rule: over 10%
                          slower than the median pair in step or transfer) in red with their
-                         ranks and hosts named; a summary of several sizes gives a figure per
+                         ranks and hosts named; where the judgement withholds a pair's rate,
+                         every pair's transfer time instead, the withheld ones hollow; a
+                         summary of several sizes gives a figure per
                          size, pair_bandwidth_elements=N.png; with several summaries,
                          each figure's name holds its file's (pair_bandwidth_run1.png)
 """
@@ -181,39 +189,106 @@ def split_columns(rows, x_column, base_columns):
     return columns
 
 
-class Point:
-    """One configuration at one x: the median of its launches' values, their least and largest,
-    how many launches, and which of MARKS any of them carries."""
+# The figures whose 95% interval a row has of its own, from its steps (one launch), as
+# NAME_lo and NAME_hi.
+OWN_INTERVAL = {"time_per_step_ms", "transfer_gbps", "busbw_gbps", "aggregate_gbps",
+                "overlap_speedup"}
 
-    def __init__(self, x, median, low, high, rows, launches=None):
-        self.x, self.median, self.low, self.high = x, median, low, high
+
+def median_interval(values):
+    """The 95% interval of the median of 6 or more values from their order statistics (the k-th
+    least to the k-th largest, k the largest with P(Binomial(n, 1/2) <= k - 1) <= 0.025, as
+    scripts/compare); None for fewer."""
+    ordered, n, cdf, k = sorted(values), len(values), 0.0, 0
+    for i in range(n // 2):
+        cdf += math.comb(n, i) / 2.0 ** n
+        if cdf > 0.025 * (1 + 1e-12):
+            break
+        k = i + 1
+    return (ordered[k - 1], ordered[n - k]) if k else None
+
+
+class Point:
+    """One configuration at one x: the median of its launches' values, its interval (`kind`:
+    "ci95", "ratio" (of two), "range", or None where one launch has none), how many launches,
+    and which of MARKS any of them carries."""
+
+    def __init__(self, x, median, low, high, rows, launches=None, kind="range"):
+        self.x, self.median, self.low, self.high, self.kind = x, median, low, high, kind
         self.launches = len(rows) if launches is None else launches
-        self.waiting = any(r.get("transfer_is_waiting") == "true" for r in rows)
         self.unstable = any(r.get("step_unstable") == "true" for r in rows)
         self.crowded = any(r.get(CROWDED) == "true" for r in rows)
 
     @classmethod
-    def of(cls, x, values, rows):
-        return cls(x, statistics.median(values), min(values), max(values), rows)
+    def of(cls, x, values, rows, column):
+        median = statistics.median(values)
+        interval = median_interval(values)
+        if interval:
+            return cls(x, median, *interval, rows, kind="ci95")
+        if len(values) == 1 and column in OWN_INTERVAL:
+            low, high = (as_float(rows[0].get(f"{column}_{end}")) for end in ("lo", "hi"))
+            if not (math.isnan(low) or math.isnan(high)):
+                return cls(x, median, low, high, rows, kind="ci95")
+        return cls(x, median, min(values), max(values), rows,
+                   kind="range" if len(values) > 1 else None)
 
 
 # What a point's launches may have been, drawn over the point, named in the legend and listed on
 # the terminal, so that no figure passes such a point off as an ordinary one: (Point attribute,
-# the marker's style given its line's colour, what the legend says). Every figure walks this
-# table, each with the marks that concern its y: a transfer that measured waiting makes a
-# bandwidth no link's rate, but a time per step is still the time per step.
+# the marker's style, what the legend says). Every figure walks this table.
 MARKS = [
-    ("waiting",
-     lambda colour: dict(marker="o", s=50, facecolors="white", edgecolors=colour, linewidths=1.5),
-     "hollow: the transfer measured waiting, not moving (no link's rate)"),
     ("unstable", lambda colour: dict(marker="x", s=80, color="red", linewidths=1.5),
      "red x: a launch's step unstable (p90 over 1.10x its median)"),
     ("crowded",
      lambda colour: dict(marker="s", s=190, facecolors="none", edgecolors="black", linewidths=1),
      "square: oversubscribed (more ranks than a host's cores)"),
 ]
-ALL_MARKS = ("waiting", "unstable", "crowded")
-TIME_MARKS = ("unstable", "crowded")
+ALL_MARKS = ("unstable", "crowded")
+TIME_MARKS = ALL_MARKS
+# Each line's marker and style in turn, the markers shrinking, so that lines that coincide
+# (configurations that run alike) each stay visible.
+LINE_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+LINE_STYLES = ["-", "--", "-.", ":"]
+
+
+def line_style(index):
+    return dict(marker=LINE_MARKERS[index % len(LINE_MARKERS)],
+                markersize=9 - 1.5 * (index % 4), linestyle=LINE_STYLES[index % len(LINE_STYLES)],
+                markerfacecolor="none" if index % 2 else None)
+
+
+def withheld_rows(rows, y_column):
+    """{reason: count} of the rows whose y_column the judgement withholds (an empty cell where
+    the row says why: its withheld list, or its unreadable phase times)."""
+    reasons = {}
+    for row in rows:
+        if not math.isnan(as_float(row.get(y_column))):
+            continue
+        named = dict(part.split(":", 1) for part in (row.get("withheld") or "").split(";")
+                     if ":" in part)
+        # The rule that withholds it: the row's own, else the first reason its phase times
+        # cannot be read (the judgement's first finding withholds every figure built on them).
+        reason = named.get(y_column) or (row.get("phase_times_unreadable_because") or "").split(";")[0]
+        if reason:
+            reasons[reason] = reasons.get(reason, 0) + 1
+    return reasons
+
+
+def say_withheld(ax, name, reasons, total):
+    """Prints on the figure (and the terminal) how many points the judgement withheld, and why."""
+    if not reasons:
+        return
+    count = sum(reasons.values())
+    text = (f"{count} of {total} points withheld by gpurelay's judgement, not drawn: "
+            + "; ".join(f"{reason} ({n})" for reason, n in reasons.items()))
+    print(f"{name}: {text}")
+    if count == total:  # nothing drawn: no scale to read either
+        ax.set_xticks([])
+        ax.set_yticks([])
+    ax.text(0.5, 0.5 if count == total else 0.02,
+            "\n".join(textwrap.wrap(text + " (the rules: docs/OUTPUT.md)", 70)),
+            transform=ax.transAxes, ha="center", va="center" if count == total else "bottom",
+            fontsize=9 if count == total else 8, color="dimgrey", gid="withheld")
 
 
 def x_text(column, x):
@@ -259,7 +334,7 @@ def points(rows, x_column, y_column, line_columns):
         if not (math.isnan(x) or math.isnan(y)):
             key = tuple(row.get(c, "") for c in line_columns)
             groups.setdefault(key, {}).setdefault(x, []).append((y, row))
-    return {key: [Point.of(x, [y for y, _ in found], [r for _, r in found])
+    return {key: [Point.of(x, [y for y, _ in found], [r for _, r in found], y_column)
                   for x, found in sorted(by_x.items())] for key, by_x in groups.items()}
 
 
@@ -294,7 +369,9 @@ def speedup_axis(ax, all_points):
 def on_off_speedup(rows, x_column, line_columns):
     """{line key: [Point]}: for each configuration (line_columns, without overlap) and x run
     with both overlap=on and overlap=off, the median off time per step over the median on time
-    per step, from the least off over the largest on to the largest off over the least on."""
+    per step, its interval from the two points' ends (the low off over the high on to the high
+    off over the low on: two 95% intervals of separate launches hold both medians with at least
+    90%, said so in the legend)."""
     columns = list(line_columns) + ["overlap"]
     times = points([r for r in rows if r.get("overlap") in ("on", "off")], x_column,
                    "time_per_step_ms", columns)
@@ -307,9 +384,11 @@ def on_off_speedup(rows, x_column, line_columns):
         off = {p.x: p for p in times.get(key[:-1] + ("off",), [])} if key[-1] == "on" else {}
         for on in (p for p in on_points if p.x in off and p.low > 0):
             both = with_rows[(key, on.x)] + with_rows[(key[:-1] + ("off",), on.x)]
+            kinds = {on.kind, off[on.x].kind}
             result.setdefault(key[:-1], []).append(Point(
                 on.x, off[on.x].median / on.median, off[on.x].low / on.high,
-                off[on.x].high / on.low, both, min(on.launches, off[on.x].launches)))
+                off[on.x].high / on.low, both, min(on.launches, off[on.x].launches),
+                "ratio" if kinds == {"ci95"} else None if None in kinds else "range"))
     return result
 
 
@@ -385,18 +464,15 @@ def skip_single(name, x_column, rows, y_column):
     return False
 
 
-def draw_line(ax, label, line, marks, **style):
-    """A line through the medians, a bar from the least to the largest launch where a point has
-    several, and each of `marks` over the points it concerns. Returns the line's colour."""
-    (drawn,) = ax.plot([p.x for p in line], [p.median for p in line], marker="o", label=label,
-                       **style)
+def draw_line(ax, label, line, marks, index=0, **style):
+    """A line through the medians in the index-th line's style, each point's interval as a bar,
+    and each of `marks` over the points it concerns. Returns the line's colour."""
+    (drawn,) = ax.plot([p.x for p in line], [p.median for p in line], label=label,
+                       **{**line_style(index), **style})
     colour = drawn.get_color()
-    repeated = [p for p in line if p.launches > 1]
-    if repeated:
-        ax.errorbar([p.x for p in repeated], [p.median for p in repeated],
-                    yerr=[[p.median - p.low for p in repeated],
-                          [p.high - p.median for p in repeated]],
-                    fmt="none", ecolor=colour, capsize=3, gid="range")
+    ax.errorbar([p.x for p in line], [p.median for p in line],
+                yerr=[[p.median - p.low for p in line], [p.high - p.median for p in line]],
+                fmt="none", ecolor=colour, capsize=3, gid="interval")
     for mark, style_of, _ in MARKS:
         chosen = [p for p in line if mark in marks and getattr(p, mark)]
         if chosen:
@@ -410,13 +486,20 @@ def legend(ax, shown, marks, below=False):
     axes (or below them), so that no point is hidden behind it."""
     from matplotlib.lines import Line2D
     handles, labels = ax.get_legend_handles_labels()
-    if any(p.launches > 1 for p in shown):
-        handles.append(Line2D([], [], color="grey", marker="_", markersize=10, linestyle="-"))
-        labels.append("bar: least to largest of repeated launches; point: their median")
+    for kind, text in (("ci95", "bar: 95% interval of the median (6 or more launches: of their "
+                                "median; one launch: from its steps)"),
+                       ("ratio", "bar: the off point's interval over the on point's (at least "
+                                 "90%)"),
+                       ("range", "bar: least to largest (2 to 5 launches: no 95% interval)")):
+        if any(p.kind == kind for p in shown):
+            handles.append(Line2D([], [], color="grey", marker="_", markersize=10))
+            labels.append(text)
     for mark, style_of, text in MARKS:
         if mark in marks and any(getattr(p, mark) for p in shown):
             handles.append(ax.scatter([], [], **style_of("grey")))
             labels.append(text)
+    if not handles:
+        return
     if below:
         ax.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1))
     else:
@@ -432,8 +515,9 @@ def note_points(name, data, marks, x_column):
     shown = every_point(data)
     medians = sum(1 for p in shown if p.launches > 1)
     if medians:
-        print(f"{name}: {medians} points are medians of repeated runs, with bars from the least "
-              "to the largest")
+        print(f"{name}: {medians} points are medians of repeated runs, with their 95% intervals "
+              f"({sum(1 for p in shown if p.launches > 1 and p.kind == 'range')} of them, of 2 "
+              "to 5 launches, least to largest)")
     for mark, _, text in MARKS:
         found = {label: [x_text(x_column, p.x) for p in line if getattr(p, mark)]
                  for label, line in data.items() if mark in marks}
@@ -446,21 +530,30 @@ def note_points(name, data, marks, x_column):
 def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, labels,
                line_base=("transport", "backend"), marks=ALL_MARKS):
     """One line per transport and backend (or the columns of line_base): y_column against
-    x_column. labels: (x label, y label, title)."""
-    if skip_single(name, x_column, rows, y_column):
+    x_column, the points the judgement withholds left out and said on the figure. labels: (x
+    label, y label, title)."""
+    if skip_single(name, x_column, rows, x_column):
         return None
-    rows = rows_on_lines(name, rows, x_column, y_column, list(line_base))
-    lines = split_columns(rows, x_column, list(line_base))
-    data = labelled(points(rows, x_column, y_column, lines), lines)
+    withheld = withheld_rows(rows, y_column)
+    shown_rows = [r for r in rows if not math.isnan(as_float(r.get(y_column)))]
+    data = {}
+    if shown_rows and not skip_single(name, x_column, shown_rows, y_column):
+        shown_rows = rows_on_lines(name, shown_rows, x_column, y_column, list(line_base))
+        lines = split_columns(shown_rows, x_column, list(line_base))
+        data = labelled(points(shown_rows, x_column, y_column, lines), lines)
+    if not data and not withheld:
+        return None
     fig, ax = plt.subplots(figsize=(11, 5.5))
-    for label, line in data.items():
-        draw_line(ax, label, line, marks)
+    for index, (label, line) in enumerate(data.items()):
+        draw_line(ax, label, line, marks, index)
     shown = every_point(data)
-    axis(ax, sorted({p.x for p in shown}))
     ax.set_xlabel(labels[0])
     ax.set_ylabel(labels[1])
-    value_axis(ax, [v for p in shown for v in (p.low, p.high)])
+    if shown:
+        axis(ax, sorted({p.x for p in shown}))
+        value_axis(ax, [v for p in shown for v in (p.low, p.high)])
     ax.grid(True, alpha=0.3)
+    say_withheld(ax, name, withheld, len(rows))
     legend(ax, shown, marks)
     title_text(ax, labels[2], fixed_config(rows, x_column))
     note_points(name, data, marks, x_column)
@@ -478,10 +571,13 @@ def plot_bandwidth(rows, out_dir, plt):
 
 def plot_bus_bandwidth(rows, out_dir, plt):
     """nccl-tests' bus bandwidth against size, one line per pattern; rows of a CSV written before
-    the collectives have no busbw_gbps and are left out."""
-    rows = [r for r in rows if r.get("busbw_gbps") not in (None, "")]
+    the collectives have no busbw_gbps column and are left out."""
+    rows = [r for r in rows if r.get("busbw_gbps") is not None]
     name = "bus_bandwidth_vs_size.png"
-    if rows and all(r["busbw_gbps"] == r.get("algbw_gbps", r["transfer_gbps"]) for r in rows):
+    # Where the judgement withholds every busbw, the patterns say whether it would differ.
+    shown = [r for r in rows if r["busbw_gbps"]]
+    if (all(r["busbw_gbps"] == r.get("algbw_gbps", r["transfer_gbps"]) for r in shown) if shown
+            else all(r.get("pattern", "pairs") != "allreduce" for r in rows)):
         print(f"skip {name}: the bus bandwidth equals the algorithm bandwidth in every row "
               "(pairs, broadcast); bandwidth_vs_size.png shows it")
         return None
@@ -519,18 +615,18 @@ def plot_overlap(rows, out_dir, plt):
     fig, (time_ax, speedup_ax) = plt.subplots(1, 2, figsize=(13, 8), layout="constrained")
     # A compare run's no-overlap time shares its line's colour, dashed.
     colours = {}
-    for label, line in data.items():
+    for index, (label, line) in enumerate(data.items()):
         shown = label + (" (overlapped)" if label in sequential else "")
-        colours[label] = draw_line(time_ax, shown, line, TIME_MARKS)
-    for label, line in sequential.items():
-        draw_line(time_ax, label + " (no overlap)", line, TIME_MARKS, linestyle="--",
+        colours[label] = draw_line(time_ax, shown, line, TIME_MARKS, index)
+    for index, (label, line) in enumerate(sequential.items()):
+        draw_line(time_ax, label + " (no overlap)", line, TIME_MARKS, index, linestyle="--",
                   color=colours.get(label))
     time_ax.set_ylabel("time per step (ms)")
     time_ax.set_ylim(bottom=0)
     time_ax.set_title("Time per step", fontsize=10)
     speedup = overlap_speedups(rows, x_column, lines)
-    for label, line in speedup.items():
-        draw_line(speedup_ax, label, line, TIME_MARKS)
+    for index, (label, line) in enumerate(speedup.items()):
+        draw_line(speedup_ax, label, line, TIME_MARKS, index)
     if speedup:
         speedup_axis(speedup_ax, every_point(speedup))
     else:

@@ -47,40 +47,46 @@ def run(args, binary, mpirun, np, out, extra):
     return summary, rows[-1]
 
 
+def value(figures, name):
+    """A judged figure's value as measured (whatever its verdict), or None where absent."""
+    return (figures.get(name) or {}).get("value")
+
+
 def check_file_carries_json(path, summary):
-    """/timings/PASS attributes equal the JSON's figures; the placement at the root."""
+    """/timings/PASS attributes equal the JSON's figures, each value beside its verdict; the
+    placement at the root."""
     import h5py
-    c, a = summary["ceilings_ms"], summary.get("overlap_attribution_ms")
+    c = summary["ceilings_ms"]
     with h5py.File(path, "r") as f:
         for i, p in enumerate(summary["passes"]):
             attrs = f["timings"]["overlap_on" if p["overlap"] else "overlap_off"].attrs
             expected = {"ceiling_transfer_ms": c["transfer"], "ceiling_a_copy_ms": c["a_copy"],
                         "ceiling_b_copy_ms": c["b_copy"], "ceiling_c_ms": c["c"],
                         "ceiling_cost_ms": c["cost"],
-                        "transfer_vs_ceiling": p["vs_ceilings"]["transfer"],
-                        "a_vs_copy": p["vs_ceilings"]["a"], "b_vs_copy": p["vs_ceilings"]["b"],
-                        "c_vs_alone": p["vs_ceilings"]["c"],
                         "step_p90_over_median": p["stability"]["step_p90_over_median"],
                         "step_cv": p["stability"]["step_cv"],
                         "step_max_over_median": p["stability"]["step_max_over_median"],
-                        "transfer_is_waiting": p["transfer_is_waiting"],
                         "step_unstable": p["stability"]["unstable"],
-                        "step_model_explains": p["step_model_explains"],
-                        "clocks_measured": p["clocks"]["measured"]}
-            if a and i == len(summary["passes"]) - 1:
-                for key, name in (("step", "step"), ("perfect_overlap", "perfect_overlap"),
-                                  ("c_slowdown", "c_slowdown"),
-                                  ("transfer_slowdown", "transfer_slowdown"), ("rest", "rest")):
-                    expected[f"overlap_attribution_{name}_ms"] = a[key]
-                expected["overlap_attribution_explains"] = summary["overlap_attribution_explains"]
-            for name, value in expected.items():
+                        "clocks_measured": p["clocks"]["measured"],
+                        "phase_times_readable": summary["phase_times"]["readable"]}
+            figures = dict(p["figures"])
+            if i == len(summary["passes"]) - 1:
+                figures.update(summary.get("figures", {}))
+            for name, judged in figures.items():
+                expected[name] = judged["value"]
+                if judged["verdict"] == "withheld":
+                    expected[name + "_withheld"] = judged["reason"]
+                if "ci95" in judged:
+                    expected[name + "_ci95_lo"], expected[name + "_ci95_hi"] = judged["ci95"]
+            for name, want in expected.items():
                 if name not in attrs:
                     fail(f"/timings pass overlap={p['overlap']} has no attribute {name}")
                 got = attrs[name]
-                same = (bool(got) == value if isinstance(value, bool)
-                        else math.isclose(float(got), value, rel_tol=1e-12))
+                same = (bool(got) == want if isinstance(want, bool)
+                        else str(got) == want if isinstance(want, str)
+                        else math.isclose(float(got), want, rel_tol=1e-12))
                 if not same:
-                    fail(f"HDF5 {name} = {got!r}, the JSON's {value!r}")
+                    fail(f"HDF5 {name} = {got!r}, the JSON's {want!r}")
         ranks = summary["ranks"]
         if str(f.attrs["rank_cores"]).split(";") != [r["cores"] for r in ranks]:
             fail(f"rank_cores {f.attrs['rank_cores']!r} differs from the JSON's ranks")
@@ -96,26 +102,34 @@ def check_on(summary, row):
         if not (c[key] is not None and c[key] > 0):
             fail(f"ceiling {key} = {c[key]!r}, not a positive time")
     for p in summary["passes"]:
-        r, ph = p["vs_ceilings"], p["phases_ms"]
-        expected = {"transfer": c["transfer"] / p["transfer_ms"],
-                    "a": c["a_copy"] / (2 * ph["a"]["median"]),
-                    "b": c["b_copy"] / ph["b"]["median"],
-                    "c": c["c"] / ph["c"]["median"]}
-        for key, value in expected.items():
-            if not close(r[key], value):
-                fail(f"pass overlap={p['overlap']}: {key} against its ceiling {r[key]} != {value}")
+        ph, figures = p["phases_ms"], p["figures"]
+        expected = {"transfer_vs_ceiling": c["transfer"] / value(figures, "transfer_ms"),
+                    "a_vs_copy": c["a_copy"] / (2 * ph["a"]["median"]),
+                    "b_vs_copy": c["b_copy"] / ph["b"]["median"],
+                    "c_vs_alone": c["c"] / ph["c"]["median"]}
+        for key, want in expected.items():
+            if not close(value(figures, key), want):
+                fail(f"pass overlap={p['overlap']}: {key} {value(figures, key)} != {want}")
+            # Rendered in the field of its name exactly where shown.
+            shown = figures[key]["verdict"] == "shown"
+            if (p[key] is not None) != shown or (shown and not close(p[key], want)):
+                fail(f"pass overlap={p['overlap']}: {key} rendered {p[key]}, verdict {shown}")
         if p["timing"]["phase_timed_steps"] > p.get("timed_steps", 10**9):
             fail("more phase-timed steps than timed steps")
     main = summary["passes"][-1]
     config = summary["config"]
-    for column, key in (("transfer_vs_ceiling", "transfer"), ("a_vs_copy", "a"),
-                        ("b_vs_copy", "b"), ("c_vs_alone", "c")):
-        if not math.isclose(float(row[column]), main["vs_ceilings"][key], rel_tol=1e-5):
-            fail(f"CSV {column} {row[column]} != the JSON's {main['vs_ceilings'][key]}")
+    # The CSV renders the main pass's verdicts: a value where shown, empty where withheld.
+    for column in ("transfer_vs_ceiling", "a_vs_copy", "b_vs_copy", "c_vs_alone"):
+        want = main[column]
+        if (row[column] == "") != (want is None) or (
+                want is not None and not math.isclose(float(row[column]), want, rel_tol=1e-5)):
+            fail(f"CSV {column} {row[column]!r} != the JSON's rendered {want}")
     if not math.isclose(float(row["ceiling_transfer_ms"]), c["transfer"], rel_tol=1e-5):
         fail("CSV ceiling_transfer_ms differs from the JSON's")
     # The overlapped step, attributed: the parts add up to it, each as its formula says.
-    a = summary["overlap_attribution_ms"]
+    run = summary["figures"]
+    a = {key: value(run, f"overlap_attribution_{key}_ms")
+         for key in ("step", "perfect_overlap", "c_slowdown", "transfer_slowdown", "rest")}
     off, on = summary["passes"][0], summary["passes"][-1]
     if not close(a["step"], on["time_per_step_ms"]):
         fail("the attributed step is not the overlap=on pass's time per step")
@@ -124,7 +138,7 @@ def check_on(summary, row):
         fail(f"the attribution's parts do not add up to the step: {a}")
     if not close(a["c_slowdown"], on["phases_ms"]["c"]["median"] - c["c"]):
         fail("C's slowdown is not C's median with overlap less C alone")
-    if not close(a["transfer_slowdown"], on["transfer_ms"] - c["transfer"]):
+    if not close(a["transfer_slowdown"], value(on["figures"], "transfer_ms") - c["transfer"]):
         fail("the transfer's slowdown is not its median with overlap less the bare transfer")
     ph = off["phases_ms"]
     depth = config["depth"]
@@ -152,7 +166,7 @@ def main():
         check_file_carries_json(f"{out}/on.h5", summary)
         summary, row = run(args + ["--calibrate", "false"], a.binary, a.mpirun, a.np, out, "off")
         if ("ceilings_ms" in summary or "overlap_attribution_ms" in summary
-                or any("vs_ceilings" in p for p in summary["passes"])):
+                or any("transfer_vs_ceiling" in p["figures"] for p in summary["passes"])):
             fail("calibrate = false but the summary has ceilings")
         if row["transfer_vs_ceiling"] != "" or row["ceiling_transfer_ms"] != "":
             fail("calibrate = false but the CSV has ceiling cells")

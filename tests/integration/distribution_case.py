@@ -1,10 +1,11 @@
 """Runs gpurelay under mpirun with the report on and checks its distributions and its pairs: each
-phase's median, min, max, p50, p90, p99 and cv in the JSON summary against numpy over the same
-/timings read back from the file (the quantiles, read from the pass's histograms, within their
-relative error; min, max and cv exact), and against the file's /histograms read as OUTPUT.md
-reads them (exact), the periods' sum against the pass's time, the slow steps against the
-periods there, the CSV row against the JSON; one report line per pair (with more than one), the
-pairs slowed with debug_delay_us flagged SLOW (in the report and the JSON) and no other.
+phase's median (and its 95% interval), min, max, p50, p90, p99 and cv in the JSON summary against
+numpy over the same /timings read back from the file (the step's over the consumers; the
+quantiles, read from the pass's histograms, within their relative error; min, max and cv exact),
+and against the file's /histograms read as OUTPUT.md reads them (exact), the time per step as the
+step's median with its interval, the periods' sum against the pass's time, the slow steps against
+the periods there, the CSV row against the JSON; one report line per pair (with more than one),
+the pairs slowed with debug_delay_us flagged SLOW (in the report and the JSON) and no other.
 
 usage: distribution_case.py --binary B --mpirun "mpirun ..." --np N [--slow-pair P ...]
                             -- GPURELAY_ARGS...
@@ -42,8 +43,21 @@ def close(got, want, what, rel_tol=1e-9):
         fail(f"{what}: {got} in the JSON, numpy says {want}")
 
 
-def histogram_quantile(f, name, phase, q):
-    """A quantile of a pass's phase from /histograms, as OUTPUT.md reads it."""
+def interval_rank(n):
+    """The rank k (from 1) of the order statistics that bound the median's 95% interval: the
+    largest k with P(Binomial(n, 1/2) <= k - 1) <= 0.025 (report/summary.cpp's); 0 for none."""
+    cdf, k = 0.0, 0
+    for i in range(n // 2):
+        cdf += math.comb(n, i) / 2.0 ** n
+        if cdf > 0.025 * (1 + 1e-12):
+            break
+        k = i + 1
+    return k
+
+
+def histogram_at_rank(f, name, phase):
+    """A pass's phase from /histograms, as OUTPUT.md reads it: its count, and its k-th least
+    time (from 0), the least and the largest exact."""
     h = f["histograms"]
     row = h.attrs["phases"].split(",").index(phase)
     counts = h[name]["counts"][row].astype(np.int64)
@@ -52,24 +66,51 @@ def histogram_quantile(f, name, phase, q):
     value = 2 * h.attrs["lowest_ms"] * h.attrs["gamma"] ** i / (h.attrs["gamma"] + 1)
     value[0], value[-1] = 0.0, 1e7
     cum = np.cumsum(counts)
-    n = cum[-1]
+    n = int(cum[-1])
 
-    def at_rank(k):  # the k-th least time (from 0); the least and the largest are exact
+    def at_rank(k):
         if k == 0 or k == n - 1:
             return least if k == 0 else most
         return np.clip(value[np.searchsorted(cum, k, side="right")], least, most)
+    return n, at_rank
+
+
+def histogram_quantile(f, name, phase, q):
+    """A quantile of a pass's phase from /histograms, as OUTPUT.md reads it."""
+    n, at_rank = histogram_at_rank(f, name, phase)
     at = (n - 1) * q
     below = int(np.floor(at))
     return at_rank(below) + (at - below) * (at_rank(min(below + 1, n - 1)) - at_rank(below))
 
 
+def check_median_interval(f, name, phase, stats, ordered):
+    """The median's 95% interval: the order statistics at interval_rank's ranks, read from the
+    histogram (exactly what /histograms gives, within its relative error of the samples')."""
+    got = stats["median_ci95"]
+    k = interval_rank(ordered.size)
+    if not k:
+        if got != [None, None]:
+            fail(f"{name}/{phase}: median_ci95 {got} from {ordered.size} samples")
+        return
+    n, at_rank = histogram_at_rank(f, name, phase)
+    tolerance = f["histograms"].attrs["relative_error"]
+    for end, exact, read in ((0, ordered[k - 1], at_rank(k - 1)),
+                             (1, ordered[ordered.size - k], at_rank(n - k))):
+        close(got[end], float(exact), f"{name}/{phase} median_ci95[{end}]", tolerance)
+        close(got[end], float(read), f"{name}/{phase} median_ci95[{end}] from /histograms")
+
+
 def check_distributions(f, summary):
-    """Every pass's phases against numpy over the file's timed steps of every rank."""
+    """Every pass's phases against numpy over the file's timed steps of every rank (the step's
+    period over the ranks whose period is their pair's step: the consumers)."""
+    consumers = [r for r, rank in enumerate(summary["ranks"]) if rank["role"] != "producer"]
     for p in summary["passes"]:
         name = "overlap_on" if p["overlap"] else "overlap_off"
         start, end = p["timed_from"], p["timed_from"] + p["timed_steps"]
         for phase, stats in p["phases_ms"].items():
             t = f["timings"][name][phase][:, start:end]
+            if phase == "step":
+                t = t[consumers]
             samples = t[~np.isnan(t)]
             if samples.size == 0:
                 if stats["p99"] is not None:
@@ -87,18 +128,24 @@ def check_distributions(f, summary):
                 if key in quantiles:
                     close(stats.get(key), float(histogram_quantile(f, name, phase, quantiles[key])),
                           f"{name}/{phase} {key} from /histograms")
+            check_median_interval(f, name, phase, stats, np.sort(samples))
+        # The time per step is the step's median period, with that interval.
+        step = p["figures"]["time_per_step_ms"]
+        close(step["value"], p["phases_ms"]["step"]["median"], f"{name} time_per_step_ms")
+        if step.get("ci95") != p["phases_ms"]["step"]["median_ci95"]:
+            fail(f"{name}: time_per_step_ms's ci95 {step.get('ci95')} is not the step's median's")
         period = f["timings"][name]["step"][:, start:end]
         # The periods run from where the clock started to where it stopped: no rank's sum
         # exceeds the pass's time (the first timed step is read from the clock's start, not
         # from the warm-up's last step, before the ceilings and the barrier).
-        wall = p["time_per_step_ms"] * p["timed_steps"]
+        wall = p["mean_step_ms"] * p["timed_steps"]
         for rank, periods in enumerate(period):
             if np.nansum(periods) > 1.05 * wall + 0.5:
                 fail(f"{name}: rank {rank}'s step periods add up to {np.nansum(periods):.3f} ms, "
                      f"over the pass's {wall:.3f} ms (first {periods[0]:.3f} ms)")
-        # Slow against the JSON's median: counted on each rank (the JSON has the most any rank
-        # counted, give or take the steps in the bucket of the bound), named among each rank's
-        # 64 slowest steps (all of them here).
+        # Slow against the JSON's median (the consumers' periods): counted on each rank (the
+        # JSON has the most any rank counted, give or take the steps in the bucket of the bound),
+        # named among each rank's 64 slowest steps (all of them here).
         bound = SLOW_STEP_FACTOR * p["phases_ms"]["step"]["median"]
         counts = [int(np.sum(row > bound)) for row in period]
         near = int(np.sum(np.abs(period[~np.isnan(period)] - bound) <= 0.005 * bound))
@@ -139,11 +186,13 @@ def check_csv(path, summary):
     if len(rows) != 1:
         fail(f"{len(rows)} CSV rows, expected 1")
     main = summary["passes"][-1]
+    readable = summary["phase_times"]["readable"]
     for phase, stats in main["phases_ms"].items():
         for key, column in (("p50", "_ms_p50"), ("p90", "_ms_p90"), ("p99", "_ms_p99"),
                             ("cv", "_cv")):
             cell, want = rows[0][phase + column], stats[key]
-            if want is None:
+            # The CSV renders the judgement: no phase's figure where they cannot be read.
+            if want is None or (not readable and phase != "step"):
                 if cell != "":
                     fail(f"CSV {phase}{column} = {cell!r} where the JSON has null")
             elif not math.isclose(float(cell), want, rel_tol=1e-5, abs_tol=1e-9):
@@ -171,13 +220,18 @@ def check_pairs(stdout, summary, slow_pairs):
     for line in lines:
         pair = int(re.match(r"  pair (\d+):", line).group(1))
         host = summary["ranks"][summary["passes"][0]["pairs"][pair]["producer"]]["host"]
-        if host not in line or " GB/s, step " not in line or " over " not in line:
-            fail(f"pair line without host, link, GB/s or step: {line!r}")
+        shown = summary["passes"][-1]["pairs"][pair]["transfer_gbps"] is not None
+        if host not in line or (" GB/s, step " in line) != shown or " over " not in line:
+            fail(f"pair line without host, link or step, or with a GB/s the JSON "
+                 f"{'shows' if shown else 'withholds'}: {line!r}")
         if ("SLOW" in line) != (pair in slow_pairs):
             fail(f"pair {pair} {'flagged' if 'SLOW' in line else 'not flagged'}: {line!r}")
-    if not any(re.match(r"  phase +median +min +max +p90 +p99 +cv$", line)
-               for line in stdout.splitlines()):
-        fail("no phase table with p90, p99 and cv columns in the report")
+    table = any(re.match(r"  phase +median +min +max +p90 +p99 +cv$", line)
+                for line in stdout.splitlines())
+    if table != summary["phase_times"]["readable"]:
+        fail("a phase table where the phase times cannot be read, or none where they can")
+    if not summary["phase_times"]["readable"] and "GB/s" in stdout:
+        fail("a GB/s where the phase times cannot be read")
     if "slow steps (a period over 3x the median): " not in stdout:
         fail("no slow steps line in the report")
     print(f"{len(lines)} pair lines; flagged: {sorted(slow_pairs)}")

@@ -260,12 +260,17 @@ def check_relay_csv(summary):
         return
     with open(path) as f:
         row = list(csv.DictReader(f))[-1]
-    relay = summary["passes"][-1]["relay"]
+    main = summary["passes"][-1]
+    relay = main["relay"]
     if int(row["relay_stages"]) != relay["stages"]:
         fail(f"CSV relay_stages {row['relay_stages']}, JSON {relay['stages']}")
-    for column, key in (("relay_slowest_hop_ms", "slowest_hop_ms"), ("relay_fill_ms", "fill_ms"),
-                        ("relay_period_over_slowest_hop", "period_over_slowest_hop")):
-        value = relay[key]
+    # The CSV renders the judgement: the hop's transfer (a phase time) only where the phase
+    # times can be read, the period over it as the JSON's figure renders it.
+    readable = summary["phase_times"]["readable"]
+    for column, value in (("relay_slowest_hop_ms", relay["slowest_hop_ms"] if readable else None),
+                          ("relay_fill_ms", relay["fill_ms"]),
+                          ("relay_period_over_slowest_hop",
+                           main["relay_period_over_slowest_hop"])):
         cell = row[column]
         if value is None or (isinstance(value, float) and math.isnan(value)):
             if cell not in ("", "nan"):
@@ -317,13 +322,19 @@ def check_self_description(f, summary):
     for p in summary["passes"]:
         name = "overlap_on" if p["overlap"] else "overlap_off"
         t, v = f["timings"][name].attrs, f["verification"][name].attrs
-        for key, want in (("time_per_step_ms", p["time_per_step_ms"]),
-                          ("transfer_gbps", p["algbw_gbps"]),
-                          ("step_model_ms", p["step_bound_ms"])):
+        # The file keeps each judged figure's value beside its verdict, as the JSON's figures.
+        for key in ("time_per_step_ms", "transfer_gbps", "step_bound_ms"):
+            judged = p["figures"].get(key)
             got = t.get(key)
-            if got is None or not (got == want or (want is None and np.isnan(got))
-                                   or math.isclose(got, want, rel_tol=1e-12)):
-                fail(f"/timings/{name} attribute {key} = {got}, the JSON says {want}")
+            if judged is None:
+                if got is not None:
+                    fail(f"/timings/{name} attribute {key} = {got}, not in the JSON's figures")
+                continue
+            if got is None or not math.isclose(got, judged["value"], rel_tol=1e-12):
+                fail(f"/timings/{name} attribute {key} = {got}, the JSON says {judged['value']}")
+            if t.get(f"{key}_withheld", "") != judged.get("reason", ""):
+                fail(f"/timings/{name} {key}_withheld = {t.get(key + '_withheld')!r}, the JSON "
+                     f"says {judged.get('reason')!r}")
         if t.get("overlap") is not np.bool_(p["overlap"]) and bool(t.get("overlap")) != p["overlap"]:
             fail(f"/timings/{name} overlap attribute wrong")
         if v.get("verified") != np.True_ or int(v["x_mismatches"]) != 0:
@@ -351,8 +362,8 @@ def check_totals(path, np_ranks):
     element of x and z of every step on every pair, and the host's spot-check samples, counted in
     samples (not rows) -- with nothing wrong."""
     summary = json.load(open(path))
-    if summary.get("schema_version") != 2:
-        fail(f"JSON schema_version {summary.get('schema_version')}, expected 2")
+    if summary.get("schema_version") != 3:
+        fail(f"JSON schema_version {summary.get('schema_version')}, expected 3")
     config = summary["config"]
     # Typed values: numbers, booleans and strings, not TOML literals in strings.
     for key, kind in (("elements", int), ("alpha", float), ("overlap", str), ("write", str),
@@ -373,9 +384,15 @@ def check_totals(path, np_ranks):
     if pattern != "pairs" and (summary["group_size"], summary["groups"]) != (n, np_ranks // n):
         fail(f"JSON groups {summary['groups']} of {summary['group_size']}, expected of {n}")
     for i, p in enumerate(passes):
-        algbw, busbw = p["algbw_gbps"], p["busbw_gbps"]
-        if algbw is not None and not math.isclose(busbw, algbw * factor, rel_tol=1e-12):
-            fail(f"pass {i}: busbw {p['busbw_gbps']} != algbw {p['algbw_gbps']} x {factor}")
+        # The values as measured (the figures'), whatever their verdicts; rendered alike.
+        figures = p["figures"]
+        if "transfer_gbps" in figures:
+            algbw, busbw = figures["transfer_gbps"], figures["busbw_gbps"]
+            if not math.isclose(busbw["value"], algbw["value"] * factor, rel_tol=1e-12):
+                fail(f"pass {i}: busbw {busbw['value']} != algbw {algbw['value']} x {factor}")
+            if busbw["verdict"] != algbw["verdict"] or (p["algbw_gbps"] is None) != (
+                    algbw["verdict"] == "withheld"):
+                fail(f"pass {i}: algbw and busbw judged apart, or rendered against the verdict")
         v = p["verification"]
         # Only the last pass writes /y, so only its rows are spot-checked as they are written.
         rows = len(rows_for(steps, config["write"])) if i == len(passes) - 1 else 0
@@ -433,12 +450,17 @@ def range_list(text):
 
 
 def check_summary(path):
-    """The JSON summary's step bounds agree with its own phase medians."""
+    """The JSON summary's step bounds agree with its own phase medians (the values as measured,
+    the figures', whatever their verdicts)."""
     summary = json.load(open(path))
     depth = int(summary["config"]["depth"])
-    def medians(p):
+    def medians(p, ceilings=None):
         ph = p["phases_ms"]
-        return ph["a"]["median"], p["transfer_ms"], ph["c"]["median"], ph["b"]["median"]
+        transfer, c = p["figures"]["transfer_ms"]["value"], ph["c"]["median"]
+        if ceilings:  # perfect overlap: the transfer and C (where it runs) at their ceilings
+            transfer = ceilings["transfer"]
+            c = ceilings["c"] if summary["config"]["c_elements"] > 0 else c
+        return ph["a"]["median"], transfer, c, ph["b"]["median"]
     for p in summary["passes"]:
         host = p["host_us_per_step"]
         if sorted(host) != ["callback", "queue", "retire"] or min(host.values()) < 0:
@@ -446,13 +468,16 @@ def check_summary(path):
         if p["timing"]["used"] == "steps":
             continue  # no phase medians, no bound (check_timings checks it is null)
         expected = step_bound(*medians(p), depth, p["overlap"])
-        if not math.isclose(p["step_bound_ms"], expected, rel_tol=1e-9):
-            fail(f"pass overlap={p['overlap']}: step_bound_ms {p['step_bound_ms']} != {expected}")
+        got = p["figures"]["step_bound_ms"]["value"]
+        if not math.isclose(got, expected, rel_tol=1e-9):
+            fail(f"pass overlap={p['overlap']}: step_bound_ms {got} != {expected}")
     check_host_wait(summary)
     if len(summary["passes"]) == 2 and summary["passes"][0]["timing"]["used"] != "steps":
-        expected = step_bound(*medians(summary["passes"][0]), depth, True)
-        if not math.isclose(summary["overlap_ideal_ms"], expected, rel_tol=1e-9):
-            fail(f"overlap_ideal_ms {summary['overlap_ideal_ms']} != {expected}")
+        expected = step_bound(*medians(summary["passes"][0], summary.get("ceilings_ms")), depth,
+                              True)
+        got = summary["figures"]["overlap_ideal_ms"]["value"]
+        if not math.isclose(got, expected, rel_tol=1e-9):
+            fail(f"overlap_ideal_ms {got} != {expected}")
 
 
 def check_every_rank_and_pair(summary_path, output, results_csv, np_ranks):

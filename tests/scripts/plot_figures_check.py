@@ -1,9 +1,9 @@
 """What scripts/plot's figures must show of a results CSV, whatever the machine's speed, counted
-from the CSV itself: every configuration measured at two x values a line; each point whose
-launches include a transfer that measured waiting hollow (bandwidth figures), one with an
-unstable launch a red x, one run with more ranks than CORES a square, each mark named in the
-legend exactly when drawn; bars from the least to the largest launch where a point has several;
-a speedup axis that shows 1.0 and every point's range.
+from the CSV itself: every configuration measured at two x values a line; no point the judgement
+withholds (an empty cell), and the figure saying so where a row withholds one; each point with
+an unstable launch a red x, one run with more ranks than CORES a square, each mark named in the
+legend exactly when drawn; an interval bar on every point; a speedup axis that shows 1.0 and
+every point's interval.
 
 usage: plot_figures_check.py REPO_ROOT RESULTS.csv CORES
   CORES  the cores the CSV's runs had on their host (nproc), or 0 where their files say nothing
@@ -21,7 +21,6 @@ import plot  # noqa: E402
 
 CSV, CORES = sys.argv[2], int(sys.argv[3])
 TESTS = {
-    "waiting": lambda r: r.get("transfer_is_waiting") == "true",
     "unstable": lambda r: r.get("step_unstable") == "true",
     "crowded": lambda r: CORES > 0 and int(r["world_size"]) > CORES,
 }
@@ -46,20 +45,29 @@ def drawn(ax, gid):
     return sum(len(c.get_offsets()) for c in ax.collections if c.get_gid() == gid)
 
 
-def check_axes(name, ax, configs, marks, extra_lines=0):
+def withheld(rows, y_column):
+    """Whether a row withholds y_column: an empty cell with the reason the row gives."""
+    return any(r.get(y_column) == "" and (r.get("phase_times_unreadable_because")
+                                           or f"{y_column}:" in (r.get("withheld") or ""))
+               for r in rows)
+
+
+def check_axes(name, ax, configs, marks, extra_lines=0, said=False):
     lines = [line for line in ax.get_lines() if not line.get_label().startswith("_")
              and "1.0" not in line.get_label()]
     assert len(lines) == len(configs) + extra_lines, (name, len(lines), len(configs))
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    told = any(t.get_gid() == "withheld" for t in ax.texts)
+    assert told == said, (name, "the withheld points said on the figure", told, said)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else []
     for mark, test in TESTS.items():
         expected = sum(1 for by_x in configs.values() for found in by_x.values()
                        if any(test(r) for r in found)) if mark in marks else 0
         assert drawn(ax, mark) == expected, (name, mark, drawn(ax, mark), expected)
         assert (LEGEND[mark] in legend) == (expected > 0), (name, mark, legend)
         print(f"{name}: {len(lines)} lines, {expected} point(s) marked {mark}")
-    repeated = sum(1 for by_x in configs.values() for found in by_x.values() if len(found) > 1)
+    points = sum(len(by_x) for by_x in configs.values())
     bars = sum(len(c.lines[2][0].get_segments()) for c in ax.containers if c.has_yerr)
-    assert bars >= repeated and (bars > 0) == (repeated > 0), (name, bars, repeated)
+    assert bars >= points, (name, "an interval on every point", bars, points)
 
 
 def check_speedup(ax):
@@ -83,10 +91,11 @@ def main():
     for function, x_column, y_column, marks in figures:
         fig = function(rows, "", plt)
         configs = configurations(rows, x_column, y_column)
-        if fig is None:
+        said = withheld(rows, y_column)
+        if fig is None:  # x of one value: nothing to plot against
             assert not configs, f"{function.__name__}: no figure for {len(configs)} lines"
             continue
-        check_axes(function.__name__, fig.axes[0], configs, marks)
+        check_axes(function.__name__, fig.axes[0], configs, marks, said=said)
     fig = plot.plot_overlap(rows, "", plt)
     if fig is not None:
         configs = configurations(rows, "c_iterations", "time_per_step_ms")

@@ -3,10 +3,11 @@
 # size, matched by size) and results CSVs: one launch a side, exit 0 within the threshold, 1
 # when a headline figure is worse than it (each way round: a longer time, a lower bandwidth);
 # several launches a side (BASE... -- NEW..., and a CSV's repeated rows), exit 0 and "~" for the
-# same distribution, 1 naming the figure for a shifted one, phases gating only with
-# --gate-phases; each median with its 95% confidence interval from order statistics (against
-# the binomial's, 1 to 40 launches; none under 6); 2 with a one-line reason for inputs that
-# cannot be compared.
+# same distribution, 1 naming the figure for a shifted one, phases "differs (not gating)" and
+# gating only with --gate-phases, Holm over every row; withheld figures (null, unreadable phase
+# times) not compared; passes in run order and columns aligned for JSON and CSV alike; each
+# median with its 95% confidence interval from order statistics (against the binomial's, 1 to
+# 40 launches; none under 6); 2 with a one-line reason for inputs that cannot be compared.
 # Usage: tests/scripts/test_compare.sh GPURELAY_BINARY REPO_ROOT   (the binary is not used)
 set -euo pipefail
 
@@ -62,13 +63,15 @@ summary narrower.json 1.00 0.80 9.0
 summary other.json 1.00 0.80 10.0 2048
 
 expect 0 "none worse than 5%" "$tmp/base.json" "$tmp/same.json"
-expect 0 "b_ms_p99" "$tmp/base.json" "$tmp/same.json"
+expect 0 "b (median)" "$tmp/base.json" "$tmp/same.json"
+# Within the threshold, one launch a side is no change.
+expect 0 "time per step  ms                          1.000                       1.040   +4.0%         -  ~" "$tmp/base.json" "$tmp/same.json"
 expect 1 "WORSE by 10.0%" "$tmp/base.json" "$tmp/slower.json"
 expect 0 "none worse than 15%" "$tmp/base.json" "$tmp/slower.json" --threshold 15
-# A phase's tail is shown, and gates only when asked.
-expect 0 "worse by 300.0%" "$tmp/base.json" "$tmp/tail.json"
-expect 1 "b_ms_p99 (overlap on)" "$tmp/base.json" "$tmp/tail.json" --gate-phases
-expect 1 "transfer_gbps      higher" "$tmp/base.json" "$tmp/narrower.json"
+# A phase's median is shown, and gates only when asked.
+expect 0 "differs (not gating)" "$tmp/base.json" "$tmp/tail.json"
+expect 1 "b_ms_median (overlap on)" "$tmp/base.json" "$tmp/tail.json" --gate-phases
+expect 1 "transfer_gbps (overlap on)" "$tmp/base.json" "$tmp/narrower.json"
 expect 0 "better by 9.1%" "$tmp/slower.json" "$tmp/base.json"
 expect 2 "elements = 1024 in BASE, 2048 in NEW" "$tmp/base.json" "$tmp/other.json"
 # What is compared may differ (--across), and only that: depth 1 against depth 2.
@@ -124,7 +127,7 @@ printf '%s\n' "tag,world_size,elements,depth,time_per_step_ms,b_ms,transfer_gbps
 
 expect 0 "elements=4096:" "$tmp/base.csv" "$tmp/same.csv"
 expect 1 "WORSE by 15.0%" "$tmp/base.csv" "$tmp/narrower.csv"
-expect 0 "b_ms_median" "$tmp/old.csv" "$tmp/base.csv"
+expect 0 "b (median)" "$tmp/old.csv" "$tmp/base.csv"
 expect 2 "no row in NEW for world_size=2 elements=4096 depth=2" "$tmp/base.csv" "$tmp/fewer.csv"
 expect 2 "different kinds of file" "$tmp/base.json" "$tmp/base.csv"
 echo "not a result" >"$tmp/junk.txt"
@@ -133,40 +136,53 @@ expect 2 "cannot read" "$tmp/base.csv" "$tmp/missing.csv"
 echo '{"passes": [' >"$tmp/broken.json"
 expect 2 "not valid JSON" "$tmp/base.json" "$tmp/broken.json"
 
+# A compare row's passes in run order, as a JSON summary's: overlap off, then overlap on.
+printf '%s\n' "tag,world_size,elements,overlap,time_per_step_ms,time_per_step_no_overlap_ms" \
+    "a,2,1024,compare,1.0,1.2" >"$tmp/compare.csv"
+"$compare" "$tmp/compare.csv" "$tmp/compare.csv" >"$tmp/out"
+[[ "$(grep -o '^overlap o[nf]*' "$tmp/out" | tr '\n' ' ')" == "overlap off overlap on " ]] ||
+    fail "a CSV's passes out of run order: $(cat "$tmp/out")"
+
 echo "== several launches a side"
-# Five launches a side: the same values in another order, then every one about 12% slower.
+# Five launches a side: the same values in another order, then every one about 12% slower, then
+# B's median alone 2x.
 for i in 1 2 3 4 5; do
     summary "r$i.json" "1.0$i" 0.80 10.0
     summary "s$i.json" "1.0$((6 - i))" 0.80 10.0
     summary "slow$i.json" "1.1$((i + 2))" 0.80 10.0
-    summary "tail$i.json" "1.0$i" "0.9$i" 10.0
+    summary "bslow$i.json" "1.0$i" 0.80 10.0 1024 "1.0$i"
 done
-r=("$tmp"/r?.json) s=("$tmp"/s?.json) slow=("$tmp"/slow?.json) tails=("$tmp"/tail?.json)
-expect 0 "none worse than 5% (p <= 0.05, Holm over 4 figures)" "${r[@]}" -- "${s[@]}"
-expect 0 "+0.0%  1.000  ~" "${r[@]}" -- "${s[@]}"
+r=("$tmp"/r?.json) s=("$tmp"/s?.json) slow=("$tmp"/slow?.json) bslow=("$tmp"/bslow?.json)
+# Six rows: each pass's time per step, transfer and B's median (C's is null: not compared).
+expect 0 "none worse than 5% (p <= 0.05, Holm over 6 rows)" "${r[@]}" -- "${s[@]}"
+expect 0 "+0.0%     1.000  ~" "${r[@]}" -- "${s[@]}"
 expect 0 "overlap on: BASE 5 launches, NEW 5 launches" "${r[@]}" -- "${s[@]}"
-expect 1 "WORSE than 5% (p <= 0.05, Holm over 4 figures): time_per_step_ms (overlap on)" "${r[@]}" -- "${slow[@]}"
-# Completely separated: p = 0.008, times the 4 gating figures (Holm's method) 0.032.
-expect 1 "0.032  WORSE by 11.7%" "${r[@]}" -- "${slow[@]}"
-# One launch out of order: p = 0.016 alone, 0.063 over the 4 gating figures: no change, as
-# identical launches give one time in 63 for one figure, and the 4 figures' alarms must not add.
+expect 1 "WORSE than 5% (p <= 0.05, Holm over 6 rows): time_per_step_ms (overlap on)" "${r[@]}" -- "${slow[@]}"
+# Completely separated: p = 0.0079, times the 6 rows (Holm's method) 0.048.
+expect 1 "0.048  WORSE by 11.7%" "${r[@]}" -- "${slow[@]}"
+# One launch out of order: p = 0.016 alone, 0.095 over the 6 rows: no change, as identical
+# launches give one time in 63 for one row, and the rows' alarms must not add.
 for i in 1 2 3 4 5; do summary "near$i.json" "$( ((i == 1)) && echo 1.045 || echo "1.1$((i + 2))")" 0.80 10.0; done
-expect 0 "0.063  ~" "${r[@]}" -- "$tmp"/near?.json
+expect 0 "0.095  ~" "${r[@]}" -- "$tmp"/near?.json
 expect 0 "none worse than 15%" "${r[@]}" -- "${slow[@]}" --threshold 15
-# The last line names the figures that gate, and every pass compared.
-expect 0 "gating: time_per_step_ms, transfer_gbps (phases shown, not gating: --gate-phases) of overlap off, overlap on" \
-    "${r[@]}" -- "${tails[@]}"
-# With the phases gating, 8 figures are tested: 5 launches a side cannot pass Holm's bar
-# (0.05 / 8), 6 can.
-expect 0 "use 6 or more a side" "${r[@]}" -- "${tails[@]}" --gate-phases
-summary r6.json 1.06 0.80 10.0
-summary tail6.json 1.06 0.96 10.0
-expect 1 "b_ms_p99 (overlap on)" "${r[@]}" "$tmp/r6.json" -- "${tails[@]}" "$tmp/tail6.json" \
-    --gate-phases
-expect 0 "3 and 3 launches cannot show a change in 4 gating figures" "${r[@]:0:3}" -- "${slow[@]:0:3}"
+# A phase that changes: "differs (not gating)", or with --gate-phases WORSE.
+expect 0 "b (median)     ms                         0.5000                       1.030  +106.0%     0.045  differs (not gating)" \
+    "${r[@]}" -- "${bslow[@]}"
+expect 1 "b_ms_median (overlap on)" "${r[@]}" -- "${bslow[@]}" --gate-phases
+# The lines after the table: the verdict, which rows gate, the files summarised.
+expect 0 "compare: gating: time_per_step_ms, transfer_gbps of overlap off, overlap on; the phases' medians shown, not gating (--gate-phases)" \
+    "${r[@]}" -- "${s[@]}"
+expect 0 "compare: NEW 5 files ($tmp/s…) against BASE 5 files ($tmp/r…)" "${r[@]}" -- "${s[@]}"
+expect 0 "3 and 3 launches cannot show a change in 6 rows" "${r[@]:0:3}" -- "${slow[@]:0:3}"
 expect 0 "use 5 or more a side" "${r[@]:0:3}" -- "${slow[@]:0:3}"
 expect 2 "one '--' with files on both sides" "${r[@]}" --
 expect 2 "3 files without '--'" "${r[@]:0:3}"
+# A figure withheld (null) in one launch is compared in none, and the phases only where every
+# launch's phase times can be read.
+sed 's/"transfer_gbps": 10.0/"transfer_gbps": null/' "$tmp/s1.json" >"$tmp/s1w.json"
+sed 's/"passes"/"phase_times": {"readable": false}, "passes"/' "$tmp/s2.json" >"$tmp/s2u.json"
+expect 0 "overlap on: BASE 5 launches, NEW 5 launches (withheld in some launches, not compared: b_ms_median, transfer_gbps)" \
+    "${r[@]}" -- "$tmp/s1w.json" "$tmp/s2u.json" "${s[@]:2}"
 
 # A CSV with repeats: each configuration's rows are its launches.
 {
@@ -183,12 +199,13 @@ expect 1 "time_per_step_ms (main pass)" "$tmp/repeats.csv" "$tmp/repeats-slow.cs
 
 echo "== each median's 95% confidence interval, from the launches' order statistics"
 # 5 launches a side cannot give one (the least and largest of 5 hold the median with 94%).
-expect 0 "time_per_step_ms   lower  1.03                         1.03                             +0.0%" \
+expect 0 "time per step  ms                          1.030                       1.030   +0.0%" \
     "${r[@]}" -- "${s[@]}"
 expect 0 "a 95% confidence interval of a median needs 6 or more launches a side (5 here)" \
     "${r[@]}" -- "${s[@]}"
 # 6 can: their least and largest (97%); r1..r6 take 1.01 to 1.06 ms a step.
-expect 0 "1.035 [1.01, 1.06]" "${r[@]}" "$tmp/r6.json" -- "${s[@]}" "$tmp/r6.json"
+summary r6.json 1.06 0.80 10.0
+expect 0 "1.035 [1.010, 1.060]" "${r[@]}" "$tmp/r6.json" -- "${s[@]}" "$tmp/r6.json"
 "$python" - "$root/scripts/lib" <<'PY' || fail "the intervals differ from the binomial's"
 import math, sys
 sys.path.insert(0, sys.argv[1])

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Tests scripts/plot: a hand-written results CSV (the exact gpurelay header, rows across
 # elements, c_iterations and pairs) gives three valid PNGs; a missing or empty CSV is refused
-# with exit 2; a figure whose x has one value is skipped; nothing is hidden: rows whose transfer
-# measured waiting are drawn hollow, unstable launches get a red x and runs with more ranks than
-# cores (from their HDF5 files) a square, each named in the legend and listed, every
+# with exit 2; a figure whose x has one value is skipped; only what the judgement shows is drawn:
+# a withheld figure (an empty cell) is on no axis, and the figure says how many and why;
+# unstable launches get a red x and runs with more ranks than cores (from their HDF5 files) a
+# square, each named in the legend and listed, every point an interval, every
 # configuration a line (tests/scripts/plot_figures_check.py counts what each figure must show
 # from the CSV itself, so a real sweep is checked whatever the machine's speed); a CSV written
 # by a real sweep with the gpurelay binary plots too; the README's example sweep gives all three
@@ -47,17 +48,23 @@ for stat in ms_p50 ms_p90 ms_p99 cv; do
         real_expected_header+=",${phase}_${stat}"
     done
 done
-# Whether the figures can be trusted: a transfer that measured waiting, an unstable step, and
-# the GPU's clocks (empty on the CPU path).
-real_expected_header+=",transfer_is_waiting,step_unstable,sm_clock_start_mhz,sm_clock_end_mhz"
+# Whether the figures can be trusted: an unstable step, and the GPU's clocks (empty on the CPU
+# path).
+real_expected_header+=",step_unstable,sm_clock_start_mhz,sm_clock_end_mhz"
 real_expected_header+=",sm_clock_max_mhz,clock_slowdowns"
 # The launch's repeat number, and a relay's figures (empty here).
 real_expected_header+=",repeat,relay_stages,relay_slowest_hop_ms,relay_period_over_slowest_hop"
 real_expected_header+=",relay_fill_ms"
 # Who queued the steps.
 real_expected_header+=",launch"
-# Whether the run's phase times can be read, and why not.
-real_expected_header+=",phase_times_readable,phase_times_unreadable_because"
+# Whether the run's phase times can be read, and why not; the time per step's and the speedup's
+# intervals, the mean step, and the figures withheld by rules of their own.
+real_expected_header+=",phase_times_readable,phase_times_unreadable_because,mean_step_ms,withheld"
+for end in lo hi; do
+    for figure in time_per_step_ms transfer_gbps busbw_gbps aggregate_gbps overlap_speedup; do
+        real_expected_header+=",${figure}_$end"
+    done
+done
 
 # row TAG WORLD PAIRS TRANSPORT ELEMENTS OVERLAP C_ITER TIME_MS NO_OVERLAP_MS SPEEDUP GBPS AGG_GBPS
 row() {
@@ -106,7 +113,7 @@ grep -q '^skip overlap.png' "$tmp/log2" || fail "overlap.png not reported as ski
 grep -q '^skip scaling.png' "$tmp/log2" || fail "scaling.png not reported as skipped"
 [[ ! -e "$tmp/where/scaling.png" ]] || fail "scaling.png written from one value of pairs"
 
-echo "== repeated runs: medians with min-max bars; a log y axis over decades; no busbw for pairs"
+echo "== repeated runs: medians with their intervals; a log y axis over decades; no busbw for pairs"
 {
     echo "$header,pattern,group_size,algbw_gbps,busbw_gbps"
     for repeat in 0 1 2; do
@@ -120,8 +127,8 @@ echo "== repeated runs: medians with min-max bars; a log y axis over decades; no
 "$plot" --csv "$tmp/repeats.csv" --out-dir "$tmp/repeats" | tee "$tmp/log-repeats" ||
     fail "plot of repeated rows exited non-zero"
 check_png "$tmp/repeats/bandwidth_vs_size.png"
-grep -qx 'bandwidth_vs_size.png: 3 points are medians of repeated runs, with bars from the least to the largest' \
-    "$tmp/log-repeats" || fail "the repeats are not plotted as medians with bars"
+grep -qx 'bandwidth_vs_size.png: 3 points are medians of repeated runs, with their 95% intervals (3 of them, of 2 to 5 launches, least to largest)' \
+    "$tmp/log-repeats" || fail "the repeats are not plotted as medians with their intervals"
 grep -q '^skip bus_bandwidth_vs_size.png: the bus bandwidth equals the algorithm bandwidth' \
     "$tmp/log-repeats" || fail "the bus bandwidth of pairs is drawn again"
 "$python" - "$tmp/repeats.csv" "$root/scripts/lib" <<'PY' || fail "the figure's axes are not as expected"
@@ -153,7 +160,7 @@ for bad in "$tmp/none.csv" "$tmp/empty.csv" "$tmp/header-only.csv"; do
     cat "$tmp/err.txt"
 done
 
-echo "== nothing hidden: waiting transfers hollow, unstable launches x, oversubscribed runs squares"
+echo "== withheld rates left out and said, unstable launches x, oversubscribed runs squares"
 # The runs' files, as gpurelay writes their placement: 2 and 4 ranks on 4 cores of host a, 8 on
 # the same 4 (oversubscribed).
 "$python" - "$tmp" <<'PY'
@@ -164,14 +171,16 @@ for ranks in (2, 4, 8):
         f.attrs["rank_hosts"] = ",".join(["a"] * ranks)
         f.attrs["rank_cores"] = ";".join(["0-3"] * ranks)
 PY
-# marked ROW WAITING UNSTABLE: ROW with the three columns the marks come from.
+# marked ROW UNREADABLE UNSTABLE: ROW with the three columns the judgement and the marks come
+# from.
 marked() { echo "$1,$2,$3,$tmp/np$(cut -d, -f4 <<<"$1").h5"; }
 {
-    echo "$header,transfer_is_waiting,step_unstable,output"
+    echo "$header,phase_times_unreadable_because,step_unstable,output"
     for e in 1024 16384 262144 4194304; do
-        waiting=false unstable=false
-        ((e > 16384)) || waiting=true    # mpi's two smallest sizes measured waiting
-        marked "$(row "bw mpi $e" 2 1 mpi "$e" off 64 2.0 "" "" 0.01 0.01)" "$waiting" false
+        waiting="" gbps=0.01 unstable=false
+        # mpi's two smallest sizes measured waiting: their rates withheld, the cells empty.
+        ((e > 16384)) || { waiting=transfer_waiting; gbps=""; }
+        marked "$(row "bw mpi $e" 2 1 mpi "$e" off 64 2.0 "" "" "$gbps" "$gbps")" "$waiting" false
         ((e != 4194304)) || unstable=true
         marked "$(row "bw nccl $e" 2 1 nccl "$e" off 64 1.0 "" "" 20 20)" false "$unstable"
     done
@@ -183,11 +192,11 @@ marked() { echo "$1,$2,$3,$tmp/np$(cut -d, -f4 <<<"$1").h5"; }
 "$plot" --csv "$tmp/marks.csv" --out-dir "$tmp/marks" | tee "$tmp/log-marks" ||
     fail "plot of the marked rows exited non-zero"
 check_png "$tmp/marks/bandwidth_vs_size.png"
-# Both transports drawn, mpi's waiting sizes hollow and listed with the reason.
+# Both transports drawn, mpi's waiting sizes left out and said, on the figure and here.
 grep -qx 'bandwidth_vs_size.png: lines: transport=mpi; transport=nccl' "$tmp/log-marks" ||
     fail "a transport whose transfer measured waiting is not drawn"
-grep -q "^bandwidth_vs_size.png: hollow: the transfer measured waiting, not moving (no link's rate), 2 point(s): transport=mpi at 4KiB, 64KiB$" \
-    "$tmp/log-marks" || fail "the waiting points are not listed"
+grep -qx "bandwidth_vs_size.png: 2 of 11 points withheld by gpurelay's judgement, not drawn: transfer_waiting (2)" \
+    "$tmp/log-marks" || fail "the withheld points are not said"
 grep -q '^bandwidth_vs_size.png: red x: .*, 1 point(s): transport=nccl at 16MiB$' "$tmp/log-marks" ||
     fail "the unstable launch is not listed"
 grep -q '^scaling.png: square: oversubscribed .*, 1 point(s): .* at 8$' "$tmp/log-marks" ||
@@ -221,7 +230,9 @@ real_header="$(head -n 1 "$tmp/real.csv" | tr -d '\r')"
 "$plot" --csv "$tmp/real.csv" --out-dir "$tmp/real" | tee "$tmp/log3" ||
     fail "plot of the real CSV exited non-zero"
 check_png "$tmp/real/bandwidth_vs_size.png"
-grep -q '^bandwidth_vs_size.png: lines: ' "$tmp/log3" || fail "no line of the launch's two sizes"
+# A line of the launch's two sizes, or (phase times that cannot be read here) both withheld.
+grep -Eq "^bandwidth_vs_size.png: (lines: .|2 of 2 points withheld by gpurelay's judgement)" \
+    "$tmp/log3" || fail "no line of the launch's two sizes, nor the reason"
 
 # check_figure PNG: a PNG of sane pixel size (from its IHDR chunk) and file size.
 check_figure() {
@@ -252,15 +263,18 @@ done
 # CSV says this machine ran them (whether a tiny CPU transfer waited or not).
 "$python" "$check_figures" "$root" "$tmp/study.csv" "$(nproc)" ||
     fail "the README's figures do not show what the CSV holds"
-# Legends name every key that varies between lines, as key=value.
-for key in overlap= c_iterations= world_size=; do
-    grep "^bandwidth_vs_size.png: lines: " "$tmp/log4" | grep -q "$key" ||
-        fail "bandwidth_vs_size.png's legend does not name $key"
+# Legends name every key that varies between lines, as key=value (the rates' figures where the
+# judgement shows them; the time per step always).
+for key in overlap= tensor_bytes= world_size=; do
+    grep "^overlap.png: lines: " "$tmp/log4" | grep -q "$key" ||
+        fail "overlap.png's legend does not name $key"
 done
-for key in overlap= tensor_bytes= c_iterations=; do
-    grep "^scaling.png: lines: " "$tmp/log4" | grep -q "$key" ||
-        fail "scaling.png's legend does not name $key"
-done
+if grep -q "^bandwidth_vs_size.png: lines: ." "$tmp/log4"; then
+    for key in overlap= c_iterations= world_size=; do
+        grep "^bandwidth_vs_size.png: lines: " "$tmp/log4" | grep -q "$key" ||
+            fail "bandwidth_vs_size.png's legend does not name $key"
+    done
+fi
 # overlap = on and off rows of one configuration give a speedup line, with no compare rows.
 grep "^overlap.png: speedup lines: " "$tmp/log4" | grep -q "from=on/off" ||
     fail "overlap.png: no speedup from the on/off rows"
@@ -295,9 +309,14 @@ echo "== bus bandwidth per pattern (a collectives sweep, on a CPU deck)"
     fail "plot of the pattern sweep exited non-zero"
 check_figure "$tmp/patterns/bus_bandwidth_vs_size.png"
 bus_lines="$(grep "^bus_bandwidth_vs_size.png: lines: " "$tmp/log6")"
-# A line for each pattern, whether its transfers measured waiting (drawn hollow) or not.
+# A line for each pattern whose busbw the judgement shows; the others said withheld.
 for pattern in pairs broadcast allreduce; do
-    [[ "$bus_lines" == *"pattern=$pattern"* ]] || fail "bus_bandwidth_vs_size.png: no $pattern line: $bus_lines"
+    if grep -q ",$pattern,[0-9]*,[0-9.e+-]*,[0-9]" "$tmp/patterns.csv"; then
+        [[ "$bus_lines" == *"pattern=$pattern"* ]] || fail "bus_bandwidth_vs_size.png: no $pattern line: $bus_lines"
+    else
+        grep -q "^bus_bandwidth_vs_size.png: .* withheld by gpurelay's judgement" "$tmp/log6" ||
+            fail "bus_bandwidth_vs_size.png: $pattern's withheld busbw not said"
+    fi
 done
 "$python" "$check_figures" "$root" "$tmp/patterns.csv" "$(nproc)" ||
     fail "the pattern sweep's figures do not show what the CSV holds"
@@ -310,7 +329,7 @@ grep -qx 'skip scaling.png: world_size has 1 distinct value (4) in the rows; not
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 assert len(rows) == 6, len(rows)
-for r in rows:
+for r in (r for r in rows if r["busbw_gbps"] or r["algbw_gbps"]):  # withheld: both empty
     factor = {"pairs": 1.0, "broadcast": 1.0, "allreduce": 2.0 * 3 / 4}[r["pattern"]]
     busbw, algbw = float(r["busbw_gbps"]), float(r["algbw_gbps"])
     assert abs(busbw - algbw * factor) <= 1e-5 * busbw, r  # the CSV has 6 digits
@@ -340,7 +359,7 @@ ranks = [{"host": f"node{r * 7 % 75:02d}", "role": "producer" if r % 2 == 0 else
          for r in range(2 * count)]
 summary = {"schema_version": 2, "world_size": 2 * count, "transport": "nccl",
            "pattern": "pairs", "config": {"elements": 262144}, "ranks": ranks,
-           "passes": [{"overlap": True, "transfer_is_waiting": False, "pairs": pairs}]}
+           "passes": [{"overlap": True, "pairs": pairs}]}
 json.dump(summary, open(sys.argv[1], "w"))
 print(f"{int(slow.sum())} slow pairs: {list(np.flatnonzero(slow))}")
 PY
@@ -410,7 +429,33 @@ mpirun_np 8 "$binary" --input "$tmp/deck.toml" --overlap on --elements 64Ki \
     fail "plot --json of the 8-rank run exited non-zero"
 check_figure "$tmp/np8/pair_bandwidth.png"
 slow="$("$python" -c 'import json, sys; print(sum(q["slow"] for q in json.load(open(sys.argv[1]))["passes"][-1]["pairs"]))' "$tmp/np8.json")"
-grep -q "^pair_bandwidth.png: 4 pairs from $tmp/np8.json, median .* GB/s, $slow slow" "$tmp/log-np8" ||
-    fail "the 8-rank run's figure is not of its 4 pairs and $slow slow ones"
+# Their rates, or where the judgement withholds them (phase times that cannot be read on a few
+# cores), their transfer times.
+grep -Eq "^pair_bandwidth.png: 4 pairs from $tmp/np8.json, median .* (GB/s|ms), $slow slow" \
+    "$tmp/log-np8" || fail "the 8-rank run's figure is not of its 4 pairs and $slow slow ones"
+
+echo "== pairs whose rate is withheld: every pair's transfer time, those hollow"
+"$python" - "$tmp/pairs.json" "$tmp/withheld.json" "$root/scripts/lib" <<'PY' ||
+import json, sys
+sys.path.insert(0, sys.argv[3])
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pair_plot
+summary = json.load(open(sys.argv[1]))
+pairs = summary["passes"][0]["pairs"]
+for q in pairs[:5]:
+    q["transfer_gbps"], q["withheld"] = None, "above_ceiling"
+json.dump(summary, open(sys.argv[2], "w"))
+fig = pair_plot.plot_pairs(sys.argv[2], summary, "", plt, lambda fig, d, name, plt: fig)[0]
+ax = fig.axes[0]
+assert "transfer time" in ax.get_ylabel(), ax.get_ylabel()
+hollow = [c for c in ax.collections if c.get_gid() == "pairs" and
+          tuple(c.get_facecolors()[0][:3]) == (1.0, 1.0, 1.0)]
+drawn = sorted(y for c in hollow for _, y in c.get_offsets())
+assert drawn == sorted(q["transfer_ms"] for q in pairs[:5]), (drawn, pairs[:5])
+print("5 withheld pairs drawn hollow at their transfer times; no GB/s axis")
+PY
+    fail "withheld pairs are not drawn hollow at their transfer times"
 
 echo "PASS: test_plot"

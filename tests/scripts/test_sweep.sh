@@ -228,7 +228,7 @@ grep -q '^overlap on, elements=4096: BASE 1 launch, NEW 1 launch$' "$tmp/cmp" ||
 status=0
 "$root/scripts/compare" "$tmp/steady.json" "$tmp/slower.json" >"$tmp/cmp" || status=$?
 [[ $status -eq 1 ]] || fail "a time per step 20% longer: exit $status, not 1"
-grep -q 'time_per_step_ms .* WORSE by 20.0%' "$tmp/cmp" || fail "no WORSE line: $(cat "$tmp/cmp")"
+grep -q 'time per step .* WORSE by 20.0%' "$tmp/cmp" || fail "no WORSE line: $(cat "$tmp/cmp")"
 status=0
 "$root/scripts/compare" "$summary" "$tmp/fewer.json" >"$tmp/cmp" 2>"$tmp/err.txt" || status=$?
 [[ $status -eq 2 ]] || fail "a size missing from NEW: exit $status, not 2"

@@ -1,6 +1,7 @@
-// Whether the figures measure the work or waiting, and why: cores shared by more threads than
-// they can run, a GPU time-sliced between processes, clocks held down, ranks away from their
-// GPU's memory. The report says so instead of explaining the step with figures that cannot.
+// What the run's placement says: cores shared by more threads than they can run, a GPU
+// time-sliced between processes, clocks held down, ranks away from their GPU's memory; the likely
+// causes of an unstable step and what to do (the judgement, report/judge.cpp, reads the same
+// facts to decide what the figures measure).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -233,17 +234,6 @@ std::string waiting_cause(const RunSummary& s) {
                " time-sliced: the phase times measure the driver switching between them";
     }
     return "";
-}
-
-bool transfer_is_waiting(const RunSummary& s, const PassSummary& p) {
-    const double step = p.phase(Phase::step).median;
-    if (std::isfinite(step) && p.transfer_ms > step) return true;
-    if (!s.ceilings.measured || oversubscribed_hosts(s).empty()) return false;
-    return against_ceilings(p, s.ceilings).transfer < kWaitingCeilingShare;
-}
-
-bool step_model_explains(const PassSummary& p) {
-    return !(kModelBeatenFactor * p.time_per_step_ms <= p.step_bound_ms);
 }
 
 Stability step_stability(const PassSummary& p) {

@@ -1,0 +1,500 @@
+// The judgement of every figure: whether the run's phase times can be read (the rules of one
+// table, each with what the run shows), each figure's value and interval from the summary, and
+// the rules that withhold a figure of their own (no transfer under launch = "device", a rate over
+// its ceiling, an attribution that explains nothing, a speedup without an interval).
+#include "report/judge.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "report/number_text.hpp"
+
+namespace gpurelay {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// "A", "C", "B"; "the wait", "the recv".
+std::string phase_word(Phase phase) {
+    const std::string name = kPhases[index_of(phase)].name;
+    return name.size() == 1 ? std::string(1, static_cast<char>(std::toupper(name[0])))
+                            : "the " + name;
+}
+
+// The transfer measured waiting rather than moving: longer than its own step, or, on an
+// oversubscribed CPU path (where its thread waits for a core), under kWaitingCeilingShare of its
+// bare transfer's speed. A device-driven step has no transfer to wait.
+std::string transfer_waits(const RunSummary& s, const PassSummary& p) {
+    if (s.config.launch == Launch::device) return "";
+    const double step = p.phase(Phase::step).median;
+    if (std::isfinite(step) && p.transfer_ms > step) return "longer than its own step";
+    if (!s.ceilings.measured || oversubscribed_hosts(s).empty()) return "";
+    const double share = against_ceilings(p, s.ceilings).transfer;
+    if (!(share < kWaitingCeilingShare)) return "";
+    return fmt::format("at {:.2g}% of its bare transfer's speed", 100 * share);
+}
+
+// The perfect overlap the report gives: with the ceilings, the attribution's (the transfer and C
+// at their ceilings); without, the overlapped model of the overlap=off medians.
+double perfect_overlap_ms(const RunSummary& s) {
+    const OverlapAttribution a = attribute_overlap(s);
+    return a.measured ? a.perfect_ms : s.overlap_ideal_ms;
+}
+
+// --- The rules that make the phase times unreadable: what the run shows, "" when not ---------
+
+std::string oversubscription(const RunSummary& s) {
+    const std::vector<HostLoad> loads = oversubscribed_hosts(s);
+    if (loads.empty()) return "";
+    const HostLoad& load = loads.front();
+    return fmt::format("{} busy threads on {} cores of {}{} (CPU path): they measure the scheduler",
+                       load.threads, load.cores, load.host,
+                       loads.size() > 1 ? fmt::format(" and {} more hosts", loads.size() - 1) : "");
+}
+
+// The fastest phase against its ceiling, said without the ratio: no fraction of a ceiling over
+// the tolerance is shown, even as a reason (the JSON's figures keep it).
+std::string beats_ceiling(const RunSummary& s) {
+    if (!s.ceilings.measured) return "";
+    double fastest = kCeilingTolerance;
+    std::string said;
+    for (const PassSummary& p : s.passes) {
+        auto consider = [&](double ratio, const std::string& phase, const char* ceiling) {
+            if (!(ratio > fastest)) return;
+            fastest = ratio;
+            said = fmt::format("{} ran faster than {}, its ceiling, in the {} pass", phase, ceiling,
+                               pass_name(p.overlap));
+        };
+        const CeilingRatios r = against_ceilings(p, s.ceilings);
+        consider(r.transfer, "the transfer", "the bare transfer");
+        consider(r.a, "A", "a copy");
+        consider(r.b, "B", "a copy");
+        consider(r.c, "C", "C alone");
+        for (std::size_t h = 0; h < p.pairs.size() && h < s.ceilings.hop_transfer_ms.size(); ++h) {
+            consider(s.ceilings.hop_transfer_ms[h] / p.pairs[h].transfer_ms,
+                     "hop " + std::to_string(p.pairs[h].pair) + "'s transfer", "its bare transfer");
+        }
+    }
+    return said;
+}
+
+std::string beats_model(const RunSummary& s) {
+    for (const PassSummary& p : s.passes) {
+        if (std::isfinite(p.step_bound_ms) && p.step_bound_ms > 0 &&
+            kModelBeatenFactor * p.time_per_step_ms <= p.step_bound_ms) {
+            return fmt::format("the {} step beats its step model {:.2f}x", pass_name(p.overlap),
+                               p.step_bound_ms / p.time_per_step_ms);
+        }
+    }
+    const double perfect = perfect_overlap_ms(s), step = s.main_pass().time_per_step_ms;
+    if (s.overlap_speedup > 0 && kModelBeatenFactor * step <= perfect) {
+        return fmt::format("the overlapped step beats perfect overlap {:.2f}x", perfect / step);
+    }
+    return "";
+}
+
+std::string waiting_transfer(const RunSummary& s) {
+    for (const PassSummary& p : s.passes) {
+        if (const std::string how = transfer_waits(s, p); !how.empty())
+            return fmt::format("the {} transfer measured waiting ({})", pass_name(p.overlap), how);
+    }
+    return "";
+}
+
+std::string overlap_contradiction(const RunSummary& s) {
+    const double perfect = perfect_overlap_ms(s), step = s.main_pass().time_per_step_ms;
+    if (!(s.overlap_speedup > 0 && s.overlap_speedup < 1.0 && step < perfect)) return "";
+    return "overlap made the step slower, yet the overlapped step beats perfect overlap";
+}
+
+// The phases a step's period holds one after another on the rank whose period it is: the
+// consumer role's wait and B (launch = "device": C runs beside the roles); on the compute stream
+// C, the wait and B; with overlap off the receive before them on the same stream.
+std::vector<Phase> serial_phases(const RunSummary& s, const PassSummary& p) {
+    if (s.config.launch == Launch::device) return {Phase::wait, Phase::b};
+    if (p.overlap) return {Phase::c, Phase::wait, Phase::b};
+    return {Phase::recv, Phase::c, Phase::wait, Phase::b};
+}
+
+// A period holds every serial phase of its step, so no period is shorter than the shortest of
+// any of them. A retire group's steps each get the group's average period, which is no shorter
+// than the average of their phases either.
+std::string step_below_phase(const RunSummary& s) {
+    for (const PassSummary& p : s.passes) {
+        const PhaseStats& step = p.phase(Phase::step);
+        for (const Phase phase : serial_phases(s, p)) {
+            const PhaseStats& st = p.phase(phase);
+            if (!(step.min * kCeilingTolerance < st.min)) continue;
+            return fmt::format(
+                "the {} step's shortest period, {} ms, is below {}'s shortest, {} ms, which runs "
+                "in series with it{}",
+                pass_name(p.overlap), number_text("{:.4g}", step.min), phase_word(phase),
+                number_text("{:.4g}", st.min),
+                p.grouped_steps > 0 ? " (a retire group's steps get its average period, which "
+                                      "cannot be below it either)"
+                                    : "");
+        }
+    }
+    return "";
+}
+
+// A serial phase's median above the step's, their 95% intervals apart (or, without intervals,
+// over kCeilingTolerance apart).
+std::string phase_above_step(const RunSummary& s) {
+    for (const PassSummary& p : s.passes) {
+        const PhaseStats& step = p.phase(Phase::step);
+        const double step_hi = std::isnan(step.median_hi) ? step.median : step.median_hi;
+        for (const Phase phase : serial_phases(s, p)) {
+            const PhaseStats& st = p.phase(phase);
+            const double phase_lo =
+                std::isnan(st.median_lo) ? st.median / kCeilingTolerance : st.median_lo;
+            if (!(phase_lo > step_hi)) continue;
+            return fmt::format(
+                "the {} pass's {} median, {} ms, is above its step's, {} ms, which "
+                "holds it",
+                pass_name(p.overlap), phase_word(phase), number_text("{:.4g}", st.median),
+                number_text("{:.4g}", step.median));
+        }
+    }
+    return "";
+}
+
+constexpr const char* kPhaseFigures =
+    "every figure built on phase times: the phase table, the transfer, every rate (aggregate "
+    "included), the step model, the ceiling ratios, perfect overlap, its attribution, each "
+    "link's and hop's rate";
+constexpr const char* kNothing = "nothing: said beside the speedup";
+
+const Rule kRules[] = {
+    {"oversubscribed", kPhaseFigures,
+     "more busy threads than a host's cores (CPU path): the phase times measure the scheduler",
+     oversubscription},
+    {"beats_ceiling", kPhaseFigures,
+     "a phase (or a relay's hop) over 5% faster than its ceiling measured alone: its events timed "
+     "something else",
+     beats_ceiling},
+    {"beats_model", kPhaseFigures,
+     "a step 2x or more faster than its step model, or the overlapped step than perfect overlap: "
+     "the phase medians are not the step's",
+     beats_model},
+    {"transfer_waiting", kPhaseFigures,
+     "a transfer longer than its step's median period, or on an oversubscribed CPU path under a "
+     "tenth of its bare transfer's speed: it measured waiting, not moving",
+     waiting_transfer},
+    {"overlap_contradiction", kPhaseFigures,
+     "overlap made the step slower, yet the overlapped step beats perfect overlap",
+     overlap_contradiction},
+    {"step_below_phase", kPhaseFigures,
+     "a step's shortest period over 5% below the shortest of a phase it holds in series (the "
+     "consumer's stream; with retire groups, their average periods)",
+     step_below_phase},
+    {"phase_above_step", kPhaseFigures,
+     "the median of a phase the step holds in series above the step's median (their 95% "
+     "intervals apart)",
+     phase_above_step},
+    {"no_transfer", "the transfer's time and rate, algbw, busbw and each link's rate",
+     "launch = \"device\": A writes straight into the peer's slot, so there is no transfer to "
+     "time or rate; the hand-off is a latency, A's rate the rate the tensor reaches the peer"},
+    {"above_ceiling", "that rate",
+     "a rate above the path's physical ceiling: a copy of the tensor measured in this launch "
+     "(calibrate), or without one 20,000 GB/s"},
+    {"not_explained", "the attribution",
+     "its terms cannot explain the overlapped step (the rest over a quarter of it, a slowdown "
+     "negative by as much, or the step 2x faster than perfect overlap)"},
+    {"few_steps", "the overlap speedup",
+     "a pass of fewer than 7 timed steps gives its median no 97.5% interval, so the speedup has "
+     "no 95% interval"},
+    {"unstable_pass", kNothing, "a pass's step is UNSTABLE: one launch cannot settle the speedup"},
+    {"phases_unreadable", kNothing,
+     "the phase times cannot be read: the speedup is the steps', but no phase can say why"},
+    {"no_difference", kNothing, "the speedup's 95% interval holds 1.0: no measurable difference"},
+};
+
+// --- The figures -------------------------------------------------------------------------------
+
+struct Measured {
+    double value = kNaN, lo = kNaN, hi = kNaN;
+};
+using Run = const RunSummary&;
+using Pass = const PassSummary&;
+
+double tensor_bytes(Run s) { return static_cast<double>(s.config.tensor_bytes()); }
+
+Measured of_median(const PhaseStats& st) { return {st.median, st.median_lo, st.median_hi}; }
+
+// `bytes` over a time and its interval, in GB/s (the interval's ends swap).
+Measured rate(double bytes, const Measured& ms) {
+    auto gbps = [&](double t) { return t > 0 ? bytes / (t * 1e6) : kNaN; };
+    return {gbps(ms.value), gbps(ms.hi), gbps(ms.lo)};
+}
+
+Measured transfer(Run, Pass p) { return {p.transfer_ms, p.transfer_lo_ms, p.transfer_hi_ms}; }
+
+Measured handoff(Run s, Pass p) {
+    if (s.config.launch != Launch::device) return {};
+    const Measured t = transfer(s, p);
+    return {1e3 * t.value, 1e3 * t.lo, 1e3 * t.hi};
+}
+
+Measured transfer_rate(Run s, Pass p) { return rate(tensor_bytes(s), transfer(s, p)); }
+
+Measured bus_rate(Run s, Pass p) {
+    const double factor = bus_factor(s.config.pattern, s.group_size);
+    const Measured r = transfer_rate(s, p);
+    return {factor * r.value, factor * r.lo, factor * r.hi};
+}
+
+Measured c_rate(Run s, Pass p) {
+    const double iterations =
+        static_cast<double>(s.config.c_elements) * static_cast<double>(s.config.c_iterations);
+    return iterations > 0 ? rate(iterations, of_median(p.phase(Phase::c))) : Measured{};
+}
+
+Measured relay_period(Run, Pass p) { return {p.relay ? period_over_slowest_hop(p) : kNaN}; }
+
+// The ceilings a rate is held to, in GB/s as the rate counts bytes: a copy of the tensor in this
+// launch's memory (the faster of the producer's and the consumer's), which no byte of it beats;
+// a write (A) or a read and a write (B) at most the copy's traffic. Without ceilings measured,
+// kRateBoundGbps.
+double copy_gbps(Run s, double copy_ms, double bytes_per_tensor) {
+    if (!s.ceilings.measured || !(copy_ms > 0)) return kRateBoundGbps;
+    return bytes_per_tensor * tensor_bytes(s) / (copy_ms * 1e6);
+}
+double fastest_copy_ms(Run s) { return std::fmin(s.ceilings.a_copy_ms, s.ceilings.b_copy_ms); }
+double link_ceiling(Run s) { return copy_gbps(s, fastest_copy_ms(s), 1); }
+double bus_ceiling(Run s) {
+    return link_ceiling(s) * std::max(1.0, bus_factor(s.config.pattern, s.group_size));
+}
+double aggregate_ceiling(Run s) { return link_ceiling(s) * std::max(1, s.pairs); }
+double a_ceiling(Run s) { return copy_gbps(s, s.ceilings.a_copy_ms, 2); }
+double b_ceiling(Run s) { return copy_gbps(s, s.ceilings.b_copy_ms, 2); }
+
+// What withholds a figure besides its ceiling: nothing (the step's), the phase times' reading, or
+// that and launch = "device" (the transfer's).
+enum class Basis { step, phases, transfer };
+
+struct PassFigureRow {
+    FigureName name;
+    Basis basis;
+    double (*ceiling)(Run);  // GB/s no value may pass; nullptr: not a rate of bytes
+    Measured (*measure)(Run, Pass);
+};
+Measured median_of(Pass p, Phase phase) { return of_median(p.phase(phase)); }
+Measured one(double value) { return {value}; }
+// clang-format off
+const PassFigureRow kPassFigureRows[] = {
+    {{"time_per_step_ms", "ms"}, Basis::step, nullptr,
+     [](Run, Pass p) { return median_of(p, Phase::step); }},
+    {{"mean_step_ms", "ms"}, Basis::step, nullptr, [](Run, Pass p) { return one(p.mean_step_ms); }},
+    {{"steps_per_s", "1/s"}, Basis::step, nullptr, [](Run, Pass p) { return one(p.steps_per_s); }},
+    {{"transfer_ms", "ms"}, Basis::transfer, nullptr, transfer},
+    {{"handoff_us", "µs"}, Basis::phases, nullptr, handoff},
+    {{"transfer_gbps", "GB/s"}, Basis::transfer, link_ceiling, transfer_rate},
+    {{"busbw_gbps", "GB/s"}, Basis::transfer, bus_ceiling, bus_rate},
+    {{"aggregate_gbps", "GB/s"}, Basis::phases, aggregate_ceiling, [](Run s, Pass p) {
+         return rate(tensor_bytes(s) * std::max(1, s.pairs), median_of(p, Phase::step)); }},
+    {{"a_gbps", "GB/s"}, Basis::phases, a_ceiling,
+     [](Run s, Pass p) { return rate(tensor_bytes(s), median_of(p, Phase::a)); }},
+    {{"b_gbps", "GB/s"}, Basis::phases, b_ceiling,
+     [](Run s, Pass p) { return rate(2 * tensor_bytes(s), median_of(p, Phase::b)); }},
+    {{"c_giter_per_s", "Giter/s"}, Basis::phases, nullptr, c_rate},
+    {{"step_bound_ms", "ms"}, Basis::phases, nullptr, [](Run, Pass p) { return one(p.step_bound_ms); }},
+    {{"transfer_vs_ceiling", ""}, Basis::transfer, nullptr,
+     [](Run s, Pass p) { return one(against_ceilings(p, s.ceilings).transfer); }},
+    {{"a_vs_copy", ""}, Basis::phases, nullptr,
+     [](Run s, Pass p) { return one(against_ceilings(p, s.ceilings).a); }},
+    {{"b_vs_copy", ""}, Basis::phases, nullptr,
+     [](Run s, Pass p) { return one(against_ceilings(p, s.ceilings).b); }},
+    {{"c_vs_alone", ""}, Basis::phases, nullptr,
+     [](Run s, Pass p) { return one(against_ceilings(p, s.ceilings).c); }},
+    {{"relay_period_over_slowest_hop", "x"}, Basis::phases, nullptr, relay_period},
+};
+// clang-format on
+static_assert(std::size(kPassFigureRows) == kPassFigCount, "a row per PassFig, in its order");
+
+// The run's figures but the speedup (speedup()): perfect overlap, the attribution's terms, the
+// writer's rate, each built on phase times (the writer's thread waits for a core as theirs do).
+double attributed(Run s, double OverlapAttribution::*term) {
+    const OverlapAttribution a = attribute_overlap(s);
+    return a.measured ? a.*term : kNaN;
+}
+struct RunFigureRow {
+    FigureName name;
+    double (*measure)(Run);
+};
+// clang-format off
+const RunFigureRow kRunFigureRows[] = {
+    {{"overlap_speedup", "x"}, nullptr},
+    {{"overlap_ideal_ms", "ms"},
+     [](Run s) { return s.overlap_speedup > 0 ? perfect_overlap_ms(s) : kNaN; }},
+    {{"overlap_attribution_step_ms", "ms"},
+     [](Run s) { return attributed(s, &OverlapAttribution::step_ms); }},
+    {{"overlap_attribution_perfect_overlap_ms", "ms"},
+     [](Run s) { return attributed(s, &OverlapAttribution::perfect_ms); }},
+    {{"overlap_attribution_c_slowdown_ms", "ms"},
+     [](Run s) { return attributed(s, &OverlapAttribution::c_slowdown_ms); }},
+    {{"overlap_attribution_transfer_slowdown_ms", "ms"},
+     [](Run s) { return attributed(s, &OverlapAttribution::transfer_slowdown_ms); }},
+    {{"overlap_attribution_rest_ms", "ms"},
+     [](Run s) { return attributed(s, &OverlapAttribution::rest_ms); }},
+    {{"write_gbps", "GB/s"},
+     [](Run s) { return s.config.write != WriteMode::none ? s.write_gbps : kNaN; }},
+};
+// clang-format on
+static_assert(std::size(kRunFigureRows) == kRunFigCount, "a row per RunFig, in its order");
+
+void withhold(Figure& f, const Rule& by, std::string why) {
+    if (f.withheld_by != nullptr) return;  // the first rule that applies says why
+    f.withheld_by = &by;
+    f.why = std::move(why);
+}
+
+// A rate over its ceiling; `what` names it.
+void hold_to_ceiling(Figure& f, double ceiling, const std::string& what) {
+    if (!(f.value > kCeilingTolerance * ceiling)) return;
+    // Said without the rate: a figure withheld is shown nowhere, not even as a reason.
+    withhold(f, rule("above_ceiling"),
+             fmt::format("{} is above its ceiling, {} GB/s", what, number_text("{:.4g}", ceiling)));
+}
+
+void judge_basis(Figure& f, Basis basis, Run s, const Judgement& j) {
+    if (basis == Basis::transfer && s.config.launch == Launch::device) {
+        withhold(f, rule("no_transfer"), rule("no_transfer").words);
+    }
+    if (basis != Basis::step && !j.readable()) {
+        withhold(f, *j.unreadable.front().rule, j.unreadable.front().text);
+    }
+}
+
+PassJudgement judge_pass(Run s, Pass p, const Judgement& j) {
+    PassJudgement pj;
+    pj.phases_shown = j.readable();
+    for (std::size_t i = 0; i < kPassFigCount; ++i) {
+        const PassFigureRow& row = kPassFigureRows[i];
+        const Measured m = row.measure(s, p);
+        Figure& f = pj.figures[i];
+        f.value = m.value;
+        f.lo = m.lo;
+        f.hi = m.hi;
+        judge_basis(f, row.basis, s, j);
+        if (row.ceiling != nullptr) hold_to_ceiling(f, row.ceiling(s), row.name.name);
+    }
+    for (const PairFigures& link : p.pairs) {
+        Figure f;
+        f.value = link.transfer_gbps;
+        judge_basis(f, Basis::transfer, s, j);
+        hold_to_ceiling(f, link_ceiling(s), "the link's rate");
+        pj.links.push_back(std::move(f));
+    }
+    for (std::size_t h = 0; h < p.pairs.size() && h < s.ceilings.hop_transfer_ms.size(); ++h) {
+        Figure f;
+        f.value = s.ceilings.hop_transfer_ms[h] / p.pairs[h].transfer_ms;
+        judge_basis(f, Basis::phases, s, j);
+        pj.hops.push_back(std::move(f));
+    }
+    return pj;
+}
+
+// The speedup: the off pass's median period over the on pass's, from each median's 97.5%
+// interval (together they hold both medians with 0.975^2 > 95%), so its interval needs only the
+// two passes' medians and their intervals.
+Figure speedup(Run s) {
+    Figure f;
+    if (s.overlap_speedup <= 0) return f;
+    const PhaseStats& off = s.passes.front().phase(Phase::step);
+    const PhaseStats& on = s.passes.back().phase(Phase::step);
+    f.value = s.overlap_speedup;
+    f.lo = off.median_lo_975 / on.median_hi_975;
+    f.hi = off.median_hi_975 / on.median_lo_975;
+    if (!f.has_interval()) {
+        withhold(f, rule("few_steps"),
+                 fmt::format("{} and {} timed steps", s.passes.front().timed_steps,
+                             s.passes.back().timed_steps));
+    }
+    return f;
+}
+
+std::vector<Finding> speedup_notes(Run s, const Figure& f, const Judgement& j) {
+    std::vector<Finding> notes;
+    if (!f.shown()) return notes;
+    std::vector<std::string> unstable;
+    for (const PassSummary& p : s.passes) {
+        if (step_stability(p).unstable) unstable.push_back(pass_name(p.overlap));
+    }
+    if (!unstable.empty()) {
+        notes.push_back({&rule("unstable_pass"), unstable.size() == 1
+                                                     ? "the " + unstable[0] + " pass is UNSTABLE"
+                                                     : "both passes are UNSTABLE"});
+    }
+    if (!j.readable()) {
+        notes.push_back({&rule("phases_unreadable"), "the phase times cannot be read"});
+    }
+    if (f.lo <= 1.0 && 1.0 <= f.hi) {
+        notes.push_back({&rule("no_difference"), "no measurable difference"});
+    }
+    return notes;
+}
+
+void judge_run(Run s, Judgement& j) {
+    j.run[static_cast<std::size_t>(RunFig::speedup)] = speedup(s);
+    const OverlapAttribution a = attribute_overlap(s);
+    for (std::size_t i = 1; i < kRunFigCount; ++i) {
+        Figure& f = j.run[i];
+        f.value = kRunFigureRows[i].measure(s);
+        judge_basis(f, Basis::phases, s, j);
+        const bool term = i >= static_cast<std::size_t>(RunFig::attributed_step) &&
+                          i <= static_cast<std::size_t>(RunFig::rest);
+        if (term && a.measured && !a.explains) withhold(f, rule("not_explained"), a.why_not);
+    }
+    j.speedup_notes = speedup_notes(s, j[RunFig::speedup], j);
+}
+
+std::string joined(const std::vector<Finding>& findings, bool codes, const char* separator) {
+    std::string text;
+    for (const Finding& f : findings) {
+        text += (text.empty() ? "" : separator) + (codes ? std::string(f.rule->code) : f.text);
+    }
+    return text;
+}
+
+}  // namespace
+
+std::span<const Rule> judgement_rules() { return kRules; }
+
+const Rule& rule(const char* code) {
+    for (const Rule& r : kRules) {
+        if (std::strcmp(r.code, code) == 0) return r;
+    }
+    throw std::logic_error(std::string("no judgement rule ") + code);
+}
+
+const FigureName& figure_name(PassFig figure) {
+    return kPassFigureRows[static_cast<std::size_t>(figure)].name;
+}
+const FigureName& figure_name(RunFig figure) {
+    return kRunFigureRows[static_cast<std::size_t>(figure)].name;
+}
+
+std::string Judgement::codes() const { return joined(unreadable, true, ";"); }
+std::string Judgement::text() const { return joined(unreadable, false, "; "); }
+
+Judgement judge(const RunSummary& s) {
+    Judgement j;
+    if (s.passes.empty()) return j;
+    for (const Rule& r : kRules) {
+        if (r.finding == nullptr) continue;
+        if (std::string found = r.finding(s); !found.empty())
+            j.unreadable.push_back({&r, std::move(found)});
+    }
+    for (const PassSummary& p : s.passes) j.passes.push_back(judge_pass(s, p, j));
+    judge_run(s, j);
+    return j;
+}
+
+}  // namespace gpurelay

@@ -1,0 +1,133 @@
+// Every figure gpurelay shows, judged once (report/judge.cpp): a value with its unit, its 95%
+// interval where it comes from samples, and a verdict: shown, or withheld by a rule of one table
+// (judgement_rules()) with what this run showed. The text report, the sizes table, the JSON, the
+// CSV and the file's pass attributes render a Judgement; none of them decides again.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "report/report.hpp"
+
+namespace gpurelay {
+
+// A rule that withholds figures (or, for the speedup, is said beside it): its code (as the JSON,
+// CSV and file give it), what it withholds, and what it means. `finding` is set for the rules
+// that make the phase times unreadable: what the run shows ("" when it does not).
+struct Rule {
+    const char* code;
+    const char* withholds;
+    const char* words;
+    std::string (*finding)(const RunSummary&) = nullptr;
+};
+// Every rule, one table (docs/OUTPUT.md lists them).
+std::span<const Rule> judgement_rules();
+const Rule& rule(const char* code);
+
+// One judged figure. The value is kept as measured whatever the verdict; NaN where the run did
+// not measure it (no ceilings, no phase times, a figure of another pattern or launch).
+struct Figure {
+    double value = std::numeric_limits<double>::quiet_NaN();
+    double lo = std::numeric_limits<double>::quiet_NaN();  // its 95% interval, where the
+    double hi = std::numeric_limits<double>::quiet_NaN();  // samples give one
+    const Rule* withheld_by = nullptr;
+    std::string why;  // what this run showed, where withheld
+    bool measured() const { return !std::isnan(value); }
+    bool shown() const { return measured() && withheld_by == nullptr; }
+    bool has_interval() const { return !std::isnan(lo) && !std::isnan(hi); }
+    double rendered() const { return shown() ? value : std::numeric_limits<double>::quiet_NaN(); }
+    const char* reason() const { return withheld_by == nullptr ? "" : withheld_by->code; }
+};
+
+// A pass's figures, in the order of their table (pass_figure()).
+enum class PassFig : std::size_t {
+    time_per_step,  // the median of the step periods: the one time per step
+    mean_step,      // the timed steps' wall time over their count, labelled as a mean
+    steps_per_s,    // 1000 / mean_step
+    transfer,       // the transfer's median time (launch = "host")
+    handoff,        // launch = "device": the publish of a step's arrival, µs
+    transfer_rate,  // the tensor over the transfer (nccl-tests' algbw)
+    bus_rate,       // that times the bus factor (busbw)
+    aggregate_rate,
+    a_rate,  // launch = "device": the rate at which the tensor reaches the peer
+    b_rate,
+    c_rate,
+    step_model,
+    transfer_vs_ceiling,
+    a_vs_copy,
+    b_vs_copy,
+    c_vs_alone,
+    relay_period_over_hop,
+    count
+};
+inline constexpr std::size_t kPassFigCount = static_cast<std::size_t>(PassFig::count);
+// The run's figures of a compare run.
+enum class RunFig : std::size_t {
+    speedup,
+    perfect_overlap,
+    attributed_step,
+    attributed_perfect,
+    c_slowdown,
+    transfer_slowdown,
+    rest,
+    write_rate,  // the result writer's, all consumers' bytes over their writing time
+    count
+};
+inline constexpr std::size_t kRunFigCount = static_cast<std::size_t>(RunFig::count);
+// A figure's name (the JSON's and the CSV's, the file's attribute) and its unit.
+struct FigureName {
+    const char* name;
+    const char* unit;
+};
+const FigureName& figure_name(PassFig figure);
+const FigureName& figure_name(RunFig figure);
+
+// What a run showed that a rule names.
+struct Finding {
+    const Rule* rule;
+    std::string text;
+};
+
+struct PassJudgement {
+    bool phases_shown = true;  // the phase times can be read: its phase figures are shown
+    std::array<Figure, kPassFigCount> figures;
+    std::vector<Figure> links;  // each link's transfer rate (GB/s), as the pass's pairs
+    std::vector<Figure> hops;   // a relay's: each hop's transfer against its bare transfer
+    const Figure& operator[](PassFig f) const { return figures[static_cast<std::size_t>(f)]; }
+};
+
+struct Judgement {
+    // Why the phase times cannot be read (none: they can): every figure built on them is then
+    // withheld by the first.
+    std::vector<Finding> unreadable;
+    std::vector<PassJudgement> passes;  // as the summary's
+    std::array<Figure, kRunFigCount> run;
+    // Said beside a shown speedup: a pass UNSTABLE, the phase times unreadable, no measurable
+    // difference.
+    std::vector<Finding> speedup_notes;
+    bool readable() const { return unreadable.empty(); }
+    std::string codes() const;  // the unreadable findings' codes joined by ';'
+    std::string text() const;   // their texts joined by "; "
+    const Figure& operator[](RunFig f) const { return run[static_cast<std::size_t>(f)]; }
+};
+
+// The judgement of every figure of the run (rank 0's summary).
+Judgement judge(const RunSummary& summary);
+
+// A phase at most this much faster than its ceiling, or a serial phase this much slower than the
+// step, is noise of the two measurements.
+inline constexpr double kCeilingTolerance = 1.05;
+// Without ceilings measured (calibrate = false, launch = "device"), a rate is held to this many
+// GB/s: beyond any memory a host or GPU has (an H200's 4.8 TB/s, a B200's 8 TB/s).
+inline constexpr double kRateBoundGbps = 20000;
+// A transfer under this share of its bare transfer's speed on an oversubscribed CPU path spent
+// nine tenths of its time or more waiting for a core.
+inline constexpr double kWaitingCeilingShare = 0.1;
+// What settles a figure one launch cannot: said where the speedup is unstable or unreadable.
+inline constexpr const char* kSettleIt = "scripts/sweep --repeat 6, then scripts/compare";
+
+}  // namespace gpurelay
