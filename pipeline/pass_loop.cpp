@@ -21,6 +21,8 @@ bool in_unit(std::int64_t step, std::int64_t s, std::int64_t n) {
     return s <= step && step < s + n;
 }
 
+// The host's driver of a pass: it queues every step on this rank's streams (step.cpp), or G at a
+// time as graphs, and times them with the step timer's events.
 class HostLoop final : public PassFrame {
   public:
     HostLoop(const PipelineSpec& spec, Device& device, Transport& transport, Role role,

@@ -16,7 +16,6 @@
 // Every call only queues work: the host waits nowhere in a step.
 #include "pipeline/step.hpp"
 
-#include <algorithm>
 #include <cstring>
 
 #include "runtime/error.hpp"
