@@ -68,6 +68,11 @@ Closing complete_attributes(const Run& run, const std::vector<RunSummary>& sizes
         {"stopped_at_step", static_cast<std::int64_t>(-1)},
         {"resumed_from_step", config.resume ? run.resume.step : static_cast<std::int64_t>(-1)},
         {"finished_utc", utc_timestamp()}};
+    // The launch ended at the last step of the run's last size and pass.
+    const Stop end{0, static_cast<std::int64_t>(config.size_list().size()) - 1,
+                   static_cast<std::int64_t>(run.passes.size()) - 1, config.steps};
+    closing.root.push_back(
+        {"launches", text_from_root(MPI_COMM_WORLD, launches_json(run.resume, end))});
     // Every rank, as the JSON's "ranks": the report names them one a line only in small runs.
     if (!sizes.empty()) {
         closing.root.push_back(
@@ -101,13 +106,15 @@ int finish(Run& run, const std::vector<RunSummary>& sizes, std::int64_t sizes_fa
 int finish_stopped(Run& run, const Stop& stop) {
     const Config& config = run.setup.config;
     close_file(run, false, [&] {
-        return Closing{{{"stopped_at_step", stop.step},
-                        {"stopped_pass", stop.pass},
-                        {"stopped_size", stop.size},
-                        {"sizes_failed", stop.sizes_failed},
-                        {"stop_signal", static_cast<std::int64_t>(stop.signal)},
-                        {"finished_utc", utc_timestamp()}},
-                       {}};
+        return Closing{
+            {{"stopped_at_step", stop.step},
+             {"stopped_pass", stop.pass},
+             {"stopped_size", stop.size},
+             {"sizes_failed", stop.sizes_failed},
+             {"stop_signal", static_cast<std::int64_t>(stop.signal)},
+             {"finished_utc", utc_timestamp()},
+             {"launches", text_from_root(MPI_COMM_WORLD, launches_json(run.resume, stop))}},
+            {}};
     });
     if (run.rank != 0) return static_cast<int>(stopped_exit_code(stop.signal));
     const std::string size_words =
@@ -118,7 +125,8 @@ int finish_stopped(Run& run, const Stop& stop) {
             : std::string();
     std::fprintf(stderr,
                  "gpurelay: stopped by %s%s after step %lld of %lld (%s pass%s); completed "
-                 "steps are in %s.partial (complete = 0); run again with --resume to finish\n",
+                 "steps are in %s.partial (complete = 0); to finish it, run under the same "
+                 "launcher: %s\n",
                  stop_signal_name(stop.signal),
                  // Open MPI's mpirun turns a Ctrl-C into SIGTERM for its ranks.
                  stop.signal == SIGTERM && launched_by_mpirun()
@@ -127,7 +135,7 @@ int finish_stopped(Run& run, const Stop& stop) {
                      : "",
                  static_cast<long long>(stop.step), static_cast<long long>(config.steps),
                  ResultSchema::pass_group(run.passes[static_cast<std::size_t>(stop.pass)]).c_str(),
-                 size_words.c_str(), config.output.c_str());
+                 size_words.c_str(), config.output.c_str(), resume_command(config).c_str());
     return static_cast<int>(stopped_exit_code(stop.signal));
 }
 

@@ -1,6 +1,7 @@
 #include "app/outputs.hpp"
 
 #include <csignal>
+#include <type_traits>
 
 #include "app/provenance.hpp"
 #include "io/result_schema.hpp"
@@ -46,7 +47,7 @@ ResultSchema schema_of(const Setup& setup, const std::vector<bool>& passes, int 
     ResultSchema::Shape shape;
     shape.pairs = static_cast<std::uint64_t>(setup.placement.pairs);
     shape.ranks = static_cast<std::uint64_t>(size);
-    shape.steps = static_cast<std::uint64_t>(config.steps);
+    shape.recorded = static_cast<std::uint64_t>(config.recorded().columns);
     shape.elements = config.elements;
     shape.sizes = config.sizes;
     shape.y_type = with_dtype(config.dtype, []<typename T>() { return element_type<T>(); });
@@ -140,18 +141,43 @@ void Outputs::flush(const Config& config, int rank, std::int64_t flushes) {
 
 void Outputs::file_pass(const Setup& setup, const std::string& group, bool overlap,
                         const PassResult& result, int rank) {
+    const RecordedSteps::Columns& kept = result.recorded.columns();
+    const std::size_t n = kept.steps.size(), oldest = result.recorded.oldest();
+    if (n == 0) return;
+    // A row in the file's order: the oldest kept step first.
+    const auto in_order = [&](const auto& column) {
+        std::vector<std::remove_cvref_t<decltype(column(0))>> row(n);
+        for (std::size_t i = 0; i < n; ++i) row[i] = column((oldest + i) % n);
+        return row;
+    };
+    const auto file_row = [&](const std::string& path, std::uint64_t row, const auto& column) {
+        file->write_matrix_row(path, row, in_order(column).data());
+    };
+    const auto rank_row = static_cast<std::uint64_t>(rank);
     for (const PhaseInfo& phase : kPhases) {
-        std::vector<double> row(result.steps.size());
-        for (std::size_t s = 0; s < row.size(); ++s) row[s] = result.steps[s].*phase.member;
-        file->write_matrix_row(ResultSchema::timings_path(group, overlap, phase.name),
-                               static_cast<std::uint64_t>(rank), row.data());
+        file_row(ResultSchema::timings_path(group, overlap, phase.name), rank_row,
+                 [&](std::size_t i) { return kept.times[i].*phase.member; });
     }
+    file_row(ResultSchema::step_index_path(group, overlap), rank_row,
+             [&](std::size_t i) { return kept.steps[i]; });
     if (setup.placement.role == Role::producer) return;
     const auto pair = static_cast<std::uint64_t>(setup.placement.pair);
-    file->write_matrix_row(ResultSchema::x_mismatches_path(group, overlap), pair,
-                           result.x_mismatches.data());
-    file->write_matrix_row(ResultSchema::c_mismatches_path(group, overlap), pair,
-                           result.c_mismatches.data());
+    file_row(ResultSchema::x_mismatches_path(group, overlap), pair,
+             [&](std::size_t i) { return kept.x_mismatches[i]; });
+    file_row(ResultSchema::c_mismatches_path(group, overlap), pair,
+             [&](std::size_t i) { return kept.c_mismatches[i]; });
+}
+
+void Outputs::file_histograms(const std::string& group, const PassSummary& pass, int rank) {
+    if (rank != 0) return;
+    for (std::size_t p = 0; p < kPhaseCount; ++p) {
+        const LogHistogram& h = pass.histograms[p];
+        const double sums[ResultSchema::kHistogramSums] = {h.sums().sum, h.sums().squares,
+                                                           h.least(), h.most()};
+        file->write_matrix_row(ResultSchema::histogram_counts_path(group, pass.overlap), p,
+                               h.counts().data());
+        file->write_matrix_row(ResultSchema::histogram_sums_path(group, pass.overlap), p, sums);
+    }
 }
 
 void Outputs::file_size(std::size_t index, const std::string& group, const RunSummary& summary,

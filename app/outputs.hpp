@@ -34,9 +34,12 @@ struct Outputs {
     // Collective, at a step boundary of the last pass: the writer drained (one thread at a time
     // inside HDF5), then the file flushed. `flushes`: this one's number, for debug_stop_flush.
     void flush(const Config& config, int rank, std::int64_t flushes);
-    // Each rank files its own rows of a pass: timings under its rank, counts under its pair.
+    // Each rank files its own kept steps of a pass: timings and the steps they hold under its
+    // rank, counts under its pair.
     void file_pass(const Setup& setup, const std::string& group, bool overlap,
                    const PassResult& result, int rank);
+    // Rank 0 files a pass's histograms, summed over every rank (the others file nothing).
+    void file_histograms(const std::string& group, const PassSummary& pass, int rank);
     // Collective, for a run of several sizes: what a finished size says of itself in its group,
     // and how many sizes are done and failed, on the root, there before the next size starts.
     void file_size(std::size_t index, const std::string& group, const RunSummary& summary,

@@ -36,6 +36,8 @@ std::vector<SizeCase> cases_of(const Config& config) {
 PassResult run_pass(Run& run, std::size_t pass, std::int64_t first_step, bool calibrate,
                     Stop& stop) {
     const Config& config = run.setup.config;
+    // This launch's pass number: the deadline (duration) it ends by.
+    const std::int64_t deadline = run.passes_begun++;
     // Every rank passes the same step boundaries, so the collective flush lines up.
     auto on_step = [&](std::int64_t s) {
         run.watch.at_step(std::min(s + 1, config.steps - 1));
@@ -46,9 +48,19 @@ PassResult run_pass(Run& run, std::size_t pass, std::int64_t first_step, bool ca
         // A stop after a pass's last step would leave nothing in it to resume: that pass ends as
         // usual, and the next (if any) stops after its first step.
         const int vote = run.stop_vote.after_step();
-        if (vote == 0 || s + 1 >= config.steps) return false;
-        stop.signal = vote;
-        return true;
+        if (s + 1 >= config.steps) return AfterStep::go;
+        if (vote != 0) {
+            stop.signal = vote;
+            return AfterStep::stop;
+        }
+        // The pass's share of the duration is up on some rank's clock: it ends here, once it has
+        // a timed step.
+        if (run.stop_vote.deadlines_passed() > deadline &&
+            s >= std::max(config.warmup, first_step + 1)) {
+            run.progress.pass_ended();
+            return AfterStep::end;
+        }
+        return AfterStep::go;
     };
     run.watch.start_pass(run.passes[pass], first_step);
     try {
@@ -85,8 +97,16 @@ Stop run_passes(Run& run, const SizeCase& size, std::vector<PassSummary>& summar
             stop.step = result.end_step;
             break;
         }
+        // The last pass ended by its duration wrote its last step where write = "last" writes.
+        const bool last = i + 1 == run.passes.size();
+        if (last && result.end_step < size.config.steps && size.config.write == WriteMode::last &&
+            run.rank == 0) {
+            run.outputs.file->write_row_step(run.setup.config.several_sizes() ? size.index : 0, 0,
+                                             result.end_step - 1);
+        }
         summaries.push_back(
             summarize_pass(MPI_COMM_WORLD, size.config, run.setup.placement, result));
+        run.outputs.file_histograms(size.group, summaries.back(), run.rank);
     }
     return stop;
 }

@@ -42,7 +42,8 @@ struct Run {
     Progress progress;
     StopVote stop_vote;
     StepWatch& watch;
-    std::int64_t flushes = 0;  // periodic flushes so far
+    std::int64_t flushes = 0;       // periodic flushes so far
+    std::int64_t passes_begun = 0;  // in this launch: the next pass's deadline (duration)
 };
 
 // Runs every size from where a resumed run stopped, each resized into the same pipeline; `done`

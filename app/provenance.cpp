@@ -13,6 +13,7 @@
 #include "io/result_schema.hpp"
 #include "mpi/error.hpp"
 #include "mpi/session.hpp"
+#include "mpi/stop_request.hpp"
 #include "mpi/wait.hpp"
 #include "runtime/gpu_clocks.hpp"
 
@@ -37,6 +38,24 @@ std::string utc_timestamp() {
     char text[32];
     std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
     return text;
+}
+
+std::string launches_json(const ResumePoint& resume, const Stop& end) {
+    const auto number = [](std::int64_t n) { return static_cast<long long>(n); };
+    char entry[512];
+    std::snprintf(entry, sizeof entry,
+                  "{\"started_utc\": \"%s\", \"ended_utc\": \"%s\", \"git_hash\": \"%s\", "
+                  "\"from_size\": %lld, \"from_pass\": %lld, \"from_step\": %lld, "
+                  "\"end_size\": %lld, \"end_pass\": %lld, \"end_step\": %lld, "
+                  "\"ended\": \"%s\"}",
+                  resume.started_utc.c_str(), utc_timestamp().c_str(), kGitHash,
+                  number(resume.size), number(resume.pass), number(resume.step), number(end.size),
+                  number(end.pass), number(end.step),
+                  end.signal == 0 ? "complete" : stop_signal_name(end.signal));
+    std::string launches = resume.launches;  // "[...]", checked when it was read
+    launches.pop_back();
+    if (launches.size() > 1) launches += ", ";
+    return launches + entry + "]";
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "app/passes.hpp"
 #include "app/setup.hpp"
 #include "io/result_file.hpp"
 #include "report/report.hpp"
@@ -27,6 +28,12 @@ std::string utc_timestamp();
 Attributes root_attributes(const Setup& setup, const std::vector<std::string>& hosts,
                            const std::vector<std::string>& gpus,
                            const std::vector<Placement>& placements);
+
+// Rank 0: the file's `launches` attribute once this launch ends, a JSON array: the launches
+// before it (resume.launches) and this one, with its start, end, git hash, the size, pass and
+// step it started from and those it ended at (`end`: where it stopped, or, for a run that
+// completed, its last size and pass and `steps`), and how it ended ("complete", or the signal).
+std::string launches_json(const ResumePoint& resume, const Stop& end);
 
 // Collective: each pass's summary as attributes of its groups, /timings/PASS (time per step,
 // transfer, rates, the step model; names end in their unit) and /verification/PASS (the counts

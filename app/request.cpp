@@ -3,9 +3,10 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <iterator>
 #include <optional>
 #include <string>
-#include <type_traits>
+#include <tuple>
 
 #include "app/provenance.hpp"
 #include "app/setup.hpp"
@@ -40,16 +41,11 @@ bool anything_at(const std::string& path) {
 }
 
 // A run that names no output (output = ""): --resume continues the default outputs' .partial
-// written last; a fresh run takes the first default name that nothing stands at, locked at once,
-// so that a job starting in the same second takes the next.
+// whose deck is this run's; a fresh run takes the first default name that nothing stands at,
+// locked at once, so that a job starting in the same second takes the next.
 void name_default_output(Config& config, OutputLock& lock) {
     if (config.resume) {
-        config.output = newest_default_partial();
-        if (config.output.empty()) {
-            throw usage_error(
-                "resume: nothing to resume: no outputs/gpurelay-*.h5.partial here (a run that "
-                "named its output continues with the same --output)");
-        }
+        lock = choose_partial_to_resume(config);
         return;
     }
     const std::time_t start = std::time(nullptr);
@@ -103,6 +99,7 @@ Action read_command_line(int argc, char** argv, Request& request, std::string& d
         } else {
             request.resume = find_resume_point(line.config);
         }
+        request.resume.started_utc = utc_timestamp();
     }
     deck = config_to_toml(line.config);
     return action;
@@ -117,12 +114,16 @@ Request read_request(int rank, int argc, char** argv) {
     agree(MPI_COMM_WORLD, [&] {
         if (rank == 0) action = read_command_line(argc, argv, request, deck, help);
     });
-    static_assert(std::is_trivially_copyable_v<ResumePoint> && sizeof(ResumePoint) == 48,
-                  "ResumePoint travels as bytes");
     {
+        // Where the run starts; the launches' record stays on rank 0, which writes it.
+        ResumePoint& at = request.resume;
+        std::int64_t point[] = {at.pass,     at.step, at.complete,
+                                at.verified, at.size, at.sizes_failed};
         const Deadline bound("the broadcast of the request");
-        MPI_CHECK(MPI_Bcast(&request.resume, sizeof request.resume, MPI_BYTE, 0, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Bcast(point, std::size(point), MPI_INT64_T, 0, MPI_COMM_WORLD));
         MPI_CHECK(MPI_Bcast(&action, 1, MPI_INT, 0, MPI_COMM_WORLD));
+        std::tie(at.pass, at.step, at.complete, at.verified, at.size, at.sizes_failed) =
+            std::tie(point[0], point[1], point[2], point[3], point[4], point[5]);
     }
     if (action == kHelp || action == kVersion || action == kPrintSizes) {
         if (rank == 0)

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "app/delayed_transport.hpp"
 #include "app/fatal.hpp"
@@ -30,7 +31,27 @@
 namespace gpurelay {
 namespace {
 
-int run(MpiSession& mpi, StepWatch& watch, int argc, char** argv) {
+// duration: pass k of the P this launch runs ends once (k + 1) / P of it has passed since the
+// launch started.
+std::vector<std::chrono::steady_clock::time_point> pass_deadlines(
+    const Config& config, const ResumePoint& resume, std::chrono::steady_clock::time_point start) {
+    if (config.duration_s <= 0) return {};
+    const std::int64_t per_size = config.overlap == OverlapMode::compare ? 2 : 1;
+    const std::int64_t passes =
+        (static_cast<std::int64_t>(config.size_list().size()) - resume.size) * per_size -
+        resume.pass;
+    std::vector<std::chrono::steady_clock::time_point> deadlines;
+    for (std::int64_t k = 1; k <= passes; ++k) {
+        const std::chrono::duration<double> share(config.duration_s * static_cast<double>(k) /
+                                                  static_cast<double>(passes));
+        deadlines.push_back(start +
+                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(share));
+    }
+    return deadlines;
+}
+
+int run(MpiSession& mpi, StepWatch& watch, std::chrono::steady_clock::time_point start, int argc,
+        char** argv) {
     const int rank = mpi.world_rank();
     // Named like the streams ("rank 1 consumer: comm stream"), so the timeline rows line up.
     nvtx::name_current_thread(("rank " + std::to_string(rank) + " main").c_str());
@@ -77,6 +98,8 @@ int run(MpiSession& mpi, StepWatch& watch, int argc, char** argv) {
             StopVote(MPI_COMM_WORLD, config.timeout(),
                      config.pattern == Pattern::relay ? setup.placement.group_size : 1),
             watch};
+    run.stop_vote.set_deadlines(pass_deadlines(config, resume, start));
+    run.progress.end_by(config.duration_s);
     std::vector<RunSummary> sizes;
     const Stop stop = run_sizes(run, sizes);
     if (stop.signal != 0) return finish_stopped(run, stop);
@@ -86,6 +109,8 @@ int run(MpiSession& mpi, StepWatch& watch, int argc, char** argv) {
 }  // namespace
 
 int run_gpurelay(int argc, char** argv) {
+    // Where a run's duration counts from.
+    const auto start = std::chrono::steady_clock::now();
     std::optional<MpiSession> mpi;
     try {
         mpi.emplace(&argc, &argv);
@@ -99,7 +124,7 @@ int run_gpurelay(int argc, char** argv) {
     // Outlives the run, so that an error it throws is still named by its step.
     StepWatch watch;
     try {
-        return run(*mpi, watch, argc, argv);
+        return run(*mpi, watch, start, argc, argv);
     } catch (const AgreedError& e) {
         // Every rank holds this error; one line from rank 0, and every rank returns its code.
         if (mpi->world_rank() == 0) std::fprintf(stderr, "gpurelay: %s\n", e.what());

@@ -14,6 +14,7 @@
 #include "config/transport_choice.hpp"
 #include "io/output_path.hpp"
 #include "io/result_file.hpp"
+#include "io/result_schema.hpp"
 #include "kernels/formula.hpp"
 #include "kernels/kernels.hpp"
 #include "mpi/agreement.hpp"
@@ -169,37 +170,37 @@ struct RankNeeds {
     double records = 0;  // of which per-step records (timings and counts of every pass)
 };
 
-// `gathered_ranks`: the ranks whose step times this rank gathers at a pass's end (the world on
-// rank 0, which summarises every rank's steps; none elsewhere).
-RankNeeds rank_needs(const Config& config, const MemoryPlan& plan, Role role, bool cpu_path,
-                     int gathered_ranks) {
-    const double steps = static_cast<double>(config.steps);
+RankNeeds rank_needs(const Config& config, const MemoryPlan& plan, Role role, bool cpu_path) {
+    const double columns = static_cast<double>(config.recorded().columns);
     const double passes = config.overlap == OverlapMode::compare ? 2 : 1;
     const bool writes = role != Role::producer && config.written_rows() > 0;
     RankNeeds needs;
-    // Kept for the report and the file: each pass's times and counts per step, one timing row
-    // at a time on its way to the file, and the list of written steps. Rank 0 also holds, one
-    // pass at a time, every rank's phase times of every step and a phase's samples to sort: at
-    // thousands of ranks the largest figure of all.
-    needs.records =
-        passes * steps * static_cast<double>(sizeof(StepTimes) + 2 * sizeof(Counter)) +
-        steps * sizeof(double) + static_cast<double>(config.written_rows()) * 8 +
-        gathered_ranks * steps * static_cast<double>((kPhaseCount + 2) * sizeof(double));
+    // Kept for the report and the file: a pass's kept steps at a time (times, counts and step
+    // numbers, and one row in the file's order on its way there), each pass's histograms (rank 0
+    // also the sums of every rank's), and the list of written steps. None grows with the steps
+    // past step_record's columns.
+    const double histograms =
+        3.0 * kPhaseCount * static_cast<double>(LogHistogram::bucket_count()) * 8;
+    needs.records = columns * static_cast<double>(sizeof(StepTimes) + 4 * sizeof(Counter)) +
+                    passes * histograms + static_cast<double>(config.written_rows()) * 8;
     needs.host = static_cast<double>(plan.host_bytes()) + needs.records +
                  (writes ? kWriterBuffers * static_cast<double>(config.tensor_bytes()) : 0);
     (cpu_path ? needs.host : needs.device) += static_cast<double>(plan.device_bytes());
     return needs;
 }
 
-// The result file's size for one tensor size: /y, /step, every timing and count matrix, and room
-// for metadata.
+// The result file's size for one tensor size: /y, /step, the kept steps' times, step numbers and
+// counts, the histograms, and room for metadata.
 double result_file_bytes(const Config& config, int world_size, int pairs) {
-    const double steps = static_cast<double>(config.steps);
+    const double columns = static_cast<double>(config.recorded().columns);
     const double rows = static_cast<double>(config.written_rows());
     const double passes = config.overlap == OverlapMode::compare ? 2 : 1;
     const double element = config.dtype == DType::float32 ? 4 : 8;
+    const double histograms =
+        kPhaseCount *
+        static_cast<double>(LogHistogram::bucket_count() + ResultSchema::kHistogramSums) * 8;
     return pairs * rows * static_cast<double>(config.elements) * element + rows * 8 +
-           passes * steps * 8 * (static_cast<double>(kPhaseCount) * world_size + 2.0 * pairs) +
+           passes * (columns * 8 * ((kPhaseCount + 1.0) * world_size + 2.0 * pairs) + histograms) +
            (1 << 20);
 }
 
@@ -232,12 +233,11 @@ std::string mib(double bytes) {
 // Up front, before the pipeline allocates or the file is made: what every rank will hold on its
 // device and its node's host memory, and what the file will take, against what there is.
 // Collective; every rank leaves with the same usage error when anything does not fit.
-void check_resources(const Setup& setup, int rank, int size) {
+void check_resources(const Setup& setup, int rank) {
     // Every buffer is made for the largest size; the file holds every size's datasets.
     const Config config = setup.config.largest();
     const bool cpu_path = setup.device->backend() == Backend::host;
-    const RankNeeds needs =
-        rank_needs(config, setup.memory, setup.placement.role, cpu_path, rank == 0 ? size : 0);
+    const RankNeeds needs = rank_needs(config, setup.memory, setup.placement.role, cpu_path);
     // Ranks on one node share its memory.
     const Deadline bound("the sum of the host memory a node's ranks need");
     double mine[2] = {needs.host, needs.records}, node_needs[2] = {0, 0};
@@ -259,8 +259,7 @@ void check_resources(const Setup& setup, int rank, int size) {
         if (available > 0 && node_needs[0] > available) {
             throw usage_error("the " + std::to_string(node_ranks) + " ranks on this node need " +
                               mib(node_needs[0]) + " of host memory (" + mib(node_needs[1]) +
-                              " of it per-step records of " + std::to_string(config.steps) +
-                              " steps, with rank 0's of every rank on its node), but it has " +
+                              " of it the kept steps (step_record) and histograms), but it has " +
                               mib(available) + " available (MemAvailable)");
         }
         if (rank != 0) return;
@@ -355,7 +354,7 @@ Setup set_up(const MpiSession& mpi, const Config& config) {
     setup.spec = pipeline_spec(config.largest(), setup.placement);
     setup.memory = plan_memory(setup.spec, setup.placement.role, !choice.a_writes_in_place);
     setup.output_bytes = output_file_bytes(config, size, setup.placement.pairs);
-    check_resources(setup, rank, size);
+    check_resources(setup, rank);
     agree(MPI_COMM_WORLD, [&] { setup.transport = open_transport(setup, *choice.row); });
     // Every wait on the GPU from here on is bounded by timeout_s and watches the transport.
     setup.device->set_wait_policy(

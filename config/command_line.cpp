@@ -17,13 +17,6 @@
 namespace gpurelay {
 namespace {
 
-// Key foo_bar is the flag --foo-bar.
-std::string flag_name(std::string_view key) {
-    std::string flag = "--" + std::string(key);
-    std::replace(flag.begin(), flag.end(), '_', '-');
-    return flag;
-}
-
 constexpr std::size_t kMaxDeckBytes = std::size_t{1} << 20;
 
 std::string read_deck(const std::string& path) {
@@ -60,7 +53,7 @@ Error unexpected_argument(const std::string& argument) {
     if (option.starts_with("--")) {
         std::vector<std::string> flags = {"--input", "--print-config", "--print-sizes", "--version",
                                           "--help"};
-        for (const ConfigKey& key : config_keys()) flags.push_back(flag_name(key.name));
+        for (const ConfigKey& key : config_keys()) flags.push_back(flag_of(key.name));
         const std::vector<std::string_view> candidates(flags.begin(), flags.end());
         if (const std::string hint = closest_name(option, candidates); !hint.empty()) {
             message += " (did you mean " + hint + "?)";
@@ -105,8 +98,7 @@ Options add_options(CLI::App& app) {
     const Config defaults;
     for (const ConfigKey& key : config_keys()) {
         const std::string default_text = config_value_text(defaults, key.name);
-        CLI::Option* option =
-            app.add_option(flag_name(key.name))->description(std::string(key.help));
+        CLI::Option* option = app.add_option(flag_of(key.name))->description(std::string(key.help));
         // option_text is what --help shows after the flag: the kind of value and its default.
         option->option_text(std::string(key.value_hint) +
                             (default_text.empty() ? "" : "=" + default_text));
@@ -182,11 +174,14 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     }
     check_arguments(app, options);
     result.print_config = options.print_config->count() > 0;
+    // steps = 0 until the deck or a flag sets it: its default depends on duration (below).
+    result.config.steps = 0;
     // The deck first, whatever the position of --input: flags override it.
     if (options.input->count() > 0) {
         result.deck_path = options.input->results().front();
         if (result.deck_path.empty()) throw usage_error("--input needs a file name");
-        result.config = config_from_toml(read_deck(result.deck_path), result.deck_path);
+        result.config =
+            config_from_toml(read_deck(result.deck_path), result.deck_path, result.config);
     }
     // Flags in the order typed, so that the first bad one is the one reported.
     for (const CLI::Option* option : app.parse_order()) {
@@ -196,6 +191,10 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
         if (key_option == options.keys.end()) continue;
         set_config_value(result.config, key_option->second, option->results().front(),
                          option->get_name());
+    }
+    // A run with a duration and no steps of its own runs until its duration alone.
+    if (result.config.steps == 0) {
+        result.config.steps = result.config.duration_s > 0 ? kNoStepLimit : Config{}.steps;
     }
     return result;
 }

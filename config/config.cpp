@@ -52,6 +52,21 @@ std::int64_t PipelineKeys::written_rows() const {
     return 0;
 }
 
+PipelineKeys::Recorded PipelineKeys::recorded() const {
+    StepRecord mode = step_record;
+    std::int64_t count = step_record_count;
+    if (mode == StepRecord::auto_select) {
+        mode = steps <= kAutoRecordSteps ? StepRecord::all : StepRecord::last;
+        count = mode == StepRecord::last ? kAutoRecordSteps : 0;
+    }
+    const std::int64_t columns = mode == StepRecord::all ? steps
+                                 : mode == StepRecord::every
+                                     ? steps / std::max<std::int64_t>(1, count)
+                                 : mode == StepRecord::last ? std::min(count, steps)
+                                                            : 0;
+    return {mode, count, columns};
+}
+
 std::vector<std::int64_t> PipelineKeys::written_steps() const {
     // Row by row, not step by step: with every:K a loop over the steps would take long for
     // nothing before a large run starts.

@@ -25,6 +25,15 @@ enum class IpcEngine { copy, sm };
 // path where every node has a core for each working thread; sparing elsewhere.
 enum class HostWaitMode { auto_select, prompt, sparing };
 enum class WriteMode { all, last, none, every };
+// Which steps' times and wrong-element counts the file keeps (/timings, /verification): every
+// step, every K-th (every:K, steps K-1, 2K-1, ... as write's), the last N (last:N), none, or auto:
+// every step up to kAutoRecordSteps, the last kAutoRecordSteps beyond. The histograms of every
+// timed step are kept whatever it says.
+enum class StepRecord { auto_select, all, every, last, none };
+inline constexpr std::int64_t kAutoRecordSteps = 10'000;
+// `steps` when a run has a duration and no steps of its own: no limit in practice (31 years of
+// 1 us steps).
+inline constexpr std::int64_t kNoStepLimit = 1'000'000'000'000'000;
 // Which steps record the events that time each phase: every step, every K-th (sampled:K), none
 // (steps: one event per step times its period), or auto (decided from the warm-up steps).
 enum class Timing { auto_select, phases, sampled, steps };
@@ -74,6 +83,8 @@ struct PipelineKeys {
     std::uint32_t seed = 12345;
     WriteMode write = WriteMode::last;
     std::int64_t write_every = 0;  // K of write = "every:K"
+    StepRecord step_record = StepRecord::auto_select;
+    std::int64_t step_record_count = 0;  // K of every:K, N of last:N
     // Longest a rank waits on a peer before giving up.
     double timeout_s = std::chrono::duration<double>(kDefaultTimeout).count();
     // profile_steps = "A:B": the profiler capture range covers steps A to B (-1: no range).
@@ -99,6 +110,13 @@ struct PipelineKeys {
     std::vector<std::int64_t> written_steps() const;
     // How many steps are kept in /y (the size of written_steps(), without making it).
     std::int64_t written_rows() const;
+    // step_record resolved (auto becomes all or last:kAutoRecordSteps), its K or N, and the
+    // columns of /timings: the steps it keeps at most.
+    struct Recorded {
+        StepRecord mode;
+        std::int64_t count, columns;
+    };
+    Recorded recorded() const;
 };
 
 // One run's settings (the pipeline's own in PipelineKeys). Field names are the deck keys; each is
@@ -138,6 +156,10 @@ struct Config : PipelineKeys {
     std::int64_t debug_stop_flush = 0;
     bool debug_stop_close = false;
     std::int64_t debug_stop_rank = 1;
+    // Run steps until this wall time (seconds from the launch's start; 0: no limit), each pass
+    // until its share: pass k of the P this launch runs ends once (k + 1) / P of it has passed,
+    // or at `steps`, whichever comes first.
+    double duration_s = 0;
     std::string tag;  // free-text label stored with the results
     // Which launch of a configuration run several times this is (scripts/sweep --repeat):
     // stored with the results, it changes nothing in the run.
@@ -164,12 +186,19 @@ struct ConfigKey {
     std::string_view type;        // the kind of value in words: "integer", "size", "choice", ...
     std::string_view range;       // the values the run accepts, in words (CONFIG.md)
     std::string_view details;     // CONFIG.md's paragraph on the key, or empty
+    // Whether --resume may continue a file started with another value: only for what cannot
+    // change a result (where the outputs go, how long to wait, what is printed). A key that does
+    // not say so must match the stored deck.
+    bool may_differ_on_resume = false;
 };
 const std::vector<ConfigKey>& config_keys();
 
 // docs/CONFIG.md: every key's type, default, range and meaning as one Markdown table, then a
 // paragraph per key that has one. The test config.doc_current compares the committed file.
 std::string config_doc_markdown();
+
+// The flag of a key: key foo_bar is --foo-bar.
+std::string flag_of(std::string_view key);
 
 // Sets one key from its text form (a deck value or a flag's argument); throws a usage error.
 void set_config_value(Config& config, std::string_view key, std::string_view value);
@@ -216,8 +245,9 @@ std::string_view to_string(Staging v);
 std::string_view to_string(IpcEngine v);
 std::string_view to_string(Launch v);
 std::string_view to_string(HostWaitMode v);
-std::string_view to_string(WriteMode v);  // "every" without its K; see config_value_text
-std::string_view to_string(Timing v);     // "sampled" without its K
+std::string_view to_string(WriteMode v);   // "every" without its K; see config_value_text
+std::string_view to_string(StepRecord v);  // "every" and "last" without their count
+std::string_view to_string(Timing v);      // "sampled" without its K
 std::size_t dtype_size(DType v);
 
 // Calls `f.template operator()<T>()` with T the element type of `dtype` (float or double) and

@@ -82,6 +82,15 @@ std::string config_doc_markdown() {
         }
         doc += "|\n";
     }
+    std::string free_keys;
+    for (const ConfigKey& key : keys) {
+        if (key.may_differ_on_resume)
+            (free_keys += free_keys.empty() ? "" : ", ") += code(key.name);
+    }
+    doc +=
+        "\n`resume` continues a file only where every key matches the deck stored in it, "
+        "except these, which cannot change a result: " +
+        free_keys + ".\n";
     doc += "\n## Details\n";
     // Keys next to one another that share a paragraph get one section.
     for (std::size_t i = 0; i < keys.size();) {

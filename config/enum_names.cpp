@@ -131,6 +131,22 @@ std::string_view to_string(WriteMode v) {
     return "?";
 }
 
+std::string_view to_string(StepRecord v) {
+    switch (v) {
+        case StepRecord::auto_select:
+            return "auto";
+        case StepRecord::all:
+            return "all";
+        case StepRecord::every:
+            return "every";
+        case StepRecord::last:
+            return "last";
+        case StepRecord::none:
+            return "none";
+    }
+    return "?";
+}
+
 std::size_t dtype_size(DType v) {
     return with_dtype(v, []<typename T>() { return sizeof(T); });
 }

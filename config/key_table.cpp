@@ -4,8 +4,10 @@
 // Every key goes through one setter that reads text, whether the text came from a flag or from
 // a deck value, so a deck and the command line accept exactly the same values and report
 // the same errors.
+#include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -186,74 +188,124 @@ std::int64_t count_after(std::string_view text, std::string_view name) {
     return ec == std::errc() && end == k_text.data() + k_text.size() && k >= 1 ? k : 0;
 }
 
-KeySpec write_key() {
-    constexpr std::string_view kWhat = "all, last, none or every:K with K >= 1";
-    return {{"write",
-             "which steps of y are kept in the output file",
-             "all|last|none|every:K",
-             false,
-             "choice",
-             {},
-             {}},
+// A choice of which some take a count: `plain` are bare names, `counted` written NAME:K (K >= 1)
+// with K in `count`, which is zero otherwise, so that two equal settings compare equal.
+template <class Enum, std::size_t P, std::size_t C>
+KeySpec counted_choice_key(std::string_view name, std::string_view help, std::string_view hint,
+                           std::string_view what, std::type_identity_t<Enum Config::*> field,
+                           std::int64_t Config::*count, std::array<Enum, P> plain,
+                           std::array<Enum, C> counted) {
+    const auto is_counted = [counted](Enum choice) {
+        return std::find(counted.begin(), counted.end(), choice) != counted.end();
+    };
+    return {{name, help, hint, false, "choice", {}, {}},
             TomlForm::quoted,
-            [kWhat](Config& c, std::string_view text, std::string_view label) {
-                // write_every only means something for every:K; zero it otherwise so that two
-                // configs that write the same steps compare equal.
-                if (text == "all" || text == "last" || text == "none") {
-                    c.write = text == "all"    ? WriteMode::all
-                              : text == "last" ? WriteMode::last
-                                               : WriteMode::none;
-                    c.write_every = 0;
-                    return;
+            [=](Config& c, std::string_view text, std::string_view label) {
+                c.*count = 0;
+                for (const Enum choice : plain) {
+                    if (text == to_string(choice)) {
+                        c.*field = choice;
+                        return;
+                    }
                 }
-                if (const std::int64_t k = count_after(text, "every"); k > 0) {
-                    c.write = WriteMode::every;
-                    c.write_every = k;
-                    return;
+                for (const Enum choice : counted) {
+                    if (const std::int64_t k = count_after(text, to_string(choice)); k > 0) {
+                        c.*field = choice;
+                        c.*count = k;
+                        return;
+                    }
                 }
-                throw_expected(label, kWhat, text);
+                throw_expected(label, what, text);
             },
-            [](const Config& c) {
-                std::string text(to_string(c.write));
+            [=](const Config& c) {
+                std::string text(to_string(c.*field));
                 // Appended in two steps: GCC 12 warns falsely (-Wrestrict) on ":" + a temporary.
-                if (c.write == WriteMode::every) (text += ':') += std::to_string(c.write_every);
+                if (is_counted(c.*field)) (text += ':') += std::to_string(c.*count);
                 return text;
             }};
 }
 
+KeySpec write_key() {
+    return counted_choice_key(
+        "write", "which steps of y are kept in the output file", "all|last|none|every:K",
+        "all, last, none or every:K with K >= 1", &Config::write, &Config::write_every,
+        std::array{WriteMode::all, WriteMode::last, WriteMode::none}, std::array{WriteMode::every});
+}
+
 KeySpec timing_key() {
-    constexpr std::string_view kWhat = "auto, phases, sampled:K with K >= 1 or steps";
-    return {{"timing",
-             "which steps time each phase with events: phases (every step), sampled:K (every "
-             "K-th timed step from the first; the others time only their period), steps (none), "
-             "auto (sampled:16 when a warm-up step takes under 0.25 ms, else phases)",
-             "auto|phases|sampled:K|steps",
+    return counted_choice_key(
+        "timing",
+        "which steps time each phase with events: phases (every step), sampled:K (every K-th "
+        "timed step from the first; the others time only their period), steps (none), auto "
+        "(sampled:16 when a warm-up step takes under 0.25 ms, else phases)",
+        "auto|phases|sampled:K|steps", "auto, phases, sampled:K with K >= 1 or steps",
+        &Config::timing, &Config::timing_every,
+        std::array{Timing::auto_select, Timing::phases, Timing::steps},
+        std::array{Timing::sampled});
+}
+
+KeySpec step_record_key() {
+    return counted_choice_key(
+        "step_record",
+        "which steps' times and wrong-element counts the file keeps in /timings and "
+        "/verification: all, every:K, last:N, none, or auto (all up to 10,000 steps, the last "
+        "10,000 beyond); the histograms of every timed step are kept always",
+        "auto|all|none|every:K|last:N", "auto, all, none, every:K or last:N with K, N >= 1",
+        &Config::step_record, &Config::step_record_count,
+        std::array{StepRecord::auto_select, StepRecord::all, StepRecord::none},
+        std::array{StepRecord::every, StepRecord::last});
+}
+
+// `duration`: a number of seconds with a unit (s, m, h, d; none: seconds), up to a year; empty
+// for none. Written back in the largest unit it is a whole number of.
+KeySpec duration_key() {
+    constexpr std::string_view kWhat =
+        "a duration such as 20s, 10m, 1.5h or 1d, from 1 ms to a year, or empty for none";
+    static constexpr std::pair<char, double> kUnits[] = {
+        {'d', 86400.0}, {'h', 3600.0}, {'m', 60.0}, {'s', 1.0}};
+    return {{"duration",
+             "run steps until this wall time from the launch's start (20s, 10m, 1h), agreed by "
+             "the ranks so that every rank stops after the same step; with steps, whichever "
+             "comes first (empty: steps alone)",
+             "DURATION",
              false,
-             "choice",
+             "duration",
              {},
              {}},
             TomlForm::quoted,
             [kWhat](Config& c, std::string_view text, std::string_view label) {
-                // As write_every: zero unless sampled:K, so equal settings compare equal.
-                c.timing_every = 0;
-                if (text == "auto" || text == "phases" || text == "steps") {
-                    c.timing = text == "auto"     ? Timing::auto_select
-                               : text == "phases" ? Timing::phases
-                                                  : Timing::steps;
+                if (text.empty()) {
+                    c.duration_s = 0;
                     return;
                 }
-                if (const std::int64_t k = count_after(text, "sampled"); k > 0) {
-                    c.timing = Timing::sampled;
-                    c.timing_every = k;
-                    return;
+                const std::string_view given = text;
+                double unit = 1.0;
+                for (const auto& [suffix, seconds] : kUnits) {
+                    if (text.size() > 1 && text.back() == suffix) {
+                        unit = seconds;
+                        text.remove_suffix(1);
+                        break;
+                    }
                 }
-                throw_expected(label, kWhat, text);
+                double value = 0;
+                const auto [end, ec] =
+                    std::from_chars(text.data(), text.data() + text.size(), value);
+                value *= unit;
+                if (ec != std::errc() || end != text.data() + text.size() || !(value >= 0.001) ||
+                    value > 365.0 * 86400) {
+                    throw_expected(label, kWhat, given);
+                }
+                c.duration_s = value;
             },
             [](const Config& c) {
-                std::string text(to_string(c.timing));
-                // As write's: two appends, for GCC 12's false -Wrestrict.
-                if (c.timing == Timing::sampled) (text += ':') += std::to_string(c.timing_every);
-                return text;
+                if (c.duration_s == 0) return std::string();
+                for (const auto& [suffix, seconds] : kUnits) {
+                    const double count = c.duration_s / seconds;
+                    if (count >= 1 && count == std::floor(count)) {
+                        return std::to_string(static_cast<std::int64_t>(count)) + suffix;
+                    }
+                }
+                return format_real(c.duration_s) + "s";
             }};
 }
 
@@ -314,6 +366,13 @@ KeySpec documented(KeySpec spec, std::string_view range, std::string_view detail
     return spec;
 }
 
+// `spec` for a key that cannot change a result, so that --resume may continue a file started with
+// another value of it. Every other key must match the stored deck.
+KeySpec may_differ_on_resume(KeySpec spec) {
+    spec.key.may_differ_on_resume = true;
+    return spec;
+}
+
 // --- CONFIG.md's paragraphs, one per key that needs more than its help line --------------------
 
 constexpr std::string_view kDeviceDoc =
@@ -361,6 +420,20 @@ constexpr std::string_view kElementsDoc =
 constexpr std::string_view kStepsDoc =
     "Step 0 is timed alone and reported as the cold step (it includes NCCL's connection "
     "set-up); steps 0 to `warmup` − 1 are left out of every statistic.";
+constexpr std::string_view kDurationDoc =
+    "For soak tests and jobs that should fill their allocation. The time counts from the "
+    "launch's start, on each rank's clock; the ranks agree through the stop vote (at most two "
+    "cadences after the time is up: about 1 s with steps of 4 ms or more, 256 steps below) that "
+    "every rank ends after the same step. A run of several passes or sizes gives each pass an "
+    "equal share: pass k of the P this launch runs ends once (k + 1) / P of the duration has "
+    "passed (after its warm-up and one timed step at least), or at `steps`. Without `steps`, "
+    "`steps` is 10^15 (no limit): the file is then laid out for an unknown number of steps, so "
+    "`write` must be `last` or `none` and `step_record` `auto`, `last:N` or `none` (the file's "
+    "size announced at start holds), and `launch = \"device\"` (which stamps every step on the "
+    "device) is refused. With a duration `write` is `last` or `none` in any case: `last` keeps "
+    "the last step run (its number in `/step`), while the rows of `all` and `every:K` are laid "
+    "out before the run. A run that ends by its duration is complete (exit 0); a resumed run "
+    "gets its whole duration again.";
 constexpr std::string_view kDepthDoc =
     "A slot is written again only after B of the step that last read it (a GPU-side wait, "
     "never the host); `debug_skip_reuse_wait` drops that wait to show that it matters.";
@@ -485,18 +558,34 @@ constexpr std::string_view kOutputDoc =
     "output: `OUTPUT.lock` is held with `flock` for the run. [OUTPUT.md](OUTPUT.md) has the "
     "layout, [OPERATIONS.md](OPERATIONS.md) what is left after a failure.";
 constexpr std::string_view kResumeDoc =
-    "Run the same command again with `--resume`: the keys that shape the results must match "
-    "the deck stored in the file, and the run continues from `stopped_at_step` (a `.partial` "
-    "that is already complete is only renamed). `/y` then equals an uninterrupted run's. "
-    "Without an output of its own, `--resume` continues the `outputs/gpurelay-*.h5.partial` "
-    "written last (the one the stop named, until another run stops). A "
-    "`.partial` left by a rank killed mid-step cannot be resumed ([OPERATIONS.md](OPERATIONS.md)).";
+    "The stop line prints the command that continues the file (`... --output PATH --resume`). "
+    "Every key that can change a result must match the deck stored in the file (those that may "
+    "differ are listed under the table above), or the run is refused (exit 2), naming each key "
+    "that differs with both values; the run continues from `stopped_at_step` (a `.partial` that "
+    "is already complete is only renamed), and `/y` then equals an uninterrupted run's. Without "
+    "an output of its own, `--resume` looks at the newest 16 `outputs/gpurelay-*.h5.partial` "
+    "and continues the one whose deck matches (this Slurm job's own first, then the newest); "
+    "where none does, it is refused with each one's tag, start, steps done, the keys that "
+    "differ and the command that resumes it. The file's `launches` attribute keeps every "
+    "launch's start, steps and git hash ([OUTPUT.md](OUTPUT.md)). A `.partial` left by a rank "
+    "killed mid-step cannot be resumed ([OPERATIONS.md](OPERATIONS.md)).";
 constexpr std::string_view kWriteDoc =
     "`last` keeps the last step's `y`, `all` every step's, `every:K` every K-th step's (steps "
     "K−1, 2K−1, ...) and `none` none (the timings and counts are still written). Rows are "
     "copied out on an io "
     "stream into three pinned buffers and written by a host thread, so writing holds a pass "
     "up only when the file is slower than the steps.";
+constexpr std::string_view kStepRecordDoc =
+    "Every timed step's phase times go into one histogram per phase and pass on each rank "
+    "(log-spaced buckets, within 0.5% of any value), summed over the ranks at the pass's end: "
+    "the report's percentiles come from those, and the file keeps them in `/histograms` "
+    "([OUTPUT.md](OUTPUT.md)), so memory and file stay the same size however many steps run. "
+    "`step_record` chooses which steps' own values `/timings` and `/verification` also keep, a "
+    "column each (80 bytes a kept step on each rank until the pass's end; in the file 64 a rank, "
+    "the 7 times and the step's number, and 16 a pair): "
+    "`all` (for Nsight Systems correlation and short runs), a sample (`every:K`, `last:N`) or "
+    "`none`. `auto` keeps every step up to 10,000 steps and the last 10,000 beyond, so a run's "
+    "memory and file stop growing at 10,000 steps.";
 constexpr std::string_view kFlushDoc =
     "So a crash keeps the rows written so far. The flush is collective, and bounded by "
     "`timeout_s` like every other wait: a peer that stops during one ends the job with exit 4, "
@@ -563,10 +652,15 @@ const std::vector<KeySpec>& key_table() {
                    "1 to 2^32−1 each; at most 64 sizes", kElementsDoc),
         choice_key("dtype", "value type of the tensors", "float32|float64", &Config::dtype,
                    std::array{DType::float32, DType::float64}),
-        documented(int_key("steps", "total steps, warm-up included", &Config::steps, 1), "≥ 1",
-                   kStepsDoc),
+        documented(int_key("steps",
+                           "total steps, warm-up included (with a duration and no steps: no "
+                           "limit, 10^15)",
+                           &Config::steps, 1),
+                   "≥ 1", kStepsDoc),
         documented(int_key("warmup", "first steps left out of the timings", &Config::warmup, 0),
                    "0 to steps − 1", kStepsDoc),
+        may_differ_on_resume(documented(
+            duration_key(), "1 ms to a year (`s`, `m`, `h`, `d`), or empty", kDurationDoc)),
         documented(int_key("depth", depth_help, &Config::depth, 1), depth_range, kDepthDoc),
         documented(
             choice_key("overlap", "overlap the exchange with compute, or run both and compare",
@@ -645,28 +739,32 @@ const std::vector<KeySpec>& key_table() {
                        "writes into the consumer's slot, on the producer's SMs: no copy)",
                        "copy|sm", &Config::ipc_engine, std::array{IpcEngine::copy, IpcEngine::sm}),
             {}, kIpcEngineDoc),
-        documented(
+        may_differ_on_resume(documented(
             text_key("output",
                      "HDF5 result file (empty: a new outputs/gpurelay-DATE-TIME.h5 each run)",
                      "PATH", &Config::output),
-            "a path in a folder that exists, or empty", kOutputDoc),
-        bool_key("overwrite", "replace an existing output file", &Config::overwrite),
-        documented(bool_key("resume",
-                            "continue OUTPUT.partial, left by a run stopped with SIGTERM, SIGINT "
-                            "or SIGUSR1, from the step where it stopped",
-                            &Config::resume),
-                   {}, kResumeDoc),
+            "a path in a folder that exists, or empty", kOutputDoc)),
+        may_differ_on_resume(
+            bool_key("overwrite", "replace an existing output file", &Config::overwrite)),
+        may_differ_on_resume(documented(
+            bool_key("resume",
+                     "continue OUTPUT.partial, left by a run stopped with SIGTERM, SIGINT or "
+                     "SIGUSR1, from the step where it stopped",
+                     &Config::resume),
+            {}, kResumeDoc)),
         documented(write_key(), "`all`, `last`, `none`, `every:K` (K ≥ 1)", kWriteDoc),
+        documented(step_record_key(), "`auto`, `all`, `none`, `every:K`, `last:N` (K, N ≥ 1)",
+                   kStepRecordDoc),
         documented(
             int_key("flush_every", "flush the file every K steps (0: only at creation and the end)",
                     &Config::flush_every, 0),
             "≥ 0", kFlushDoc),
-        documented(text_key("summary_json", "JSON summary file (empty: none)", "PATH",
-                            &Config::summary_json),
-                   "a path, or empty", kSideOutputsDoc),
-        documented(
+        may_differ_on_resume(documented(text_key("summary_json", "JSON summary file (empty: none)",
+                                                 "PATH", &Config::summary_json),
+                                        "a path, or empty", kSideOutputsDoc)),
+        may_differ_on_resume(documented(
             text_key("results_csv", "CSV timings file (empty: none)", "PATH", &Config::results_csv),
-            "a path, or empty", kSideOutputsDoc),
+            "a path, or empty", kSideOutputsDoc)),
         documented(choice_key("host_wait",
                               "how a host thread waits for its peers and its GPU: prompt "
                               "(pauses of at most 50 us between looks), sparing (pauses that "
@@ -676,14 +774,15 @@ const std::vector<KeySpec>& key_table() {
                               std::array{HostWaitMode::auto_select, HostWaitMode::prompt,
                                          HostWaitMode::sparing}),
                    {}, kHostWaitDoc),
-        documented(real_key("timeout_s", "longest a rank waits on a peer, in seconds",
-                            &Config::timeout_s, true),
-                   "0.001 to 31536000 (a year)", kTimeoutDoc),
-        documented(bool_key("quiet",
-                            "errors only: no progress, memory line or report (the files and CSV "
-                            "row are still written)",
-                            &Config::quiet),
-                   {}, kQuietDoc),
+        may_differ_on_resume(
+            documented(real_key("timeout_s", "longest a rank waits on a peer, in seconds",
+                                &Config::timeout_s, true),
+                       "0.001 to 31536000 (a year)", kTimeoutDoc)),
+        may_differ_on_resume(documented(bool_key("quiet",
+                                                 "errors only: no progress, memory line or report "
+                                                 "(the files and CSV row are still written)",
+                                                 &Config::quiet),
+                                        {}, kQuietDoc)),
         bool_key("debug_skip_reuse_wait", "tests only: drop the slot-reuse wait",
                  &Config::debug_skip_reuse_wait),
         int_key(
@@ -704,7 +803,8 @@ const std::vector<KeySpec>& key_table() {
                 &Config::debug_stop_rank, 0),
         documented(text_key("tag", "free-text label stored with the results", "TEXT", &Config::tag),
                    "UTF-8 without control characters"),
-        documented(profile_steps_key(), "`A:B` with 0 ≤ A ≤ B < steps, or empty", kProfileDoc),
+        may_differ_on_resume(
+            documented(profile_steps_key(), "`A:B` with 0 ≤ A ≤ B < steps, or empty", kProfileDoc)),
         documented(int_key("repeat",
                            "which launch of a configuration run several times this is "
                            "(scripts/sweep --repeat sets it): stored in the CSV, the JSON and "
@@ -731,6 +831,12 @@ const std::vector<ConfigKey>& config_keys() {
         return out;
     }();
     return keys;
+}
+
+std::string flag_of(std::string_view key) {
+    std::string flag = "--" + std::string(key);
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    return flag;
 }
 
 void set_config_value(Config& config, std::string_view key, std::string_view value) {

@@ -181,6 +181,32 @@ void check_launch(const Config& c) {
     }
 }
 
+// duration, and what a run of no step limit can lay out in its file before it starts.
+void check_duration(const Config& c) {
+    const bool unlimited = c.steps == kNoStepLimit;
+    if (unlimited && c.duration_s == 0) {
+        fail("steps (" + std::to_string(c.steps) + ") has no end without duration");
+    }
+    if (c.duration_s == 0) return;
+    const std::string duration = "duration (" + config_value_text(c, "duration") + ")";
+    if (c.launch == Launch::device) {
+        fail(duration +
+             " is for launch = \"host\": launch = \"device\" decides where its pass ends on "
+             "the device");
+    }
+    if (c.write != WriteMode::last && c.write != WriteMode::none) {
+        fail(duration + " needs write = \"last\" or \"none\": the rows of write = \"" +
+             config_value_text(c, "write") +
+             "\" are laid out before the run, and a run its duration ends would leave the later "
+             "ones unwritten");
+    }
+    if (unlimited && (c.step_record == StepRecord::all || c.step_record == StepRecord::every)) {
+        fail(duration + " without steps has no step limit: step_record = \"" +
+             config_value_text(c, "step_record") +
+             "\" would keep a column per step of it; give steps, or keep auto, last:N or none");
+    }
+}
+
 // The texts that travel as TOML and land in the CSV and the report.
 void check_texts(const Config& c) {
     for (const auto& [key, text] : {std::pair<const char*, const std::string&>{"output", c.output},
@@ -227,6 +253,7 @@ void validate_config(const Config& c) {
         fail("chunk (" + std::to_string(c.chunk) + ") must be at least 4096 bytes");
     }
     check_modes(c);
+    check_duration(c);
     // Waits count milliseconds: below 1 ms a timeout would be 0, and above a year it means none
     // (and far above, the count overflows).
     if (!(c.timeout_s >= kMinTimeoutSeconds && c.timeout_s <= kMaxTimeoutSeconds)) {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string_view>
 
 #include "runtime/error.hpp"
@@ -173,26 +174,30 @@ void check_space_for(const std::string& key, const std::string& path, std::uint6
     if (error != 0) refuse(": " + reason(error));
 }
 
+std::string slurm_job_suffix() {
+    const char* job = std::getenv("SLURM_JOB_ID");
+    const std::string_view id = job != nullptr ? job : "";
+    if (id.empty() ||
+        !std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return "";
+    }
+    return "-job" + std::string(id);
+}
+
 std::string default_output_path(std::time_t start, int count) {
     std::tm local{};
     ::localtime_r(&start, &local);
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
-    std::string path = std::string(kDefaultOutputFolder) + "/" + kDefaultOutputPrefix + stamp;
-    const char* job = std::getenv("SLURM_JOB_ID");
-    const std::string_view id = job != nullptr ? job : "";
-    if (!id.empty() &&
-        std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        path.append("-job").append(id);
-    }
+    std::string path =
+        std::string(kDefaultOutputFolder) + "/" + kDefaultOutputPrefix + stamp + slurm_job_suffix();
     if (count > 1) path.append("-").append(std::to_string(count));
     return path.append(".h5");
 }
 
-std::string newest_default_partial() {
+std::vector<std::string> default_partials() {
     constexpr std::string_view kPartial = ".h5.partial";
-    std::string newest;
-    fs::file_time_type newest_time{};
+    std::vector<std::pair<fs::file_time_type, std::string>> found;
     std::error_code error;
     for (const fs::directory_entry& entry : fs::directory_iterator(kDefaultOutputFolder, error)) {
         const std::string name = entry.path().filename().string();
@@ -201,13 +206,15 @@ std::string newest_default_partial() {
             continue;
         }
         const fs::file_time_type written = entry.last_write_time(error);
-        if (!error && (newest.empty() || written > newest_time)) {
-            newest = std::string(kDefaultOutputFolder) + "/" +
-                     name.substr(0, name.size() - std::string_view(".partial").size());
-            newest_time = written;
-        }
+        if (error) continue;
+        found.emplace_back(written,
+                           std::string(kDefaultOutputFolder) + "/" +
+                               name.substr(0, name.size() - std::string_view(".partial").size()));
     }
-    return newest;
+    std::sort(found.begin(), found.end(), std::greater<>());
+    std::vector<std::string> outputs;
+    for (auto& [written, output] : found) outputs.push_back(std::move(output));
+    return outputs;
 }
 
 std::string format_bytes(std::uint64_t bytes) {

@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpurelay {
 
@@ -49,9 +50,13 @@ void check_space_for(const std::string& key, const std::string& path, std::uint6
 // where a run that started in the same second took the name.
 std::string default_output_path(std::time_t start, int count);
 
-// The default output (as default_output_path names them, in outputs/) whose .partial was written
-// last: what --resume without an output continues. Empty when there is none.
-std::string newest_default_partial();
+// "-jobJ" in a Slurm job (SLURM_JOB_ID a number), else empty: what the default outputs' names
+// carry, so that a file names the job whose log and accounting go with it.
+std::string slurm_job_suffix();
+
+// The default outputs (as default_output_path names them, in outputs/) that have a .partial, the
+// one written last first: what --resume without an output chooses from.
+std::vector<std::string> default_partials();
 
 // "12.3 MiB": a byte count for messages.
 std::string format_bytes(std::uint64_t bytes);

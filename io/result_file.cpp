@@ -71,6 +71,22 @@ void ResultFile::write_y_row(std::size_t set, std::uint64_t pair, std::uint64_t 
                     rows.group + "/y pair " + std::to_string(pair) + " row " + std::to_string(row));
 }
 
+void ResultFile::write_row_step(std::size_t set, std::uint64_t row, std::int64_t step) {
+    if (!state_) throw runtime_error("result file: write_row_step on a moved-from file");
+    State& state = *state_;
+    state.require_open("write_row_step");
+    if (set >= state.row_sets.size() || row >= state.rows) {
+        throw runtime_error("result file: /step row " + std::to_string(row) + " of set " +
+                            std::to_string(set) + " is not in the file");
+    }
+    const State::Rows& rows = state.row_sets[set];
+    QuietHdf5Errors quiet;
+    const hsize_t start = row, count = 1;
+    write_hyperslab(rows.step.get(), &start, &count, 1, H5T_NATIVE_INT64,
+                    state.independent_transfer.get(), &step,
+                    rows.group + "/step row " + std::to_string(row));
+}
+
 void ResultFile::write_matrix_row(const std::string& path, std::uint64_t row, const void* data) {
     if (!state_) {
         throw runtime_error("result file: write_matrix_row on a moved-from file");

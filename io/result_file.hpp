@@ -146,6 +146,9 @@ class ResultFile {
     void write_y_row(std::uint64_t pair, std::uint64_t row, const void* data);
     // The same for the `set`-th /y of a layout with row sets (0: the only one otherwise).
     void write_y_row(std::size_t set, std::uint64_t pair, std::uint64_t row, const void* data);
+    // Independent: sets which step row `row` of the `set`-th /y holds (/step), for a row the
+    // layout could not place before the run (the last step of a run its duration ended).
+    void write_row_step(std::size_t set, std::uint64_t row, std::int64_t step);
     // Independent: writes row `row` of the matrix declared as `path`, `cols` values of its type.
     void write_matrix_row(const std::string& path, std::uint64_t row, const void* data);
 

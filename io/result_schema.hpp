@@ -16,7 +16,7 @@ class ResultSchema {
     struct Shape {
         std::uint64_t pairs = 1;
         std::uint64_t ranks = 1;
-        std::uint64_t steps = 0;
+        std::uint64_t recorded = 0;  // the columns of /timings and /verification (step_record)
         std::uint64_t elements = 0;
         // A run of several sizes: each size's elements, in run order, each with its datasets in a
         // group of its own (case_group). Empty: one size, `elements`, at the root.
@@ -39,7 +39,14 @@ class ResultSchema {
     static std::string pass_group(bool overlap);
     // Rank r's times of `phase`, one per step, in row r: "/timings/overlap_on/a".
     static std::string timings_path(std::string_view group, bool overlap, std::string_view phase);
-    // Pair p's wrong elements of x (B's fused check), one per step, in row p.
+    // Rank r's step held in each column of the timings, in row r (-1: none).
+    static std::string step_index_path(std::string_view group, bool overlap);
+    // A pass's histograms over every rank's timed steps, a row per phase: each bucket's count,
+    // and the exact sum, sum of squares, least and largest (kHistogramSums).
+    static std::string histogram_counts_path(std::string_view group, bool overlap);
+    static std::string histogram_sums_path(std::string_view group, bool overlap);
+    static constexpr std::size_t kHistogramSums = 4;
+    // Pair p's wrong elements of x (B's fused check), one per kept step, in row p.
     static std::string x_mismatches_path(std::string_view group, bool overlap);
     // ... and of C's output.
     static std::string c_mismatches_path(std::string_view group, bool overlap);
@@ -47,9 +54,8 @@ class ResultSchema {
   private:
     // The datasets of one size under `group`.
     void add_size(ResultFileLayout& layout, const std::string& group) const;
+    void add_histograms(ResultFileLayout& layout, const std::string& group) const;
 
-  public:
-  private:
     Shape shape_;
 };
 

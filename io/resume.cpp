@@ -1,11 +1,16 @@
 #include "io/resume.hpp"
 
+#include <errno.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <system_error>
 #include <variant>
+#include <vector>
 
+#include "io/output_path.hpp"
 #include "io/result_file.hpp"
 #include "runtime/error.hpp"
 
@@ -13,17 +18,22 @@ namespace gpurelay {
 
 namespace {
 
+// The newest default outputs' .partial files that --resume without an output reads: each is an
+// open of the file, so a folder of many stopped runs costs at most these.
+constexpr std::size_t kMostPartialsLookedAt = 16;
+
 // The root attributes of a .partial, read one by one (rank 0, before any rank opens the file);
 // each refusal says how to start afresh instead, as a fresh run would take it.
 class PartialAttributes {
   public:
-    explicit PartialAttributes(const Config& config)
-        : config_(config), partial_(config.output + ".partial") {}
+    explicit PartialAttributes(const std::string& output)
+        : output_(output), partial_(output + ".partial") {}
     const std::string& path() const { return partial_; }
+    const std::string& output() const { return output_; }
 
     Error damaged(const std::string& what) const {
         return usage_error("damaged .partial '" + partial_ + "': " + what + ": " +
-                           ResultFile::fresh_start_advice(config_.output));
+                           ResultFile::fresh_start_advice(output_));
     }
     std::optional<AttributeValue> read(const char* name) const {
         try {
@@ -32,44 +42,73 @@ class PartialAttributes {
             throw damaged(e.what());
         }
     }
-    std::optional<std::int64_t> integer(const char* name) const {
+    template <typename T>
+    std::optional<T> typed(const char* name, const char* kind) const {
         const auto value = read(name);
         if (!value) return std::nullopt;
-        if (!std::holds_alternative<std::int64_t>(*value)) {
-            throw damaged(std::string("attribute ") + name + " is not an integer");
+        if (!std::holds_alternative<T>(*value)) {
+            throw damaged(std::string("attribute ") + name + " is not " + kind);
         }
-        return std::get<std::int64_t>(*value);
+        return std::get<T>(*value);
+    }
+    std::optional<std::int64_t> integer(const char* name) const {
+        return typed<std::int64_t>(name, "an integer");
+    }
+    std::optional<std::string> text(const char* name) const {
+        return typed<std::string>(name, "text");
     }
 
   private:
-    const Config& config_;
+    std::string output_;
     std::string partial_;
 };
 
-// The keys that shape /y and the verification must be the stored deck's.
-void check_same_deck(const Config& config, const PartialAttributes& file) {
-    const auto stored = file.read("config_toml");
-    if (!stored || !std::holds_alternative<std::string>(*stored)) {
-        throw file.damaged(
-            "attribute config_toml (the deck it was started with) is "
-            "missing or not text");
-    }
+// The deck the file was started with (its config_toml), for its own output.
+Config stored_deck(const PartialAttributes& file) {
+    const auto stored = file.text("config_toml");
+    if (!stored)
+        throw file.damaged("attribute config_toml (the deck it was started with) is missing");
     Config before;
     try {
-        before = config_from_toml(std::get<std::string>(*stored), "its config_toml");
+        before = config_from_toml(*stored, "its config_toml");
         validate_config(before);
     } catch (const Error& e) {
         throw file.damaged(e.what());
     }
-    for (const char* key :
-         {"elements", "dtype", "steps", "warmup", "overlap", "c_elements", "c_iterations", "alpha",
-          "seed", "pairing", "write", "pattern", "group_size"}) {
-        if (config_value_toml(before, key) != config_value_toml(config, key)) {
-            throw usage_error("resume: " + std::string(key) + " is " +
-                              config_value_toml(config, key) + " but '" + file.path() +
-                              "' was started with " + config_value_toml(before, key));
-        }
+    before.output = file.output();
+    return before;
+}
+
+// Each key that may not differ on resume and does, with both values: "depth 3 (this run: 2)".
+std::string differences(const Config& stored, const Config& run) {
+    std::string text;
+    for (const ConfigKey& key : config_keys()) {
+        if (key.may_differ_on_resume) continue;
+        const std::string was = config_value_toml(stored, key.name);
+        const std::string now = config_value_toml(run, key.name);
+        if (was == now) continue;
+        if (!text.empty()) text += ", ";
+        text += std::string(key.name) + " " + was + " (this run: " + now + ")";
     }
+    return text;
+}
+
+// Every key that can change a result must be the stored deck's.
+void check_same_deck(const Config& config, const PartialAttributes& file) {
+    const Config before = stored_deck(file);
+    if (const std::string differ = differences(before, config); !differ.empty()) {
+        throw usage_error("resume: '" + file.path() + "' was started with " + differ +
+                          "; the command that continues it: " + resume_command(before));
+    }
+}
+
+// The launches the file records (a JSON array), "[]" where it records none.
+std::string launches_of(const PartialAttributes& file) {
+    const std::string launches = file.text("launches").value_or("[]");
+    if (launches.size() < 2 || launches.front() != '[' || launches.back() != ']') {
+        throw file.damaged("attribute launches is not a JSON array");
+    }
+    return launches;
 }
 
 // Where a stopped run stopped: the size, the pass and the step, each inside the run.
@@ -83,7 +122,7 @@ ResumePoint stop_point(const Config& config, const PartialAttributes& file) {
                           "' was not stopped cleanly (no stopped_at_step: its ranks were killed "
                           "mid-run; under mpirun, SIGUSR1 to mpirun stops a run so it can "
                           "resume): " +
-                          ResultFile::fresh_start_advice(config.output));
+                          ResultFile::fresh_start_advice(file.output()));
     }
     // Files of one size, and of versions before several sizes, have neither: 0.
     const std::int64_t size = file.integer("stopped_size").value_or(0);
@@ -104,17 +143,92 @@ ResumePoint stop_point(const Config& config, const PartialAttributes& file) {
         throw file.damaged("stopped_at_step " + std::to_string(*step) + " is outside 1.." +
                            std::to_string(config.steps - 1));
     }
-    return {*pass, *step, 0, 0, size, sizes_failed};
+    ResumePoint point;
+    point.pass = *pass;
+    point.step = *step;
+    point.size = size;
+    point.sizes_failed = sizes_failed;
+    return point;
+}
+
+// How far a .partial's run got, as the stop line says it.
+std::string steps_done(const Config& stored, const PartialAttributes& file) {
+    if (file.integer("complete").value_or(0) == 1) return "complete (ended before its rename)";
+    const auto step = file.integer("stopped_at_step");
+    if (!step) return "not stopped cleanly (its ranks were killed: it cannot be resumed)";
+    std::string where;
+    if (stored.overlap == OverlapMode::compare) {
+        where = "pass " + std::to_string(file.integer("stopped_pass").value_or(0) + 1) + " of 2";
+    }
+    if (stored.several_sizes()) {
+        (where += where.empty() ? "" : ", ") +=
+            "size " + std::to_string(file.integer("stopped_size").value_or(0) + 1) + " of " +
+            std::to_string(stored.sizes.size());
+    }
+    std::string text =
+        "stopped after step " + std::to_string(*step) + " of " + std::to_string(stored.steps);
+    if (!where.empty()) text += " (" + where + ")";
+    return text;
+}
+
+// A default output's .partial as --resume without an output sees it: locked (none when a running
+// job holds it), whether its deck is this run's, and what a refusal says of it.
+struct Candidate {
+    std::string output;
+    std::optional<OutputLock> lock;
+    bool matches = false;
+    std::string about;
+};
+
+Candidate look_at(const std::string& output, const Config& config) {
+    Candidate candidate{output, OutputLock::try_acquire(output), false, "in use by a running job"};
+    if (!candidate.lock) return candidate;
+    const PartialAttributes file(output);
+    try {
+        const Config stored = stored_deck(file);
+        const std::string differ = differences(stored, config);
+        // One that cannot be resumed is no match, however its deck reads.
+        const bool resumable = file.integer("complete").value_or(0) == 1 ||
+                               file.integer("stopped_at_step").has_value();
+        candidate.matches = differ.empty() && resumable;
+        candidate.about = "tag " + config_value_toml(stored, "tag") + ", started " +
+                          file.text("started_utc").value_or("(not recorded)") + ", " +
+                          steps_done(stored, file) +
+                          (differ.empty() ? "" : "; differs: " + differ) +
+                          (resumable ? "; continued by: " + resume_command(stored) : "");
+    } catch (const Error& e) {
+        candidate.about = e.what();
+    }
+    return candidate;
+}
+
+// Whether a default output's name carries this Slurm job's id (a requeued job keeps its id).
+bool of_this_job(const std::string& output) {
+    const std::string job = slurm_job_suffix();
+    return !job.empty() && (output.find(job + ".h5") != std::string::npos ||
+                            output.find(job + "-") != std::string::npos);
+}
+
+// Quoted for a POSIX shell where it needs to be.
+std::string shell_quoted(std::string_view text) {
+    constexpr std::string_view kPlain =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,/:=+@%";
+    if (!text.empty() && text.find_first_not_of(kPlain) == std::string_view::npos) {
+        return std::string(text);
+    }
+    std::string quoted = "'";
+    for (const char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
 }
 
 }  // namespace
 
-// A run may only continue a file whose results it would reproduce: the keys that shape /y and
-// the verification must match the deck stored in the file, and what the file says about where it
+// A run may only continue a file whose results it would reproduce: every key that may not differ
+// on resume must match the deck stored in the file, and what the file says about where it
 // stopped must lie inside the run. Anything unreadable, missing or out of range is a usage error
 // "damaged .partial", before any rank opens the file.
 ResumePoint find_resume_point(const Config& config) {
-    const PartialAttributes file(config);
+    const PartialAttributes file(config.output);
     std::error_code missing;
     if (!std::filesystem::exists(std::filesystem::symlink_status(file.path(), missing))) {
         throw usage_error("resume: nothing to resume: '" + file.path() + "' does not exist");
@@ -124,15 +238,75 @@ ResumePoint find_resume_point(const Config& config) {
         throw file.damaged("attribute complete is missing or not 0 or 1");
     }
     check_same_deck(config, file);
-    if (*complete == 0) return stop_point(config, file);
-    // A boolean since the file describes itself; 0 or 1 in files of earlier versions.
-    const auto verified = file.read("verified");
-    const bool* flag = verified ? std::get_if<bool>(&*verified) : nullptr;
-    const std::int64_t* number = verified ? std::get_if<std::int64_t>(&*verified) : nullptr;
-    if (!flag && !(number && (*number == 0 || *number == 1))) {
-        throw file.damaged("it is complete but attribute verified is missing or not a boolean");
+    ResumePoint point;
+    if (*complete == 0) {
+        point = stop_point(config, file);
+    } else {
+        // A boolean since the file describes itself; 0 or 1 in files of earlier versions.
+        const auto verified = file.read("verified");
+        const bool* flag = verified ? std::get_if<bool>(&*verified) : nullptr;
+        const std::int64_t* number = verified ? std::get_if<std::int64_t>(&*verified) : nullptr;
+        if (!flag && !(number && (*number == 0 || *number == 1))) {
+            throw file.damaged("it is complete but attribute verified is missing or not a boolean");
+        }
+        point.complete = 1;
+        point.verified = flag ? std::int64_t{*flag} : *number;
     }
-    return {0, 0, 1, flag ? std::int64_t{*flag} : *number};
+    point.launches = launches_of(file);
+    return point;
+}
+
+OutputLock choose_partial_to_resume(Config& config) {
+    const std::vector<std::string> outputs = default_partials();
+    if (outputs.empty()) {
+        throw usage_error(
+            "resume: nothing to resume: no outputs/gpurelay-*.h5.partial here (a run that named "
+            "its output continues with the same --output)");
+    }
+    std::vector<Candidate> candidates;
+    for (std::size_t i = 0; i < std::min(outputs.size(), kMostPartialsLookedAt); ++i) {
+        candidates.push_back(look_at(outputs[i], config));
+    }
+    // Newest first: the first match, unless a later one is this job's own.
+    Candidate* chosen = nullptr;
+    for (Candidate& candidate : candidates) {
+        if (!candidate.matches) continue;
+        if (chosen == nullptr || (of_this_job(candidate.output) && !of_this_job(chosen->output))) {
+            chosen = &candidate;
+        }
+    }
+    if (chosen != nullptr) {
+        config.output = chosen->output;
+        return std::move(*chosen->lock);
+    }
+    std::string message =
+        "resume: no outputs/gpurelay-*.h5.partial was started with this run's "
+        "deck; of the " +
+        std::to_string(candidates.size()) + " newest:";
+    for (const Candidate& candidate : candidates) {
+        message += "\n  " + candidate.output + ".partial: " + candidate.about;
+    }
+    if (outputs.size() > candidates.size()) {
+        message += "\n  (" + std::to_string(outputs.size() - candidates.size()) +
+                   " older, not read: name one with --output PATH --resume)";
+    }
+    throw usage_error(message);
+}
+
+std::string resume_command(const Config& config) {
+    std::string command = shell_quoted(program_invocation_name);
+    const Config defaults;
+    for (const ConfigKey& key : config_keys()) {
+        if (key.name == "output" || key.name == "resume" || key.name == "overwrite") continue;
+        const std::string value = config_value_text(config, key.name);
+        if (value == config_value_text(defaults, key.name)) continue;
+        // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on " " + a
+        // temporary.
+        (command += ' ') += flag_of(key.name);
+        if (!key.is_bool || value != "true") (command += ' ') += shell_quoted(value);
+    }
+    (command += " --output ") += shell_quoted(config.output);
+    return command + " --resume";
 }
 
 }  // namespace gpurelay

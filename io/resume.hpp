@@ -1,10 +1,12 @@
-// Resuming a run stopped by SIGTERM, SIGINT or SIGUSR1: where it stopped, read from the .partial
-// file it left, once the file is known to hold the results this run would reproduce.
+// Resuming a run stopped by SIGTERM, SIGINT or SIGUSR1: which .partial file it continues, where it
+// stopped, once the file is known to hold the results this run would reproduce.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "config/config.hpp"
+#include "io/output_lock.hpp"
 
 namespace gpurelay {
 
@@ -20,12 +22,29 @@ struct ResumePoint {
     // before it failed verification.
     std::int64_t size = 0;
     std::int64_t sizes_failed = 0;
+    // Rank 0 only: when this launch read its command line, and the file's launches before it
+    // (its `launches` attribute, a JSON array; "[]" for a new file), so that the close adds this
+    // launch to them.
+    std::string started_utc;
+    std::string launches = "[]";
 };
 
 // Reads OUTPUT.partial's stored deck and stop point (rank 0 alone, before the file is opened
-// collectively). A usage error when there is nothing to resume, when a key that shapes /y and
-// the verification differs from the stored deck, when the file was not stopped by a signal, or
-// ("damaged .partial") when it cannot be read or an attribute is missing or out of range.
+// collectively). A usage error when there is nothing to resume, when a key that may not differ on
+// resume differs from the stored deck (each such key named with both values), when the file was
+// not stopped by a signal, or ("damaged .partial") when it cannot be read or an attribute is
+// missing or out of range.
 ResumePoint find_resume_point(const Config& config);
+
+// --resume without an output (rank 0 alone): of the newest default outputs' .partial files (not in
+// use by a running job), the one whose stored deck `config` matches, this Slurm job's own first,
+// else the newest; sets config.output to it and returns its lock, held. A usage error when none
+// matches, listing each with its tag, start, steps done, the keys that differ and the command
+// that resumes it.
+OutputLock choose_partial_to_resume(Config& config);
+
+// The command that continues `config.output` from its .partial: this program with every key of
+// `config` that is not its default, then --output PATH --resume, quoted for a POSIX shell.
+std::string resume_command(const Config& config);
 
 }  // namespace gpurelay

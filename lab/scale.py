@@ -6,7 +6,7 @@ usage: lab/scale.py [--ranks 2,8,16,32,64] [--patterns NAME,...] [--steps SHORT 
 
 For each pattern (pairs adjacent, pairs split, a relay of 4 stages, an all-reduce in groups of 4)
 and rank count, two verified launches (exit 0, the JSON's verdict) with the collective-call count
-preloaded (tests/mpi_counts): SHORT steps and LONG steps, each flushing the file 4 times and
+preloaded (lab/mpi_counts): SHORT steps and LONG steps, each flushing the file 4 times and
 writing every 100th step. It prints one Markdown table: each figure at each rank count, and its
 growth from 8 ranks up: constant when it spreads by less than half its mean, else the fit
 a + b f(n) (f: log2 n, n or n², b > 0, the best by least squares) with its R², "unclear" under
@@ -24,7 +24,7 @@ a + b f(n) (f: log2 n, n or n², b > 0, the best by least squares) with its R²,
   report      the lines rank 0 prints (progress lines left out)
 
 On an oversubscribed machine the times are the scheduler's; the counts and bytes are not.
-Build first: scripts/build (the binary and build/tests/mpi_counts/libgpurelay_mpi_counts.so).
+Build first: scripts/build (the binary and build/lab/mpi_counts/libgpurelay_mpi_counts.so).
 """
 import argparse
 import json
@@ -36,7 +36,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests", "mpi_counts"))
+sys.path.insert(0, os.path.join(ROOT, "lab", "mpi_counts"))
 import mpi_counts  # noqa: E402
 
 TINY = ["--device", "cpu", "--elements", "1024", "--c-elements", "0", "--overlap", "on",
@@ -168,7 +168,7 @@ def main():
                         metavar=("SHORT", "LONG"))
     parser.add_argument("--binary", default=os.path.join(ROOT, "build", "app", "gpurelay"))
     parser.add_argument("--library", default=os.path.join(
-        ROOT, "build", "tests", "mpi_counts", "libgpurelay_mpi_counts.so"))
+        ROOT, "build", "lab", "mpi_counts", "libgpurelay_mpi_counts.so"))
     parser.add_argument("--mpirun", default="mpirun --oversubscribe" +
                         (" --allow-run-as-root" if os.geteuid() == 0 else ""))
     parser.add_argument("--timeout", type=float, default=600, help="each launch's bound (s)")

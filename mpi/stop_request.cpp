@@ -116,6 +116,7 @@ int StopVote::after_step() {
         }
         in_flight_ = false;
         stop_ = static_cast<int>(agreed_[0]);
+        deadlines_passed_ = std::max(deadlines_passed_, static_cast<std::int64_t>(agreed_[2]));
         if (stop_ != 0) return stop_;
         // From what every rank received alike: the same cadence on every rank. At most twice
         // the last, so that a short cadence's few steps, which the host queues ahead of the
@@ -125,7 +126,9 @@ int StopVote::after_step() {
     sent_[0] = stop_signal();
     sent_[1] = std::chrono::duration<double, std::milli>(now - last_vote_at_).count() /
                static_cast<double>(steps_ - last_vote_);
-    MPI_CHECK(MPI_Iallreduce(sent_, agreed_, 2, MPI_DOUBLE, MPI_MAX, comm_, &request_));
+    sent_[2] = static_cast<double>(
+        std::count_if(deadlines_.begin(), deadlines_.end(), [&](auto at) { return at <= now; }));
+    MPI_CHECK(MPI_Iallreduce(sent_, agreed_, 3, MPI_DOUBLE, MPI_MAX, comm_, &request_));
     in_flight_ = true;
     ++votes_;
     last_vote_ = steps_;

@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "runtime/error.hpp"
 
@@ -24,8 +26,9 @@ const char* stop_signal_name(int signal);
 ExitCode stopped_exit_code(int signal);
 
 // The ranks' vote to stop, over the world at a cadence of steps every rank agrees on, so that no
-// step waits for the world. A vote is a non-blocking all-reduce (MPI_MAX) of two numbers: the
-// signal this rank has seen, and its time per step since its previous vote. It is posted after
+// step waits for the world. A vote is a non-blocking all-reduce (MPI_MAX) of three numbers: the
+// signal this rank has seen, its time per step since its previous vote, and the deadlines its
+// clock has passed. It is posted after
 // step b_n and waited for only where the next one is posted, after step b_(n+1); what it returns
 // is the same on every rank, so every rank derives the same next cadence from it and the same
 // step to stop after:
@@ -59,6 +62,14 @@ class StopVote {
     // same from then on. Between two votes it only counts.
     int after_step();
 
+    // Times that end passes (duration): each vote also carries how many of them this rank's
+    // clock has passed, and deadlines_passed() is the most any rank sent in the last vote
+    // returned (the same on every rank after the same step; it only grows).
+    void set_deadlines(std::vector<std::chrono::steady_clock::time_point> deadlines) {
+        deadlines_ = std::move(deadlines);
+    }
+    std::int64_t deadlines_passed() const { return deadlines_passed_; }
+
     // The steps from the last vote posted to the next (the same on every rank), and the votes
     // posted so far.
     std::int64_t cadence() const { return cadence_; }
@@ -79,9 +90,11 @@ class StopVote {
     // The vote in flight: what this rank sent (signal, ms per step) and the largest of all ranks'.
     MPI_Request request_ = MPI_REQUEST_NULL;  // null once waited for, or returned to a look
     bool in_flight_ = false;                  // posted and not yet read
-    double sent_[2] = {0, 0};
-    double agreed_[2] = {0, 0};
+    double sent_[3] = {0, 0, 0};
+    double agreed_[3] = {0, 0, 0};
     int stop_ = 0;  // the signal agreed on, once it is
+    std::vector<Clock::time_point> deadlines_;
+    std::int64_t deadlines_passed_ = 0;
     std::int64_t steps_ = 0, next_vote_ = 1, last_vote_ = 0, cadence_ = 1, votes_ = 0;
     Clock::time_point last_vote_at_;
 };

@@ -23,14 +23,13 @@ PassResult StepSchedule::measure_ceilings(MPI_Comm comm) {
     PassResult result;
     result.timed_from = kCeilingWarmup;
     result.end_step = total;
-    result.steps.assign(static_cast<std::size_t>(total), StepTimes{});
-    result.x_mismatches.assign(static_cast<std::size_t>(total), 0);
-    result.c_mismatches.assign(static_cast<std::size_t>(total), 0);
-    for (std::int64_t s = 0; s < total; ++s) measure_transfer(s, result, comm);
+    std::vector<StepTimes> times(static_cast<std::size_t>(total));
+    for (std::int64_t s = 0; s < total; ++s)
+        measure_transfer(s, times[static_cast<std::size_t>(s)], comm);
     Buffer from = device_.allocate(spec_.tensor_bytes()),
            to = device_.allocate(spec_.tensor_bytes());
     for (std::int64_t s = 0; s < total; ++s) {
-        StepTimes& t = result.steps[static_cast<std::size_t>(s)];
+        StepTimes& t = times[static_cast<std::size_t>(s)];
         Stream& stream = producer_ ? *producer_stream_ : *compute_;
         const double copy = timed(stream, [&] {
             device_.copy_async(to.data(), from.data(), spec_.tensor_bytes(), stream);
@@ -49,6 +48,7 @@ PassResult StepSchedule::measure_ceilings(MPI_Comm comm) {
         // stops here is noticed after timeout_s, not 12 times it.
         const Deadline bound("the barrier after a ceiling's copy and C");
         MPI_CHECK(MPI_Barrier(comm));
+        result.retire_step(s, t);
     }
     result.timed_wall_ms = now_ms() - started;
     return result;
@@ -56,9 +56,8 @@ PassResult StepSchedule::measure_ceilings(MPI_Comm comm) {
 
 // One bare transfer through slot s mod depth, both sides started together; a receive that only
 // waits for the producer's side is not a transfer of its own and is not timed.
-void StepSchedule::measure_transfer(std::int64_t s, PassResult& result, MPI_Comm comm) {
+void StepSchedule::measure_transfer(std::int64_t s, StepTimes& t, MPI_Comm comm) {
     const std::size_t k = slot_of(s);
-    StepTimes& t = result.steps[static_cast<std::size_t>(s)];
     // The receive on the stream an overlapped step gives it.
     const bool waits = transport_.receive_waits();
     Stream* receive = receive_stream(receive_placement(waits, true));

@@ -68,6 +68,8 @@ class DeviceRoles final : public PassFrame {
         std::int64_t end = 0;  // one past the last step, once the roles have ended
         std::int64_t c_queued = 0, c_retired = 0, copied = 0;  // the next step for each
         std::vector<std::uint8_t> written;                     // per step from the first
+        std::vector<double> c_ms;                              // C's time, per step from the first
+        std::vector<Counter> c_mismatches;                     // C's wrong elements, likewise
         std::uint32_t blocks = 1;
     };
     // The roles' status as the host last read it.
@@ -134,6 +136,9 @@ DeviceRoles::Pass DeviceRoles::begin(bool overlap, RowSink* sink, std::int64_t f
     for (std::int64_t s = first_step; s < spec_.steps; ++s) {
         pass.written.push_back(pass.sink != nullptr && spec_.writes_step(s) ? 1 : 0);
     }
+    // Without C its phase is empty, as a host-launched step times it.
+    pass.c_ms.assign(pass.written.size(), spec_.c_elements == 0 ? 0.0 : StepTimes::kNone);
+    pass.c_mismatches.assign(pass.written.size(), 0);
     pass.blocks = handoff_blocks(device_.backend(), spec_.elements, dtype_size(spec_.dtype),
                                  spec_.device_blocks);
     // The words from zero, then where C and the holds start: C of the first step may start at
@@ -211,7 +216,7 @@ void DeviceRoles::watch(Pass& pass, const StepCallback& on_step) {
         }
         const double callback_start = now_ms();
         for (; voted < now.done && !stopping; ++voted) {
-            if (!on_step || !on_step(voted)) continue;
+            if (!on_step || on_step(voted) == AfterStep::go) continue;
             device_.write_word(&words()->stop, 1u, *io_);
             stopping = true;
         }
@@ -287,10 +292,10 @@ void DeviceRoles::queue_c(std::int64_t s) {
 void DeviceRoles::retire_c(Pass& pass, std::int64_t s) {
     const auto r = static_cast<std::size_t>(s % kDeviceCWindow);
     c_checked_[r]->synchronize();
-    const auto i = static_cast<std::size_t>(s);
-    pass.result.steps[i].c = c_end_[r]->elapsed_ms_since(*c_start_[r]);
+    const auto i = static_cast<std::size_t>(s - pass.result.first_step);
+    pass.c_ms[i] = c_end_[r]->elapsed_ms_since(*c_start_[r]);
     Counter& count = c_counts_.as<Counter>()[r];
-    pass.result.c_mismatches[i] = count;
+    pass.c_mismatches[i] = count;
     count = 0;
 }
 
@@ -332,23 +337,25 @@ void DeviceRoles::read_stamps(Pass& pass) {
     std::uint64_t clock_start = previous;
     for (std::size_t i = 0; i < n; ++i) {
         const std::int64_t s = first + static_cast<std::int64_t>(i);
-        StepTimes& t = r.steps[static_cast<std::size_t>(s)];
+        StepTimes t;
+        Counter x_mismatches = 0;
         if (producer_) {
             t.a = ms_between(produced[i].a_start, produced[i].a_end);
             t.send = ms_between(produced[i].a_end, produced[i].published);
         }
         if (consumer_) {
-            // Without C its phase is empty, as a host-launched step times it.
-            if (spec_.c_elements == 0) t.c = 0.0;
+            t.c = pass.c_ms[i];
             t.wait = ms_between(consumed[i].start, consumed[i].ready);
             t.b = ms_between(consumed[i].ready, consumed[i].b_end);
-            r.x_mismatches[static_cast<std::size_t>(s)] = consumed[i].x_mismatches;
+            x_mismatches = consumed[i].x_mismatches;
         }
         const std::uint64_t end_ns = consumer_ ? consumed[i].released : produced[i].published;
         if (s == first) r.cold_step_ms = ms_between(previous, end_ns);
         if (s > first) t.period = ms_between(previous, end_ns);
         if (s == r.timed_from) clock_start = s > first ? previous : clock_start;
         previous = end_ns;
+        r.retire_step(s, t);
+        r.retire_counts(s, x_mismatches, consumer_ ? pass.c_mismatches[i] : 0);
     }
     r.timed_wall_ms = pass.end > r.timed_from ? ms_between(clock_start, previous) : 0.0;
     r.phase_timed_steps = std::max<std::int64_t>(0, pass.end - r.timed_from);

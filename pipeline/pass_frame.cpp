@@ -60,10 +60,7 @@ void PassFrame::open_pass(FramedPass& pass, bool overlap, RowSink* sink,
     result.overlap = overlap;
     result.first_step = first_step;
     result.timed_from = std::max(spec_.warmup, first_step == 0 ? 0 : first_step + 1);
-    const auto steps = static_cast<std::size_t>(spec_.steps);
-    result.steps.assign(steps, StepTimes{});
-    result.x_mismatches.assign(steps, 0);
-    result.c_mismatches.assign(steps, 0);
+    result.recorded = RecordedSteps(spec_);
     pass.sink = consumer_ ? sink : nullptr;
     if (pass.sink == nullptr) return;
     for (std::int64_t s = 0; s < first_step; ++s) pass.next_row += spec_.writes_step(s) ? 1 : 0;
@@ -97,6 +94,19 @@ PassResult PassFrame::close_pass(FramedPass& pass, std::int64_t end, const void*
             static_cast<std::uint64_t>(end - 1), spec_.seed, kSpotSamples, spec_.b_form);
     }
     return std::move(result);
+}
+
+void PassResult::retire_step(std::int64_t s, const StepTimes& times) {
+    recorded.keep(s, times);
+    if (s < timed_from) return;
+    for (const PhaseInfo& phase : kPhases) phases[index_of(phase.phase)].add(times.*phase.member);
+    slowest.offer(s, times.period);
+}
+
+void PassResult::retire_counts(std::int64_t s, Counter x, Counter c) {
+    recorded.keep_counts(s, x, c);
+    x_mismatches += x;
+    c_mismatches += c;
 }
 
 std::unique_ptr<Pipeline> make_pipeline(const PipelineSpec& spec, Device& device,

@@ -54,8 +54,9 @@ class PassFrame : public Pipeline {
               MPI_Comm comm);
     // Every rank of the run at a barrier, bounded by timeout_s like every wait of a pass.
     void meet(const char* barrier) const;
-    // A pass's start: every step unmeasured and unchecked, its timings from the step after the
-    // first it runs (which is cold: new connections), and the sink's totals.
+    // A pass's start: nothing retired yet (its histograms empty, its record as step_record keeps
+    // it), its timings from the step after the first it runs (which is cold: new connections), and
+    // the sink's totals.
     void open_pass(FramedPass& pass, bool overlap, RowSink* sink, std::int64_t first_step) const;
     // A pass's end after step end - 1, with every stream of the driver idle: the ranks met, the
     // writer drained, and the host's own check of the last y (`last_y`, copied on `stream`; both

@@ -208,14 +208,17 @@ void HostLoop::end_profile() {
 // it; a stop inside a retire group ends the group there.
 bool HostLoop::stops_after(Pass& pass, const StepCallback& on_step, std::int64_t s, bool unit) {
     const std::int64_t n = pass.plan->unit_steps(s);
-    bool stop = false;
+    AfterStep after = AfterStep::go;
     const double callback_start = now_ms();
-    for (std::int64_t j = s; j < s + n && !stop; ++j) stop = on_step && on_step(j);
-    if (s >= pass.result.timed_from) pass.result.host_callback_ms += now_ms() - callback_start;
-    if (stop) {
-        timer_.stop_after(s + n - 1, unit ? graphs_.launch_stream(*pass.plan) : *pass.plan->last);
+    for (std::int64_t j = s; j < s + n && after == AfterStep::go; ++j) {
+        if (on_step) after = on_step(j);
     }
-    return stop;
+    if (s >= pass.result.timed_from) pass.result.host_callback_ms += now_ms() - callback_start;
+    if (after == AfterStep::go) return false;
+    const std::int64_t last = s + n - 1;
+    timer_.stop_after(last, unit ? graphs_.launch_stream(*pass.plan) : *pass.plan->last);
+    if (after == AfterStep::end) schedule_.write_step(last, pass.next_row, /*last=*/true);
+    return true;
 }
 
 // After the clock has stopped: every rank's streams idle and the ranks met, the writer drained,

@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -17,9 +18,11 @@
 #include "kernels/kernels.hpp"
 #include "mpi/pairing.hpp"
 #include "pipeline/phase.hpp"
+#include "pipeline/step_record.hpp"
 #include "runtime/device.hpp"
 #include "runtime/gpu_clocks.hpp"
 #include "runtime/graph.hpp"
+#include "runtime/log_histogram.hpp"
 #include "transport/transport.hpp"
 
 namespace gpurelay {
@@ -32,13 +35,17 @@ struct PassResult {
     // Whether it ran every step: a stop the ranks agreed on may come too late to end a pass (a
     // pass the device drives runs ahead of the vote), which then leaves nothing to resume.
     bool complete = false;
-    std::int64_t timed_from = 0;   // first step in the timings (warm-up and cold steps excluded)
-    std::vector<StepTimes> steps;  // every step, warm-up included
-    std::vector<Counter> x_mismatches;  // per step (consumer; zeros elsewhere)
-    std::vector<Counter> c_mismatches;  // per step (consumer)
-    double cold_step_ms = 0;            // step 0, from queueing to completion
-    double timed_wall_ms = 0;           // the steps after warm-up, until the last one has ended
-    std::uint64_t spot_checked = 0;     // host spot-check samples
+    std::int64_t timed_from = 0;  // first step in the timings (warm-up and cold steps excluded)
+    // The timed steps' phase times, a histogram per phase (as kPhases), and the slowest steps'
+    // periods; the steps the file keeps (step_record), warm-up included; wrong elements over
+    // every step (consumer; 0 elsewhere). None grows with the steps past step_record's columns.
+    std::array<LogHistogram, kPhaseCount> phases;
+    SlowestSteps slowest;
+    RecordedSteps recorded;
+    std::uint64_t x_mismatches = 0, c_mismatches = 0;
+    double cold_step_ms = 0;         // step 0, from queueing to completion
+    double timed_wall_ms = 0;        // the steps after warm-up, until the last one has ended
+    std::uint64_t spot_checked = 0;  // host spot-check samples
     std::uint64_t spot_mismatches = 0;
     double write_wait_ms = 0;  // pipeline blocked on the result writer
     // A consumer that keeps its y (a relay's last stage): from the timed steps' start, every rank
@@ -67,15 +74,24 @@ struct PassResult {
     // This rank's GPU clock where the timed steps start and where they end (unmeasured on the
     // CPU path or without NVML).
     ClockSample clocks_start, clocks_end;
+
+    // Step s's times once read back: into the histograms and the slowest steps when s is timed,
+    // and into the record when it keeps s. Steps retire in order.
+    void retire_step(std::int64_t s, const StepTimes& times);
+    // Step s's wrong elements of x and of C, once counted.
+    void retire_counts(std::int64_t s, Counter x, Counter c);
 };
 
 // What a retire group holds at most without graphs (step_timer.cpp): consecutive steps that
 // time no phase and are not written share one end event.
 inline constexpr std::int64_t kRetireGroupSteps = 4;
 
-// Called on the host after each step is queued (for progress output).
-// Returns true to stop after that step (every rank must answer alike for the same step).
-using StepCallback = std::function<bool(std::int64_t step)>;
+// What the ranks agreed after a step (every rank answers alike for the same step): go on; stop
+// the run there (a signal: it resumes from the next step); or end the pass there as its last
+// step (its time is up), whose y is then written where the last step's would be.
+enum class AfterStep { go, stop, end };
+// Called on the host after each step is queued.
+using StepCallback = std::function<AfterStep(std::int64_t step)>;
 
 // What the pipeline is told to run: the keys it takes (the tensor, the kernels' settings, the
 // steps and how they are timed, launched and written), whole from the run's Config, and what

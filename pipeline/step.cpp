@@ -113,8 +113,9 @@ void StepSchedule::step(std::int64_t s, StepArg step) {
     if (consumer_) consumer_step<T>(s, step);
 }
 
-void StepSchedule::write_step(std::int64_t s, std::uint64_t& next_row) {
-    if (!plan_.writes(s)) return;
+void StepSchedule::write_step(std::int64_t s, std::uint64_t& next_row, bool last) {
+    const bool writes_last = last && spec_.write == WriteMode::last && plan_.sink != nullptr;
+    if (!plan_.writes(s) && !writes_last) return;
     const std::size_t k = slot_of(s);
     const RowSink::Slot row = plan_.sink->acquire();
     io_->wait(timer_.end_event(s));  // B has written y
@@ -212,8 +213,7 @@ Counter* StepSchedule::counts_of(std::int64_t s) {
 void StepSchedule::read_counts(std::int64_t s, PassResult& result) {
     if (!consumer_) return;
     Counter* counts = counts_of(s);
-    result.x_mismatches[static_cast<std::size_t>(s)] = counts[0];
-    result.c_mismatches[static_cast<std::size_t>(s)] = counts[1];
+    result.retire_counts(s, counts[0], counts[1]);
     counts[0] = counts[1] = 0;
 }
 

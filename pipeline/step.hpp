@@ -30,8 +30,9 @@ class StepSchedule {
     template <typename T>
     void step(std::int64_t s, StepArg step);
     // Queues the copy of step s's y to the sink, when this rank writes it (always eager: which
-    // steps are written varies, and the sink's buffers come from it).
-    void write_step(std::int64_t s, std::uint64_t& next_row);
+    // steps are written varies, and the sink's buffers come from it); `last`: s ends the pass
+    // before its steps do, and is written where write = "last" writes.
+    void write_step(std::int64_t s, std::uint64_t& next_row, bool last = false);
     // Before B of step s overwrites y slot s mod depth: the io stream's copy of it, if any, is
     // done.
     void wait_y_free(std::int64_t s, Stream& stream);
@@ -65,7 +66,7 @@ class StepSchedule {
     void forward(std::int64_t s);
     std::size_t slot_of(std::int64_t s) const { return static_cast<std::size_t>(s) % depth_; }
     Counter* counts_of(std::int64_t s);
-    void measure_transfer(std::int64_t s, PassResult& result, MPI_Comm comm);
+    void measure_transfer(std::int64_t s, StepTimes& times, MPI_Comm comm);
     template <typename Work>
     double timed(Stream& stream, Work&& work);
 

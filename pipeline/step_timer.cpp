@@ -266,7 +266,7 @@ RetiredSteps StepTimer::retire(std::int64_t s, PassResult& result) {
         Event& before = first == result.timed_from ? *clock_start_ : *marks_[slot(first - 1)].end;
         t.period = m.end->elapsed_ms_since(before) / static_cast<double>(m.group_steps);
     }
-    for (std::int64_t j = first; j < s; ++j) result.steps[static_cast<std::size_t>(j)] = t;
+    for (std::int64_t j = first; j < s; ++j) result.retire_step(j, t);
     if (m.group_steps > 1) {
         result.grouped_steps +=
             std::max<std::int64_t>(0, s + 1 - std::max(first, result.timed_from));
@@ -284,7 +284,7 @@ RetiredSteps StepTimer::retire(std::int64_t s, PassResult& result) {
         }
         if (s >= result.timed_from) ++result.phase_timed_steps;
     }
-    result.steps[static_cast<std::size_t>(s)] = t;
+    result.retire_step(s, t);
     return {first, s};
 }
 

@@ -23,12 +23,10 @@ Ceilings summarize_ceilings(MPI_Comm comm, const Config& config, const PairPlace
     Ceilings ceilings;
     const Deadline bound("the reductions of the ceilings' figures");
     // Collective: every rank knows alike whether any was measured.
-    int any = measured.steps.empty() ? 0 : 1;
+    int any = measured.end_step > 0 ? 1 : 0;
     MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MIN, comm);
     if (any == 0) return ceilings;
-    Config shape = config;
-    shape.steps = static_cast<std::int64_t>(measured.steps.size());
-    const PassSummary s = summarize_pass(comm, shape, placement, measured);
+    const PassSummary s = summarize_pass(comm, config, placement, measured);
     ceilings.measured = true;
     ceilings.transfer_ms = s.transfer_ms;
     ceilings.a_copy_ms = s.phase(Phase::a).median;

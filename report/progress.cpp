@@ -30,7 +30,8 @@ std::string progress_place(std::int64_t done, std::int64_t steps, const std::vec
     place += pass_count > 1 ? fmt::format("pass {} of {} ({})", pass + 1, pass_count,
                                           pass_name(passes[static_cast<std::size_t>(pass)]))
                             : std::string(pass_name(passes.front())) + " pass";
-    return place + fmt::format(", step {} of {}", done == 0 ? 0 : last % steps + 1, steps);
+    place += fmt::format(", step {}", done == 0 ? 0 : last % steps + 1);
+    return steps == kNoStepLimit ? place : place + fmt::format(" of {}", steps);
 }
 
 Progress::Progress(bool enabled, std::int64_t steps, std::vector<bool> passes, std::int64_t sizes,
@@ -56,11 +57,20 @@ void Progress::step_done() {
     // The rate of this run's steps only: a resumed run did not time the ones before.
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     const double rate = static_cast<double>(done_ - first_) / std::max(elapsed, 1e-9);
-    const double left = static_cast<double>(total_ - done_) / std::max(rate, 1e-9);
+    double left = static_cast<double>(total_ - done_) / std::max(rate, 1e-9);
+    if (duration_s_ > 0) left = std::min(left, std::max(0.0, duration_s_ - elapsed));
     fmt::print("{}progress: {}; {:.1f} steps/s, {:.0f} s left{}", in_place_ ? "\r" : "",
                progress_place(done_, steps_, passes_, sizes_), rate, left,
                in_place_ ? (done_ == total_ ? "\n" : "") : "\n");
     std::fflush(stdout);
 }
+
+}  // namespace gpurelay
+
+namespace gpurelay {
+
+void Progress::end_by(double duration_s) { duration_s_ = duration_s; }
+
+void Progress::pass_ended() { done_ = (done_ + steps_ - 1) / steps_ * steps_; }
 
 }  // namespace gpurelay

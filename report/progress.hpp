@@ -30,6 +30,11 @@ class Progress {
              std::int64_t already_done = 0);
     // One more step done; prints when the line is due.
     void step_done();
+    // A run with a duration (seconds from the start; 0: none): the time left is at most what
+    // remains of it.
+    void end_by(double duration_s);
+    // The pass ended before its steps did (its share of the duration was up).
+    void pass_ended();
 
   private:
     bool enabled_, in_place_;
@@ -37,6 +42,7 @@ class Progress {
     std::vector<bool> passes_;
     std::int64_t sizes_, total_, first_, done_;
     std::chrono::steady_clock::time_point start_, last_;
+    double duration_s_ = 0;
 };
 
 }  // namespace gpurelay

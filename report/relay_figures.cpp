@@ -21,12 +21,8 @@ namespace {
 // the host's three times per step.
 constexpr int kStageFields = 15;
 
-double timed_median(const PassResult& result, double StepTimes::*member) {
-    std::vector<double> values;
-    for (std::int64_t s = result.timed_from; s < result.end_step; ++s) {
-        values.push_back(result.steps[static_cast<std::size_t>(s)].*member);
-    }
-    return phase_stats(std::move(values)).median;
+double timed_median(const PassResult& result, Phase phase) {
+    return result.phases[index_of(phase)].quantile(0.5);
 }
 
 std::string ms(double value) { return number_text("{:.4f}", value); }
@@ -41,20 +37,18 @@ double host_us_per_step(const PassResult& result, double total_ms) {
 
 RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
                              const PassResult& result) {
-    std::uint64_t x_wrong = 0, c_wrong = 0;
-    for (std::size_t s = 0; placement.role != Role::producer && s < result.steps.size(); ++s) {
-        x_wrong += result.x_mismatches[s];
-        c_wrong += result.c_mismatches[s];
-    }
+    const bool consumer = placement.role != Role::producer;
+    const std::uint64_t x_wrong = consumer ? result.x_mismatches : 0;
+    const std::uint64_t c_wrong = consumer ? result.c_mismatches : 0;
     const double mine[kStageFields] = {static_cast<double>(placement.group),
                                        static_cast<double>(relay_stage(placement)),
-                                       timed_median(result, &StepTimes::period),
-                                       timed_median(result, &StepTimes::a),
-                                       timed_median(result, &StepTimes::recv),
-                                       timed_median(result, &StepTimes::c),
-                                       timed_median(result, &StepTimes::wait),
-                                       timed_median(result, &StepTimes::b),
-                                       timed_median(result, &StepTimes::send),
+                                       timed_median(result, Phase::step),
+                                       timed_median(result, Phase::a),
+                                       timed_median(result, Phase::recv),
+                                       timed_median(result, Phase::c),
+                                       timed_median(result, Phase::wait),
+                                       timed_median(result, Phase::b),
+                                       timed_median(result, Phase::send),
                                        static_cast<double>(x_wrong),
                                        static_cast<double>(c_wrong),
                                        result.fill_ms,

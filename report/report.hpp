@@ -22,16 +22,19 @@
 namespace gpurelay {
 
 // A phase's distribution over every rank's timed steps (NaN steps left out). Percentiles
-// interpolate linearly between the sorted samples, as numpy.percentile's default does, so a
-// reader can check them against the file; cv is the coefficient of variation, the population
-// standard deviation over the mean.
+// interpolate linearly between the order statistics, as numpy.percentile's default does, each
+// read from the pass's histograms within 0.5% (so a reader can check them against the file's
+// /histograms, and within 0.5% against /timings where it keeps every step); cv is the coefficient
+// of variation, the population standard deviation over the mean.
 struct PhaseStats {
     double median, min, max;
     double p50, p90, p99, cv;
 };
 
-// Steps whose period on some rank took more than kSlowStepFactor times the median period: how
-// many, and the first kSlowStepsKept of their numbers (to find them on a profile's timeline).
+// Steps whose period took more than kSlowStepFactor times the median period: how many on the
+// rank that counted most (from its histogram, to its buckets' 0.5%; at least as many as it
+// names), and the first kSlowStepsKept of their numbers among every rank's 64 slowest steps (to
+// find them on a profile's timeline).
 inline constexpr double kSlowStepFactor = 3.0;
 inline constexpr std::size_t kSlowStepsKept = 8;
 
@@ -70,6 +73,8 @@ struct PassSummary {
     std::int64_t timed_steps = 0, timed_from = 0;
     std::array<PhaseStats, kPhaseCount> phases{};  // over every rank's timed steps, as kPhases
     const PhaseStats& phase(Phase p) const { return phases[index_of(p)]; }
+    // What `phases` are read from: every rank's histograms summed (rank 0; empty elsewhere).
+    std::array<LogHistogram, kPhaseCount> histograms{};
     double transfer_ms = 0, transfer_gbps = 0, aggregate_gbps = 0;
     // nccl-tests' bus bandwidth: transfer_gbps (its algorithm bandwidth, bytes / time) times
     // bus_factor(); for pairs and broadcast the same.
@@ -206,6 +211,9 @@ std::string text_from_root(MPI_Comm comm, std::string text);
 
 // The distribution of `values` (NaN left out; all NaN without any), as PhaseStats says.
 PhaseStats phase_stats(std::vector<double> values);
+// The same, read from a histogram: each order statistic within its relative error, the least,
+// the largest and cv exact.
+PhaseStats phase_stats(const LogHistogram& histogram);
 
 // nccl-tests' bus bandwidth factor, what each rank's link carries per byte of the tensor:
 // point-to-point and broadcast 1, all-reduce 2(n-1)/n for a group of n.
@@ -214,8 +222,9 @@ double bus_factor(Pattern pattern, int group_size);
 // The medians step_bound_ms() takes, from a pass's phases.
 PhaseMedians phase_medians(const PassSummary& pass);
 
-// Collective over `comm`: every rank's step times gathered and reduced. The whole summary is
-// valid on rank 0; the verification totals on every rank (so all agree on the exit code).
+// Collective over `comm`: every rank's histograms summed and its figures reduced (nothing that
+// grows with the steps travels). The whole summary is valid on rank 0; the verification totals
+// on every rank (so all agree on the exit code).
 PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                            const PassResult& result);
 

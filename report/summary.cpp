@@ -1,6 +1,7 @@
 // The cross-rank summary: every rank's measurements of a pass reduced to one PassSummary, and
 // the run's figures (ranks, memory, write rate, the overlap speedup) gathered once.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -60,21 +61,6 @@ Fields reduce_fields(const Fields& fields, MPI_Datatype type, MPI_Op op, MPI_Com
 
 double gbps(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e6) : kNaN; }
 
-// Steps s in [from, end) whose period on some rank exceeds kSlowStepFactor x `median`.
-template <typename Period>
-void find_slow_steps(std::size_t from, std::size_t end, int ranks, double median, Period period,
-                     PassSummary& summary) {
-    if (!(median > 0)) return;
-    for (std::size_t s = from; s < end; ++s) {
-        bool slow = false;
-        for (int r = 0; r < ranks && !slow; ++r) slow = period(r, s) > kSlowStepFactor * median;
-        if (!slow) continue;
-        if (summary.slow_step_numbers.size() < kSlowStepsKept)
-            summary.slow_step_numbers.push_back(static_cast<std::int64_t>(s));
-        ++summary.slow_steps;
-    }
-}
-
 // A pair more than kSlowPairMargin slower than the median pair, in its step or its transfer:
 // the stop vote keeps every rank's step loop within a step of the others', so a slow link shows
 // in its transfer more than in the period that all pairs then share.
@@ -113,41 +99,111 @@ void reduce_clocks(MPI_Comm comm, const PassResult& result, PassSummary& summary
     summary.clock_reasons = reasons;
 }
 
-// Every rank's step times on rank 0 (steps x phases doubles per rank), read by rank, step and
-// phase.
-struct StepTable {
-    std::vector<double> all;  // rank 0's; empty on the others
-    std::size_t steps = 0;
-    double at(int rank, std::size_t step, Phase phase) const {
-        return all[(static_cast<std::size_t>(rank) * steps + step) * kPhaseCount + index_of(phase)];
+// Every rank's histograms of a pass summed on rank 0 (empty elsewhere): one reduction of the
+// counts and exact sums of every phase at once, one of the extremes.
+std::array<LogHistogram, kPhaseCount> reduce_histograms(MPI_Comm comm, const PassResult& result,
+                                                        int rank) {
+    const std::size_t buckets = LogHistogram::bucket_count(), row = buckets + 2;
+    std::vector<double> sums(kPhaseCount * row), summed(rank == 0 ? sums.size() : 0);
+    double extremes[kPhaseCount][2], largest[kPhaseCount][2];
+    for (std::size_t p = 0; p < kPhaseCount; ++p) {
+        const LogHistogram& h = result.phases[p];
+        // As doubles, exact below 2^53 steps a bucket, so that the sums travel with them.
+        std::copy(h.counts().begin(), h.counts().end(), sums.begin() + p * row);
+        sums[p * row + buckets] = h.sums().sum;
+        sums[p * row + buckets + 1] = h.sums().squares;
+        extremes[p][0] = -h.sums().least;  // the least as the largest negated
+        extremes[p][1] = h.sums().most;
     }
+    MPI_CHECK(MPI_Reduce(sums.data(), summed.data(), static_cast<int>(sums.size()), MPI_DOUBLE,
+                         MPI_SUM, 0, comm));
+    MPI_CHECK(MPI_Reduce(extremes, largest, 2 * kPhaseCount, MPI_DOUBLE, MPI_MAX, 0, comm));
+    std::array<LogHistogram, kPhaseCount> merged;
+    for (std::size_t p = 0; p < kPhaseCount && rank == 0; ++p) {
+        const double* at = summed.data() + p * row;
+        std::vector<std::uint64_t> counts(at, at + buckets);
+        merged[p] =
+            LogHistogram(counts, {at[buckets], at[buckets + 1], -largest[p][0], largest[p][1]});
+    }
+    return merged;
+}
+
+// What rank 0 learns of the slow steps: how many on the rank that counted most, and the first
+// kSlowStepsKept of their numbers over every rank (kNoStep beyond them).
+constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::max();
+struct SlowSteps {
+    std::int64_t count = 0;
+    std::array<std::int64_t, kSlowStepsKept> first;
 };
 
-StepTable gather_step_times(MPI_Comm comm, const PassResult& result, std::int64_t step_count,
-                            int rank, int size) {
-    StepTable table;
-    table.steps = static_cast<std::size_t>(step_count);
-    std::vector<double> mine(table.steps * kPhaseCount);
-    for (std::size_t s = 0; s < table.steps; ++s) {
-        for (std::size_t p = 0; p < kPhaseCount; ++p)
-            mine[s * kPhaseCount + p] = result.steps[s].*kPhases[p].member;
+// The reduction of two ranks' SlowSteps: the larger count, the first numbers of both.
+void merge_slow_steps(void* in, void* inout, int* n, MPI_Datatype*) {
+    for (int i = 0; i < *n; ++i) {
+        const SlowSteps& a = static_cast<const SlowSteps*>(in)[i];
+        SlowSteps& b = static_cast<SlowSteps*>(inout)[i];
+        std::array<std::int64_t, 2 * kSlowStepsKept> both{};
+        std::merge(a.first.begin(), a.first.end(), b.first.begin(), b.first.end(), both.begin());
+        std::fill(std::unique(both.begin(), both.end()), both.end(), kNoStep);
+        std::copy_n(both.begin(), kSlowStepsKept, b.first.begin());
+        b.count = std::max(a.count, b.count);
     }
-    table.all.resize(rank == 0 ? mine.size() * static_cast<std::size_t>(size) : 0);
-    MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, table.all.data(),
-                         static_cast<int>(mine.size()), MPI_DOUBLE, 0, comm));
-    return table;
+}
+
+// Steps whose period took over kSlowStepFactor x the median (rank 0's, sent to all): each rank
+// counts its own from its histogram and names them from its slowest steps, and rank 0 gets the
+// most any rank counted (or named, if more) and the first numbers of all.
+void reduce_slow_steps(MPI_Comm comm, const PassResult& result, double median, int rank,
+                       PassSummary& summary) {
+    MPI_CHECK(MPI_Bcast(&median, 1, MPI_DOUBLE, 0, comm));
+    if (!(median > 0)) return;
+    SlowSteps mine;
+    mine.first.fill(kNoStep);
+    const double bound = kSlowStepFactor * median;
+    mine.count = static_cast<std::int64_t>(result.phases[index_of(Phase::step)].count_above(bound));
+    std::vector<std::int64_t> numbers;
+    for (const auto& [period, step] : result.slowest.slowest()) {
+        if (period > bound) numbers.push_back(step);
+    }
+    std::sort(numbers.begin(), numbers.end());
+    std::copy_n(numbers.begin(), std::min(numbers.size(), kSlowStepsKept), mine.first.begin());
+    SlowSteps all;
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    MPI_Op op = MPI_OP_NULL;
+    MPI_CHECK(MPI_Type_contiguous(1 + kSlowStepsKept, MPI_INT64_T, &type));
+    MPI_CHECK(MPI_Type_commit(&type));
+    MPI_CHECK(MPI_Op_create(merge_slow_steps, /*commute=*/1, &op));
+    MPI_CHECK(MPI_Reduce(&mine, &all, 1, type, op, 0, comm));
+    MPI_Op_free(&op);
+    MPI_Type_free(&type);
+    if (rank != 0) return;
+    for (const std::int64_t step : all.first) {
+        if (step != kNoStep) summary.slow_step_numbers.push_back(step);
+    }
+    // No fewer than it names, slow on different ranks.
+    summary.slow_steps =
+        std::max(all.count, static_cast<std::int64_t>(summary.slow_step_numbers.size()));
+}
+
+// Each rank's medians of the phases that time a link (send, recv) and of its period, on rank 0
+// (a few numbers a rank, whatever the steps).
+struct RankMedians {
+    double send, recv, step;
+};
+std::vector<RankMedians> gather_rank_medians(MPI_Comm comm, const PassResult& result, int rank,
+                                             int size) {
+    const auto median = [&](Phase p) { return result.phases[index_of(p)].quantile(0.5); };
+    const RankMedians mine{median(Phase::send), median(Phase::recv), median(Phase::step)};
+    std::vector<RankMedians> all(rank == 0 ? static_cast<std::size_t>(size) : 0);
+    MPI_CHECK(MPI_Gather(&mine, 3, MPI_DOUBLE, all.data(), 3, MPI_DOUBLE, 0, comm));
+    return all;
 }
 
 // The verification totals over every rank, on every rank.
 void reduce_verification(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                          const PassResult& result, PassSummary& summary) {
-    Counts counts{0, 0, result.spot_checked, result.spot_mismatches};
-    if (placement.role != Role::producer) {
-        for (std::size_t s = 0; s < static_cast<std::size_t>(config.steps); ++s) {
-            counts.x_mismatches += result.x_mismatches[s];
-            counts.c_mismatches += result.c_mismatches[s];
-        }
-    }
+    const bool consumer = placement.role != Role::producer;
+    Counts counts{consumer ? result.x_mismatches : 0, consumer ? result.c_mismatches : 0,
+                  result.spot_checked, result.spot_mismatches};
     const Counts totals = reduce_fields<std::uint64_t>(counts, MPI_UINT64_T, MPI_SUM, comm);
     const auto ran = static_cast<std::uint64_t>(result.end_step - result.first_step);
     summary.x_checked = config.elements * ran * static_cast<std::uint64_t>(placement.pairs);
@@ -229,33 +285,34 @@ std::vector<Link> links_of(const Config& config, const PairPlacement& placement,
     return links;
 }
 
-// Each link's median period and transfer, and the pass's transfer over every link. A transfer's
-// time, seen from either end, also holds waiting for the other end (the sender for a receiver
-// still busy; the receiver for a sender whose A ran late): the shortest is the closest measure of
-// the transfer itself.
-void summarize_links(const StepTable& table, const std::vector<Link>& links, std::size_t from,
-                     std::size_t end, double bytes, PassSummary& summary) {
-    std::vector<double> all_transfers;
+// Each link's median period (its last rank's) and transfer, and the pass's transfer, the median
+// link's. A transfer's time, seen from either end, also holds waiting for the other end (the
+// sender for a receiver still busy; the receiver for a sender whose A ran late): the end with the
+// shortest median is the closest measure of the transfer itself.
+void summarize_links(const std::vector<RankMedians>& medians, const std::vector<Link>& links,
+                     double bytes, PassSummary& summary) {
+    std::vector<double> transfers;
     for (const Link& link : links) {
-        std::vector<double> transfers, periods;
-        for (std::size_t s = from; s < end; ++s) {
-            double shortest = kNaN;
-            for (const auto& [rank, phase] : link.ends) {
-                shortest = std::fmin(shortest, table.at(rank, s, phase));
-            }
-            transfers.push_back(shortest);
-            periods.push_back(table.at(link.last, s, Phase::step));
+        double shortest = kNaN;
+        for (const auto& [rank, phase] : link.ends) {
+            const RankMedians& end = medians[static_cast<std::size_t>(rank)];
+            shortest = std::fmin(shortest, phase == Phase::send ? end.send : end.recv);
         }
-        all_transfers.insert(all_transfers.end(), transfers.begin(), transfers.end());
-        const double transfer_ms = phase_stats(transfers).median;
-        summary.pairs.push_back({link.index, link.producer, link.last, phase_stats(periods).median,
-                                 transfer_ms, gbps(bytes, transfer_ms)});
+        transfers.push_back(shortest);
+        summary.pairs.push_back({link.index, link.producer, link.last,
+                                 medians[static_cast<std::size_t>(link.last)].step, shortest,
+                                 gbps(bytes, shortest)});
     }
     flag_slow_pairs(summary.pairs);
-    summary.transfer_ms = phase_stats(all_transfers).median;
+    summary.transfer_ms = phase_stats(transfers).median;
 }
 
 }  // namespace
+
+PhaseStats phase_stats(const LogHistogram& h) {
+    return {h.quantile(0.5), h.least(),        h.most(), h.quantile(0.5),
+            h.quantile(0.9), h.quantile(0.99), h.cv()};
+}
 
 PhaseStats phase_stats(std::vector<double> values) {
     values.erase(
@@ -294,40 +351,34 @@ VerificationTotals RunSummary::verification_totals() const {
 
 PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                            const PassResult& result) {
-    // Collective (a gather and reductions): a peer that stopped must not hold the others here.
+    // Collective (reductions and a gather of a few numbers a rank): a peer that stopped must not
+    // hold the others here.
     const Deadline bound("the reductions of a pass's summary");
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    const StepTable table = gather_step_times(comm, result, config.steps, rank, size);
     // The steps this pass timed: after warm-up (and after the cold first step of a resumed
     // pass), up to where it stopped.
-    const auto from = static_cast<std::size_t>(result.timed_from);
-    const auto end = static_cast<std::size_t>(result.end_step);
-    const std::size_t timed = end > from ? end - from : 0;
+    const std::int64_t timed = std::max<std::int64_t>(0, result.end_step - result.timed_from);
 
     PassSummary summary;
     summary.overlap = result.overlap;
-    summary.timed_steps = static_cast<std::int64_t>(timed);
+    summary.timed_steps = timed;
     summary.timed_from = result.timed_from;
     reduce_verification(comm, config, placement, result, summary);
-    reduce_walls(comm, config, result, timed, summary);
+    reduce_walls(comm, config, result, static_cast<std::size_t>(timed), summary);
     reduce_clocks(comm, result, summary);
     if (config.pattern == Pattern::relay) summary.relay = summarize_relay(comm, placement, result);
+    summary.histograms = reduce_histograms(comm, result, rank);
+    for (std::size_t p = 0; p < kPhaseCount; ++p) {
+        summary.phases[p] = phase_stats(summary.histograms[p]);
+    }
+    reduce_slow_steps(comm, result, summary.phase(Phase::step).median, rank, summary);
+    const std::vector<RankMedians> medians = gather_rank_medians(comm, result, rank, size);
     if (rank != 0) return summary;
 
-    for (const PhaseInfo& phase : kPhases) {
-        std::vector<double> samples;
-        for (int r = 0; r < size; ++r) {
-            for (std::size_t s = from; s < end; ++s) samples.push_back(table.at(r, s, phase.phase));
-        }
-        summary.phases[index_of(phase.phase)] = phase_stats(std::move(samples));
-    }
-    find_slow_steps(
-        from, end, size, summary.phase(Phase::step).median,
-        [&](int r, std::size_t s) { return table.at(r, s, Phase::step); }, summary);
     const double bytes = static_cast<double>(config.tensor_bytes());
-    summarize_links(table, links_of(config, placement, size), from, end, bytes, summary);
+    summarize_links(medians, links_of(config, placement, size), bytes, summary);
     summary.transfer_gbps = gbps(bytes, summary.transfer_ms);
     summary.bus_gbps = summary.transfer_gbps * bus_factor(config.pattern, placement.group_size);
     summary.aggregate_gbps = gbps(bytes * placement.pairs, summary.time_per_step_ms);

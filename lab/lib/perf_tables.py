@@ -1,12 +1,12 @@
-"""The tables of docs/PERFORMANCE.md, made from a lab/gpu-check output folder.
+"""The tables of docs/PERFORMANCE.md, made from a lab/gpu-check stage's folder.
 
 usage: python3 lab/lib/perf_tables.py DIR [--update DOC] [--commit HASH] [--only NAME,...]
 
-DIR is what `lab/gpu-check --out-dir DIR` wrote (default outputs/gpu-check), or one of the
-folders under docs/results/. The script reads the benchmark JSON (bench-*.json), the runs'
-results CSVs (results.csv, and the sweeps' pair-*.csv) and JSON summaries (NAME.json, the run
-tagged NAME), torch_*.json from bench/torch_pipeline.py, and DIR/mps/ where the ipc group ran
-again under MPS. It prints every table those files make, each between the markers
+DIR is a stage's folder (LAB_WORK/STAGE, or STAGE/ in lab.tgz: small, ipc, collectives, bench,
+pair), or one of the folders under docs/results/. The script reads the benchmark JSON
+(bench-*.json), the runs' results CSVs (results.csv, and the sweeps' pair-*.csv) and JSON
+summaries (NAME.json, the run tagged NAME), and DIR/mps/ where the ipc group ran again under
+MPS. It prints every table those files make, each between the markers
 
     <!-- table NAME -->
     ...
@@ -152,21 +152,6 @@ def kernels(folder):
                                 "B / copy"], rows), [ctx.get("date")], [ctx.get("gpurelay_git")]
 
 
-def mpi_staged(folder):
-    runs, ctx = bench(os.path.join(folder, "bench-transport.json"))
-    rows = []
-    for (fam, size), run in sorted(runs.items()):
-        if fam == "transport/mpi_staged_gpu" and size >= 64 * MIB:
-            d2h, h2d = runs.get(("gpu/copy_d2h", size)), runs.get(("gpu/copy_h2d", size))
-            rows.append([size_name(size), f"{run['bytes_per_second'] / 1e9:.2f}",
-                         fmt(d2h and d2h["bytes_per_second"] / 1e9, 0),
-                         fmt(h2d and h2d["bytes_per_second"] / 1e9, 0)])
-    if rows:
-        yield "mpi-staged", table(["size", "staged MPI GB/s", "pinned D2H GB/s",
-                                   "pinned H2D GB/s"], rows), \
-            [ctx.get("date")], [ctx.get("gpurelay_git")]
-
-
 def run_rows(runs, tags):
     """The compare-mode table of the runs named in `tags` that the folder has."""
     rows, dates, hashes = [], [], []
@@ -184,23 +169,6 @@ def run_rows(runs, tags):
     header = ["run", "ranks", "transport", "tensor", "ms/step, overlap off", "ms/step, on",
               "speedup", "transfer GB/s (on)", "verified"]
     return (table(header, rows), dates, hashes) if rows else None
-
-
-def pipeline(folder):
-    made = run_rows(runs_in(folder), ["np1_nccl", "np1_nccl_small", "np2_mpi", "np2_mpi_overlap"])
-    if made:
-        yield ("pipeline",) + made
-
-
-def floors(folder):
-    runs, ctx = bench(os.path.join(folder, "bench-floor.json"))
-    rows = [[fam.split("/", 2)[-1], size_name(size), f"{run['real_time']:.2f}",
-             fmt(run.get("host_queue_us"), 2)] for (fam, size), run in sorted(runs.items())
-            if fam.startswith("floor/") and size == 4 * KIB]
-    if rows:
-        header = ["floor variant", "tensor", "µs per step", "host queue µs"]
-        yield "floors", table(header, rows), \
-            [ctx.get("date")], [ctx.get("gpurelay_git")]
 
 
 def small_steps(folder):
@@ -228,12 +196,6 @@ def small_steps(folder):
     if rows:
         yield "small-steps", table(["run", "tensor", "steps", "timing", "C", "µs per step",
                                     "× floor", "× bound", "verified"], rows), dates, hashes
-
-
-def large_steps(folder):
-    made = run_rows(runs_in(folder), ["small_64M_noc_compare", "small_256M_noc_compare"])
-    if made:
-        yield ("large-steps",) + made
 
 
 def ipc(folder):
@@ -302,27 +264,6 @@ def collectives(folder):
             [ctx.get("date")], [ctx.get("gpurelay_git")]
 
 
-def torch(folder):
-    runs = runs_in(folder)
-    rows, dates, hashes = [], [], []
-    for path in sorted(glob.glob(os.path.join(folder, "torch_*.json"))):
-        with open(path) as f:
-            t = json.load(f)
-        r = runs.get(os.path.basename(path)[len("torch_"):-5])
-        if r is None:
-            continue
-        mode = "eager" if t["mode"] == "eager" else f"graphs of {t['graph_steps']}"
-        c = "off" if t["c_elements"] == 0 else f"{t['c_elements']} × {t['c_iterations']}"
-        ours = float(r["time_per_step_ms"])
-        rows.append([size_name(t["bytes"]), mode, c, f"{t['time_per_step_ms']:.4f}", f"{ours:.4f}",
-                     f"{t['time_per_step_ms'] / ours:.1f}×"])
-        dates.append(r["timestamp"])
-        hashes.append(r["git_hash"])
-    if rows:
-        yield "torch", table(["tensor", "both as", "C", "PyTorch ms/step", "gpurelay ms/step",
-                              "PyTorch / gpurelay"], rows), dates, hashes
-
-
 def two_gpus(folder):
     runs, ctx = bench(os.path.join(folder, "bench-transport-pair.json"))
     sweep = runs_in(folder)
@@ -352,8 +293,7 @@ def two_gpus(folder):
         yield ("two-gpu-overlap",) + made
 
 
-MAKERS = (kernels, mpi_staged, pipeline, floors, small_steps, large_steps, ipc, collectives, torch,
-          two_gpus)
+MAKERS = (kernels, small_steps, ipc, collectives, two_gpus)
 
 
 def blocks(folder, commit):

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "config/command_line.hpp"
@@ -77,6 +78,7 @@ Config everything_changed() {
         {"dtype", "float64"},
         {"steps", "11"},
         {"warmup", "3"},
+        {"duration", "90m"},
         {"depth", "5"},
         {"overlap", "off"},
         {"blocking", "true"},
@@ -100,6 +102,7 @@ Config everything_changed() {
         {"overwrite", "true"},
         {"resume", "true"},
         {"write", "every:4"},
+        {"step_record", "last:7"},
         {"flush_every", "9"},
         {"summary_json", "s.json"},
         {"results_csv", "r.csv"},
@@ -166,6 +169,7 @@ TEST(Config, KeyTable) {
                                                "dtype",
                                                "steps",
                                                "warmup",
+                                               "duration",
                                                "depth",
                                                "overlap",
                                                "blocking",
@@ -189,6 +193,7 @@ TEST(Config, KeyTable) {
                                                "overwrite",
                                                "resume",
                                                "write",
+                                               "step_record",
                                                "flush_every",
                                                "summary_json",
                                                "results_csv",
@@ -211,6 +216,19 @@ TEST(Config, KeyTable) {
         EXPECT_FALSE(key.value_hint.empty()) << key.name;
     }
     EXPECT_EQ(names, expected);
+}
+
+// Only what cannot change a result may differ on --resume: where the outputs go, how long to wait,
+// what is printed and profiled. A key that says nothing (a new one) must match.
+TEST(Config, KeysThatMayDifferOnResume) {
+    std::vector<std::string_view> free;
+    for (const ConfigKey& key : config_keys()) {
+        if (key.may_differ_on_resume) free.push_back(key.name);
+    }
+    const std::vector<std::string_view> expected = {"duration",  "output",       "overwrite",
+                                                    "resume",    "summary_json", "results_csv",
+                                                    "timeout_s", "quiet",        "profile_steps"};
+    EXPECT_EQ(free, expected);
 }
 
 // --- Sizes ---------------------------------------------------------------------------------------
@@ -404,6 +422,52 @@ TEST(SetValue, ChoicesBooleansAndWrite) {
               "unknown key 'dept' (did you mean 'depth'?)");
 }
 
+TEST(ConfigKeys, StepRecordAndItsColumns) {
+    Config c;
+    set_config_value(c, "step_record", "last:50");
+    EXPECT_EQ(c.step_record, StepRecord::last);
+    EXPECT_EQ(config_value_text(c, "step_record"), "last:50");
+    c.steps = 30;
+    EXPECT_EQ(c.recorded().columns, 30);  // no more columns than steps
+    set_config_value(c, "step_record", "every:4");
+    EXPECT_EQ(c.recorded().columns, 7);  // steps 3, 7, ..., 27
+    set_config_value(c, "step_record", "none");
+    EXPECT_EQ(c.step_record_count, 0);
+    EXPECT_EQ(c.recorded().columns, 0);
+    // auto: every step up to 10,000, the last 10,000 beyond.
+    set_config_value(c, "step_record", "auto");
+    c.steps = 10'000;
+    EXPECT_EQ(c.recorded().mode, StepRecord::all);
+    c.steps = kNoStepLimit;
+    EXPECT_EQ(c.recorded().mode, StepRecord::last);
+    EXPECT_EQ(c.recorded().columns, 10'000);
+    for (const char* bad : {"last", "last:0", "every:", "all:3", "some", "last:-1", ""}) {
+        EXPECT_TRUE(contains(usage_message([&] { set_config_value(c, "step_record", bad); }),
+                             "step_record: expected auto, all, none, every:K or last:N"))
+            << bad;
+    }
+}
+
+TEST(ConfigKeys, DurationTakesAUnitAndWritesTheLargestWhole) {
+    Config c;
+    for (const auto& [text, seconds, back] : {std::tuple{"20s", 20.0, "20s"},
+                                              {"10m", 600.0, "10m"},
+                                              {"1.5h", 5400.0, "90m"},
+                                              {"1d", 86400.0, "1d"},
+                                              {"90", 90.0, "90s"},
+                                              {"0.25s", 0.25, "0.25s"},
+                                              {"", 0.0, ""}}) {
+        set_config_value(c, "duration", text);
+        EXPECT_EQ(c.duration_s, seconds) << text;
+        EXPECT_EQ(config_value_text(c, "duration"), back) << text;
+    }
+    for (const char* bad : {"-5s", "0", "0s", "abc", "10x", "s", "1e400s", "nan", "400d", "5 s"}) {
+        EXPECT_TRUE(contains(usage_message([&] { set_config_value(c, "duration", bad); }),
+                             "duration: expected a duration such as 20s"))
+            << bad;
+    }
+}
+
 TEST(ClosestKey, Distances) {
     EXPECT_EQ(closest_key("dept"), "depth");
     EXPECT_EQ(closest_key("ovrelap"), "overlap");
@@ -549,6 +613,7 @@ TEST(Validate, CountsAndNumbers) {
               }),
               "warmup (5) must be less than steps (5): no step would be timed");
     EXPECT_TRUE(contains(invalid([](Config& c) { c.steps = 0; }), "steps"));
+    EXPECT_TRUE(contains(invalid([](Config& c) { c.steps = kNoStepLimit; }), "without duration"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.warmup = -1; }), "warmup"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.depth = 0; }), "depth (0)"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.depth = 65; }), "depth (65)"));
@@ -566,6 +631,38 @@ TEST(Validate, CountsAndNumbers) {
                          }),
                          "write"));
     EXPECT_TRUE(contains(invalid([](Config& c) { c.flush_every = -1; }), "flush_every"));
+}
+
+// What a run by duration lays out before it starts: /y rows of write = last or none only, and
+// without steps no column per step; launch = "device" ends its passes on the device.
+TEST(Validate, Duration) {
+    const auto by_duration = [](const std::function<void(Config&)>& change) {
+        Config c;
+        c.duration_s = 20;
+        c.steps = kNoStepLimit;
+        change(c);
+        return c;
+    };
+    const auto with_duration = [&](const std::function<void(Config&)>& change) {
+        return usage_message([&] { validate_config(by_duration(change)); });
+    };
+    EXPECT_NO_THROW(validate_config(by_duration([](Config&) {})));  // the defaults
+    EXPECT_TRUE(contains(with_duration([](Config& c) { c.write = WriteMode::all; }),
+                         "duration (20s) needs write = \"last\" or \"none\""));
+    EXPECT_TRUE(contains(with_duration([](Config& c) {
+                             c.steps = 100;
+                             c.write = WriteMode::every;
+                             c.write_every = 5;
+                         }),
+                         "needs write = \"last\" or \"none\""));
+    EXPECT_TRUE(contains(with_duration([](Config& c) { c.step_record = StepRecord::all; }),
+                         "without steps has no step limit: step_record = \"all\""));
+    EXPECT_NO_THROW(validate_config(by_duration([](Config& c) {
+        c.steps = 100;
+        c.step_record = StepRecord::all;
+    })));
+    EXPECT_TRUE(contains(with_duration([](Config& c) { c.launch = Launch::device; }),
+                         "duration (20s) is for launch = \"host\""));
 }
 
 TEST(Validate, Transports) {
@@ -920,6 +1017,15 @@ TEST(CommandLine, DeckThenFlagsOverride) {
     EXPECT_EQ(cl.config.elements, 67108864u);
     EXPECT_EQ(cl.config.c_elements, 2048u);
     EXPECT_EQ(cl.config.output, "deck.h5");
+}
+
+// steps defaults to 20, or with a duration to no limit; steps given stays as given.
+TEST(CommandLine, StepsDefaultByDuration) {
+    EXPECT_EQ(parse({}).config.steps, 20);
+    EXPECT_EQ(parse({"--duration", "1h"}).config.steps, kNoStepLimit);
+    EXPECT_EQ(parse({"--duration", "1h", "--steps", "20"}).config.steps, 20);
+    const DeckFile deck("steps = 500\n");
+    EXPECT_EQ(parse({"--input", deck.path(), "--duration", "1m"}).config.steps, 500);
 }
 
 TEST(CommandLine, EveryKeyIsAFlag) {

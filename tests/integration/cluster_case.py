@@ -1,6 +1,6 @@
 """What a run does over the whole world, counted: each launch is a run_case.py run (exit 0, every
 element of /y against the formula, the JSON's totals) with the collective-call count preloaded
-(tests/mpi_counts), and the counts are then held to the rule.
+(lab/mpi_counts), and the counts are then held to the rule.
 
 usage: cluster_case.py --binary B --mpirun "mpirun ..." --library LIB
                        --check per-step --np N --steps SHORT LONG -- GPURELAY_ARGS...
@@ -24,7 +24,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "mpi_counts"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "lab", "mpi_counts"))
 from needs import need_modules  # noqa: E402
 
 need_modules("numpy", "h5py")
@@ -72,7 +72,12 @@ def per_step(opts, args, tmp):
         worst = max(worst, per)
     if worst > MOST_PER_STEP:
         fail(f"{worst:.5f} collectives over the world per rank per step, more than 1/64")
-    print(f"ok: at most {worst:.5f} collectives over the world per rank per step (1/64 allowed)")
+    # Rank 0 gathers nothing that grows with the steps (histograms are reduced, not gathered).
+    gathered = [counts[steps][0]["gathered_bytes"] for steps in (short, long)]
+    if gathered[0] != gathered[1]:
+        fail(f"rank 0 gathered {gathered[0]} bytes in {short} steps, {gathered[1]} in {long}")
+    print(f"ok: at most {worst:.5f} collectives over the world per rank per step (1/64 allowed); "
+          f"rank 0 gathered {gathered[0]} bytes at either length")
 
 
 def set_up_calls(counts):

@@ -1,9 +1,10 @@
 """Runs gpurelay under mpirun with the report on and checks its distributions and its pairs: each
 phase's median, min, max, p50, p90, p99 and cv in the JSON summary against numpy over the same
-/timings read back from the file, the periods' sum against the pass's time, the slow steps
-against the periods there, the CSV row against
-the JSON; one report line per pair (with more than one), the pairs slowed with debug_delay_us flagged SLOW (in the
-report and the JSON) and no other.
+/timings read back from the file (the quantiles, read from the pass's histograms, within their
+relative error; min, max and cv exact), and against the file's /histograms read as OUTPUT.md
+reads them (exact), the periods' sum against the pass's time, the slow steps against the
+periods there, the CSV row against the JSON; one report line per pair (with more than one), the
+pairs slowed with debug_delay_us flagged SLOW (in the report and the JSON) and no other.
 
 usage: distribution_case.py --binary B --mpirun "mpirun ..." --np N [--slow-pair P ...]
                             -- GPURELAY_ARGS...
@@ -36,9 +37,30 @@ def fail(message):
     sys.exit(1)
 
 
-def close(got, want, what):
-    if got is None or not math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12):
+def close(got, want, what, rel_tol=1e-9):
+    if got is None or not math.isclose(got, want, rel_tol=rel_tol, abs_tol=1e-12):
         fail(f"{what}: {got} in the JSON, numpy says {want}")
+
+
+def histogram_quantile(f, name, phase, q):
+    """A quantile of a pass's phase from /histograms, as OUTPUT.md reads it."""
+    h = f["histograms"]
+    row = h.attrs["phases"].split(",").index(phase)
+    counts = h[name]["counts"][row].astype(np.int64)
+    least, most = h[name]["sums"][row][2:4]
+    i = np.arange(len(counts))
+    value = 2 * h.attrs["lowest_ms"] * h.attrs["gamma"] ** i / (h.attrs["gamma"] + 1)
+    value[0], value[-1] = 0.0, 1e7
+    cum = np.cumsum(counts)
+    n = cum[-1]
+
+    def at_rank(k):  # the k-th least time (from 0); the least and the largest are exact
+        if k == 0 or k == n - 1:
+            return least if k == 0 else most
+        return np.clip(value[np.searchsorted(cum, k, side="right")], least, most)
+    at = (n - 1) * q
+    below = int(np.floor(at))
+    return at_rank(below) + (at - below) * (at_rank(min(below + 1, n - 1)) - at_rank(below))
 
 
 def check_distributions(f, summary):
@@ -56,8 +78,15 @@ def check_distributions(f, summary):
             want = {"median": np.median(samples), "min": samples.min(), "max": samples.max(),
                     "p50": np.percentile(samples, 50), "p90": np.percentile(samples, 90),
                     "p99": np.percentile(samples, 99), "cv": samples.std() / samples.mean()}
+            quantiles = {"median": 0.5, "p50": 0.5, "p90": 0.9, "p99": 0.99}
             for key, value in want.items():
-                close(stats.get(key), float(value), f"{name}/{phase} {key}")
+                # Every step is kept here: the histogram's quantiles lie within its relative
+                # error of the exact ones, and are exactly what the file's /histograms give.
+                tolerance = f["histograms"].attrs["relative_error"] if key in quantiles else 1e-9
+                close(stats.get(key), float(value), f"{name}/{phase} {key}", tolerance)
+                if key in quantiles:
+                    close(stats.get(key), float(histogram_quantile(f, name, phase, quantiles[key])),
+                          f"{name}/{phase} {key} from /histograms")
         period = f["timings"][name]["step"][:, start:end]
         # The periods run from where the clock started to where it stopped: no rank's sum
         # exceeds the pass's time (the first timed step is read from the clock's start, not
@@ -67,12 +96,18 @@ def check_distributions(f, summary):
             if np.nansum(periods) > 1.05 * wall + 0.5:
                 fail(f"{name}: rank {rank}'s step periods add up to {np.nansum(periods):.3f} ms, "
                      f"over the pass's {wall:.3f} ms (first {periods[0]:.3f} ms)")
-        median = np.median(period[~np.isnan(period)])
-        slow = [start + s for s in range(period.shape[1])
-                if (period[:, s] > SLOW_STEP_FACTOR * median).any()]
+        # Slow against the JSON's median: counted on each rank (the JSON has the most any rank
+        # counted, give or take the steps in the bucket of the bound), named among each rank's
+        # 64 slowest steps (all of them here).
+        bound = SLOW_STEP_FACTOR * p["phases_ms"]["step"]["median"]
+        counts = [int(np.sum(row > bound)) for row in period]
+        near = int(np.sum(np.abs(period[~np.isnan(period)] - bound) <= 0.005 * bound))
+        slow = [start + s for s in range(period.shape[1]) if (period[:, s] > bound).any()]
         got = p["slow_steps"]
-        if got["count"] != len(slow) or got["first"] != slow[:SLOW_STEPS_KEPT]:
-            fail(f"{name}: slow steps {got}, the file says {len(slow)}: {slow[:SLOW_STEPS_KEPT]}")
+        if abs(got["count"] - max(max(counts), len(slow[:SLOW_STEPS_KEPT]))) > near or \
+                (period.shape[1] <= 64 and not near and got["first"] != slow[:SLOW_STEPS_KEPT]):
+            fail(f"{name}: slow steps {got}, the file says {max(counts)} on the rank with most: "
+                 f"{slow[:SLOW_STEPS_KEPT]}")
         # The file's pass group carries the same figures.
         attrs = f["timings"][name].attrs
         for phase, stats in p["phases_ms"].items():

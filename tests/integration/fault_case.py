@@ -165,12 +165,13 @@ def case_bad_text(runner, tmp, args):
 
 def case_full_disk(runner, tmp, args):
     """The file would not fit: refused at start with the figures, nothing left behind. Its
-    timings alone (20000 steps), and its tensors: --write all of 2,000 steps of 1 MiB, 2 GB that
-    a 64 MiB file system must refuse in seconds, before the run makes or fills anything."""
+    timings alone (every one of 20000 steps kept), and its tensors: --write all of 2,000 steps of
+    1 MiB, 2 GB that a 64 MiB file system must refuse in seconds, before the run makes or fills
+    anything."""
     with mounted_tmpfs(os.path.join(tmp, "small"), "size=256k") as folder:
         output = os.path.join(folder, "out.h5")
-        result = runner.run(with_keys(SHORT, "--steps", "20000", "--write", "none", "--output", output),
-                            timeout=60)
+        result = runner.run(with_keys(SHORT, "--steps", "20000", "--write", "none", "--step-record",
+                                      "all", "--output", output), timeout=60)
         expect_usage_error(result, "free")
         if os.listdir(folder):
             fail(f"files left on the full file system: {os.listdir(folder)}")
@@ -179,7 +180,7 @@ def case_full_disk(runner, tmp, args):
         start = time.monotonic()
         result = runner.run(with_keys(SHORT, "--steps", "2000", "--elements", "256Ki", "--write",
                                       "all", "--output", output), timeout=60)
-        expect_usage_error(result, "output: the file needs 2001.5 MiB, but '" + folder + "' has")
+        expect_usage_error(result, "output: the file needs 2001.9 MiB, but '" + folder + "' has")
         print(f"refused in {time.monotonic() - start:.1f} s")
         if os.listdir(folder):
             fail(f"files left on the full file system: {os.listdir(folder)}")
@@ -251,7 +252,8 @@ def case_quota(runner, tmp, args):
     """Rank 0 alone may not grow files past 8 MiB (a limit like a quota, which free space does not
     show): the file system's refusal is found at start, with the figures, before any file work."""
     output = os.path.join(tmp, "quota.h5")
-    deck = with_keys(SHORT, "--steps", "200000", "--write", "none", "--output", output) + ["--quiet"]
+    deck = with_keys(SHORT, "--steps", "200000", "--write", "none", "--step-record", "all",
+                     "--output", output) + ["--quiet"]
     # SIGXFSZ ignored, so a write past the limit fails (EFBIG) instead of killing the rank.
     limited = ["bash", "-c", 'trap "" XFSZ; ulimit -f 8192; exec "$@"', "limited", runner.binary]
     command = runner.mpirun + ["-np", "1"] + limited + deck + [":", "-np", "1", runner.binary] + deck
@@ -415,7 +417,7 @@ def case_mpirun_sigterm(runner, tmp, args):
     """SIGTERM to mpirun: with the kill window lengthened (5 s, room for a loaded machine to end
     a step of 30 ms and close the file), the ranks stop cleanly and say so, and the .partial
     says where to resume (mpirun itself exits 1, its own convention; resuming is checked by the
-    sigterm_then_resume tests)."""
+    sig*_then_resume tests)."""
     output, _, code, ours = mpirun_signal(runner, tmp, "TERM", 5)
     if code == 0:
         fail("mpirun exited 0 after SIGTERM")

@@ -55,7 +55,7 @@ foreach(fault full_disk side_outputs_full read_only quota two_jobs resumable_kep
 endforeach()
 # Signals sent to mpirun, not to the ranks: how Open MPI forwards them (SIGINT as SIGTERM, then
 # SIGKILL; SIGUSR1 as it is) and the windows that leaves. The ranks run the stop path that the
-# interruption tests (sigterm_then_resume, ...) already run, so OFF (the debug preset) leaves
+# interruption tests (sigterm_compare_then_resume, ...) already run, so OFF (the debug preset) leaves
 # these out, as it does the Slurm group: the launcher again, not more of gpurelay's code.
 option(GPURELAY_LAUNCHER_SIGNAL_TESTS "the fault tests that signal mpirun itself" ON)
 if(GPURELAY_LAUNCHER_SIGNAL_TESTS)

@@ -13,14 +13,17 @@ a clone has, and checks exit codes, the files left there (read back with h5py) a
                   --overwrite replaces it
   same_second     the names of the next seconds already taken: the run takes the first free
                   count (-2) and leaves the others untouched
-  resume_newest   stopped by SIGUSR1 to mpirun (exit 138), then --resume without an output
-                  continues that .partial (the newest) to a complete, verified file
+  resume_own      two jobs of other decks stopped by SIGUSR1 to mpirun (exit 138): each one's
+                  --resume without an output continues its own .partial, a deck of neither is
+                  refused listing both with the keys that differ, and the file resumed twice
+                  (the second time by the stop line's command) lists its launches
   size            the header's "up to" figure against the complete file's size, for one size
                   and for several: at least the file, at most 1 MiB (its room for metadata) more
 """
 import argparse
 import datetime
 import hashlib
+import json
 import os
 import re
 import shlex
@@ -28,6 +31,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -40,9 +44,9 @@ import h5py  # noqa: E402
 
 SMALL = ["--device", "cpu", "--elements", "3001", "--c-elements", "4096", "--c-iterations", "16",
          "--steps", "6", "--warmup", "1", "--write", "all", "--overlap", "on"]
-# Steps of the run that is stopped and resumed: seconds on the CPU path, so the stop finds it in
-# its steps.
-RESUMED_STEPS = 10000
+# Steps of the runs that are stopped and resumed (C made 0.2 ms a step): a second or two on the
+# CPU path, so the stop, within 256 steps of the signal, finds them in their steps.
+RESUMED_STEPS = 5000
 NAME = re.compile(r"^outputs/gpurelay-\d{8}-\d{6}(-job\d+)?(-\d+)?\.h5$")
 HEADER = re.compile(r"^output: (\S+) \(up to [0-9.]+ [KMG]?i?B\)$", re.M)
 
@@ -53,8 +57,8 @@ class Launcher:
         self.binary = os.path.abspath(opts.binary)
         self.work = work
 
-    def start(self, args, env=None):
-        command = self.mpirun + ["-np", "2", self.binary] + args
+    def start(self, args, env=None, binary=None):
+        command = self.mpirun + ["-np", "2", binary or self.binary] + args
         print("+ " + " ".join(shlex.quote(c) for c in command), flush=True)
         return subprocess.Popen(command, cwd=self.work, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=env)
@@ -148,35 +152,96 @@ def case_same_second(launcher):
     check_complete(os.path.join(launcher.work, name))
 
 
-def case_resume_newest(launcher):
-    # An older stopped run's .partial: --resume must take the newer one.
-    older = os.path.join(launcher.work, "outputs", "gpurelay-20000101-000000.h5.partial")
-    with open(older, "w") as f:
-        f.write("an older run")
-    os.utime(older, (time.time() - 3600, time.time() - 3600))
-    long_run = with_keys(SMALL, "--steps", str(RESUMED_STEPS))
-    proc = launcher.start(long_run)
-    # Stopped once its .partial is made (the handlers are in place from the start, and a stop
-    # comes after a step): mpirun passes SIGUSR1 on to the ranks.
+def stopped(launcher, command):
+    """Runs `command` (the binary and its flags) and stops it with SIGUSR1 to mpirun once the
+    header names its output (the handlers are in place, its steps next). Returns the output the
+    stop line names, the step it stopped after, and the command the line gives to finish it."""
+    proc = launcher.start(command[1:], binary=command[0])
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
     deadline = time.monotonic() + 60
-    while len([n for n in launcher.outputs() if n.endswith(".h5.partial")]) < 2:
+    while not any(line.startswith("output: ") for line in list(lines)):
         if time.monotonic() > deadline or proc.poll() is not None:
-            fail("the run made no .partial within 60 s, or ended")
-        time.sleep(0.05)
-    time.sleep(0.2)
+            fail("the run printed no header within 60 s, or ended")
+        time.sleep(0.02)
     proc.send_signal(signal.SIGUSR1)
-    code, _, err = finish(proc, 60)
-    stops = re.findall(rf"^gpurelay: stopped by SIGUSR1 after step \d+ of {RESUMED_STEPS} .* are in "
-                       r"(outputs/gpurelay-\S+\.h5)\.partial .*run again with --resume", err, re.M)
-    if code != 138 or len(stops) != 1:
-        fail(f"the stop exited {code} with {err!r}, not 138 and the stop's line")
-    stopped = stops[0]
-    code, out, _ = launcher.run(long_run + ["--resume"], timeout=300)
-    if code != 0 or named_in_header(out) != stopped:
-        fail(f"--resume exited {code}, continuing {HEADER.findall(out)}, not {stopped}")
-    check_complete(os.path.join(launcher.work, stopped))
-    if open(older).read() != "an older run":
-        fail("--resume touched the older .partial")
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        fail("the stopped run did not end within 60 s")
+    reader.join()
+    err = proc.stderr.read()
+    print("".join(lines) + err)
+    stops = re.findall(rf"^gpurelay: stopped by SIGUSR1 after step (\d+) of {RESUMED_STEPS} .* are in "
+                       r"(outputs/gpurelay-\S+\.h5)\.partial .* same launcher: (.*)$", err, re.M)
+    if proc.returncode != 138 or len(stops) != 1:
+        fail(f"the stop exited {proc.returncode} with {err!r}, not 138 and the stop's line")
+    step, output, finish_command = stops[0]
+    if shlex.split(finish_command)[-3:] != ["--output", output, "--resume"]:
+        fail(f"the stop line's command {finish_command!r} does not end in --output {output} --resume")
+    return output, int(step), shlex.split(finish_command)
+
+
+def attributes(launcher, output):
+    with h5py.File(os.path.join(launcher.work, output), "r") as f:
+        return {k: f.attrs[k] for k in ("tag", "depth", "transport", "git_hash", "launches")}
+
+
+def case_resume_own(launcher):
+    """Two jobs of other decks stopped without --output: each one's --resume continues its own
+    .partial (the other is newer for one of them), a deck that matches neither is refused with
+    both listed, and the file resumed twice keeps all three launches. (A changed key with
+    --output, and the refusal's every word: tests/io/resume_test.cpp.)"""
+    base = [launcher.binary] + with_keys(SMALL, "--steps", str(RESUMED_STEPS), "--write", "last",
+                                         "--c-iterations", "50")
+    jobs = {"jobX": ["--depth", "2", "--transport", "mpi"],
+            "jobY": ["--depth", "3", "--transport", "ipc"]}
+    own = {tag: base + keys + ["--tag", tag] for tag, keys in jobs.items()}
+    x_output, x_step, _ = stopped(launcher, own["jobX"])
+    y_output, _, _ = stopped(launcher, own["jobY"])
+    partials = {name: digest(os.path.join(launcher.work, "outputs", name))
+                for name in launcher.outputs()}
+
+    code, _, err = launcher.run(base[1:] + ["--depth", "4", "--transport", "mpi", "--tag", "jobX",
+                                            "--resume"])
+    for output, differs in ((x_output, "depth 2 (this run: 4)"),
+                            (y_output, 'transport "ipc" (this run: "mpi")')):
+        if code != 2 or not re.search(rf"^  {output}\.partial: tag .*; differs: .*{re.escape(differs)}"
+                                      rf".*; continued by: .* --output {output} --resume$", err, re.M):
+            fail(f"a deck of neither exited {code}, without {output} listed with {differs!r} and "
+                 "its command")
+    if {n: digest(os.path.join(launcher.work, "outputs", n)) for n in launcher.outputs()} != partials:
+        fail("the refused resume changed the outputs")
+
+    # jobX's own command: its own file, though jobY's is newer; stopped again.
+    resumed, x_again, finish_x = stopped(launcher, own["jobX"] + ["--resume"])
+    if resumed != x_output or x_again <= x_step:
+        fail(f"jobX's --resume continued {resumed} after step {x_again}, not {x_output} on from "
+             f"{x_step}")
+    code, out, _ = launcher.run(own["jobY"][1:] + ["--resume"], timeout=300)
+    if code != 0 or named_in_header(out) != y_output:
+        fail(f"jobY's --resume exited {code}, continuing {HEADER.findall(out)}, not {y_output}")
+    code, _, _ = launcher.run(finish_x[1:], timeout=300)  # the stop line's command, as printed
+    if code != 0:
+        fail(f"the stop line's command exited {code}")
+    for output, tag in ((x_output, "jobX"), (y_output, "jobY")):
+        check_complete(os.path.join(launcher.work, output))
+        attrs = attributes(launcher, output)
+        if (attrs["tag"], str(attrs["depth"]), attrs["transport"]) != (tag, jobs[tag][1],
+                                                                      jobs[tag][3]):
+            fail(f"{output}: tag {attrs['tag']}, depth {attrs['depth']}, transport "
+                 f"{attrs['transport']}: not {tag}'s")
+    x_attrs = attributes(launcher, x_output)
+    launches = json.loads(x_attrs["launches"])
+    spans = [(launch["from_step"], launch["end_step"], launch["ended"]) for launch in launches]
+    if spans != [(0, x_step, "SIGUSR1"), (x_step, x_again, "SIGUSR1"), (x_again, RESUMED_STEPS,
+                                                                       "complete")]:
+        fail(f"{x_output}'s launches are {spans}, not its three from 0, {x_step} and {x_again}")
+    if any(not launch["started_utc"] or launch["git_hash"] != x_attrs["git_hash"]
+           for launch in launches):
+        fail(f"a launch of {x_output} without its start or git hash: {launches}")
 
 
 def header_bytes(out):
@@ -210,7 +275,7 @@ def main():
     parser.add_argument("--binary", required=True)
     parser.add_argument("--mpirun", required=True)
     parser.add_argument("--case", required=True,
-                        choices=["twice", "named_kept", "same_second", "resume_newest", "size"])
+                        choices=["twice", "named_kept", "same_second", "resume_own", "size"])
     opts = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
         os.mkdir(os.path.join(work, "outputs"))

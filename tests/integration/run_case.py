@@ -193,6 +193,10 @@ def check_file(path, expect_rows_for, np_ranks, summary, expect_timing):
                 t = f["timings"][name][phase][...]
                 if t.shape != (np_ranks, steps):
                     fail(f"timings/{name}/{phase} shape {t.shape}")
+            # step_record = "auto" keeps every step of a short run, each in its own column.
+            index = f["timings"][name]["step_index"][...]
+            if index.shape != (np_ranks, steps) or (index != np.arange(steps)).any():
+                fail(f"timings/{name}/step_index {index[:, :10]} is not every step in order")
         check_timings(f, summary, np_ranks, expect_timing, set(rows))
         check_self_description(f, summary)
         if pattern == "relay":
@@ -272,7 +276,15 @@ def check_relay_csv(summary):
 
 # Dimension names of each kind of dataset (issue #26: the file describes itself).
 DIMS = {"y": ["pair", "step", "element"], "step": ["row"], "timings": ["rank", "step"],
-        "verification": ["pair", "step"]}
+        "verification": ["pair", "step"], "histograms/counts": ["phase", "bucket"],
+        "histograms/sums": ["phase", "figure"]}
+
+
+def dims_of(name):
+    """The dimension names a dataset must have, by its kind: its top group, or for the
+    histograms that and its own name."""
+    top = name.split("/")[0]
+    return DIMS[top + "/" + name.split("/")[-1]] if top == "histograms" else DIMS[top]
 
 
 def check_self_description(f, summary):
@@ -287,8 +299,8 @@ def check_self_description(f, summary):
             if not isinstance(d.attrs.get(key), str) or not d.attrs[key]:
                 fail(f"/{name} has no {key} attribute")
         labels = [dim.label for dim in d.dims]
-        if labels != DIMS[name.split("/")[0]]:
-            fail(f"/{name}: dimension names {labels}, expected {DIMS[name.split('/')[0]]}")
+        if labels != dims_of(name):
+            fail(f"/{name}: dimension names {labels}, expected {dims_of(name)}")
     if "y" in f:
         scales = [s.name for s in f["y"].dims[1].values()]
         if scales != ["/step"]:

@@ -12,7 +12,8 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lab",
+                                "mpi_counts"))
 import mpi_counts  # noqa: E402
 
 WORLD = {"MPI_Barrier": 3, "MPI_Bcast": 1, "MPI_Allreduce": 1, "MPI_Iallreduce": 3,

@@ -44,7 +44,7 @@ def main():
         with open(os.path.join(out, "results.csv"), "w", newline="") as f:
             writer = csv.writer(f)
             writer.writerow(columns)
-            writer.writerow(["np1_nccl", "2026-12-02T01:02:03Z", "abcdef123456", 1, "nccl",
+            writer.writerow(["pair_overlap_d1", "2026-12-02T01:02:03Z", "abcdef123456", 1, "nccl",
                              256 * MIB, 2, "false", 67108864, 64, "compare", 0.5, 0.6, 1.2, 0.45,
                              900, "phases", "ok"])
         # A sweep's launch of two sizes: its rows share the tag, and each is a run of its own.
@@ -62,7 +62,7 @@ def main():
                    "timestamp": "2026-12-02T01:05:00Z", "git_hash": "abcdef123456",
                    "passes": [{"overlap": False, "time_per_step_ms": 0.09},
                               {"overlap": True, "time_per_step_ms": 0.1, "transfer_gbps": 1.5}]}
-        with open(os.path.join(out, "np2_mpi.json"), "w") as f:
+        with open(os.path.join(out, "pair_overlap_d2.json"), "w") as f:
             json.dump(summary, f)
 
         made = subprocess.run([sys.executable, script, out], capture_output=True, text=True)
@@ -70,9 +70,9 @@ def main():
             fail(f"perf_tables.py exited {made.returncode}: {made.stderr}")
         text = made.stdout
         for needle in ("<!-- table kernels -->", "| 64 MiB | 4000 | 3000 | 75.0% | 3600 | 90.0% |",
-                       "<!-- table pipeline -->",
-                       "| np1_nccl | 1 | nccl | 256 MiB | 0.6000 | 0.5000 | 1.20 |",
-                       "| np2_mpi | 2 | mpi | 4 KiB | 0.0900 | 0.1000 | 0.90 |",
+                       "<!-- table two-gpu-overlap -->",
+                       "| pair_overlap_d1 | 1 | nccl | 256 MiB | 0.6000 | 0.5000 | 1.20 |",
+                       "| pair_overlap_d2 | 2 | mpi | 4 KiB | 0.0900 | 0.1000 | 0.90 |",
                        "| depth=2 elements=1024 | 4 KiB | eager |",
                        "| depth=2 elements=16384 | 64 KiB | eager |",
                        "Measured 2026-12-02 on `abcdef1`."):

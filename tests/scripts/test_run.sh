@@ -103,8 +103,8 @@ status=0
 wait "$pid" || status=$?
 [[ $status -eq 138 ]] || fail "the stop exited $status, not 138: $(cat "$tmp/stop.err")"
 pattern="^gpurelay: stopped by SIGUSR1 after step [0-9]+ of 1000000 \(overlap_on pass\); "
-pattern+="completed steps are in $tmp/stopped.h5.partial \(complete = 0\); run again with "
-pattern+="--resume to finish$"
+pattern+="completed steps are in $tmp/stopped.h5.partial \(complete = 0\); to finish it, run "
+pattern+="under the same launcher: \S+/gpurelay --device cpu .* --output $tmp/stopped.h5 --resume$"
 [[ "$(wc -l <"$tmp/stop.err")" -eq 1 && "$(cat "$tmp/stop.err")" =~ $pattern ]] ||
     fail "the stop's stderr is not gpurelay's line alone: $(cat "$tmp/stop.err")"
 

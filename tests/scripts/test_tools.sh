@@ -49,7 +49,7 @@ for tool in "${tools[@]}"; do
 done
 # scripts/profile's rank, started by the launcher.
 help_only "$root/scripts/lib/nsys_rank.sh"
-lab=(gpu-check trust ceilings sizes sizes_table.py)
+lab=(gpu-check scale.py)
 for tool in "${lab[@]}"; do
     [[ -x "$root/lab/$tool" ]] || fail "lab/$tool missing or not executable"
     help_only "$root/lab/$tool"
@@ -59,11 +59,10 @@ for file in "$root"/lab/lib/*.py; do
     help_only "$python" "$file"
 done
 
-# Every Python entry point reads its arguments with argparse (the lab's table helpers through
-# lab/lib/gpu_check_dir.py), none a bare sys.argv[1].
+# Every Python entry point reads its arguments with argparse, none a bare sys.argv[1].
 for file in "$root"/scripts/lib/*.py "$root"/lab/*.py "$root"/lab/lib/*.py; do
     grep -q '^if __name__ == "__main__":' "$file" || continue
-    grep -qE '^import argparse|^from gpu_check_dir import' "$file" ||
+    grep -q '^import argparse' "$file" ||
         fail "${file#"$root"/} does not use argparse"
     ! grep -qE 'sys\.argv\[[0-9]+\]' "$file" || fail "${file#"$root"/} reads sys.argv by position"
 done
@@ -92,8 +91,8 @@ for file in "${shell_files[@]}"; do
     head -n 30 "$file" | grep -q 'set -euo pipefail' || fail "$file: no 'set -euo pipefail'"
 done
 echo "bash -n and set -euo pipefail: ${#shell_files[@]} files ok"
-# The lab's scripts go on past a failing run (device time is scarce): bash -n only.
-for file in "$root"/lab/{gpu-check,trust,ceilings,sizes}; do
+# The lab's driver and stages go on past a failing run (device time is scarce): bash -n only.
+for file in "$root"/lab/gpu-check "$root"/lab/lib/*.sh; do
     bash -n "$file" || fail "bash -n $file"
 done
 # Sourced files: no shebang or set line of their own.
@@ -103,7 +102,8 @@ for file in "${sourced_files[@]}"; do
     bash -n "$file" || fail "bash -n $file"
 done
 if command -v shellcheck >/dev/null 2>&1; then
-    shellcheck -x -s bash "${shell_files[@]}" "${sourced_files[@]}" || fail "shellcheck"
+    shellcheck -x -s bash "${shell_files[@]}" "${sourced_files[@]}" "$root"/lab/gpu-check \
+        "$root"/lab/lib/*.sh || fail "shellcheck"
     echo "shellcheck: ok"
 else
     echo "shellcheck not installed: skipped"

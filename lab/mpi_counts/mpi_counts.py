@@ -1,4 +1,4 @@
-"""The collective-call counts of a run (tests/mpi_counts/mpi_counts.cpp, preloaded): how to ask
+"""The collective-call counts of a run (lab/mpi_counts/mpi_counts.cpp, preloaded): how to ask
 mpirun for them, and reading back every rank's DIR/rank-R.json.
 
 usage: mpi_counts.py DIR      prints each call's count per rank over the world and over fewer

@@ -1,0 +1,253 @@
+# The lab's one library, sourced by lab/gpu-check and by each stage it starts: the build, one
+# launch, a stopped peer, a run stopped by SIGTERM and resumed, the old tree against this one
+# alternated, a sanitizer's verdict and the GPU's facts. The stages are stage_* in the files
+# sourced at the end. Its state is in the environment, so that a stage that runs part of itself
+# under one MPS daemon (under_mps) keeps it:
+#   LAB_WORK  the work folder: gpu.txt, build-*.log, a folder per stage; h5/ holds the files
+#   LAB_CPU   1 on the CPU path: launches get --device cpu, nothing uses MPS, nvidia-smi or
+#             compute-sanitizer
+#   dir       the running stage's folder, $LAB_WORK/STAGE
+#   BIN       the gpurelay a launch runs (this tree's, unless a stage sets $old)
+#   MPI_OPTS  mpirun's options beside its defaults (--bind-to none, --mca ...)
+# shellcheck disable=SC2034,SC2154  # the stage files read these; dir comes from the driver
+new=build/app/gpurelay
+old=${LAB_WORK:-/tmp}/old/build/app/gpurelay
+scratch=${LAB_WORK:-/tmp}/h5
+cpu() { [[ ${LAB_CPU:-0} == 1 ]]; }
+mpi=(mpirun --oversubscribe)
+[[ $(id -u) == 0 ]] && mpi+=(--allow-run-as-root)
+mkdir -p "$scratch"
+# A launch long enough to be stopped or signalled in its steps: about 23 s at 4 KiB under
+# launch = device on an H100 (2.9 µs a step), 20 s on the CPU path's twin (10 µs at two ranks);
+# its per-step record (8 bytes x (7 phases x ranks + 2)) 1 GB at two ranks on the GPU.
+long_run=(--elements 1Ki --overlap on --c-elements 0 --steps "$(cpu && echo 2000000 || echo 8000000)")
+# A peer stopped in the host's steps with 64 MiB in flight (16 Mi values, C beside them): 0.1 to
+# 20 ms a step on the GPU (ipc under MPS to staged MPI), so that the steps outlast the stop.
+held_run=(--elements 16Mi --steps 100000 --warmup 2 --c-elements 1Mi --c-iterations 16)
+
+# The GPU's facts (or the CPU's), once per work folder.
+gpu_facts() {
+    if cpu; then
+        echo "CPU path: $(uname -n), $(nproc) cores"
+    else
+        nvidia-smi --query-gpu=name,pci.bus_id,driver_version,memory.total,clocks.sm,clocks.max.sm \
+            --format=csv
+    fi | tee "$LAB_WORK/gpu.txt"
+}
+
+# build_tree DIR NAME: configures and builds the tree at DIR with the benchmarks, its log in
+# $LAB_WORK/build-NAME.log; on the GPU machine with CUDA, its tests run by the machine's python3.
+build_tree() {
+    local log=$LAB_WORK/build-$2.log gpu=(-DGPURELAY_CUDA=ON -DGPURELAY_PYTHON="$(command -v python3)")
+    cpu && gpu=()
+    if (cd "$1" && cmake --preset default "${gpu[@]}" -DGPURELAY_BENCH=ON &&
+        cmake --build --preset default -j "$(nproc)") >"$log" 2>&1; then
+        echo "build $2: ok"
+    else
+        echo "build $2: FAILED"
+        tail -30 "$log"
+        return 1
+    fi
+}
+
+# on_path ARGS...: gpurelay's flags for this machine, into the array run_args: on the CPU path
+# --device cpu in place of any --device.
+on_path() {
+    run_args=()
+    if ! cpu; then
+        run_args=("$@")
+        return
+    fi
+    while (($#)); do
+        if [[ $1 == --device ]]; then shift 2; else run_args+=("$1"); shift; fi
+    done
+    run_args+=(--device cpu)
+}
+
+# gpurelay NP ARGS...: $BIN's ranks under mpirun, within 300 s (LAUNCH_S), on this machine's path.
+gpurelay() {
+    local np=$1
+    shift
+    on_path "$@"
+    # shellcheck disable=SC2086  # MPI_OPTS is a list of words
+    timeout -k 5 "${LAUNCH_S:-300}" "${mpi[@]}" ${MPI_OPTS:-} -np "$np" "${BIN:-$new}" \
+        "${run_args[@]}"
+}
+
+# said LOG: the line gpurelay ended with (an error, a stop, failed verification), not its header.
+said() { grep '^gpurelay: ' "$1" | grep -vm1 ' rank(s), ' | cut -c1-160; }
+
+# launch NAME NP ARGS...: one launch with its JSON summary $dir/NAME.json, its row of
+# $dir/results.csv (tagged NAME) and its log and report $dir/NAME.log; prints and returns its
+# exit code.
+launch() {
+    local name=$1 np=$2 code
+    shift 2
+    mkdir -p "$(dirname "$dir/$name")"
+    gpurelay "$np" --overwrite --output "$scratch/${name//\//_}.h5" \
+        --summary-json "$dir/$name.json" --results-csv "$dir/results.csv" --tag "$name" "$@" \
+        >"$dir/$name.log" 2>&1
+    code=$?
+    rm -f "$scratch/${name//\//_}.h5"
+    echo "$name exit $code$( ((code)) && said "$dir/$name.log" | sed 's/^/: /')"
+    return $code
+}
+
+# expect CODE NAME NP ARGS...: a launch that must end with exit CODE; says whether it did, and
+# the error line it printed.
+expect() {
+    local want=$1 code
+    shift
+    launch "$@" >/dev/null
+    code=$?
+    echo "$1 exit $code ($([[ $code == "$want" ]] && echo as || echo NOT as) expected, $want)" \
+        "$(said "$dir/$1.log")"
+}
+
+# under_mps COMMAND...: COMMAND (a function of these files, or a program) with the ranks of
+# every launch in it sharing the GPU through one MPS daemon (scripts/with-mps); on the CPU path
+# as it is.
+under_mps() {
+    if cpu; then
+        "$@"
+    else
+        # shellcheck disable=SC2016  # expanded by the inner shell
+        scripts/with-mps bash -c 'source lab/lib/lab.sh && "$@"' under_mps "$@"
+    fi
+}
+
+# alternate REPS COMMAND...: COMMAND with the old tree's gpurelay (TREE=old) then this tree's
+# (TREE=new), REPS times (REP=1..REPS): launches alternated, so that drift hits both alike.
+alternate() {
+    local reps=$1 rep
+    shift
+    [[ -x $old ]] || { echo "no old tree at $old: run the buildold stage first"; return 1; }
+    for rep in $(seq "$reps"); do
+        BIN=$old TREE=old REP=$rep "$@"
+        BIN=$new TREE=new REP=$rep "$@"
+    done
+}
+
+# compared NAME BASE... -- NEW... [--across KEYS]: scripts/compare into $dir/cmp_NAME.txt; its
+# exit code and verdict.
+compared() {
+    local name=$1
+    shift
+    scripts/compare "$@" >"$dir/cmp_$name.txt" 2>&1
+    echo "compare $name: exit $? ($(grep -m1 'time_per_step_ms' "$dir/cmp_$name.txt" | tr -s ' '))"
+    tail -n 1 "$dir/cmp_$name.txt" | cut -c1-160
+}
+
+# in_steps LOG PID: waits (60 s at most) until the run of launcher PID is in its timed steps:
+# rank 0 has printed a progress line (one each 10 s of steps) that is not its last; fails when
+# the launcher ends first. (The header's last line comes before the warm-up, the ceilings and
+# the timing mode's choice, a second or more at 16 Mi values.)
+in_steps() {
+    local t=0
+    until grep -E '^progress: ' "$1" 2>/dev/null | grep -qvE 'step ([0-9]+) of \1;'; do
+        kill -0 "$2" 2>/dev/null && ((t++ < 600)) || return 1
+        sleep 0.1
+    done
+}
+
+pause() { sleep "$(python3 -c 'import random; print(round(random.uniform(0.2, 3), 2))')"; }
+
+# stopped NAME NP PICK ARGS...: a launch whose PICK-th rank process (by start) is SIGSTOPped 0.2
+# to 3 s after in_steps (ARGS must outlast 13 s: long_run); the others' timeout_s (3 s) must end
+# the job with exit 4 and one line naming the wait. Prints the exit code, the seconds from the
+# stop to the end and that line.
+stopped() {
+    local name=$1 np=$2 pick=$3 out=$scratch/stop.h5 log=$dir/$1.log pid code start
+    shift 3
+    rm -f "$out" "$out.partial" "$out.lock"
+    LAUNCH_S=60 gpurelay "$np" --output "$out" --write none --timeout-s 3 "$@" >"$log" 2>&1 &
+    local launcher=$!
+    if ! in_steps "$log" $launcher; then
+        wait $launcher
+        echo "$name: exit $? before its steps: $(said "$log")"
+        return 1
+    fi
+    pause
+    pid=$(pgrep -f "^${BIN:-$new} .*$out" | sort -n | sed -n "${pick}p")
+    kill -STOP "$pid" 2>/dev/null || echo "$name: the run ended before the stop"
+    start=$SECONDS
+    wait $launcher
+    code=$?
+    kill -CONT "$pid" 2>/dev/null
+    pkill -9 -f "^${BIN:-$new} .*$out"
+    echo "$name: rank process $pick stopped in its steps: exit $code after $((SECONDS - start)) s:" \
+        "$(said "$log")"
+}
+
+# in_bound FILE N: how many of FILE's N peers stopped in their steps ended the job with exit 4
+# within timeout_s + 5 s.
+in_bound() {
+    echo "stopped in their steps, exit 4 within 8 s: $(grep -cE 'in its steps: exit 4 after [0-8] s' "$1") of $2"
+}
+
+# resumed NAME NP ARGS...: a launch run through, and the same launch stopped by SIGTERM 0.2 to
+# 3 s after in_steps (ARGS must outlast 13 s: long_run), which must end it (exit 143, the stop
+# line naming its step), then --resume'd to exit 0; their /y must be identical.
+resumed() {
+    local name=$1 np=$2 whole=$scratch/$1-whole.h5 cut=$scratch/$1-cut.h5 log=$dir/$1.log code
+    shift 2
+    rm -f "$whole" "$cut" "$cut.partial" "$cut.lock"
+    gpurelay "$np" --output "$whole" "$@" >"$dir/$name-whole.log" 2>&1
+    echo "$name run through: exit $?"
+    gpurelay "$np" --output "$cut" "$@" >"$log" 2>&1 &
+    local launcher=$!
+    in_steps "$log" $launcher && pause
+    pkill -TERM -f "^${BIN:-$new} .*$cut"
+    wait $launcher
+    code=$?
+    local line
+    line=$(grep -m1 '^gpurelay: stopped by SIGTERM' "$log" | grep -o 'after step [0-9]* of [0-9]*')
+    if [[ -z $line ]]; then
+        echo "$name: NOT STOPPED by SIGTERM (exit $code): the run ended first"
+        return 1
+    fi
+    echo "$name SIGTERM: exit $code (143 expected), stopped $line"
+    gpurelay "$np" --output "$cut" --resume "$@" >>"$log" 2>&1
+    echo "$name --resume: exit $?"
+    same_y "$whole" "$cut"
+    rm -f "$whole" "$cut" "$whole.y" "$cut.y"
+}
+
+# same_y A B: whether two result files' /y are identical, bit for bit.
+same_y() {
+    if h5dump -d /y -b LE -o "$1.y" "$1" >/dev/null 2>&1 &&
+        h5dump -d /y -b LE -o "$2.y" "$2" >/dev/null 2>&1 && cmp -s "$1.y" "$2.y"; then
+        echo "/y identical to the uninterrupted run's ($(stat -c %s "$1.y") bytes)"
+    else
+        echo "/y DIFFERS from the uninterrupted run's (or a file has none)"
+    fi
+}
+
+# sanitized TOOL NAME NP PROGRAM ARGS...: NP ranks of PROGRAM, each under compute-sanitizer
+# --tool TOOL; prints the exit code, how many ranks' summaries report no error (memcheck's and
+# synccheck's ERROR SUMMARY, racecheck's RACECHECK SUMMARY) and the other reports, NCCL's own
+# handled probes (cudaFuncGetAttributes on kernels not built for this GPU) counted apart.
+sanitized() {
+    local tool=$1 name=$2 np=$3 log=$dir/$2.log
+    shift 3
+    if cpu || ! command -v compute-sanitizer >/dev/null; then
+        echo "$name: no compute-sanitizer on this path: not run"
+        return
+    fi
+    timeout -k 5 300 "${mpi[@]}" -np "$np" compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        "$@" >"$log" 2>&1
+    local code=$? clean reports probes
+    clean=$(grep -cE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' "$log")
+    reports=$(grep -E '^========= [A-Z]' "$log" | grep -cvE 'COMPUTE-SANITIZER|SUMMARY')
+    probes=$(grep -cE '^========= .*cudaErrorNoKernelImageForDevice.*cudaFuncGetAttributes' "$log")
+    echo "$name ($tool, np $np): exit $code, $clean of $np ranks' summaries clean," \
+        "$reports other reports ($probes of them NCCL's handled probes)"
+}
+
+# tables WHAT ARGS...: lab/lib/tables.py's table WHAT, also into $dir/WHAT.txt.
+tables() { python3 lab/lib/tables.py "$@" | tee "$dir/$1.txt"; }
+
+for stages in lab/lib/stages-*.sh; do
+    # shellcheck source=/dev/null
+    source "$stages"
+done

@@ -1,0 +1,55 @@
+// What a pass keeps of its steps besides the histograms: the steps' own values that the file
+// keeps (step_record: a column per kept step), and the rank's slowest steps with their numbers
+// (to name slow steps on a profile's timeline). Both bounded, however many steps run.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "config/config.hpp"
+#include "kernels/kernels.hpp"
+#include "pipeline/phase.hpp"
+
+namespace gpurelay {
+
+class RecordedSteps {
+  public:
+    RecordedSteps() = default;
+    explicit RecordedSteps(const PipelineKeys& keys);
+    // Step s's times and wrong-element counts, kept when step_record keeps s (counts add up: a
+    // step's two counts may come apart).
+    void keep(std::int64_t s, const StepTimes& times);
+    void keep_counts(std::int64_t s, Counter x, Counter c);
+
+    // Each column's step (-1 where none ran), its times and its counts.
+    struct Columns {
+        std::vector<std::int64_t> steps;
+        std::vector<StepTimes> times;
+        std::vector<Counter> x_mismatches, c_mismatches;
+    };
+    const Columns& columns() const { return columns_; }
+    // The file lays the columns out from this one on, cyclically: the oldest kept step's where
+    // last:N's ring has turned, else 0 (all and every:K keep theirs in step order).
+    std::size_t oldest() const;
+
+  private:
+    std::int64_t column_of(std::int64_t s) const;
+
+    PipelineKeys::Recorded plan_{StepRecord::none, 0, 0};
+    Columns columns_;
+};
+
+// A rank's kSlowestKept slowest timed steps by period.
+class SlowestSteps {
+  public:
+    static constexpr std::size_t kSlowestKept = 64;
+    void offer(std::int64_t s, double period);
+    // (period, step), the slowest first.
+    std::vector<std::pair<double, std::int64_t>> slowest() const;
+
+  private:
+    std::vector<std::pair<double, std::int64_t>> heap_;  // a min-heap of the slowest so far
+};
+
+}  // namespace gpurelay
