@@ -33,8 +33,7 @@ class DelayedTransport final : public Transport {
     void streams_idle() override { inner_.streams_idle(); }
     void set_tensor_bytes(std::size_t bytes) override { inner_.set_tensor_bytes(bytes); }
     void check_health() override { inner_.check_health(); }
-    std::optional<SlotWords> slot_words() override { return inner_.slot_words(); }
-    void add_uses(const std::vector<std::uint32_t>& more) override { inner_.add_uses(more); }
+    SlotFlags* slot_flags(Role side) override { return inner_.slot_flags(side); }
 
   private:
     Transport& inner_;

@@ -88,9 +88,8 @@ Stop run_passes(Run& run, const SizeCase& size, std::vector<PassSummary>& summar
         // Each size's ceilings are measured once, in the first of its passes this launch runs.
         const bool calibrate = run.setup.config.calibrate && i == first_pass;
         const PassResult result = run_pass(run, i, first_step, calibrate, stop);
-        // A pass the device drives may end before the agreed stop reaches it: ended as usual, it
-        // leaves nothing to resume, and the next pass stops after its first step.
-        if (result.end_step >= run.setup.config.steps) stop.signal = 0;
+        // A pass that ran every step leaves nothing to resume: the next stops after its first.
+        if (result.complete) stop.signal = 0;
         run.outputs.file_pass(run.setup, size.group, run.passes[i], result, run.rank);
         if (stop.signal != 0) {
             stop.size = static_cast<std::int64_t>(size.index);

@@ -71,8 +71,8 @@ int run(MpiSession& mpi, StepWatch& watch, std::chrono::steady_clock::time_point
         std::chrono::microseconds(rank == config.debug_delay_rank ? config.debug_delay_us : 0));
     std::unique_ptr<Pipeline> pipeline;
     agree(MPI_COMM_WORLD, [&] {
-        pipeline = std::make_unique<Pipeline>(setup.spec, *setup.device, transport,
-                                              setup.placement.role, MPI_COMM_WORLD);
+        pipeline = make_pipeline(setup.spec, *setup.device, transport, setup.placement.role,
+                                 MPI_COMM_WORLD);
     });
     // Once the pipeline's host streams exist: how the hosts wait depends on how many threads work.
     choose_host_wait(config, setup.device->backend() == Backend::cuda);

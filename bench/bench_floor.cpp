@@ -76,35 +76,6 @@ class ExecGraph {
     cudaGraphExec_t exec_ = nullptr;
 };
 
-// Where a graph's kernels read the step from: the value itself (none); a device word that the
-// graph's first node copies, before the step (copied_first: what gpurelay's graphs did first), or
-// that a node on a branch of its own copies beside the step (copied_beside: there it stands for
-// the next graph's word); the pinned host word itself, which the host writes before the launch
-// (mapped_host: no copy node at all); or a device word that no node of the graph writes (device:
-// one a graph of another ring position updates once a cycle, as gpurelay's do now).
-enum class StepWord { none, copied_first, copied_beside, mapped_host, device };
-
-// What a graph step carries beyond the minimal one: where its step comes from, and whether each
-// step records an end event node (gpurelay's end event, which the host reads).
-struct GraphExtras {
-    StepWord word = StepWord::none;
-    bool end_event = false;
-};
-
-// What a gpurelay eager step does beyond the minimal one, added one at a time to measure what
-// each costs: the slot-reuse wait (the comm stream waits for B of step s - depth before the
-// receive; B's stream records that event), then also the step's end event (a timing event,
-// recorded after B), then also retiring each step from a ring of depth + 2 (the host waits
-// for the end event of step s - depth - 1 before queueing step s, and reads its period).
-// grouped_retire: the reuse wait, and an end event only on every kGroup-th step, which the host
-// reads back once a group (the group's steps share its period).
-enum class EagerExtras { none, reuse_wait, reuse_wait_end_event, ring_retire, grouped_retire };
-constexpr std::size_t kFloorDepth = 2;
-constexpr std::size_t kFloorRing = kFloorDepth + 2;
-// Steps that share one end event in the grouped variants, and the ring of group end events.
-constexpr std::size_t kGroup = 4;
-constexpr std::size_t kGroupRing = 4;
-
 // One rank's half (or, alone, both halves) of the minimal step.
 struct FloorRank {
     FloorRank(int world_size, int world_rank, int gpu_ordinal)
@@ -116,13 +87,7 @@ struct FloorRank {
           x_recv(device->allocate(kFloorMaxBytes)),
           y(device->allocate(kFloorMaxBytes)),
           counter(device->allocate(sizeof(Counter))),
-          counter_host(device->allocate_host(sizeof(Counter))),
-          word_host(device->allocate_host(sizeof(std::uint64_t))),
-          word_device(device->allocate(sizeof(std::uint64_t))),
-          next_word_device(device->allocate(sizeof(std::uint64_t))) {
-        *word_host.as<std::uint64_t>().data() = kStep;
-        CUDA_CHECK(cudaEventCreate(&end_event));
-        for (auto& event : group_end) CUDA_CHECK(cudaEventCreate(&event));
+          counter_host(device->allocate_host(sizeof(Counter))) {
         if (producer) {
             producer_stream = device->make_stream(false, "floor A");
             streams.push_back(producer_stream.get());
@@ -133,38 +98,15 @@ struct FloorRank {
             streams.push_back(comm_stream.get());
             streams.push_back(compute_stream.get());
             recv_done = device->make_event(EventUse::ordering);
-            for (std::size_t k = 0; k < kFloorDepth; ++k) {
-                x_free.push_back(device->make_event(EventUse::ordering));
-            }
-        }
-        for (std::size_t r = 0; r < kFloorRing; ++r) {
-            step_end.push_back(device->make_event(EventUse::timing));
         }
         fork = device->make_event(EventUse::ordering);
         join = device->make_event(EventUse::ordering);
-        word_stream = device->make_stream(false, "floor step word");
     }
 
-    // The step, queued eagerly or into a capture alike; `step` is the value, or (in a graph
-    // that copies it first, as gpurelay's do) the device word the kernels read it from.
-    void queue_step(std::size_t bytes, StepArg step = StepArg(kStep),
-                    EagerExtras extras = EagerExtras::none) {
-        const std::size_t k = queued % kFloorDepth;
-        const std::size_t r = queued % kFloorRing;
-        const bool reuse = extras != EagerExtras::none;
-        const bool end =
-            extras == EagerExtras::reuse_wait_end_event || extras == EagerExtras::ring_retire;
-        const bool grouped = extras == EagerExtras::grouped_retire;
-        if (grouped && queued % kGroup == 0) retire_group();
-        if (extras == EagerExtras::ring_retire && queued >= kFloorRing) {
-            // gpurelay's retire: the end event of the step R - 1 back, and its period.
-            step_end[(queued + 1) % kFloorRing]->synchronize();
-            period_ms += step_end[(queued + 1) % kFloorRing]->elapsed_ms_since(
-                *step_end[queued % kFloorRing]);
-        }
-        ++queued;
+    // The step, queued eagerly or into a capture alike.
+    void queue_step(std::size_t bytes) {
         if (producer)
-            launch_a(Span<float>(x_send.as<float>().data(), bytes / 4), step, kSeed,
+            launch_a(Span<float>(x_send.as<float>().data(), bytes / 4), kStep, kSeed,
                      *producer_stream);
         NCCL_CHECK(ncclGroupStart());
         if (producer) {
@@ -172,7 +114,6 @@ struct FloorRank {
                                 cuda_handle(*producer_stream)));
         }
         if (consumer) {
-            if (reuse) comm_stream->wait(*x_free[k]);
             NCCL_CHECK(ncclRecv(x_recv.data(), bytes, ncclChar, peer, nccl->get(),
                                 cuda_handle(*comm_stream)));
         }
@@ -181,71 +122,20 @@ struct FloorRank {
             recv_done->record(*comm_stream);
             compute_stream->wait(*recv_done);
             launch_b(Span<const float>(x_recv.as<float>().data(), bytes / 4),
-                     Span<float>(y.as<float>().data(), bytes / 4), kAlpha, step, kSeed,
+                     Span<float>(y.as<float>().data(), bytes / 4), kAlpha, kStep, kSeed,
                      counter.as<Counter>().data(), *compute_stream);
-            if (reuse) x_free[k]->record(*compute_stream);
         }
-        if (end) step_end[r]->record(*streams.back());
-        if (grouped && queued % kGroup == 0) {
-            CUDA_CHECK(cudaEventRecord(group_end[(queued / kGroup - 1) % kGroupRing],
-                                       cuda_handle(*streams.back())));
-        }
-    }
-
-    // At the start of group g (g = queued / kGroup): the end of group g - 2 and its period.
-    // Group j's last step records group_end[j % kGroupRing], so group g records again the end
-    // of group g - 4, not one still to be read.
-    void retire_group() {
-        const std::size_t g = queued / kGroup;
-        if (g < 3) return;
-        cudaEvent_t done = group_end[(g - 2) % kGroupRing];
-        CUDA_CHECK(cudaEventSynchronize(done));
-        float ms = 0.0f;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, group_end[(g - 3) % kGroupRing], done));
-        period_ms += ms;
     }
 
     // `steps` steps as one graph over all of this rank's streams: the others fork from the
     // first at the start and join it at the end (a record and a wait inside a capture are an
     // edge of the graph, not an event node).
-    // `extras` adds what a gpurelay graph has beyond the minimal step, to measure its cost: where
-    // the kernels read the step (GraphExtras), and an event record node at the end of each step.
-    // `end_node_event` is the event that node records (the grouped variant's ring names its own;
-    // else end_event).
-    std::unique_ptr<ExecGraph> capture(std::size_t bytes, int steps, GraphExtras extras,
-                                       cudaEvent_t end_node_event = nullptr) {
+    std::unique_ptr<ExecGraph> capture(std::size_t bytes, int steps) {
         Stream& origin = *streams.front();
-        const StepWord word = extras.word;
-        if (word == StepWord::copied_beside || word == StepWord::device) {
-            // The word the kernels read, as the graph before would have left it.
-            device->copy_async(word_device.data(), word_host.data(), sizeof(std::uint64_t), origin);
-            origin.synchronize();
-        }
         CUDA_CHECK(cudaStreamBeginCapture(cuda_handle(origin), cudaStreamCaptureModeThreadLocal));
-        if (word == StepWord::copied_first)
-            device->copy_async(word_device.data(), word_host.data(), sizeof(std::uint64_t), origin);
-        const StepArg step = word == StepWord::none ? StepArg(kStep)
-                             : word == StepWord::mapped_host
-                                 ? StepArg(word_host.as<std::uint64_t>().data())
-                                 : StepArg(word_device.as<std::uint64_t>().data());
         fork->record(origin);
         for (std::size_t i = 1; i < streams.size(); ++i) streams[i]->wait(*fork);
-        if (word == StepWord::copied_beside) {
-            // Into a word no kernel of this graph reads (it stands for the next graph's).
-            word_stream->wait(*fork);
-            device->copy_async(next_word_device.data(), word_host.data(), sizeof(std::uint64_t),
-                               *word_stream);
-            join->record(*word_stream);
-            origin.wait(*join);
-        }
-        for (int s = 0; s < steps; ++s) {
-            queue_step(bytes, step);
-            if (extras.end_event) {
-                CUDA_CHECK(cudaEventRecordWithFlags(end_node_event ? end_node_event : end_event,
-                                                    cuda_handle(*streams.back()),
-                                                    cudaEventRecordExternal));
-            }
-        }
+        for (int s = 0; s < steps; ++s) queue_step(bytes);
         for (std::size_t i = 1; i < streams.size(); ++i) {
             join->record(*streams[i]);
             origin.wait(*join);
@@ -262,24 +152,11 @@ struct FloorRank {
     bool producer, consumer;
     int peer;
     std::unique_ptr<Device> device;
-    Buffer x_send, x_recv, y, counter, counter_host, word_host, word_device, next_word_device;
-    cudaEvent_t end_event = nullptr;         // a timing event, as gpurelay's end event
-    cudaEvent_t group_end[kGroupRing] = {};  // the grouped variants' ring of group ends
-    ~FloorRank() {
-        if (end_event != nullptr) cudaEventDestroy(end_event);
-        for (auto* event : group_end) {
-            if (event != nullptr) cudaEventDestroy(event);
-        }
-    }
-    FloorRank(const FloorRank&) = delete;
-    FloorRank& operator=(const FloorRank&) = delete;
+    Buffer x_send, x_recv, y, counter, counter_host;
     // After the buffers: destroyed first, so no queued work outlives what it uses.
-    std::unique_ptr<Stream> producer_stream, comm_stream, compute_stream, word_stream;
+    std::unique_ptr<Stream> producer_stream, comm_stream, compute_stream;
     std::vector<Stream*> streams;  // the first is where a graph is captured and launched
     std::unique_ptr<Event> recv_done, fork, join;
-    std::vector<std::unique_ptr<Event>> x_free, step_end;  // the eager extras'
-    std::size_t queued = 0;                                // eager steps queued, for the ring
-    double period_ms = 0.0;                                // the periods ring_retire read
     std::unique_ptr<PlainNcclComm> nccl;
 };
 
@@ -329,44 +206,18 @@ void time_steps(benchmark::State& state, FloorRank& rank, std::size_t bytes, int
                             static_cast<std::int64_t>(bytes));
     state.counters["steps_per_iteration"] = kBatch;
     state.counters["steps_per_graph"] = steps_per_call;
-    // What queueing a step costs the host (with a ring, its waits too): above the period, the
-    // host is what paces the steps.
+    // What queueing a step costs the host: above the period, the host is what paces the steps.
     state.counters["host_queue_us"] =
         1e6 * queue_s / static_cast<double>(state.iterations() * kBatch);
 }
 
-void floor_eager(benchmark::State& state, FloorRank& rank, std::size_t bytes,
-                 EagerExtras extras = EagerExtras::none) {
-    rank.queued = 0;  // the ring starts empty: its first R - 1 steps retire nothing
-    time_steps(state, rank, bytes, 1, [&] { rank.queue_step(bytes, StepArg(kStep), extras); });
+void floor_eager(benchmark::State& state, FloorRank& rank, std::size_t bytes) {
+    time_steps(state, rank, bytes, 1, [&] { rank.queue_step(bytes); });
 }
 
-void floor_graph(benchmark::State& state, FloorRank& rank, std::size_t bytes, int steps,
-                 GraphExtras extras = {}) {
-    const auto graph = rank.capture(bytes, steps, extras);
+void floor_graph(benchmark::State& state, FloorRank& rank, std::size_t bytes, int steps) {
+    const auto graph = rank.capture(bytes, steps);
     time_steps(state, rank, bytes, steps, [&] { graph->launch(*rank.streams.front()); });
-}
-
-// One graph a step, the step word mapped, and only every kGroup-th launch one whose graph records
-// an end event (of kGroupRing, one graph each), read back at the start of each group as in the
-// eager grouped variant.
-// `word`: where the kernels read the step (mapped_word or device_word; the ending graphs add the
-// end event).
-void floor_graph_grouped(benchmark::State& state, FloorRank& rank, std::size_t bytes,
-                         StepWord word) {
-    const auto silent = rank.capture(bytes, 1, {word, false});
-    std::vector<std::unique_ptr<ExecGraph>> ending;
-    for (auto* event : rank.group_end) {
-        ending.push_back(rank.capture(bytes, 1, {word, true}, event));
-    }
-    rank.queued = 0;
-    time_steps(state, rank, bytes, 1, [&] {
-        if (rank.queued % kGroup == 0) rank.retire_group();
-        ++rank.queued;
-        const bool ends = rank.queued % kGroup == 0;
-        (ends ? *ending[(rank.queued / kGroup - 1) % kGroupRing] : *silent)
-            .launch(*rank.streams.front());
-    });
 }
 
 void register_floor(FloorRank& rank, const std::string& prefix, std::size_t max_bytes) {
@@ -384,40 +235,6 @@ void register_floor(FloorRank& rank, const std::string& prefix, std::size_t max_
             add(prefix + "/graph_k" + std::to_string(k), bytes,
                 [&rank, bytes, k](benchmark::State& state) { floor_graph(state, rank, bytes, k); });
         }
-        if (bytes != kMinBytes) continue;
-        // Not floors: the minimal eager and graph steps plus what gpurelay's add, one at a time.
-        const std::pair<const char*, EagerExtras> eager_extras[] = {
-            {"/eager_plus_reuse_wait", EagerExtras::reuse_wait},
-            {"/eager_plus_reuse_wait_end_event", EagerExtras::reuse_wait_end_event},
-            {"/eager_plus_reuse_wait_end_event_ring", EagerExtras::ring_retire},
-            {"/eager_plus_reuse_wait_grouped_end4", EagerExtras::grouped_retire}};
-        for (const auto& [name, extra] : eager_extras) {
-            add(prefix + name, bytes, [&rank, bytes, extra = extra](benchmark::State& state) {
-                floor_eager(state, rank, bytes, extra);
-            });
-        }
-        const std::pair<const char*, GraphExtras> extras[] = {
-            {"/graph_k1_plus_step_word", {StepWord::copied_first, false}},
-            {"/graph_k1_plus_step_word_end_event", {StepWord::copied_first, true}},
-            {"/graph_k1_plus_step_word_beside", {StepWord::copied_beside, false}},
-            {"/graph_k1_plus_step_word_beside_end_event", {StepWord::copied_beside, true}},
-            {"/graph_k1_plus_mapped_word", {StepWord::mapped_host, false}},
-            {"/graph_k1_plus_mapped_word_end_event", {StepWord::mapped_host, true}},
-            {"/graph_k1_plus_device_word", {StepWord::device, false}},
-            {"/graph_k1_plus_device_word_end_event", {StepWord::device, true}}};
-        for (const auto& [name, extra] : extras) {
-            add(prefix + name, bytes, [&rank, bytes, extra = extra](benchmark::State& state) {
-                floor_graph(state, rank, bytes, 1, extra);
-            });
-        }
-        add(prefix + "/graph_k1_plus_mapped_word_grouped_end4", bytes,
-            [&rank, bytes](benchmark::State& state) {
-                floor_graph_grouped(state, rank, bytes, StepWord::mapped_host);
-            });
-        add(prefix + "/graph_k1_plus_device_word_grouped_end4", bytes,
-            [&rank, bytes](benchmark::State& state) {
-                floor_graph_grouped(state, rank, bytes, StepWord::device);
-            });
     }
 }
 

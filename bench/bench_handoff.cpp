@@ -1,9 +1,9 @@
 // The hand-off floor: a pair of persistent kernels that only pass a count back and forth, N
 // hand-offs inside one launch, as MSCCL++'s semaphore ping-pong does
-// (test/mp_unit/semaphore_perf_tests.cu). The words are the ipc transport's own arrived and
-// released words of slot 0 (transport/ipc_memory.hpp: each side waits on its own memory and writes
-// the other's) and the waits and stores are the device-driven step's (kernels/handoff_cuda.cu),
-// so a launch = "device" step of A and B is held against A + B + this. One rank runs both
+// (test/mp_unit/semaphore_perf_tests.cu). The flags are the ipc transport's own of slot 0 (each
+// side waits on its own memory and writes the other's) and the waits and signals are the
+// device-driven step's (handoff_floor.hpp), so a launch = "device" step of A and B is held against
+// A + B + this. One rank runs both
 // kernels on two streams of one GPU; two ranks one each, on one GPU under MPS
 // (scripts/with-mps) or on two.
 //
@@ -29,7 +29,7 @@
 #include "transport/transport.hpp"
 
 #if defined(GPURELAY_HAVE_CUDA)
-#include "kernels/handoff_cuda.hpp"
+#include "bench/handoff_floor.hpp"
 #include "runtime/cuda_stream.hpp"
 #endif
 
@@ -45,16 +45,14 @@ constexpr std::uint32_t kWarm = 5;
 constexpr benchmark::IterationCount kIterations = 50;
 constexpr std::uint64_t kTimeoutNs = 10'000'000'000ull;
 
-// This rank's side (or both sides, with one rank): the ipc transport's words of one slot, the
-// streams the kernels run on, and where the starting side stamps.
+// This rank's side (or both sides, with one rank): the ipc transport with its flags of one slot,
+// the streams the kernels run on, and where the starting side stamps.
 struct FloorRank {
     PairPlacement placement;
     std::unique_ptr<Device> device;
     std::unique_ptr<Transport> transport;
-    SlotWords words;
     std::unique_ptr<Stream> starter, responder;
     Buffer results;  // pinned: the elapsed ns, then the failure word
-    std::uint32_t base = 0;
 };
 
 std::uint64_t& elapsed_ns(FloorRank& rank) { return rank.results.as<std::uint64_t>()[0]; }
@@ -62,20 +60,19 @@ std::uint32_t& failed(FloorRank& rank) {
     return *reinterpret_cast<std::uint32_t*>(rank.results.as<std::uint64_t>().data() + 1);
 }
 
-// The producer's side starts: it writes arrived and waits on released; the consumer's side
-// waits on arrived and writes released.
+// The producer's side starts: it signals arrived and waits on released; the consumer's side
+// waits on arrived and signals released.
 void launch_side(FloorRank& rank, bool starts, Stream& stream) {
-    cuda::HandOffFloor floor{};
-    floor.wait_on = starts ? rank.words.released[0] : rank.words.arrived[0];
-    floor.write_to = starts ? rank.words.arrived[0] : rank.words.released[0];
-    floor.base = rank.base;
+    HandOffFloor floor{};
+    floor.home = rank.transport->slot_flags(starts ? Role::producer : Role::consumer);
+    floor.flags = *floor.home;
     floor.warm = kWarm;
     floor.rounds = kRounds;
     floor.starts = starts;
     floor.timeout_ns = kTimeoutNs;
     floor.elapsed_ns = &elapsed_ns(rank);
     floor.failed = &failed(rank);
-    cuda::run_handoff_floor(floor, cuda_handle(stream));
+    run_handoff_floor(floor, cuda_handle(stream));
 }
 
 void floor_benchmark(benchmark::State& state, FloorRank& rank) {
@@ -88,7 +85,6 @@ void floor_benchmark(benchmark::State& state, FloorRank& rank) {
         if (producer) launch_side(rank, true, *rank.starter);
         if (consumer) rank.responder->synchronize();
         if (producer) rank.starter->synchronize();
-        rank.base += kWarm + kRounds;
         double seconds = static_cast<double>(elapsed_ns(rank)) * 1e-9;
         // The starting side's stamps, on every rank, so both report the same time.
         MPI_CHECK(MPI_Bcast(&seconds, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
@@ -111,7 +107,6 @@ std::unique_ptr<FloorRank> open_floor(const MpiSession& session) {
     options.slots = 1;
     options.produce_in_place = true;
     rank->transport = make_ipc_transport(MPI_COMM_WORLD, rank->placement, *rank->device, options);
-    rank->words = *rank->transport->slot_words();
     rank->starter = rank->device->make_stream(true, "hand-off starter");
     rank->responder = rank->device->make_stream(true, "hand-off responder");
     rank->results = rank->device->allocate_host(2 * sizeof(std::uint64_t));

@@ -1,29 +1,25 @@
 // A step the device drives itself (launch = "device"): one persistent worker per role runs every
-// step of a pass and hands each tensor over through the consumer's slot and its two sequence words,
-// with no host in the loop. Per step s, slot k = s mod depth, n = the slot's use that step makes:
-//   producer: wait released[k] >= n - 1; A into slot k; make it visible; arrived[k] = n
-//   consumer: wait arrived[k] >= n (and its C, and y's copy out); B; released[k] = n
-// the ipc transport's protocol (transport/ipc_transport.cpp), run by the device. On a GPU each role
-// is a persistent kernel of a few blocks; on the CPU path a host stream's thread (and a thread for
-// each further block). Both drivers run the same role steps (handoff_protocol.hpp); each call here
-// queues a role's whole pass on `stream` and returns.
+// step of a pass and hands each tensor over through the consumer's slots and their flags
+// (runtime/slot_flags.hpp's protocol, the ipc transport's with A in place), with no host in the
+// loop. On a GPU each role is a persistent kernel of a few blocks; on the CPU path a host stream's
+// thread (and a thread for each further block). Both drivers run the same role steps
+// (handoff_protocol.hpp); each call here queues a role's whole pass on `stream` and returns.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/kernels.hpp"
+#include "runtime/slot_flags.hpp"
 #include "runtime/span.hpp"
 #include "runtime/stream.hpp"
 
 namespace gpurelay {
 
-// The most slots a ring of the hand-off holds (the pipeline's kMaxDepth).
-inline constexpr std::uint32_t kHandOffMaxSlots = 64;
 // Threads per block of a role's kernel (the value loops of kernels_cuda.cu take the same).
 inline constexpr std::uint32_t kHandOffThreads = 256;
 
-// The waits of a role step, as a timeout names them.
+// The waits of a role step, as a timeout names them (kHandOffWaitText).
 enum class HandOffWait : std::uint32_t {
     none,
     release,   // the producer, for the consumer's release of the slot it writes next
@@ -33,8 +29,18 @@ enum class HandOffWait : std::uint32_t {
     go,        // a block, for its role's first block to say the step may go
     gather,    // a role's first block, for the others' share of the step
 };
-// "the consumer's release of a slot", ...: what a timeout line names.
-const char* handoff_wait_text(HandOffWait wait);
+inline constexpr const char* kHandOffWaitText[] = {
+    "no wait",
+    "waiting for the consumer to release a slot",
+    "waiting for the producer's tensor",
+    "waiting for the step's C",
+    "waiting for the host to copy a y slot out",
+    "waiting for the role's first block to start the step",
+    "waiting for the role's other blocks to finish the step",
+};
+inline const char* handoff_wait_text(HandOffWait wait) {
+    return kHandOffWaitText[static_cast<std::uint32_t>(wait)];
+}
 
 // A role's words that the host reads while the role runs (pinned host memory on a GPU). The role
 // writes `end_step` before `ended`, and a failure before `ended`.
@@ -47,7 +53,7 @@ struct RoleStatus {
     std::uint32_t ended;        // 1 once every block has left the pass
 };
 
-// One step of each role on its driver's clock (GPU: %globaltimer; host: steady_clock), in ns.
+// One step of each role on its driver's clock (now_ns), in ns.
 struct ProducerStamps {
     std::uint64_t start, a_start, a_end, published;
 };
@@ -56,22 +62,15 @@ struct ConsumerStamps {
     Counter x_mismatches;  // B's wrong values of x, summed over the blocks
 };
 
-// The consumer's slots and their words as this process addresses them, with each slot's uses
-// before the pass (slot k's n-th use in the pass is uses[k] + n).
-struct HandOffRing {
-    void* slot[kHandOffMaxSlots];
-    std::uint32_t* arrived[kHandOffMaxSlots];
-    std::uint32_t* released[kHandOffMaxSlots];
-    std::uint32_t uses[kHandOffMaxSlots];
-    std::uint32_t depth;
-};
-
 // Bytes of a role's own words (its blocks' workspace), in its device memory.
 inline constexpr std::size_t kHandOffWorkspaceBytes = 192;
 
 // What both roles' drivers take. `workspace` and `status` must be zero when the role is queued.
 struct RoleArgs {
-    HandOffRing ring;
+    // This side's flags as the pass starts, and where they live between passes (the transport's,
+    // Transport::slot_flags), which the role's counts are stored back to as it ends.
+    SlotFlags flags;
+    SlotFlags* home = nullptr;
     std::int64_t first = 0, steps = 0;  // the pass runs steps [first, steps)
     std::uint64_t elements = 0;
     std::uint32_t seed = 0;
@@ -88,7 +87,6 @@ struct ProducerArgs {
     // Nonzero once the host asks the pass to stop: read once a step, before the step's wait.
     const std::uint32_t* stop = nullptr;
     ProducerStamps* stamps = nullptr;  // [steps - first]
-    bool skip_reuse_wait = false;      // tests only (debug_skip_reuse_wait)
 };
 
 template <typename T>
@@ -96,7 +94,7 @@ struct ConsumerArgs {
     RoleArgs role;
     T alpha = 1;
     TensorForm expected;
-    T* y[kHandOffMaxSlots];  // y slot k (depth of them)
+    T* y[kMaxSlots];  // y slot k (depth of them)
     bool overlap = true;
     // C's words, with the compute stream (none when has_c is false): the consumer waits for
     // c_done >= s + 1 before B of step s, and lets C of a step start by raising `gate` (C of step
@@ -111,11 +109,6 @@ struct ConsumerArgs {
     const std::uint8_t* written = nullptr;  // [steps - first]
     ConsumerStamps* stamps = nullptr;       // [steps - first]
 };
-
-// How far the arrival word of a step that never comes lies past its use: the producer's stop
-// marker, which ends the consumer's pass there (it is stored once the consumer has released
-// the slot's use before, so it cannot be taken for that use).
-inline constexpr std::uint32_t kHandOffStopMark = 1u << 30;
 
 // The blocks of a role's kernel for tensors of `elements` values of `value_bytes` each: as many
 // as the tensor fills (kHandOffThreads threads, each a 16-byte vector), at most `cap`, which

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "kernels/handoff.hpp"
 #include "kernels/kernels.hpp"
 
 namespace gpurelay::cuda {
@@ -19,6 +20,17 @@ void run_c(Span<std::uint32_t> z, StepArg step, std::uint32_t seed, std::uint32_
            cudaStream_t stream);
 void run_verify_c(Span<const std::uint32_t> z, StepArg step, std::uint32_t seed,
                   std::uint32_t iterations, Counter* z_mismatches, cudaStream_t stream);
+
+// The roles of launch = "device" (handoff_cuda.cu).
+template <typename T>
+void run_producer_role(const ProducerArgs<T>& args, cudaStream_t stream);
+template <typename T>
+void run_consumer_role(const ConsumerArgs<T>& args, cudaStream_t stream);
+// This process's GPU's SMs.
+std::uint32_t sm_count();
+// The most blocks of the role kernels that are resident at once (the fewer per SM of the two
+// kernels, times the SMs).
+std::uint64_t handoff_capacity();
 
 // Loads each of `kernels` (a __global__ function's address) into this process's context now
 // rather than at its first launch (handoff_cuda.cu says why a persistent kernel needs it).

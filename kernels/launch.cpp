@@ -1,7 +1,10 @@
-// Sends each launch to the CUDA kernel or, on a host stream, queues the host twin in stream order.
+// Sends each launch to the CUDA kernel or, on a host stream, queues the host twin in stream order:
+// A, B, C and C's check, and the roles of launch = "device" (with how many blocks a role gets, and
+// whether a pair of roles fits the GPU).
 #include <algorithm>
 
 #include "kernels/formula.hpp"
+#include "kernels/handoff.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/kernels_host.hpp"
 #include "runtime/error.hpp"
@@ -18,67 +21,89 @@ namespace {
 bool on_host(Stream& stream) { return stream.backend() == Backend::host; }
 HostStream& as_host(Stream& stream) { return dynamic_cast<HostStream&>(stream); }
 
-#if defined(GPURELAY_HAVE_CUDA)
-cudaStream_t as_cuda(Stream& stream) { return cuda_handle(stream); }
-#else
-// Without CUDA every stream is a host stream; reaching here is a programming error.
-[[noreturn]] void no_cuda() { throw runtime_error("CUDA stream in a build without CUDA"); }
-#endif
-
 }  // namespace
+
+// A launch on a CUDA stream, which only a CUDA build has: without CUDA every stream is a host
+// stream, and reaching here is a programming error.
+#if defined(GPURELAY_HAVE_CUDA)
+#define ON_CUDA(launch) launch
+#else
+#define ON_CUDA(launch) throw runtime_error("CUDA stream in a build without CUDA")
+#endif
 
 template <typename T>
 void launch_a(Span<T> x, StepArg step, std::uint32_t seed, Stream& stream, TensorForm form) {
-    if (on_host(stream)) {
-        as_host(stream).enqueue([=] { host::run_a(x, step.read(), seed, form); });
-        return;
-    }
-#if defined(GPURELAY_HAVE_CUDA)
-    cuda::run_a(x, step, seed, form, as_cuda(stream));
-#else
-    no_cuda();
-#endif
+    if (on_host(stream))
+        return as_host(stream).enqueue([=] { host::run_a(x, step.read(), seed, form); });
+    ON_CUDA(cuda::run_a(x, step, seed, form, cuda_handle(stream)));
 }
 
 template <typename T>
 void launch_b(Span<const T> x, Span<T> y, T alpha, StepArg step, std::uint32_t seed,
               Counter* x_mismatches, Stream& stream, TensorForm expected) {
     if (on_host(stream)) {
-        as_host(stream).enqueue(
+        return as_host(stream).enqueue(
             [=] { host::run_b(x, y, alpha, step.read(), seed, x_mismatches, expected); });
-        return;
     }
-#if defined(GPURELAY_HAVE_CUDA)
-    cuda::run_b(x, y, alpha, step, seed, x_mismatches, expected, as_cuda(stream));
-#else
-    no_cuda();
-#endif
+    ON_CUDA(cuda::run_b(x, y, alpha, step, seed, x_mismatches, expected, cuda_handle(stream)));
 }
 
 void launch_c(Span<std::uint32_t> z, StepArg step, std::uint32_t seed, std::uint32_t iterations,
               Stream& stream) {
-    if (on_host(stream)) {
-        as_host(stream).enqueue([=] { host::run_c(z, step.read(), seed, iterations); });
-        return;
-    }
-#if defined(GPURELAY_HAVE_CUDA)
-    cuda::run_c(z, step, seed, iterations, as_cuda(stream));
-#else
-    no_cuda();
-#endif
+    if (on_host(stream))
+        return as_host(stream).enqueue([=] { host::run_c(z, step.read(), seed, iterations); });
+    ON_CUDA(cuda::run_c(z, step, seed, iterations, cuda_handle(stream)));
 }
 
 void launch_verify_c(Span<const std::uint32_t> z, StepArg step, std::uint32_t seed,
                      std::uint32_t iterations, Counter* z_mismatches, Stream& stream) {
     if (on_host(stream)) {
-        as_host(stream).enqueue(
+        return as_host(stream).enqueue(
             [=] { host::run_verify_c(z, step.read(), seed, iterations, z_mismatches); });
-        return;
     }
+    ON_CUDA(cuda::run_verify_c(z, step, seed, iterations, z_mismatches, cuda_handle(stream)));
+}
+
+template <typename T>
+void launch_producer_role(const ProducerArgs<T>& args, Stream& stream) {
+    if (on_host(stream)) return as_host(stream).enqueue([args] { host::run_producer_role(args); });
+    ON_CUDA(cuda::run_producer_role(args, cuda_handle(stream)));
+}
+
+template <typename T>
+void launch_consumer_role(const ConsumerArgs<T>& args, Stream& stream) {
+    if (on_host(stream)) return as_host(stream).enqueue([args] { host::run_consumer_role(args); });
+    ON_CUDA(cuda::run_consumer_role(args, cuda_handle(stream)));
+}
+
+std::uint32_t handoff_blocks(Backend backend, std::uint64_t elements, std::size_t value_bytes,
+                             std::int64_t cap) {
+    const std::uint64_t vectors = (elements * value_bytes + 15) / 16;
+    const std::uint64_t filled =
+        std::max<std::uint64_t>(1, (vectors + kHandOffThreads - 1) / kHandOffThreads);
+    std::uint64_t most = cap > 0 ? static_cast<std::uint64_t>(cap) : 1;
 #if defined(GPURELAY_HAVE_CUDA)
-    cuda::run_verify_c(z, step, seed, iterations, z_mismatches, as_cuda(stream));
+    if (backend == Backend::cuda && cap == 0) most = cuda::sm_count();
 #else
-    no_cuda();
+    (void)backend;
+#endif
+    return static_cast<std::uint32_t>(std::min(filled, most));
+}
+
+void check_handoff_fits(Backend backend, std::uint32_t producer_blocks,
+                        std::uint32_t consumer_blocks) {
+    if (backend != Backend::cuda) return;
+#if defined(GPURELAY_HAVE_CUDA)
+    const std::uint64_t capacity = cuda::handoff_capacity();
+    if (std::uint64_t{producer_blocks} + consumer_blocks > capacity) {
+        throw usage_error("launch = \"device\": the producer's " + std::to_string(producer_blocks) +
+                          " and the consumer's " + std::to_string(consumer_blocks) +
+                          " blocks cannot all be resident on this GPU, which holds " +
+                          std::to_string(capacity) + " of them at once (lower device_blocks)");
+    }
+#else
+    (void)producer_blocks;
+    (void)consumer_blocks;
 #endif
 }
 
@@ -104,6 +129,10 @@ template void launch_b<float>(Span<const float>, Span<float>, float, StepArg, st
                               Counter*, Stream&, TensorForm);
 template void launch_b<double>(Span<const double>, Span<double>, double, StepArg, std::uint32_t,
                                Counter*, Stream&, TensorForm);
+template void launch_producer_role<float>(const ProducerArgs<float>&, Stream&);
+template void launch_producer_role<double>(const ProducerArgs<double>&, Stream&);
+template void launch_consumer_role<float>(const ConsumerArgs<float>&, Stream&);
+template void launch_consumer_role<double>(const ConsumerArgs<double>&, Stream&);
 template std::uint64_t spot_check_y<float>(Span<const float>, float, std::uint64_t, std::uint32_t,
                                            std::uint64_t, TensorForm);
 template std::uint64_t spot_check_y<double>(Span<const double>, double, std::uint64_t,

@@ -1,14 +1,12 @@
-// The pass: Pipeline::Impl::run reads top to bottom (the warm-up, where the clock starts, the
-// timed steps and where it stops); the steps are queued one after another (or G at a time as
-// graphs) and retired about depth + 1 steps later (the ring rule, step_timer.cpp). And the
-// Pipeline class itself, whose run() is one pass.
-#include <algorithm>
+// The host's pass loop (launch = "host"): HostLoop::run_pass reads top to bottom (the warm-up,
+// where the clock starts, the timed steps and where it stops); the steps are queued one after
+// another (or G at a time as graphs) and retired about depth + 1 steps later (the ring rule,
+// step_timer.cpp).
 #include <limits>
 
-#include "mpi/error.hpp"
-#include "mpi/wait.hpp"
-#include "pipeline/device_pass.hpp"
+#include "kernels/handoff.hpp"
 #include "pipeline/graph_set.hpp"
+#include "pipeline/pass_frame.hpp"
 #include "pipeline/step.hpp"
 #include "runtime/error.hpp"
 #include "runtime/gpu_clocks.hpp"
@@ -18,53 +16,42 @@
 namespace gpurelay {
 namespace {
 
-std::string rank_label(MPI_Comm comm, Role role) {
-    int rank = 0;
-    MPI_CHECK(MPI_Comm_rank(comm, &rank));
-    return "rank " + std::to_string(rank) + " " + std::string(to_string(role));
-}
-
 // Whether `step` is one of the n steps from s.
 bool in_unit(std::int64_t step, std::int64_t s, std::int64_t n) {
     return s <= step && step < s + n;
 }
 
-}  // namespace
-
-class Pipeline::Impl {
+// The host's driver of a pass: it queues every step on this rank's streams (step.cpp), or G at a
+// time as graphs, and times them with the step timer's events.
+class HostLoop final : public PassFrame {
   public:
-    Impl(const PipelineSpec& spec, Device& device, Transport& transport, Role role, MPI_Comm comm)
-        : spec_(spec),
-          capacity_(spec.tensor_bytes()),
-          device_(device),
-          transport_(transport),
-          comm_(comm),
+    HostLoop(const PipelineSpec& spec, Device& device, Transport& transport, Role role,
+             MPI_Comm comm)
+        : PassFrame(spec, device, transport, role, comm),
           ring_(timing_ring_size(spec_)),
-          timer_(device, spec_, role, ring_),
-          schedule_(spec_, device, transport, role, timer_, ring_, rank_label(comm, role)),
-          gpu_bus_id_(device.info().pci_bus_id),
-          graphs_(spec_, device, ring_) {}
+          timer_(device_, spec_, role_, ring_),
+          schedule_(*this, timer_, ring_),
+          graphs_(spec_, device_, ring_) {}
 
-    template <typename T>
     PassResult run(bool overlap, RowSink* sink, const StepCallback& on_step,
-                   std::int64_t first_step, bool calibrate);
-    const PipelineSpec& spec() const { return spec_; }
-    void resize(std::uint64_t elements);
-    const PassResult& ceilings() const { return ceilings_; }
+                   std::int64_t first_step, bool calibrate) override {
+        return with_dtype(spec_.dtype, [&]<typename T>() {
+            return run_pass<T>(overlap, sink, on_step, first_step, calibrate);
+        });
+    }
 
   private:
     // Where the loop stands within a pass.
-    struct Pass {
-        PassResult result;
+    struct Pass : FramedPass {
         const PassPlan* plan = nullptr;
-        std::uint64_t next_row = 0;
         std::int64_t retired = 0;  // the next step to retire
         bool in_graphs = false;    // whether the last steps queued were a graph
         double timed_start = 0, warm_start = 0;
-        SinkShare sink_share{nullptr};
     };
+    template <typename T>
+    PassResult run_pass(bool overlap, RowSink* sink, const StepCallback& on_step,
+                        std::int64_t first_step, bool calibrate);
     Pass begin(bool overlap, RowSink* sink, std::int64_t first_step);
-    void meet(const char* barrier);
     void make_room(Pass& pass, std::int64_t s, bool unit);
     void decide_timing(Pass& pass);
     void measure_ceilings();
@@ -76,24 +63,17 @@ class Pipeline::Impl {
     template <typename T>
     PassResult finish(Pass& pass, std::int64_t end);
 
-    PipelineSpec spec_;     // the timer, the schedule and the graphs read its size as it is now
-    std::size_t capacity_;  // bytes of the largest tensor, which every buffer holds
-    Device& device_;
-    Transport& transport_;
-    MPI_Comm comm_;  // the ranks that run the pipeline together: they meet at its barriers
     std::size_t ring_;
     StepTimer timer_;
     StepSchedule schedule_;
-    PassResult ceilings_;     // what measure_ceilings measured (no steps when it did not run)
-    std::string gpu_bus_id_;  // whose clocks the timed steps sample ("" on the CPU path)
     GraphSet graphs_;  // last: destroyed first, before the events and buffers its graphs name
 };
 
 // One pass: the warm-up (the cold step first), where the clock starts, the timed steps, and where
 // it stops. A unit is one eager step, or G steps launched as one graph.
 template <typename T>
-PassResult Pipeline::Impl::run(bool overlap, RowSink* sink, const StepCallback& on_step,
-                               std::int64_t first_step, bool calibrate) {
+PassResult HostLoop::run_pass(bool overlap, RowSink* sink, const StepCallback& on_step,
+                              std::int64_t first_step, bool calibrate) {
     // The whole pass on the main thread's row, so passes of a compare run are easy to tell apart.
     const NvtxRange pass_range(overlap ? "pass overlap=on" : "pass overlap=off", kPassColour);
     Pass pass = begin(overlap, sink, first_step);
@@ -142,30 +122,22 @@ PassResult Pipeline::Impl::run(bool overlap, RowSink* sink, const StepCallback& 
     return finish<T>(pass, s);
 }
 
-Pipeline::Impl::Pass Pipeline::Impl::begin(bool overlap, RowSink* sink, std::int64_t first_step) {
+HostLoop::Pass HostLoop::begin(bool overlap, RowSink* sink, std::int64_t first_step) {
     Pass pass;
-    pass.result = blank_pass_result(spec_, overlap, first_step);
+    open_pass(pass, overlap, sink, first_step);
     PassResult& result = pass.result;
     result.retire_group_steps = retire_group_steps(spec_);
     pass.plan = &schedule_.begin_pass(overlap, sink, first_step, result.timed_from);
     timer_.begin_pass(*pass.plan);
-    for (std::int64_t s = 0; s < first_step; ++s) pass.next_row += pass.plan->writes(s) ? 1 : 0;
-    pass.sink_share = SinkShare(pass.plan->sink);
     pass.retired = first_step;
     transport_.streams_idle();  // the last pass ended with every stream idle
     pass.timed_start = pass.warm_start = now_ms();
     return pass;
 }
 
-// Every rank of the run at a barrier, bounded by timeout_s like every wait of a pass.
-void Pipeline::Impl::meet(const char* barrier) {
-    const Deadline bound(barrier);
-    MPI_CHECK(MPI_Barrier(comm_));
-}
-
 // Before the unit of steps from s: the steps whose ring slots it records into are retired, and
 // the streams idle where eager steps and graphs meet.
-void Pipeline::Impl::make_room(Pass& pass, std::int64_t s, bool unit) {
+void HostLoop::make_room(Pass& pass, std::int64_t s, bool unit) {
     const double retire_start = now_ms();
     retire_through(pass, timer_.last_to_retire_before(s, pass.plan->unit_steps(s)));
     if (unit != pass.in_graphs) {
@@ -177,7 +149,7 @@ void Pipeline::Impl::make_room(Pass& pass, std::int64_t s, bool unit) {
     if (s >= pass.result.timed_from) pass.result.host_retire_ms += now_ms() - retire_start;
 }
 
-void Pipeline::Impl::retire_through(Pass& pass, std::int64_t last) {
+void HostLoop::retire_through(Pass& pass, std::int64_t last) {
     for (; pass.retired <= last; ++pass.retired) {
         const RetiredSteps done = timer_.retire(pass.retired, pass.result);
         for (std::int64_t j = done.first; j <= done.last; ++j)
@@ -187,7 +159,7 @@ void Pipeline::Impl::retire_through(Pass& pass, std::int64_t last) {
 
 // Where the timed steps start, every stream idle: timing = auto decides there from the slowest
 // rank's time per warm-up step (a reduction over the ranks).
-void Pipeline::Impl::decide_timing(Pass& pass) {
+void HostLoop::decide_timing(Pass& pass) {
     PassResult& result = pass.result;
     if (spec_.timing != Timing::auto_select) return;
     const std::int64_t warm_steps = result.timed_from - result.first_step - 1;
@@ -198,14 +170,14 @@ void Pipeline::Impl::decide_timing(Pass& pass) {
 }
 
 // The ceilings, after the cold step and the warm-up, with every stream idle; not timed.
-void Pipeline::Impl::measure_ceilings() {
+void HostLoop::measure_ceilings() {
     ceilings_ = schedule_.measure_ceilings(comm_);
     transport_.streams_idle();
 }
 
 // Queues the unit of steps from s (`queued_at`: when its queueing started).
 template <typename T>
-void Pipeline::Impl::queue_unit(Pass& pass, std::int64_t s, bool unit, double queued_at) {
+void HostLoop::queue_unit(Pass& pass, std::int64_t s, bool unit, double queued_at) {
     PassResult& result = pass.result;
     const PassPlan& plan = *pass.plan;
     if (unit) {
@@ -226,7 +198,7 @@ void Pipeline::Impl::queue_unit(Pass& pass, std::int64_t s, bool unit, double qu
 }
 
 // The profiler's capture ends once the last profiled step has run, not when it was queued.
-void Pipeline::Impl::end_profile() {
+void HostLoop::end_profile() {
     schedule_.synchronize_all();
     profiler_stop(device_.backend());
 }
@@ -234,8 +206,7 @@ void Pipeline::Impl::end_profile() {
 // The ranks' answer after each step of the unit from s (alike on every rank): whether the pass
 // ends after the unit. Every step of a graph has run when it stops, so a stop ends the pass after
 // it; a stop inside a retire group ends the group there.
-bool Pipeline::Impl::stops_after(Pass& pass, const StepCallback& on_step, std::int64_t s,
-                                 bool unit) {
+bool HostLoop::stops_after(Pass& pass, const StepCallback& on_step, std::int64_t s, bool unit) {
     const std::int64_t n = pass.plan->unit_steps(s);
     AfterStep after = AfterStep::go;
     const double callback_start = now_ms();
@@ -253,19 +224,17 @@ bool Pipeline::Impl::stops_after(Pass& pass, const StepCallback& on_step, std::i
 // After the clock has stopped: every rank's streams idle and the ranks met, the writer drained,
 // and the host's own check of the last y.
 template <typename T>
-PassResult Pipeline::Impl::finish(Pass& pass, std::int64_t end) {
+PassResult HostLoop::finish(Pass& pass, std::int64_t end) {
     PassResult& result = pass.result;
-    result.end_step = end;
     schedule_.synchronize_all();
-    meet("the barrier at a pass's end");
-    pass.sink_share.settle(result);
     result.timing = timer_.timing();
     result.timing_every = timer_.timing_every();
-    PassResult done = std::move(result);
-    schedule_.read_fill(done);
-    schedule_.spot_check_last<T>(done);
-    return done;
+    schedule_.read_fill(result);
+    Stream* compute = schedule_.plan().compute;  // a consumer's: it checks the last y there
+    return close_pass<T>(pass, end, compute ? schedule_.y_of(end - 1) : nullptr, compute);
 }
+
+}  // namespace
 
 PipelineSpec pipeline_spec(const Config& config, const PairPlacement& placement) {
     return {config, produced_form(config, placement), received_form(config, placement)};
@@ -295,91 +264,9 @@ MemoryPlan plan_memory(const PipelineSpec& spec, Role role, bool producer_slots)
     return plan;
 }
 
-Pipeline::Pipeline(const PipelineSpec& spec, Device& device, Transport& transport, Role role,
-                   MPI_Comm comm) {
-    if (spec.launch == Launch::device) {
-        device_ = std::make_unique<DevicePass>(spec, device, transport, role, comm);
-    } else {
-        impl_ = std::make_unique<Impl>(spec, device, transport, role, comm);
-    }
-}
-
-Pipeline::~Pipeline() = default;
-
-void Pipeline::Impl::resize(std::uint64_t elements) {
-    resize_spec(spec_, capacity_, elements);
-    transport_.set_tensor_bytes(spec_.tensor_bytes());
-}
-
-PassResult blank_pass_result(const PipelineSpec& spec, bool overlap, std::int64_t first_step) {
-    PassResult result;
-    result.overlap = overlap;
-    result.first_step = first_step;
-    result.timed_from = std::max(spec.warmup, first_step == 0 ? 0 : first_step + 1);
-    result.recorded = RecordedSteps(spec);
-    return result;
-}
-
-void PassResult::retire_step(std::int64_t s, const StepTimes& times) {
-    recorded.keep(s, times);
-    if (s < timed_from) return;
-    for (const PhaseInfo& phase : kPhases) phases[index_of(phase.phase)].add(times.*phase.member);
-    slowest.offer(s, times.period);
-}
-
-void PassResult::retire_counts(std::int64_t s, Counter x, Counter c) {
-    recorded.keep_counts(s, x, c);
-    x_mismatches += x;
-    c_mismatches += c;
-}
-
-SinkShare::SinkShare(RowSink* sink) : sink_(sink) {
-    if (sink_ == nullptr) return;
-    waited_ms_ = sink_->waited_ms();
-    checked_ = sink_->checked();
-    mismatches_ = sink_->mismatches();
-}
-
-void SinkShare::settle(PassResult& result) const {
-    if (sink_ == nullptr) return;
-    sink_->drain();
-    result.write_wait_ms = sink_->waited_ms() - waited_ms_;
-    result.spot_checked += sink_->checked() - checked_;
-    result.spot_mismatches += sink_->mismatches() - mismatches_;
-}
-
-void resize_spec(PipelineSpec& spec, std::size_t capacity, std::uint64_t elements) {
-    const std::size_t bytes = elements * dtype_size(spec.dtype);
-    if (bytes > capacity) {
-        throw runtime_error("pipeline: tensors of " + std::to_string(bytes) +
-                            " bytes, but its buffers hold " + std::to_string(capacity));
-    }
-    spec.elements = elements;
-}
-
-void Pipeline::resize(std::uint64_t elements) {
-    if (device_) {
-        device_->resize(elements);
-    } else {
-        impl_->resize(elements);
-    }
-}
-
-// A pass the device drives has no ceilings to measure: they are the host-launched phases'.
-PassResult Pipeline::run(bool overlap, RowSink* sink, const StepCallback& on_step,
-                         std::int64_t first_step, bool calibrate) {
-    if (device_) {
-        return with_dtype(device_->spec().dtype, [&]<typename T>() {
-            return device_->run<T>(overlap, sink, on_step, first_step);
-        });
-    }
-    return with_dtype(impl_->spec().dtype, [&]<typename T>() {
-        return impl_->run<T>(overlap, sink, on_step, first_step, calibrate);
-    });
-}
-
-const PassResult& Pipeline::ceilings() const {
-    return device_ ? device_->ceilings() : impl_->ceilings();
+std::unique_ptr<Pipeline> make_host_loop(const PipelineSpec& spec, Device& device,
+                                         Transport& transport, Role role, MPI_Comm comm) {
+    return std::make_unique<HostLoop>(spec, device, transport, role, comm);
 }
 
 }  // namespace gpurelay

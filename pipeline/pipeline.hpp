@@ -32,6 +32,9 @@ struct PassResult {
     bool overlap = true;
     std::int64_t first_step = 0;  // where this pass started (after a resume, not 0)
     std::int64_t end_step = 0;    // one past the last step run (less than steps if stopped)
+    // Whether it ran every step: a stop the ranks agreed on may come too late to end a pass (a
+    // pass the device drives runs ahead of the vote), which then leaves nothing to resume.
+    bool complete = false;
     std::int64_t timed_from = 0;  // first step in the timings (warm-up and cold steps excluded)
     // The timed steps' phase times, a histogram per phase (as kPhases), and the slowest steps'
     // periods; the steps the file keeps (step_record), warm-up included; wrong elements over
@@ -162,38 +165,30 @@ inline TensorForm received_form(const Config& config, const PairPlacement& place
                                                 : TensorForm{};
 }
 
-class DevicePass;
-
+// The pipeline: a pass's steps run by one of two drivers, each in the frame both share
+// (pass_frame.hpp): the host's pass loop (launch = "host") or the device's persistent roles
+// (launch = "device").
 class Pipeline {
   public:
-    // Allocates every buffer, stream and event the run needs besides the transport's slots.
-    // `comm` holds every rank of the run: a pass starts, times and ends at barriers over it.
-    Pipeline(const PipelineSpec& spec, Device& device, Transport& transport, Role role,
-             MPI_Comm comm);
-    ~Pipeline();
-    Pipeline(const Pipeline&) = delete;
-    Pipeline& operator=(const Pipeline&) = delete;
-
+    virtual ~Pipeline() = default;
     // Runs all steps once; `sink` (consumers, may be null) receives the rows the spec writes;
     // `on_step` runs after each step is queued and may stop the pass there. Steps before
     // `first_step` are skipped (a resumed run). `calibrate`: measure the ceilings where the
     // timed steps start (after the cold step and the warm-up, outside the timings).
-    PassResult run(bool overlap, RowSink* sink, const StepCallback& on_step,
-                   std::int64_t first_step = 0, bool calibrate = false);
+    virtual PassResult run(bool overlap, RowSink* sink, const StepCallback& on_step,
+                           std::int64_t first_step = 0, bool calibrate = false) = 0;
     // From the next pass on, tensors of `elements` values (a run of several sizes, each in turn
     // through the buffers and slots made for the largest, which the spec gave). Between passes.
-    void resize(std::uint64_t elements);
+    virtual void resize(std::uint64_t elements) = 0;
     // The ceilings the last calibrating pass measured, as a pass of their own: send and recv the
     // bare transfer, a and b a device copy of the tensor on the producer and the consumer, c C
-    // alone (no steps when none was measured).
-    const PassResult& ceilings() const;
-
-    class Impl;
-
-  private:
-    // One of the two: the host's pass loop (launch = "host"), or a pass the device drives itself.
-    std::unique_ptr<Impl> impl_;
-    std::unique_ptr<DevicePass> device_;
+    // alone (no steps when none was measured; a pass the device drives measures none).
+    virtual const PassResult& ceilings() const = 0;
 };
+
+// Allocates every buffer, stream and event the run needs besides the transport's slots.
+// `comm` holds every rank of the run: a pass starts, times and ends at barriers over it.
+std::unique_ptr<Pipeline> make_pipeline(const PipelineSpec& spec, Device& device,
+                                        Transport& transport, Role role, MPI_Comm comm);
 
 }  // namespace gpurelay

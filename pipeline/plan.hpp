@@ -96,28 +96,4 @@ struct PassPlan {
     bool writes(std::int64_t s) const { return sink != nullptr && spec->writes_step(s); }
 };
 
-// What both kinds of pass share (pass_loop.cpp).
-// A pass's result before its first step: every step unmeasured and unchecked, and where its
-// timings start: the first step a pass runs is cold (new connections), so a resumed pass times
-// from the step after it.
-PassResult blank_pass_result(const PipelineSpec& spec, bool overlap, std::int64_t first_step);
-
-// The sink's figures that are one pass's: the sink lives across passes, so a pass's share is the
-// difference from where it started.
-class SinkShare {
-  public:
-    explicit SinkShare(RowSink* sink);  // null: no sink, no share
-    // Drains the sink and adds the pass's share (its waits, the host's checks) to `result`.
-    void settle(PassResult& result) const;
-
-  private:
-    RowSink* sink_;
-    double waited_ms_ = 0;
-    std::uint64_t checked_ = 0, mismatches_ = 0;
-};
-
-// Sets the spec's tensor to `elements` values, whose bytes must fit `capacity` (the buffers made
-// for the largest size); a runtime error otherwise.
-void resize_spec(PipelineSpec& spec, std::size_t capacity, std::uint64_t elements);
-
 }  // namespace gpurelay

@@ -16,7 +16,6 @@
 // Every call only queues work: the host waits nowhere in a step.
 #include "pipeline/step.hpp"
 
-#include <algorithm>
 #include <cstring>
 
 #include "runtime/error.hpp"
@@ -99,7 +98,7 @@ void StepSchedule::forward(std::int64_t s) {
 
 void* StepSchedule::y_of(std::int64_t s) const {
     const std::size_t k = slot_of(s);
-    return forwards_ ? forwarded_[k] : y_[k].data();
+    return forwards_ ? forwarded_[k] : frame_.y(s);
 }
 
 // Step s's receive into slot k, as its recv phase.
@@ -140,49 +139,42 @@ void StepSchedule::wait_y_free(std::int64_t s, Stream& stream) {
 
 // --- Set-up -------------------------------------------------------------------------------------
 
-StepSchedule::StepSchedule(const PipelineSpec& spec, Device& device, Transport& transport,
-                           Role role, StepTimer& timer, std::size_t ring,
-                           const std::string& rank_label)
-    : spec_(spec),
-      device_(device),
-      transport_(transport),
+StepSchedule::StepSchedule(const PassFrame& frame, StepTimer& timer, std::size_t ring)
+    : frame_(frame),
+      spec_(frame.spec()),
+      device_(frame.device()),
+      transport_(frame.transport()),
       timer_(timer),
-      producer_(role != Role::consumer),
-      consumer_(role != Role::producer),
-      forwards_(role == Role::relay),
-      depth_(static_cast<std::size_t>(spec.depth)),
+      producer_(frame.role() != Role::consumer),
+      consumer_(frame.role() != Role::producer),
+      forwards_(frame.role() == Role::relay),
+      depth_(static_cast<std::size_t>(spec_.depth)),
       ring_(ring) {
-    const auto label = [&](const char* what) { return rank_label + ": " + what; };
-    for (auto& event : ceiling_events_) event = device.make_event(EventUse::timing);
-    fill_start_ = device.make_event(EventUse::timing);
-    fill_end_ = device.make_event(EventUse::timing);
-    if (producer_) producer_stream_ = device.make_stream(false, label("producer stream"));
+    for (auto& event : ceiling_events_) event = device_.make_event(EventUse::timing);
+    fill_start_ = device_.make_event(EventUse::timing);
+    fill_end_ = device_.make_event(EventUse::timing);
+    if (producer_) producer_stream_ = device_.make_stream(false, frame.label("producer stream"));
     if (!consumer_) return;
     // The comm stream gets the higher priority: the compute stream's B waits on it, and C must
     // not delay the transfer it is meant to hide.
-    comm_ = device.make_stream(true, label("comm stream"));
-    compute_ = device.make_stream(false, label("compute stream"));
-    io_ = device.make_stream(false, label("io stream"));
+    comm_ = device_.make_stream(true, frame.label("comm stream"));
+    compute_ = device_.make_stream(false, frame.label("compute stream"));
+    io_ = device_.make_stream(false, frame.label("io stream"));
     for (std::size_t k = 0; k < depth_; ++k) {
         if (forwards_) {
             forwarded_.push_back(nullptr);
-            b_done_.push_back(device.make_event(EventUse::ordering));
-        } else {
-            y_.push_back(device.allocate(spec.tensor_bytes()));
-            // NaN bytes, so a y that B never wrote is a mismatch rather than a stale right answer.
-            device.fill_async(y_.back().data(), 0xff, spec.tensor_bytes(), *compute_);
+            b_done_.push_back(device_.make_event(EventUse::ordering));
         }
-        arrived_.push_back(device.make_event(EventUse::ordering));
-        y_free_.push_back(device.make_event(EventUse::ordering));
+        arrived_.push_back(device_.make_event(EventUse::ordering));
+        y_free_.push_back(device_.make_event(EventUse::ordering));
     }
     y_pending_.assign(depth_, false);
-    c_ = device.allocate(spec.c_elements * sizeof(std::uint32_t));
+    c_ = device_.allocate(spec_.c_elements * sizeof(std::uint32_t));
     // B and C's check add their mismatches here, in the step's ring slot: host memory the kernels
     // write directly (pinned, so mapped on a GPU), read and zeroed by the host when it retires
     // the step, so a step needs no memset and no copy.
-    counts_ = device.allocate_host(ring * 2 * sizeof(Counter));
+    counts_ = device_.allocate_host(ring * 2 * sizeof(Counter));
     std::memset(counts_.data(), 0, counts_.bytes());
-    compute_->synchronize();
 }
 
 PassPlan& StepSchedule::begin_pass(bool overlap, RowSink* sink, std::int64_t first_step,
@@ -225,21 +217,6 @@ void StepSchedule::read_counts(std::int64_t s, PassResult& result) {
     counts[0] = counts[1] = 0;
 }
 
-template <typename T>
-void StepSchedule::spot_check_last(PassResult& result) {
-    // Spot-check samples taken on the host from the last tensor of a pass.
-    constexpr std::uint64_t kSpotSamples = 4096;
-    if (!consumer_) return;
-    const std::int64_t last = result.end_step - 1;
-    Buffer host = device_.allocate_host(spec_.tensor_bytes());
-    device_.copy_async(host.data(), y_of(last), spec_.tensor_bytes(), *compute_);
-    compute_->synchronize();
-    result.spot_checked += std::min<std::uint64_t>(kSpotSamples, spec_.elements);
-    result.spot_mismatches +=
-        spot_check_y(Span<const T>(host.as<T>()), static_cast<T>(spec_.alpha),
-                     static_cast<std::uint64_t>(last), spec_.seed, kSpotSamples, spec_.b_form);
-}
-
 void StepSchedule::start_fill(std::int64_t s) {
     fill_step_ = consumer_ && !forwards_ ? s : -1;
     fill_recorded_ = false;
@@ -260,7 +237,5 @@ void StepSchedule::synchronize_all() {
 
 template void StepSchedule::step<float>(std::int64_t, StepArg);
 template void StepSchedule::step<double>(std::int64_t, StepArg);
-template void StepSchedule::spot_check_last<float>(PassResult&);
-template void StepSchedule::spot_check_last<double>(PassResult&);
 
 }  // namespace gpurelay

@@ -1,5 +1,6 @@
-// The schedule of one step, and what it owns: the streams, the consumer's y slots and counts, and
-// C's buffer (the tensor slots are the transport's). step.cpp holds the whole schedule.
+// The schedule of one step, and what it owns: the streams, the consumer's counts and C's buffer
+// (the tensor slots are the transport's, the y slots the frame's). step.cpp holds the whole
+// schedule.
 #pragma once
 
 #include <array>
@@ -7,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "pipeline/pass_frame.hpp"
 #include "pipeline/plan.hpp"
 #include "pipeline/step_timer.hpp"
 
@@ -14,8 +16,7 @@ namespace gpurelay {
 
 class StepSchedule {
   public:
-    StepSchedule(const PipelineSpec& spec, Device& device, Transport& transport, Role role,
-                 StepTimer& timer, std::size_t ring, const std::string& rank_label);
+    StepSchedule(const PassFrame& frame, StepTimer& timer, std::size_t ring);
 
     // The plan of a pass (the schedule follows it until the next).
     PassPlan& begin_pass(bool overlap, RowSink* sink, std::int64_t first_step,
@@ -39,9 +40,8 @@ class StepSchedule {
     // Step s's mismatch counts, once its work is done, into `result` (and zeroed for the ring
     // slot's next step).
     void read_counts(std::int64_t s, PassResult& result);
-    // The host's own check of the pass's last y.
-    template <typename T>
-    void spot_check_last(PassResult& result);
+    // Where step s's y lies: the frame's y slot, or a middle stage's outgoing slot.
+    void* y_of(std::int64_t s) const;
     // The ceilings of the phases, each measured alone (ceilings.cpp). Collective over `comm`;
     // every stream idle before and after.
     PassResult measure_ceilings(MPI_Comm comm);
@@ -64,14 +64,13 @@ class StepSchedule {
     Stream* receive_stream(ReceivePlacement at) const;
     // A relay's middle stage: the send of what B wrote, on the producer stream once B is done.
     void forward(std::int64_t s);
-    // Where step s's y lies: the consumer's own y slot, or a middle stage's outgoing slot.
-    void* y_of(std::int64_t s) const;
     std::size_t slot_of(std::int64_t s) const { return static_cast<std::size_t>(s) % depth_; }
     Counter* counts_of(std::int64_t s);
     void measure_transfer(std::int64_t s, StepTimes& times, MPI_Comm comm);
     template <typename Work>
     double timed(Stream& stream, Work&& work);
 
+    const PassFrame& frame_;
     const PipelineSpec& spec_;
     Device& device_;
     Transport& transport_;
@@ -80,7 +79,6 @@ class StepSchedule {
     bool forwards_;  // a relay's middle stage: B writes the outgoing slot, which is sent on
     std::size_t depth_, ring_;
     PassPlan plan_;
-    std::vector<Buffer> y_;
     Buffer c_, counts_;
     // Per tensor slot: the receive is in (comm to compute stream), and the io stream has copied y
     // out (with whether such a copy is pending).

@@ -160,8 +160,8 @@ class CudaDevice final : public Device {
     }
     void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                    const char*) override {
-        // GEQ compares cyclically, as word_reached does. A stuck hold is caught where the host
-        // waits on the stream, and whoever should have set the word has its own bound
+        // GEQ compares cyclically, as reached (slot_flags.hpp) does. A stuck hold is caught where
+        // the host waits on the stream, and whoever should have set the word has its own bound
         // (timeout_s).
         driver_check(StreamMemOps::get("a stream's sequence word")
                          .wait(cu_stream(stream), address(word), value, CU_STREAM_WAIT_VALUE_GEQ),

@@ -58,7 +58,7 @@ class Device {
     // Queues a host function on `stream`: it runs once earlier work is done, and later work waits
     // for it to return. It must not call CUDA.
     virtual void enqueue_host(std::function<void()> fn, Stream& stream) = 0;
-    // Queues on `stream` a hold until the sequence word `word` (see host_word.hpp) has reached
+    // Queues on `stream` a hold until the sequence word `word` (see slot_flags.hpp) has reached
     // `value`: a word in allocate_host memory, which a host thread sets, or on a GPU also one
     // in device memory, which a stream sets. On a GPU the stream's front end waits
     // (cuStreamWaitValue32): no host thread is held, where a host function that blocked would

@@ -5,7 +5,7 @@
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
-#include "runtime/host_word.hpp"
+#include "runtime/slot_flags.hpp"
 
 namespace gpurelay {
 namespace {
@@ -52,11 +52,11 @@ class HostDevice final : public Device {
         // On the CPU path a thread of this process stores every such word, which ends the
         // wait's pause at once.
         host_stream(stream).enqueue([word, value, what, timeout = wait_timeout_] {
-            wait_host_word(word, value, timeout, what, std::chrono::microseconds(100));
+            wait_until(word, value, timeout, what, std::chrono::microseconds(100));
         });
     }
     void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
-        host_stream(stream).enqueue([word, value] { store_host_word(word, value); });
+        host_stream(stream).enqueue([word, value] { store_release(word, value); });
     }
 
   private:

@@ -9,10 +9,10 @@
 // copy engine's rate as it cycles through a gigabyte of the consumer's slots, where the second
 // lost 27% on an H200.
 //
-// Ordering is by sequence words and stream memory operations, not interprocess events: a
+// Ordering is by the slots' flags and stream memory operations, not interprocess events: a
 // cudaStreamWaitEvent binds to the event's latest record at the time of the call, so the waiting
 // host would have to know that the peer's host had already queued that record (a per-step host
-// handshake, which the design forbids). A word that only grows has no such race: the wait
+// handshake, which the design forbids). A flag that only grows has no such race: the wait
 // "until released[k] >= n" is right whenever it is queued, and the GPU's front end, not an SM,
 // does the waiting (cuStreamWaitValue32), so neither the wait nor the copy engine's copy takes
 // an SM from C or B.

@@ -1,7 +1,7 @@
-// The ipc transport's memory on the CPU path: each consumer's slots and sequence words live in
+// The ipc transport's memory on the CPU path: each consumer's slots and their flags live in
 // its segment of one MPI-3 shared-memory window over the node's ranks, which its producer maps
 // too, so the producer's host stream copies straight into the consumer's slot (one copy, as a
-// copy engine does on a GPU) and the words order it, instead of MPI moving the bytes.
+// copy engine does on a GPU) and the flags order it, instead of MPI moving the bytes.
 #include <algorithm>
 #include <cstring>
 
@@ -10,7 +10,7 @@
 #include "mpi/wait.hpp"
 #include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
-#include "runtime/host_word.hpp"
+#include "runtime/slot_flags.hpp"
 #include "transport/ipc_memory.hpp"
 
 namespace gpurelay {
@@ -83,14 +83,14 @@ class HostIpcMemory final : public IpcMemory {
         // short naps add up to minutes of system time over the sanitize tier on two cores. The
         // peer is another process, so its store wakes no one.
         host(stream).enqueue([word, value, what, timeout = shape_.timeout] {
-            wait_host_word(word, value, timeout, what, std::chrono::microseconds(1000));
+            wait_until(word, value, timeout, what, std::chrono::microseconds(1000));
         });
     }
 
     void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
         // Release order: the slot's bytes, copied earlier on this thread, are visible to the
         // peer that sees the new value.
-        host(stream).enqueue([word, value] { store_host_word(word, value); });
+        host(stream).enqueue([word, value] { store_release(word, value); });
     }
 
   private:

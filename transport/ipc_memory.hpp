@@ -1,5 +1,5 @@
 // The memory of the ipc transport: the consumer's receive slots, mapped into its producer's
-// process, and the per-slot sequence words that order their use, with the three stream
+// process, and their flags (arrived, released: runtime/slot_flags.hpp), with the three stream
 // operations the protocol is made of. Two kinds: an MPI-3 shared-memory window on the CPU path,
 // CUDA IPC on the GPU. Private to transport/: the transport (ipc_transport.cpp) is the only user.
 #pragma once
@@ -19,10 +19,6 @@
 
 namespace gpurelay {
 
-// The sequence words of slot k count its uses: arrived(k) = n once the producer's n-th copy
-// into slot k is complete and visible; released(k) = n once the consumer's n-th reader of slot
-// k (B) is done with it. Both only grow, so a wait "until the word reaches n" is right whenever
-// it is queued: no host needs to know how far the other one has got.
 class IpcMemory {
   public:
     virtual ~IpcMemory() = default;
@@ -37,8 +33,8 @@ class IpcMemory {
 
     // Queues a copy of `bytes` from this process's `src` into a slot on `stream`.
     virtual void copy(void* dst, const void* src, std::size_t bytes, Stream& stream) = 0;
-    // Queues, on `stream`, a hold until `word` has reached `value` (in the wrap-around order of
-    // 32-bit sequence numbers); `what` names the wait in a timeout.
+    // Queues, on `stream`, a hold until `word` has reached `value`; `what` names the wait in a
+    // timeout.
     virtual void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                            const char* what) = 0;
     // Queues, on `stream`, setting `word` to `value` once everything before it on `stream` is

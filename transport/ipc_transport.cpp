@@ -1,14 +1,9 @@
 // The ipc transport: the producer writes straight into its consumer's receive slot, in one copy
-// (a GPU's copy engine; memcpy on the CPU path), and per-slot sequence words order each slot's
-// uses across the two processes:
-//   producer, n-th send into slot k:  wait released[k] >= n-1, copy, arrived[k] = n
-//   (with ipc_engine = "sm", A itself writes the slot between the wait and the word)
-//   consumer, n-th receive of slot k: wait arrived[k] >= n
-//   consumer, n-th release of slot k: released[k] = n     (queued after B, the slot's reader)
-// Every wait and write is queued on a stream, so the host never waits for the peer, and a slot
-// is written again only after its last reader is done. The memory (IpcMemory) decides where the
-// slots and words live and how the three operations run.
-#include <optional>
+// (a GPU's copy engine; memcpy on the CPU path), or with ipc_engine = "sm" A itself writes it, and
+// the slots' flags (runtime/slot_flags.hpp) order each slot's uses across the two processes. Every
+// wait and signal is queued on a stream, so the host never waits for the peer. The memory
+// (IpcMemory) decides where the slots and flags live and how the three operations run.
+#include <new>
 #include <vector>
 
 #include "mpi/error.hpp"
@@ -29,10 +24,8 @@ class IpcTransport final : public Transport {
           device_(device),
           options_(options),
           bytes_(options.slot_bytes),
-          producer_side_(placement.role != Role::consumer),
-          sent_(options.slots, 0),
-          received_(options.slots, 0),
-          released_(options.slots, 0) {
+          // In pinned memory: the device's roles store their counts back there (slot_flags).
+          flags_(device.allocate_host(2 * sizeof(SlotFlags))) {
         // A's own slots, which the copy reads; with produce_in_place A writes the consumer's.
         for (std::size_t k = 0; k < options.slots; ++k) {
             if (placement.role != Role::consumer && !options.produce_in_place) {
@@ -40,6 +33,8 @@ class IpcTransport final : public Transport {
             }
             if (placement.role != Role::producer) landing_.push_back(memory_->slot(k));
         }
+        if (placement.role != Role::consumer) producer_ = side(false);
+        if (placement.role != Role::producer) consumer_ = side(true);
         poison(device, landing_, options.slot_bytes);
     }
 
@@ -61,44 +56,28 @@ class IpcTransport final : public Transport {
             wait_for_release(k, stream);
             memory_->copy(memory_->slot(k), own_[k].data(), bytes_, stream);
         }
-        memory_->write_word(memory_->arrived(k), ++sent_[k], stream);
+        memory_->write_word(producer_->outbound[k], producer_->next(k), stream);
     }
 
     const void* await(std::size_t k, Stream& stream) override {
-        memory_->wait_word(memory_->arrived(k), ++received_[k], stream,
+        memory_->wait_word(consumer_->inbound[k], consumer_->expected(k), stream,
                            "ipc: waiting for the producer's copy");
         return memory_->slot(k);
     }
 
     void release(std::size_t k, Stream& stream) override {
-        memory_->write_word(memory_->released(k), ++released_[k], stream);
+        memory_->write_word(consumer_->outbound[k], consumer_->next(k), stream);
     }
 
     // A writes the consumer's slot in place, so persistent kernels can run every step of the
-    // protocol with these words; a copy is the host's to queue.
-    std::optional<SlotWords> slot_words() override {
-        if (!options_.produce_in_place) return std::nullopt;
-        SlotWords words;
-        words.reuse_wait = !options_.debug_skip_reuse_wait;
-        for (std::size_t k = 0; k < options_.slots; ++k) {
-            words.slots.push_back(memory_->slot(k));
-            words.arrived.push_back(memory_->arrived(k));
-            words.released.push_back(memory_->released(k));
-            // Between passes a consumer has received and released each use its producer sent.
-            words.uses.push_back(producer_side_ ? sent_[k] : received_[k]);
-        }
-        return words;
-    }
-    void add_uses(const std::vector<std::uint32_t>& more) override {
-        for (std::size_t k = 0; k < more.size() && k < options_.slots; ++k) {
-            sent_[k] += more[k];
-            received_[k] += more[k];
-            released_[k] += more[k];
-        }
+    // protocol with these flags; a copy is the host's to queue.
+    SlotFlags* slot_flags(Role side) override {
+        if (!options_.produce_in_place) return nullptr;
+        return side == Role::producer ? producer_ : consumer_;
     }
 
     bool receive_waits() const override { return true; }
-    // The words count each slot's uses, so no wait depends on what was recorded before.
+    // The flags count each slot's uses, so no wait depends on what was recorded before.
     void streams_idle() override {}
     // Between passes: the producer writes again only after the pass's opening barrier, once the
     // consumer's slots are poisoned.
@@ -109,23 +88,36 @@ class IpcTransport final : public Transport {
     }
 
   private:
-    // The reuse wait before the producer writes slot k for its next use: the consumer's reader
-    // of the use before is done with it.
+    // The flags of one side, with no use yet, in their place in flags_.
+    SlotFlags* side(bool consumer) {
+        auto* flags = new (static_cast<SlotFlags*>(flags_.data()) + (consumer ? 1 : 0)) SlotFlags{};
+        flags->slots = static_cast<std::uint32_t>(options_.slots);
+        flags->ahead = consumer ? 1 : 0;
+        flags->reuse_wait = !options_.debug_skip_reuse_wait;
+        for (std::uint32_t k = 0; k < flags->slots; ++k) {
+            flags->slot[k] = memory_->slot(k);
+            flags->inbound[k] = consumer ? memory_->arrived(k) : memory_->released(k);
+            flags->outbound[k] = consumer ? memory_->released(k) : memory_->arrived(k);
+        }
+        return flags;
+    }
+
+    // The reuse wait before the producer writes slot k for its next use.
     void wait_for_release(std::size_t k, Stream& stream) {
-        if (options_.debug_skip_reuse_wait) return;
-        memory_->wait_word(memory_->released(k), sent_[k], stream,
+        if (!producer_->reuse_wait) return;
+        memory_->wait_word(producer_->inbound[k], producer_->expected(k), stream,
                            "ipc: waiting for the consumer to release a slot");
     }
 
     std::unique_ptr<IpcMemory> memory_;
     Device& device_;
     TransportOptions options_;
-    std::size_t bytes_;           // each tensor's
-    bool producer_side_;          // this rank sends (a producer, or both roles)
-    std::vector<void*> landing_;  // the consumer's slots, where x arrives
-    std::vector<Buffer> own_;     // the producer's slots that A writes (copy engine only)
-    // Uses of each slot so far, counted alike on both sides (the sequence numbers).
-    std::vector<std::uint32_t> sent_, received_, released_;
+    std::size_t bytes_;              // each tensor's
+    std::vector<void*> landing_;     // the consumer's slots, where x arrives
+    std::vector<Buffer> own_;        // the producer's slots that A writes (copy engine only)
+    Buffer flags_;                   // the producer's side, then the consumer's
+    SlotFlags* producer_ = nullptr;  // this rank's sides (null where it plays none)
+    SlotFlags* consumer_ = nullptr;
 };
 
 }  // namespace

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "runtime/host_word.hpp"
+#include "runtime/slot_flags.hpp"
 
 namespace gpurelay {
 namespace {
@@ -25,14 +25,14 @@ std::uint32_t* PieceBoard::word(std::size_t piece) const {
 
 void PieceBoard::mark(std::uint64_t ticket, std::size_t piece) {
     // Marks only grow: a late mark of an older message does not take the piece back.
-    if (word_reached(*word(piece), static_cast<std::uint32_t>(ticket))) return;
-    store_host_word(word(piece), static_cast<std::uint32_t>(ticket));
+    if (reached(*word(piece), static_cast<std::uint32_t>(ticket))) return;
+    store_release(word(piece), static_cast<std::uint32_t>(ticket));
 }
 
 void PieceBoard::wait(std::uint64_t ticket, std::size_t piece, std::chrono::milliseconds timeout,
                       const char* what) const {
     if (ticket == 0) return;
-    wait_host_word(word(piece), static_cast<std::uint32_t>(ticket), timeout, what, kLongestPause);
+    wait_until(word(piece), static_cast<std::uint32_t>(ticket), timeout, what, kLongestPause);
 }
 
 void PieceBoard::mark_on(std::uint64_t ticket, std::size_t piece, Stream& stream) {

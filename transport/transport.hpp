@@ -9,32 +9,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
-#include <vector>
 
 #include "mpi/pairing.hpp"
 #include "runtime/device.hpp"
+#include "runtime/slot_flags.hpp"
 #include "runtime/stream.hpp"
 #include "runtime/timeout.hpp"
 
 namespace gpurelay {
 
-// What a step the device drives itself (launch = "device") needs of a transport: the consumer's
-// slots and their sequence words as this process addresses them (arrived[k] in the consumer's
-// memory, released[k] in the producer's, as ipc_memory.hpp lays them out), and each slot's uses
-// so far, which both its words hold between passes.
-struct SlotWords {
-    std::vector<void*> slots;
-    std::vector<std::uint32_t*> arrived, released;
-    std::vector<std::uint32_t> uses;
-    // Whether the producer waits for a slot's release before it writes it again (false: tests
-    // only, debug_skip_reuse_wait).
-    bool reuse_wait = true;
-};
-
-// The slot protocol every transport implements, the same for each. Slot k (step mod slots, the
-// same on both ranks) is one tensor in flight. Per step, on the producer:
+// The slot protocol (runtime/slot_flags.hpp), which every transport implements alike. Per step,
+// slot k = step mod slots, on the producer:
 //   x = acquire(k, stream)   where A writes, once the slot's reuse allows it
 //   ... A writes x on `stream` ...
 //   publish(k, stream)       send it
@@ -70,12 +56,14 @@ class Transport {
     // Throws if the transport has failed in the background (NCCL's asynchronous errors; the
     // communicator is aborted first, which unblocks this rank's NCCL kernels).
     virtual void check_health() {}
-    // launch = "device": the slots and their words, for kernels that run the protocol themselves;
-    // nullopt where the transport moves the bytes itself (all but ipc with produce_in_place).
-    virtual std::optional<SlotWords> slot_words() { return std::nullopt; }
-    // After a pass the device drove, every stream idle: slot k was used `more[k]` more times, on
-    // both sides, so the words' next uses count on from there.
-    virtual void add_uses(const std::vector<std::uint32_t>& more) { (void)more; }
+    // launch = "device": this rank's flags of `side` (producer or consumer), for kernels that
+    // run the protocol themselves, in memory a kernel may write (their counts live there between
+    // passes); null where the transport moves the bytes itself (all but ipc with
+    // produce_in_place) or the rank plays no such side.
+    virtual SlotFlags* slot_flags(Role side) {
+        (void)side;
+        return nullptr;
+    }
 };
 
 struct TransportOptions {
@@ -105,8 +93,8 @@ std::unique_ptr<Transport> make_nccl_transport(MPI_Comm comm, const PairPlacemen
                                                Device& device, const TransportOptions& options);
 // The consumer's slots in memory its producer maps (same node only): CUDA IPC on the GPU, an
 // MPI-3 shared-memory window on the CPU path; the producer copies into them (a copy engine on the
-// GPU), or A writes into them (produce_in_place), and per-slot sequence words order the uses. A
-// usage error when a pair spans two nodes.
+// GPU), or A writes into them (produce_in_place), and the slots' flags order the uses. A usage
+// error when a pair spans two nodes.
 std::unique_ptr<Transport> make_ipc_transport(MPI_Comm comm, const PairPlacement& placement,
                                               Device& device, const TransportOptions& options);
 

@@ -24,10 +24,10 @@ stage_buildold() {
 }
 
 stage_device_correct() {
-    ctest --test-dir build -R '^(handoff|device_pass_np1)$' --output-on-failure >"$dir/ctest.log" 2>&1
-    echo "handoff, device_pass_np1: exit $?"
-    under_mps ctest --test-dir build -R '^device_pass_np2$' --output-on-failure >>"$dir/ctest.log" 2>&1
-    echo "device_pass_np2 (under MPS): exit $? ($(grep -c 'SKIPPED' "$dir/ctest.log") skipped)"
+    ctest --test-dir build -R '^(handoff|pipeline_np1)$' --output-on-failure >"$dir/ctest.log" 2>&1
+    echo "handoff, pipeline_np1: exit $?"
+    under_mps ctest --test-dir build -R '^pipeline_np2$' --output-on-failure >>"$dir/ctest.log" 2>&1
+    echo "pipeline_np2 (under MPS): exit $? ($(grep -c 'SKIPPED' "$dir/ctest.log") skipped)"
     local each=(--elements 1Ki:64Mi:x4 --steps 20 --warmup 2 --c-elements 1Mi) depth
     for depth in 1 2 4 64; do
         launch "np1_d$depth" 1 "${device[@]}" "${each[@]}" --depth $depth --overlap compare --write last

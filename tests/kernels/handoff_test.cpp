@@ -1,8 +1,8 @@
 // The device-driven hand-off's two roles in one process, on the CPU path's host twins and, where a
 // GPU is visible, on the persistent CUDA kernels (skipped, saying so, where none is): every step
-// handed over and checked, the words' counts after a pass, a stop that ends both roles at the same
-// step, each wait that runs out naming itself and its step, and a written step's y slot held for
-// its copy.
+// handed over and checked, the flags' counts after a pass (in the words and stored back home), a
+// stop that ends both roles at the same step, each wait that runs out naming itself and its step,
+// and a written step's y slot held for its copy.
 #include "kernels/handoff.hpp"
 
 #include <gtest/gtest.h>
@@ -24,8 +24,9 @@ namespace {
 constexpr std::uint32_t kSeed = 4242;
 constexpr float kAlpha = 2.0f;
 
-// One process's pair: the consumer's slots, their words, y, each role's status, workspace and
-// stamps, on `device`, with the roles' streams.
+// One process's pair: the consumer's slots, their flags (each side's home, in pinned memory, as
+// the ipc transport keeps them), y, each role's status, workspace and stamps, on `device`, with
+// the roles' streams.
 struct Rig {
     Rig(Device& d, std::uint32_t depth_, std::uint64_t elements_, std::int64_t steps_)
         : device(d), depth(depth_), elements(elements_), steps(steps_) {
@@ -34,7 +35,8 @@ struct Rig {
             slots.push_back(device.allocate(bytes));
             y.push_back(device.allocate(bytes));
         }
-        words = device.allocate(3 * 64 * kHandOffMaxSlots);
+        words = device.allocate(2 * 64 * kMaxSlots);
+        homes = device.allocate_host(2 * sizeof(SlotFlags));
         control = device.allocate(4 * 64);
         workspace = device.allocate(2 * kHandOffWorkspaceBytes);
         status = device.allocate_host(2 * sizeof(RoleStatus));
@@ -49,11 +51,32 @@ struct Rig {
         }
         std::memset(status.data(), 0, status.bytes());
         io->synchronize();
+        for (const bool consumer : {false, true}) {
+            SlotFlags& f = home(consumer);
+            f = SlotFlags{};
+            f.slots = depth;
+            f.ahead = consumer ? 1 : 0;
+            f.reuse_wait = true;
+            for (std::uint32_t k = 0; k < depth; ++k) {
+                f.slot[k] = slots[k].data();
+                f.inbound[k] = consumer ? arrived(k) : released(k);
+                f.outbound[k] = consumer ? released(k) : arrived(k);
+            }
+        }
+    }
+    // Both sides' flags and words after `uses` uses of every slot (a pass that resumes).
+    void start_at(std::uint32_t uses) {
+        for (std::uint32_t k = 0; k < depth; ++k) {
+            put(arrived(k), uses);
+            put(released(k), uses);
+            home(false).uses[k] = home(true).uses[k] = uses;
+        }
     }
 
     std::uint32_t* word(std::size_t i) const { return words.as<std::uint32_t>().data() + 16 * i; }
     std::uint32_t* arrived(std::uint32_t k) const { return word(k); }
-    std::uint32_t* released(std::uint32_t k) const { return word(kHandOffMaxSlots + k); }
+    std::uint32_t* released(std::uint32_t k) const { return word(kMaxSlots + k); }
+    SlotFlags& home(bool consumer) const { return homes.as<SlotFlags>()[consumer ? 1 : 0]; }
     // stop, gate, c_done, y_copied
     std::uint32_t* control_word(std::size_t i) const {
         return control.as<std::uint32_t>().data() + 16 * i;
@@ -64,13 +87,8 @@ struct Rig {
 
     RoleArgs role(std::uint32_t blocks, bool consumer) const {
         RoleArgs r;
-        r.ring.depth = depth;
-        for (std::uint32_t k = 0; k < depth; ++k) {
-            r.ring.slot[k] = slots[k].data();
-            r.ring.arrived[k] = arrived(k);
-            r.ring.released[k] = released(k);
-            r.ring.uses[k] = uses;
-        }
+        r.home = &home(consumer);
+        r.flags = *r.home;
         r.first = first;
         r.steps = steps;
         r.elements = elements;
@@ -139,10 +157,9 @@ struct Rig {
     std::uint32_t depth;
     std::uint64_t elements;
     std::int64_t steps, first = 0;
-    std::uint32_t uses = 0;
     std::uint64_t timeout_ms = 20000;
     std::vector<Buffer> slots, y;
-    Buffer words, control, workspace, status, produced, consumed, written;
+    Buffer words, homes, control, workspace, status, produced, consumed, written;
     std::unique_ptr<Stream> producer_stream, consumer_stream, io;
 };
 
@@ -190,25 +207,24 @@ TEST_P(HandOff, EveryStepIsHandedOverAndChecked) {
             for (std::uint32_t i = 0; i < 3001; ++i) {
                 ASSERT_EQ(y[i], kAlpha * a_value<float>(22, i, kSeed)) << i;
             }
-            // Each slot's words count its uses in both directions.
+            // Each slot's words count its uses in both directions, and each side stored its
+            // count of them back home.
             for (std::uint32_t k = 0; k < depth; ++k) {
                 const auto uses = static_cast<std::uint32_t>((23 - k + depth - 1) / depth);
                 EXPECT_EQ(rig.peek(rig.arrived(k)), uses);
                 EXPECT_EQ(rig.peek(rig.released(k)), uses);
+                EXPECT_EQ(rig.home(false).uses[k], uses);
+                EXPECT_EQ(rig.home(true).uses[k], uses);
             }
         }
     }
 }
 
-TEST_P(HandOff, APassCountsOnFromTheWordsItFinds) {
+TEST_P(HandOff, APassCountsOnFromTheFlagsItFinds) {
     // A resumed pass from step 5, its slots used 7 times each already.
     Rig rig(*device_, 2, 1000, 12);
     rig.first = 5;
-    rig.uses = 7;
-    for (std::uint32_t k = 0; k < 2; ++k) {
-        rig.put(rig.arrived(k), 7);
-        rig.put(rig.released(k), 7);
-    }
+    rig.start_at(7);
     launch_consumer_role(rig.consumer(1), *rig.consumer_stream);
     launch_producer_role(rig.producer(1), *rig.producer_stream);
     ASSERT_TRUE(rig.wait_ended(true, true));
@@ -220,6 +236,10 @@ TEST_P(HandOff, APassCountsOnFromTheWordsItFinds) {
     EXPECT_EQ(rig.peek(rig.released(0)), 10u);
     EXPECT_EQ(rig.peek(rig.arrived(1)), 11u);
     EXPECT_EQ(rig.peek(rig.released(1)), 11u);
+    for (const bool consumer : {false, true}) {
+        EXPECT_EQ(rig.home(consumer).uses[0], 10u);
+        EXPECT_EQ(rig.home(consumer).uses[1], 11u);
+    }
 }
 
 TEST_P(HandOff, AStopEndsBothRolesAfterTheSameStep) {
@@ -243,6 +263,11 @@ TEST_P(HandOff, AStopEndsBothRolesAfterTheSameStep) {
     ASSERT_TRUE(rig.wait_ended(true, true));
     EXPECT_EQ(rig.role_status(false).end_step, 3);
     EXPECT_EQ(rig.role_status(true).end_step, 3);
+    // The counts are the uses made: steps 0 and 2 in slot 0, step 1 in slot 1 (not the stop).
+    for (const bool consumer : {false, true}) {
+        EXPECT_EQ(rig.home(consumer).uses[0], 2u);
+        EXPECT_EQ(rig.home(consumer).uses[1], 1u);
+    }
     EXPECT_EQ(rig.role_status(true).failed_wait, 0u);
     const auto consumed = rig.read<ConsumerStamps>(rig.consumed, 3);
     for (const ConsumerStamps& s : consumed) EXPECT_EQ(s.x_mismatches, 0u);

@@ -1,5 +1,5 @@
 // PieceBoard: the staged transport's per-piece progress marks, set and waited for by its streams
-// and its MPI proxy threads; and the sequence words under it.
+// and its MPI proxy threads.
 #include "transport/piece_board.hpp"
 
 #include <gtest/gtest.h>
@@ -11,7 +11,6 @@
 #include <thread>
 
 #include "runtime/error.hpp"
-#include "runtime/host_word.hpp"
 
 namespace gpurelay {
 namespace {
@@ -75,7 +74,7 @@ TEST_F(PieceBoardTest, AWaitThatOutlastsItsTimeoutIsARuntimeErrorNamingTheWait) 
     EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(50));
 }
 
-// The wake-up itself is host_word's (tests/runtime/host_word_test.cpp): here, that the board's
+// The wake-up itself is slot_flags' (tests/runtime/slot_flags_test.cpp): here, that the board's
 // marks and waits meet across threads, piece by piece.
 TEST_F(PieceBoardTest, MarksFromAnotherThreadReachTheWaiter) {
     PieceBoard board(*device, 4);
@@ -128,14 +127,6 @@ TEST_F(PieceBoardTest, AStreamHoldThatOutlastsTheTimeoutFailsTheStreamNamingTheW
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("MPI receive"), std::string::npos) << e.what();
     }
-}
-
-TEST(HostWord, ReachedComparesInWrapAroundOrder) {
-    EXPECT_TRUE(word_reached(5, 5));
-    EXPECT_TRUE(word_reached(6, 5));
-    EXPECT_FALSE(word_reached(4, 5));
-    EXPECT_TRUE(word_reached(3, 0xfffffff0u));  // a count that wrapped is past one before it
-    EXPECT_FALSE(word_reached(0xfffffff0u, 3));
 }
 
 }  // namespace
