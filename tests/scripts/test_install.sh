@@ -16,12 +16,13 @@ P="$tmp/P2"
 mkdir "$tmp/run" && cd "$tmp/run"
 
 echo "== --version names the moved prefix"
-expected="installed in $P: decks in $P/share/gpurelay/inputs, batch templates in $P/share/gpurelay/slurm"
+data="$P/share/gpurelay"
+expected="installed in $P: decks in $data/inputs, batch templates in $data/slurm"
 "$P/bin/gpurelay" --version | grep -qxF "$expected" || fail "--version: $("$P/bin/gpurelay" --version)"
 
 echo "== the quick-start deck from an empty folder"
-mpirun_np 2 "$P/bin/gpurelay" --input "$P/share/gpurelay/inputs/quickstart.toml" --device cpu \
-    --elements 4Ki --c-elements 4Ki --steps 5 >log 2>&1 || { cat log; fail "the installed run failed"; }
+mpirun_np 2 "$P/bin/gpurelay" --input "$data/inputs/quickstart.toml" --device cpu \
+    --elements 4Ki --c-elements 4Ki --steps 5 >log 2>&1 || { cat log; fail "the installed run"; }
 grep -q '^verification: .*: PASSED$' log || { cat log; fail "no verified run"; }
 compgen -G "outputs/gpurelay-*.h5" >/dev/null || fail "no outputs/gpurelay-*.h5"
 
@@ -38,7 +39,7 @@ done
 echo "== the templates: their common.sh finds the binary and decks; logs to the submit folder"
 P="$P" bash -c 'set -euo pipefail; source "$P/share/gpurelay/slurm/common.sh"
     [[ "$gpurelay_binary" -ef "$P/bin/gpurelay" && "$gpurelay_decks" == "$P/share/gpurelay/inputs" &&
-        -x "$gpurelay_lib/launcher_stderr.sh" ]]' || fail "the installed common.sh finds the wrong paths"
+        -x "$gpurelay_lib/launcher_stderr.sh" ]]' || fail "the installed common.sh: wrong paths"
 if grep -L '^#SBATCH --output=%x-' "$P"/share/gpurelay/slurm/*.sbatch | grep .; then
     fail "an installed template logs under outputs/"
 fi
