@@ -37,7 +37,7 @@ deb_version() { dpkg-query -W -f '${Version}' "$1" | sed 's/^[0-9]*://; s/[+~-].
 python_dependency=", dependencies: [{spec: python, deptypes: [build, run]}]"
 {
     echo "packages:"
-    echo "  gcc: {externals: [{spec: gcc@$(deb_version gcc-12) languages:='c,c++', prefix: /usr,"
+    echo "  gcc: {externals: [{spec: \"gcc@$(deb_version gcc-12) languages:='c,c++'\", prefix: /usr,"
     echo "    extra_attributes: {compilers: {c: /usr/bin/gcc, cxx: /usr/bin/g++}}}],"
     echo "    buildable: false}"
     echo "  mpi: {require: openmpi}"
