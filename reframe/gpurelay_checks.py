@@ -28,14 +28,12 @@ PERF_VARIABLES = {
 
 # References per system:partition and check ("PATTERN TRANSPORT SIZE"): {variable: (value,
 # lower, upper)}, the bounds fractions of the value (None: unbounded), as ReFrame takes them.
-# A check without one is recorded in the performance log and not judged. Set a system's from a
-# first run (docs/OPERATIONS.md); these are 2 H200 over NVLink, depth 2 (docs/PERFORMANCE.md).
+# A check without one is logged, not judged. Set a system's from a first run of these checks
+# (docs/OPERATIONS.md). The H200's are docs/PERFORMANCE.md's two-GPU transfer (depth 2, NVLink).
 REFERENCES = {
     "h200:gpu": {
         "pairs nccl 4Mi": {"transfer_bw": (286.3, -0.10, None)},
-        "pairs nccl 64Mi": {"transfer_bw": (359.9, -0.10, None),
-                            "time_per_step": (0.9389, None, 0.10),
-                            "overlap_speedup": (1.37, -0.10, None)},
+        "pairs nccl 64Mi": {"transfer_bw": (359.9, -0.10, None)},
     },
 }
 
