@@ -58,7 +58,7 @@ start=$SECONDS
 "${spack[@]}" install --no-checksum --test=root gpurelay@0.1.0 || fail "spack install failed"
 echo "installed in $((SECONDS - start)) s"
 prefix="$("${spack[@]}" location -i gpurelay@0.1.0)"
-grep -E '^100% tests passed, 0 tests failed out of [0-9]+$' "$prefix/.spack/spack-build-out.txt" ||
+gzip -dcf "$prefix"/.spack/spack-build-out.txt* | grep -E '^100% tests passed, 0 tests failed out of' ||
     fail "the build's log holds no passed quick tier"
 "$prefix/bin/gpurelay" --version | grep -qx "installed in $prefix: .*" ||
     fail "--version names no prefix"
