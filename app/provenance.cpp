@@ -23,7 +23,7 @@ namespace gpurelay {
 std::string version_text() {
     return std::string("gpurelay ") + kVersion + " (git " + kGitHash + ")\nCUDA " +
            cuda_version_string() + "\nNCCL " + nccl_version_string() + "\nMPI " +
-           mpi_version_string() + "\nHDF5 " + hdf5_version() + "\n";
+           mpi_version_string() + "\nHDF5 " + hdf5_version() + "\n" + install_text();
 }
 
 std::string git_hash() { return kGitHash; }

@@ -13,8 +13,12 @@
 
 namespace gpurelay {
 
-// --version: one line each for gpurelay (and its git hash), CUDA, NCCL, MPI and HDF5.
+// --version: one line each for gpurelay (and its git hash), CUDA, NCCL, MPI and HDF5, then
+// install_text().
 std::string version_text();
+// Where the binary is installed and its decks and batch templates are, or that it is not
+// (app/install_paths.cpp), one line.
+std::string install_text();
 // The source tree's commit when this binary was built ("1a2b3c4d5e6f", with "-dirty" when
 // tracked files had changes), or "unknown" when the tree was not a git repository of its own.
 std::string git_hash();

@@ -49,6 +49,11 @@ void name_default_output(Config& config, OutputLock& lock) {
         return;
     }
     const std::time_t start = std::time(nullptr);
+    // The default names' folder is gpurelay's own, made where it is missing: an installed gpurelay
+    // runs from any folder. A folder the user names must exist.
+    std::error_code ignored;
+    std::filesystem::create_directory(
+        std::filesystem::path(default_output_path(start, 1)).parent_path(), ignored);
     // The folder's and the names' refusals as for any output, before any name is taken.
     check_output_target("output", default_output_path(start, kDefaultNamesPerSecond),
                         {".partial", ".partial.tmp", ".lock"}, "");

@@ -57,6 +57,7 @@ import sys
 import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import layout  # noqa: E402
 import pair_plot  # noqa: E402
 
 EXIT_USAGE = 2
@@ -721,8 +722,6 @@ def save(fig, out_dir, name, plt):
 
 
 def parse_args(argv):
-    here = os.path.dirname(os.path.abspath(__file__))
-    root = os.path.dirname(os.path.dirname(here))
     parser = argparse.ArgumentParser(
         prog="scripts/plot", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -733,8 +732,9 @@ def parse_args(argv):
     parser.add_argument("--json", action="append", default=[], metavar="SUMMARY",
                         help="a JSON summary (--summary-json): every pair's bandwidth "
                              "(repeatable)")
-    parser.add_argument("--out-dir", default=os.path.join(root, "outputs", "plots"),
-                        help="where the PNGs go (default: outputs/plots in the repository)")
+    parser.add_argument("--out-dir", default=layout.outputs("plots"),
+                        help="where the PNGs go (default: outputs/plots in the repository; "
+                             "installed, in this folder)")
     parser.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
                         help="plot only rows whose COLUMN is VALUE, as written in the CSV "
                              "(repeatable), e.g. --where transport=nccl --where world_size=2")

@@ -31,8 +31,7 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+import layout
 
 # Deck keys a sweep may vary. The others are set by the sweep itself (output, overwrite, quiet,
 # results_csv, tag) or name a per-run file (summary_json) that every point would overwrite.
@@ -740,11 +739,12 @@ early (why, on one line), 2 bad arguments.""")
                         help='command that starts the ranks (default: "mpirun -np NP", plus '
                              "--allow-run-as-root as root and --oversubscribe when cores < NP); "
                              "{np} in it is replaced by the point's ranks")
-    parser.add_argument("--binary", default=os.path.join(ROOT, "build", "app", "gpurelay"),
-                        help="gpurelay binary (default: build/app/gpurelay in the repository)")
-    parser.add_argument("--out-dir", default=os.path.join(ROOT, "outputs", "sweep"),
+    parser.add_argument("--binary", default=layout.BINARY,
+                        help="gpurelay binary (default: build/app/gpurelay in the repository; "
+                             "installed, PREFIX/bin/gpurelay)")
+    parser.add_argument("--out-dir", default=layout.outputs("sweep"),
                         help="where the HDF5 files (and sweep.sbatch) go (default: "
-                             "outputs/sweep in the repository)")
+                             "outputs/sweep in the repository; installed, in this folder)")
     parser.add_argument("--slurm", action="store_true",
                         help="write OUT_DIR/sweep.sbatch, one array task per pending "
                              "combination (its sizes in one launch), and submit it with sbatch "

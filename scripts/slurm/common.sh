@@ -2,7 +2,8 @@
 # Sourced by the batch templates in this folder (not a job script itself): the environment that
 # lets Open MPI and NCCL start on a plain node and on an InfiniBand one, and the handling of the
 # gpurelay flags given after the script name on the sbatch line. The templates source it from
-# the submit directory, the repository root ("submit from the repository root").
+# their own folder, found from the job's record, so they run from any submit directory: a
+# checkout's scripts/slurm/ or an installed PREFIX/share/gpurelay/slurm/.
 
 # --- NCCL ---------------------------------------------------------------------------------
 # Warnings and errors only. Set INFO once on a new machine: it logs the path NCCL chose for each
@@ -27,11 +28,24 @@ export OMPI_MCA_btl="${OMPI_MCA_btl:-^openib}"
 # buffers itself (see the `chunk` key).
 
 # --- gpurelay ---------------------------------------------------------------------------------
-# The binary, relative to the submit directory; GPURELAY_BINARY picks another build.
-gpurelay_binary="${GPURELAY_BINARY:-build/app/gpurelay}"
+# The binary, the decks ($gpurelay_decks) and the launcher's filter, from this folder: in a
+# checkout, its build/app/gpurelay, inputs/ and scripts/lib/; installed, PREFIX/bin/gpurelay,
+# PREFIX/share/gpurelay/inputs/ and PREFIX/libexec/gpurelay/lib/. GPURELAY_BINARY picks another
+# build (relative to the submit directory). Outputs go under outputs/ in the submit directory.
+slurm_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck disable=SC2034  # gpurelay_decks is the templates'
+if [[ -f "$slurm_dir/../../CMakeLists.txt" ]]; then
+    gpurelay_binary="$slurm_dir/../../build/app/gpurelay"
+    gpurelay_decks="$(cd "$slurm_dir/../../inputs" && pwd)"
+    gpurelay_lib="$slurm_dir/../lib"
+else
+    gpurelay_binary="$slurm_dir/../../../bin/gpurelay"
+    gpurelay_decks="$(cd "$slurm_dir/../inputs" && pwd)"
+    gpurelay_lib="$slurm_dir/../../../libexec/gpurelay/lib"
+fi
+gpurelay_binary="${GPURELAY_BINARY:-$gpurelay_binary}"
 [[ -x "$gpurelay_binary" ]] || {
-    echo "$gpurelay_binary not found in $(pwd): submit from the repository root after" \
-        "scripts/build, or set GPURELAY_BINARY" >&2
+    echo "$gpurelay_binary not found: build it (scripts/build), or set GPURELAY_BINARY" >&2
     exit 2
 }
 mkdir -p outputs # gpurelay refuses an output folder that does not exist
@@ -47,7 +61,7 @@ mkdir -p outputs # gpurelay refuses an output folder that does not exist
 launcher_stderr_open() {
     exec {launcher_stderr}> >(
         trap '' INT TERM USR1 USR2 HUP
-        exec scripts/lib/launcher_stderr.sh >&2
+        exec "$gpurelay_lib/launcher_stderr.sh" >&2
     )
     launcher_stderr_pid=$!
 }

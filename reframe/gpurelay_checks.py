@@ -1,0 +1,112 @@
+"""ReFrame checks for gpurelay: the pair (sizes and transports as parameters), the relay and the
+collectives. Each run verifies itself (sanity: its verification line and its exit code) and
+writes a JSON summary, from which the performance variables come, held against references per
+system as sites hold nccl-tests'. docs/OPERATIONS.md, "For site administrators", runs them:
+  reframe -C reframe/settings.py --system local-slurm -c reframe/gpurelay_checks.py -r
+with -S binary=PREFIX/bin/gpurelay where gpurelay is not on PATH, -S device=cpu without GPUs."""
+import json
+import os
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
+
+
+def _last_pass(summary):
+    """The pass the figures are of: overlap on (the last of overlap = "compare")."""
+    return summary["passes"][-1]
+
+
+# The performance variables and where the JSON summary (--summary-json) holds them: the one
+# place that knows its layout. The summary gives the overlap speedup without an interval yet.
+PERF_VARIABLES = {
+    "time_per_step": ("ms", lambda s: _last_pass(s)["time_per_step_ms"]),
+    "transfer_bw": ("GB/s", lambda s: _last_pass(s)["transfer_gbps"]),
+    "overlap_speedup": ("x", lambda s: s["overlap_speedup"]),
+    "slowest_pair_step": ("ms", lambda s: max(p["step_ms"] for p in _last_pass(s)["pairs"])),
+}
+
+# References per system:partition and check ("PATTERN TRANSPORT SIZE"): {variable: (value,
+# lower, upper)}, the bounds fractions of the value (None: unbounded), as ReFrame takes them.
+# A check without one is logged, not judged. Set a system's from a first run of these checks
+# (docs/OPERATIONS.md). The H200's are docs/PERFORMANCE.md's two-GPU transfer (depth 2, NVLink).
+REFERENCES = {
+    "h200:gpu": {
+        "pairs nccl 4Mi": {"transfer_bw": (286.3, -0.10, None)},
+        "pairs nccl 64Mi": {"transfer_bw": (359.9, -0.10, None)},
+    },
+}
+
+
+@sn.deferrable
+def _figure(path, extract):
+    with open(path) as summary:
+        return extract(json.load(summary))
+
+
+class GpurelayCheck(rfm.RunOnlyRegressionTest):
+    """One gpurelay launch, overlap off then on, its figures from the JSON summary."""
+    valid_systems = ["*"]
+    valid_prog_environs = ["*"]
+    binary = variable(str, value="gpurelay")
+    device = variable(str, value="auto")
+    steps = variable(int, value=200)
+    warmup = variable(int, value=20)
+    # Each check sets pattern, transport, size (elements) and num_tasks.
+    tags = {"gpurelay"}
+
+    @run_after("init")
+    def skip_nccl_without_gpus(self):
+        self.skip_if(self.device == "cpu" and self.transport == "nccl", "NCCL needs GPUs")
+
+    @run_after("setup")
+    def set_command(self):
+        # One node, a GPU per rank: ipc needs each pair on one node.
+        self.num_tasks_per_node = self.num_tasks
+        self.num_gpus_per_node = self.num_tasks
+        self.executable = self.binary
+        self.executable_opts = [
+            "--device", self.device, "--pattern", self.pattern, "--transport", self.transport,
+            "--elements", self.size, "--steps", str(self.steps), "--warmup", str(self.warmup),
+            "--overlap", "compare", "--write", "none", "--output", "run.h5",
+            "--summary-json", "summary.json"]
+        # The launcher's exit status (gpurelay's) where the scheduler cannot give it.
+        self.postrun_cmds = ['echo "gpurelay exit: $?"']
+        key = f"{self.pattern} {self.transport} {self.size}"
+        self.reference = {
+            system: {name: (*bounds, PERF_VARIABLES[name][0]) for name, bounds in
+                     checks[key].items()}
+            for system, checks in REFERENCES.items() if key in checks}
+
+    @sanity_function
+    def verified(self):
+        return sn.all([sn.assert_found(r"^verification: .*: PASSED$", self.stdout),
+                       sn.assert_found(r"^gpurelay exit: 0$", self.stdout)])
+
+    @run_before("performance")
+    def set_perf_variables(self):
+        path = os.path.join(self.stagedir, "summary.json")
+        self.perf_variables = {
+            name: sn.make_performance_function(_figure(path, extract), unit)
+            for name, (unit, extract) in PERF_VARIABLES.items()}
+
+
+@rfm.simple_test
+class gpurelay_pair(GpurelayCheck):
+    pattern = "pairs"
+    size = parameter(["64Ki", "4Mi", "64Mi"])
+    transport = parameter(["nccl", "ipc", "mpi"])
+    num_tasks = 2
+
+
+@rfm.simple_test
+class gpurelay_relay(GpurelayCheck):
+    pattern, transport, size = "relay", "auto", "4Mi"
+    num_tasks = 4
+
+
+@rfm.simple_test
+class gpurelay_collective(GpurelayCheck):
+    pattern = parameter(["broadcast", "allreduce"])
+    transport, size = "auto", "4Mi"
+    num_tasks = 4
