@@ -129,9 +129,12 @@ GPURELAY_HD Verdict producer_step(Hands& h, const ProducerArgs<T>& p, SlotFlags&
     if (!gather_step(h, r, s)) return kFailed;
     if (first_leader(h)) {
         stamps.a_end = now_ns();
-        flags.signal(k);
+        // One fence orders A's values before both words the step raises: the slot's flag (the
+        // consumer's wait) and `done` (the host's).
+        fence_release();
+        flags.signal_after_fence(k);
         stamps.published = now_ns();
-        store_release(&r.status->done, s + 1);
+        store_relaxed(&r.status->done, s + 1);
     }
     return kGo;
 }
@@ -177,10 +180,13 @@ GPURELAY_HD Verdict consumer_step(Hands& h, const ConsumerArgs<T>& c, SlotFlags&
     if (!gather_step(h, r, s)) return kFailed;
     if (first_leader(h)) {
         stamps.b_end = now_ns();
-        flags.signal(k);
+        // One fence orders B's reads of x and its y before both words the step raises: the
+        // slot's flag (the producer's reuse wait) and `done` (the host's copy of y).
+        fence_release();
+        flags.signal_after_fence(k);
         if (c.has_c && c.overlap) store_relaxed(c.gate, static_cast<std::uint32_t>(s + 2));
         stamps.released = now_ns();
-        store_release(&r.status->done, s + 1);
+        store_relaxed(&r.status->done, s + 1);
     }
     return kGo;
 }

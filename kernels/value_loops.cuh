@@ -14,6 +14,9 @@
 
 namespace gpurelay::cuda {
 
+// The loads of x each thread of B keeps in flight.
+inline constexpr int kLoadsInFlight = 4;
+
 // Values per 16-byte vector, and the vector type itself.
 template <typename T>
 struct alignas(16) Vec {
@@ -59,8 +62,8 @@ __device__ Counter scale_b(Span<const T> x, Span<T> y, T alpha, std::uint64_t st
     const auto* xv = reinterpret_cast<const Vec<T>*>(x.data());
     auto* yv = reinterpret_cast<Vec<T>*>(y.data());
     Counter bad = 0;
-    for (std::size_t v = thread; v < vectors; v += threads) {
-        const Vec<T> in = xv[v];
+    // Each vector of x: checked against the formula, scaled into y.
+    const auto scale = [&](std::size_t v, const Vec<T>& in) {
         Vec<T> out;
 #pragma unroll
         for (int k = 0; k < W; ++k) {
@@ -69,7 +72,18 @@ __device__ Counter scale_b(Span<const T> x, Span<T> y, T alpha, std::uint64_t st
             out.v[k] = b_value(alpha, in.v[k]);
         }
         yv[v] = out;
+    };
+    // kLoadsInFlight loads issued before the first is used: a persistent role has a few warps an
+    // SM, and one 16-byte load a thread at a time would leave the memory's latency exposed.
+    std::size_t v = thread;
+    for (; v + (kLoadsInFlight - 1) * threads < vectors; v += kLoadsInFlight * threads) {
+        Vec<T> in[kLoadsInFlight];
+#pragma unroll
+        for (int u = 0; u < kLoadsInFlight; ++u) in[u] = xv[v + u * threads];
+#pragma unroll
+        for (int u = 0; u < kLoadsInFlight; ++u) scale(v + u * threads, in[u]);
     }
+    for (; v < vectors; v += threads) scale(v, xv[v]);
     for (std::size_t i = vectors * W + thread; i < x.size(); i += threads) {
         const T xi = x[i];
         bad += xi != form_value<T>(step, static_cast<std::uint32_t>(i), seed, expected);

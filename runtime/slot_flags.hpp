@@ -91,6 +91,15 @@ GPURELAY_HD void store_relaxed(T* word, T value) {
     atomics::Ref<T>(*word).store(value, atomics::memory_order_relaxed);
     wake_after_store();
 }
+// Orders this thread's writes before every store that follows it, relaxed ones too: a step that
+// raises several words pays for one fence instead of one a word.
+GPURELAY_HD inline void fence_release() {
+#if defined(__CUDACC__)
+    ::cuda::atomic_thread_fence(::cuda::std::memory_order_release, ::cuda::thread_scope_system);
+#else
+    std::atomic_thread_fence(std::memory_order_release);
+#endif
+}
 // Returns the value before the add.
 template <typename T>
 GPURELAY_HD T fetch_add_release(T* word, T value) {
@@ -164,6 +173,8 @@ struct SlotFlags {
     }
     // This side's use of slot k is done: the other side may go on with it.
     GPURELAY_HD void signal(std::size_t k) { store_release(outbound[k], next(k)); }
+    // As signal, after a fence_release() of this thread's that orders the use before it.
+    GPURELAY_HD void signal_after_fence(std::size_t k) { store_relaxed(outbound[k], next(k)); }
     // The producer, after wait(k), ends its pass before its next use of slot k.
     GPURELAY_HD void signal_stop(std::size_t k) const {
         store_release(outbound[k], uses[k] + 1 + kStopMark);
