@@ -123,7 +123,7 @@ def documents(root):
 
 
 def self_test():
-    """The slugs of headings GitHub rendered, and a tree of links each kept or refused."""
+    """Headings against their slugs by GitHub's rules, and a tree of links each kept or refused."""
     slugs = {
         "Updating docs/PERFORMANCE.md": "updating-docsperformancemd",
         "A step the GPU drives itself (`launch = \"device\"`): not yet measured":
