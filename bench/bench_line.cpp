@@ -20,8 +20,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -137,16 +135,13 @@ void register_patterns(LineBench& bench, int rank, int hops, std::size_t bytes) 
     }
 }
 
-int run(MpiSession& session, int argc, char** argv) {
-    if (!initialize_on_ranks(session, argc, argv)) return static_cast<int>(ExitCode::usage);
+int run(MpiSession& session) {
     const int ranks = session.world_size();
     if (ranks < 4 || ranks % 2 != 0) {
-        if (session.world_rank() == 0) {
-            std::fprintf(stderr,
-                         "bench_line: runs on an even number of ranks, at least 4 (a line of "
-                         "N stages against its N - 1 hops as pairs needs 2(N - 1)), got %d\n",
-                         ranks);
-        }
+        say(session,
+            "runs on an even number of ranks, at least 4 (a line of N stages against its "
+            "N - 1 hops as pairs needs 2(N - 1)), got " +
+                std::to_string(ranks));
         return static_cast<int>(ExitCode::usage);
     }
     const int hops = ranks / 2;
@@ -160,11 +155,7 @@ int run(MpiSession& session, int argc, char** argv) {
     benchmark::AddCustomContext("pairs", std::to_string(hops));
     benchmark::AddCustomContext("piece_bytes", std::to_string(kPieceBytes));
     benchmark::AddCustomContext("mpi", mpi_version_string());
-    run_on_ranks(session);
-    int failed = any_failed() ? 1 : 0;
-    const Deadline bound("agreeing on the exit code");
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-    return failed != 0 ? static_cast<int>(ExitCode::verification) : 0;
+    return run_on_ranks(session, nullptr);
 }
 
 }  // namespace
