@@ -1,20 +1,19 @@
 // The floor of a small step: the least work a gpurelay step is made of, queued with plain CUDA
-// and NCCL calls, so that what it times is the GPU, the driver and NCCL, not gpurelay:
-//   launch A; ncclSend and ncclRecv in one group; one ordering event recorded on the receiving
-//   stream and waited on by the compute stream; launch B (which counts wrong values of x).
-// Queued three ways: eager (every call, every step), one CUDA graph per step, and K steps per
-// graph. One rank sends to itself, on gpurelay's -np 1 streams (A and the send on the producer
-// stream, the receive on a comm stream, B on a compute stream); two ranks on two GPUs split the
-// step as a pair does (rank 0: A and the send; rank 1: the receive, the wait and B).
+// and NCCL calls, so that what it times is the GPU, the driver and NCCL, not gpurelay: launch A;
+// ncclSend and ncclRecv in one group; one ordering event recorded on the receiving stream and
+// waited on by the compute stream; launch B (which counts wrong values of x). Queued eagerly
+// (every call, every step), as one CUDA graph per step, and as K steps per graph. One rank sends
+// to itself on gpurelay's -np 1 streams (A and the send on the producer stream, the receive on a
+// comm stream, B on a compute stream); two ranks on two GPUs split the step as a pair does.
 //
 //   mpirun -np 1 bench_floor --benchmark_out=floor.json --benchmark_out_format=json
 //
-// An iteration queues kBatch steps back to back and times them on the host clock, from before
-// the first is queued until every stream is idle (with two ranks, the slower rank's), over
-// kBatch: the step's period, timed the way gpurelay times its steps (wall time over steps), so
-// a host that cannot queue faster than the GPU runs shows. Every step moves A's values of one
-// fixed step, so steps that overlap cannot make B count a stale value wrong. NCCL's graph
-// mixing is off (NCCL_GRAPH_MIXING_SUPPORT=0 unless the environment sets it), as in gpurelay.
+// An iteration times kBatch steps queued back to back on the host clock, from before the first
+// is queued until every stream is idle (the slower rank's), over kBatch: the step's period, as
+// gpurelay times its steps, so a host that cannot queue faster than the GPU runs shows. Every
+// step moves A's values of one fixed step, so overlapping steps cannot make B count a stale
+// value wrong. NCCL's graph mixing is off (NCCL_GRAPH_MIXING_SUPPORT=0 unless the environment
+// sets it), as in gpurelay.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

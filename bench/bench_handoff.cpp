@@ -1,18 +1,15 @@
 // The hand-off floor: a pair of persistent kernels that only pass a count back and forth, N
-// hand-offs inside one launch, as MSCCL++'s semaphore ping-pong does
-// (test/mp_unit/semaphore_perf_tests.cu). The flags are the ipc transport's own of slot 0 (each
-// side waits on its own memory and writes the other's) and the waits and signals are the
-// device-driven step's (handoff_floor.hpp), so a launch = "device" step of A and B is held against
-// A + B + this. One rank runs both
-// kernels on two streams of one GPU; two ranks one each, on one GPU under MPS
-// (scripts/with-mps) or on two.
+// hand-offs in one launch, as MSCCL++'s semaphore ping-pong does (semaphore_perf_tests.cu),
+// through the ipc transport's own flags of slot 0 (each side waits on its own memory and writes
+// the other's) with a device-driven step's waits and signals (handoff_floor.hpp): a launch =
+// "device" step of A and B is held against A + B + this. One rank runs both kernels on two
+// streams of one GPU; two ranks one each, on one GPU under MPS (scripts/with-mps) or on two.
 //
 //   mpirun -np 1 bench_handoff --benchmark_out=handoff.json --benchmark_out_format=json
 //   scripts/with-mps mpirun -np 2 bench_handoff
 //
-// An iteration is one launch of kWarm round trips and then kRounds timed ones, stamped on the
-// GPU's global timer by the side that starts them; its time is the timed rounds', and the
-// counter us_per_handoff that over their 2 x kRounds hand-offs.
+// An iteration is one launch of kWarm round trips and kRounds timed ones, stamped on the GPU's
+// global timer by the side that starts them; us_per_handoff is their time over 2 x kRounds.
 #include <benchmark/benchmark.h>
 
 #include <cstring>

@@ -1,14 +1,12 @@
 // Plain MPI between host buffers in a line of ranks, against the same hops as pairs side by
 // side: what the MPI library itself gives a relay's middle stage, which receives from the stage
-// before it while it sends to the one after (gpurelay's MPI transports, staged and on the CPU
-// path, do both at once, each on a thread of its own). With 2P ranks:
-// - line/mpi: ranks 0..P are a line of P + 1 stages (P hops); the other ranks wait;
-// - pairs/mpi: the same number of hops as pairs (0, 1), (2, 3), ... side by side, each rank in
-//   one hop only, as gpurelay's --group-size 2 over 2P ranks.
-// A message goes in pieces of 4 MiB (gpurelay's `chunk` default), all of them in flight at once,
-// as the transports send it; each rank sends on a host stream (a thread of its own) while its
-// main thread receives. An iteration is the slowest rank's wall time from a barrier until every
-// hop's message has arrived: the period of a line whose stages all move one message at once.
+// before it while it sends to the one after (as gpurelay's MPI transports do, each on a thread of
+// its own). With 2P ranks, line/mpi is ranks 0..P as a line of P + 1 stages (P hops, the other
+// ranks waiting); pairs/mpi the same number of hops as pairs (0, 1), (2, 3), ... side by side,
+// as gpurelay's --group-size 2 over 2P ranks. A message goes in pieces of 4 MiB (gpurelay's
+// `chunk` default), all in flight at once; each rank sends on a host stream while its main
+// thread receives. An iteration is the slowest rank's wall time from a barrier until every hop's
+// message has arrived: the period of a line whose stages all move one message at once.
 //
 //   mpirun -np 4 bench_line --benchmark_out=line.json --benchmark_out_format=json
 //

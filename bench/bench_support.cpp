@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <string_view>
+#include <utility>
 
 #include "mpi/error.hpp"
 #include "mpi/session.hpp"
@@ -74,17 +75,14 @@ std::size_t max_bytes_from_env() {
     if (digits == 0 || digits > 15) throw bad("expected a number of bytes, e.g. 65536 or 16M");
     std::size_t bytes = std::stoull(value.substr(0, digits));
     const std::string suffix = value.substr(digits);
-    if (suffix == "K" || suffix == "KiB") {
-        bytes <<= 10;
-    } else if (suffix == "M" || suffix == "MiB") {
-        bytes <<= 20;
-    } else if (suffix == "G" || suffix == "GiB") {
-        // Beyond 64 GiB no GPU here holds the buffers; also keeps the shift from overflowing.
-        if (bytes > 64) throw bad("more than 64 GiB");
-        bytes <<= 30;
-    } else if (!suffix.empty()) {
-        throw bad("unknown suffix '" + suffix + "' (use K, M or G)");
-    }
+    const std::pair<const char*, int> units[] = {{"", 0},     {"K", 10}, {"KiB", 10}, {"M", 20},
+                                                 {"MiB", 20}, {"G", 30}, {"GiB", 30}};
+    const auto* unit = std::find_if(std::begin(units), std::end(units),
+                                    [&](const auto& u) { return suffix == u.first; });
+    if (unit == std::end(units)) throw bad("unknown suffix '" + suffix + "' (use K, M or G)");
+    // Beyond 64 GiB no GPU here holds the buffers; also keeps the shift from overflowing.
+    if (unit->second == 30 && bytes > 64) throw bad("more than 64 GiB");
+    bytes <<= unit->second;
     if (bytes < kMinBytes || bytes % kMinBytes != 0) {
         throw bad("must be a multiple of 4096 and at least 4096");
     }
