@@ -76,7 +76,8 @@ struct TransportBench {
           start(device->make_event(EventUse::timing)),
           stop(device->make_event(EventUse::timing)),
           message(device->allocate(max_bytes)),
-          wrong(*device) {
+          wrong(*device),
+          pair(place_pairs(rank_in, 2, false)) {
         if (on_gpu) pinned = device->allocate_host(max_bytes);
         if (rank == kSender) {
             // Real data: A's values, which the receiver checks after each benchmark.
@@ -86,10 +87,6 @@ struct TransportBench {
             scratch = device->allocate(max_bytes);
         }
         stream->synchronize();
-        pair.role = rank == kSender ? Role::producer : Role::consumer;
-        pair.producer = kSender;
-        pair.consumer = kReceiver;
-        pair.peer = rank == kSender ? kReceiver : kSender;
         if (rank == kSender && on_gpu) copy_target = device->allocate(max_bytes);
     }
 
