@@ -1,27 +1,24 @@
 // The floor of a small step: the least work a gpurelay step is made of, queued with plain CUDA
-// and NCCL calls, so that what it times is the GPU, the driver and NCCL, not gpurelay:
-//   launch A; ncclSend and ncclRecv in one group; one ordering event recorded on the receiving
-//   stream and waited on by the compute stream; launch B (which counts wrong values of x).
-// Queued three ways: eager (every call, every step), one CUDA graph per step, and K steps per
-// graph. One rank sends to itself, on gpurelay's -np 1 streams (A and the send on the producer
-// stream, the receive on a comm stream, B on a compute stream); two ranks on two GPUs split the
-// step as a pair does (rank 0: A and the send; rank 1: the receive, the wait and B).
+// and NCCL calls, so that what it times is the GPU, the driver and NCCL, not gpurelay: launch A;
+// ncclSend and ncclRecv in one group; one ordering event recorded on the receiving stream and
+// waited on by the compute stream; launch B (which counts wrong values of x). Queued eagerly
+// (every call, every step), as one CUDA graph per step, and as K steps per graph. One rank sends
+// to itself on gpurelay's -np 1 streams (A and the send on the producer stream, the receive on a
+// comm stream, B on a compute stream); two ranks on two GPUs split the step as a pair does.
 //
 //   mpirun -np 1 bench_floor --benchmark_out=floor.json --benchmark_out_format=json
 //
-// An iteration queues kBatch steps back to back and times them on the host clock, from before
-// the first is queued until every stream is idle (with two ranks, the slower rank's), over
-// kBatch: the step's period, timed the way gpurelay times its steps (wall time over steps), so
-// a host that cannot queue faster than the GPU runs shows. Every step moves A's values of one
-// fixed step, so steps that overlap cannot make B count a stale value wrong. NCCL's graph
-// mixing is off (NCCL_GRAPH_MIXING_SUPPORT=0 unless the environment sets it), as in gpurelay.
+// An iteration times kBatch steps queued back to back on the host clock, from before the first
+// is queued until every stream is idle (the slower rank's), over kBatch: the step's period, as
+// gpurelay times its steps, so a host that cannot queue faster than the GPU runs shows. Every
+// step moves A's values of one fixed step, so overlapping steps cannot make B count a stale
+// value wrong. NCCL's graph mixing is off (NCCL_GRAPH_MIXING_SUPPORT=0 unless the environment
+// sets it), as in gpurelay.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
-#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,8 +31,6 @@
 #include "runtime/error.hpp"
 
 #if defined(GPURELAY_HAVE_CUDA)
-#include <cuda_runtime.h>
-
 #include "bench/plain_nccl_comm.hpp"
 #include "runtime/cuda_stream.hpp"
 #endif
@@ -57,25 +52,6 @@ constexpr std::size_t kFloorMaxBytes = std::size_t{1} << 20;
 // Fixed, so that both ranks of a pair run the same iterations (about 0.1-1 s per benchmark).
 constexpr benchmark::IterationCount kIterations = 200;
 
-// An executable CUDA graph, destroyed with its owner.
-class ExecGraph {
-  public:
-    explicit ExecGraph(cudaGraph_t graph) {
-        const cudaError_t status = cudaGraphInstantiate(&exec_, graph, 0);
-        cudaGraphDestroy(graph);
-        CUDA_CHECK(status);
-    }
-    ~ExecGraph() {
-        if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
-    }
-    ExecGraph(const ExecGraph&) = delete;
-    ExecGraph& operator=(const ExecGraph&) = delete;
-    void launch(Stream& stream) { CUDA_CHECK(cudaGraphLaunch(exec_, cuda_handle(stream))); }
-
-  private:
-    cudaGraphExec_t exec_ = nullptr;
-};
-
 // One rank's half (or, alone, both halves) of the minimal step.
 struct FloorRank {
     FloorRank(int world_size, int world_rank, int gpu_ordinal)
@@ -86,8 +62,7 @@ struct FloorRank {
           x_send(device->allocate(kFloorMaxBytes)),
           x_recv(device->allocate(kFloorMaxBytes)),
           y(device->allocate(kFloorMaxBytes)),
-          counter(device->allocate(sizeof(Counter))),
-          counter_host(device->allocate_host(sizeof(Counter))) {
+          wrong(*device) {
         if (producer) {
             producer_stream = device->make_stream(false, "floor A");
             streams.push_back(producer_stream.get());
@@ -99,8 +74,6 @@ struct FloorRank {
             streams.push_back(compute_stream.get());
             recv_done = device->make_event(EventUse::ordering);
         }
-        fork = device->make_event(EventUse::ordering);
-        join = device->make_event(EventUse::ordering);
     }
 
     // The step, queued eagerly or into a capture alike.
@@ -123,26 +96,16 @@ struct FloorRank {
             compute_stream->wait(*recv_done);
             launch_b(Span<const float>(x_recv.as<float>().data(), bytes / 4),
                      Span<float>(y.as<float>().data(), bytes / 4), kAlpha, kStep, kSeed,
-                     counter.as<Counter>().data(), *compute_stream);
+                     wrong.counter(), *compute_stream);
         }
     }
 
-    // `steps` steps as one graph over all of this rank's streams: the others fork from the
-    // first at the start and join it at the end (a record and a wait inside a capture are an
-    // edge of the graph, not an event node).
-    std::unique_ptr<ExecGraph> capture(std::size_t bytes, int steps) {
-        Stream& origin = *streams.front();
-        CUDA_CHECK(cudaStreamBeginCapture(cuda_handle(origin), cudaStreamCaptureModeThreadLocal));
-        fork->record(origin);
-        for (std::size_t i = 1; i < streams.size(); ++i) streams[i]->wait(*fork);
+    // `steps` steps as one graph over all of this rank's streams (the others joined to the first).
+    std::unique_ptr<Graph> capture(std::size_t bytes, int steps) {
+        const std::vector<Stream*> joined(streams.begin() + 1, streams.end());
+        const auto capture = device->begin_capture(*streams.front(), joined);
         for (int s = 0; s < steps; ++s) queue_step(bytes);
-        for (std::size_t i = 1; i < streams.size(); ++i) {
-            join->record(*streams[i]);
-            origin.wait(*join);
-        }
-        cudaGraph_t graph = nullptr;
-        CUDA_CHECK(cudaStreamEndCapture(cuda_handle(origin), &graph));
-        return std::make_unique<ExecGraph>(graph);
+        return capture->finish();
     }
 
     void synchronize() {
@@ -152,11 +115,12 @@ struct FloorRank {
     bool producer, consumer;
     int peer;
     std::unique_ptr<Device> device;
-    Buffer x_send, x_recv, y, counter, counter_host;
+    Buffer x_send, x_recv, y;
+    WrongCount wrong;
     // After the buffers: destroyed first, so no queued work outlives what it uses.
     std::unique_ptr<Stream> producer_stream, comm_stream, compute_stream;
     std::vector<Stream*> streams;  // the first is where a graph is captured and launched
-    std::unique_ptr<Event> recv_done, fork, join;
+    std::unique_ptr<Event> recv_done;
     std::unique_ptr<PlainNcclComm> nccl;
 };
 
@@ -170,7 +134,7 @@ void time_steps(benchmark::State& state, FloorRank& rank, std::size_t bytes, int
     if (rank.consumer) {
         // NaN bytes where x lands: a step whose transfer never happened is counted wrong.
         rank.device->fill_async(rank.x_recv.data(), 0xff, bytes, *rank.compute_stream);
-        rank.device->fill_async(rank.counter.data(), 0, sizeof(Counter), *rank.compute_stream);
+        rank.wrong.reset(*rank.compute_stream);
     }
     rank.synchronize();
     barrier();
@@ -192,13 +156,7 @@ void time_steps(benchmark::State& state, FloorRank& rank, std::size_t bytes, int
         MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
         state.SetIterationTime(elapsed / kBatch);
     }
-    Counter wrong = 0;
-    if (rank.consumer) {
-        rank.device->copy_async(rank.counter_host.data(), rank.counter.data(), sizeof(Counter),
-                                *rank.compute_stream);
-        rank.compute_stream->synchronize();
-        wrong = *rank.counter_host.as<Counter>().data();
-    }
+    Counter wrong = rank.consumer ? rank.wrong.read(*rank.compute_stream) : 0;
     MPI_CHECK(
         MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
     if (wrong != 0) fail(state, "B counted " + std::to_string(wrong) + " wrong values of x");
@@ -240,24 +198,16 @@ void register_floor(FloorRank& rank, const std::string& prefix, std::size_t max_
 
 #endif  // GPURELAY_HAVE_CUDA
 
-int run(MpiSession& session, int argc, char** argv) {
-    if (!initialize_on_ranks(session, argc, argv)) return static_cast<int>(ExitCode::usage);
+int run(MpiSession& session) {
     if (session.world_size() > 2) {
-        if (session.world_rank() == 0) {
-            std::fprintf(stderr, "bench_floor: runs on 1 or 2 ranks (mpirun -np 1|2), got %d\n",
-                         session.world_size());
-        }
+        say(session,
+            "runs on 1 or 2 ranks (mpirun -np 1|2), got " + std::to_string(session.world_size()));
         return static_cast<int>(ExitCode::usage);
     }
     // Read (and a bad value refused) on every build; only the CUDA build times sizes.
     [[maybe_unused]] const std::size_t max_bytes = max_bytes_from_env();
-    int all_have_gpu = cuda_device_count() > 0 ? 1 : 0;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_have_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-    if (all_have_gpu == 0) {
-        if (session.world_rank() == 0) {
-            std::fprintf(stderr, "bench_floor: %s; the floor is a GPU figure, nothing to time\n",
-                         cuda_built() ? "no GPU found" : "built without CUDA");
-        }
+    if (!gpu_on_every_rank()) {
+        say(session, std::string(no_gpu()) + "; the floor is a GPU figure, nothing to time");
         return 0;
     }
 #if defined(GPURELAY_HAVE_CUDA)
@@ -266,17 +216,12 @@ int run(MpiSession& session, int argc, char** argv) {
     FloorRank rank(session.world_size(), session.world_rank(),
                    session.local_rank() % cuda_device_count());
     if (session.world_size() == 2 && !on_distinct_gpus(session, *rank.device)) {
-        if (session.world_rank() == 0) {
-            std::fprintf(stderr,
-                         "bench_floor: two ranks need two GPUs (NCCL refuses two ranks on one); "
-                         "run -np 1 for the one-GPU floor\n");
-        }
+        say(session,
+            "two ranks need two GPUs (NCCL refuses two ranks on one); run -np 1 for the "
+            "one-GPU floor");
         return static_cast<int>(ExitCode::usage);
     }
-    ncclUniqueId id = session.world_rank() == 0 ? PlainNcclComm::new_id() : ncclUniqueId{};
-    MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
-    rank.nccl = std::make_unique<PlainNcclComm>(session.world_size(), session.world_rank(), id);
-
+    rank.nccl = std::make_unique<PlainNcclComm>(session.world_size(), session.world_rank());
     add_provenance_context();
     benchmark::AddCustomContext("device", rank.device->info().name);
     benchmark::AddCustomContext("ranks", std::to_string(session.world_size()));
@@ -284,15 +229,10 @@ int run(MpiSession& session, int argc, char** argv) {
                                 std::getenv("NCCL_GRAPH_MIXING_SUPPORT"));
     benchmark::AddCustomContext("steps_per_iteration", std::to_string(kBatch));
     register_floor(rank, "floor/np" + std::to_string(session.world_size()), max_bytes);
-    run_on_ranks(session);
-    if (any_failed()) {
-        if (session.world_rank() == 0) {
-            std::fprintf(stderr, "bench_floor: a benchmark failed its check (see ERROR above)\n");
-        }
-        return static_cast<int>(ExitCode::verification);
-    }
-#endif
+    return run_on_ranks(session, "a benchmark failed its check");
+#else
     return 0;
+#endif
 }
 
 }  // namespace

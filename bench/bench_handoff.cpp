@@ -1,21 +1,17 @@
 // The hand-off floor: a pair of persistent kernels that only pass a count back and forth, N
-// hand-offs inside one launch, as MSCCL++'s semaphore ping-pong does
-// (test/mp_unit/semaphore_perf_tests.cu). The flags are the ipc transport's own of slot 0 (each
-// side waits on its own memory and writes the other's) and the waits and signals are the
-// device-driven step's (handoff_floor.hpp), so a launch = "device" step of A and B is held against
-// A + B + this. One rank runs both
-// kernels on two streams of one GPU; two ranks one each, on one GPU under MPS
-// (scripts/with-mps) or on two.
+// hand-offs in one launch, as MSCCL++'s semaphore ping-pong does (semaphore_perf_tests.cu),
+// through the ipc transport's own flags of slot 0 (each side waits on its own memory and writes
+// the other's) with a device-driven step's waits and signals (handoff_floor.hpp): a launch =
+// "device" step of A and B is held against A + B + this. One rank runs both kernels on two
+// streams of one GPU; two ranks one each, on one GPU under MPS (scripts/with-mps) or on two.
 //
 //   mpirun -np 1 bench_handoff --benchmark_out=handoff.json --benchmark_out_format=json
 //   scripts/with-mps mpirun -np 2 bench_handoff
 //
-// An iteration is one launch of kWarm round trips and then kRounds timed ones, stamped on the
-// GPU's global timer by the side that starts them; its time is the timed rounds', and the
-// counter us_per_handoff that over their 2 x kRounds hand-offs.
+// An iteration is one launch of kWarm round trips and kRounds timed ones, stamped on the GPU's
+// global timer by the side that starts them; us_per_handoff is their time over 2 x kRounds.
 #include <benchmark/benchmark.h>
 
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -116,24 +112,15 @@ std::unique_ptr<FloorRank> open_floor(const MpiSession& session) {
 
 #endif
 
-int run(MpiSession& session, int argc, char** argv) {
-    if (!initialize_on_ranks(session, argc, argv)) return static_cast<int>(ExitCode::usage);
+int run(MpiSession& session) {
     if (session.world_size() > 2) {
-        if (session.world_rank() == 0) {
-            std::fprintf(stderr, "bench_handoff: runs on 1 or 2 ranks (mpirun -np 1|2), got %d\n",
-                         session.world_size());
-        }
+        say(session,
+            "runs on 1 or 2 ranks (mpirun -np 1|2), got " + std::to_string(session.world_size()));
         return static_cast<int>(ExitCode::usage);
     }
-    int all_have_gpu = cuda_device_count() > 0 ? 1 : 0;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_have_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-    if (all_have_gpu == 0) {
-        if (session.world_rank() == 0) {
-            std::fprintf(stderr,
-                         "bench_handoff: %s; the hand-off floor is a GPU figure, nothing "
-                         "to time\n",
-                         cuda_built() ? "no GPU found" : "built without CUDA");
-        }
+    if (!gpu_on_every_rank()) {
+        say(session,
+            std::string(no_gpu()) + "; the hand-off floor is a GPU figure, nothing to time");
         return 0;
     }
 #if defined(GPURELAY_HAVE_CUDA)
@@ -149,15 +136,10 @@ int run(MpiSession& session, int argc, char** argv) {
         ->Iterations(kIterations)
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
-    run_on_ranks(session);
-    if (any_failed()) {
-        if (session.world_rank() == 0) {
-            std::fprintf(stderr, "bench_handoff: a hand-off never came back (see ERROR above)\n");
-        }
-        return static_cast<int>(ExitCode::runtime);
-    }
-#endif
+    return run_on_ranks(session, "a hand-off never came back", ExitCode::runtime);
+#else
     return 0;
+#endif
 }
 
 }  // namespace

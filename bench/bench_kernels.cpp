@@ -5,16 +5,15 @@
 //   GPURELAY_BENCH_MAX_BYTES=16M bench_kernels --benchmark_filter=host
 //
 // GPU benchmarks are registered only when this build has CUDA and a GPU is present. Each GPU
-// iteration is a batch of kGpuBatch launches queued back to back between two CUDA events
-// (manual time: the batch's time over kGpuBatch), after one untimed warm-up. Timing one launch
-// alone would also time the host's few microseconds of launching it while the GPU idles, which
-// is latency, not bandwidth; kernels and copies are batched alike.
+// iteration is a batch of kGpuBatch launches (kernels and copies alike) between two CUDA events,
+// after one untimed warm-up: one launch alone would also time the host's few microseconds of
+// launching it while the GPU idles, which is latency, not bandwidth.
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,8 +53,7 @@ struct GpuBench {
           x(device->allocate(max_bytes)),
           y(device->allocate(max_bytes)),
           pinned(device->allocate_host(max_bytes)),
-          counter(device->allocate(sizeof(Counter))),
-          counter_host(device->allocate_host(sizeof(Counter))) {}
+          wrong(*device) {}
 
     Span<float> x_floats(std::size_t bytes) const { return {x.as<float>().data(), bytes / 4}; }
     Span<float> y_floats(std::size_t bytes) const { return {y.as<float>().data(), bytes / 4}; }
@@ -63,27 +61,14 @@ struct GpuBench {
         return {y.as<std::uint32_t>().data(), bytes / 4};
     }
 
-    // Zeroes the mismatch counter (in stream order) and returns it.
-    Counter* reset_counter() {
-        device->fill_async(counter.data(), 0, sizeof(Counter), *stream);
-        return counter.as<Counter>().data();
-    }
-    // Waits for the stream and returns the mismatch counter.
-    Counter read_counter() {
-        device->copy_async(counter_host.data(), counter.data(), sizeof(Counter), *stream);
-        stream->synchronize();
-        return *counter_host.as<Counter>().data();
-    }
-
     std::unique_ptr<Device> device;
     std::unique_ptr<Stream> stream;
     std::unique_ptr<Event> start;
     std::unique_ptr<Event> stop;
-    Buffer x;        // A's output and B's input; the source of copies
-    Buffer y;        // B's and C's output; the destination of copies
-    Buffer pinned;   // the host side of H2D and D2H copies
-    Buffer counter;  // mismatches found on the GPU
-    Buffer counter_host;
+    Buffer x;       // A's output and B's input; the source of copies
+    Buffer y;       // B's and C's output; the destination of copies
+    Buffer pinned;  // the host side of H2D and D2H copies
+    WrongCount wrong;
 #if defined(GPURELAY_HAVE_CUDA)
     // Made by the first NCCL benchmark; declared last so it goes before the buffers it used.
     std::unique_ptr<PlainNcclComm> nccl;  // one rank: the id never leaves this process
@@ -120,12 +105,12 @@ void gpu_a(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
 void gpu_b(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
     // B checks every x[i] against A's formula, so x must hold A's values.
     launch_a(gpu.x_floats(bytes), kStep, kSeed, *gpu.stream);
-    Counter* mismatches = gpu.reset_counter();
+    Counter* mismatches = gpu.wrong.reset(*gpu.stream);
     time_on_gpu(state, gpu, [&] {
         launch_b(Span<const float>(gpu.x_floats(bytes)), gpu.y_floats(bytes), kAlpha, kStep, kSeed,
                  mismatches, *gpu.stream);
     });
-    if (const Counter bad = gpu.read_counter(); bad != 0) {
+    if (const Counter bad = gpu.wrong.read(*gpu.stream); bad != 0) {
         fail(state, "B found " + std::to_string(bad) + " values of x that differ from A's");
     }
     state.SetBytesProcessed(2 * times(state, bytes));  // read + written
@@ -141,42 +126,31 @@ void gpu_c(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
 
 void gpu_verify_c(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
     launch_c(gpu.z_values(bytes), kStep, kSeed, kCIterations, *gpu.stream);
-    Counter* mismatches = gpu.reset_counter();
+    Counter* mismatches = gpu.wrong.reset(*gpu.stream);
     time_on_gpu(state, gpu, [&] {
         launch_verify_c(Span<const std::uint32_t>(gpu.z_values(bytes)), kStep, kSeed, kCIterations,
                         mismatches, *gpu.stream);
     });
-    if (const Counter bad = gpu.read_counter(); bad != 0) {
+    if (const Counter bad = gpu.wrong.read(*gpu.stream); bad != 0) {
         fail(state, "verify_c found " + std::to_string(bad) + " wrong values of C");
     }
     state.SetBytesProcessed(times(state, bytes));  // read
 }
 
-void gpu_copy_d2d(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
+// A copy of `bytes` from `src` to `dst`, its bytes counted `sides` times (a device-to-device copy
+// reads and writes them, as B counts).
+void gpu_copy(benchmark::State& state, GpuBench& gpu, Buffer& dst, const Buffer& src, int sides,
+              std::size_t bytes) {
     time_on_gpu(state, gpu,
-                [&] { gpu.device->copy_async(gpu.y.data(), gpu.x.data(), bytes, *gpu.stream); });
-    state.SetBytesProcessed(2 * times(state, bytes));  // read + written, as B counts
-}
-
-void gpu_copy_h2d(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
-    time_on_gpu(state, gpu, [&] {
-        gpu.device->copy_async(gpu.x.data(), gpu.pinned.data(), bytes, *gpu.stream);
-    });
-    state.SetBytesProcessed(times(state, bytes));
-}
-
-void gpu_copy_d2h(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
-    time_on_gpu(state, gpu, [&] {
-        gpu.device->copy_async(gpu.pinned.data(), gpu.x.data(), bytes, *gpu.stream);
-    });
-    state.SetBytesProcessed(times(state, bytes));
+                [&] { gpu.device->copy_async(dst.data(), src.data(), bytes, *gpu.stream); });
+    state.SetBytesProcessed(sides * times(state, bytes));
 }
 
 #if defined(GPURELAY_HAVE_CUDA)
 void gpu_nccl_self(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
     if (!gpu.nccl) {
         try {
-            gpu.nccl = std::make_unique<PlainNcclComm>(1, 0, PlainNcclComm::new_id());
+            gpu.nccl = std::make_unique<PlainNcclComm>(1, 0);
         } catch (const std::exception& error) {
             fail(state, error.what());
             return;
@@ -194,10 +168,9 @@ void gpu_nccl_self(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
         NCCL_CHECK(ncclGroupEnd());
     });
     // What arrived must be A's values: B (alpha 1, into x) counts those that are not.
-    Counter* mismatches = gpu.reset_counter();
-    launch_b(Span<const float>(gpu.y_floats(bytes)), gpu.x_floats(bytes), 1.0f, kStep, kSeed,
-             mismatches, *gpu.stream);
-    if (const Counter bad = gpu.read_counter(); bad != 0) {
+    const Counter bad =
+        gpu.wrong.count_b(gpu.y_floats(bytes), gpu.x_floats(bytes), kStep, kSeed, *gpu.stream);
+    if (bad != 0) {
         fail(state, "NCCL delivered " + std::to_string(bad) + " wrong values");
     }
     state.SetBytesProcessed(times(state, bytes));
@@ -232,45 +205,43 @@ void host_b(benchmark::State& state, std::size_t bytes) {
     state.SetBytesProcessed(2 * times(state, bytes));
 }
 
-using GpuFn = void (*)(benchmark::State&, GpuBench&, std::size_t);
+using Body = std::function<void(benchmark::State&, std::size_t bytes)>;
 
-void register_gpu(GpuBench& gpu, const std::vector<std::size_t>& sizes) {
-    std::vector<std::pair<const char*, GpuFn>> benchmarks = {
-        {"gpu/a", gpu_a},
-        {"gpu/b", gpu_b},
-        {"gpu/verify_c", gpu_verify_c},
-        {"gpu/c", gpu_c},
-        {"gpu/copy_d2d", gpu_copy_d2d},
-        {"gpu/copy_h2d", gpu_copy_h2d},
-        {"gpu/copy_d2h", gpu_copy_d2h},
-#if defined(GPURELAY_HAVE_CUDA)
-        {"gpu/nccl_self", gpu_nccl_self},
-#endif
-    };
-    for (const auto& [name, fn] : benchmarks) {
-        for (const std::size_t bytes : sizes) {
-            benchmark::RegisterBenchmark(
-                name, [fn = fn, &gpu, bytes](benchmark::State& state) { fn(state, gpu, bytes); })
-                ->Arg(static_cast<std::int64_t>(bytes))
-                ->UseManualTime()
-                ->Unit(benchmark::kMicrosecond);
-        }
+void register_sized(const char* name, const std::vector<std::size_t>& sizes, std::size_t max_bytes,
+                    bool manual_time, const Body& body) {
+    for (const std::size_t bytes : sizes) {
+        if (bytes > max_bytes) break;
+        auto* registered = benchmark::RegisterBenchmark(
+            name, [body, bytes](benchmark::State& state) { body(state, bytes); });
+        registered->Arg(static_cast<std::int64_t>(bytes))->Unit(benchmark::kMicrosecond);
+        if (manual_time) registered->UseManualTime();
     }
 }
 
-void register_host(const std::vector<std::size_t>& sizes) {
-    for (const std::size_t bytes : sizes) {
-        if (bytes > kHostMaxBytes) break;
-        benchmark::RegisterBenchmark("host/a", [bytes](benchmark::State& s) { host_a(s, bytes); })
-            ->Arg(static_cast<std::int64_t>(bytes))
-            ->Unit(benchmark::kMicrosecond);
-    }
-    for (const std::size_t bytes : sizes) {
-        if (bytes > kHostMaxBytes) break;
-        benchmark::RegisterBenchmark("host/b", [bytes](benchmark::State& s) { host_b(s, bytes); })
-            ->Arg(static_cast<std::int64_t>(bytes))
-            ->Unit(benchmark::kMicrosecond);
-    }
+void register_gpu(GpuBench& gpu, const std::vector<std::size_t>& sizes) {
+    using Fn = void (*)(benchmark::State&, GpuBench&, std::size_t);
+    const auto on = [&gpu](Fn fn) -> Body {
+        return [&gpu, fn](benchmark::State& state, std::size_t bytes) { fn(state, gpu, bytes); };
+    };
+    const auto copy = [&gpu](Buffer& dst, const Buffer& src, int sides) -> Body {
+        return [&gpu, &dst, &src, sides](benchmark::State& state, std::size_t bytes) {
+            gpu_copy(state, gpu, dst, src, sides, bytes);
+        };
+    };
+    const std::pair<const char*, Body> benchmarks[] = {
+        {"gpu/a", on(gpu_a)},
+        {"gpu/b", on(gpu_b)},
+        {"gpu/verify_c", on(gpu_verify_c)},
+        {"gpu/c", on(gpu_c)},
+        {"gpu/copy_d2d", copy(gpu.y, gpu.x, 2)},
+        {"gpu/copy_h2d", copy(gpu.x, gpu.pinned, 1)},
+        {"gpu/copy_d2h", copy(gpu.pinned, gpu.x, 1)},
+#if defined(GPURELAY_HAVE_CUDA)
+        {"gpu/nccl_self", on(gpu_nccl_self)},
+#endif
+    };
+    for (const auto& [name, body] : benchmarks)
+        register_sized(name, sizes, sizes.back(), true, body);
 }
 
 int run(int argc, char** argv) {
@@ -289,10 +260,10 @@ int run(int argc, char** argv) {
         register_gpu(*gpu, sizes);
     } else {
         benchmark::AddCustomContext("device", "host CPU");
-        std::fprintf(stderr, "bench_kernels: %s; GPU benchmarks skipped\n",
-                     cuda_built() ? "no GPU found" : "built without CUDA");
+        std::fprintf(stderr, "bench_kernels: %s; GPU benchmarks skipped\n", no_gpu());
     }
-    register_host(sizes);
+    register_sized("host/a", sizes, kHostMaxBytes, false, host_a);
+    register_sized("host/b", sizes, kHostMaxBytes, false, host_b);
 
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();

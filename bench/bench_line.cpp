@@ -1,14 +1,12 @@
 // Plain MPI between host buffers in a line of ranks, against the same hops as pairs side by
 // side: what the MPI library itself gives a relay's middle stage, which receives from the stage
-// before it while it sends to the one after (gpurelay's MPI transports, staged and on the CPU
-// path, do both at once, each on a thread of its own). With 2P ranks:
-// - line/mpi: ranks 0..P are a line of P + 1 stages (P hops); the other ranks wait;
-// - pairs/mpi: the same number of hops as pairs (0, 1), (2, 3), ... side by side, each rank in
-//   one hop only, as gpurelay's --group-size 2 over 2P ranks.
-// A message goes in pieces of 4 MiB (gpurelay's `chunk` default), all of them in flight at once,
-// as the transports send it; each rank sends on a host stream (a thread of its own) while its
-// main thread receives. An iteration is the slowest rank's wall time from a barrier until every
-// hop's message has arrived: the period of a line whose stages all move one message at once.
+// before it while it sends to the one after (as gpurelay's MPI transports do, each on a thread of
+// its own). With 2P ranks, line/mpi is ranks 0..P as a line of P + 1 stages (P hops, the other
+// ranks waiting); pairs/mpi the same number of hops as pairs (0, 1), (2, 3), ... side by side,
+// as gpurelay's --group-size 2 over 2P ranks. A message goes in pieces of 4 MiB (gpurelay's
+// `chunk` default), all in flight at once; each rank sends on a host stream while its main
+// thread receives. An iteration is the slowest rank's wall time from a barrier until every hop's
+// message has arrived: the period of a line whose stages all move one message at once.
 //
 //   mpirun -np 4 bench_line --benchmark_out=line.json --benchmark_out_format=json
 //
@@ -20,8 +18,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -137,16 +133,13 @@ void register_patterns(LineBench& bench, int rank, int hops, std::size_t bytes) 
     }
 }
 
-int run(MpiSession& session, int argc, char** argv) {
-    if (!initialize_on_ranks(session, argc, argv)) return static_cast<int>(ExitCode::usage);
+int run(MpiSession& session) {
     const int ranks = session.world_size();
     if (ranks < 4 || ranks % 2 != 0) {
-        if (session.world_rank() == 0) {
-            std::fprintf(stderr,
-                         "bench_line: runs on an even number of ranks, at least 4 (a line of "
-                         "N stages against its N - 1 hops as pairs needs 2(N - 1)), got %d\n",
-                         ranks);
-        }
+        say(session,
+            "runs on an even number of ranks, at least 4 (a line of N stages against its "
+            "N - 1 hops as pairs needs 2(N - 1)), got " +
+                std::to_string(ranks));
         return static_cast<int>(ExitCode::usage);
     }
     const int hops = ranks / 2;
@@ -160,11 +153,7 @@ int run(MpiSession& session, int argc, char** argv) {
     benchmark::AddCustomContext("pairs", std::to_string(hops));
     benchmark::AddCustomContext("piece_bytes", std::to_string(kPieceBytes));
     benchmark::AddCustomContext("mpi", mpi_version_string());
-    run_on_ranks(session);
-    int failed = any_failed() ? 1 : 0;
-    const Deadline bound("agreeing on the exit code");
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-    return failed != 0 ? static_cast<int>(ExitCode::verification) : 0;
+    return run_on_ranks(session, nullptr);
 }
 
 }  // namespace

@@ -10,18 +10,56 @@
 #include <limits>
 #include <memory>
 #include <string_view>
+#include <utility>
 
 #include "mpi/error.hpp"
 #include "mpi/session.hpp"
+#include "mpi/wait.hpp"
 #include "runtime/device.hpp"
-#include "runtime/error.hpp"
 #include "runtime/poll.hpp"
 #include "transport/transport.hpp"
 
 namespace gpurelay::bench {
 namespace {
 
+constexpr std::size_t kMinBytes = 4096;
+constexpr std::size_t kDefaultMaxBytes = std::size_t{1} << 30;
+
 std::atomic<bool> g_failed{false};
+const char* g_program = "benchmark";
+
+// Prints nothing: every rank but 0 of an MPI benchmark runs with it.
+class NullReporter final : public benchmark::BenchmarkReporter {
+  public:
+    bool ReportContext(const Context&) override { return true; }
+    void ReportRuns(const std::vector<Run>&) override {}
+};
+
+// For errors where nothing can catch them (a proxy thread) and errors that reach main.
+[[noreturn]] void abort_job(const Error& error) noexcept {
+    claim_process_end();
+    int rank = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::fprintf(stderr, "%s: error on rank %d: %s\n", g_program, rank, error.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, static_cast<int>(error.code()));
+    std::_Exit(static_cast<int>(error.code()));
+}
+
+bool initialize_on_ranks(const MpiSession& session, int argc, char** argv) {
+    std::vector<char*> args;
+    for (int i = 0; i < argc; ++i) {
+        if (session.world_rank() != 0 &&
+            std::string_view(argv[i]).rfind("--benchmark_out", 0) == 0) {
+            continue;
+        }
+        args.push_back(argv[i]);
+    }
+    int arg_count = static_cast<int>(args.size());
+    args.push_back(nullptr);
+    benchmark::Initialize(&arg_count, args.data());
+    return !benchmark::ReportUnrecognizedArguments(arg_count, args.data());
+}
 
 }  // namespace
 
@@ -37,17 +75,14 @@ std::size_t max_bytes_from_env() {
     if (digits == 0 || digits > 15) throw bad("expected a number of bytes, e.g. 65536 or 16M");
     std::size_t bytes = std::stoull(value.substr(0, digits));
     const std::string suffix = value.substr(digits);
-    if (suffix == "K" || suffix == "KiB") {
-        bytes <<= 10;
-    } else if (suffix == "M" || suffix == "MiB") {
-        bytes <<= 20;
-    } else if (suffix == "G" || suffix == "GiB") {
-        // Beyond 64 GiB no GPU here holds the buffers; also keeps the shift from overflowing.
-        if (bytes > 64) throw bad("more than 64 GiB");
-        bytes <<= 30;
-    } else if (!suffix.empty()) {
-        throw bad("unknown suffix '" + suffix + "' (use K, M or G)");
-    }
+    const std::pair<const char*, int> units[] = {{"", 0},     {"K", 10}, {"KiB", 10}, {"M", 20},
+                                                 {"MiB", 20}, {"G", 30}, {"GiB", 30}};
+    const auto* unit = std::find_if(std::begin(units), std::end(units),
+                                    [&](const auto& u) { return suffix == u.first; });
+    if (unit == std::end(units)) throw bad("unknown suffix '" + suffix + "' (use K, M or G)");
+    // Beyond 64 GiB no GPU here holds the buffers; also keeps the shift from overflowing.
+    if (unit->second == 30 && bytes > 64) throw bad("more than 64 GiB");
+    bytes <<= unit->second;
     if (bytes < kMinBytes || bytes % kMinBytes != 0) {
         throw bad("must be a multiple of 4096 and at least 4096");
     }
@@ -69,16 +104,6 @@ std::vector<std::size_t> bench_sizes(std::size_t max_bytes) {
     return sizes;
 }
 
-std::string size_label(std::size_t bytes) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int unit = 0;
-    while (unit < 4 && bytes >= 1024 && bytes % 1024 == 0) {
-        bytes /= 1024;
-        ++unit;
-    }
-    return std::to_string(bytes) + " " + units[unit];
-}
-
 void fail(benchmark::State& state, const std::string& message) {
     g_failed = true;
     state.SkipWithError(message.c_str());
@@ -86,29 +111,55 @@ void fail(benchmark::State& state, const std::string& message) {
 
 bool any_failed() { return g_failed; }
 
-bool initialize_on_ranks(const MpiSession& session, int argc, char** argv) {
-    std::vector<char*> args;
-    for (int i = 0; i < argc; ++i) {
-        if (session.world_rank() != 0 &&
-            std::string_view(argv[i]).rfind("--benchmark_out", 0) == 0) {
-            continue;
-        }
-        args.push_back(argv[i]);
-    }
-    int arg_count = static_cast<int>(args.size());
-    args.push_back(nullptr);
-    benchmark::Initialize(&arg_count, args.data());
-    return !benchmark::ReportUnrecognizedArguments(arg_count, args.data());
+const char* no_gpu() { return cuda_built() ? "no GPU found" : "built without CUDA"; }
+
+WrongCount::WrongCount(Device& device)
+    : device_(device),
+      counter_(device.allocate(sizeof(Counter))),
+      host_(device.allocate_host(sizeof(Counter))) {}
+
+Counter* WrongCount::reset(Stream& stream) {
+    device_.fill_async(counter_.data(), 0, sizeof(Counter), stream);
+    return counter_.as<Counter>().data();
 }
 
-void run_on_ranks(const MpiSession& session) {
-    if (session.world_rank() == 0) {
-        benchmark::RunSpecifiedBenchmarks();
-    } else {
-        NullReporter quiet;
-        benchmark::RunSpecifiedBenchmarks(&quiet);
+Counter WrongCount::read(Stream& stream) {
+    device_.copy_async(host_.data(), counter_.data(), sizeof(Counter), stream);
+    stream.synchronize();
+    return *host_.as<Counter>().data();
+}
+
+Counter WrongCount::count_b(Span<const float> x, Span<float> scratch, std::uint64_t step,
+                            std::uint32_t seed, Stream& stream, TensorForm expected) {
+    launch_b(x, scratch, 1.0f, step, seed, reset(stream), stream, expected);
+    return read(stream);
+}
+
+int mpi_benchmark_main(const char* program, int argc, char** argv,
+                       int (*run)(MpiSession& session)) {
+    g_program = program;
+    set_host_wait({HostWait::prompt, "benchmarks wait as gpurelay does on the GPU path"});
+    std::unique_ptr<MpiSession> session;
+    try {
+        session = std::make_unique<MpiSession>(&argc, &argv);
+        set_fatal_handler(abort_job);
+        if (!initialize_on_ranks(*session, argc, argv)) return static_cast<int>(ExitCode::usage);
+        return run(*session);
+    } catch (const Error& error) {
+        abort_job(error);
+    } catch (const std::exception& error) {
+        abort_job(runtime_error(error.what()));
     }
-    benchmark::Shutdown();
+}
+
+void say(const MpiSession& session, const std::string& text) {
+    if (session.world_rank() == 0) std::fprintf(stderr, "%s: %s\n", g_program, text.c_str());
+}
+
+bool gpu_on_every_rank() {
+    int all_have_gpu = cuda_device_count() > 0 ? 1 : 0;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_have_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    return all_have_gpu == 1;
 }
 
 bool on_distinct_gpus(const MpiSession& session, Device& device) {
@@ -121,35 +172,20 @@ bool on_distinct_gpus(const MpiSession& session, Device& device) {
     return !std::equal(all.begin(), all.begin() + kWidth, all.begin() + kWidth);
 }
 
-void abort_job(const char* program, const Error& error) noexcept {
-    claim_process_end();
-    int rank = -1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    std::fprintf(stderr, "%s: error on rank %d: %s\n", program, rank, error.what());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, static_cast<int>(error.code()));
-    std::_Exit(static_cast<int>(error.code()));
-}
-
-namespace {
-const char* g_program = "benchmark";
-[[noreturn]] void abort_program_job(const Error& error) noexcept { abort_job(g_program, error); }
-}  // namespace
-
-int mpi_benchmark_main(const char* program, int argc, char** argv,
-                       int (*run)(MpiSession& session, int argc, char** argv)) {
-    g_program = program;
-    set_host_wait({HostWait::prompt, "benchmarks wait as gpurelay does on the GPU path"});
-    std::unique_ptr<MpiSession> session;
-    try {
-        session = std::make_unique<MpiSession>(&argc, &argv);
-        set_fatal_handler(abort_program_job);
-        return run(*session, argc, argv);
-    } catch (const Error& error) {
-        abort_program_job(error);
-    } catch (const std::exception& error) {
-        abort_program_job(runtime_error(error.what()));
+int run_on_ranks(const MpiSession& session, const char* why, ExitCode code) {
+    if (session.world_rank() == 0) {
+        benchmark::RunSpecifiedBenchmarks();
+    } else {
+        NullReporter quiet;
+        benchmark::RunSpecifiedBenchmarks(&quiet);
     }
+    benchmark::Shutdown();
+    int failed = any_failed() ? 1 : 0;
+    const Deadline bound("agreeing on the exit code");
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    if (failed == 0) return 0;
+    if (why != nullptr) say(session, std::string(why) + " (see ERROR above)");
+    return static_cast<int>(code);
 }
 
 void add_provenance_context() {

@@ -2,16 +2,22 @@
 // what the benchmarks time through it is NCCL alone, not gpurelay's transport.
 #pragma once
 
+#include <mpi.h>
 #include <nccl.h>
 
+#include "mpi/error.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay::bench {
 
 class PlainNcclComm {
   public:
-    // Rank `rank` of `size`; every rank passes the same `id` (from new_id() on one of them).
-    PlainNcclComm(int size, int rank, const ncclUniqueId& id) {
+    // Rank `rank` of `size` over MPI_COMM_WORLD (collective where size > 1): rank 0 makes NCCL's
+    // id and sends it to the others.
+    PlainNcclComm(int size, int rank) {
+        ncclUniqueId id{};
+        if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+        if (size > 1) MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
         NCCL_CHECK(ncclCommInitRank(&comm_, size, id, rank));
     }
     ~PlainNcclComm() {
@@ -20,11 +26,6 @@ class PlainNcclComm {
     PlainNcclComm(const PlainNcclComm&) = delete;
     PlainNcclComm& operator=(const PlainNcclComm&) = delete;
 
-    static ncclUniqueId new_id() {
-        ncclUniqueId id{};
-        NCCL_CHECK(ncclGetUniqueId(&id));
-        return id;
-    }
     ncclComm_t get() const { return comm_; }
 
   private:

@@ -11,17 +11,9 @@ Per step s, slot k = s % depth, three streams ordered by events (pipeline/step_s
 Formulas: kernels/formula.hpp, in int64 tensors masked to 32 bits. The one host sync is at the
 end: the GPU's count, and y of the last step against a_value_py on the host. Exit 3 if wrong.
 
-On the GPU machine (torch 2.11, CUDA 13), beside gpurelay's 4 KiB runs (docs/PERFORMANCE.md's
-small steps: depth 2, 2000 steps, 100 warm-up, without C and with C of 1Ki values x 16):
-  python3 bench/torch_pipeline.py --elements 1Ki --depth 2 --c-elements 0 --steps 2000 \
-      --warmup 100 --json $OUT/torch_small_4k_noc_eager_auto.json
-  python3 bench/torch_pipeline.py --elements 1Ki --c-elements 1Ki --c-iterations 16 \
-      --json $OUT/torch_small_4k_c_eager_auto.json
-  python3 bench/torch_pipeline.py --elements 1Ki --graphs --graph-steps 4 \
-      --json $OUT/torch_small_4k_noc_graphs_g4.json
-then, with gpurelay's summaries NAME.json in the same folder:
-  python3 lab/lib/torch_vs_gpurelay.py $OUT      (or --pair TORCH.json GPURELAY.json)
-Without PyTorch or a GPU it says so in one line and exits 2 (0 with --skip-without-gpu).
+lab/gpu-check's stage small runs it beside gpurelay's 4 KiB steps (--json $OUT/torch_NAME.json
+beside gpurelay's NAME.json), then lab/lib/torch_vs_gpurelay.py $OUT compares them. Without
+PyTorch or a GPU it says so in one line and exits 2 (0 with --skip-without-gpu).
 """
 import argparse
 import json

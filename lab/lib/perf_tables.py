@@ -2,24 +2,15 @@
 
 usage: python3 lab/lib/perf_tables.py DIR [--update DOC] [--commit HASH] [--only NAME,...]
 
-DIR is a stage's folder (LAB_WORK/STAGE, or STAGE/ in lab.tgz: small, ipc, collectives, bench,
-pair), or one of the folders under docs/results/. The script reads the benchmark JSON
-(bench-*.json), the runs' results CSVs (results.csv, and the sweeps' pair-*.csv) and JSON
-summaries (NAME.json, the run tagged NAME), and DIR/mps/ where the ipc group ran again under
-MPS. It prints every table those files make, each between the markers
-
-    <!-- table NAME -->
-    ...
-    <!-- end table NAME -->
-
-With --update DOC, it replaces instead each block of DOC whose NAME it could make, and leaves
-the others: after a run on the GPU machine,
-    python3 lab/lib/perf_tables.py DIR --update docs/PERFORMANCE.md --commit HASH
-brings the document up to date. Each block ends with the date of its data and the commit it
-was measured on: --commit HASH, else the git hash the data carry (which is stale where the
-device's copy of the tree has no history of its own). --only keeps the named tables, for a
-folder that also holds runs a later call has superseded. Exits 2 when DIR holds nothing to
-tabulate.
+DIR is a stage's folder (small, ipc, collectives, bench, pair: LAB_WORK/STAGE, or STAGE/ in
+lab.tgz) or a folder under docs/results/: its benchmark JSON (bench-*.json), results CSVs
+(results.csv, the sweeps' pair-*.csv), JSON summaries (NAME.json, the run tagged NAME) and
+DIR/mps/ (the ipc stage again under MPS). It prints each table they make between the markers
+`<!-- table NAME -->` and `<!-- end table NAME -->`; with --update DOC it replaces instead each
+block of DOC it could make, and leaves the others. Each table ends with the date of its data
+and the commit it was measured on: --commit HASH, else the hash the data carry (stale where the
+device's copy of the tree has no history). --only keeps the named tables, for a folder that
+also holds runs a later call has superseded. Exits 2 when DIR holds nothing to tabulate.
 """
 import argparse
 import csv
@@ -47,9 +38,7 @@ def num(value):
 
 
 def fmt(value, digits=3):
-    if value is None:
-        return "–"
-    return f"{value:.{digits}g}" if digits < 0 else f"{value:.{digits}f}"
+    return "–" if value is None else f"{value:.{digits}f}"
 
 
 def table(header, rows):
@@ -117,10 +106,8 @@ def runs_in(folder):
             "c_iterations": c["c_iterations"], "overlap": c["overlap"],
             "time_per_step_ms": last["time_per_step_ms"],
             "time_per_step_no_overlap_ms": off[0]["time_per_step_ms"] if off else None,
-            "overlap_speedup": s.get("overlap_speedup"),
-            "overlap_ideal_ms": s.get("overlap_ideal_ms"),
-            "step_bound_ms": last.get("step_bound_ms"), "transfer_gbps": last.get("transfer_gbps"),
-            "algbw_gbps": last.get("algbw_gbps"), "busbw_gbps": last.get("busbw_gbps"),
+            "overlap_speedup": s.get("overlap_speedup"), "step_bound_ms": last.get("step_bound_ms"),
+            "transfer_gbps": last.get("transfer_gbps"), "algbw_gbps": last.get("algbw_gbps"),
             "algbw_no_overlap_gbps": off[0].get("algbw_gbps") if off else None,
             "timing": last.get("timing", {}).get("used", ""),
             "verified": "ok" if s["verified"] else "FAILED",

@@ -14,6 +14,8 @@ import json
 import os
 import sys
 
+from perf_tables import size_name
+
 
 def config_value(value):
     """A summary's config value: typed in new summaries, TOML text ('"float32"', '1024') in old."""
@@ -31,13 +33,6 @@ def gpurelay_run(path):
     mode = "graphs" if last["graphs"]["captured"] else "eager"
     return (config_value(config["elements"]), config_value(config["dtype"]), mode,
             last["time_per_step_ms"], bool(summary["verified"]))
-
-
-def size_text(nbytes):
-    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= factor and nbytes % factor == 0:
-            return f"{nbytes // factor} {unit}"
-    return f"{nbytes} B"
 
 
 def pairs_in(directory):
@@ -74,7 +69,7 @@ def main(argv=None):
         if failed:
             status = 1
         ratio = ours["time_per_step_ms"] / ms
-        print(f"{size_text(ours['bytes'])} | {ours['mode']} / {mode} | "
+        print(f"{size_name(ours['bytes'])} | {ours['mode']} / {mode} | "
               f"{ours['time_per_step_ms']:.4f} | {ms:.4f} | {ratio:.1f}x"
               + (" (a run FAILED its check)" if failed else ""))
     return status

@@ -44,6 +44,14 @@ bool counting() {
     return on;
 }
 
+double since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// How many ranks a call spans: a count, or the ranks of a communicator, of a file's or a window's
+// group (made here, and freed), or of a handle being freed (0 for none).
+int ranks_of(int ranks) { return ranks; }
+
 int ranks_of(MPI_Group group) {
     int size = 0;
     PMPI_Group_size(group, &size);
@@ -70,34 +78,23 @@ int ranks_of(MPI_Win window) {
     return ranks_of(group);
 }
 
-// Counts one call of `name` over `ranks` ranks.
-void count(const char* name, int ranks) {
-    if (!counting()) return;
-    int world = 0;
-    PMPI_Comm_size(MPI_COMM_WORLD, &world);
-    Tally& t = tally();
-    const std::lock_guard lock(t.mutex);
-    ++(ranks == world ? t.world : t.fewer)[name];
+template <typename Handle>
+int ranks_of(Handle* handle) {
+    return handle != nullptr ? ranks_of(*handle) : 0;
 }
 
-double since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// One collective call: counted as it starts (over the ranks of `over`: a communicator, a file, a
-// window, or a count of ranks), timed until it returns.
+// One collective call: counted as it starts (over the ranks of `over`), timed until it returns.
 class Call {
   public:
     template <typename Over>
     Call(const char* name, Over over) : name_(counting() ? name : nullptr) {
         if (name_ == nullptr) return;
-        if constexpr (std::is_same_v<Over, int>) {
-            count(name_, over);
-        } else {
-            count(name_, ranks_of(over));
-        }
+        const int ranks = ranks_of(over);
+        int world = 0;
+        PMPI_Comm_size(MPI_COMM_WORLD, &world);
         Tally& t = tally();
         const std::lock_guard lock(t.mutex);
+        ++(ranks == world ? t.world : t.fewer)[name_];
         t.first.emplace(name_, std::chrono::duration<double>(start_ - t.initialized).count());
     }
     ~Call() {
@@ -114,12 +111,6 @@ class Call {
     Clock::time_point start_ = Clock::now();
 };
 
-std::uint64_t type_bytes(MPI_Datatype type) {
-    int size = 0;
-    PMPI_Type_size(type, &size);
-    return static_cast<std::uint64_t>(size);
-}
-
 // Bytes this rank receives in a gather: `per_rank` elements from each rank of `comm` (every
 // rank's `counts`, for the v forms), on the root (`receives`).
 void add_gathered(bool receives, MPI_Comm comm, const int* counts, int per_rank,
@@ -129,9 +120,11 @@ void add_gathered(bool receives, MPI_Comm comm, const int* counts, int per_rank,
     std::uint64_t elements = 0;
     for (int r = 0; r < ranks; ++r)
         elements += static_cast<std::uint64_t>(counts ? counts[r] : per_rank);
+    int type_bytes = 0;
+    PMPI_Type_size(type, &type_bytes);
     Tally& t = tally();
     const std::lock_guard lock(t.mutex);
-    t.gathered_bytes += elements * type_bytes(type);
+    t.gathered_bytes += elements * static_cast<std::uint64_t>(type_bytes);
 }
 
 bool is_root(int root, MPI_Comm comm) {
@@ -140,24 +133,34 @@ bool is_root(int root, MPI_Comm comm) {
     return rank == root;
 }
 
-void write_number(std::FILE* out, std::uint64_t n) {
-    std::fprintf(out, "%llu", static_cast<unsigned long long>(n));
+// MPI_Init's own time (at scale, the launch's largest part of set-up); the first call times are
+// from its return.
+template <typename Init>
+int timed_init(Init init) {
+    const Clock::time_point start = Clock::now();
+    const int status = init();
+    tally().init_seconds = since(start);
+    tally().initialized = Clock::now();
+    return status;
 }
-void write_number(std::FILE* out, double x) { std::fprintf(out, "%.9g", x); }
 
 template <typename Number>
 void write_object(std::FILE* out, const std::map<std::string, Number>& values) {
     std::fputc('{', out);
     const char* separator = "";
     for (const auto& [name, value] : values) {
-        std::fprintf(out, "%s\"%s\": ", separator, name.c_str());
-        write_number(out, value);
+        if constexpr (std::is_same_v<Number, double>) {
+            std::fprintf(out, "%s\"%s\": %.9g", separator, name.c_str(), value);
+        } else {
+            std::fprintf(out, "%s\"%s\": %llu", separator, name.c_str(),
+                         static_cast<unsigned long long>(value));
+        }
         separator = ", ";
     }
     std::fputc('}', out);
 }
 
-std::uint64_t total(const std::map<std::string, std::uint64_t>& calls) {
+unsigned long long total(const std::map<std::string, std::uint64_t>& calls) {
     std::uint64_t sum = 0;
     for (const auto& entry : calls) sum += entry.second;
     return sum;
@@ -179,9 +182,9 @@ void write_counts() {
     Tally& t = tally();
     const std::lock_guard lock(t.mutex);
     std::fprintf(out, "{\"rank\": %d, \"world_size\": %d, \"world_calls\": %llu, ", rank, size,
-                 static_cast<unsigned long long>(total(t.world)));
-    std::fprintf(out, "\"fewer_calls\": %llu, \"gathered_bytes\": %llu,\n \"world\": ",
-                 static_cast<unsigned long long>(total(t.fewer)),
+                 total(t.world));
+    std::fprintf(out,
+                 "\"fewer_calls\": %llu, \"gathered_bytes\": %llu,\n \"world\": ", total(t.fewer),
                  static_cast<unsigned long long>(t.gathered_bytes));
     write_object(out, t.world);
     std::fputs(",\n \"fewer\": ", out);
@@ -197,147 +200,112 @@ void write_counts() {
 
 }  // namespace
 
+// One wrapper per collective call: counted over the ranks of `over` and timed, then PMPI's.
+#define COUNTED(name, over, params, args) \
+    int name params {                     \
+        const Call call(#name, over);     \
+        return P##name args;              \
+    }
+// A gather's wrapper also adds the bytes this rank receives (on the ranks where `receives`).
+#define GATHERED(name, receives, counts, per_rank, params, args)   \
+    int name params {                                              \
+        const Call call(#name, comm);                              \
+        add_gathered(receives, comm, counts, per_rank, recv_type); \
+        return P##name args;                                       \
+    }
+
 // --- Blocking collectives
-int MPI_Barrier(MPI_Comm comm) {
-    const Call call("MPI_Barrier", comm);
-    return PMPI_Barrier(comm);
-}
-int MPI_Bcast(void* buffer, int n, MPI_Datatype type, int root, MPI_Comm comm) {
-    const Call call("MPI_Bcast", comm);
-    return PMPI_Bcast(buffer, n, type, root, comm);
-}
-int MPI_Reduce(const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, int root,
-               MPI_Comm comm) {
-    const Call call("MPI_Reduce", comm);
-    return PMPI_Reduce(send, recv, n, type, op, root, comm);
-}
-int MPI_Allreduce(const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op,
-                  MPI_Comm comm) {
-    const Call call("MPI_Allreduce", comm);
-    return PMPI_Allreduce(send, recv, n, type, op, comm);
-}
-int MPI_Scan(const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-    const Call call("MPI_Scan", comm);
-    return PMPI_Scan(send, recv, n, type, op, comm);
-}
-int MPI_Exscan(const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-    const Call call("MPI_Exscan", comm);
-    return PMPI_Exscan(send, recv, n, type, op, comm);
-}
-int MPI_Gather(const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
-               MPI_Datatype recv_type, int root, MPI_Comm comm) {
-    const Call call("MPI_Gather", comm);
-    add_gathered(is_root(root, comm), comm, nullptr, recv_n, recv_type);
-    return PMPI_Gather(send, send_n, send_type, recv, recv_n, recv_type, root, comm);
-}
-int MPI_Gatherv(const void* send, int send_n, MPI_Datatype send_type, void* recv,
-                const int recv_n[], const int displs[], MPI_Datatype recv_type, int root,
-                MPI_Comm comm) {
-    const Call call("MPI_Gatherv", comm);
-    add_gathered(is_root(root, comm), comm, recv_n, 0, recv_type);
-    return PMPI_Gatherv(send, send_n, send_type, recv, recv_n, displs, recv_type, root, comm);
-}
-int MPI_Allgather(const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
-                  MPI_Datatype recv_type, MPI_Comm comm) {
-    const Call call("MPI_Allgather", comm);
-    add_gathered(true, comm, nullptr, recv_n, recv_type);
-    return PMPI_Allgather(send, send_n, send_type, recv, recv_n, recv_type, comm);
-}
-int MPI_Allgatherv(const void* send, int send_n, MPI_Datatype send_type, void* recv,
-                   const int recv_n[], const int displs[], MPI_Datatype recv_type, MPI_Comm comm) {
-    const Call call("MPI_Allgatherv", comm);
-    add_gathered(true, comm, recv_n, 0, recv_type);
-    return PMPI_Allgatherv(send, send_n, send_type, recv, recv_n, displs, recv_type, comm);
-}
-int MPI_Scatter(const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
-                MPI_Datatype recv_type, int root, MPI_Comm comm) {
-    const Call call("MPI_Scatter", comm);
-    return PMPI_Scatter(send, send_n, send_type, recv, recv_n, recv_type, root, comm);
-}
-int MPI_Scatterv(const void* send, const int send_n[], const int displs[], MPI_Datatype send_type,
-                 void* recv, int recv_n, MPI_Datatype recv_type, int root, MPI_Comm comm) {
-    const Call call("MPI_Scatterv", comm);
-    return PMPI_Scatterv(send, send_n, displs, send_type, recv, recv_n, recv_type, root, comm);
-}
-int MPI_Alltoall(const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
-                 MPI_Datatype recv_type, MPI_Comm comm) {
-    const Call call("MPI_Alltoall", comm);
-    return PMPI_Alltoall(send, send_n, send_type, recv, recv_n, recv_type, comm);
-}
-int MPI_Alltoallv(const void* send, const int send_n[], const int send_displs[],
-                  MPI_Datatype send_type, void* recv, const int recv_n[], const int recv_displs[],
-                  MPI_Datatype recv_type, MPI_Comm comm) {
-    const Call call("MPI_Alltoallv", comm);
-    return PMPI_Alltoallv(send, send_n, send_displs, send_type, recv, recv_n, recv_displs,
-                          recv_type, comm);
-}
-int MPI_Reduce_scatter(const void* send, void* recv, const int recv_n[], MPI_Datatype type,
-                       MPI_Op op, MPI_Comm comm) {
-    const Call call("MPI_Reduce_scatter", comm);
-    return PMPI_Reduce_scatter(send, recv, recv_n, type, op, comm);
-}
-int MPI_Reduce_scatter_block(const void* send, void* recv, int recv_n, MPI_Datatype type, MPI_Op op,
-                             MPI_Comm comm) {
-    const Call call("MPI_Reduce_scatter_block", comm);
-    return PMPI_Reduce_scatter_block(send, recv, recv_n, type, op, comm);
-}
+COUNTED(MPI_Barrier, comm, (MPI_Comm comm), (comm))
+COUNTED(MPI_Bcast, comm, (void* buffer, int n, MPI_Datatype type, int root, MPI_Comm comm),
+        (buffer, n, type, root, comm))
+COUNTED(MPI_Reduce, comm,
+        (const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, int root,
+         MPI_Comm comm),
+        (send, recv, n, type, op, root, comm))
+COUNTED(MPI_Allreduce, comm,
+        (const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, MPI_Comm comm),
+        (send, recv, n, type, op, comm))
+COUNTED(MPI_Scan, comm,
+        (const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, MPI_Comm comm),
+        (send, recv, n, type, op, comm))
+COUNTED(MPI_Exscan, comm,
+        (const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, MPI_Comm comm),
+        (send, recv, n, type, op, comm))
+GATHERED(MPI_Gather, is_root(root, comm), nullptr, recv_n,
+         (const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
+          MPI_Datatype recv_type, int root, MPI_Comm comm),
+         (send, send_n, send_type, recv, recv_n, recv_type, root, comm))
+GATHERED(MPI_Gatherv, is_root(root, comm), recv_n, 0,
+         (const void* send, int send_n, MPI_Datatype send_type, void* recv, const int recv_n[],
+          const int displs[], MPI_Datatype recv_type, int root, MPI_Comm comm),
+         (send, send_n, send_type, recv, recv_n, displs, recv_type, root, comm))
+GATHERED(MPI_Allgather, true, nullptr, recv_n,
+         (const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
+          MPI_Datatype recv_type, MPI_Comm comm),
+         (send, send_n, send_type, recv, recv_n, recv_type, comm))
+GATHERED(MPI_Allgatherv, true, recv_n, 0,
+         (const void* send, int send_n, MPI_Datatype send_type, void* recv, const int recv_n[],
+          const int displs[], MPI_Datatype recv_type, MPI_Comm comm),
+         (send, send_n, send_type, recv, recv_n, displs, recv_type, comm))
+COUNTED(MPI_Scatter, comm,
+        (const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
+         MPI_Datatype recv_type, int root, MPI_Comm comm),
+        (send, send_n, send_type, recv, recv_n, recv_type, root, comm))
+COUNTED(MPI_Scatterv, comm,
+        (const void* send, const int send_n[], const int displs[], MPI_Datatype send_type,
+         void* recv, int recv_n, MPI_Datatype recv_type, int root, MPI_Comm comm),
+        (send, send_n, displs, send_type, recv, recv_n, recv_type, root, comm))
+COUNTED(MPI_Alltoall, comm,
+        (const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
+         MPI_Datatype recv_type, MPI_Comm comm),
+        (send, send_n, send_type, recv, recv_n, recv_type, comm))
+COUNTED(MPI_Alltoallv, comm,
+        (const void* send, const int send_n[], const int send_displs[], MPI_Datatype send_type,
+         void* recv, const int recv_n[], const int recv_displs[], MPI_Datatype recv_type,
+         MPI_Comm comm),
+        (send, send_n, send_displs, send_type, recv, recv_n, recv_displs, recv_type, comm))
+COUNTED(MPI_Reduce_scatter, comm,
+        (const void* send, void* recv, const int recv_n[], MPI_Datatype type, MPI_Op op,
+         MPI_Comm comm),
+        (send, recv, recv_n, type, op, comm))
+COUNTED(MPI_Reduce_scatter_block, comm,
+        (const void* send, void* recv, int recv_n, MPI_Datatype type, MPI_Op op, MPI_Comm comm),
+        (send, recv, recv_n, type, op, comm))
 
 // --- Non-blocking collectives: counted when posted
-int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
-    const Call call("MPI_Ibarrier", comm);
-    return PMPI_Ibarrier(comm, request);
-}
-int MPI_Ibcast(void* buffer, int n, MPI_Datatype type, int root, MPI_Comm comm,
-               MPI_Request* request) {
-    const Call call("MPI_Ibcast", comm);
-    return PMPI_Ibcast(buffer, n, type, root, comm, request);
-}
-int MPI_Ireduce(const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, int root,
-                MPI_Comm comm, MPI_Request* request) {
-    const Call call("MPI_Ireduce", comm);
-    return PMPI_Ireduce(send, recv, n, type, op, root, comm, request);
-}
-int MPI_Iallreduce(const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                   MPI_Request* request) {
-    const Call call("MPI_Iallreduce", comm);
-    return PMPI_Iallreduce(send, recv, n, type, op, comm, request);
-}
-int MPI_Igather(const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
-                MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request* request) {
-    const Call call("MPI_Igather", comm);
-    add_gathered(is_root(root, comm), comm, nullptr, recv_n, recv_type);
-    return PMPI_Igather(send, send_n, send_type, recv, recv_n, recv_type, root, comm, request);
-}
-int MPI_Iallgather(const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
-                   MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request) {
-    const Call call("MPI_Iallgather", comm);
-    add_gathered(true, comm, nullptr, recv_n, recv_type);
-    return PMPI_Iallgather(send, send_n, send_type, recv, recv_n, recv_type, comm, request);
-}
-int MPI_Ialltoall(const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
-                  MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request) {
-    const Call call("MPI_Ialltoall", comm);
-    return PMPI_Ialltoall(send, send_n, send_type, recv, recv_n, recv_type, comm, request);
-}
+COUNTED(MPI_Ibarrier, comm, (MPI_Comm comm, MPI_Request* request), (comm, request))
+COUNTED(MPI_Ibcast, comm,
+        (void* buffer, int n, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* request),
+        (buffer, n, type, root, comm, request))
+COUNTED(MPI_Ireduce, comm,
+        (const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
+         MPI_Request* request),
+        (send, recv, n, type, op, root, comm, request))
+COUNTED(MPI_Iallreduce, comm,
+        (const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+         MPI_Request* request),
+        (send, recv, n, type, op, comm, request))
+GATHERED(MPI_Igather, is_root(root, comm), nullptr, recv_n,
+         (const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
+          MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request* request),
+         (send, send_n, send_type, recv, recv_n, recv_type, root, comm, request))
+GATHERED(MPI_Iallgather, true, nullptr, recv_n,
+         (const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
+          MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request),
+         (send, send_n, send_type, recv, recv_n, recv_type, comm, request))
+COUNTED(MPI_Ialltoall, comm,
+        (const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
+         MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request),
+        (send, send_n, send_type, recv, recv_n, recv_type, comm, request))
 
 // --- Communicators and windows: collective over the communicator they are made from
-int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* out) {
-    const Call call("MPI_Comm_split", comm);
-    return PMPI_Comm_split(comm, color, key, out);
-}
-int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info, MPI_Comm* out) {
-    const Call call("MPI_Comm_split_type", comm);
-    return PMPI_Comm_split_type(comm, type, key, info, out);
-}
-int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* out) {
-    const Call call("MPI_Comm_dup", comm);
-    return PMPI_Comm_dup(comm, out);
-}
-int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* out) {
-    const Call call("MPI_Comm_create", comm);
-    return PMPI_Comm_create(comm, group, out);
-}
-// Collective over the group's ranks only.
+COUNTED(MPI_Comm_split, comm, (MPI_Comm comm, int color, int key, MPI_Comm* out),
+        (comm, color, key, out))
+COUNTED(MPI_Comm_split_type, comm, (MPI_Comm comm, int type, int key, MPI_Info info, MPI_Comm* out),
+        (comm, type, key, info, out))
+COUNTED(MPI_Comm_dup, comm, (MPI_Comm comm, MPI_Comm* out), (comm, out))
+COUNTED(MPI_Comm_create, comm, (MPI_Comm comm, MPI_Group group, MPI_Comm* out), (comm, group, out))
+// Collective over the group's ranks only (the caller's group: not freed here).
 int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* out) {
     int ranks = 0;
     PMPI_Group_size(group, &ranks);
@@ -345,98 +313,60 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* out
     return PMPI_Comm_create_group(comm, group, tag, out);
 }
 int MPI_Comm_free(MPI_Comm* comm) {
-    const Call call("MPI_Comm_free", comm != nullptr ? ranks_of(*comm) : 0);
+    const Call call("MPI_Comm_free", comm);
     return PMPI_Comm_free(comm);
 }
-int MPI_Win_create(void* base, MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm,
-                   MPI_Win* window) {
-    const Call call("MPI_Win_create", comm);
-    return PMPI_Win_create(base, size, unit, info, comm, window);
-}
-int MPI_Win_allocate(MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm, void* base,
-                     MPI_Win* window) {
-    const Call call("MPI_Win_allocate", comm);
-    return PMPI_Win_allocate(size, unit, info, comm, base, window);
-}
-int MPI_Win_allocate_shared(MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm, void* base,
-                            MPI_Win* window) {
-    const Call call("MPI_Win_allocate_shared", comm);
-    return PMPI_Win_allocate_shared(size, unit, info, comm, base, window);
-}
-int MPI_Win_fence(int assertion, MPI_Win window) {
-    const Call call("MPI_Win_fence", window);
-    return PMPI_Win_fence(assertion, window);
-}
+COUNTED(MPI_Win_create, comm,
+        (void* base, MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm, MPI_Win* window),
+        (base, size, unit, info, comm, window))
+COUNTED(MPI_Win_allocate, comm,
+        (MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm, void* base, MPI_Win* window),
+        (size, unit, info, comm, base, window))
+COUNTED(MPI_Win_allocate_shared, comm,
+        (MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm, void* base, MPI_Win* window),
+        (size, unit, info, comm, base, window))
+COUNTED(MPI_Win_fence, window, (int assertion, MPI_Win window), (assertion, window))
 int MPI_Win_free(MPI_Win* window) {
-    const Call call("MPI_Win_free", window != nullptr ? ranks_of(*window) : 0);
+    const Call call("MPI_Win_free", window);
     return PMPI_Win_free(window);
 }
 
 // --- MPI-IO's collective calls, over the file's communicator (HDF5 makes them through MPI-IO)
-int MPI_File_open(MPI_Comm comm, const char* name, int mode, MPI_Info info, MPI_File* file) {
-    const Call call("MPI_File_open", comm);
-    return PMPI_File_open(comm, name, mode, info, file);
-}
+COUNTED(MPI_File_open, comm,
+        (MPI_Comm comm, const char* name, int mode, MPI_Info info, MPI_File* file),
+        (comm, name, mode, info, file))
 int MPI_File_close(MPI_File* file) {
-    const Call call("MPI_File_close", file != nullptr ? ranks_of(*file) : 0);
+    const Call call("MPI_File_close", file);
     return PMPI_File_close(file);
 }
-int MPI_File_sync(MPI_File file) {
-    const Call call("MPI_File_sync", file);
-    return PMPI_File_sync(file);
-}
-int MPI_File_set_size(MPI_File file, MPI_Offset size) {
-    const Call call("MPI_File_set_size", file);
-    return PMPI_File_set_size(file, size);
-}
-int MPI_File_preallocate(MPI_File file, MPI_Offset size) {
-    const Call call("MPI_File_preallocate", file);
-    return PMPI_File_preallocate(file, size);
-}
-int MPI_File_set_view(MPI_File file, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
-                      const char* representation, MPI_Info info) {
-    const Call call("MPI_File_set_view", file);
-    return PMPI_File_set_view(file, disp, etype, filetype, representation, info);
-}
-int MPI_File_set_atomicity(MPI_File file, int flag) {
-    const Call call("MPI_File_set_atomicity", file);
-    return PMPI_File_set_atomicity(file, flag);
-}
-int MPI_File_write_all(MPI_File file, const void* buffer, int n, MPI_Datatype type,
-                       MPI_Status* status) {
-    const Call call("MPI_File_write_all", file);
-    return PMPI_File_write_all(file, buffer, n, type, status);
-}
-int MPI_File_write_at_all(MPI_File file, MPI_Offset offset, const void* buffer, int n,
-                          MPI_Datatype type, MPI_Status* status) {
-    const Call call("MPI_File_write_at_all", file);
-    return PMPI_File_write_at_all(file, offset, buffer, n, type, status);
-}
-int MPI_File_read_all(MPI_File file, void* buffer, int n, MPI_Datatype type, MPI_Status* status) {
-    const Call call("MPI_File_read_all", file);
-    return PMPI_File_read_all(file, buffer, n, type, status);
-}
-int MPI_File_read_at_all(MPI_File file, MPI_Offset offset, void* buffer, int n, MPI_Datatype type,
-                         MPI_Status* status) {
-    const Call call("MPI_File_read_at_all", file);
-    return PMPI_File_read_at_all(file, offset, buffer, n, type, status);
-}
+COUNTED(MPI_File_sync, file, (MPI_File file), (file))
+COUNTED(MPI_File_set_size, file, (MPI_File file, MPI_Offset size), (file, size))
+COUNTED(MPI_File_preallocate, file, (MPI_File file, MPI_Offset size), (file, size))
+COUNTED(MPI_File_set_view, file,
+        (MPI_File file, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+         const char* representation, MPI_Info info),
+        (file, disp, etype, filetype, representation, info))
+COUNTED(MPI_File_set_atomicity, file, (MPI_File file, int flag), (file, flag))
+COUNTED(MPI_File_write_all, file,
+        (MPI_File file, const void* buffer, int n, MPI_Datatype type, MPI_Status* status),
+        (file, buffer, n, type, status))
+COUNTED(MPI_File_write_at_all, file,
+        (MPI_File file, MPI_Offset offset, const void* buffer, int n, MPI_Datatype type,
+         MPI_Status* status),
+        (file, offset, buffer, n, type, status))
+COUNTED(MPI_File_read_all, file,
+        (MPI_File file, void* buffer, int n, MPI_Datatype type, MPI_Status* status),
+        (file, buffer, n, type, status))
+COUNTED(MPI_File_read_at_all, file,
+        (MPI_File file, MPI_Offset offset, void* buffer, int n, MPI_Datatype type,
+         MPI_Status* status),
+        (file, offset, buffer, n, type, status))
 
-// MPI_Init's own time (at scale, the launch's largest part of set-up); the first call times are
-// from its return.
 int MPI_Init(int* argc, char*** argv) {
-    const Clock::time_point start = Clock::now();
-    const int status = PMPI_Init(argc, argv);
-    tally().init_seconds = since(start);
-    tally().initialized = Clock::now();
-    return status;
+    return timed_init([&] { return PMPI_Init(argc, argv); });
 }
 int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
-    const Clock::time_point start = Clock::now();
-    const int status = PMPI_Init_thread(argc, argv, required, provided);
-    tally().init_seconds = since(start);
-    tally().initialized = Clock::now();
-    return status;
+    return timed_init([&] { return PMPI_Init_thread(argc, argv, required, provided); });
 }
 
 int MPI_Finalize() {
