@@ -527,6 +527,11 @@ def case_mpirun_sigusr1(runner, tmp, args):
     wait_for(lambda: first_row_written(output + ".partial"), 60, "the first row in the .partial")
     proc.send_signal(signal.SIGUSR1)
     code, ours, _ = finish(proc, 120)
+    if code != 138 and not launch.forwards(runner.mpirun + ["-np", "1"], "SIGUSR1"):
+        print(f"SKIP: mpirun exited {code} after SIGUSR1: this mpirun does not pass SIGUSR1 on to "
+              "its ranks (a rank waiting for it, signalled through mpirun, went on): the "
+              "machine's MPI settings, not gpurelay (output_resume_own stops the ranks by it)")
+        sys.exit(SKIP)
     if code != 138:
         fail(f"mpirun exited {code} after SIGUSR1, expected 138 (the ranks' 128 + 10)")
     if not any(line.startswith("gpurelay: stopped by SIGUSR1 after step") for line in ours):

@@ -13,7 +13,7 @@ a clone has, and checks exit codes, the files left there (read back with h5py) a
                   --overwrite replaces it
   same_second     the names of the next seconds already taken: the run takes the first free
                   count (-2) and leaves the others untouched
-  resume_own      two jobs of other decks stopped by SIGUSR1 to mpirun (exit 138): each one's
+  resume_own      two jobs of other decks stopped by SIGUSR1 to the ranks (exit 138): each one's
                   --resume without an output continues its own .partial, a deck of neither is
                   refused listing both with the keys that differ, and the file resumed twice
                   (the second time by the stop line's command) lists its launches
@@ -153,9 +153,11 @@ def case_same_second(launcher):
 
 
 def stopped(launcher, command):
-    """Runs `command` (the binary and its flags) and stops it with SIGUSR1 to mpirun once the
-    header names its output (the handlers are in place, its steps next). Returns the output the
-    stop line names, the step it stopped after, and the command the line gives to finish it."""
+    """Runs `command` (the binary and its flags) and stops it with SIGUSR1 to its ranks, as
+    scancel --signal=USR1 sends it, once the header names its output (the handlers are in place,
+    its steps next): what a launcher does with the signal is fault_mpirun_sigusr1's test, and some
+    mpirun keep SIGUSR1 to themselves. Returns the output the stop line names, the step it stopped
+    after, and the command the line gives to finish it."""
     proc = launcher.start(command[1:], binary=command[0])
     lines = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
@@ -165,7 +167,13 @@ def stopped(launcher, command):
         if time.monotonic() > deadline or proc.poll() is not None:
             fail("the run printed no header within 60 s, or ended")
         time.sleep(0.02)
-    proc.send_signal(signal.SIGUSR1)
+    # The ranks are mpirun's children on one node.
+    ranks = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                           text=True).stdout.split()
+    if not ranks:
+        fail(f"no ranks under the launcher (pid {proc.pid}) to signal")
+    for rank in ranks:
+        os.kill(int(rank), signal.SIGUSR1)
     try:
         proc.wait(timeout=60)
     except subprocess.TimeoutExpired:

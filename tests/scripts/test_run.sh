@@ -95,13 +95,28 @@ for _ in $(seq 600); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
 done
-if kill -0 "$pid" 2>/dev/null; then
-    kill -KILL "$pid"
-    fail "the stopped run did not end within 60 s"
-fi
 status=0
-wait "$pid" || status=$?
-[[ $status -eq 138 ]] || fail "the stop exited $status, not 138: $(cat "$tmp/stop.err")"
+if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" # mpirun passes SIGTERM on: the ranks end too
+    sleep 10
+    kill -KILL "$pid" 2>/dev/null || true
+    status="no end within 60 s"
+else
+    wait "$pid" || status=$?
+fi
+if [[ "$status" != 138 ]]; then
+    # A launcher that keeps SIGUSR1 to itself (a setting of the machine's MPI) is a skip, named;
+    # one that passes it on to a rank waiting for it leaves gpurelay to blame.
+    probe=(mpirun -np 1)
+    if ((EUID == 0)); then probe+=(--allow-run-as-root); fi
+    if ! "$python" "$root/tests/integration/launch.py" --forwards SIGUSR1 -- "${probe[@]}"; then
+        echo "SKIP: the stop by SIGUSR1 ($status): this mpirun does not pass SIGUSR1 on to its" \
+            "ranks (a rank waiting for it, signalled through mpirun, went on): the machine's MPI" \
+            "settings, not gpurelay"
+        exit 77
+    fi
+    fail "the stop exited $status, not 138: $(cat "$tmp/stop.err")"
+fi
 pattern="^gpurelay: stopped by SIGUSR1 after step [0-9]+ of 1000000 \(overlap_on pass\); "
 pattern+="completed steps are in $tmp/stopped.h5.partial \(complete = 0\); to finish it, run "
 pattern+="under the same launcher: \S+/gpurelay --device cpu .* --output $tmp/stopped.h5 --resume$"
