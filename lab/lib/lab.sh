@@ -175,6 +175,8 @@ stopped() {
     code=$?
     kill -CONT "$pid" 2>/dev/null
     pkill -9 -f "^${BIN:-$new} .*$out"
+    # Under MPS the next launch finds the device busy until the killed clients are gone.
+    for _ in $(seq 50); do pgrep -f "^${BIN:-$new} .*$out" >/dev/null || break; sleep 0.2; done
     echo "$name: rank process $pick stopped in its steps: exit $code after $((SECONDS - start)) s:" \
         "$(said "$log")"
 }
