@@ -12,6 +12,7 @@
 
 namespace gpurelay {
 
+// Each enumeration's names (to_string) are a list in its values' order (config/enum_names.cpp).
 enum class DeviceKind { auto_select, cuda, cpu };
 enum class DType { float32, float64 };
 enum class OverlapMode { on, off, compare };
@@ -177,15 +178,16 @@ struct Config : PipelineKeys {
     Config largest() const;
 };
 
-// Description of one key, for --help, --print-config, the did-you-mean hint and docs/CONFIG.md.
+// Description of one key, for --help, --print-config, the did-you-mean hint and docs/CONFIG.md;
+// help, range and details are config/keys.md's words.
 struct ConfigKey {
-    std::string_view name;
-    std::string_view help;        // one sentence: --help's line and CONFIG.md's meaning
-    std::string_view value_hint;  // what the value looks like, e.g. "SIZE" or "on|off|compare"
-    bool is_bool = false;         // a bare --flag means true
-    std::string_view type;        // the kind of value in words: "integer", "size", "choice", ...
-    std::string_view range;       // the values the run accepts, in words (CONFIG.md)
-    std::string_view details;     // CONFIG.md's paragraph on the key, or empty
+    std::string_view name = {};
+    std::string_view help = {};        // one sentence: --help's line and CONFIG.md's meaning
+    std::string_view value_hint = {};  // what the value looks like, e.g. "SIZE" or "on|off|compare"
+    bool is_bool = false;              // a bare --flag means true
+    std::string_view type = {};     // the kind of value in words: "integer", "size", "choice", ...
+    std::string_view range = {};    // the values the run accepts, in words (CONFIG.md)
+    std::string_view details = {};  // CONFIG.md's paragraph on the key, or empty
     // Whether --resume may continue a file started with another value: only for what cannot
     // change a result (where the outputs go, how long to wait, what is printed). A key that does
     // not say so must match the stored deck.
