@@ -26,9 +26,7 @@ std::unique_ptr<Device> open_device(const Config& config, int rank, int local_ra
     const int visible = cuda_device_count();
     const bool want_cuda = config.device == DeviceKind::cuda ||
                            (config.device == DeviceKind::auto_select && visible > 0);
-    if (!want_cuda) {
-        return make_host_device(config.timeout());
-    }
+    if (!want_cuda) return make_host_device(config.timeout());
     if (!cuda_built()) return make_cuda_device(0);  // throws the "built without CUDA" usage error
     if (visible == 0) {
         const char* mask = std::getenv("CUDA_VISIBLE_DEVICES");
@@ -108,12 +106,10 @@ std::unique_ptr<Transport> open_collective(const Setup& setup, const TransportRo
     return make_collective_transport(std::move(call), p, *setup.device, options);
 }
 
-// A pair transport between world ranks `sender` and `receiver`, this rank's side the sender's
-// (`outbound`) or the receiver's, over a communicator of just the two: made by
-// MPI_Comm_create_group, collective over those two ranks only, so that what the transport sets
-// up (NCCL's unique id and ncclCommInitRank, ipc's shared window, MPI's duplicate) involves two
-// ranks, not the world, and costs the same at any size. (An NCCL communicator of the world split
-// per pair, ncclCommSplit, would first make the world's, the N-rank init this avoids.)
+// A pair transport between world ranks `sender` and `receiver` (this rank the sender's side when
+// `outbound`), over a communicator of just the two (MPI_Comm_create_group): what the transport
+// sets up (NCCL's ncclCommInitRank, ipc's shared window, MPI's duplicate) then involves two ranks,
+// not the world, and costs the same at any size (ncclCommSplit would first init the world's).
 std::unique_ptr<Transport> open_link(const TransportRow& row, int sender, int receiver,
                                      bool outbound, Device& device,
                                      const TransportOptions& options) {
@@ -136,9 +132,8 @@ std::unique_ptr<Transport> open_relay(const Setup& setup, const TransportRow& ro
     return make_relay_transport(std::move(inbound), std::move(outbound), device, options.slots);
 }
 
-// Opens the transport of the row `choose_transport` chose: each pair and each hop of a relay over a
-// communicator of its two ranks, each collective group over one of its own (collective over
-// the world only in the groups' split).
+// Opens the transport of the chosen row: each pair and relay hop over a communicator of its two
+// ranks, each collective group over its own (collective over the world only in the split).
 std::unique_ptr<Transport> open_transport(const Setup& setup, const TransportRow& row) {
     // Slots for the largest of the run's sizes; each size moves through them in turn.
     const Config config = setup.config.largest();

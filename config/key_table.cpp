@@ -1,10 +1,6 @@
-// The key table: one line per key, made by one factory per kind of value, and the public
-// functions that look keys up in it. What --help and docs/CONFIG.md say of each key is prose kept
-// apart (config/keys.md), read into the table's lines by key.
-//
-// Every key goes through one setter that reads text, whether the text came from a flag or from
-// a deck value, so a deck and the command line accept exactly the same values and report
-// the same errors.
+// The key table: one line per key, made by one factory per kind of value; its prose (--help,
+// docs/CONFIG.md) is config/keys.md's, read in by key. Every key has one setter that reads text,
+// from a flag or a deck, so both accept exactly the same values and report the same errors.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -142,14 +138,7 @@ KeySpec sizes_key() {
                 if (sizes.size() == 1) sizes.clear();
                 c.sizes = std::move(sizes);
             },
-            [](const Config& c) {
-                std::string text;
-                for (const std::uint64_t size : c.size_list()) {
-                    if (!text.empty()) text += ',';
-                    text += std::to_string(size);
-                }
-                return text;
-            }};
+            [](const Config& c) { return comma_list(c.size_list()); }};
 }
 
 KeySpec real_key(std::string_view name, double Config::*field, bool positive) {
@@ -249,8 +238,8 @@ std::int64_t count_after(std::string_view text, std::string_view name) {
     return k && *k >= 1 ? *k : 0;
 }
 
-// A choice of which some take a count: `plain` are bare names, `counted` written NAME:K (K >= 1)
-// with K in `count`, which is zero otherwise, so that two equal settings compare equal.
+// A choice of which some are written NAME:K (K >= 1, in `count`; zero for the `plain` ones, so
+// that two equal settings compare equal).
 template <class Enum, std::size_t P, std::size_t C>
 KeySpec counted_choice_key(std::string_view name, std::string_view hint, std::string_view what,
                            std::type_identity_t<Enum Config::*> field, std::int64_t Config::*count,
@@ -352,8 +341,7 @@ KeySpec profile_steps_key() {
             }};
 }
 
-// `spec` for a key that cannot change a result, so that --resume may continue a file started with
-// another value of it. Every other key must match the stored deck.
+// `spec` for a key that cannot change a result (--resume may continue with another value).
 KeySpec may_differ_on_resume(KeySpec spec) {
     spec.key.may_differ_on_resume = true;
     return spec;
@@ -480,13 +468,9 @@ std::string flag_of(std::string_view key) {
     return flag;
 }
 
-void set_config_value(Config& config, std::string_view key, std::string_view value) {
-    set_config_value(config, key, value, key);
-}
-
 void set_config_value(Config& config, std::string_view key, std::string_view value,
                       std::string_view label) {
-    find_key(key).set(config, value, label);
+    find_key(key).set(config, value, label.empty() ? key : label);
 }
 
 std::string config_value_text(const Config& config, std::string_view key) {
