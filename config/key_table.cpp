@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -168,6 +169,15 @@ KeySpec text_key(std::string_view name, std::string_view hint, std::string Confi
             [field](const Config& c) { return c.*field; }};
 }
 
+// The choice of `choices` named `text`, or none.
+template <class Enum, std::size_t N>
+std::optional<Enum> named(std::array<Enum, N> choices, std::string_view text) {
+    for (const Enum choice : choices) {
+        if (to_string(choice) == text) return choice;
+    }
+    return std::nullopt;
+}
+
 // `hint` lists the choices as "a|b|c"; the error message repeats it. (`Enum` comes from the
 // choices, so that a field of PipelineKeys converts to a field of Config.)
 template <class Enum, std::size_t N>
@@ -176,13 +186,9 @@ KeySpec choice_key(std::string_view name, std::string_view hint,
     return {{.name = name, .value_hint = hint, .type = "choice"},
             TomlForm::quoted,
             [field, choices, hint](Config& c, std::string_view text, std::string_view label) {
-                for (const Enum choice : choices) {
-                    if (to_string(choice) == text) {
-                        c.*field = choice;
-                        return;
-                    }
-                }
-                throw_expected(label, "one of " + std::string(hint), text);
+                const std::optional<Enum> choice = named(choices, text);
+                if (!choice) throw_expected(label, "one of " + std::string(hint), text);
+                c.*field = *choice;
             },
             [field](const Config& c) { return std::string(to_string(c.*field)); }};
 }
@@ -251,11 +257,9 @@ KeySpec counted_choice_key(std::string_view name, std::string_view hint, std::st
             TomlForm::quoted,
             [=](Config& c, std::string_view text, std::string_view label) {
                 c.*count = 0;
-                for (const Enum choice : plain) {
-                    if (text == to_string(choice)) {
-                        c.*field = choice;
-                        return;
-                    }
+                if (const std::optional<Enum> choice = named(plain, text)) {
+                    c.*field = *choice;
+                    return;
                 }
                 for (const Enum choice : counted) {
                     if (const std::int64_t k = count_after(text, to_string(choice)); k > 0) {

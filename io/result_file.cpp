@@ -43,7 +43,10 @@ ResultFile::~ResultFile() = default;
 
 ResultFile::State& ResultFile::open_state(const char* call) {
     if (!state_) throw runtime_error(std::string("result file: ") + call + " on a moved-from file");
-    state_->require_open(call);
+    if (state_->closed) {
+        throw runtime_error(std::string("result file: ") + call + " after close of '" +
+                            state_->partial_path + "'");
+    }
     return *state_;
 }
 

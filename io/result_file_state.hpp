@@ -154,13 +154,6 @@ struct ResultFile::State {
     void write_root_attributes(const Attributes& attributes) {
         for (const auto& [name, value] : attributes) write_attribute(file.get(), name, value);
     }
-
-    void require_open(const char* call) const {
-        if (closed) {
-            throw runtime_error(std::string("result file: ") + call + " after close of '" +
-                                partial_path + "'");
-        }
-    }
 };
 
 }  // namespace gpurelay
