@@ -24,8 +24,7 @@ struct Outputs {
     std::unique_ptr<ResultWriter> writer;
     std::unique_ptr<RowSink> sink;  // the writer, as the pipeline sees it
 
-    // Collective: creates the result file (or reopens the .partial of a resumed run) for `passes`
-    // (overlap of each), with the root attributes.
+    // Collective: creates the result file (or reopens a resumed run's .partial) for `passes`.
     static Outputs open(const MpiSession& mpi, const Setup& setup, const std::vector<bool>& passes);
 
     // Between two sizes, every stream idle: the writer's rows go to size `index`'s /y, checked
@@ -47,8 +46,8 @@ struct Outputs {
     // Ends the writer once its rows are in the file (before the close's collective calls, so that
     // no thread of it is inside HDF5 or MPI beside them).
     void end_writer();
-    // Collective, after end_writer: the file closed with `attributes` at its root and `groups`, as
-    // complete (renamed to its name) or not (stays PATH.partial).
+    // Collective, after end_writer: closes the file with `attributes` and `groups`, as complete
+    // (renamed to its name) or not (stays PATH.partial).
     void close(const Config& config, int rank, bool complete, const Attributes& attributes,
                const GroupAttributes& groups);
 };

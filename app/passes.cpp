@@ -8,6 +8,7 @@
 #include "io/result_schema.hpp"
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
+#include "runtime/host_stream.hpp"
 #include "runtime/placement.hpp"
 #include "runtime/poll.hpp"
 
@@ -111,6 +112,27 @@ Stop run_passes(Run& run, const SizeCase& size, std::vector<PassSummary>& summar
     return stop;
 }
 
+// How this rank's device reaches its peer's, for the report (users check for NVLink here).
+std::string peer_link(const Setup& setup, const std::vector<std::string>& hosts,
+                      const std::string& my_host) {
+    const PairPlacement& p = setup.placement;
+    const bool relay = setup.config.pattern == Pattern::relay;
+    if (setup.config.pattern != Pattern::pairs && !relay) {
+        return "group " + std::to_string(p.group) + " of " + std::to_string(p.group_size) +
+               " ranks (" + std::string(to_string(collective_of(setup.config.pattern))) +
+               " from rank " + std::to_string(p.producer) + ")";
+    }
+    if (p.role == Role::both) return "itself (one rank plays both roles)";
+    // A relay's stage: the link it sends on (the last stage's, the link it receives on).
+    const auto peer =
+        static_cast<std::size_t>(relay && p.role != Role::consumer ? p.consumer : p.peer);
+    if (hosts[peer] != my_host) return "network (" + hosts[peer] + ")";
+    if (setup.device->backend() == Backend::host) return "host memory (CPU path)";
+    const std::vector<std::string>& gpu_keys = setup.gpu_keys;  // "host bus-id"
+    const std::string peer_bus = gpu_keys[peer].substr(gpu_keys[peer].rfind(' ') + 1);
+    return describe_peer_link(setup.device_info.pci_bus_id, peer_bus);
+}
+
 // This rank's own figures for the run's summary: where it runs, what it holds and wrote.
 RankFigures rank_figures(const MpiSession& mpi, const Setup& setup, const Outputs& outputs) {
     const ResultWriter* writer = outputs.writer.get();
@@ -126,7 +148,7 @@ RankFigures rank_figures(const MpiSession& mpi, const Setup& setup, const Output
                  placement.core_numa,
                  placement.gpu_numa,
                  placement.core_count,
-                 working_threads()};
+                 HostStream::live_count() + 1};  // the main thread and each host stream
     mine.device_bytes = setup.memory.device_bytes();
     mine.host_bytes =
         setup.memory.host_bytes() + (writer ? kWriterBuffers * setup.spec.tensor_bytes() : 0);

@@ -1,5 +1,6 @@
 #include "app/provenance.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -87,23 +88,20 @@ std::pair<std::string, AttributeValue> key_attribute(const Config& config, std::
 void add_rank_lists(Attributes& attrs, const std::vector<std::string>& hosts,
                     const std::vector<std::string>& gpus,
                     const std::vector<Placement>& placements) {
-    std::string host_list, gpu_list;
-    for (std::size_t r = 0; r < hosts.size(); ++r) {
-        host_list += (r ? "," : "") + hosts[r];
-        gpu_list += (r ? "," : "") + gpus[r];
-    }
-    attrs.emplace_back("rank_hosts", host_list);
-    attrs.emplace_back("rank_devices", gpu_list);
+    const auto list = [](const auto& ranks, const char* separator, auto part) {
+        std::string text;
+        for (std::size_t r = 0; r < ranks.size(); ++r)
+            (text += r ? separator : "") += part(ranks[r]);
+        return text;
+    };
+    const auto same = [](const std::string& text) { return text; };
+    attrs.emplace_back("rank_hosts", list(hosts, ",", same));
+    attrs.emplace_back("rank_devices", list(gpus, ",", same));
     // Core lists hold commas: these lists are separated by semicolons.
-    std::string cores, core_numa, gpu_numa;
-    for (std::size_t r = 0; r < placements.size(); ++r) {
-        cores += (r ? ";" : "") + placements[r].cores;
-        core_numa += (r ? ";" : "") + placements[r].core_numa;
-        gpu_numa += (r ? ";" : "") + placements[r].gpu_numa;
-    }
-    attrs.emplace_back("rank_cores", cores);
-    attrs.emplace_back("rank_core_numa", core_numa);
-    attrs.emplace_back("rank_gpu_numa", gpu_numa);
+    attrs.emplace_back("rank_cores", list(placements, ";", [](auto& p) { return p.cores; }));
+    attrs.emplace_back("rank_core_numa",
+                       list(placements, ";", [](auto& p) { return p.core_numa; }));
+    attrs.emplace_back("rank_gpu_numa", list(placements, ";", [](auto& p) { return p.gpu_numa; }));
 }
 
 }  // namespace
@@ -146,27 +144,6 @@ Attributes root_attributes(const Setup& setup, const std::vector<std::string>& h
 }
 
 namespace {
-
-void fill_spread(const PassSummary& p, double (*spread)[4], std::int64_t& slow_steps) {
-    for (std::size_t ph = 0; ph < kPhaseCount; ++ph) {
-        const PhaseStats& st = p.phases[ph];
-        spread[ph][0] = st.p50;
-        spread[ph][1] = st.p90;
-        spread[ph][2] = st.p99;
-        spread[ph][3] = st.cv;
-    }
-    slow_steps = p.slow_steps;
-}
-
-std::string list_text(const std::vector<std::int64_t>& numbers) {
-    std::string text;
-    // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on "," + to_string().
-    for (const std::int64_t n : numbers) {
-        if (!text.empty()) text += ',';
-        text += std::to_string(n);
-    }
-    return text;
-}
 
 using Run = const RunSummary&;
 using Pass = const PassSummary&;
@@ -241,12 +218,11 @@ std::string pairs_text(const PassSummary& p, const PassJudgement& judged) {
 // The distributions, the slow steps and the pairs, as the JSON has them.
 void add_spread(Attributes& timings, const double (*spread)[4], std::int64_t slow_steps,
                 const char* slow_step_numbers) {
+    static constexpr const char* kSpread[4] = {"_p50_ms", "_p90_ms", "_p99_ms", "_cv"};
     for (std::size_t ph = 0; ph < kPhaseCount; ++ph) {
-        const std::string name = kPhases[ph].name;
-        timings.emplace_back(name + "_p50_ms", spread[ph][0]);
-        timings.emplace_back(name + "_p90_ms", spread[ph][1]);
-        timings.emplace_back(name + "_p99_ms", spread[ph][2]);
-        timings.emplace_back(name + "_cv", spread[ph][3]);
+        for (int k = 0; k < 4; ++k) {
+            timings.emplace_back(std::string(kPhases[ph].name) + kSpread[k], spread[ph][k]);
+        }
     }
     timings.emplace_back("slow_steps", slow_steps);
     timings.emplace_back("slow_step_numbers", std::string(slow_step_numbers));
@@ -310,8 +286,13 @@ Figures figures_of(const RunSummary& summary, const Judgement& judged, std::size
         f.checks[i] = static_cast<std::int64_t>(p.*kVerificationCounts[i].field);
     }
     p.timing.copy(f.timing, kTiming - 1);
-    fill_spread(p, f.spread, f.slow_steps);
-    list_text(p.slow_step_numbers).copy(f.slow_step_numbers, kTiming - 1);
+    for (std::size_t ph = 0; ph < kPhaseCount; ++ph) {
+        const PhaseStats& st = p.phases[ph];
+        const double spread[4] = {st.p50, st.p90, st.p99, st.cv};
+        std::copy(spread, spread + 4, f.spread[ph]);
+    }
+    f.slow_steps = p.slow_steps;
+    comma_list(p.slow_step_numbers).copy(f.slow_step_numbers, kTiming - 1);
     const bool last = pass + 1 == summary.passes.size();
     for (std::size_t i = 0; i < kJudgedCount; ++i) {
         const Figure none;

@@ -13,11 +13,9 @@
 
 namespace gpurelay {
 
-// --version: one line each for gpurelay (and its git hash), CUDA, NCCL, MPI and HDF5, then
-// install_text().
+// --version: a line each for gpurelay (and its git hash), CUDA, NCCL, MPI, HDF5, install_text().
 std::string version_text();
-// Where the binary is installed and its decks and batch templates are, or that it is not
-// (app/install_paths.cpp), one line.
+// One line: where the binary, its decks and batch templates are installed, or that it is not.
 std::string install_text();
 // The source tree's commit when this binary was built ("1a2b3c4d5e6f", with "-dirty" when
 // tracked files had changes), or "unknown" when the tree was not a git repository of its own.
@@ -33,16 +31,13 @@ Attributes root_attributes(const Setup& setup, const std::vector<std::string>& h
                            const std::vector<std::string>& gpus,
                            const std::vector<Placement>& placements);
 
-// Rank 0: the file's `launches` attribute once this launch ends, a JSON array: the launches
-// before it (resume.launches) and this one, with its start, end, git hash, the size, pass and
-// step it started from and those it ended at (`end`: where it stopped, or, for a run that
-// completed, its last size and pass and `steps`), and how it ended ("complete", or the signal).
+// Rank 0: the file's `launches` attribute once this launch ends, a JSON array: resume.launches
+// and this one (its start, end, git hash, the size, pass and step it started from and `end`, and
+// how it ended: "complete", or the signal).
 std::string launches_json(const ResumePoint& resume, const Stop& end);
 
-// Collective: each pass's summary as attributes of its groups, /timings/PASS (time per step,
-// transfer, rates, the step model; names end in their unit) and /verification/PASS (the counts
-// and the verdict), under `group` (a size's, of a run of several), alike on every rank (the
-// figures are rank 0's, broadcast).
+// Collective: each pass's summary as attributes of /timings/PASS (names end in their unit) and
+// /verification/PASS (the counts and the verdict) under `group`, rank 0's figures on every rank.
 GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary,
                                 const std::string& group = "");
 

@@ -9,13 +9,13 @@
 #include <tuple>
 
 #include "app/provenance.hpp"
-#include "app/setup.hpp"
 #include "config/command_line.hpp"
 #include "io/output_path.hpp"
 #include "io/result_file.hpp"
 #include "mpi/agreement.hpp"
 #include "mpi/error.hpp"
 #include "mpi/wait.hpp"
+#include "report/report.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {
@@ -71,6 +71,40 @@ void name_default_output(Config& config, OutputLock& lock) {
     throw usage_error("output: " + std::to_string(kDefaultNamesPerSecond) + " names from '" +
                       default_output_path(start, 1) +
                       "' on are taken: name the output with --output");
+}
+
+// Every file the run writes, before any GPU or file work (rank 0): each path resolved (a link in
+// the last place followed), the output checked by the result file's own rule, the side outputs by
+// the same rule of what may be replaced, and no two of them one file. `resume`: the output is
+// continued from PATH.partial instead of made afresh.
+void check_output_paths(Config& config) {
+    config.output = resolve_output_path("output", config.output);
+    if (!config.resume) ResultFile::check_target(config.output, config.overwrite);
+    struct Named {
+        const char* key;
+        std::string path;
+    };
+    std::vector<Named> files = {{"output", config.output}, {"output", config.output + ".partial"}};
+    if (!config.summary_json.empty()) {
+        config.summary_json = resolve_output_path("summary_json", config.summary_json);
+        check_output_target("summary_json", config.summary_json, {".tmp"}, "");
+        files.push_back({"summary_json", config.summary_json});
+    }
+    if (!config.results_csv.empty()) {
+        config.results_csv = resolve_output_path("results_csv", config.results_csv);
+        check_output_target("results_csv", config.results_csv, {}, "");
+        check_results_csv_header(config.results_csv);
+        files.push_back({"results_csv", config.results_csv});
+    }
+    for (std::size_t i = 2; i < files.size(); ++i) {
+        for (std::size_t j = 0; j < i; ++j) {
+            if (same_file(files[i].path, files[j].path)) {
+                throw usage_error(std::string(files[i].key) + " and " + files[j].key +
+                                  " name the same file '" + files[i].path +
+                                  "': each output needs its own");
+            }
+        }
+    }
 }
 
 // Rank 0: what the command line asks; for a run, its outputs checked, locked and, resumed, where

@@ -1,5 +1,5 @@
-// Set-up that every rank agrees on before any timed work: pairs, output paths, the device, its
-// memory and the transport. Each step either succeeds on every rank or fails on every rank with
+// Set-up that every rank agrees on before any timed work: pairs, the device, its memory and the
+// transport. Each step either succeeds on every rank or fails on every rank with
 // one message (mpi/agreement.hpp).
 #pragma once
 
@@ -32,11 +32,6 @@ struct Setup {
     double output_bytes = 0;            // the result file's size once complete (an upper bound)
 };
 
-// Not collective; rank 0, before the deck is broadcast: every file the run writes, each path
-// resolved (a link in the last place followed), the output under the result file's own rule, the
-// side outputs under the same rule of what may be replaced, and no two of them one file.
-void check_output_paths(Config& config);
-
 // Collective over MPI_COMM_WORLD: places the pairs, opens the device, checks that every rank is
 // on the same path and that what each will hold fits its device, its node's host memory and the
 // file system (exit 2 with the figures), and opens the transport; from then on every wait on the
@@ -49,16 +44,5 @@ Setup set_up(const MpiSession& mpi, const Config& config);
 // the path and each node's working threads (every rank's main thread and host streams) against
 // the cores its ranks may use.
 void choose_host_wait(const Config& config, bool cuda_path);
-
-// The threads of this rank that do its work: the main one and each host stream (on the CPU path
-// every stream, on the GPU path the staged transport's MPI proxies).
-int working_threads();
-
-// Gathers one string per rank onto every rank (at most 255 characters each).
-std::vector<std::string> allgather_strings(const std::string& mine, int size);
-
-// How this rank's device reaches its peer's, for the report (users check for NVLink here).
-std::string peer_link(const Setup& setup, const std::vector<std::string>& hosts,
-                      const std::string& my_host);
 
 }  // namespace gpurelay

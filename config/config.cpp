@@ -25,31 +25,13 @@ Config Config::largest() const {
 
 bool PipelineKeys::writes_step(std::int64_t step) const {
     if (step < 0 || step >= steps) return false;
-    switch (write) {
-        case WriteMode::all:
-            return true;
-        case WriteMode::last:
-            return step == steps - 1;
-        case WriteMode::none:
-            return false;
-        case WriteMode::every:
-            return write_every > 0 && (step + 1) % write_every == 0;
-    }
-    return false;
+    return write == WriteMode::all || (write == WriteMode::last && step == steps - 1) ||
+           (write == WriteMode::every && write_every > 0 && (step + 1) % write_every == 0);
 }
 
 std::int64_t PipelineKeys::written_rows() const {
-    switch (write) {
-        case WriteMode::all:
-            return steps;
-        case WriteMode::last:
-            return 1;
-        case WriteMode::none:
-            return 0;
-        case WriteMode::every:
-            return write_every > 0 ? steps / write_every : 0;
-    }
-    return 0;
+    if (write == WriteMode::every) return write_every > 0 ? steps / write_every : 0;
+    return write == WriteMode::all ? steps : write == WriteMode::last ? 1 : 0;
 }
 
 PipelineKeys::Recorded PipelineKeys::recorded() const {

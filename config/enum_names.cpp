@@ -1,151 +1,45 @@
-// The names of the enumerations, as the deck, the files and the report write them.
+// The names of the enumerations, as the deck, the files and the report write them: one list per
+// enumeration, in the order of its values.
+#include <span>
+
 #include "config/config.hpp"
 
 namespace gpurelay {
+namespace {
 
-std::string_view to_string(DeviceKind v) {
-    switch (v) {
-        case DeviceKind::auto_select:
-            return "auto";
-        case DeviceKind::cuda:
-            return "cuda";
-        case DeviceKind::cpu:
-            return "cpu";
-    }
-    return "?";
+template <class Enum>
+std::string_view name_in(std::span<const std::string_view> names, Enum v) {
+    const auto i = static_cast<std::size_t>(v);
+    return i < names.size() ? names[i] : "?";
 }
 
-std::string_view to_string(DType v) {
-    switch (v) {
-        case DType::float32:
-            return "float32";
-        case DType::float64:
-            return "float64";
-    }
-    return "?";
-}
+constexpr std::string_view kDeviceKinds[] = {"auto", "cuda", "cpu"};
+constexpr std::string_view kDTypes[] = {"float32", "float64"};
+constexpr std::string_view kOverlapModes[] = {"on", "off", "compare"};
+constexpr std::string_view kPairings[] = {"adjacent", "split"};
+constexpr std::string_view kPatterns[] = {"pairs", "broadcast", "allreduce", "relay"};
+constexpr std::string_view kStagings[] = {"auto", "on"};
+constexpr std::string_view kIpcEngines[] = {"copy", "sm"};
+constexpr std::string_view kLaunches[] = {"host", "device"};
+constexpr std::string_view kHostWaitModes[] = {"auto", "prompt", "sparing"};
+constexpr std::string_view kTimings[] = {"auto", "phases", "sampled", "steps"};
+constexpr std::string_view kWriteModes[] = {"all", "last", "none", "every"};
+constexpr std::string_view kStepRecords[] = {"auto", "all", "every", "last", "none"};
 
-std::string_view to_string(OverlapMode v) {
-    switch (v) {
-        case OverlapMode::on:
-            return "on";
-        case OverlapMode::off:
-            return "off";
-        case OverlapMode::compare:
-            return "compare";
-    }
-    return "?";
-}
+}  // namespace
 
-std::string_view to_string(Pairing v) {
-    switch (v) {
-        case Pairing::adjacent:
-            return "adjacent";
-        case Pairing::split:
-            return "split";
-    }
-    return "?";
-}
-
-std::string_view to_string(Pattern v) {
-    switch (v) {
-        case Pattern::pairs:
-            return "pairs";
-        case Pattern::broadcast:
-            return "broadcast";
-        case Pattern::allreduce:
-            return "allreduce";
-        case Pattern::relay:
-            return "relay";
-    }
-    return "?";
-}
-
-std::string_view to_string(Staging v) {
-    switch (v) {
-        case Staging::auto_select:
-            return "auto";
-        case Staging::on:
-            return "on";
-    }
-    return "?";
-}
-
-std::string_view to_string(IpcEngine v) {
-    switch (v) {
-        case IpcEngine::copy:
-            return "copy";
-        case IpcEngine::sm:
-            return "sm";
-    }
-    return "?";
-}
-
-std::string_view to_string(Launch v) {
-    switch (v) {
-        case Launch::host:
-            return "host";
-        case Launch::device:
-            return "device";
-    }
-    return "?";
-}
-
-std::string_view to_string(HostWaitMode v) {
-    switch (v) {
-        case HostWaitMode::auto_select:
-            return "auto";
-        case HostWaitMode::prompt:
-            return "prompt";
-        case HostWaitMode::sparing:
-            return "sparing";
-    }
-    return "?";
-}
-
-std::string_view to_string(Timing v) {
-    switch (v) {
-        case Timing::auto_select:
-            return "auto";
-        case Timing::phases:
-            return "phases";
-        case Timing::sampled:
-            return "sampled";
-        case Timing::steps:
-            return "steps";
-    }
-    return "?";
-}
-
-std::string_view to_string(WriteMode v) {
-    switch (v) {
-        case WriteMode::all:
-            return "all";
-        case WriteMode::last:
-            return "last";
-        case WriteMode::none:
-            return "none";
-        case WriteMode::every:
-            return "every";
-    }
-    return "?";
-}
-
-std::string_view to_string(StepRecord v) {
-    switch (v) {
-        case StepRecord::auto_select:
-            return "auto";
-        case StepRecord::all:
-            return "all";
-        case StepRecord::every:
-            return "every";
-        case StepRecord::last:
-            return "last";
-        case StepRecord::none:
-            return "none";
-    }
-    return "?";
-}
+std::string_view to_string(DeviceKind v) { return name_in(kDeviceKinds, v); }
+std::string_view to_string(DType v) { return name_in(kDTypes, v); }
+std::string_view to_string(OverlapMode v) { return name_in(kOverlapModes, v); }
+std::string_view to_string(Pairing v) { return name_in(kPairings, v); }
+std::string_view to_string(Pattern v) { return name_in(kPatterns, v); }
+std::string_view to_string(Staging v) { return name_in(kStagings, v); }
+std::string_view to_string(IpcEngine v) { return name_in(kIpcEngines, v); }
+std::string_view to_string(Launch v) { return name_in(kLaunches, v); }
+std::string_view to_string(HostWaitMode v) { return name_in(kHostWaitModes, v); }
+std::string_view to_string(Timing v) { return name_in(kTimings, v); }
+std::string_view to_string(WriteMode v) { return name_in(kWriteModes, v); }
+std::string_view to_string(StepRecord v) { return name_in(kStepRecords, v); }
 
 std::size_t dtype_size(DType v) {
     return with_dtype(v, []<typename T>() { return sizeof(T); });

@@ -1,6 +1,6 @@
-// The one place that says which transport runs: the request's candidates from the transports'
-// table (most preferred first), each held against its row's needs and what the ranks found. Every
-// transport named in a message comes from the table's rows.
+// Which transport runs: the request's candidates from the transports' table (most preferred
+// first), each held against its row's needs and what the ranks found; every name a message
+// gives comes from the table's rows.
 #include "config/transport_choice.hpp"
 
 #include <algorithm>
@@ -81,8 +81,8 @@ Candidates candidates(const Config& c, bool cuda) {
     return options;
 }
 
-// Why `t` cannot serve this run: the message for a request that named it, and the short form
-// auto's reason uses ("" when it can, or when the facts do not tell yet).
+// Why `t` cannot serve this run: the message for a request that named it, and auto's short form
+// ("" when it can, or when the facts do not tell yet).
 struct Refusal {
     std::string message, brief;
 };

@@ -1,7 +1,6 @@
 // Which transport a run uses: the transports' table (transport/transport_table.hpp) held against
-// what the deck asks and what the ranks found, in one function that returns the choice and its
-// reason. Validation calls it with what the deck alone says (the path may still be unknown);
-// set-up calls it again with what the ranks found.
+// what the deck asks and what the ranks found. Validation asks with what the deck alone says (the
+// path may still be unknown); set-up asks again with what the ranks found.
 #pragma once
 
 #include <optional>
@@ -43,8 +42,7 @@ TransportChoice choose_transport(const Config& config, const RunFacts& facts);
 std::vector<std::string_view> transport_names();
 // What launch = "device" asks of the transport (`transport = "ipc" with ipc_engine = "sm"`).
 std::string device_launch_request();
-// The table as CONFIG.md gives it under the key transport: what each transport allows, most
-// preferred first.
+// The table as CONFIG.md gives it under the key transport, most preferred first.
 std::string transport_table_markdown();
 
 }  // namespace gpurelay

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <string>
 #include <system_error>
 
@@ -15,25 +16,38 @@
 
 namespace gpurelay {
 namespace config_detail {
+namespace {
 
-std::string quote_for_message(std::string_view text) {
-    std::string out = "'";
+struct Escape {
+    char c;
+    std::string_view as;
+};
+
+// `text` between `quote`s: each character of `escapes` as its escape, any other control character
+// as `hex` and its code in two of `digits`.
+std::string quoted(std::string_view text, char quote, std::span<const Escape> escapes,
+                   std::string_view hex, const char* digits) {
+    std::string out(1, quote);
     for (const char c : text) {
         const auto byte = static_cast<unsigned char>(c);
-        if (c == '\n') {
-            out += "\\n";
-        } else if (c == '\t') {
-            out += "\\t";
+        const auto escape =
+            std::find_if(escapes.begin(), escapes.end(), [c](const Escape& e) { return e.c == c; });
+        if (escape != escapes.end()) {
+            out += escape->as;
         } else if (byte < 0x20 || byte == 0x7f) {
-            static constexpr char kHex[] = "0123456789abcdef";
-            out += "\\x";
-            out += kHex[byte >> 4];
-            out += kHex[byte & 0xf];
+            ((out += hex) += digits[byte >> 4]) += digits[byte & 0xf];
         } else {
             out += c;
         }
     }
-    return out + "'";
+    return out + quote;
+}
+
+}  // namespace
+
+std::string quote_for_message(std::string_view text) {
+    static constexpr Escape kEscapes[] = {{'\n', "\\n"}, {'\t', "\\t"}};
+    return quoted(text, '\'', kEscapes, "\\x", "0123456789abcdef");
 }
 
 [[noreturn]] void throw_expected(std::string_view label, std::string_view what,
@@ -56,13 +70,10 @@ std::int64_t parse_int(std::string_view label, std::string_view text, std::int64
 }
 
 double parse_real(std::string_view label, std::string_view text) {
-    double value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     // Out of range ("1e999") is as wrong as "inf": a run cannot use either.
-    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
-        throw_expected(label, "a finite number", text);
-    }
-    return value;
+    const std::optional<double> value = read_whole<double>(text);
+    if (!value || !std::isfinite(*value)) throw_expected(label, "a finite number", text);
+    return *value;
 }
 
 bool parse_bool(std::string_view label, std::string_view text) {
@@ -80,43 +91,10 @@ std::string format_real(double value) {
 }
 
 std::string toml_quote(std::string_view text) {
-    std::string out = "\"";
-    for (const char c : text) {
-        const auto byte = static_cast<unsigned char>(c);
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\b':
-                out += "\\b";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\f':
-                out += "\\f";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            default:
-                if (byte < 0x20 || byte == 0x7f) {
-                    static constexpr char kHex[] = "0123456789ABCDEF";
-                    out += "\\u00";
-                    out += kHex[byte >> 4];
-                    out += kHex[byte & 0xf];
-                } else {
-                    out += c;
-                }
-        }
-    }
-    return out + "\"";
+    static constexpr Escape kEscapes[] = {{'"', "\\\""}, {'\\', "\\\\"}, {'\b', "\\b"},
+                                          {'\t', "\\t"}, {'\n', "\\n"},  {'\f', "\\f"},
+                                          {'\r', "\\r"}};
+    return quoted(text, '"', kEscapes, "\\u00", "0123456789ABCDEF");
 }
 
 }  // namespace config_detail

@@ -2,10 +2,13 @@
 // (whether the text came from a flag or a deck), and quoted the same way in every error.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 namespace gpurelay::config_detail {
 
@@ -17,6 +20,14 @@ std::string quote_for_message(std::string_view text);
 // Throws the usage error "LABEL: expected WHAT, got 'TEXT'".
 [[noreturn]] void throw_expected(std::string_view label, std::string_view what,
                                  std::string_view text);
+// `text` read whole as a T (no sign but '-', no spaces, nothing after it), or none.
+template <typename T>
+std::optional<T> read_whole(std::string_view text) {
+    T value{};
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return value;
+}
 // A whole-string integer: no sign other than '-', no spaces, no trailing junk.
 std::int64_t parse_int(std::string_view label, std::string_view text, std::int64_t min);
 // A whole-string finite number.

@@ -18,6 +18,13 @@ void write_attribute(hid_t object, const std::string& name, const AttributeValue
     if (h5_check(H5Aexists(object, name.c_str()), "H5Aexists(" + what + ")") > 0) {
         h5_check(H5Adelete(object, name.c_str()), "H5Adelete(" + what + ")");
     }
+    const auto write = [&](hid_t stored, hid_t space, hid_t held, const void* data) {
+        H5Attribute attribute(
+            h5_check(H5Acreate2(object, name.c_str(), stored, space, H5P_DEFAULT, H5P_DEFAULT),
+                     "H5Acreate2(" + what + ")"));
+        h5_check(H5Awrite(attribute.get(), held, data), "H5Awrite(" + what + ")");
+        h5_check(attribute.close(), "H5Aclose(" + what + ")");
+    };
     H5Dataspace scalar(h5_check(H5Screate(H5S_SCALAR), "H5Screate(scalar)"));
     if (const auto* text = std::get_if<std::string>(&value)) {
         // Variable-length UTF-8: h5py reads it as str, and a long value (a whole config deck)
@@ -25,42 +32,20 @@ void write_attribute(hid_t object, const std::string& name, const AttributeValue
         H5Datatype type(h5_check(H5Tcopy(H5T_C_S1), "H5Tcopy(string)"));
         h5_check(H5Tset_size(type.get(), H5T_VARIABLE), "H5Tset_size(variable)");
         h5_check(H5Tset_cset(type.get(), H5T_CSET_UTF8), "H5Tset_cset(UTF-8)");
-        H5Attribute attribute(h5_check(
-            H5Acreate2(object, name.c_str(), type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT),
-            "H5Acreate2(" + what + ")"));
         const char* characters = text->c_str();
-        h5_check(H5Awrite(attribute.get(), type.get(), &characters), "H5Awrite(" + what + ")");
-        h5_check(attribute.close(), "H5Aclose(" + what + ")");
+        write(type.get(), scalar.get(), type.get(), &characters);
     } else if (const auto* integer = std::get_if<std::int64_t>(&value)) {
-        H5Attribute attribute(h5_check(
-            H5Acreate2(object, name.c_str(), H5T_STD_I64LE, scalar.get(), H5P_DEFAULT, H5P_DEFAULT),
-            "H5Acreate2(" + what + ")"));
-        h5_check(H5Awrite(attribute.get(), H5T_NATIVE_INT64, integer), "H5Awrite(" + what + ")");
-        h5_check(attribute.close(), "H5Aclose(" + what + ")");
+        write(H5T_STD_I64LE, scalar.get(), H5T_NATIVE_INT64, integer);
     } else if (const auto* flag = std::get_if<bool>(&value)) {
-        H5Datatype type = bool_type();
+        const H5Datatype type = bool_type();
         const std::int8_t stored = *flag ? 1 : 0;
-        H5Attribute attribute(h5_check(
-            H5Acreate2(object, name.c_str(), type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT),
-            "H5Acreate2(" + what + ")"));
-        h5_check(H5Awrite(attribute.get(), type.get(), &stored), "H5Awrite(" + what + ")");
-        h5_check(attribute.close(), "H5Aclose(" + what + ")");
+        write(type.get(), scalar.get(), type.get(), &stored);
     } else if (const auto* integers = std::get_if<std::vector<std::int64_t>>(&value)) {
         const hsize_t length = integers->size();
         H5Dataspace list(h5_check(H5Screate_simple(1, &length, nullptr), "H5Screate_simple"));
-        H5Attribute attribute(h5_check(
-            H5Acreate2(object, name.c_str(), H5T_STD_I64LE, list.get(), H5P_DEFAULT, H5P_DEFAULT),
-            "H5Acreate2(" + what + ")"));
-        h5_check(H5Awrite(attribute.get(), H5T_NATIVE_INT64, integers->data()),
-                 "H5Awrite(" + what + ")");
-        h5_check(attribute.close(), "H5Aclose(" + what + ")");
+        write(H5T_STD_I64LE, list.get(), H5T_NATIVE_INT64, integers->data());
     } else {
-        const double real = std::get<double>(value);
-        H5Attribute attribute(h5_check(H5Acreate2(object, name.c_str(), H5T_IEEE_F64LE,
-                                                  scalar.get(), H5P_DEFAULT, H5P_DEFAULT),
-                                       "H5Acreate2(" + what + ")"));
-        h5_check(H5Awrite(attribute.get(), H5T_NATIVE_DOUBLE, &real), "H5Awrite(" + what + ")");
-        h5_check(attribute.close(), "H5Aclose(" + what + ")");
+        write(H5T_IEEE_F64LE, scalar.get(), H5T_NATIVE_DOUBLE, &std::get<double>(value));
     }
 }
 

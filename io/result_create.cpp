@@ -22,40 +22,27 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// NaN for floats, 0 for integers (of either sign: the same bytes).
 void set_fill_value(hid_t dataset_create, ElementType type, const std::string& path) {
-    const float nan32 = std::numeric_limits<float>::quiet_NaN();
-    const double nan64 = std::numeric_limits<double>::quiet_NaN();
-    const std::uint64_t zero_unsigned = 0;
-    const std::int64_t zero_signed = 0;
-    const void* value = nullptr;
-    switch (type) {
-        case ElementType::float32:
-            value = &nan32;
-            break;
-        case ElementType::float64:
-            value = &nan64;
-            break;
-        case ElementType::uint64:
-            value = &zero_unsigned;
-            break;
-        case ElementType::int64:
-            value = &zero_signed;
-            break;
-    }
+    static const float nan32 = std::numeric_limits<float>::quiet_NaN();
+    static const double nan64 = std::numeric_limits<double>::quiet_NaN();
+    static const std::int64_t zero = 0;
+    const void* value = type == ElementType::float32   ? static_cast<const void*>(&nan32)
+                        : type == ElementType::float64 ? static_cast<const void*>(&nan64)
+                                                       : &zero;
     h5_check(H5Pset_fill_value(dataset_create, memory_type(type), value),
              "H5Pset_fill_value(" + path + ")");
-    h5_check(H5Pset_fill_time(dataset_create, H5D_FILL_TIME_ALLOC),
-             "H5Pset_fill_time(" + path + ")");
 }
 
 // Contiguous storage allocated at creation: rows are then plain offsets in the file, and
 // independent writes never have to allocate (allocation is collective in parallel HDF5).
-H5PropertyList contiguous_early(const std::string& path) {
+H5PropertyList contiguous_early(const std::string& path, H5D_fill_time_t fill_time) {
     H5PropertyList dataset_create(
         h5_check(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate(dataset create, " + path + ")"));
     h5_check(H5Pset_layout(dataset_create.get(), H5D_CONTIGUOUS), "H5Pset_layout(" + path + ")");
     h5_check(H5Pset_alloc_time(dataset_create.get(), H5D_ALLOC_TIME_EARLY),
              "H5Pset_alloc_time(" + path + ")");
+    h5_check(H5Pset_fill_time(dataset_create.get(), fill_time), "H5Pset_fill_time(" + path + ")");
     return dataset_create;
 }
 
@@ -68,24 +55,18 @@ H5Dataset create_dataset(hid_t file, const std::string& path, ElementType type, 
                               "H5Dcreate2(" + path + ")"));
 }
 
-// Rank 0 only: every dataset of `layout` (allocated, matrices filled), /step and the root
-// attributes with complete = 0, in `file` opened serially.
 // One set's /y and its /step, under `group` (made first when it is not the root).
 void create_rows(hid_t file, const ResultFileLayout& layout, const RowSet& set, hid_t link_create) {
     const std::string y_name = set.group + "/y", step_name = set.group + "/step";
     const hsize_t rows = layout.written_steps.size();
     // Every element of /y gets written (or the run is incomplete): filling it first would
     // write the whole tensor twice.
-    H5PropertyList y_create = contiguous_early(y_name);
-    h5_check(H5Pset_fill_time(y_create.get(), H5D_FILL_TIME_NEVER),
-             "H5Pset_fill_time(" + y_name + ")");
+    H5PropertyList y_create = contiguous_early(y_name, H5D_FILL_TIME_NEVER);
     const hsize_t y_dims[3] = {layout.pairs, rows, set.elements};
     H5Dataset y =
         create_dataset(file, y_name, layout.y_type, 3, y_dims, link_create, y_create.get());
     write_notes(y.get(), layout.y_notes, y_name);
-    H5PropertyList step_create = contiguous_early(step_name);
-    h5_check(H5Pset_fill_time(step_create.get(), H5D_FILL_TIME_NEVER),
-             "H5Pset_fill_time(" + step_name + ")");
+    H5PropertyList step_create = contiguous_early(step_name, H5D_FILL_TIME_NEVER);
     H5Dataset step = create_dataset(file, step_name, ElementType::int64, 1, &rows, link_create,
                                     step_create.get());
     const hsize_t start = 0;
@@ -110,7 +91,7 @@ void create_structure(hid_t file, const ResultFileLayout& layout, const Attribut
     }
     for (const MatrixSpec& spec : layout.matrices) {
         const std::string name = matrix_name(spec);
-        H5PropertyList matrix_create = contiguous_early(name);
+        H5PropertyList matrix_create = contiguous_early(name, H5D_FILL_TIME_ALLOC);
         set_fill_value(matrix_create.get(), spec.type, name);
         const hsize_t dims[2] = {spec.rows, spec.cols};
         H5Dataset dataset =

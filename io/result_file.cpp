@@ -41,17 +41,18 @@ ResultFile::ResultFile(ResultFile&&) noexcept = default;
 ResultFile& ResultFile::operator=(ResultFile&&) noexcept = default;
 ResultFile::~ResultFile() = default;
 
-void ResultFile::write_y_row(std::uint64_t pair, std::uint64_t row, const void* data) {
-    write_y_row(0, pair, row, data);
+ResultFile::State& ResultFile::open_state(const char* call) {
+    if (!state_) throw runtime_error(std::string("result file: ") + call + " on a moved-from file");
+    if (state_->closed) {
+        throw runtime_error(std::string("result file: ") + call + " after close of '" +
+                            state_->partial_path + "'");
+    }
+    return *state_;
 }
 
 void ResultFile::write_y_row(std::size_t set, std::uint64_t pair, std::uint64_t row,
                              const void* data) {
-    if (!state_) {
-        throw runtime_error("result file: write_y_row on a moved-from file");
-    }
-    State& state = *state_;
-    state.require_open("write_y_row");
+    State& state = open_state("write_y_row");
     if (set >= state.row_sets.size()) {
         throw runtime_error("result file: write_y_row, but the file has no /y " +
                             (state.row_sets.empty() ? std::string("(no written steps)")
@@ -72,9 +73,7 @@ void ResultFile::write_y_row(std::size_t set, std::uint64_t pair, std::uint64_t 
 }
 
 void ResultFile::write_row_step(std::size_t set, std::uint64_t row, std::int64_t step) {
-    if (!state_) throw runtime_error("result file: write_row_step on a moved-from file");
-    State& state = *state_;
-    state.require_open("write_row_step");
+    State& state = open_state("write_row_step");
     if (set >= state.row_sets.size() || row >= state.rows) {
         throw runtime_error("result file: /step row " + std::to_string(row) + " of set " +
                             std::to_string(set) + " is not in the file");
@@ -88,11 +87,7 @@ void ResultFile::write_row_step(std::size_t set, std::uint64_t row, std::int64_t
 }
 
 void ResultFile::write_matrix_row(const std::string& path, std::uint64_t row, const void* data) {
-    if (!state_) {
-        throw runtime_error("result file: write_matrix_row on a moved-from file");
-    }
-    State& state = *state_;
-    state.require_open("write_matrix_row");
+    State& state = open_state("write_matrix_row");
     const auto found = state.matrices.find(matrix_key(path));
     if (found == state.matrices.end()) {
         throw runtime_error("result file: no matrix '" + path + "' in the layout");
@@ -111,11 +106,7 @@ void ResultFile::write_matrix_row(const std::string& path, std::uint64_t row, co
 }
 
 void ResultFile::flush() {
-    if (!state_) {
-        throw runtime_error("result file: flush on a moved-from file");
-    }
-    State& state = *state_;
-    state.require_open("flush");
+    State& state = open_state("flush");
     // Collective: a peer that stops in (or before) its flush must not hold this rank in HDF5.
     const Deadline bound("HDF5 flush of '" + state.partial_path + "'");
     QuietHdf5Errors quiet;
@@ -123,11 +114,7 @@ void ResultFile::flush() {
 }
 
 void ResultFile::write_attributes(const GroupAttributes& group_attributes) {
-    if (!state_) {
-        throw runtime_error("result file: write_attributes on a moved-from file");
-    }
-    State& state = *state_;
-    state.require_open("write_attributes");
+    State& state = open_state("write_attributes");
     const Deadline bound("HDF5 attributes and flush of '" + state.partial_path + "'");
     QuietHdf5Errors quiet;
     agree(state.comm, [&] { write_group_attributes(state.file.get(), group_attributes); });
@@ -136,11 +123,7 @@ void ResultFile::write_attributes(const GroupAttributes& group_attributes) {
 
 void ResultFile::close(bool complete, const Attributes& attributes,
                        const GroupAttributes& group_attributes) {
-    if (!state_) {
-        throw runtime_error("result file: close on a moved-from file");
-    }
-    State& state = *state_;
-    state.require_open("close");
+    State& state = open_state("close");
     validate_attributes(attributes);
     // Collective, as are the rename's agreement and the communicator's release.
     const Deadline bound("HDF5 close of '" + state.partial_path + "'");

@@ -1,7 +1,7 @@
 // The run's HDF5 result file, written with parallel HDF5 (MPI-IO) by every rank of a communicator:
 // /y [pairs, rows, elements], /step [rows], 2-D matrices that ranks fill row by row, and root
-// attributes (provenance and `complete`). The file is written as PATH.partial and renamed to PATH
-// only when the run completes, so PATH never names a half-written file.
+// attributes (provenance and `complete`). It is written as PATH.partial and renamed to PATH only
+// when the run completes, so PATH never names a half-written file.
 //
 // Collective calls (create, reopen, flush, close, the destructor) must be made by every rank of the
 // communicator, in the same order, with the same arguments. HDF5 here is not thread-safe: make all
@@ -61,10 +61,9 @@ struct DatasetNotes {
     std::vector<std::string> dims;
 };
 
-// Attribute values: a UTF-8 string (variable length), an int64, a float64 or a boolean (stored as
-// h5py stores one: an 8-bit enum {FALSE = 0, TRUE = 1}, which h5py reads as numpy.bool_).
-// A list of integers is written as a 1-D int64 array (the root's `elements`, whatever the number
-// of sizes); reading one back is not needed and not supported.
+// Attribute values: a UTF-8 string (variable length), an int64, a float64, a boolean (stored as
+// h5py stores one: an 8-bit enum {FALSE = 0, TRUE = 1}, read as numpy.bool_), or a list of
+// integers, written as a 1-D int64 array (the root's `elements`; never read back).
 using AttributeValue =
     std::variant<std::string, std::int64_t, double, bool, std::vector<std::int64_t>>;
 using Attributes = std::vector<std::pair<std::string, AttributeValue>>;
@@ -81,8 +80,7 @@ struct RowSet {
 // What datasets the file holds; must be the same on every rank.
 struct ResultFileLayout {
     std::uint64_t pairs = 1;
-    std::vector<std::int64_t>
-        written_steps;  // /step: which step each row of /y holds; empty → no /y
+    std::vector<std::int64_t> written_steps;  // /step: the step each row of /y holds; empty: no /y
     std::uint64_t elements = 0;
     // Several /y, one per group, each with the written steps above: a run of several sizes. Empty:
     // one /y at the root, of `elements` values a row.
@@ -90,62 +88,58 @@ struct ResultFileLayout {
     ElementType y_type = ElementType::float32;
     std::vector<MatrixSpec> matrices;  // created in this order; intermediate groups made as needed
     DatasetNotes y_notes, step_notes;  // what /y and /step say about themselves
-    // Attributes written on groups when the file is made (their "description").
-    GroupAttributes group_attributes;
+    GroupAttributes group_attributes;  // written on groups when the file is made
 };
 
 class ResultFile {
   public:
-    // Collective over `comm`. Rank 0 applies check_target() (a stale PATH.partial that nothing
-    // could finish is replaced), then makes the whole file serially as PATH.partial.tmp and renames
-    // it PATH.partial: /y [pairs, rows, elements] (contiguous, not filled), /step [rows] int64,
-    // every matrix (NaN for floats, 0 for integers), the root `attributes` and `complete` = 0
-    // (int64). So a .partial is readable from the moment it exists, and a failure there (a full
-    // disk) is one error on every rank. Then every rank opens it (MPI-IO). The caller holds the
-    // output's lock (OutputLock).
+    // Collective over `comm`; the caller holds the output's lock (OutputLock). Rank 0 applies
+    // check_target() (a stale PATH.partial nothing could finish is replaced) and makes the whole
+    // file serially as PATH.partial.tmp, renamed PATH.partial: /y (contiguous, not filled), /step,
+    // every matrix (NaN for floats, 0 for integers), the root `attributes` and `complete` = 0. So
+    // a .partial is readable from the moment it exists, and a failure there (a full disk) is one
+    // error on every rank. Then every rank opens it (MPI-IO).
     static ResultFile create(MPI_Comm comm, const std::string& path, bool overwrite,
                              const ResultFileLayout& layout, const Attributes& attributes);
 
-    // Not collective; one rank (rank 0), before any file work: the rule for `path` that create()
-    // applies. Its folder exists and takes new names, it and its working names (PATH.partial,
-    // PATH.partial.tmp, PATH.lock) fit the file system; PATH and PATH.partial are nothing or
-    // regular files; an existing PATH needs `overwrite`, and so does a PATH.partial that --resume
-    // could finish. Usage errors with the system's reason.
+    // Not collective; rank 0, before any file work: create()'s rule for `path`. Its folder exists
+    // and takes new names; it and its working names (.partial, .partial.tmp, .lock) fit the file
+    // system; PATH and PATH.partial are nothing or regular files; an existing PATH needs
+    // `overwrite`, and so does a PATH.partial that --resume could finish. Usage errors.
     static void check_target(const std::string& path, bool overwrite);
 
     // How to start afresh over a PATH.partial that --resume cannot continue, as check_target()
-    // rules: "run again without --resume (a fresh run replaces it)", or, where the file holds a
-    // finished or stopped run that a fresh run keeps, "... with --overwrite".
+    // rules: "run again without --resume ...", or "... with --overwrite" where the file holds a
+    // finished or stopped run that a fresh run keeps.
     static std::string fresh_start_advice(const std::string& path);
 
-    // Not collective; one rank (rank 0): gives a PATH.partial that is already complete (its run
-    // ended between the close and the rename) its final name, under the rule of check_target().
+    // Not collective; rank 0: gives a PATH.partial that is already complete (its run ended between
+    // the close and the rename) its final name, under check_target()'s rule.
     static void publish_complete_partial(const std::string& path, bool overwrite);
 
-    // Collective over `comm`: reopens PATH.partial, left by a run that stopped early, for writing,
-    // so that a resumed run can fill in the remaining rows. Rank 0 checks first and every rank
-    // leaves with the same usage error when PATH.partial does not exist, when `path` exists without
-    // `overwrite`, when the .partial is not HDF5 or has `complete` != 0, or when a dataset of
-    // `layout` is missing or has another shape or type (/step must also hold `written_steps`).
-    // Writes `attributes` on the root (replacing those of the same name) and flushes; /step and
-    // the rows already written are kept. The result behaves like one from create().
+    // Collective over `comm`: reopens PATH.partial, left by a stopped run, so that a resumed run
+    // fills in the remaining rows. Every rank leaves with rank 0's usage error when PATH.partial
+    // does not exist, when PATH exists without `overwrite`, when the .partial is not HDF5 or has
+    // `complete` != 0, or when a dataset of `layout` is missing or of another shape or type (/step
+    // must hold `written_steps`). Writes `attributes` on the root and flushes; the rows already
+    // written are kept. The result behaves like one from create().
     static ResultFile reopen(MPI_Comm comm, const std::string& path, bool overwrite,
                              const ResultFileLayout& layout, const Attributes& attributes);
 
-    // Not collective; call on one rank (rank 0) while no rank has the file open: reads the root
-    // attribute `name` of `file_path` serially (default driver), e.g. `config_toml` and
-    // `stopped_at_step` of a .partial before a resume. std::nullopt when the file or the attribute
-    // does not exist; a usage error when the file is not HDF5 or the attribute is not a scalar
-    // string, integer or float.
+    // Not collective; rank 0, while no rank has the file open: the root attribute `name` of
+    // `file_path`, read serially, e.g. a .partial's `config_toml` before a resume. None when the
+    // file or the attribute does not exist; a usage error when the file is not HDF5 or the
+    // attribute is not a scalar string, integer or float.
     static std::optional<AttributeValue> read_root_attribute(const std::string& file_path,
                                                              const std::string& name);
 
-    // Independent (only the calling rank): writes row `row` (index into written_steps) of pair
-    // `pair` in /y from `elements` values of y_type at `data`. Throws a runtime error on this rank
-    // only, for a bad index or a failed write.
-    void write_y_row(std::uint64_t pair, std::uint64_t row, const void* data);
-    // The same for the `set`-th /y of a layout with row sets (0: the only one otherwise).
+    // Independent (the calling rank only; errors on it alone): writes row `row` (an index into
+    // written_steps) of pair `pair` in the `set`-th /y (0 without row sets) from `elements`
+    // values of y_type at `data`.
     void write_y_row(std::size_t set, std::uint64_t pair, std::uint64_t row, const void* data);
+    void write_y_row(std::uint64_t pair, std::uint64_t row, const void* data) {
+        write_y_row(0, pair, row, data);
+    }
     // Independent: sets which step row `row` of the `set`-th /y holds (/step), for a row the
     // layout could not place before the run (the last step of a run its duration ended).
     void write_row_step(std::size_t set, std::uint64_t row, std::int64_t step);
@@ -155,23 +149,19 @@ class ResultFile {
     // Collective: flushes what every rank has written so far to disk.
     void flush();
 
-    // Collective: writes `group_attributes` on their (existing) groups ("/" for the root) alike on
-    // every rank, and flushes: what a finished part of the run (one size of several) says of
-    // itself, there before the rest of the run.
+    // Collective: writes `group_attributes` on their (existing) groups ("/" for the root) and
+    // flushes: what a finished part of the run (one size of several) says of itself.
     void write_attributes(const GroupAttributes& group_attributes);
 
-    // Collective: writes `attributes` on the root (replacing those of the same name), sets
+    // Collective: writes `attributes` on the root and `group_attributes` on their groups, sets
     // `complete` to 1 when `complete` (0 otherwise), closes the file and, when `complete`, renames
-    // PATH.partial to PATH once every rank has closed it. Every rank throws the same error when any
-    // step failed on any rank; the file is closed either way.
-    // `group_attributes` are written on their (existing) groups alike on every rank.
+    // PATH.partial to PATH once every rank has closed it. Every rank throws the same error when
+    // any step failed on any rank; the file is closed either way.
     void close(bool complete, const Attributes& attributes,
                const GroupAttributes& group_attributes = {});
 
-    // The final path.
-    const std::string& path() const;
-    // The path written while the run is in progress: path() + ".partial".
-    const std::string& partial_path() const;
+    const std::string& path() const;          // the final path
+    const std::string& partial_path() const;  // path() + ".partial", written while it runs
 
     ResultFile(ResultFile&&) noexcept;
     ResultFile& operator=(ResultFile&&) noexcept;
@@ -184,6 +174,8 @@ class ResultFile {
   private:
     struct State;
     explicit ResultFile(std::unique_ptr<State> state) noexcept;
+    // The open file's state for `call`; a runtime error once moved from or closed.
+    State& open_state(const char* call);
     std::unique_ptr<State> state_;
 };
 

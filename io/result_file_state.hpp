@@ -67,14 +67,7 @@ struct ResultFile::State {
         if (finalized != 0) {
             // MPI_Finalize already shut HDF5 down (and closed its files); touching either library
             // now would fail. Forget the ids.
-            for (auto& entry : matrices) {
-                entry.second.dataset.release();
-            }
-            for (Rows& set : row_sets) {
-                set.y.release();
-                set.step.release();
-            }
-            independent_transfer.release();
+            each_object([](auto& id) { id.release(); });
             file.release();
             return;
         }
@@ -83,9 +76,18 @@ struct ResultFile::State {
         QuietHdf5Errors quiet;
         close_objects();
         file.reset();
-        if (comm != MPI_COMM_NULL) {
-            MPI_Comm_free(&comm);
+        if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    }
+
+    // `f` on every id but the file's.
+    template <typename F>
+    void each_object(F f) {
+        for (auto& entry : matrices) f(entry.second.dataset);
+        for (Rows& set : row_sets) {
+            f(set.y);
+            f(set.step);
         }
+        f(independent_transfer);
     }
 
     // Collective: what is written so far reaches the disk, so a job that dies later leaves a
@@ -97,14 +99,7 @@ struct ResultFile::State {
     }
 
     void close_objects() noexcept {
-        for (auto& entry : matrices) {
-            entry.second.dataset.reset();
-        }
-        for (Rows& set : row_sets) {
-            set.y.reset();
-            set.step.reset();
-        }
-        independent_transfer.reset();
+        each_object([](auto& id) { id.reset(); });
     }
 
     // Not collective: checks the layout and the attributes (the same on every rank, so they fail
@@ -157,16 +152,7 @@ struct ResultFile::State {
     }
 
     void write_root_attributes(const Attributes& attributes) {
-        for (const auto& [name, value] : attributes) {
-            write_attribute(file.get(), name, value);
-        }
-    }
-
-    void require_open(const char* call) const {
-        if (closed) {
-            throw runtime_error(std::string("result file: ") + call + " after close of '" +
-                                partial_path + "'");
-        }
+        for (const auto& [name, value] : attributes) write_attribute(file.get(), name, value);
     }
 };
 

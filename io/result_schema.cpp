@@ -141,10 +141,6 @@ void ResultSchema::add_size(ResultFileLayout& layout, const std::string& group) 
     }
 }
 
-}  // namespace gpurelay
-
-namespace gpurelay {
-
 // Each pass's histograms, with what a reader needs to turn buckets into times on /histograms.
 void ResultSchema::add_histograms(ResultFileLayout& layout, const std::string& group) const {
     std::string phases;

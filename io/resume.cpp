@@ -223,10 +223,7 @@ std::string shell_quoted(std::string_view text) {
 
 }  // namespace
 
-// A run may only continue a file whose results it would reproduce: every key that may not differ
-// on resume must match the deck stored in the file, and what the file says about where it
-// stopped must lie inside the run. Anything unreadable, missing or out of range is a usage error
-// "damaged .partial", before any rank opens the file.
+// A run may only continue a file whose results it would reproduce (resume.hpp).
 ResumePoint find_resume_point(const Config& config) {
     const PartialAttributes file(config.output);
     std::error_code missing;
@@ -280,8 +277,7 @@ OutputLock choose_partial_to_resume(Config& config) {
         return std::move(*chosen->lock);
     }
     std::string message =
-        "resume: no outputs/gpurelay-*.h5.partial was started with this run's "
-        "deck; of the " +
+        "resume: no outputs/gpurelay-*.h5.partial was started with this run's deck; of the " +
         std::to_string(candidates.size()) + " newest:";
     for (const Candidate& candidate : candidates) {
         message += "\n  " + candidate.output + ".partial: " + candidate.about;
@@ -300,8 +296,7 @@ std::string resume_command(const Config& config) {
         if (key.name == "output" || key.name == "resume" || key.name == "overwrite") continue;
         const std::string value = config_value_text(config, key.name);
         if (value == config_value_text(defaults, key.name)) continue;
-        // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on " " + a
-        // temporary.
+        // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on " " + temp.
         (command += ' ') += flag_of(key.name);
         if (!key.is_bool || value != "true") (command += ' ') += shell_quoted(value);
     }

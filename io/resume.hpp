@@ -30,10 +30,10 @@ struct ResumePoint {
 };
 
 // Reads OUTPUT.partial's stored deck and stop point (rank 0 alone, before the file is opened
-// collectively). A usage error when there is nothing to resume, when a key that may not differ on
-// resume differs from the stored deck (each such key named with both values), when the file was
-// not stopped by a signal, or ("damaged .partial") when it cannot be read or an attribute is
-// missing or out of range.
+// collectively): a run continues only a file whose results it would reproduce. A usage error when
+// there is nothing to resume, when a key that may not differ on resume differs (named with both
+// values), when the file was not stopped by a signal, or ("damaged .partial") when an attribute
+// is unreadable, missing or out of range.
 ResumePoint find_resume_point(const Config& config);
 
 // --resume without an output (rank 0 alone): of the newest default outputs' .partial files (not in

@@ -80,6 +80,19 @@ int rank_in(MPI_Comm from, MPI_Comm to, int rank) {
     return translated;
 }
 
+std::vector<std::string> allgather_strings(const std::string& mine, int size) {
+    constexpr int kWidth = 256;
+    std::string record = mine.substr(0, kWidth - 1);
+    record.resize(kWidth, '\0');
+    std::vector<char> all(static_cast<std::size_t>(kWidth) * static_cast<std::size_t>(size));
+    const Deadline bound("gathering the ranks' host and device names");
+    MPI_CHECK(MPI_Allgather(record.data(), kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR,
+                            MPI_COMM_WORLD));
+    std::vector<std::string> out;
+    for (int r = 0; r < size; ++r) out.emplace_back(all.data() + r * kWidth);
+    return out;
+}
+
 std::string mpi_version_string() {
     char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
     int length = 0;

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <vector>
 
 namespace gpurelay {
 
@@ -58,6 +59,10 @@ int rank_in(MPI_Comm from, MPI_Comm to, int rank);
 // transport needs it), agreed over `comm` (collective): false on every rank when any pair of
 // the job is split across nodes.
 bool every_pair_on_one_node(MPI_Comm comm, int peer);
+
+// Collective over MPI_COMM_WORLD of `size` ranks: one string per rank (at most 255 characters
+// each) gathered onto every rank, in rank order.
+std::vector<std::string> allgather_strings(const std::string& mine, int size);
 
 // "Open MPI v4.1.4" and the like.
 std::string mpi_version_string();

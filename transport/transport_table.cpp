@@ -28,27 +28,41 @@ std::unique_ptr<CollectiveCall> mpi_host_collective(MPI_Comm group, Collective o
     return make_mpi_host_collective(group, op, type, options);
 }
 
-// clang-format off
+// What each allows is named; what is not named, it does not allow.
 constexpr std::array<TransportRow, 4> kTransportTable = {{
-    //        cuda   cpu    staged nodes  shared graphs itself in_place device
-    {"nccl", {true,  false, false, true,  false, true,  true,  false,   false},
-     {.device_launch = "NCCL's own kernels move the tensor, and their progress is no word a "
-                       "kernel of ours can wait on"},
-     make_nccl_transport, nccl_collective},
-    {"ipc",  {true,  true,  false, false, true,  false, true,  true,    true},
-     {.graphs = "the ipc transport's waits count each slot's uses, and a graph would replay the "
-                "first count for ever",
-      .collectives = "ipc copies into one consumer's slots",
-      .staging = "ipc copies straight into the consumer's slots"},
-     make_ipc_transport, nullptr},
-    {"mpi",  {true,  true,  true,  true,  true,  false, false, false,   false},
-     {.graphs = kMpiNoGraphs, .device_launch = kMpiNoDeviceLaunch},
-     make_mpi_staged_transport, mpi_staged_collective},
-    {"mpi",  {false, true,  false, true,  true,  false, false, false,   false},
-     {.graphs = kMpiNoGraphs, .device_launch = kMpiNoDeviceLaunch},
-     make_mpi_host_transport, mpi_host_collective},
+    {.name = "nccl",
+     .allows = {.cuda_path = true, .across_nodes = true, .graphs = true, .to_itself_on_gpu = true},
+     .why_not = {.device_launch = "NCCL's own kernels move the tensor, and their progress is no "
+                                  "word a kernel of ours can wait on"},
+     .make_pair = make_nccl_transport,
+     .make_collective = nccl_collective},
+    {.name = "ipc",
+     .allows = {.cuda_path = true,
+                .cpu_path = true,
+                .shared_gpu = true,
+                .to_itself_on_gpu = true,
+                .in_place = true,
+                .device_launch = true},
+     .why_not = {.graphs = "the ipc transport's waits count each slot's uses, and a graph would "
+                           "replay the first count for ever",
+                 .collectives = "ipc copies into one consumer's slots",
+                 .staging = "ipc copies straight into the consumer's slots"},
+     .make_pair = make_ipc_transport},
+    {.name = "mpi",
+     .allows = {.cuda_path = true,
+                .cpu_path = true,
+                .staged = true,
+                .across_nodes = true,
+                .shared_gpu = true},
+     .why_not = {.graphs = kMpiNoGraphs, .device_launch = kMpiNoDeviceLaunch},
+     .make_pair = make_mpi_staged_transport,
+     .make_collective = mpi_staged_collective},
+    {.name = "mpi",
+     .allows = {.cpu_path = true, .across_nodes = true, .shared_gpu = true},
+     .why_not = {.graphs = kMpiNoGraphs, .device_launch = kMpiNoDeviceLaunch},
+     .make_pair = make_mpi_host_transport,
+     .make_collective = mpi_host_collective},
 }};
-// clang-format on
 
 }  // namespace
 

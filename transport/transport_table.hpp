@@ -26,17 +26,17 @@ using CollectiveFactory = std::unique_ptr<CollectiveCall> (*)(MPI_Comm group, Co
 
 // What a transport needs and allows.
 struct TransportAllows {
-    bool cuda_path;         // runs on the CUDA path
-    bool cpu_path;          // runs on the CPU path
-    bool staged;            // through pinned host buffers: on the CPU path only with staging = "on"
-    bool across_nodes;      // a pair may span two nodes
-    bool shared_gpu;        // two ranks of a pair or group may share one GPU
-    bool graphs;            // its work can be captured in a CUDA graph
-    bool to_itself_on_gpu;  // one rank may send to itself on the CUDA path
-    bool in_place;          // A may write into the consumer's slots (ipc_engine = "sm")
+    bool cuda_path = false;  // runs on the CUDA path
+    bool cpu_path = false;   // runs on the CPU path
+    bool staged = false;  // through pinned host buffers: on the CPU path only with staging = "on"
+    bool across_nodes = false;      // a pair may span two nodes
+    bool shared_gpu = false;        // two ranks of a pair or group may share one GPU
+    bool graphs = false;            // its work can be captured in a CUDA graph
+    bool to_itself_on_gpu = false;  // one rank may send to itself on the CUDA path
+    bool in_place = false;          // A may write into the consumer's slots (ipc_engine = "sm")
     // Its slots and sequence words are memory both roles address, so persistent kernels can run
     // its protocol themselves (launch = "device").
-    bool device_launch;
+    bool device_launch = false;
 };
 
 // Why a transport does not allow what a run asks, where it does not: the reason the refusal
@@ -53,8 +53,8 @@ struct TransportRow {
     std::string_view name;  // as a deck names it (MPI's two forms share "mpi": staging picks)
     TransportAllows allows;
     TransportWhyNot why_not;
-    PairFactory make_pair;              // pairs, and each link of a relay
-    CollectiveFactory make_collective;  // broadcast and all-reduce; nullptr where it runs none
+    PairFactory make_pair = nullptr;              // pairs, and each link of a relay
+    CollectiveFactory make_collective = nullptr;  // broadcast and all-reduce; nullptr: none
 };
 
 // Every transport, most preferred first: auto takes the first whose needs the run meets.
