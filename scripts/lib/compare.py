@@ -47,8 +47,12 @@ import os
 import statistics
 import sys
 
+from results import cases, number
+from stats import CONFIDENCE, median_interval
+from tool import UsageError as Mismatch, counted, run
+
 try:
-    from scipy.stats import binom, mannwhitneyu
+    from scipy.stats import mannwhitneyu
 except ImportError as missing:
     sys.exit(f"compare: {missing}; install python3-scipy (scripts/install-deps.sh) or point "
              "GPURELAY_PYTHON at a Python that has SciPy")
@@ -60,40 +64,19 @@ NOT_CONFIGURATION = {"output", "overwrite", "resume", "summary_json", "results_c
 # The tests' knobs (debug_delay_us: a slow rank) stand for a change of code, which is what a
 # comparison is for, so they never make two runs incomparable.
 DEBUG_PREFIX = "debug_"
-# The results CSV's columns that make a row's configuration (those of them that both files have).
-# Not timing: the CSV holds the mode timing = auto chose, which differs between identical
-# launches (the JSON's config holds "auto" itself).
+# The results CSV's columns that make a row's configuration (those that both files have). Not
+# timing: the CSV holds the mode timing = auto chose, which differs between identical launches.
 CSV_CONFIGURATION = ["world_size", "pairs", "backend", "transport", "dtype", "elements", "steps",
                      "warmup", "depth", "overlap", "blocking", "graphs", "c_elements",
                      "c_iterations", "pairing", "chunk", "pattern", "group_size"]
-# The phases whose medians are shown (the step's is the time per step).
-PHASES = ["a", "send", "recv", "c", "wait", "b"]
-# Figures whose change decides the exit status; lower is better unless listed in HIGHER_BETTER.
+PHASES = ["a", "send", "recv", "c", "wait", "b"]  # medians shown; the step's is the time per step
+# Figures whose change decides the exit status; lower is better but in HIGHER_BETTER.
 HEADLINE = ["time_per_step_ms", "transfer_gbps"]
 HIGHER_BETTER = {"transfer_gbps"}
-# Each figure's name as the table prints it.
 LABELS = {"time_per_step_ms": "time per step", "transfer_gbps": "transfer",
           **{f"{phase}_ms_median": f"{phase} (median)" for phase in PHASES}}
 ALPHA = 0.05
-# The confidence of the interval printed around each median.
-CONFIDENCE = 0.95
-# Passes as a JSON summary's "overlap" names them.
-PASS_NAMES = {False: "overlap off", True: "overlap on"}
-
-
-class Mismatch(Exception):
-    """The inputs cannot be compared (exit 2)."""
-
-
-def number(value):
-    """A figure as a float, or None where there is none (null, empty, NaN, not a number)."""
-    if value is None or value == "" or isinstance(value, bool):
-        return None
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) else v
+PASS_NAMES = {False: "overlap off", True: "overlap on"}  # a JSON summary's "overlap"
 
 
 def relative_spread(p50, p99):
@@ -104,20 +87,6 @@ def relative_spread(p50, p99):
     return 2.0 * (p99 - p50) / p50
 
 
-def json_cases(path, summary):
-    """A summary's cases: those of a multi-size summary, or the single-size summary itself."""
-    if "cases" not in summary:
-        cases = [summary]
-    elif isinstance(summary["cases"], list) and summary["cases"]:
-        cases = summary["cases"]
-    else:
-        raise Mismatch(f"{path}: a multi-size JSON summary without cases")
-    for case in cases:
-        if not isinstance(case, dict) or not case.get("passes"):
-            raise Mismatch(f"{path}: a JSON file without passes (not a gpurelay summary)")
-    return cases
-
-
 def read_input(path):
     """('json', [case summary, ...]) or ('csv', (header, rows)); Mismatch if it is neither."""
     try:
@@ -125,27 +94,29 @@ def read_input(path):
             text = f.read()
     except (OSError, UnicodeDecodeError) as e:
         raise Mismatch(f"cannot read {path}: {e}")
-    if text.lstrip().startswith("{"):
-        try:
-            summary = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise Mismatch(f"{path}: not valid JSON ({e})")
-        if not isinstance(summary, dict):
-            raise Mismatch(f"{path}: a JSON file without passes (not a gpurelay summary)")
-        return "json", json_cases(path, summary)
-    rows = list(csv.DictReader(text.splitlines()))
-    header = text.splitlines()[0].split(",") if text.strip() else []
-    if "time_per_step_ms" not in header or not rows:
-        raise Mismatch(f"{path}: neither a gpurelay JSON summary nor a results CSV with rows")
-    return "csv", (header, rows)
+    if not text.lstrip().startswith("{"):
+        rows = list(csv.DictReader(text.splitlines()))
+        header = text.splitlines()[0].split(",") if text.strip() else []
+        if "time_per_step_ms" not in header or not rows:
+            raise Mismatch(f"{path}: neither a gpurelay JSON summary nor a results CSV with rows")
+        return "csv", (header, rows)
+    try:
+        summary = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise Mismatch(f"{path}: not valid JSON ({e})")
+    found = cases(summary) if isinstance(summary, dict) else [None]
+    if not isinstance(found, list) or not found:
+        raise Mismatch(f"{path}: a multi-size JSON summary without cases")
+    if not all(isinstance(case, dict) and case.get("passes") for case in found):
+        raise Mismatch(f"{path}: a JSON file without passes (not a gpurelay summary)")
+    return "json", found
 
 
 class Sample:
     """One launch's figures of one pass: {figure: value} and {figure: step-to-step spread}."""
 
     def __init__(self):
-        self.values = {}
-        self.spreads = {}
+        self.values, self.spreads = {}, {}
 
     def add(self, figure, value, spread=None):
         if number(value) is not None:
@@ -156,8 +127,7 @@ class Sample:
 
 def json_pass_sample(p, readable):
     """The figures of one pass of a JSON summary as it renders them (null where withheld), with
-    the spreads of the phases behind them; the phases' medians where the phase times can be
-    read."""
+    the spreads of their phases; the phases' medians where the phase times can be read."""
     phases = p.get("phases_ms") or {}
     spread = {name: relative_spread(s.get("p50", s.get("median")), s.get("p99"))
               for name, s in phases.items() if isinstance(s, dict)}
@@ -180,9 +150,8 @@ def csv_row_samples(row):
     overlap = row.get("overlap", "")
     samples = {}
     if overlap == "compare":
-        off = Sample()
+        samples["overlap off"] = off = Sample()
         off.add("time_per_step_ms", row.get("time_per_step_no_overlap_ms"))
-        samples["overlap off"] = off
     main = Sample()
     main.add("time_per_step_ms", row.get("time_per_step_ms"), spread("step", "step_ms_median"))
     transfer = [s for s in (spread("send", "send_ms"), spread("recv", "recv_ms")) if s is not None]
@@ -195,16 +164,14 @@ def csv_row_samples(row):
     return samples
 
 
-def json_configuration(summary, across=()):
-    config = {k: v for k, v in (summary.get("config") or {}).items()
-              if k not in NOT_CONFIGURATION and k not in across
-              and not k.startswith(DEBUG_PREFIX)}
-    config["world_size"] = summary.get("world_size")
-    return config
-
-
 def check_configurations(first, first_name, other, other_name, across=()):
-    a, b = json_configuration(first, across), json_configuration(other, across)
+    """Mismatch naming the first config key in which two summaries differ (but those of
+    NOT_CONFIGURATION, the debug knobs and `across`)."""
+    def configuration(summary):
+        return {**{k: v for k, v in (summary.get("config") or {}).items()
+                   if k not in NOT_CONFIGURATION and k not in across
+                   and not k.startswith(DEBUG_PREFIX)}, "world_size": summary.get("world_size")}
+    a, b = configuration(first), configuration(other)
     differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
     if differ:
         k = differ[0]
@@ -213,14 +180,10 @@ def check_configurations(first, first_name, other, other_name, across=()):
                        + (f" (and {len(differ) - 1} more)" if len(differ) > 1 else ""))
 
 
-def add_sample(groups, label, pass_name, sample):
-    groups.setdefault(label, {}).setdefault(pass_name, []).append(sample)
-
-
 def json_groups(sides, across=()):
     """[{case label: {pass: [Sample]}}] per side, from [(side name, [(path, cases)])]: cases
     matched by size, every case of a size of the same configuration as the first one seen."""
-    sizes = [{(c.get("config") or {}).get("elements") for _, cases in files for c in cases}
+    sizes = [{(c.get("config") or {}).get("elements") for _, found in files for c in found}
              for _, files in sides]
     # One size a side: compared as they are, so that a different size says so below.
     by_size = not all(len(s) == 1 for s in sizes)
@@ -228,9 +191,9 @@ def json_groups(sides, across=()):
     result = []
     for side, files in sides:
         groups = {}
-        for path, cases in files:
+        for path, found in files:
             seen = set()
-            for case in cases:
+            for case in found:
                 size = (case.get("config") or {}).get("elements")
                 if size in seen:
                     raise Mismatch(f"{path} has two cases of elements = {size!r}")
@@ -246,8 +209,9 @@ def json_groups(sides, across=()):
                 first_seen.setdefault((side, label), (case, where))
                 readable = (case.get("phase_times") or {}).get("readable", True)
                 for p in case["passes"]:
-                    add_sample(groups, label, PASS_NAMES.get(p.get("overlap"), "main pass"),
-                               json_pass_sample(p, readable))
+                    groups.setdefault(label, {}).setdefault(
+                        PASS_NAMES.get(p.get("overlap"), "main pass"), []).append(
+                        json_pass_sample(p, readable))
         result.append(groups)
     check_same_labels(result, "different sizes: elements = {} in {} only",
                       lambda label: label.partition("=")[2])
@@ -259,24 +223,21 @@ def csv_groups(sides, across=()):
     file has; each row is one launch."""
     headers = [h for _, files in sides for _, (h, _) in files]
     keys = [k for k in CSV_CONFIGURATION if k not in across and all(k in h for h in headers)]
-    labels = {}
     result = []
     for side, files in sides:
         groups = {}
         for _, (_, rows) in files:
             for row in rows:
                 key = tuple(row.get(k, "") for k in keys)
-                labels[key] = key
                 for pass_name, sample in csv_row_samples(row).items():
-                    add_sample(groups, key, pass_name, sample)
+                    groups.setdefault(key, {}).setdefault(pass_name, []).append(sample)
         result.append(groups)
-    varying = [i for i, _ in enumerate(keys) if len({key[i] for key in labels}) > 1]
     check_same_labels(result, "different configurations: no row in {1} for {0}",
-                      lambda key: " ".join(f"{k}={v}" for k, v in zip(keys, key)),
-                      flip=True)
-    named = [{" ".join(f"{keys[i]}={key[i]}" for i in varying): passes
-              for key, passes in groups.items()} for groups in result]
-    return named
+                      lambda key: " ".join(f"{k}={v}" for k, v in zip(keys, key)), flip=True)
+    seen = {key for groups in result for key in groups}
+    varying = [i for i, _ in enumerate(keys) if len({key[i] for key in seen}) > 1]
+    return [{" ".join(f"{keys[i]}={key[i]}" for i in varying): passes
+             for key, passes in groups.items()} for groups in result]
 
 
 def check_same_labels(groups, message, describe, flip=False):
@@ -294,15 +255,12 @@ class Row:
 
     def __init__(self, figure, base, new, spreads, gating):
         self.figure, self.gating = figure, gating
-        self.lower = figure not in HIGHER_BETTER
         self.base, self.new = base, new
         self.base_median, self.new_median = statistics.median(base), statistics.median(new)
-        ratio = self.new_median / self.base_median
-        self.change = (ratio - 1.0) * 100.0  # of the value, as printed
-        self.worse = self.change if self.lower else -self.change  # > 0: worse
+        self.change = (self.new_median / self.base_median - 1.0) * 100.0  # of the value
+        self.worse = -self.change if figure in HIGHER_BETTER else self.change  # > 0: worse
         if len(base) >= 2 and len(new) >= 2:
-            self.p = mann_whitney_p(base, new)  # adjusted by holm()
-            self.changed = None  # decided once every p is known
+            self.p = mann_whitney_p(base, new)  # adjusted, and changed decided, by holm()
         else:
             # One launch a side: only a change beyond the runs' own step-to-step spread (and,
             # in verdict(), beyond the threshold).
@@ -323,8 +281,8 @@ class Row:
                 else f"better by {-self.worse:.1f}%"), False
 
     def cells(self, threshold):
-        """The row's cells: figure, unit, base and new medians with their intervals, change, p
-        and verdict, each median in the figure's natural unit."""
+        """figure, unit, both medians with their intervals in the figure's natural unit, change,
+        p and verdict."""
         unit, scale = natural_unit(self.figure, max(self.base_median, self.new_median))
         return [LABELS.get(self.figure, self.figure), unit,
                 median_text(self.base, scale), median_text(self.new, scale),
@@ -342,23 +300,20 @@ def natural_unit(figure, value):
 
 
 def holm(rows):
-    """Decides which rows changed. Every row's p-value is adjusted by Holm's method over all of
-    them: without it each row's 5% chance of a false alarm adds up (sixteen rows of identical
-    launches would show one changed more often than not)."""
+    """Decides which rows changed, every p adjusted by Holm's method over all of them: without
+    it each row's 5% chance of a false alarm adds up (sixteen rows of identical launches would
+    show one changed more often than not)."""
     tested = sorted((r for r in rows if r.p is not None), key=lambda r: r.p)
     largest = 0.0
     for k, row in enumerate(tested):
         largest = max(largest, min(1.0, (len(tested) - k) * row.p))
         row.p = largest
-    for row in rows:
-        if row.p is not None:
-            row.changed = row.p <= ALPHA
+        row.changed = row.p <= ALPHA
 
 
 def mann_whitney_p(x, y):
-    """The two-sided p-value of the Mann-Whitney U test (SciPy's default method: exact without
-    ties where a side has at most 8 values, else the normal approximation with the tie and
-    continuity corrections)."""
+    """The two-sided p of the Mann-Whitney U test (SciPy's default method: exact without ties
+    where a side has at most 8 values, else normal with the tie and continuity corrections)."""
     return float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
 
 
@@ -367,64 +322,37 @@ def smallest_p(n1, n2):
     return mann_whitney_p(list(range(n1)), list(range(n1, n1 + n2)))
 
 
-def median_interval(values):
-    """(least, largest) of the CONFIDENCE interval of the median of the values, from their order
-    statistics: the k-th least to the k-th largest for the largest k that holds the median with
-    that chance; None where too few values can give one (fewer than 6 at 95%)."""
-    n = len(values)
-    k = max((k for k in range(1, n // 2 + 1) if 1 - 2 * binom.cdf(k - 1, n, 0.5) >= CONFIDENCE),
-            default=None)
-    if k is None:
-        return None
-    ordered = sorted(values)
-    return ordered[k - 1], ordered[n - k]
-
-
-def significant(value, decimals):
-    return f"{value:.{decimals}f}"
-
-
 def median_text(values, scale=1.0):
-    """'median [lo, hi]' with median_interval, 4 significant digits in the unit `scale` gives,
-    or the median alone where there is none (notes() says why)."""
+    """'median [lo, hi]' (median_interval), 4 significant digits in the unit `scale` gives; the
+    median alone where there is no interval (notes() says why)."""
     median = statistics.median(values) * scale
-    magnitude = math.floor(math.log10(abs(median))) if median else 0
-    decimals = min(max(3 - magnitude, 0), 9)
+    decimals = min(max(3 - (math.floor(math.log10(abs(median))) if median else 0), 0), 9)
     interval = median_interval(values)
-    text = significant(median, decimals)
-    if interval:
-        text += f" [{significant(interval[0] * scale, decimals)}, " \
-                f"{significant(interval[1] * scale, decimals)}]"
-    return text
-
-
-def figure_names(samples):
-    """The figures every launch has, headline first, then the phases in their order."""
-    everyone = set.intersection(*(set(s.values) for s in samples)) if samples else set()
-    order = HEADLINE + [f"{phase}_ms_median" for phase in PHASES]
-    return [f for f in order if f in everyone]
+    if not interval:
+        return f"{median:.{decimals}f}"
+    return (f"{median:.{decimals}f} [{interval[0] * scale:.{decimals}f}, "
+            f"{interval[1] * scale:.{decimals}f}]")
 
 
 def compare_pass(b_samples, n_samples, opts):
-    """The rows of one pass: every figure every launch of both sides shows; and the figures some
-    launches withheld (left out)."""
-    names = figure_names(b_samples + n_samples)
-    withheld = sorted({f for s in b_samples + n_samples for f in s.values} - set(names))
+    """The rows of one pass, a figure every launch of both sides shows (headline first, then the
+    phases in order); and the figures some launches withheld, left out."""
+    every = b_samples + n_samples
+    shown = set.intersection(*(set(s.values) for s in every))
+    names = [f for f in HEADLINE + [f"{p}_ms_median" for p in PHASES] if f in shown]
     rows = []
     for figure in names:
         base = [s.values[figure] for s in b_samples]
-        new = [s.values[figure] for s in n_samples]
-        if statistics.median(base) == 0:
-            continue
-        spreads = [s.spreads[figure] for s in b_samples + n_samples if figure in s.spreads]
-        rows.append(Row(figure, base, new, spreads, figure in HEADLINE or opts.gate_phases))
-    return rows, withheld
+        if statistics.median(base) != 0:
+            rows.append(Row(figure, base, [s.values[figure] for s in n_samples],
+                            [s.spreads[figure] for s in every if figure in s.spreads],
+                            figure in HEADLINE or opts.gate_phases))
+    return rows, sorted({f for s in every for f in s.values} - set(names))
 
 
 HEAD = ["figure", "unit", "base [95% CI of the median]", "new [95% CI of the median]",
         "change", "p (Holm)", "verdict"]
-# Which cells align right (the numbers) and which left.
-RIGHT = [False, False, True, True, True, True, False]
+RIGHT = [False, False, True, True, True, True, False]  # the numbers' cells align right
 
 
 def aligned(lines_of_cells):
@@ -447,7 +375,8 @@ def compare_groups(base, new, opts):
             where = pass_name + (f", {label}" if label else "")
             passes += [pass_name] if pass_name not in passes else []
             counts.append((len(b_samples), len(n_samples)))
-            head = f"{where}: BASE {launches(len(b_samples))}, NEW {launches(len(n_samples))}"
+            head = (f"{where}: BASE {counted(len(b_samples), 'launch', 'launches')}, "
+                    f"NEW {counted(len(n_samples), 'launch', 'launches')}")
             rows, withheld = compare_pass(b_samples, n_samples, opts)
             if withheld:
                 head += f" (withheld in some launches, not compared: {', '.join(withheld)})"
@@ -457,18 +386,13 @@ def compare_groups(base, new, opts):
     rows = [row for _, _, table in tables for row in table]
     holm(rows)
     # One set of columns for every table, so that they align down the whole output.
-    cells = [HEAD] + [row.cells(opts.threshold) for row in rows]
-    formatted = iter(aligned(cells))
+    formatted = iter(aligned([HEAD] + [row.cells(opts.threshold) for row in rows]))
     head_line = next(formatted)
     out, failed = [], []
     for head, where, table in tables:
         out += [head, head_line] + [next(formatted) for _ in table]
         failed += [(row.figure, where) for row in table if row.verdict(opts.threshold)[1]]
     return out, failed, passes, counts, sum(row.p is not None for row in rows)
-
-
-def launches(count):
-    return f"{count} launch" + ("" if count == 1 else "es")
 
 
 def notes(counts, tested):
@@ -494,6 +418,11 @@ def notes(counts, tested):
     return said
 
 
+# Stands for the "--" between the sides while argparse reads the options (a path cannot hold
+# a NUL byte, so it cannot be a file's name).
+SEPARATOR = "\0--"
+
+
 def split_sides(inputs):
     """BASE... -- NEW... (or BASE NEW) -> ([base paths], [new paths])."""
     if SEPARATOR in inputs:
@@ -508,8 +437,7 @@ def split_sides(inputs):
 
 
 def read_sides(base_paths, new_paths, across=()):
-    sides = []
-    kinds = set()
+    sides, kinds = [], set()
     for name, paths in (("BASE", base_paths), ("NEW", new_paths)):
         files = []
         for path in paths:
@@ -521,11 +449,6 @@ def read_sides(base_paths, new_paths, across=()):
             files.append((path, content))
         sides.append((name, files))
     return (json_groups if kinds == {"json"} else csv_groups)(sides, across)
-
-
-# Stands for the "--" between the sides while argparse reads the options (a path cannot hold
-# a NUL byte, so it cannot be a file's name).
-SEPARATOR = "\0--"
 
 
 def parse_args(argv):
@@ -558,16 +481,11 @@ def files_text(paths):
 def main(argv):
     opts = parse_args(argv)
     if not opts.threshold >= 0:
-        print("compare: --threshold must be a percentage >= 0", file=sys.stderr)
-        return 2
-    try:
-        base_paths, new_paths = split_sides(opts.inputs)
-        across = {k.strip() for k in opts.across.split(",") if k.strip()}
-        base, new = read_sides(base_paths, new_paths, across)
-        lines, failed, passes, counts, tested = compare_groups(base, new, opts)
-    except Mismatch as e:
-        print(f"compare: {e}", file=sys.stderr)
-        return 2
+        raise Mismatch("--threshold must be a percentage >= 0")
+    base_paths, new_paths = split_sides(opts.inputs)
+    across = {k.strip() for k in opts.across.split(",") if k.strip()}
+    base, new = read_sides(base_paths, new_paths, across)
+    lines, failed, passes, counts, tested = compare_groups(base, new, opts)
     print("\n".join(notes(counts, tested) + lines))
     test = (f"p <= {ALPHA:g}, Holm over {tested} rows" if min(min(pair) for pair in counts) >= 2
             else "beyond the runs' spread")
@@ -583,4 +501,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    run("compare", main)

@@ -49,18 +49,17 @@ failed verification).
 """
 
 import argparse
-import csv
 import math
 import os
 import statistics
 import sys
 import textwrap
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import layout  # noqa: E402
-import pair_plot  # noqa: E402
-
-EXIT_USAGE = 2
+import layout
+import pair_plot
+from results import number, read_csv, size_text
+from stats import median_interval
+from tool import EXIT_USAGE, UsageError, run
 
 # The columns that describe a run's configuration (the rest are measurements or provenance).
 CONFIG_COLUMNS = [
@@ -70,10 +69,10 @@ CONFIG_COLUMNS = [
 ]
 # Config columns added after the first CSVs were written: a CSV without them still plots.
 LATER_COLUMNS = {"graphs", "pattern", "group_size"}
-# Columns that follow from others: elements = tensor_bytes / dtype size (sizes are shown in
-# bytes), and pairs (the receivers: world_size / 2 for pairs, the ranks but each group's root
-# for a broadcast, every rank for an all-reduce) from world_size and the pattern. Never listed
-# on their own, never a reason to split a line.
+# Columns that follow from others, never listed on their own nor a reason to split a line:
+# elements = tensor_bytes / dtype size (sizes are shown in bytes), and pairs (the receivers:
+# world_size / 2 for pairs, the ranks but each group's root for a broadcast, every rank for an
+# all-reduce) from world_size and the pattern.
 DERIVED = {"elements": "tensor_bytes", "pairs": "world_size"}
 SIZE_COLUMNS = {"elements", "c_elements"}  # counts, shown as 256Ki
 BYTE_COLUMNS = {"tensor_bytes", "chunk"}    # bytes, shown as 1 MiB
@@ -81,56 +80,33 @@ BYTE_COLUMNS = {"tensor_bytes", "chunk"}    # bytes, shown as 1 MiB
 CROWDED = "oversubscribed"
 
 
-class UsageError(Exception):
-    pass
-
-
-def as_float(text):
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        return math.nan
-    return value
-
-
-def format_count(value):
-    value = int(value)
-    for suffix, scale in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
-        if value >= scale and value % scale == 0:
-            return f"{value // scale}{suffix}"
-    return str(value)
-
-
 def format_bytes(value):
     value = float(value)
     for suffix, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if value >= scale:
-            number = value / scale
-            text = f"{number:.0f}" if number == int(number) else f"{number:.3g}"
-            return f"{text} {suffix}"
+            count = value / scale
+            return f"{count:.0f} {suffix}" if count == int(count) else f"{count:.3g} {suffix}"
     return f"{value:.0f} B"
 
 
 def format_value(column, text):
-    number = as_float(text)
-    if column in SIZE_COLUMNS and not math.isnan(number):
-        return format_count(number)
-    if column in BYTE_COLUMNS and not math.isnan(number):
-        return format_bytes(number).replace(" ", "")
+    value = number(text)
+    if value is not None and column in SIZE_COLUMNS:
+        return size_text(value)
+    if value is not None and column in BYTE_COLUMNS:
+        return format_bytes(value).replace(" ", "")
     return text
 
 
 def read_rows(path, include_failed):
     if not os.path.exists(path):
         raise UsageError(f"{path} not found")
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames is None:
-            raise UsageError(f"{path} is empty")
-        rows = list(reader)
+    fieldnames, rows = read_csv(path)
+    if fieldnames is None:
+        raise UsageError(f"{path} is empty")
     if not rows:
         raise UsageError(f"{path} has a header but no rows")
-    if not include_failed and "verified" in reader.fieldnames:
+    if not include_failed and "verified" in fieldnames:
         kept = [r for r in rows if r.get("verified") == "ok"]
         if len(kept) < len(rows):
             print(f"left out {len(rows) - len(kept)} rows whose verified is not 'ok' "
@@ -138,7 +114,7 @@ def read_rows(path, include_failed):
         if not kept:
             raise UsageError(f"{path}: no rows with verified=ok")
         rows = kept
-    return rows, reader.fieldnames
+    return rows, fieldnames
 
 
 def select_rows(rows, fieldnames, conditions, path):
@@ -154,59 +130,33 @@ def select_rows(rows, fieldnames, conditions, path):
     return rows
 
 
-def require(fieldnames, columns, path):
-    missing = [c for c in columns if c not in fieldnames]
-    if missing:
-        raise UsageError(f"{path}: missing column(s) {', '.join(missing)}; is it a gpurelay "
-                         "results CSV?")
-
-
 def distinct(rows, column):
     return sorted({r.get(column, "") for r in rows})
 
 
+def other_columns(x_column):
+    """The configuration columns but x and those that follow from x or from another column."""
+    return [c for c in CONFIG_COLUMNS
+            if c not in DERIVED and c not in (x_column, DERIVED.get(x_column))]
+
+
 def fixed_config(rows, x_column):
     """'key=value ...' for the configuration columns that are the same in every row."""
-    parts = []
-    for column in CONFIG_COLUMNS:
-        if column == x_column or column in DERIVED or DERIVED.get(x_column) == column:
-            continue
-        values = distinct(rows, column)
-        if len(values) == 1 and values[0] != "":
-            parts.append(f"{column}={format_value(column, values[0])}")
-    return " ".join(parts)
+    fixed = [(c, distinct(rows, c)) for c in other_columns(x_column)]
+    return " ".join(f"{c}={format_value(c, values[0])}" for c, values in fixed
+                    if len(values) == 1 and values[0] != "")
 
 
 def split_columns(rows, x_column, base_columns):
     """The line key: base_columns, then every other config column that varies."""
-    columns = list(base_columns)
-    for column in CONFIG_COLUMNS:
-        if column in columns or column == x_column or column in DERIVED:
-            continue
-        if DERIVED.get(x_column) == column:
-            continue
-        if len(distinct(rows, column)) > 1:
-            columns.append(column)
-    return columns
+    return list(base_columns) + [c for c in other_columns(x_column)
+                                 if c not in base_columns and len(distinct(rows, c)) > 1]
 
 
 # The figures whose 95% interval a row has of its own, from its steps (one launch), as
 # NAME_lo and NAME_hi.
 OWN_INTERVAL = {"time_per_step_ms", "transfer_gbps", "busbw_gbps", "aggregate_gbps",
                 "overlap_speedup"}
-
-
-def median_interval(values):
-    """The 95% interval of the median of 6 or more values from their order statistics (the k-th
-    least to the k-th largest, k the largest with P(Binomial(n, 1/2) <= k - 1) <= 0.025, as
-    scripts/compare); None for fewer."""
-    ordered, n, cdf, k = sorted(values), len(values), 0.0, 0
-    for i in range(n // 2):
-        cdf += math.comb(n, i) / 2.0 ** n
-        if cdf > 0.025 * (1 + 1e-12):
-            break
-        k = i + 1
-    return (ordered[k - 1], ordered[n - k]) if k else None
 
 
 class Point:
@@ -227,8 +177,8 @@ class Point:
         if interval:
             return cls(x, median, *interval, rows, kind="ci95")
         if len(values) == 1 and column in OWN_INTERVAL:
-            low, high = (as_float(rows[0].get(f"{column}_{end}")) for end in ("lo", "hi"))
-            if not (math.isnan(low) or math.isnan(high)):
+            low, high = (number(rows[0].get(f"{column}_{end}")) for end in ("lo", "hi"))
+            if low is not None and high is not None:
                 return cls(x, median, low, high, rows, kind="ci95")
         return cls(x, median, min(values), max(values), rows,
                    kind="range" if len(values) > 1 else None)
@@ -244,8 +194,7 @@ MARKS = [
      lambda colour: dict(marker="s", s=190, facecolors="none", edgecolors="black", linewidths=1),
      "square: oversubscribed (more ranks than a host's cores)"),
 ]
-ALL_MARKS = ("unstable", "crowded")
-TIME_MARKS = ALL_MARKS
+ALL_MARKS = TIME_MARKS = ("unstable", "crowded")
 # Each line's marker and style in turn, the markers shrinking, so that lines that coincide
 # (configurations that run alike) each stay visible.
 LINE_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
@@ -263,12 +212,12 @@ def withheld_rows(rows, y_column):
     the row says why: its withheld list, or its unreadable phase times)."""
     reasons = {}
     for row in rows:
-        if not math.isnan(as_float(row.get(y_column))):
+        if number(row.get(y_column)) is not None:
             continue
         named = dict(part.split(":", 1) for part in (row.get("withheld") or "").split(";")
                      if ":" in part)
-        # The rule that withholds it: the row's own, else the first reason its phase times
-        # cannot be read (the judgement's first finding withholds every figure built on them).
+        # The row's own rule, else the first reason its phase times cannot be read (the
+        # judgement's first finding withholds every figure built on them).
         reason = named.get(y_column) or (row.get("phase_times_unreadable_because") or "").split(";")[0]
         if reason:
             reasons[reason] = reasons.get(reason, 0) + 1
@@ -305,8 +254,8 @@ def rows_on_lines(name, rows, x_column, y_column, base_columns):
     xs_of, missing = {}, []
     for row in rows:
         key = tuple(row.get(c, "") for c in columns)
-        x, y = as_float(row.get(x_column)), as_float(row.get(y_column))
-        if math.isnan(x) or math.isnan(y):
+        x, y = number(row.get(x_column)), number(row.get(y_column))
+        if x is None or y is None:
             missing.append(labels[key])
         else:
             xs_of.setdefault(key, set()).add(x)
@@ -331,8 +280,8 @@ def points(rows, x_column, y_column, line_columns):
     """{line key: [Point, x ascending]} over the rows with both values."""
     groups = {}
     for row in rows:
-        x, y = as_float(row.get(x_column)), as_float(row.get(y_column))
-        if not (math.isnan(x) or math.isnan(y)):
+        x, y = number(row.get(x_column)), number(row.get(y_column))
+        if x is not None and y is not None:
             key = tuple(row.get(c, "") for c in line_columns)
             groups.setdefault(key, {}).setdefault(x, []).append((y, row))
     return {key: [Point.of(x, [y for y, _ in found], [r for _, r in found], y_column)
@@ -340,9 +289,8 @@ def points(rows, x_column, y_column, line_columns):
 
 
 def labelled(groups, line_columns, label_keys=None, always=()):
-    """{line label: [Point]} in natural order of the keys. The labels name the columns that vary
-    over label_keys (default: the groups' keys), so that two panels can label their lines
-    alike."""
+    """{line label: [Point]} in natural order of the keys, the labels naming the columns that
+    vary over label_keys (default: the groups' keys), so that two panels label lines alike."""
     labels = line_labels(line_columns, list(label_keys if label_keys is not None else groups),
                          always)
     return {labels[key]: groups[key] for key in sorted(groups, key=natural_key)}
@@ -379,7 +327,7 @@ def on_off_speedup(rows, x_column, line_columns):
     with_rows = {}
     for row in rows:
         key = tuple(row.get(c, "") for c in columns)
-        with_rows.setdefault((key, as_float(row.get(x_column))), []).append(row)
+        with_rows.setdefault((key, number(row.get(x_column))), []).append(row)
     result = {}
     for key, on_points in times.items():
         off = {p.x: p for p in times.get(key[:-1] + ("off",), [])} if key[-1] == "on" else {}
@@ -395,8 +343,7 @@ def on_off_speedup(rows, x_column, line_columns):
 
 def natural_key(values):
     """Sorts line keys with numbers in numeric order (c_iterations 8 before 64)."""
-    return tuple((0, as_float(v), "") if not math.isnan(as_float(v)) else (1, 0.0, v)
-                 for v in values)
+    return tuple((0, number(v), "") if number(v) is not None else (1, 0.0, v) for v in values)
 
 
 def line_labels(columns, keys, always=()):
@@ -412,23 +359,16 @@ def line_labels(columns, keys, always=()):
 
 
 def title_text(ax_or_fig, title, fixed, is_figure=False):
-    text = title
-    if fixed:
-        text += "\n" + "\n".join(textwrap.wrap(fixed, 90))
-    if is_figure:
-        ax_or_fig.suptitle(text, fontsize=10)
-    else:
-        ax_or_fig.set_title(text, fontsize=10)
+    text = title + ("\n" + "\n".join(textwrap.wrap(fixed, 90)) if fixed else "")
+    (ax_or_fig.suptitle if is_figure else ax_or_fig.set_title)(text, fontsize=10)
 
 
 def bytes_axis(ax, xs):
     """log2 axis with KiB/MiB/GiB tick labels at powers of two (at most ~10 of them)."""
     from matplotlib.ticker import FixedLocator, NullLocator
     ax.set_xscale("log", base=2)
-    low = math.floor(math.log2(min(xs)))
-    high = math.ceil(math.log2(max(xs)))
-    step = max(1, math.ceil((high - low + 1) / 10))
-    ticks = [2.0 ** e for e in range(low, high + 1, step)]
+    low, high = math.floor(math.log2(min(xs))), math.ceil(math.log2(max(xs)))
+    ticks = [2.0 ** e for e in range(low, high + 1, max(1, math.ceil((high - low + 1) / 10)))]
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xticklabels([format_bytes(t) for t in ticks], rotation=30, ha="right")
@@ -454,15 +394,14 @@ def every_point(*datas):
 
 def skip_single(name, x_column, rows, y_column):
     """True (with a message) when the rows hold fewer than two values of x_column."""
-    xs = sorted({as_float(r.get(x_column)) for r in rows
-                 if not math.isnan(as_float(r.get(x_column)))
-                 and not math.isnan(as_float(r.get(y_column)))})
-    if len(xs) <= 1:
-        shown = f" ({x_text(x_column, xs[0])})" if xs else ""
-        print(f"skip {name}: {x_column} has {len(xs)} distinct value{shown} in the rows; "
-              "nothing to plot against")
-        return True
-    return False
+    xs = sorted({number(r.get(x_column)) for r in rows
+                 if number(r.get(x_column)) is not None and number(r.get(y_column)) is not None})
+    if len(xs) > 1:
+        return False
+    shown = f" ({x_text(x_column, xs[0])})" if xs else ""
+    print(f"skip {name}: {x_column} has {len(xs)} distinct value{shown} in the rows; "
+          "nothing to plot against")
+    return True
 
 
 def draw_line(ax, label, line, marks, index=0, **style):
@@ -482,16 +421,19 @@ def draw_line(ax, label, line, marks, index=0, **style):
     return colour
 
 
+# What each kind of Point's bar means, in the legend where one is drawn.
+BARS = [("ci95", "bar: 95% interval of the median (6 or more launches: of their median; one "
+                 "launch: from its steps)"),
+        ("ratio", "bar: the off point's interval over the on point's (at least 90%)"),
+        ("range", "bar: least to largest (2 to 5 launches: no 95% interval)")]
+
+
 def legend(ax, shown, marks, below=False):
     """The lines' labels, then what each bar and mark drawn on `shown` points means; beside the
     axes (or below them), so that no point is hidden behind it."""
     from matplotlib.lines import Line2D
     handles, labels = ax.get_legend_handles_labels()
-    for kind, text in (("ci95", "bar: 95% interval of the median (6 or more launches: of their "
-                                "median; one launch: from its steps)"),
-                       ("ratio", "bar: the off point's interval over the on point's (at least "
-                                 "90%)"),
-                       ("range", "bar: least to largest (2 to 5 launches: no 95% interval)")):
+    for kind, text in BARS:
         if any(p.kind == kind for p in shown):
             handles.append(Line2D([], [], color="grey", marker="_", markersize=10))
             labels.append(text)
@@ -499,12 +441,10 @@ def legend(ax, shown, marks, below=False):
         if mark in marks and any(getattr(p, mark) for p in shown):
             handles.append(ax.scatter([], [], **style_of("grey")))
             labels.append(text)
-    if not handles:
-        return
-    if below:
-        ax.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1))
-    else:
-        ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if handles:
+        ax.legend(handles, labels, fontsize=7,
+                  **(dict(loc="upper center", bbox_to_anchor=(0.5, -0.1)) if below
+                     else dict(loc="upper left", bbox_to_anchor=(1.01, 1.0))))
 
 
 def note_lines(name, data, what="lines"):
@@ -536,7 +476,7 @@ def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, labels,
     if skip_single(name, x_column, rows, x_column):
         return None
     withheld = withheld_rows(rows, y_column)
-    shown_rows = [r for r in rows if not math.isnan(as_float(r.get(y_column)))]
+    shown_rows = [r for r in rows if number(r.get(y_column)) is not None]
     data = {}
     if shown_rows and not skip_single(name, x_column, shown_rows, y_column):
         shown_rows = rows_on_lines(name, shown_rows, x_column, y_column, list(line_base))
@@ -610,11 +550,10 @@ def plot_overlap(rows, out_dir, plt):
     lines = split_columns(rows, x_column, ["overlap", "transport"])
     times = points(rows, x_column, "time_per_step_ms", lines)
     data = labelled(times, lines)
-    # A compare run's no-overlap time, labelled as its own line is.
+    # A compare run's no-overlap time, labelled as its own line is, in its colour, dashed.
     sequential = labelled(points([r for r in rows if r.get("overlap") == "compare"], x_column,
                                  "time_per_step_no_overlap_ms", lines), lines, label_keys=times)
     fig, (time_ax, speedup_ax) = plt.subplots(1, 2, figsize=(13, 8), layout="constrained")
-    # A compare run's no-overlap time shares its line's colour, dashed.
     colours = {}
     for index, (label, line) in enumerate(data.items()):
         shown = label + (" (overlapped)" if label in sequential else "")
@@ -703,7 +642,7 @@ def mark_oversubscribed(rows, csv_path):
             path = os.path.join(os.path.dirname(os.path.abspath(csv_path)), path)
         key = (path, row.get("world_size"))
         if key not in known:
-            known[key] = file_oversubscribed(path, int(as_float(row.get("world_size")) or 0))
+            known[key] = file_oversubscribed(path, int(number(row.get("world_size")) or 0))
         row[CROWDED] = known[key]
     unknown = sum(1 for r in rows if r[CROWDED] == "")
     if unknown:
@@ -749,20 +688,20 @@ def parse_args(argv):
 def csv_rows(args):
     rows, fieldnames = read_rows(args.csv, args.include_failed)
     rows = select_rows(rows, fieldnames, args.where, args.csv)
-    require(fieldnames, [c for c in CONFIG_COLUMNS if c not in LATER_COLUMNS] + [
-        "transfer_gbps", "aggregate_gbps", "time_per_step_ms",
-        "time_per_step_no_overlap_ms", "overlap_speedup"], args.csv)
+    required = [c for c in CONFIG_COLUMNS if c not in LATER_COLUMNS] + [
+        "transfer_gbps", "aggregate_gbps", "time_per_step_ms", "time_per_step_no_overlap_ms",
+        "overlap_speedup"]
+    missing = [c for c in required if c not in fieldnames]
+    if missing:
+        raise UsageError(f"{args.csv}: missing column(s) {', '.join(missing)}; is it a gpurelay "
+                         "results CSV?")
     return rows
 
 
 def main(argv):
     args = parse_args(argv)
-    try:
-        rows = csv_rows(args) if args.csv else []
-        summaries = [pair_plot.read_summary(path) for path in args.json]
-    except (UsageError, pair_plot.UsageError) as err:
-        print(f"plot: {err}", file=sys.stderr)
-        return EXIT_USAGE
+    rows = csv_rows(args) if args.csv else []
+    summaries = [pair_plot.read_summary(path) for path in args.json]
     try:
         import matplotlib
         matplotlib.use("Agg")  # files only: no display on clusters and CI
@@ -783,13 +722,11 @@ def main(argv):
         written += pair_plot.plot_pairs(path, summary, args.out_dir, plt, save, source)
     written = [path for path in written if path]
     if written:
-        print("wrote:")
-        for path in written:
-            print(f"  {path}")
+        print("wrote:\n" + "\n".join(f"  {path}" for path in written))
     else:
         print("no figures written: every x column has a single value in these rows")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    run("plot", main)

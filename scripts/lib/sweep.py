@@ -32,6 +32,8 @@ import sys
 import time
 
 import layout
+from results import read_csv, size_text
+from tool import UsageError, counted, run
 
 # Deck keys a sweep may vary. The others are set by the sweep itself (output, overwrite, quiet,
 # results_csv, tag) or name a per-run file (summary_json) that every point would overwrite.
@@ -44,28 +46,15 @@ RESERVED_KEYS = ["output", "overwrite", "quiet", "results_csv", "tag", "summary_
 # Not a deck key: the number of ranks, for scaling studies (pairs = np / 2). It goes to the
 # launcher (mpirun -np, srun --ntasks) and into the tag, never to gpurelay as a flag.
 NP_KEY = "np"
-# The repeat number of a launch (--repeat): in its tag and file name, and to gpurelay as its
-# deck key `repeat` (the results CSV's column of that name).
+# A launch's repeat number (--repeat): in its tag and file name, and to gpurelay as its deck key
+# repeat (the results CSV's column of that name).
 REPEAT_KEY = "repeat"
-
+# The key whose values share a launch: one launch of gpurelay runs every size of a combination.
+ELEMENTS_KEY = "elements"
+NO_KEYS_TAG = "sweep"  # the rows' tag where elements alone is swept: no key names them
 # Values go into a space-separated tag and a command line: keep them to plain tokens.
 VALUE_PATTERN = re.compile(r"^[A-Za-z0-9_.:+\-]+$")
 KEY_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
-
-EXIT_USAGE = 2
-
-# The key whose values share a launch: one launch of gpurelay runs every size of a combination.
-ELEMENTS_KEY = "elements"
-# The tag of the rows of a sweep over elements alone, whose combination has no key to name it.
-NO_KEYS_TAG = "sweep"
-
-# How a count is named in tags and file names where no text of the user's names it (a range's
-# sizes): in the largest binary unit it is a whole number of.
-SIZE_UNITS = [("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)]
-
-
-class UsageError(Exception):
-    pass
 
 
 def parse_axis(text, allow_any_key):
@@ -122,20 +111,12 @@ def binary_sizes(binary, spec, source):
     return [int(line) for line in asked.stdout.split()]
 
 
-def size_text(count):
-    """A count as a size gpurelay reads, in Ki/Mi/Gi where it is a whole number of them."""
-    for suffix, unit in SIZE_UNITS:
-        if count >= unit and count % unit == 0:
-            return f"{count // unit}{suffix}"
-    return str(count)
-
-
 def sizes_of(values, source, binary):
-    """Sizes and ranges, as written -> [(text, count)] in their order, the counts gpurelay's: a
-    size keeps its text, a range gives each of its counts as size_text writes it. The binary is
-    asked once for the sizes together and once for each range, then (where there were several
-    questions) once for them all, so that a size given twice or more sizes than one launch runs
-    are refused as gpurelay refuses them."""
+    """Sizes and ranges as written -> [(text, count)] in their order, the counts gpurelay's: a
+    size keeps its text, a range gives each of its counts as size_text writes it. Where there
+    were several questions (the sizes together, each range), the binary is asked once more for
+    them all, so that a size given twice or more sizes than a launch runs are refused as
+    gpurelay refuses them."""
     values = [value.strip() for value in values]
     sizes_alone = [value for value in values if ":" not in value]
     counts = dict(zip(sizes_alone, binary_sizes(binary, ",".join(sizes_alone), source)
@@ -177,14 +158,13 @@ def deck_sizes(deck, binary):
     return None
 
 
-def expand_grid(axes):
-    """The Cartesian product, first key outermost, as lists of (key, value)."""
-    keys = [key for key, _ in axes]
-    return [list(zip(keys, combo)) for combo in itertools.product(*(v for _, v in axes))]
-
-
 def tag_of(point):
     return " ".join(f"{key}={value}" for key, value in point)
+
+
+def combination_tag(combination):
+    """The tag of every row of a combination's launches (elements is the row's own column)."""
+    return tag_of(combination) or NO_KEYS_TAG
 
 
 class Grid:
@@ -195,11 +175,13 @@ class Grid:
         self.swept = ELEMENTS_KEY in self.keys
         self.sizes = (sizes_of(dict(axes)[ELEMENTS_KEY], ELEMENTS_KEY, binary) if self.swept
                       else deck_sizes(deck, binary))
-        self.combinations = expand_grid([(k, v) for k, v in axes if k != ELEMENTS_KEY])
-        if repeats > 1:
-            # Repeat outermost: the whole grid once, then again.
-            self.combinations = [combination + [(REPEAT_KEY, str(k))] for k in range(repeats)
-                                 for combination in self.combinations]
+        others = [(key, values) for key, values in axes if key != ELEMENTS_KEY]
+        # The Cartesian product, first key outermost; repeats outermost of all: the whole grid
+        # once, then again.
+        grid = [list(zip([key for key, _ in others], combination))
+                for combination in itertools.product(*(values for _, values in others))]
+        self.combinations = grid if repeats == 1 else [
+            combination + [(REPEAT_KEY, str(k))] for k in range(repeats) for combination in grid]
 
     def points(self):
         """[(combination, size)], the sizes of one combination together; size (text, count),
@@ -208,8 +190,8 @@ class Grid:
                 for size in (self.sizes or [None])]
 
     def with_elements(self, combination, value):
-        """The combination's (key, value) list with elements=value where elements stands among
-        the keys (last when it is not swept)."""
+        """The combination with elements=value where elements stands among the keys (last when
+        it is not swept)."""
         at = self.keys.index(ELEMENTS_KEY) if self.swept else len(combination)
         return combination[:at] + [(ELEMENTS_KEY, value)] + combination[at:]
 
@@ -239,11 +221,6 @@ def size_count(point):
     return point[1][1] if point[1] else None
 
 
-def combination_tag(combination):
-    """The tag of every row of a combination's launches (elements is the row's own column)."""
-    return tag_of(combination) or NO_KEYS_TAG
-
-
 class Launch:
     """One run of gpurelay: a combination with the sizes of it still to run."""
 
@@ -254,8 +231,8 @@ class Launch:
         self.tag = combination_tag(combination)
         self.keys = grid.launch_keys(combination, self.sizes)
         self.name_keys = grid.launch_keys(combination, self.sizes, separator="_")
-        # The values it tries, for run_here's choice of the next launch after a failure.
-        # (A repeat is not a value to try: it fails as its first launch did.)
+        # The values it tries, for run_here's choice of the next launch after a failure (not a
+        # repeat: it fails as its first launch did).
         self.values = [(k, v) for k, v in combination if k != REPEAT_KEY] + [
             (ELEMENTS_KEY, text) for text, _ in (self.sizes if grid.swept else [])]
 
@@ -271,15 +248,6 @@ def launches_of(grid, points):
     return [Launch(grid, group[0][0], group) for group in groups.values()]
 
 
-def counted(number, noun, nouns):
-    """'1 launch', '2 launches'."""
-    return f"{number} {noun if number == 1 else nouns}"
-
-
-def short_hash(tag):
-    return hashlib.sha1(tag.encode("utf-8")).hexdigest()[:12]
-
-
 # Longest readable part of a launch's file name: well under the 255 bytes a name may have, with
 # room for the hash and the side files gpurelay writes beside its output.
 READABLE_NAME_MAX = 160
@@ -293,21 +261,16 @@ def output_name(tag):
     name = tag.replace(" ", ",")
     if len(name) <= READABLE_NAME_MAX:
         return name + ".h5"
-    return name[:READABLE_NAME_MAX - 13] + "-" + short_hash(tag) + ".h5"
-
-
-def flag_of(key):
-    return "--" + key.replace("_", "-")
+    digest = hashlib.sha1(tag.encode("utf-8")).hexdigest()[:12]
+    return f"{name[:READABLE_NAME_MAX - 13]}-{digest}.h5"
 
 
 def launch_args(launch, args):
     """gpurelay's arguments for one launch (after the binary)."""
-    argv = []
-    if args.deck:
-        argv += ["--input", args.deck]
+    argv = ["--input", args.deck] if args.deck else []
     # --key=value rather than "--key value": a boolean flag takes its value only in this form,
     # and a value that starts with '-' (alpha=-1) cannot be mistaken for a flag.
-    argv += [f"{flag_of(key)}={value}" for key, value in launch.keys
+    argv += [f"--{key.replace('_', '-')}={value}" for key, value in launch.keys
              if key != NP_KEY]
     output = os.path.join(args.out_dir, output_name(tag_of(launch.name_keys)))
     argv += ["--results-csv", args.csv, "--tag", launch.tag, "--output", output]
@@ -321,8 +284,7 @@ class Records:
     the array tasks still queued ("JOB_TASK (STATE)")."""
 
     def __init__(self):
-        self.by_size = {}
-        self.by_tag = {}
+        self.by_size, self.by_tag = {}, {}
         self.whole_tag = {}  # entries for every size of their tag (no elements recorded)
 
     def add(self, tag, count, value):
@@ -356,13 +318,12 @@ def read_done(csv_path):
     done = Records()
     if not os.path.exists(csv_path) or os.path.getsize(csv_path) == 0:
         return done
-    with open(csv_path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames is None or "tag" not in reader.fieldnames:
-            raise UsageError(f"{csv_path}: no 'tag' column in the header; is it a gpurelay "
-                             "results CSV?")
-        for row in reader:
-            done.add(row["tag"], count_of(row.get(ELEMENTS_KEY)), row.get("verified") or "")
+    fieldnames, rows = read_csv(csv_path)
+    if fieldnames is None or "tag" not in fieldnames:
+        raise UsageError(f"{csv_path}: no 'tag' column in the header; is it a gpurelay "
+                         "results CSV?")
+    for row in rows:
+        done.add(row["tag"], count_of(row.get(ELEMENTS_KEY)), row.get("verified") or "")
     return done
 
 
@@ -374,20 +335,8 @@ def point_np(combination, default):
 def launcher_for(combination, args):
     np = point_np(combination, args.np)
     if args.launcher:
-        # {np} in --launcher is replaced by the point's rank count.
         return shlex.split(args.launcher.replace("{np}", str(np)))
-    return default_launcher(np)
-
-
-def default_launcher(np):
-    launcher = ["mpirun", "-np", str(np)]
-    # Open MPI refuses to start as root unless told (containers, CI).
-    if os.geteuid() == 0:
-        launcher.append("--allow-run-as-root")
-    # Open MPI refuses more ranks than cores unless told (laptops, 2-core CI runners).
-    if (os.cpu_count() or 1) < np:
-        launcher.append("--oversubscribe")
-    return launcher
+    return layout.mpirun(np)
 
 
 # Array tasks submitted by --slurm, one row each, so that a later run can ask squeue which of
@@ -403,23 +352,19 @@ def read_submitted(out_dir):
     path = os.path.join(out_dir, SUBMITTED_FILE)
     if not os.path.exists(path):
         return {}
-    with open(path, newline="", encoding="utf-8") as f:
-        return {(row["job_id"], row["task"]):
-                (row["tag"], [int(c) for c in row.get("elements", "").split()] or None)
-                for row in csv.DictReader(f)}
+    return {(row["job_id"], row["task"]):
+            (row["tag"], [int(c) for c in row.get("elements", "").split()] or None)
+            for row in read_csv(path)[1]}
 
 
 def record_submitted(out_dir, job_id, launches):
     path = os.path.join(out_dir, SUBMITTED_FILE)
-    rows = []
-    if os.path.exists(path):
-        # A file from before the elements column gets it (empty: every size of the row's tag).
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = [[row.get(column) or "" for column in SUBMITTED_COLUMNS]
-                    for row in csv.DictReader(f)]
-    for index, launch in enumerate(launches):
-        counts = " ".join(str(count) for _, count in launch.sizes or [])
-        rows.append([job_id, str(index), launch.tag, counts])
+    # A file from before the elements column gets it (empty: every size of the row's tag).
+    rows = [[row.get(column) or "" for column in SUBMITTED_COLUMNS]
+            for row in (read_csv(path)[1] if os.path.exists(path) else [])]
+    rows += [[job_id, str(index), launch.tag,
+              " ".join(str(count) for _, count in launch.sizes or [])]
+             for index, launch in enumerate(launches)]
     with open(path + ".new", "w", newline="", encoding="utf-8") as f:
         csv.writer(f).writerows([SUBMITTED_COLUMNS] + rows)
     os.replace(path + ".new", path)
@@ -480,9 +425,8 @@ def sbatch_script(launches, args):
         'case "${SLURM_ARRAY_TASK_ID:?run this with sbatch (it is a job array)}" in',
     ]
     for index, launch in enumerate(launches):
-        argv = launch_args(launch, args)
         lines.append(f"    {index}) ntasks={point_np(launch.combination, args.np)}; "
-                     f"args=({' '.join(shlex.quote(a) for a in argv)}) ;;")
+                     f"args=({' '.join(shlex.quote(a) for a in launch_args(launch, args))}) ;;")
     lines += [
         '    *) echo "no launch for array task $SLURM_ARRAY_TASK_ID" >&2; exit 2 ;;',
         "esac",
@@ -496,9 +440,7 @@ def sbatch_script(launches, args):
 
 def submit_slurm(launches, args):
     if not args.dry_run and shutil.which("sbatch") is None:
-        print("sweep: sbatch not found on PATH (use --dry-run to only write the script)",
-              file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError("sbatch not found on PATH (use --dry-run to only write the script)")
     script = sbatch_script(launches, args)
     path = os.path.join(args.out_dir, "sweep.sbatch")
     os.makedirs(args.out_dir, exist_ok=True)
@@ -518,8 +460,7 @@ def submit_slurm(launches, args):
     if result.returncode != 0:
         print(f"sweep: sbatch failed (exit {result.returncode})", file=sys.stderr)
         return result.returncode
-    # --parsable prints "JOBID" or "JOBID;CLUSTER".
-    job_id = result.stdout.strip().split(";")[0]
+    job_id = result.stdout.strip().split(";")[0]  # --parsable: "JOBID" or "JOBID;CLUSTER"
     if not job_id.isdigit():
         print(f"sweep: sbatch printed '{result.stdout.strip()}', not a job id", file=sys.stderr)
         return 1
@@ -568,24 +509,15 @@ def failed_points(grid, launch, code, csv_path):
 SPREAD_FIGURES = ("time_per_step_ms", "transfer_gbps")
 
 
-def repeat_of(tag):
-    """(the tag without its repeat word, the repeat number) or (tag, None)."""
-    words = tag.split()
-    repeats = [w for w in words if w.startswith(REPEAT_KEY + "=")]
-    if not repeats:
-        return tag, None
-    rest = " ".join(w for w in words if w not in repeats)
-    return rest or NO_KEYS_TAG, count_of(repeats[0].partition("=")[2])
-
-
 def repeat_summary(csv_path):
     """Lines: each point's median and range (min to max) over its repeats, per figure."""
     groups = {}
-    with open(csv_path, newline="", encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            tag, repeat = repeat_of(row.get("tag", ""))
-            if repeat is not None:
-                groups.setdefault((tag, row.get(ELEMENTS_KEY, "")), []).append(row)
+    for row in read_csv(csv_path)[1]:
+        words = row.get("tag", "").split()
+        repeats = [w for w in words if w.startswith(REPEAT_KEY + "=")]
+        if repeats and count_of(repeats[0].partition("=")[2]) is not None:
+            tag = " ".join(w for w in words if w not in repeats) or NO_KEYS_TAG
+            groups.setdefault((tag, row.get(ELEMENTS_KEY, "")), []).append(row)
     lines = []
     for (tag, elements), rows in groups.items():
         parts = []
@@ -607,11 +539,9 @@ def run_here(grid, launches, total, args):
     would too, and the sweep stops instead of running them."""
     failed = []  # (label, exit code as listed) per point
     ways = set()  # (exit code, reason) per failed launch
-    succeeded = 0
-    points_done = 0
+    succeeded = points_done = number = 0
     remaining = list(launches)
     covered = {key: set() for key in grid.keys}
-    number = 0
     while remaining:
         launch = remaining[0]
         if failed and not succeeded:
@@ -648,10 +578,10 @@ def run_here(grid, launches, total, args):
     return sweep_summary(launches, total, failed, points_done, args)
 
 
-def say_launch(grid, launch, code, seconds, launch_failed, csv):
+def say_launch(grid, launch, code, seconds, launch_failed, csv_path):
     """Prints how one launch ended; True when it ran and wrote every point's verified row."""
     if code == 0 and launch_failed:
-        print(f"  exit 0 but no verified row tagged '{launch.tag}' in {csv} for "
+        print(f"  exit 0 but no verified row tagged '{launch.tag}' in {csv_path} for "
               + ", ".join(grid.label(point) for point, _ in launch_failed), file=sys.stderr)
         return False
     if code != 0:
@@ -668,7 +598,8 @@ def sweep_summary(launches, total, failed, points_done, args):
     """The sweep's closing lines (and the repeats' spread); its exit code."""
     points = sum(len(launch.points) for launch in launches)
     if args.dry_run:
-        print(f"dry run: {points} of {total} points would run, in {counted(len(launches), 'launch', 'launches')}")
+        print(f"dry run: {points} of {total} points would run, in "
+              f"{counted(len(launches), 'launch', 'launches')}")
         return 0
     where = (f"results in {args.csv}" if os.path.exists(args.csv)
              else f"no results ({args.csv} not written)")
@@ -679,9 +610,8 @@ def sweep_summary(launches, total, failed, points_done, args):
               "such sets differ:")
         print("\n".join(repeat_summary(args.csv)))
     if failed:
-        print("failed points (exit code: point):", file=sys.stderr)
-        for label, listed in failed:
-            print(f"  {listed}: {label}", file=sys.stderr)
+        print("failed points (exit code: point):\n"
+              + "\n".join(f"  {listed}: {label}" for label, listed in failed), file=sys.stderr)
         return 1
     return 0
 
@@ -803,28 +733,21 @@ def check_paths(args, keys):
 
 def main(argv):
     args = parse_args(argv)
-    try:
-        axes = [parse_axis(text, args.any_key) for text in args.axes]
-        keys = [key for key, _ in axes]
-        repeated = sorted({k for k in keys if keys.count(k) > 1})
-        if repeated:
-            raise UsageError(f"key {', '.join(repeated)} given more than once")
-
-        check_paths(args, keys)
-        grid = Grid(axes, args.deck, args.binary, args.repeat)
-        if not args.slurm and not args.dry_run:
-            starter = launcher_for(grid.combinations[0], args)[0]
-            if shutil.which(starter) is None:
-                raise UsageError(f"launcher {starter} not found on PATH (scripts/install-deps.sh "
-                                 "installs mpirun; or pass --launcher)")
-
-        done = read_done(args.csv)
-        # Only for points not done: a task that wrote its row and is still completing counts
-        # as done.
-        active = active_points(args.out_dir)
-    except UsageError as err:
-        print(f"sweep: {err}", file=sys.stderr)
-        return EXIT_USAGE
+    axes = [parse_axis(text, args.any_key) for text in args.axes]
+    keys = [key for key, _ in axes]
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
+    if repeated:
+        raise UsageError(f"key {', '.join(repeated)} given more than once")
+    check_paths(args, keys)
+    grid = Grid(axes, args.deck, args.binary, args.repeat)
+    if not args.slurm and not args.dry_run:
+        starter = launcher_for(grid.combinations[0], args)[0]
+        if shutil.which(starter) is None:
+            raise UsageError(f"launcher {starter} not found on PATH (scripts/install-deps.sh "
+                             "installs mpirun; or pass --launcher)")
+    done = read_done(args.csv)
+    # Only for points not done: a task that wrote its row and is still completing counts as done.
+    active = active_points(args.out_dir)
 
     points = grid.points()
     pending = []
@@ -858,7 +781,7 @@ def main(argv):
 
 if __name__ == "__main__":
     try:
-        sys.exit(main(sys.argv[1:]))
+        run("sweep", main)
     except KeyboardInterrupt:
         print("sweep: interrupted; run the same command again to continue", file=sys.stderr)
         sys.exit(130)
