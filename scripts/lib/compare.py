@@ -1,44 +1,6 @@
-"""Compares gpurelay results, NEW against BASE, telling a change from the noise between launches.
-
-usage: scripts/compare BASE... -- NEW... [--threshold PCT] [--gate-phases] [--across KEYS]
-       scripts/compare BASE NEW [--threshold PCT] [--gate-phases] [--across KEYS]
-
-Each side is one or more JSON summaries (--summary-json) or results CSVs (--results-csv); every
-launch is one sample: a file per launch, or a CSV row per launch (a CSV written by
-scripts/sweep --repeat N holds N rows of each configuration, so it counts as N). A summary of
-several sizes (one launch of --elements S1,S2,...: its "cases") gives one sample of each size;
-cases are matched by size, CSV rows by their configuration columns. --across KEY[,KEY...]
-names the keys the comparison is about (e.g. --across depth: depth 1 against depth 2): the
-sides may differ in them, as two versions of the code may; every other key must match.
-
-Every pass is compared, in run order (with overlap = compare: overlap off, then overlap on; a
-CSV row holds the on pass's figures and the off pass's time per step). The figures are those
-gpurelay's judgement shows (docs/OUTPUT.md): a figure withheld in a launch (rendered null in the
-JSON, empty in the CSV) is compared in none, and the phases' medians only where every launch's
-phase times can be read. Per figure it prints, in the figure's natural unit with 4 significant
-digits, the median of each side with a 95% confidence interval of that median, from the
-launches' order statistics (as Go's benchstat does: with n launches the interval runs from the
-k-th least to the k-th largest, k the largest whose chance of holding the median,
-1 - 2 P(Binomial(n, 1/2) < k), is at least 95%; 6 launches are the fewest that can give one,
-their least and largest), the change of the medians, and the two-sided p-value of a Mann-Whitney
-U test between the two sets of launches (SciPy's mannwhitneyu), adjusted by Holm's method over
-every row shown: "~" where the adjusted p > 0.05, where the launches do not show a difference
-(as benchstat prints). With one launch on a side there is no test: a figure counts as changed
-only when the change is beyond that figure's own spread over the run's steps (2 x (p99 - p50) /
-p50 of its phase, its tail both ways; the larger of the two runs') as well as beyond the
-threshold: the noise between launches (a loaded machine, clocks, placement) is often larger than
-the spread within one, so the test is the tail, and identical launches are not called worse.
-
-The time per step and the transfer bandwidth of each pass gate the verdict; the phases' medians
-are shown ("differs (not gating)" where they change) and gate only with --gate-phases. Holm's
-method over every row keeps the chance that identical launches show any row changed at most
-0.05, however many rows there are.
-
-Exit status: 0 when no gating figure is significantly worse by more than PCT percent (default
-5), 1 when one is, 2 when the inputs cannot be compared (unreadable, of different kinds, of
-different configurations, or with a size or configuration that one side lacks), with a one-line
-reason on stderr.
-"""
+"""Compares gpurelay results, NEW against BASE, telling a change from the noise between launches:
+per figure both medians with their 95% intervals, the change, a Mann-Whitney U test's p (Holm
+over every row) and a verdict; scripts/help/compare.txt (its --help) says how."""
 import argparse
 import csv
 import json
@@ -49,6 +11,7 @@ import sys
 
 from results import cases, number
 from stats import CONFIDENCE, median_interval
+import tool
 from tool import UsageError as Mismatch, counted, run
 
 try:
@@ -453,19 +416,14 @@ def read_sides(base_paths, new_paths, across=()):
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
-        prog="scripts/compare", description=__doc__,
+        prog="scripts/compare", add_help=False,
         usage="%(prog)s BASE... -- NEW... [--threshold PCT] [--gate-phases] [--across KEYS]"
-              "  (or BASE NEW)",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("inputs", nargs="+", metavar="FILE",
-                        help="BASE NEW, or BASE... -- NEW...: JSON summaries or results CSVs")
-    parser.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
-                        help="how much worse (percent) a gating figure may be (default: 5)")
-    parser.add_argument("--gate-phases", action="store_true",
-                        help="the phases' medians and p99s gate the verdict too")
-    parser.add_argument("--across", default="", metavar="KEYS",
-                        help="comma-separated config keys the sides may differ in (what is "
-                             "being compared, e.g. depth)")
+              "  (or BASE NEW)")
+    parser.add_argument("-h", "--help", action=tool.Help)
+    parser.add_argument("inputs", nargs="+", metavar="FILE")
+    parser.add_argument("--threshold", type=float, default=5.0, metavar="PCT")
+    parser.add_argument("--gate-phases", action="store_true")
+    parser.add_argument("--across", default="", metavar="KEYS")
     # "--" ends argparse's options; here it separates the sides, so it is kept as a value.
     return parser.parse_intermixed_args([SEPARATOR if a == "--" else a for a in argv])
 

@@ -1,53 +1,8 @@
-"""Plots a gpurelay results CSV (one row per run and size: a run of several sizes, such as each
-launch of scripts/sweep, writes a row per size, all with its tag) as PNG figures.
-
-  bandwidth_vs_size.png  transfer_gbps vs tensor_bytes, one line per transport/backend
-  overlap.png            time_per_step_ms and the overlap speedup vs c_iterations, one line
-                         per overlap mode / transport; the speedup from overlap=compare rows
-                         (their overlap_speedup) and from overlap=on and =off rows of the same
-                         configuration (off's time per step / on's)
-  scaling.png            aggregate_gbps (the bytes all receivers get per step over the time per
-                         step) vs world_size (ranks), one line per transport/backend, and
-                         per pattern where it varies
-  bus_bandwidth_vs_size.png
-                         busbw_gbps (nccl-tests' bus bandwidth: the algorithm bandwidth
-                         bytes / time, x 1 for pairs and broadcast, x 2(n-1)/n for an
-                         all-reduce over n ranks) vs tensor_bytes, one line per pattern
-                         (pairs, broadcast, allreduce) and transport/backend
-
-Each title lists the configuration held fixed in the plotted rows; a configuration column that
-varies and is not the x axis splits the lines further (shown in the legend), so no point mixes
-different configurations. Legends name every key that varies between the lines (key=value).
-Repeated runs of one configuration (scripts/sweep --repeat: rows tagged repeat=K) are plotted
-as their median, with a bar from the least to the largest of them. Sizes are shown in bytes
-(tensor_bytes), on the axes and in the legends; an axis whose values span two decades or more
-is logarithmic; the speedup axis always shows 1.0. The bus bandwidth figure is left out when it
-would repeat the transfer bandwidth (every row's busbw equals its algbw: pairs and broadcasts).
-A figure whose x column has a single value is skipped with a message.
-
-Only what gpurelay's judgement shows is drawn (docs/OUTPUT.md): a figure a row withholds (an
-empty cell: a transfer that measured waiting, phase times that cannot be read, no transfer under
-launch = device) is on no axis, and the figure says on itself how many points it left out and
-why. Each point is a median with its 95% interval: of 6 or more repeated launches, the
-interval of their median from the order statistics; of one launch, the launch's own interval of
-its time per step or speedup (from its steps); of 2 to 5 launches, which give no 95% interval,
-the least to the largest, said so in the legend. Lines that coincide stay visible: each has its
-own marker, size and line style. A launch whose step was unstable (step_unstable) gets a red x,
-one run with more ranks on a host than their cores (from each row's HDF5 file, the CSV's output
-column) a square; the legend says so, and the terminal lists each such point and each row left
-out with its reason (a configuration measured at one x only, a withheld or missing value, a
-failed verification).
-
-  pair_bandwidth.png     from a JSON summary (--json): every pair's (hop's, group's) transfer
-                         bandwidth, slowest first, the slow ones (the report's rule: over 10%
-                         slower than the median pair in step or transfer) in red with their
-                         ranks and hosts named; where the judgement withholds a pair's rate,
-                         every pair's transfer time instead, the withheld ones hollow; a
-                         summary of several sizes gives a figure per
-                         size, pair_bandwidth_elements=N.png; with several summaries,
-                         each figure's name holds its file's (pair_bandwidth_run1.png)
+"""Plots a gpurelay results CSV as PNG figures (bandwidth against size, the overlap and its
+speedup, scaling against the ranks, the bus bandwidth), every point a median with its 95%
+interval, and from a JSON summary every pair's bandwidth (pair_plot.py). scripts/help/plot.txt
+(its --help) says what each figure shows.
 """
-
 import argparse
 import math
 import os
@@ -57,6 +12,7 @@ import textwrap
 
 import layout
 import pair_plot
+import tool
 from results import number, read_csv, size_text
 from stats import median_interval
 from tool import EXIT_USAGE, UsageError, run
@@ -661,24 +617,13 @@ def save(fig, out_dir, name, plt):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
-        prog="scripts/plot", description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="exit status: 0 figures written (or skipped), 2 missing/empty CSV or JSON or bad "
-               "arguments.\nexamples: scripts/plot --csv outputs/sweep/results.csv\n"
-               "          scripts/plot --json outputs/run.json   # every pair's bandwidth")
-    parser.add_argument("--csv", help="results CSV written by gpurelay")
-    parser.add_argument("--json", action="append", default=[], metavar="SUMMARY",
-                        help="a JSON summary (--summary-json): every pair's bandwidth "
-                             "(repeatable)")
-    parser.add_argument("--out-dir", default=layout.outputs("plots"),
-                        help="where the PNGs go (default: outputs/plots in the repository; "
-                             "installed, in this folder)")
-    parser.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
-                        help="plot only rows whose COLUMN is VALUE, as written in the CSV "
-                             "(repeatable), e.g. --where transport=nccl --where world_size=2")
-    parser.add_argument("--include-failed", action="store_true",
-                        help="also plot rows whose verified column is not 'ok'")
+    parser = argparse.ArgumentParser(prog="scripts/plot", add_help=False)
+    parser.add_argument("-h", "--help", action=tool.Help)
+    parser.add_argument("--csv")
+    parser.add_argument("--json", action="append", default=[], metavar="SUMMARY")
+    parser.add_argument("--out-dir", default=layout.outputs("plots"))
+    parser.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE")
+    parser.add_argument("--include-failed", action="store_true")
     args = parser.parse_args(argv)
     if not args.csv and not args.json:
         parser.error("give --csv RESULTS.csv, --json SUMMARY.json, or both")

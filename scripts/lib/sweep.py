@@ -1,20 +1,7 @@
-"""Runs gpurelay over a Cartesian grid of deck keys, one results-CSV row per point.
-
-A point is a combination of the other keys' values and one size (elements). Each combination is
-one launch of gpurelay that runs every size of the grid in turn (--elements S1,S2,...), and its
-rows are tagged with the combination, "key1=v1 key2=v2 ..." (keys in the order given, elements
-left out), so a sweep can be stopped and run again: a point whose row (tag, elements) is already
-in the CSV is skipped, and a combination runs with only its sizes still missing. With --slurm
-the pending combinations become one Slurm job array instead of running here, one task each, at
-most --throttle tasks at a time; the tasks submitted are recorded in OUT_DIR/slurm-jobs.csv, and
-a point whose task is still queued or running (squeue) is skipped too, so running the same sweep
-again never submits a point twice.
-With --repeat N every combination runs N times, as N separate launches (the noise between
-launches is what an A/B comparison must see): launch K's tag and file name end in "repeat=K"
-(K = 0..N-1), its rows carry K in the CSV's repeat column (gpurelay's key repeat), and the repeats of the whole grid run in turn (every
-combination once, then again), so that a slow spell of the machine does not fall on one
-combination's repeats alone. At the end the sweep prints each point's median and range over
-its repeats.
+"""Runs gpurelay over a Cartesian grid of deck keys, one results-CSV row per point (a combination
+of the other keys and one size): one launch per combination with its sizes inside, skipping the
+points already done, here or as a Slurm job array (--slurm). scripts/help/sweep.txt (its --help)
+says how.
 """
 
 import argparse
@@ -32,6 +19,7 @@ import sys
 import time
 
 import layout
+import tool
 from results import read_csv, size_text
 from tool import UsageError, counted, run
 
@@ -617,85 +605,23 @@ def sweep_summary(launches, total, failed, points_done, args):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
-        prog="scripts/sweep",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=__doc__,
-        epilog="""\
-each combination of the keys other than elements runs once, with its sizes still missing:
-  LAUNCHER BINARY [--input DECK] --key-1=v1 --elements=S1,S2 ... --results-csv CSV
-           --tag "key-1=v1 ..." --output OUT_DIR/key-1=v1,elements=S1_S2.h5
-           [--summary-json OUT_DIR/key-1=v1,elements=S1_S2.json] --overwrite --quiet
-(a name too long for a file is cut, with a hash of the whole added)
-examples:
-  scripts/sweep --deck inputs/bandwidth-study.toml --csv outputs/bw.csv \\
-      transport=nccl,mpi elements=64Ki,1Mi,16Mi,256Mi
-  scripts/sweep --deck inputs/bandwidth-study.toml transport=nccl elements=4Ki:256Mi:x4
-  scripts/sweep --deck inputs/overlap-study.toml overlap=on,off c_iterations=8,32,128
-  scripts/sweep --deck inputs/bandwidth-study.toml --csv outputs/scaling.csv np=2,4,8
-  scripts/sweep --slurm --sbatch-args "--partition=gpu --ntasks-per-node=2 --gpus-per-node=2" \\
-      elements=1Mi,1Gi
-elements takes sizes and ranges (FIRST:LAST:xFACTOR, FIRST:LAST:+STEP), as gpurelay reads
-them (the sweep asks it: gpurelay --print-sizes SPEC prints what a spec expands to); a
-point is a combination and one size, the CSV row (tag, elements) says it is done. Without an
-elements axis the deck's sizes are the combination's (one launch as well). A sweep over
-elements alone tags its rows "sweep".
---repeat N runs each combination N times (a launch each, the grid's repeats in turn) and tags
-its rows "... repeat=K"; one configuration repeated is a sweep of one value, e.g.
-  scripts/sweep --repeat 6 --summary-json --csv outputs/base.csv elements=64Ki
-then scripts/compare outputs/base.csv -- outputs/new.csv (or the JSONs of each side).
-np is not a deck key: np=2,4,8 sets the number of ranks per point (pairs = np/2) for
-scaling studies; it goes to the launcher and into the tag.
-With --slurm, one array task per combination; points submitted earlier from the same OUT_DIR
-whose array task is still queued or running are skipped (OUT_DIR/slurm-jobs.csv and squeue),
-so the same sweep can be run again at any time: it submits only the points that are neither
-done nor on their way (a task that failed is submitted again).
-A tag names a combination within one CSV only (the deck is not part of it): use one CSV per
-deck. Sizes are matched by their count (elements=1Mi and elements=1048576 are the same point);
-the other values as written.
-While no launch has succeeded, a failure is followed by the launch that tries the most values
-not tried yet; once the launches run take every value of every key and all failed the same way
-(exit code and first line of the error), the sweep stops there: the others would fail too.
-exit status: 0 all points done, 1 some point failed (listed at the end) or the sweep stopped
-early (why, on one line), 2 bad arguments.""")
-    parser.add_argument("axes", nargs="+", metavar="KEY=V1,V2",
-                        help="a deck key and the values to run it at")
-    parser.add_argument("--deck", help="input deck every point starts from")
-    parser.add_argument("--csv", help="results CSV (default: OUT_DIR/results.csv)")
-    parser.add_argument("--np", type=int, default=2,
-                        help="MPI ranks (default 2), for the default launcher and srun "
-                             "--ntasks; an np=2,4,8 axis varies it per point instead")
-    parser.add_argument("--launcher",
-                        help='command that starts the ranks (default: "mpirun -np NP", plus '
-                             "--allow-run-as-root as root and --oversubscribe when cores < NP); "
-                             "{np} in it is replaced by the point's ranks")
-    parser.add_argument("--binary", default=layout.BINARY,
-                        help="gpurelay binary (default: build/app/gpurelay in the repository; "
-                             "installed, PREFIX/bin/gpurelay)")
-    parser.add_argument("--out-dir", default=layout.outputs("sweep"),
-                        help="where the HDF5 files (and sweep.sbatch) go (default: "
-                             "outputs/sweep in the repository; installed, in this folder)")
-    parser.add_argument("--slurm", action="store_true",
-                        help="write OUT_DIR/sweep.sbatch, one array task per pending "
-                             "combination (its sizes in one launch), and submit it with sbatch "
-                             "instead of running here")
-    parser.add_argument("--throttle", type=int, default=1,
-                        help="with --slurm: array tasks running at once (the %%N of --array; "
-                             "default 1, so points never share a node while timed)")
-    parser.add_argument("--sbatch-args", default="",
-                        help="extra sbatch options (with --slurm), e.g. \"--partition=gpu\"")
-    parser.add_argument("--srun-args", default="--mpi=pmix --kill-on-bad-exit=1",
-                        help="srun options in the array script (default: %(default)s)")
-    parser.add_argument("--summary-json", action="store_true",
-                        help="also write each launch's JSON summary beside its HDF5 file "
-                             "(OUT_DIR/NAME.json, one case per size), for scripts/compare")
-    parser.add_argument("--repeat", type=int, default=1, metavar="N",
-                        help="run every combination N times, as N launches (tags and file "
-                             "names end in repeat=0..N-1; default 1: no repeat word)")
-    parser.add_argument("--any-key", action="store_true",
-                        help="allow keys this script does not know (newer gpurelay options)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="print what would run (or write and print sweep.sbatch) only")
+    parser = argparse.ArgumentParser(prog="scripts/sweep", add_help=False)
+    parser.add_argument("-h", "--help", action=tool.Help)
+    parser.add_argument("axes", nargs="+", metavar="KEY=V1,V2")
+    parser.add_argument("--deck")
+    parser.add_argument("--csv")
+    parser.add_argument("--np", type=int, default=2)
+    parser.add_argument("--launcher")
+    parser.add_argument("--binary", default=layout.BINARY)
+    parser.add_argument("--out-dir", default=layout.outputs("sweep"))
+    parser.add_argument("--slurm", action="store_true")
+    parser.add_argument("--throttle", type=int, default=1)
+    parser.add_argument("--sbatch-args", default="")
+    parser.add_argument("--srun-args", default="--mpi=pmix --kill-on-bad-exit=1")
+    parser.add_argument("--summary-json", action="store_true")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N")
+    parser.add_argument("--any-key", action="store_true")
+    parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args(argv)
     if args.np < 1:
         parser.error("--np must be positive")
