@@ -73,19 +73,6 @@ def read_rows(path, include_failed):
     return rows, fieldnames
 
 
-def select_rows(rows, fieldnames, conditions, path):
-    for condition in conditions:
-        column, equals, value = condition.partition("=")
-        if not equals or not column:
-            raise UsageError(f"--where '{condition}': expected COLUMN=VALUE")
-        if column not in fieldnames:
-            raise UsageError(f"--where '{condition}': no column {column} in {path}")
-        rows = [r for r in rows if r.get(column) == value]
-        if not rows:
-            raise UsageError(f"--where '{condition}': no rows left")
-    return rows
-
-
 def distinct(rows, column):
     return sorted({r.get(column, "") for r in rows})
 
@@ -116,9 +103,8 @@ OWN_INTERVAL = {"time_per_step_ms", "transfer_gbps", "busbw_gbps", "aggregate_gb
 
 
 class Point:
-    """One configuration at one x: the median of its launches' values, its interval (`kind`:
-    "ci95", "ratio" (of two), "range", or None where one launch has none), how many launches,
-    and which of MARKS any of them carries."""
+    """One configuration at one x: its launches' median, its interval (`kind`: "ci95", "ratio"
+    of two, "range", or None: one launch with none), how many launches, which MARKS they carry."""
 
     def __init__(self, x, median, low, high, rows, launches=None, kind="range"):
         self.x, self.median, self.low, self.high, self.kind = x, median, low, high, kind
@@ -157,15 +143,8 @@ LINE_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 LINE_STYLES = ["-", "--", "-.", ":"]
 
 
-def line_style(index):
-    return dict(marker=LINE_MARKERS[index % len(LINE_MARKERS)],
-                markersize=9 - 1.5 * (index % 4), linestyle=LINE_STYLES[index % len(LINE_STYLES)],
-                markerfacecolor="none" if index % 2 else None)
-
-
 def withheld_rows(rows, y_column):
-    """{reason: count} of the rows whose y_column the judgement withholds (an empty cell where
-    the row says why: its withheld list, or its unreadable phase times)."""
+    """{reason: count} of the rows whose y_column the judgement withholds (an empty cell)."""
     reasons = {}
     for row in rows:
         if number(row.get(y_column)) is not None:
@@ -174,7 +153,8 @@ def withheld_rows(rows, y_column):
                      if ":" in part)
         # The row's own rule, else the first reason its phase times cannot be read (the
         # judgement's first finding withholds every figure built on them).
-        reason = named.get(y_column) or (row.get("phase_times_unreadable_because") or "").split(";")[0]
+        reason = (named.get(y_column)
+                  or (row.get("phase_times_unreadable_because") or "").split(";")[0])
         if reason:
             reasons[reason] = reasons.get(reason, 0) + 1
     return reasons
@@ -245,30 +225,10 @@ def points(rows, x_column, y_column, line_columns):
 
 
 def labelled(groups, line_columns, label_keys=None, always=()):
-    """{line label: [Point]} in natural order of the keys, the labels naming the columns that
-    vary over label_keys (default: the groups' keys), so that two panels label lines alike."""
+    """{line label: [Point]} in natural order, labelled alike over label_keys (default: these)."""
     labels = line_labels(line_columns, list(label_keys if label_keys is not None else groups),
                          always)
     return {labels[key]: groups[key] for key in sorted(groups, key=natural_key)}
-
-
-def value_axis(ax, ys):
-    """y from 0, or logarithmic where the positive values span two decades or more."""
-    positive = [y for y in ys if y > 0]
-    if positive and len(positive) == len(ys) and max(positive) / min(positive) >= 100:
-        ax.set_yscale("log")
-    else:
-        ax.set_ylim(bottom=0)
-
-
-def speedup_axis(ax, all_points):
-    """1.0 always in sight, with every point's range and at least 0.9 to 1.1: a spread of a few
-    percent is drawn as a few percent, not stretched over the whole axis."""
-    low = min([p.low for p in all_points] + [0.9])
-    high = max([p.high for p in all_points] + [1.1])
-    pad = 0.05 * (high - low)
-    ax.set_ylim(low - pad, high + pad)
-    ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":", label="1.0: overlap gains nothing")
 
 
 def on_off_speedup(rows, x_column, line_columns):
@@ -361,10 +321,11 @@ def skip_single(name, x_column, rows, y_column):
 
 
 def draw_line(ax, label, line, marks, index=0, **style):
-    """A line through the medians in the index-th line's style, each point's interval as a bar,
-    and each of `marks` over the points it concerns. Returns the line's colour."""
-    (drawn,) = ax.plot([p.x for p in line], [p.median for p in line], label=label,
-                       **{**line_style(index), **style})
+    """A line through the medians, each interval a bar, `marks` over their points; its colour."""
+    style = {"marker": LINE_MARKERS[index % len(LINE_MARKERS)], "markersize": 9 - 1.5 * (index % 4),
+             "linestyle": LINE_STYLES[index % len(LINE_STYLES)],
+             "markerfacecolor": "none" if index % 2 else None, **style}
+    (drawn,) = ax.plot([p.x for p in line], [p.median for p in line], label=label, **style)
     colour = drawn.get_color()
     ax.errorbar([p.x for p in line], [p.median for p in line],
                 yerr=[[p.median - p.low for p in line], [p.high - p.median for p in line]],
@@ -385,8 +346,8 @@ BARS = [("ci95", "bar: 95% interval of the median (6 or more launches: of their 
 
 
 def legend(ax, shown, marks, below=False):
-    """The lines' labels, then what each bar and mark drawn on `shown` points means; beside the
-    axes (or below them), so that no point is hidden behind it."""
+    """The lines, then what each bar and mark on `shown` means; beside (or below) the axes, so
+    that no point is hidden behind it."""
     from matplotlib.lines import Line2D
     handles, labels = ax.get_legend_handles_labels()
     for kind, text in BARS:
@@ -401,10 +362,6 @@ def legend(ax, shown, marks, below=False):
         ax.legend(handles, labels, fontsize=7,
                   **(dict(loc="upper center", bbox_to_anchor=(0.5, -0.1)) if below
                      else dict(loc="upper left", bbox_to_anchor=(1.01, 1.0))))
-
-
-def note_lines(name, data, what="lines"):
-    print(f"{name}: {what}: " + "; ".join(data))
 
 
 def note_points(name, data, marks, x_column):
@@ -426,9 +383,8 @@ def note_points(name, data, marks, x_column):
 
 def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, labels,
                line_base=("transport", "backend"), marks=ALL_MARKS):
-    """One line per transport and backend (or the columns of line_base): y_column against
-    x_column, the points the judgement withholds left out and said on the figure. labels: (x
-    label, y label, title)."""
+    """One line per line_base (and varying column): y against x, the withheld points left out
+    and said on the figure. labels: (x label, y label, title)."""
     if skip_single(name, x_column, rows, x_column):
         return None
     withheld = withheld_rows(rows, y_column)
@@ -446,15 +402,20 @@ def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, labels,
     shown = every_point(data)
     ax.set_xlabel(labels[0])
     ax.set_ylabel(labels[1])
+    ys = [v for p in shown for v in (p.low, p.high)]
     if shown:
         axis(ax, sorted({p.x for p in shown}))
-        value_axis(ax, [v for p in shown for v in (p.low, p.high)])
+        # y from 0, or logarithmic where the values, all positive, span two decades or more.
+        if min(ys) > 0 and max(ys) / min(ys) >= 100:
+            ax.set_yscale("log")
+        else:
+            ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     say_withheld(ax, name, withheld, len(rows))
     legend(ax, shown, marks)
     title_text(ax, labels[2], fixed_config(rows, x_column))
     note_points(name, data, marks, x_column)
-    note_lines(name, data)
+    print(f"{name}: lines: " + "; ".join(data))
     return save(fig, out_dir, name, plt)
 
 
@@ -467,8 +428,8 @@ def plot_bandwidth(rows, out_dir, plt):
 
 
 def plot_bus_bandwidth(rows, out_dir, plt):
-    """nccl-tests' bus bandwidth against size, one line per pattern; rows of a CSV written before
-    the collectives have no busbw_gbps column and are left out."""
+    """nccl-tests' bus bandwidth against size, a line per pattern (rows without busbw_gbps,
+    from before the collectives, left out)."""
     rows = [r for r in rows if r.get("busbw_gbps") is not None]
     name = "bus_bandwidth_vs_size.png"
     # Where the judgement withholds every busbw, the patterns say whether it would differ.
@@ -485,9 +446,8 @@ def plot_bus_bandwidth(rows, out_dir, plt):
 
 
 def overlap_speedups(rows, x_column, lines):
-    """{label: [Point]} of the speedup from both kinds of rows: a compare run's own
-    overlap_speedup, and an on run against the off run of the same configuration. One set of
-    line columns (without overlap) for both, so the legend names the same keys."""
+    """{label: [Point]} of the speedup of compare rows (their overlap_speedup) and of on rows
+    against off rows, over one set of line columns (without overlap): one legend for both."""
     speedup_lines = [c for c in lines if c != "overlap"]
     compare_rows = [r for r in rows if r.get("overlap") == "compare"]
     groups = {key + ("compare",): line for key, line in
@@ -524,7 +484,13 @@ def plot_overlap(rows, out_dir, plt):
     for index, (label, line) in enumerate(speedup.items()):
         draw_line(speedup_ax, label, line, TIME_MARKS, index)
     if speedup:
-        speedup_axis(speedup_ax, every_point(speedup))
+        # 1.0 always in sight, with every point's range and at least 0.9 to 1.1: a spread of a
+        # few percent is drawn as a few percent, not stretched over the whole axis.
+        low = min([p.low for p in every_point(speedup)] + [0.9])
+        high = max([p.high for p in every_point(speedup)] + [1.1])
+        speedup_ax.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
+        speedup_ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":",
+                           label="1.0: overlap gains nothing")
     else:
         speedup_ax.text(0.5, 0.5, "no overlap=compare rows, nor on and off rows of one "
                         "configuration", ha="center", va="center", wrap=True,
@@ -540,9 +506,9 @@ def plot_overlap(rows, out_dir, plt):
                is_figure=True)
     note_points(name, {**data, **{k + " (no overlap)": v for k, v in sequential.items()}},
                 TIME_MARKS, x_column)
-    note_lines(name, data)
+    print(f"{name}: lines: " + "; ".join(data))
     note_points(name + " speedup", speedup, TIME_MARKS, x_column)
-    note_lines(name, speedup, "speedup lines")
+    print(f"{name}: speedup lines: " + "; ".join(speedup))
     return save(fig, out_dir, name, plt)
 
 
@@ -631,8 +597,17 @@ def parse_args(argv):
 
 
 def csv_rows(args):
+    """The rows to plot: verified (unless --include-failed), those --where picks."""
     rows, fieldnames = read_rows(args.csv, args.include_failed)
-    rows = select_rows(rows, fieldnames, args.where, args.csv)
+    for condition in args.where:
+        column, equals, value = condition.partition("=")
+        if not equals or not column:
+            raise UsageError(f"--where '{condition}': expected COLUMN=VALUE")
+        if column not in fieldnames:
+            raise UsageError(f"--where '{condition}': no column {column} in {args.csv}")
+        rows = [r for r in rows if r.get(column) == value]
+        if not rows:
+            raise UsageError(f"--where '{condition}': no rows left")
     required = [c for c in CONFIG_COLUMNS if c not in LATER_COLUMNS] + [
         "transfer_gbps", "aggregate_gbps", "time_per_step_ms", "time_per_step_no_overlap_ms",
         "overlap_speedup"]

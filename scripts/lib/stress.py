@@ -257,7 +257,8 @@ def end_of(launch, opts, case, until, expected, needs_line):
         detail = f"{launch.label}: still running {until - launch.fault_at:.0f} s after the fault"
         return Outcome("hung", detail, [stacks] + keep_logs(opts, case, launch, detail))
     launch.kill()  # a SIGSTOPped rank that the launcher left behind
-    detail = f"{launch.label}: exit {code} {time.monotonic() - launch.fault_at:.1f} s after the fault"
+    took = time.monotonic() - launch.fault_at
+    detail = f"{launch.label}: exit {code} {took:.1f} s after the fault"
     if code not in expected or (needs_line and TIMEOUT_LINE not in launch.stderr()):
         detail += f" (expected {'/'.join(map(str, expected))}" + (
             f" and a line '{TIMEOUT_LINE}')" if needs_line else ")")
