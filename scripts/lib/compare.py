@@ -89,8 +89,8 @@ class Sample:
 
 
 def json_pass_sample(p, readable):
-    """The figures of one pass of a JSON summary as it renders them (null where withheld), with
-    the spreads of their phases; the phases' medians where the phase times can be read."""
+    """A JSON pass's figures (null where withheld) with their spreads; the phases' medians where
+    the phase times can be read."""
     phases = p.get("phases_ms") or {}
     spread = {name: relative_spread(s.get("p50", s.get("median")), s.get("p99"))
               for name, s in phases.items() if isinstance(s, dict)}
@@ -128,8 +128,7 @@ def csv_row_samples(row):
 
 
 def check_configurations(first, first_name, other, other_name, across=()):
-    """Mismatch naming the first config key in which two summaries differ (but those of
-    NOT_CONFIGURATION, the debug knobs and `across`)."""
+    """Mismatch naming the first config key (but NOT_CONFIGURATION, debug_, across) that differs."""
     def configuration(summary):
         return {**{k: v for k, v in (summary.get("config") or {}).items()
                    if k not in NOT_CONFIGURATION and k not in across
@@ -182,8 +181,7 @@ def json_groups(sides, across=()):
 
 
 def csv_groups(sides, across=()):
-    """As json_groups, for results CSVs: rows matched by the configuration columns that every
-    file has; each row is one launch."""
+    """As json_groups, for CSVs: a row a launch, matched by the configuration columns all have."""
     headers = [h for _, files in sides for _, (h, _) in files]
     keys = [k for k in CSV_CONFIGURATION if k not in across and all(k in h for h in headers)]
     result = []
@@ -244,8 +242,7 @@ class Row:
                 else f"better by {-self.worse:.1f}%"), False
 
     def cells(self, threshold):
-        """figure, unit, both medians with their intervals in the figure's natural unit, change,
-        p and verdict."""
+        """figure, unit, both medians with intervals (in the natural unit), change, p, verdict."""
         unit, scale = natural_unit(self.figure, max(self.base_median, self.new_median))
         return [LABELS.get(self.figure, self.figure), unit,
                 median_text(self.base, scale), median_text(self.new, scale),
@@ -286,8 +283,7 @@ def smallest_p(n1, n2):
 
 
 def median_text(values, scale=1.0):
-    """'median [lo, hi]' (median_interval), 4 significant digits in the unit `scale` gives; the
-    median alone where there is no interval (notes() says why)."""
+    """'median [lo, hi]' (median_interval, or the median alone: notes() says why), 4 digits."""
     median = statistics.median(values) * scale
     decimals = min(max(3 - (math.floor(math.log10(abs(median))) if median else 0), 0), 9)
     interval = median_interval(values)
@@ -298,8 +294,8 @@ def median_text(values, scale=1.0):
 
 
 def compare_pass(b_samples, n_samples, opts):
-    """The rows of one pass, a figure every launch of both sides shows (headline first, then the
-    phases in order); and the figures some launches withheld, left out."""
+    """One pass's rows, of the figures every launch shows (headline first); those left out."""
+
     every = b_samples + n_samples
     shown = set.intersection(*(set(s.values) for s in every))
     names = [f for f in HEADLINE + [f"{p}_ms_median" for p in PHASES] if f in shown]

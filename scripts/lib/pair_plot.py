@@ -1,11 +1,8 @@
-"""Every pair's transfer bandwidth from a gpurelay JSON summary (--summary-json), for runs of
-hundreds of pairs (or hops of a relay, groups of a collective): slowest first, the slow ones
-marked with their ranks and hosts named. Slow is the JSON's own flag (passes[].pairs[].slow: the
-report's rule, over 10% slower than the median pair in step or transfer), so the figure and the
-report never disagree about which pairs they are. A rate the judgement withholds (null, with the
-pair's "withheld" rule) is on no bandwidth axis: where any pair's is, the figure draws every
-pair's transfer time instead, slowest first, the withheld ones hollow. Used by scripts/plot
---json."""
+"""scripts/plot --json: every pair's (hop's, group's) transfer bandwidth from a JSON summary,
+slowest first, the slow ones (the JSON's passes[].pairs[].slow, the report's own rule) marked
+with their ranks and hosts. A rate the judgement withholds (null, with the pair's "withheld"
+rule) is on no bandwidth axis: where any pair's is, every pair's transfer time is drawn instead,
+the withheld ones hollow."""
 
 import json
 import statistics
@@ -21,7 +18,8 @@ SLOW_MARGIN = 0.10
 
 
 def read_summary(path):
-    """The summary, checked to have a pass with pairs; UsageError if not."""
+    """The summary; UsageError unless it has a pass with pairs."""
+
     try:
         with open(path, encoding="utf-8") as f:
             summary = json.load(f)

@@ -182,9 +182,8 @@ def x_text(column, x):
 
 
 def rows_on_lines(name, rows, x_column, y_column, base_columns):
-    """The rows to draw: those with a value of x and y, of configurations measured at two or more
-    x values. A configuration seen at one x only (another study's row in a shared CSV) would be a
-    lone dot: it is left out, and each row left out is listed with its reason."""
+    """The rows with x and y of configurations measured at two x or more; a lone dot (another
+    study's row in a shared CSV) is left out, each row left out listed with its reason."""
     columns = split_columns(rows, x_column, base_columns)
     labels = line_labels(columns, list({tuple(r.get(c, "") for c in columns) for r in rows}))
     xs_of, missing = {}, []
@@ -232,11 +231,9 @@ def labelled(groups, line_columns, label_keys=None, always=()):
 
 
 def on_off_speedup(rows, x_column, line_columns):
-    """{line key: [Point]}: for each configuration (line_columns, without overlap) and x run
-    with both overlap=on and overlap=off, the median off time per step over the median on time
-    per step, its interval from the two points' ends (the low off over the high on to the high
-    off over the low on: two 95% intervals of separate launches hold both medians with at least
-    90%, said so in the legend)."""
+    """{line key: [Point]}: per configuration (without overlap) and x run both overlap=on and
+    off, the median off time per step over the on one, its interval low off / high on to high
+    off / low on (two separate 95% intervals hold both medians with at least 90%: the legend)."""
     columns = list(line_columns) + ["overlap"]
     times = points([r for r in rows if r.get("overlap") in ("on", "off")], x_column,
                    "time_per_step_ms", columns)
@@ -263,9 +260,8 @@ def natural_key(values):
 
 
 def line_labels(columns, keys, always=()):
-    """{key: "col=value ..."} naming the columns whose value differs between the keys (those
-    held by every line are in the title), and the columns in `always`; every column when that
-    leaves none."""
+    """{key: "col=value ..."} naming the columns in `always` and those that differ between the
+    keys (the title holds the rest); every column when that leaves none."""
     varied = [i for i in range(len(columns))
               if columns[i] in always or len({key[i] for key in keys}) > 1]
     if not varied:
@@ -309,7 +305,8 @@ def every_point(*datas):
 
 
 def skip_single(name, x_column, rows, y_column):
-    """True (with a message) when the rows hold fewer than two values of x_column."""
+    """True (said) when the rows hold fewer than two values of x_column."""
+
     xs = sorted({number(r.get(x_column)) for r in rows
                  if number(r.get(x_column)) is not None and number(r.get(y_column)) is not None})
     if len(xs) > 1:
@@ -534,8 +531,8 @@ def core_numbers(text):
 
 
 def file_oversubscribed(path, world_size):
-    """'true' where a run's file says a host ran more ranks than the cores they may use, 'false'
-    where it says not, '' where it cannot say (no file, no h5py, another run's file)."""
+    """'true'/'false': whether a run's file says a host ran more ranks than the cores they may
+    use; '' where it cannot say (no file, no h5py, another run's file)."""
     try:
         import h5py
         with h5py.File(path, "r") as f:
@@ -555,8 +552,8 @@ def file_oversubscribed(path, world_size):
 
 
 def mark_oversubscribed(rows, csv_path):
-    """Sets each row's CROWDED from the file its run wrote (the CSV's output column, as given or
-    beside the CSV), and says how many rows it could not tell."""
+    """Sets each row's CROWDED from its run's file (output column, as given or beside the CSV)."""
+
     known = {}
     for row in rows:
         path = row.get("output") or ""

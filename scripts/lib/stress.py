@@ -4,6 +4,7 @@ and counts the launches that hang or end wrong. scripts/help/stress.txt (its --h
 """
 import argparse
 import concurrent.futures
+import contextlib
 import itertools
 import os
 import random
@@ -227,14 +228,10 @@ class Launch:
 
     def kill(self):
         for pid in rank_pids(self.opts.binary, self.output):
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
         self.proc.wait()
 
 

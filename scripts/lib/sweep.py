@@ -100,11 +100,9 @@ def binary_sizes(binary, spec, source):
 
 
 def sizes_of(values, source, binary):
-    """Sizes and ranges as written -> [(text, count)] in their order, the counts gpurelay's: a
-    size keeps its text, a range gives each of its counts as size_text writes it. Where there
-    were several questions (the sizes together, each range), the binary is asked once more for
-    them all, so that a size given twice or more sizes than a launch runs are refused as
-    gpurelay refuses them."""
+    """Sizes and ranges as written -> [(text, count)] in order, the counts gpurelay's (a range's
+    as size_text writes them). Several questions (the sizes, each range): the binary is asked
+    again for them all, so that it refuses a size twice or more sizes than a launch runs."""
     values = [value.strip() for value in values]
     sizes_alone = [value for value in values if ":" not in value]
     counts = dict(zip(sizes_alone, binary_sizes(binary, ",".join(sizes_alone), source)
@@ -121,9 +119,8 @@ def sizes_of(values, source, binary):
 
 
 def deck_sizes(deck, binary):
-    """The deck's sizes [(text, count)] when elements is not swept; None when it sets none
-    (gpurelay's default: one size) or this Python cannot read TOML (before 3.11): the
-    combination is then done once its tag has a row."""
+    """The deck's sizes [(text, count)]; None when it sets none (one size) or this Python cannot
+    read TOML (before 3.11): the combination is then done once its tag has a row."""
     if not deck:
         return None
     try:
@@ -172,33 +169,31 @@ class Grid:
             combination + [(REPEAT_KEY, str(k))] for k in range(repeats) for combination in grid]
 
     def points(self):
-        """[(combination, size)], the sizes of one combination together; size (text, count),
-        or None when the deck's size is not known here."""
+        """[(combination, size (text, count) or None: the deck's, unknown here)] in order."""
         return [(combination, size) for combination in self.combinations
                 for size in (self.sizes or [None])]
 
     def with_elements(self, combination, value):
-        """The combination with elements=value where elements stands among the keys (last when
-        it is not swept)."""
+        """The combination with elements=value in its place among the keys (last if unswept)."""
         at = self.keys.index(ELEMENTS_KEY) if self.swept else len(combination)
         return combination[:at] + [(ELEMENTS_KEY, value)] + combination[at:]
 
     def label(self, point):
-        """What a point is called in the output: its combination and, where the combination
-        has several sizes or elements is swept, its size ("elements=1Ki c_iterations=2")."""
+        """A point's name: its combination, with its size where elements is swept or the
+        combination has several ("elements=1Ki c_iterations=2")."""
         combination, size = point
         if size is None or (not self.swept and len(self.sizes) == 1):
             return tag_of(combination)
         return tag_of(self.with_elements(combination, size[0]))
 
     def tags(self, point):
-        """The tags a point's row may have: its combination's, and the point's own label, which
-        sweeps that ran one launch per size gave it (so their CSVs still count as done)."""
+        """A point's row's possible tags: its combination's, and its label (as sweeps that ran a
+        launch per size gave it: their CSVs still count as done)."""
         return [combination_tag(point[0]), self.label(point)]
 
     def launch_keys(self, combination, sizes, separator=","):
-        """The (key, value) list that a launch of these sizes sets: elements only when swept or
-        when not every size of the deck is to run (then the missing ones)."""
+        """The (key, value) list a launch of these sizes sets: elements only when swept or when
+        some of the deck's sizes are done."""
         if sizes is None or (not self.swept and len(sizes) == len(self.sizes)):
             return combination
         return self.with_elements(combination, separator.join(text for text, _ in sizes))
@@ -242,10 +237,8 @@ READABLE_NAME_MAX = 160
 
 
 def output_name(tag):
-    """A launch's HDF5 file name: its keys with commas for spaces ("np=2,elements=1Ki_4Ki.h5",
-    a launch's sizes joined by '_'), distinct for distinct launches (values hold no space, comma
-    or '=', sizes no '_'); a name too long for a file keeps what fits and adds a hash of the
-    whole."""
+    """A launch's HDF5 file name, its keys with commas for spaces ("np=2,elements=1Ki_4Ki.h5"),
+    distinct for distinct launches; one too long keeps what fits and adds a hash of the whole."""
     name = tag.replace(" ", ",")
     if len(name) <= READABLE_NAME_MAX:
         return name + ".h5"
@@ -268,8 +261,7 @@ def launch_args(launch, args):
 
 
 class Records:
-    """Values by (tag, size) and by tag: the rows of the results CSV (their verified value), or
-    the array tasks still queued ("JOB_TASK (STATE)")."""
+    """By (tag, size) and by tag: rows' verified values, or queued tasks' "JOB_TASK (STATE)"."""
 
     def __init__(self):
         self.by_size, self.by_tag = {}, {}
@@ -335,8 +327,7 @@ SUBMITTED_COLUMNS = ["job_id", "task", "tag", "elements"]
 
 
 def read_submitted(out_dir):
-    """(job id, task index) -> (tag, [counts] or None), for every array task this sweep folder
-    has submitted (a file from before the elements column: None, every size of the tag)."""
+    """(job id, task index) -> (tag, [counts], or None: every size) of each task submitted."""
     path = os.path.join(out_dir, SUBMITTED_FILE)
     if not os.path.exists(path):
         return {}
@@ -359,8 +350,7 @@ def record_submitted(out_dir, job_id, launches):
 
 
 def active_points(out_dir):
-    """Records of the submitted launches whose array task squeue still lists (pending, running,
-    completing...), as "JOB_TASK (STATE)". Empty when nothing was submitted from out_dir."""
+    """Records, as "JOB_TASK (STATE)", of the submitted tasks that squeue still lists."""
     active = Records()
     submitted = read_submitted(out_dir)
     if not submitted:
@@ -459,9 +449,8 @@ def submit_slurm(launches, args):
 
 
 def run_launch(command):
-    """Runs one launch, its stderr passed through as it comes; returns (exit code, reason), the
-    reason being the first line on stderr that is not the launcher's frame (gpurelay's one-line
-    error, where it gave one)."""
+    """Runs one launch, its stderr passed through; (exit code, the first stderr line that is not
+    the launcher's frame: gpurelay's one-line error, where it gave one)."""
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, errors="replace")
     reason = ""
     for line in process.stderr:
@@ -478,9 +467,8 @@ def uncovered(launch, covered):
 
 
 def failed_points(grid, launch, code, csv_path):
-    """The launch's points that did not succeed, each with its exit code as listed: those with
-    no row in the CSV or a row not verified, and all of them when gpurelay failed after
-    writing every row."""
+    """[(point, exit code as listed)] of the launch's points without a verified row; all of them
+    where gpurelay failed after writing every row."""
     rows = read_done(csv_path)
     failed = []
     for point in launch.points:
@@ -521,10 +509,9 @@ def repeat_summary(csv_path):
 
 
 def run_here(grid, launches, total, args):
-    """Runs the pending launches in grid order. While none has succeeded, the next launch after
-    a failure is the one that tries the most values not yet tried: when the launches run so far
-    take every value of every key and all failed the same way (exit code and message), the rest
-    would too, and the sweep stops instead of running them."""
+    """Runs the pending launches in grid order; while none has succeeded, after a failure the one
+    that tries the most values not yet tried. Once those run take every value of every key and
+    all failed alike (exit code and message), the rest would too: the sweep stops."""
     failed = []  # (label, exit code as listed) per point
     ways = set()  # (exit code, reason) per failed launch
     succeeded = points_done = number = 0
@@ -636,8 +623,8 @@ def parse_args(argv):
 
 
 def check_paths(args, keys):
-    """The deck, binary and launcher checked (UsageError), the paths made absolute: the ranks
-    (or Slurm tasks) may start in another directory."""
+    """Checks deck, binary and launcher; makes the paths absolute (ranks may start elsewhere)."""
+
     args.out_dir = os.path.abspath(args.out_dir)
     args.csv = os.path.abspath(args.csv or os.path.join(args.out_dir, "results.csv"))
     args.binary = os.path.abspath(args.binary)
