@@ -14,29 +14,19 @@
 set -euo pipefail
 shopt -s extglob
 
-# Whether process $1 runs (a zombie, exited but not reaped, does not).
-alive() {
-    local state
-    state="$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null || true)"
-    [[ -n "$state" && "$state" != Z ]]
-}
-
-# The processes whose environment holds $marker (only those this rank started have it).
-marked() {
-    { grep -lzxF -- "$marker" /proc/[0-9]*/environ 2>/dev/null || true; } |
-        sed -n 's#^/proc/\([0-9]*\)/environ$#\1#p'
-}
+# shellcheck source=tool.sh
+source "$(dirname "${BASH_SOURCE[0]}")/tool.sh" nsys_rank.sh
 
 # Ends every marked process: SIGTERM, and SIGKILL after 3 s for those that ignore it (nsys's
 # agent does); then the shared-memory files of the agents that were killed.
 end_marked() {
     local pids=() found=() tries
-    mapfile -t pids < <(marked)
+    mapfile -t pids < <(marked "$marker")
     ((${#pids[@]})) || return 0
     found=("${pids[@]}")
     kill -TERM "${pids[@]}" 2>/dev/null || true
     for ((tries = 0; tries < 30; tries++)); do
-        mapfile -t pids < <(marked)
+        mapfile -t pids < <(marked "$marker")
         ((${#pids[@]})) || break
         sleep 0.1
     done
@@ -103,7 +93,7 @@ nsys_pid=$!
 # script's (the fork that becomes nsys carries the marker before its exec).
 app_runs() {
     local pid comm
-    for pid in $(marked); do
+    for pid in $(marked "$marker"); do
         comm="$(cat "/proc/$pid/comm" 2>/dev/null || true)"
         [[ -z "$comm" || "$comm" == @(nsys|nsys-launcher|nsys-tee|nsys_rank.sh) ]] || return 0
     done
