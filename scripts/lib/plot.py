@@ -130,13 +130,11 @@ class Point:
 # the terminal, so that no figure passes such a point off as an ordinary one: (Point attribute,
 # the marker's style, what the legend says). Every figure walks this table.
 MARKS = [
-    ("unstable", lambda colour: dict(marker="x", s=80, color="red", linewidths=1.5),
+    ("unstable", dict(marker="x", s=80, color="red", linewidths=1.5),
      "red x: a launch's step unstable (p90 over 1.10x its median)"),
-    ("crowded",
-     lambda colour: dict(marker="s", s=190, facecolors="none", edgecolors="black", linewidths=1),
+    ("crowded", dict(marker="s", s=190, facecolors="none", edgecolors="black", linewidths=1),
      "square: oversubscribed (more ranks than a host's cores)"),
 ]
-ALL_MARKS = TIME_MARKS = ("unstable", "crowded")
 # Each line's marker and style in turn, the markers shrinking, so that lines that coincide
 # (configurations that run alike) each stay visible.
 LINE_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
@@ -317,8 +315,8 @@ def skip_single(name, x_column, rows, y_column):
     return True
 
 
-def draw_line(ax, label, line, marks, index=0, **style):
-    """A line through the medians, each interval a bar, `marks` over their points; its colour."""
+def draw_line(ax, label, line, index=0, **style):
+    """A line through the medians, each interval a bar, MARKS over their points; its colour."""
     style = {"marker": LINE_MARKERS[index % len(LINE_MARKERS)], "markersize": 9 - 1.5 * (index % 4),
              "linestyle": LINE_STYLES[index % len(LINE_STYLES)],
              "markerfacecolor": "none" if index % 2 else None, **style}
@@ -327,11 +325,11 @@ def draw_line(ax, label, line, marks, index=0, **style):
     ax.errorbar([p.x for p in line], [p.median for p in line],
                 yerr=[[p.median - p.low for p in line], [p.high - p.median for p in line]],
                 fmt="none", ecolor=colour, capsize=3, gid="interval")
-    for mark, style_of, _ in MARKS:
-        chosen = [p for p in line if mark in marks and getattr(p, mark)]
+    for mark, mark_style, _ in MARKS:
+        chosen = [p for p in line if getattr(p, mark)]
         if chosen:
             ax.scatter([p.x for p in chosen], [p.median for p in chosen], zorder=3, gid=mark,
-                       **style_of(colour))
+                       **mark_style)
     return colour
 
 
@@ -342,7 +340,7 @@ BARS = [("ci95", "bar: 95% interval of the median (6 or more launches: of their 
         ("range", "bar: least to largest (2 to 5 launches: no 95% interval)")]
 
 
-def legend(ax, shown, marks, below=False):
+def legend(ax, shown, below=False):
     """The lines, then what each bar and mark on `shown` means; beside (or below) the axes, so
     that no point is hidden behind it."""
     from matplotlib.lines import Line2D
@@ -351,9 +349,9 @@ def legend(ax, shown, marks, below=False):
         if any(p.kind == kind for p in shown):
             handles.append(Line2D([], [], color="grey", marker="_", markersize=10))
             labels.append(text)
-    for mark, style_of, text in MARKS:
-        if mark in marks and any(getattr(p, mark) for p in shown):
-            handles.append(ax.scatter([], [], **style_of("grey")))
+    for mark, mark_style, text in MARKS:
+        if any(getattr(p, mark) for p in shown):
+            handles.append(ax.scatter([], [], **mark_style))
             labels.append(text)
     if handles:
         ax.legend(handles, labels, fontsize=7,
@@ -361,7 +359,7 @@ def legend(ax, shown, marks, below=False):
                      else dict(loc="upper left", bbox_to_anchor=(1.01, 1.0))))
 
 
-def note_points(name, data, marks, x_column):
+def note_points(name, data, x_column):
     """Which points are medians of repeats, and which carry each mark, named."""
     shown = every_point(data)
     medians = sum(1 for p in shown if p.launches > 1)
@@ -371,7 +369,7 @@ def note_points(name, data, marks, x_column):
               "to 5 launches, least to largest)")
     for mark, _, text in MARKS:
         found = {label: [x_text(x_column, p.x) for p in line if getattr(p, mark)]
-                 for label, line in data.items() if mark in marks}
+                 for label, line in data.items()}
         count = sum(len(xs) for xs in found.values())
         if count:
             print(f"{name}: {text}, {count} point(s): " + "; ".join(
@@ -379,7 +377,7 @@ def note_points(name, data, marks, x_column):
 
 
 def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, labels,
-               line_base=("transport", "backend"), marks=ALL_MARKS):
+               line_base=("transport", "backend")):
     """One line per line_base (and varying column): y against x, the withheld points left out
     and said on the figure. labels: (x label, y label, title)."""
     if skip_single(name, x_column, rows, x_column):
@@ -395,7 +393,7 @@ def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, labels,
         return None
     fig, ax = plt.subplots(figsize=(11, 5.5))
     for index, (label, line) in enumerate(data.items()):
-        draw_line(ax, label, line, marks, index)
+        draw_line(ax, label, line, index)
     shown = every_point(data)
     ax.set_xlabel(labels[0])
     ax.set_ylabel(labels[1])
@@ -409,9 +407,9 @@ def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, labels,
             ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     say_withheld(ax, name, withheld, len(rows))
-    legend(ax, shown, marks)
+    legend(ax, shown)
     title_text(ax, labels[2], fixed_config(rows, x_column))
-    note_points(name, data, marks, x_column)
+    note_points(name, data, x_column)
     print(f"{name}: lines: " + "; ".join(data))
     return save(fig, out_dir, name, plt)
 
@@ -470,16 +468,16 @@ def plot_overlap(rows, out_dir, plt):
     colours = {}
     for index, (label, line) in enumerate(data.items()):
         shown = label + (" (overlapped)" if label in sequential else "")
-        colours[label] = draw_line(time_ax, shown, line, TIME_MARKS, index)
+        colours[label] = draw_line(time_ax, shown, line, index)
     for index, (label, line) in enumerate(sequential.items()):
-        draw_line(time_ax, label + " (no overlap)", line, TIME_MARKS, index, linestyle="--",
+        draw_line(time_ax, label + " (no overlap)", line, index, linestyle="--",
                   color=colours.get(label))
     time_ax.set_ylabel("time per step (ms)")
     time_ax.set_ylim(bottom=0)
     time_ax.set_title("Time per step", fontsize=10)
     speedup = overlap_speedups(rows, x_column, lines)
     for index, (label, line) in enumerate(speedup.items()):
-        draw_line(speedup_ax, label, line, TIME_MARKS, index)
+        draw_line(speedup_ax, label, line, index)
     if speedup:
         # 1.0 always in sight, with every point's range and at least 0.9 to 1.1: a spread of a
         # few percent is drawn as a few percent, not stretched over the whole axis.
@@ -498,13 +496,12 @@ def plot_overlap(rows, out_dir, plt):
         count_axis(ax, sorted({p.x for p in every_point(data)}))
         ax.set_xlabel("kernel C iterations (c_iterations)")
         ax.grid(True, alpha=0.3)
-        legend(ax, shown, TIME_MARKS, below=True)
+        legend(ax, shown, below=True)
     title_text(fig, "Overlap of the transfer with kernel C", fixed_config(rows, x_column),
                is_figure=True)
-    note_points(name, {**data, **{k + " (no overlap)": v for k, v in sequential.items()}},
-                TIME_MARKS, x_column)
+    note_points(name, {**data, **{k + " (no overlap)": v for k, v in sequential.items()}}, x_column)
     print(f"{name}: lines: " + "; ".join(data))
-    note_points(name + " speedup", speedup, TIME_MARKS, x_column)
+    note_points(name + " speedup", speedup, x_column)
     print(f"{name}: speedup lines: " + "; ".join(speedup))
     return save(fig, out_dir, name, plt)
 
@@ -518,7 +515,7 @@ def plot_scaling(rows, out_dir, plt):
                       ("ranks (world_size)",
                        "aggregate bandwidth into all receivers (GB/s, 1 GB = 1e9 bytes)",
                        "Aggregate bandwidth vs ranks"),
-                      line_base=("pattern", "transport", "backend"), marks=TIME_MARKS)
+                      line_base=("pattern", "transport", "backend"))
 
 
 def core_numbers(text):
