@@ -219,9 +219,6 @@ class Launch:
         self.values = [(k, v) for k, v in combination if k != REPEAT_KEY] + [
             (ELEMENTS_KEY, text) for text, _ in (self.sizes if grid.swept else [])]
 
-    def label(self):
-        return tag_of(self.keys)
-
 
 def launches_of(grid, points):
     """The points grouped by combination, in grid order: one launch each."""
@@ -525,7 +522,7 @@ def run_here(grid, launches, total, args):
         number += 1
         command = (launcher_for(launch.combination, args) + [args.binary]
                    + launch_args(launch, args))
-        print(f"run [{number}/{len(launches)}]: {launch.label()}", flush=True)
+        print(f"run [{number}/{len(launches)}]: {tag_of(launch.keys)}", flush=True)
         if args.dry_run:
             print("  " + shlex.join(command))
             continue
