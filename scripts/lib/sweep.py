@@ -607,12 +607,9 @@ def parse_args(argv):
     parser.add_argument("--any-key", action="store_true")
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args(argv)
-    if args.np < 1:
-        parser.error("--np must be positive")
-    if args.repeat < 1:
-        parser.error("--repeat must be positive")
-    if args.throttle < 1:
-        parser.error("--throttle must be positive")
+    for name in ("np", "repeat", "throttle"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be positive")
     if (args.sbatch_args or args.srun_args != parser.get_default("srun_args")
             or args.throttle != parser.get_default("throttle")) and not args.slurm:
         parser.error("--sbatch-args, --srun-args and --throttle go with --slurm")
