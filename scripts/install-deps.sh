@@ -1,42 +1,18 @@
 #!/usr/bin/env bash
 # Installs the Debian packages gpurelay needs to build, test and plot. Safe to run again: it asks
 # apt-get only for what is missing, and refreshes the package lists only when apt cannot see a
-# missing package (or has never been updated).
+# missing package (scripts/help/install-deps.txt, its --help, says more).
 set -euo pipefail
 
-usage() {
-    cat <<'EOF'
-Usage: scripts/install-deps.sh [--check] [--nsys] [--help]
-
-Installs, with apt-get, the Debian 12 packages gpurelay needs (only those missing):
-  build-essential cmake git openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools
-  libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev libbenchmark-dev libgtest-dev
-  libgmock-dev python3 python3-numpy python3-matplotlib python3-h5py python3-scipy
-  slurmctld slurmd slurm-client munge   (the tests' Slurm cluster: scripts/local-slurm)
-Prints what it installs, or "all present". Uses sudo only when not run as root.
-'apt-get update' runs only when apt has no candidate for a missing package.
-
-The CUDA toolkit is not installed here (it comes from NVIDIA, not Debian); the script only
-says whether nvcc was found. Without it the build makes the CPU path only.
-
-Options:
-  --check   only report; exit 1 when something is missing, 0 otherwise
-  --nsys    also Debian's Nsight Systems 2022.4 (nsight-systems, nsight-systems-target, in
-            the non-free component, which this adds to apt's sources when no source has it),
-            unpacked with dpkg-deb -x into .deps/nsight-systems/ in the repository instead of
-            installed: nsight-systems-target depends on Debian's libcuda1, which must not
-            replace the NVIDIA driver's own library. Gives .deps/nsight-systems/bin/nsys,
-            which the tests (and scripts/profile) find there. .ci/run uses it.
-EOF
-}
-
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+nsys_dir="$(cd "$here/.." && pwd)/.deps/nsight-systems"
 check_only=0
 with_nsys=0
 while (($#)); do
     case "$1" in
         --check) check_only=1 ;;
         --nsys) with_nsys=1 ;;
-        -h | --help) usage; exit 0 ;;
+        -h | --help) cat "$here/help/install-deps.txt"; exit 0 ;;
         *) echo "install-deps.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -50,35 +26,26 @@ packages=(
     python3 python3-numpy python3-matplotlib python3-h5py python3-scipy
     slurmctld slurmd slurm-client munge
 )
-
-is_installed() {
-    [[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null || true)" == installed ]]
-}
+# libssh-4: the report importer loads it; the unpacked packages bring no dependencies of their own.
+((with_nsys)) && packages+=(libssh-4)
 
 # nvcc: the toolkit's usual home first, then PATH (the same order CMakeLists.txt uses).
 report_cuda() {
-    local nvcc=""
+    local nvcc="" version
     if [[ -x /usr/local/cuda/bin/nvcc ]]; then
         nvcc=/usr/local/cuda/bin/nvcc
     elif command -v nvcc >/dev/null 2>&1; then
         nvcc="$(command -v nvcc)"
     fi
-    if [[ -n "$nvcc" ]]; then
-        local version
-        version="$("$nvcc" --version 2>/dev/null |
-            sed -n 's/.*release \([0-9.]*\).*/\1/p' | head -n1)"
-        echo "CUDA toolkit: nvcc found at $nvcc${version:+ (release $version)};" \
-            "the build includes the CUDA path."
-    else
+    if [[ -z "$nvcc" ]]; then
         echo "CUDA toolkit: nvcc not found (looked in /usr/local/cuda/bin and PATH);" \
             "not installed by this script. The build makes the CPU path only."
+        return
     fi
+    version="$("$nvcc" --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p' | head -n1)"
+    echo "CUDA toolkit: nvcc found at $nvcc${version:+ (release $version)};" \
+        "the build includes the CUDA path."
 }
-
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-nsys_dir="$(cd "$here/.." && pwd)/.deps/nsight-systems"
-# libssh-4: the report importer loads it; the unpacked packages bring no dependencies of their own.
-((with_nsys)) && packages+=(libssh-4)
 
 candidate_of() {
     apt-cache policy "$1" 2>/dev/null | sed -n 's/^ *Candidate: *//p'
@@ -98,7 +65,8 @@ nsys_works() {
 
 missing=()
 for p in "${packages[@]}"; do
-    is_installed "$p" || missing+=("$p")
+    [[ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)" == installed ]] ||
+        missing+=("$p")
 done
 nsys_missing=0
 ((with_nsys)) && ! nsys_works && nsys_missing=1
@@ -179,9 +147,7 @@ install_nsys() {
     (cd "$tmp" && apt-get download "${deb_packages[@]}")
     rm -rf "$nsys_dir"
     mkdir -p "$nsys_dir/root" "$nsys_dir/bin"
-    for p in "$tmp"/*.deb; do
-        dpkg-deb -x "$p" "$nsys_dir/root"
-    done
+    for p in "$tmp"/*.deb; do dpkg-deb -x "$p" "$nsys_dir/root"; done
     rm -rf "$tmp"
     local lib="$nsys_dir/root/usr/lib"
     ln -s ../../nsight-systems/host-linux-x64 "$lib/x86_64-linux-gnu/nsight-systems/host-linux-x64"
@@ -197,18 +163,13 @@ install_nsys() {
 if ((${#missing[@]})); then
     # A package apt has no candidate for means stale or empty lists: only then is an update
     # needed.
-    needs_update=0
     for p in "${missing[@]}"; do
         if ! has_candidate "$p"; then
-            needs_update=1
+            echo "Running apt-get update (apt has no candidate for some missing packages)."
+            "${as_root[@]}" apt-get update
             break
         fi
     done
-    if ((needs_update)); then
-        echo "Running apt-get update (apt has no candidate for some missing packages)."
-        "${as_root[@]}" apt-get update
-    fi
-
     echo "Installing: ${missing[*]}"
     "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
         apt-get install -y --no-install-recommends "${missing[@]}"

@@ -1,44 +1,6 @@
-"""Compares gpurelay results, NEW against BASE, telling a change from the noise between launches.
-
-usage: scripts/compare BASE... -- NEW... [--threshold PCT] [--gate-phases] [--across KEYS]
-       scripts/compare BASE NEW [--threshold PCT] [--gate-phases] [--across KEYS]
-
-Each side is one or more JSON summaries (--summary-json) or results CSVs (--results-csv); every
-launch is one sample: a file per launch, or a CSV row per launch (a CSV written by
-scripts/sweep --repeat N holds N rows of each configuration, so it counts as N). A summary of
-several sizes (one launch of --elements S1,S2,...: its "cases") gives one sample of each size;
-cases are matched by size, CSV rows by their configuration columns. --across KEY[,KEY...]
-names the keys the comparison is about (e.g. --across depth: depth 1 against depth 2): the
-sides may differ in them, as two versions of the code may; every other key must match.
-
-Every pass is compared, in run order (with overlap = compare: overlap off, then overlap on; a
-CSV row holds the on pass's figures and the off pass's time per step). The figures are those
-gpurelay's judgement shows (docs/OUTPUT.md): a figure withheld in a launch (rendered null in the
-JSON, empty in the CSV) is compared in none, and the phases' medians only where every launch's
-phase times can be read. Per figure it prints, in the figure's natural unit with 4 significant
-digits, the median of each side with a 95% confidence interval of that median, from the
-launches' order statistics (as Go's benchstat does: with n launches the interval runs from the
-k-th least to the k-th largest, k the largest whose chance of holding the median,
-1 - 2 P(Binomial(n, 1/2) < k), is at least 95%; 6 launches are the fewest that can give one,
-their least and largest), the change of the medians, and the two-sided p-value of a Mann-Whitney
-U test between the two sets of launches (SciPy's mannwhitneyu), adjusted by Holm's method over
-every row shown: "~" where the adjusted p > 0.05, where the launches do not show a difference
-(as benchstat prints). With one launch on a side there is no test: a figure counts as changed
-only when the change is beyond that figure's own spread over the run's steps (2 x (p99 - p50) /
-p50 of its phase, its tail both ways; the larger of the two runs') as well as beyond the
-threshold: the noise between launches (a loaded machine, clocks, placement) is often larger than
-the spread within one, so the test is the tail, and identical launches are not called worse.
-
-The time per step and the transfer bandwidth of each pass gate the verdict; the phases' medians
-are shown ("differs (not gating)" where they change) and gate only with --gate-phases. Holm's
-method over every row keeps the chance that identical launches show any row changed at most
-0.05, however many rows there are.
-
-Exit status: 0 when no gating figure is significantly worse by more than PCT percent (default
-5), 1 when one is, 2 when the inputs cannot be compared (unreadable, of different kinds, of
-different configurations, or with a size or configuration that one side lacks), with a one-line
-reason on stderr.
-"""
+"""Compares gpurelay results, NEW against BASE, telling a change from the noise between launches:
+per figure both medians with their 95% intervals, the change, a Mann-Whitney U test's p (Holm
+over every row) and a verdict; scripts/help/compare.txt (its --help) says how."""
 import argparse
 import csv
 import json
@@ -47,8 +9,13 @@ import os
 import statistics
 import sys
 
+from results import cases, number
+from stats import CONFIDENCE, median_interval
+import tool
+from tool import UsageError as Mismatch, counted, run
+
 try:
-    from scipy.stats import binom, mannwhitneyu
+    from scipy.stats import mannwhitneyu
 except ImportError as missing:
     sys.exit(f"compare: {missing}; install python3-scipy (scripts/install-deps.sh) or point "
              "GPURELAY_PYTHON at a Python that has SciPy")
@@ -60,40 +27,19 @@ NOT_CONFIGURATION = {"output", "overwrite", "resume", "summary_json", "results_c
 # The tests' knobs (debug_delay_us: a slow rank) stand for a change of code, which is what a
 # comparison is for, so they never make two runs incomparable.
 DEBUG_PREFIX = "debug_"
-# The results CSV's columns that make a row's configuration (those of them that both files have).
-# Not timing: the CSV holds the mode timing = auto chose, which differs between identical
-# launches (the JSON's config holds "auto" itself).
+# The results CSV's columns that make a row's configuration (those that both files have). Not
+# timing: the CSV holds the mode timing = auto chose, which differs between identical launches.
 CSV_CONFIGURATION = ["world_size", "pairs", "backend", "transport", "dtype", "elements", "steps",
                      "warmup", "depth", "overlap", "blocking", "graphs", "c_elements",
                      "c_iterations", "pairing", "chunk", "pattern", "group_size"]
-# The phases whose medians are shown (the step's is the time per step).
-PHASES = ["a", "send", "recv", "c", "wait", "b"]
-# Figures whose change decides the exit status; lower is better unless listed in HIGHER_BETTER.
+PHASES = ["a", "send", "recv", "c", "wait", "b"]  # medians shown; the step's is the time per step
+# Figures whose change decides the exit status; lower is better but in HIGHER_BETTER.
 HEADLINE = ["time_per_step_ms", "transfer_gbps"]
 HIGHER_BETTER = {"transfer_gbps"}
-# Each figure's name as the table prints it.
 LABELS = {"time_per_step_ms": "time per step", "transfer_gbps": "transfer",
           **{f"{phase}_ms_median": f"{phase} (median)" for phase in PHASES}}
 ALPHA = 0.05
-# The confidence of the interval printed around each median.
-CONFIDENCE = 0.95
-# Passes as a JSON summary's "overlap" names them.
-PASS_NAMES = {False: "overlap off", True: "overlap on"}
-
-
-class Mismatch(Exception):
-    """The inputs cannot be compared (exit 2)."""
-
-
-def number(value):
-    """A figure as a float, or None where there is none (null, empty, NaN, not a number)."""
-    if value is None or value == "" or isinstance(value, bool):
-        return None
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) else v
+PASS_NAMES = {False: "overlap off", True: "overlap on"}  # a JSON summary's "overlap"
 
 
 def relative_spread(p50, p99):
@@ -104,20 +50,6 @@ def relative_spread(p50, p99):
     return 2.0 * (p99 - p50) / p50
 
 
-def json_cases(path, summary):
-    """A summary's cases: those of a multi-size summary, or the single-size summary itself."""
-    if "cases" not in summary:
-        cases = [summary]
-    elif isinstance(summary["cases"], list) and summary["cases"]:
-        cases = summary["cases"]
-    else:
-        raise Mismatch(f"{path}: a multi-size JSON summary without cases")
-    for case in cases:
-        if not isinstance(case, dict) or not case.get("passes"):
-            raise Mismatch(f"{path}: a JSON file without passes (not a gpurelay summary)")
-    return cases
-
-
 def read_input(path):
     """('json', [case summary, ...]) or ('csv', (header, rows)); Mismatch if it is neither."""
     try:
@@ -125,27 +57,29 @@ def read_input(path):
             text = f.read()
     except (OSError, UnicodeDecodeError) as e:
         raise Mismatch(f"cannot read {path}: {e}")
-    if text.lstrip().startswith("{"):
-        try:
-            summary = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise Mismatch(f"{path}: not valid JSON ({e})")
-        if not isinstance(summary, dict):
-            raise Mismatch(f"{path}: a JSON file without passes (not a gpurelay summary)")
-        return "json", json_cases(path, summary)
-    rows = list(csv.DictReader(text.splitlines()))
-    header = text.splitlines()[0].split(",") if text.strip() else []
-    if "time_per_step_ms" not in header or not rows:
-        raise Mismatch(f"{path}: neither a gpurelay JSON summary nor a results CSV with rows")
-    return "csv", (header, rows)
+    if not text.lstrip().startswith("{"):
+        rows = list(csv.DictReader(text.splitlines()))
+        header = text.splitlines()[0].split(",") if text.strip() else []
+        if "time_per_step_ms" not in header or not rows:
+            raise Mismatch(f"{path}: neither a gpurelay JSON summary nor a results CSV with rows")
+        return "csv", (header, rows)
+    try:
+        summary = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise Mismatch(f"{path}: not valid JSON ({e})")
+    found = cases(summary) if isinstance(summary, dict) else [None]
+    if not isinstance(found, list) or not found:
+        raise Mismatch(f"{path}: a multi-size JSON summary without cases")
+    if not all(isinstance(case, dict) and case.get("passes") for case in found):
+        raise Mismatch(f"{path}: a JSON file without passes (not a gpurelay summary)")
+    return "json", found
 
 
 class Sample:
     """One launch's figures of one pass: {figure: value} and {figure: step-to-step spread}."""
 
     def __init__(self):
-        self.values = {}
-        self.spreads = {}
+        self.values, self.spreads = {}, {}
 
     def add(self, figure, value, spread=None):
         if number(value) is not None:
@@ -155,9 +89,8 @@ class Sample:
 
 
 def json_pass_sample(p, readable):
-    """The figures of one pass of a JSON summary as it renders them (null where withheld), with
-    the spreads of the phases behind them; the phases' medians where the phase times can be
-    read."""
+    """A JSON pass's figures (null where withheld) with their spreads; the phases' medians where
+    the phase times can be read."""
     phases = p.get("phases_ms") or {}
     spread = {name: relative_spread(s.get("p50", s.get("median")), s.get("p99"))
               for name, s in phases.items() if isinstance(s, dict)}
@@ -180,9 +113,8 @@ def csv_row_samples(row):
     overlap = row.get("overlap", "")
     samples = {}
     if overlap == "compare":
-        off = Sample()
+        samples["overlap off"] = off = Sample()
         off.add("time_per_step_ms", row.get("time_per_step_no_overlap_ms"))
-        samples["overlap off"] = off
     main = Sample()
     main.add("time_per_step_ms", row.get("time_per_step_ms"), spread("step", "step_ms_median"))
     transfer = [s for s in (spread("send", "send_ms"), spread("recv", "recv_ms")) if s is not None]
@@ -195,16 +127,13 @@ def csv_row_samples(row):
     return samples
 
 
-def json_configuration(summary, across=()):
-    config = {k: v for k, v in (summary.get("config") or {}).items()
-              if k not in NOT_CONFIGURATION and k not in across
-              and not k.startswith(DEBUG_PREFIX)}
-    config["world_size"] = summary.get("world_size")
-    return config
-
-
 def check_configurations(first, first_name, other, other_name, across=()):
-    a, b = json_configuration(first, across), json_configuration(other, across)
+    """Mismatch naming the first config key (but NOT_CONFIGURATION, debug_, across) that differs."""
+    def configuration(summary):
+        return {**{k: v for k, v in (summary.get("config") or {}).items()
+                   if k not in NOT_CONFIGURATION and k not in across
+                   and not k.startswith(DEBUG_PREFIX)}, "world_size": summary.get("world_size")}
+    a, b = configuration(first), configuration(other)
     differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
     if differ:
         k = differ[0]
@@ -213,14 +142,10 @@ def check_configurations(first, first_name, other, other_name, across=()):
                        + (f" (and {len(differ) - 1} more)" if len(differ) > 1 else ""))
 
 
-def add_sample(groups, label, pass_name, sample):
-    groups.setdefault(label, {}).setdefault(pass_name, []).append(sample)
-
-
 def json_groups(sides, across=()):
     """[{case label: {pass: [Sample]}}] per side, from [(side name, [(path, cases)])]: cases
     matched by size, every case of a size of the same configuration as the first one seen."""
-    sizes = [{(c.get("config") or {}).get("elements") for _, cases in files for c in cases}
+    sizes = [{(c.get("config") or {}).get("elements") for _, found in files for c in found}
              for _, files in sides]
     # One size a side: compared as they are, so that a different size says so below.
     by_size = not all(len(s) == 1 for s in sizes)
@@ -228,9 +153,9 @@ def json_groups(sides, across=()):
     result = []
     for side, files in sides:
         groups = {}
-        for path, cases in files:
+        for path, found in files:
             seen = set()
-            for case in cases:
+            for case in found:
                 size = (case.get("config") or {}).get("elements")
                 if size in seen:
                     raise Mismatch(f"{path} has two cases of elements = {size!r}")
@@ -246,8 +171,9 @@ def json_groups(sides, across=()):
                 first_seen.setdefault((side, label), (case, where))
                 readable = (case.get("phase_times") or {}).get("readable", True)
                 for p in case["passes"]:
-                    add_sample(groups, label, PASS_NAMES.get(p.get("overlap"), "main pass"),
-                               json_pass_sample(p, readable))
+                    groups.setdefault(label, {}).setdefault(
+                        PASS_NAMES.get(p.get("overlap"), "main pass"), []).append(
+                        json_pass_sample(p, readable))
         result.append(groups)
     check_same_labels(result, "different sizes: elements = {} in {} only",
                       lambda label: label.partition("=")[2])
@@ -255,28 +181,24 @@ def json_groups(sides, across=()):
 
 
 def csv_groups(sides, across=()):
-    """As json_groups, for results CSVs: rows matched by the configuration columns that every
-    file has; each row is one launch."""
+    """As json_groups, for CSVs: a row a launch, matched by the configuration columns all have."""
     headers = [h for _, files in sides for _, (h, _) in files]
     keys = [k for k in CSV_CONFIGURATION if k not in across and all(k in h for h in headers)]
-    labels = {}
     result = []
     for side, files in sides:
         groups = {}
         for _, (_, rows) in files:
             for row in rows:
                 key = tuple(row.get(k, "") for k in keys)
-                labels[key] = key
                 for pass_name, sample in csv_row_samples(row).items():
-                    add_sample(groups, key, pass_name, sample)
+                    groups.setdefault(key, {}).setdefault(pass_name, []).append(sample)
         result.append(groups)
-    varying = [i for i, _ in enumerate(keys) if len({key[i] for key in labels}) > 1]
     check_same_labels(result, "different configurations: no row in {1} for {0}",
-                      lambda key: " ".join(f"{k}={v}" for k, v in zip(keys, key)),
-                      flip=True)
-    named = [{" ".join(f"{keys[i]}={key[i]}" for i in varying): passes
-              for key, passes in groups.items()} for groups in result]
-    return named
+                      lambda key: " ".join(f"{k}={v}" for k, v in zip(keys, key)), flip=True)
+    seen = {key for groups in result for key in groups}
+    varying = [i for i, _ in enumerate(keys) if len({key[i] for key in seen}) > 1]
+    return [{" ".join(f"{keys[i]}={key[i]}" for i in varying): passes
+             for key, passes in groups.items()} for groups in result]
 
 
 def check_same_labels(groups, message, describe, flip=False):
@@ -294,15 +216,12 @@ class Row:
 
     def __init__(self, figure, base, new, spreads, gating):
         self.figure, self.gating = figure, gating
-        self.lower = figure not in HIGHER_BETTER
         self.base, self.new = base, new
         self.base_median, self.new_median = statistics.median(base), statistics.median(new)
-        ratio = self.new_median / self.base_median
-        self.change = (ratio - 1.0) * 100.0  # of the value, as printed
-        self.worse = self.change if self.lower else -self.change  # > 0: worse
+        self.change = (self.new_median / self.base_median - 1.0) * 100.0  # of the value
+        self.worse = -self.change if figure in HIGHER_BETTER else self.change  # > 0: worse
         if len(base) >= 2 and len(new) >= 2:
-            self.p = mann_whitney_p(base, new)  # adjusted by holm()
-            self.changed = None  # decided once every p is known
+            self.p = mann_whitney_p(base, new)  # adjusted, and changed decided, by holm()
         else:
             # One launch a side: only a change beyond the runs' own step-to-step spread (and,
             # in verdict(), beyond the threshold).
@@ -323,8 +242,7 @@ class Row:
                 else f"better by {-self.worse:.1f}%"), False
 
     def cells(self, threshold):
-        """The row's cells: figure, unit, base and new medians with their intervals, change, p
-        and verdict, each median in the figure's natural unit."""
+        """figure, unit, both medians with intervals (in the natural unit), change, p, verdict."""
         unit, scale = natural_unit(self.figure, max(self.base_median, self.new_median))
         return [LABELS.get(self.figure, self.figure), unit,
                 median_text(self.base, scale), median_text(self.new, scale),
@@ -342,17 +260,15 @@ def natural_unit(figure, value):
 
 
 def holm(rows):
-    """Decides which rows changed. Every row's p-value is adjusted by Holm's method over all of
-    them: without it each row's 5% chance of a false alarm adds up (sixteen rows of identical
-    launches would show one changed more often than not)."""
+    """Decides which rows changed, every p adjusted by Holm's method over all of them: without
+    it each row's 5% chance of a false alarm adds up (sixteen rows of identical launches would
+    show one changed more often than not)."""
     tested = sorted((r for r in rows if r.p is not None), key=lambda r: r.p)
     largest = 0.0
     for k, row in enumerate(tested):
         largest = max(largest, min(1.0, (len(tested) - k) * row.p))
         row.p = largest
-    for row in rows:
-        if row.p is not None:
-            row.changed = row.p <= ALPHA
+        row.changed = row.p <= ALPHA
 
 
 def mann_whitney_p(x, y):
@@ -376,64 +292,36 @@ def smallest_p(n1, n2):
     return mann_whitney_p(list(range(n1)), list(range(n1, n1 + n2)))
 
 
-def median_interval(values):
-    """(least, largest) of the CONFIDENCE interval of the median of the values, from their order
-    statistics: the k-th least to the k-th largest for the largest k that holds the median with
-    that chance; None where too few values can give one (fewer than 6 at 95%)."""
-    n = len(values)
-    k = max((k for k in range(1, n // 2 + 1) if 1 - 2 * binom.cdf(k - 1, n, 0.5) >= CONFIDENCE),
-            default=None)
-    if k is None:
-        return None
-    ordered = sorted(values)
-    return ordered[k - 1], ordered[n - k]
-
-
-def significant(value, decimals):
-    return f"{value:.{decimals}f}"
-
-
 def median_text(values, scale=1.0):
-    """'median [lo, hi]' with median_interval, 4 significant digits in the unit `scale` gives,
-    or the median alone where there is none (notes() says why)."""
+    """'median [lo, hi]' (median_interval, or the median alone: notes() says why), 4 digits."""
     median = statistics.median(values) * scale
-    magnitude = math.floor(math.log10(abs(median))) if median else 0
-    decimals = min(max(3 - magnitude, 0), 9)
+    decimals = min(max(3 - (math.floor(math.log10(abs(median))) if median else 0), 0), 9)
     interval = median_interval(values)
-    text = significant(median, decimals)
-    if interval:
-        text += f" [{significant(interval[0] * scale, decimals)}, " \
-                f"{significant(interval[1] * scale, decimals)}]"
-    return text
-
-
-def figure_names(samples):
-    """The figures every launch has, headline first, then the phases in their order."""
-    everyone = set.intersection(*(set(s.values) for s in samples)) if samples else set()
-    order = HEADLINE + [f"{phase}_ms_median" for phase in PHASES]
-    return [f for f in order if f in everyone]
+    if not interval:
+        return f"{median:.{decimals}f}"
+    return (f"{median:.{decimals}f} [{interval[0] * scale:.{decimals}f}, "
+            f"{interval[1] * scale:.{decimals}f}]")
 
 
 def compare_pass(b_samples, n_samples, opts):
-    """The rows of one pass: every figure every launch of both sides shows; and the figures some
-    launches withheld (left out)."""
-    names = figure_names(b_samples + n_samples)
-    withheld = sorted({f for s in b_samples + n_samples for f in s.values} - set(names))
+    """One pass's rows, of the figures every launch shows (headline first); those left out."""
+
+    every = b_samples + n_samples
+    shown = set.intersection(*(set(s.values) for s in every))
+    names = [f for f in HEADLINE + [f"{p}_ms_median" for p in PHASES] if f in shown]
     rows = []
     for figure in names:
         base = [s.values[figure] for s in b_samples]
-        new = [s.values[figure] for s in n_samples]
-        if statistics.median(base) == 0:
-            continue
-        spreads = [s.spreads[figure] for s in b_samples + n_samples if figure in s.spreads]
-        rows.append(Row(figure, base, new, spreads, figure in HEADLINE or opts.gate_phases))
-    return rows, withheld
+        if statistics.median(base) != 0:
+            rows.append(Row(figure, base, [s.values[figure] for s in n_samples],
+                            [s.spreads[figure] for s in every if figure in s.spreads],
+                            figure in HEADLINE or opts.gate_phases))
+    return rows, sorted({f for s in every for f in s.values} - set(names))
 
 
 HEAD = ["figure", "unit", "base [95% CI of the median]", "new [95% CI of the median]",
         "change", "p (Holm)", "verdict"]
-# Which cells align right (the numbers) and which left.
-RIGHT = [False, False, True, True, True, True, False]
+RIGHT = [False, False, True, True, True, True, False]  # the numbers' cells align right
 
 
 def aligned(lines_of_cells):
@@ -456,7 +344,8 @@ def compare_groups(base, new, opts):
             where = pass_name + (f", {label}" if label else "")
             passes += [pass_name] if pass_name not in passes else []
             counts.append((len(b_samples), len(n_samples)))
-            head = f"{where}: BASE {launches(len(b_samples))}, NEW {launches(len(n_samples))}"
+            head = (f"{where}: BASE {counted(len(b_samples), 'launch', 'launches')}, "
+                    f"NEW {counted(len(n_samples), 'launch', 'launches')}")
             rows, withheld = compare_pass(b_samples, n_samples, opts)
             if withheld:
                 head += f" (withheld in some launches, not compared: {', '.join(withheld)})"
@@ -466,18 +355,13 @@ def compare_groups(base, new, opts):
     rows = [row for _, _, table in tables for row in table]
     holm(rows)
     # One set of columns for every table, so that they align down the whole output.
-    cells = [HEAD] + [row.cells(opts.threshold) for row in rows]
-    formatted = iter(aligned(cells))
+    formatted = iter(aligned([HEAD] + [row.cells(opts.threshold) for row in rows]))
     head_line = next(formatted)
     out, failed = [], []
     for head, where, table in tables:
         out += [head, head_line] + [next(formatted) for _ in table]
         failed += [(row.figure, where) for row in table if row.verdict(opts.threshold)[1]]
     return out, failed, passes, counts, sum(row.p is not None for row in rows)
-
-
-def launches(count):
-    return f"{count} launch" + ("" if count == 1 else "es")
 
 
 def notes(counts, tested):
@@ -503,6 +387,11 @@ def notes(counts, tested):
     return said
 
 
+# Stands for the "--" between the sides while argparse reads the options (a path cannot hold
+# a NUL byte, so it cannot be a file's name).
+SEPARATOR = "\0--"
+
+
 def split_sides(inputs):
     """BASE... -- NEW... (or BASE NEW) -> ([base paths], [new paths])."""
     if SEPARATOR in inputs:
@@ -517,8 +406,7 @@ def split_sides(inputs):
 
 
 def read_sides(base_paths, new_paths, across=()):
-    sides = []
-    kinds = set()
+    sides, kinds = [], set()
     for name, paths in (("BASE", base_paths), ("NEW", new_paths)):
         files = []
         for path in paths:
@@ -532,26 +420,16 @@ def read_sides(base_paths, new_paths, across=()):
     return (json_groups if kinds == {"json"} else csv_groups)(sides, across)
 
 
-# Stands for the "--" between the sides while argparse reads the options (a path cannot hold
-# a NUL byte, so it cannot be a file's name).
-SEPARATOR = "\0--"
-
-
 def parse_args(argv):
     parser = argparse.ArgumentParser(
-        prog="scripts/compare", description=__doc__,
+        prog="scripts/compare", add_help=False,
         usage="%(prog)s BASE... -- NEW... [--threshold PCT] [--gate-phases] [--across KEYS]"
-              "  (or BASE NEW)",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("inputs", nargs="+", metavar="FILE",
-                        help="BASE NEW, or BASE... -- NEW...: JSON summaries or results CSVs")
-    parser.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
-                        help="how much worse (percent) a gating figure may be (default: 5)")
-    parser.add_argument("--gate-phases", action="store_true",
-                        help="the phases' medians and p99s gate the verdict too")
-    parser.add_argument("--across", default="", metavar="KEYS",
-                        help="comma-separated config keys the sides may differ in (what is "
-                             "being compared, e.g. depth)")
+              "  (or BASE NEW)")
+    parser.add_argument("-h", "--help", action=tool.Help)
+    parser.add_argument("inputs", nargs="+", metavar="FILE")
+    parser.add_argument("--threshold", type=float, default=5.0, metavar="PCT")
+    parser.add_argument("--gate-phases", action="store_true")
+    parser.add_argument("--across", default="", metavar="KEYS")
     # "--" ends argparse's options; here it separates the sides, so it is kept as a value.
     return parser.parse_intermixed_args([SEPARATOR if a == "--" else a for a in argv])
 
@@ -567,16 +445,11 @@ def files_text(paths):
 def main(argv):
     opts = parse_args(argv)
     if not opts.threshold >= 0:
-        print("compare: --threshold must be a percentage >= 0", file=sys.stderr)
-        return 2
-    try:
-        base_paths, new_paths = split_sides(opts.inputs)
-        across = {k.strip() for k in opts.across.split(",") if k.strip()}
-        base, new = read_sides(base_paths, new_paths, across)
-        lines, failed, passes, counts, tested = compare_groups(base, new, opts)
-    except Mismatch as e:
-        print(f"compare: {e}", file=sys.stderr)
-        return 2
+        raise Mismatch("--threshold must be a percentage >= 0")
+    base_paths, new_paths = split_sides(opts.inputs)
+    across = {k.strip() for k in opts.across.split(",") if k.strip()}
+    base, new = read_sides(base_paths, new_paths, across)
+    lines, failed, passes, counts, tested = compare_groups(base, new, opts)
     print("\n".join(notes(counts, tested) + lines))
     test = (f"p <= {ALPHA:g}, Holm over {tested} rows" if min(min(pair) for pair in counts) >= 2
             else "beyond the runs' spread")
@@ -592,4 +465,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    run("compare", main)

@@ -2,42 +2,31 @@
 # shellcheck disable=SC2317  # end_marked and cleanup run from the EXIT trap
 # One rank of scripts/profile, started by the launcher (mpirun, srun) in place of the rank:
 #   nsys_rank.sh FINISH_TIMEOUT NSYS_COMMAND...
-# Runs NSYS_COMMAND (nsys profile ... gpurelay ...) with a TMPDIR of this rank's own, so that
-# the nsys sessions of ranks on one node do not share a session manager, and one rank's nsys
-# at a time on a node starts (until it has started gpurelay): nsys instances starting at once
-# collide ("Agent launcher failed", "Connection to the Agent lost", or a hang). Bounds
-# the wait: once gpurelay has ended under nsys (no process of this rank but nsys's own runs),
-# nsys has
-# FINISH_TIMEOUT seconds to write the report and exit; then it is stopped (exit 124). On every
-# way out it ends what this rank started, nsys's agent included (which leaves nsys's session
-# and process group): each process whose environment holds this rank's marker.
+# Runs NSYS_COMMAND (nsys profile ... gpurelay ...) with a TMPDIR of this rank's own, so that the
+# nsys sessions of ranks on one node do not share a session manager, and one rank's nsys at a
+# time on a node starts (until it has started gpurelay): nsys instances starting at once collide
+# ("Agent launcher failed", "Connection to the Agent lost", or a hang). Once gpurelay has ended
+# under nsys (no process of this rank but nsys's own runs), nsys has FINISH_TIMEOUT seconds to
+# write the report and exit; then it is stopped (exit 124). On every way out it ends what this
+# rank started, nsys's agent included (which leaves nsys's session and process group): each
+# process whose environment holds this rank's marker.
 # Exit status: nsys's (gpurelay's), 124 when nsys hung after gpurelay, 143/130 on a signal.
 set -euo pipefail
 shopt -s extglob
 
-# Whether process $1 runs (a zombie, exited but not reaped, does not).
-alive() {
-    local state
-    state="$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null || true)"
-    [[ -n "$state" && "$state" != Z ]]
-}
-
-# The processes whose environment holds $marker (only those this rank started have it).
-marked() {
-    { grep -lzxF -- "$marker" /proc/[0-9]*/environ 2>/dev/null || true; } |
-        sed -n 's#^/proc/\([0-9]*\)/environ$#\1#p'
-}
+# shellcheck source=tool.sh
+source "$(dirname "${BASH_SOURCE[0]}")/tool.sh" nsys_rank.sh
 
 # Ends every marked process: SIGTERM, and SIGKILL after 3 s for those that ignore it (nsys's
 # agent does); then the shared-memory files of the agents that were killed.
 end_marked() {
     local pids=() found=() tries
-    mapfile -t pids < <(marked)
+    mapfile -t pids < <(marked "$marker")
     ((${#pids[@]})) || return 0
     found=("${pids[@]}")
     kill -TERM "${pids[@]}" 2>/dev/null || true
     for ((tries = 0; tries < 30; tries++)); do
-        mapfile -t pids < <(marked)
+        mapfile -t pids < <(marked "$marker")
         ((${#pids[@]})) || break
         sleep 0.1
     done
@@ -47,13 +36,12 @@ end_marked() {
         kill -KILL "${pids[@]}" 2>/dev/null || true
         sleep 0.5
     fi
-    # An agent that ended on a signal leaves its shared memory, and maybe the registry.
     remove_agent_state "${found[@]}"
 }
 
 # After a signal: the shared memory of the agents ended, and nsys's session registry
 # (/dev/shm/NSys-VERSION), whose lock a killed nsys may hold, so that every later nsys on the
-# node fails ("Agent launcher failed"). The registry only while no nsys runs here any more.
+# node fails ("Agent launcher failed"); the registry only while no nsys runs here any more.
 remove_agent_state() {
     local pid p
     for pid in "$@"; do rm -f "/dev/shm/quadd-agent-instance-$pid" "/dev/shm/sem.nsys_sem_$pid"; done
@@ -64,17 +52,13 @@ remove_agent_state() {
     find /dev/shm -maxdepth 1 -name 'NSys-*' -user "$(id -u)" -delete 2>/dev/null || true
 }
 
-if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
-    echo "usage: nsys_rank.sh FINISH_TIMEOUT NSYS_COMMAND...  (one rank of scripts/profile)"
-    echo "       nsys_rank.sh --remove-agent-state PID...   (its clean-up after SIGKILL)"
-    exit 0
-fi
-# scripts/profile's own clean-up after SIGKILL: nsys_rank.sh --remove-agent-state PID...
-if [[ "${1:-}" == --remove-agent-state ]]; then
-    shift
-    remove_agent_state "$@"
-    exit 0
-fi
+case "${1:-}" in
+    -h | --help)
+        echo "usage: nsys_rank.sh FINISH_TIMEOUT NSYS_COMMAND...  (one rank of scripts/profile)"
+        echo "       nsys_rank.sh --remove-agent-state PID...   (its clean-up after SIGKILL)"
+        exit 0 ;;
+    --remove-agent-state) shift; remove_agent_state "$@"; exit 0 ;;
+esac
 if [[ $# -lt 2 || "$1" != +([0-9]) ]]; then
     echo "nsys_rank.sh: expected FINISH_TIMEOUT (whole seconds) and a command (see --help)" >&2
     exit 2
@@ -109,7 +93,7 @@ nsys_pid=$!
 # script's (the fork that becomes nsys carries the marker before its exec).
 app_runs() {
     local pid comm
-    for pid in $(marked); do
+    for pid in $(marked "$marker"); do
         comm="$(cat "/proc/$pid/comm" 2>/dev/null || true)"
         [[ -z "$comm" || "$comm" == @(nsys|nsys-launcher|nsys-tee|nsys_rank.sh) ]] || return 0
     done
@@ -120,8 +104,7 @@ started=0
 ended_at=""
 while alive "$nsys_pid"; do
     if app_runs; then
-        # gpurelay runs under nsys: the next rank's nsys may start.
-        ((started)) || flock -u 9
+        ((started)) || flock -u 9 # gpurelay runs under nsys: the next rank's nsys may start
         started=1
     elif ((started)) && [[ -z "$ended_at" ]]; then
         ended_at=$SECONDS

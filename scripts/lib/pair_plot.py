@@ -1,29 +1,25 @@
-"""Every pair's transfer bandwidth from a gpurelay JSON summary (--summary-json), for runs of
-hundreds of pairs (or hops of a relay, groups of a collective): slowest first, the slow ones
-marked with their ranks and hosts named. Slow is the JSON's own flag (passes[].pairs[].slow: the
-report's rule, over 10% slower than the median pair in step or transfer), so the figure and the
-report never disagree about which pairs they are. A rate the judgement withholds (null, with the
-pair's "withheld" rule) is on no bandwidth axis: where any pair's is, the figure draws every
-pair's transfer time instead, slowest first, the withheld ones hollow. Used by scripts/plot
---json."""
+"""scripts/plot --json: every pair's (hop's, group's) transfer bandwidth from a JSON summary,
+slowest first, the slow ones (the JSON's passes[].pairs[].slow, the report's own rule) marked
+with their ranks and hosts. A rate the judgement withholds (null, with the pair's "withheld"
+rule) is on no bandwidth axis: where any pair's is, every pair's transfer time is drawn instead,
+the withheld ones hollow."""
 
 import json
 import statistics
 import textwrap
 
+from tool import UsageError
+
 # Slow pairs named on the figure itself, slowest first; the terminal lists every one.
 NAMED_ON_FIGURE = 10
-# The report's margin (report/summary.cpp, kSlowPairMargin): the dashed line drawn at the median
-# pair's bandwidth over 1 + this, where a pair's transfer becomes slow.
+# The report's margin (report/summary.cpp, kSlowPairMargin): the dashed line where a pair's
+# transfer becomes slow, at the median pair's bandwidth over 1 + this.
 SLOW_MARGIN = 0.10
 
 
-class UsageError(Exception):
-    pass
-
-
 def read_summary(path):
-    """The summary, checked to have a pass with pairs; UsageError if not."""
+    """The summary; UsageError unless it has a pass with pairs."""
+
     try:
         with open(path, encoding="utf-8") as f:
             summary = json.load(f)
@@ -41,8 +37,7 @@ def cases(summary):
 
 
 def main_pass(case):
-    """The pass the report ends with (overlap on, where a compare run has both), if it has
-    pairs."""
+    """The pass the report ends with (overlap on, of a compare run), if it has pairs."""
     passes = [p for p in case.get("passes") or [] if isinstance(p, dict) and p.get("pairs")]
     return passes[-1] if passes else None
 
@@ -115,8 +110,7 @@ def title(case, p, count, axis):
 
 
 def name_slow(ax, side, case, slow, axis):
-    """Numbers the slowest of the slow pairs on the figure and names them beside it: ranks,
-    hosts and bandwidth (or time)."""
+    """Numbers the slowest slow pairs on the figure and names them beside it."""
     side.axis("off")
     lines = [f"{k + 1:>2}  {pair_text(case, pair, axis)}" for k, (_, pair) in
              enumerate(slow[:NAMED_ON_FIGURE])]
@@ -141,8 +135,7 @@ def scatter(ax, points, axis, colour, label, **style):
 
 
 def draw_pairs(plt, case, p, order, axis):
-    """The figure: every pair in order (its rate, or its transfer time), the slow ones red and
-    named, the median and the report's slow line."""
+    """Every pair in order, the slow ones red and named, the median and the report's slow line."""
     slow = [(i, q) for i, q in enumerate(order) if q.get("slow")]
     values = [q[axis.key] for q in order]
     median = statistics.median(values)

@@ -1,66 +1,21 @@
-"""Plots a gpurelay results CSV (one row per run and size: a run of several sizes, such as each
-launch of scripts/sweep, writes a row per size, all with its tag) as PNG figures.
-
-  bandwidth_vs_size.png  transfer_gbps vs tensor_bytes, one line per transport/backend
-  overlap.png            time_per_step_ms and the overlap speedup vs c_iterations, one line
-                         per overlap mode / transport; the speedup from overlap=compare rows
-                         (their overlap_speedup) and from overlap=on and =off rows of the same
-                         configuration (off's time per step / on's)
-  scaling.png            aggregate_gbps (the bytes all receivers get per step over the time per
-                         step) vs world_size (ranks), one line per transport/backend, and
-                         per pattern where it varies
-  bus_bandwidth_vs_size.png
-                         busbw_gbps (nccl-tests' bus bandwidth: the algorithm bandwidth
-                         bytes / time, x 1 for pairs and broadcast, x 2(n-1)/n for an
-                         all-reduce over n ranks) vs tensor_bytes, one line per pattern
-                         (pairs, broadcast, allreduce) and transport/backend
-
-Each title lists the configuration held fixed in the plotted rows; a configuration column that
-varies and is not the x axis splits the lines further (shown in the legend), so no point mixes
-different configurations. Legends name every key that varies between the lines (key=value).
-Repeated runs of one configuration (scripts/sweep --repeat: rows tagged repeat=K) are plotted
-as their median, with a bar from the least to the largest of them. Sizes are shown in bytes
-(tensor_bytes), on the axes and in the legends; an axis whose values span two decades or more
-is logarithmic; the speedup axis always shows 1.0. The bus bandwidth figure is left out when it
-would repeat the transfer bandwidth (every row's busbw equals its algbw: pairs and broadcasts).
-A figure whose x column has a single value is skipped with a message.
-
-Only what gpurelay's judgement shows is drawn (docs/OUTPUT.md): a figure a row withholds (an
-empty cell: a transfer that measured waiting, phase times that cannot be read, no transfer under
-launch = device) is on no axis, and the figure says on itself how many points it left out and
-why. Each point is a median with its 95% interval: of 6 or more repeated launches, the
-interval of their median from the order statistics; of one launch, the launch's own interval of
-its time per step or speedup (from its steps); of 2 to 5 launches, which give no 95% interval,
-the least to the largest, said so in the legend. Lines that coincide stay visible: each has its
-own marker, size and line style. A launch whose step was unstable (step_unstable) gets a red x,
-one run with more ranks on a host than their cores (from each row's HDF5 file, the CSV's output
-column) a square; the legend says so, and the terminal lists each such point and each row left
-out with its reason (a configuration measured at one x only, a withheld or missing value, a
-failed verification).
-
-  pair_bandwidth.png     from a JSON summary (--json): every pair's (hop's, group's) transfer
-                         bandwidth, slowest first, the slow ones (the report's rule: over 10%
-                         slower than the median pair in step or transfer) in red with their
-                         ranks and hosts named; where the judgement withholds a pair's rate,
-                         every pair's transfer time instead, the withheld ones hollow; a
-                         summary of several sizes gives a figure per
-                         size, pair_bandwidth_elements=N.png; with several summaries,
-                         each figure's name holds its file's (pair_bandwidth_run1.png)
+"""Plots a gpurelay results CSV as PNG figures (bandwidth against size, the overlap and its
+speedup, scaling against the ranks, the bus bandwidth), every point a median with its 95%
+interval, and from a JSON summary every pair's bandwidth (pair_plot.py). scripts/help/plot.txt
+(its --help) says what each figure shows.
 """
-
 import argparse
-import csv
 import math
 import os
 import statistics
 import sys
 import textwrap
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import layout  # noqa: E402
-import pair_plot  # noqa: E402
-
-EXIT_USAGE = 2
+import layout
+import pair_plot
+import tool
+from results import number, read_csv, size_text
+from stats import median_interval
+from tool import EXIT_USAGE, UsageError, run
 
 # The columns that describe a run's configuration (the rest are measurements or provenance).
 CONFIG_COLUMNS = [
@@ -70,10 +25,10 @@ CONFIG_COLUMNS = [
 ]
 # Config columns added after the first CSVs were written: a CSV without them still plots.
 LATER_COLUMNS = {"graphs", "pattern", "group_size"}
-# Columns that follow from others: elements = tensor_bytes / dtype size (sizes are shown in
-# bytes), and pairs (the receivers: world_size / 2 for pairs, the ranks but each group's root
-# for a broadcast, every rank for an all-reduce) from world_size and the pattern. Never listed
-# on their own, never a reason to split a line.
+# Columns that follow from others, never listed on their own nor a reason to split a line:
+# elements = tensor_bytes / dtype size (sizes are shown in bytes), and pairs (the receivers:
+# world_size / 2 for pairs, the ranks but each group's root for a broadcast, every rank for an
+# all-reduce) from world_size and the pattern.
 DERIVED = {"elements": "tensor_bytes", "pairs": "world_size"}
 SIZE_COLUMNS = {"elements", "c_elements"}  # counts, shown as 256Ki
 BYTE_COLUMNS = {"tensor_bytes", "chunk"}    # bytes, shown as 1 MiB
@@ -81,56 +36,33 @@ BYTE_COLUMNS = {"tensor_bytes", "chunk"}    # bytes, shown as 1 MiB
 CROWDED = "oversubscribed"
 
 
-class UsageError(Exception):
-    pass
-
-
-def as_float(text):
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        return math.nan
-    return value
-
-
-def format_count(value):
-    value = int(value)
-    for suffix, scale in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
-        if value >= scale and value % scale == 0:
-            return f"{value // scale}{suffix}"
-    return str(value)
-
-
 def format_bytes(value):
     value = float(value)
     for suffix, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if value >= scale:
-            number = value / scale
-            text = f"{number:.0f}" if number == int(number) else f"{number:.3g}"
-            return f"{text} {suffix}"
+            count = value / scale
+            return f"{count:.0f} {suffix}" if count == int(count) else f"{count:.3g} {suffix}"
     return f"{value:.0f} B"
 
 
 def format_value(column, text):
-    number = as_float(text)
-    if column in SIZE_COLUMNS and not math.isnan(number):
-        return format_count(number)
-    if column in BYTE_COLUMNS and not math.isnan(number):
-        return format_bytes(number).replace(" ", "")
+    value = number(text)
+    if value is not None and column in SIZE_COLUMNS:
+        return size_text(value)
+    if value is not None and column in BYTE_COLUMNS:
+        return format_bytes(value).replace(" ", "")
     return text
 
 
 def read_rows(path, include_failed):
     if not os.path.exists(path):
         raise UsageError(f"{path} not found")
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames is None:
-            raise UsageError(f"{path} is empty")
-        rows = list(reader)
+    fieldnames, rows = read_csv(path)
+    if fieldnames is None:
+        raise UsageError(f"{path} is empty")
     if not rows:
         raise UsageError(f"{path} has a header but no rows")
-    if not include_failed and "verified" in reader.fieldnames:
+    if not include_failed and "verified" in fieldnames:
         kept = [r for r in rows if r.get("verified") == "ok"]
         if len(kept) < len(rows):
             print(f"left out {len(rows) - len(kept)} rows whose verified is not 'ok' "
@@ -138,56 +70,30 @@ def read_rows(path, include_failed):
         if not kept:
             raise UsageError(f"{path}: no rows with verified=ok")
         rows = kept
-    return rows, reader.fieldnames
-
-
-def select_rows(rows, fieldnames, conditions, path):
-    for condition in conditions:
-        column, equals, value = condition.partition("=")
-        if not equals or not column:
-            raise UsageError(f"--where '{condition}': expected COLUMN=VALUE")
-        if column not in fieldnames:
-            raise UsageError(f"--where '{condition}': no column {column} in {path}")
-        rows = [r for r in rows if r.get(column) == value]
-        if not rows:
-            raise UsageError(f"--where '{condition}': no rows left")
-    return rows
-
-
-def require(fieldnames, columns, path):
-    missing = [c for c in columns if c not in fieldnames]
-    if missing:
-        raise UsageError(f"{path}: missing column(s) {', '.join(missing)}; is it a gpurelay "
-                         "results CSV?")
+    return rows, fieldnames
 
 
 def distinct(rows, column):
     return sorted({r.get(column, "") for r in rows})
 
 
+def other_columns(x_column):
+    """The configuration columns but x and those that follow from x or from another column."""
+    return [c for c in CONFIG_COLUMNS
+            if c not in DERIVED and c not in (x_column, DERIVED.get(x_column))]
+
+
 def fixed_config(rows, x_column):
     """'key=value ...' for the configuration columns that are the same in every row."""
-    parts = []
-    for column in CONFIG_COLUMNS:
-        if column == x_column or column in DERIVED or DERIVED.get(x_column) == column:
-            continue
-        values = distinct(rows, column)
-        if len(values) == 1 and values[0] != "":
-            parts.append(f"{column}={format_value(column, values[0])}")
-    return " ".join(parts)
+    fixed = [(c, distinct(rows, c)) for c in other_columns(x_column)]
+    return " ".join(f"{c}={format_value(c, values[0])}" for c, values in fixed
+                    if len(values) == 1 and values[0] != "")
 
 
 def split_columns(rows, x_column, base_columns):
     """The line key: base_columns, then every other config column that varies."""
-    columns = list(base_columns)
-    for column in CONFIG_COLUMNS:
-        if column in columns or column == x_column or column in DERIVED:
-            continue
-        if DERIVED.get(x_column) == column:
-            continue
-        if len(distinct(rows, column)) > 1:
-            columns.append(column)
-    return columns
+    return list(base_columns) + [c for c in other_columns(x_column)
+                                 if c not in base_columns and len(distinct(rows, c)) > 1]
 
 
 # The figures whose 95% interval a row has of its own, from its steps (one launch), as
@@ -196,23 +102,9 @@ OWN_INTERVAL = {"time_per_step_ms", "transfer_gbps", "busbw_gbps", "aggregate_gb
                 "overlap_speedup"}
 
 
-def median_interval(values):
-    """The 95% interval of the median of 6 or more values from their order statistics (the k-th
-    least to the k-th largest, k the largest with P(Binomial(n, 1/2) <= k - 1) <= 0.025, as
-    scripts/compare); None for fewer."""
-    ordered, n, cdf, k = sorted(values), len(values), 0.0, 0
-    for i in range(n // 2):
-        cdf += math.comb(n, i) / 2.0 ** n
-        if cdf > 0.025 * (1 + 1e-12):
-            break
-        k = i + 1
-    return (ordered[k - 1], ordered[n - k]) if k else None
-
-
 class Point:
-    """One configuration at one x: the median of its launches' values, its interval (`kind`:
-    "ci95", "ratio" (of two), "range", or None where one launch has none), how many launches,
-    and which of MARKS any of them carries."""
+    """One configuration at one x: its launches' median, its interval (`kind`: "ci95", "ratio"
+    of two, "range", or None: one launch with none), how many launches, which MARKS they carry."""
 
     def __init__(self, x, median, low, high, rows, launches=None, kind="range"):
         self.x, self.median, self.low, self.high, self.kind = x, median, low, high, kind
@@ -227,8 +119,8 @@ class Point:
         if interval:
             return cls(x, median, *interval, rows, kind="ci95")
         if len(values) == 1 and column in OWN_INTERVAL:
-            low, high = (as_float(rows[0].get(f"{column}_{end}")) for end in ("lo", "hi"))
-            if not (math.isnan(low) or math.isnan(high)):
+            low, high = (number(rows[0].get(f"{column}_{end}")) for end in ("lo", "hi"))
+            if low is not None and high is not None:
                 return cls(x, median, low, high, rows, kind="ci95")
         return cls(x, median, min(values), max(values), rows,
                    kind="range" if len(values) > 1 else None)
@@ -238,38 +130,29 @@ class Point:
 # the terminal, so that no figure passes such a point off as an ordinary one: (Point attribute,
 # the marker's style, what the legend says). Every figure walks this table.
 MARKS = [
-    ("unstable", lambda colour: dict(marker="x", s=80, color="red", linewidths=1.5),
+    ("unstable", dict(marker="x", s=80, color="red", linewidths=1.5),
      "red x: a launch's step unstable (p90 over 1.10x its median)"),
-    ("crowded",
-     lambda colour: dict(marker="s", s=190, facecolors="none", edgecolors="black", linewidths=1),
+    ("crowded", dict(marker="s", s=190, facecolors="none", edgecolors="black", linewidths=1),
      "square: oversubscribed (more ranks than a host's cores)"),
 ]
-ALL_MARKS = ("unstable", "crowded")
-TIME_MARKS = ALL_MARKS
 # Each line's marker and style in turn, the markers shrinking, so that lines that coincide
 # (configurations that run alike) each stay visible.
 LINE_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 LINE_STYLES = ["-", "--", "-.", ":"]
 
 
-def line_style(index):
-    return dict(marker=LINE_MARKERS[index % len(LINE_MARKERS)],
-                markersize=9 - 1.5 * (index % 4), linestyle=LINE_STYLES[index % len(LINE_STYLES)],
-                markerfacecolor="none" if index % 2 else None)
-
-
 def withheld_rows(rows, y_column):
-    """{reason: count} of the rows whose y_column the judgement withholds (an empty cell where
-    the row says why: its withheld list, or its unreadable phase times)."""
+    """{reason: count} of the rows whose y_column the judgement withholds (an empty cell)."""
     reasons = {}
     for row in rows:
-        if not math.isnan(as_float(row.get(y_column))):
+        if number(row.get(y_column)) is not None:
             continue
         named = dict(part.split(":", 1) for part in (row.get("withheld") or "").split(";")
                      if ":" in part)
-        # The rule that withholds it: the row's own, else the first reason its phase times
-        # cannot be read (the judgement's first finding withholds every figure built on them).
-        reason = named.get(y_column) or (row.get("phase_times_unreadable_because") or "").split(";")[0]
+        # The row's own rule, else the first reason its phase times cannot be read (the
+        # judgement's first finding withholds every figure built on them).
+        reason = (named.get(y_column)
+                  or (row.get("phase_times_unreadable_because") or "").split(";")[0])
         if reason:
             reasons[reason] = reasons.get(reason, 0) + 1
     return reasons
@@ -297,16 +180,15 @@ def x_text(column, x):
 
 
 def rows_on_lines(name, rows, x_column, y_column, base_columns):
-    """The rows to draw: those with a value of x and y, of configurations measured at two or more
-    x values. A configuration seen at one x only (another study's row in a shared CSV) would be a
-    lone dot: it is left out, and each row left out is listed with its reason."""
+    """The rows with x and y of configurations measured at two x or more; a lone dot (another
+    study's row in a shared CSV) is left out, each row left out listed with its reason."""
     columns = split_columns(rows, x_column, base_columns)
     labels = line_labels(columns, list({tuple(r.get(c, "") for c in columns) for r in rows}))
     xs_of, missing = {}, []
     for row in rows:
         key = tuple(row.get(c, "") for c in columns)
-        x, y = as_float(row.get(x_column)), as_float(row.get(y_column))
-        if math.isnan(x) or math.isnan(y):
+        x, y = number(row.get(x_column)), number(row.get(y_column))
+        if x is None or y is None:
             missing.append(labels[key])
         else:
             xs_of.setdefault(key, set()).add(x)
@@ -331,8 +213,8 @@ def points(rows, x_column, y_column, line_columns):
     """{line key: [Point, x ascending]} over the rows with both values."""
     groups = {}
     for row in rows:
-        x, y = as_float(row.get(x_column)), as_float(row.get(y_column))
-        if not (math.isnan(x) or math.isnan(y)):
+        x, y = number(row.get(x_column)), number(row.get(y_column))
+        if x is not None and y is not None:
             key = tuple(row.get(c, "") for c in line_columns)
             groups.setdefault(key, {}).setdefault(x, []).append((y, row))
     return {key: [Point.of(x, [y for y, _ in found], [r for _, r in found], y_column)
@@ -340,46 +222,23 @@ def points(rows, x_column, y_column, line_columns):
 
 
 def labelled(groups, line_columns, label_keys=None, always=()):
-    """{line label: [Point]} in natural order of the keys. The labels name the columns that vary
-    over label_keys (default: the groups' keys), so that two panels can label their lines
-    alike."""
+    """{line label: [Point]} in natural order, labelled alike over label_keys (default: these)."""
     labels = line_labels(line_columns, list(label_keys if label_keys is not None else groups),
                          always)
     return {labels[key]: groups[key] for key in sorted(groups, key=natural_key)}
 
 
-def value_axis(ax, ys):
-    """y from 0, or logarithmic where the positive values span two decades or more."""
-    positive = [y for y in ys if y > 0]
-    if positive and len(positive) == len(ys) and max(positive) / min(positive) >= 100:
-        ax.set_yscale("log")
-    else:
-        ax.set_ylim(bottom=0)
-
-
-def speedup_axis(ax, all_points):
-    """1.0 always in sight, with every point's range and at least 0.9 to 1.1: a spread of a few
-    percent is drawn as a few percent, not stretched over the whole axis."""
-    low = min([p.low for p in all_points] + [0.9])
-    high = max([p.high for p in all_points] + [1.1])
-    pad = 0.05 * (high - low)
-    ax.set_ylim(low - pad, high + pad)
-    ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":", label="1.0: overlap gains nothing")
-
-
 def on_off_speedup(rows, x_column, line_columns):
-    """{line key: [Point]}: for each configuration (line_columns, without overlap) and x run
-    with both overlap=on and overlap=off, the median off time per step over the median on time
-    per step, its interval from the two points' ends (the low off over the high on to the high
-    off over the low on: two 95% intervals of separate launches hold both medians with at least
-    90%, said so in the legend)."""
+    """{line key: [Point]}: per configuration (without overlap) and x run both overlap=on and
+    off, the median off time per step over the on one, its interval low off / high on to high
+    off / low on (two separate 95% intervals hold both medians with at least 90%: the legend)."""
     columns = list(line_columns) + ["overlap"]
     times = points([r for r in rows if r.get("overlap") in ("on", "off")], x_column,
                    "time_per_step_ms", columns)
     with_rows = {}
     for row in rows:
         key = tuple(row.get(c, "") for c in columns)
-        with_rows.setdefault((key, as_float(row.get(x_column))), []).append(row)
+        with_rows.setdefault((key, number(row.get(x_column))), []).append(row)
     result = {}
     for key, on_points in times.items():
         off = {p.x: p for p in times.get(key[:-1] + ("off",), [])} if key[-1] == "on" else {}
@@ -395,14 +254,12 @@ def on_off_speedup(rows, x_column, line_columns):
 
 def natural_key(values):
     """Sorts line keys with numbers in numeric order (c_iterations 8 before 64)."""
-    return tuple((0, as_float(v), "") if not math.isnan(as_float(v)) else (1, 0.0, v)
-                 for v in values)
+    return tuple((0, number(v), "") if number(v) is not None else (1, 0.0, v) for v in values)
 
 
 def line_labels(columns, keys, always=()):
-    """{key: "col=value ..."} naming the columns whose value differs between the keys (those
-    held by every line are in the title), and the columns in `always`; every column when that
-    leaves none."""
+    """{key: "col=value ..."} naming the columns in `always` and those that differ between the
+    keys (the title holds the rest); every column when that leaves none."""
     varied = [i for i in range(len(columns))
               if columns[i] in always or len({key[i] for key in keys}) > 1]
     if not varied:
@@ -412,23 +269,16 @@ def line_labels(columns, keys, always=()):
 
 
 def title_text(ax_or_fig, title, fixed, is_figure=False):
-    text = title
-    if fixed:
-        text += "\n" + "\n".join(textwrap.wrap(fixed, 90))
-    if is_figure:
-        ax_or_fig.suptitle(text, fontsize=10)
-    else:
-        ax_or_fig.set_title(text, fontsize=10)
+    text = title + ("\n" + "\n".join(textwrap.wrap(fixed, 90)) if fixed else "")
+    (ax_or_fig.suptitle if is_figure else ax_or_fig.set_title)(text, fontsize=10)
 
 
 def bytes_axis(ax, xs):
     """log2 axis with KiB/MiB/GiB tick labels at powers of two (at most ~10 of them)."""
     from matplotlib.ticker import FixedLocator, NullLocator
     ax.set_xscale("log", base=2)
-    low = math.floor(math.log2(min(xs)))
-    high = math.ceil(math.log2(max(xs)))
-    step = max(1, math.ceil((high - low + 1) / 10))
-    ticks = [2.0 ** e for e in range(low, high + 1, step)]
+    low, high = math.floor(math.log2(min(xs))), math.ceil(math.log2(max(xs)))
+    ticks = [2.0 ** e for e in range(low, high + 1, max(1, math.ceil((high - low + 1) / 10)))]
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xticklabels([format_bytes(t) for t in ticks], rotation=30, ha="right")
@@ -453,65 +303,63 @@ def every_point(*datas):
 
 
 def skip_single(name, x_column, rows, y_column):
-    """True (with a message) when the rows hold fewer than two values of x_column."""
-    xs = sorted({as_float(r.get(x_column)) for r in rows
-                 if not math.isnan(as_float(r.get(x_column)))
-                 and not math.isnan(as_float(r.get(y_column)))})
-    if len(xs) <= 1:
-        shown = f" ({x_text(x_column, xs[0])})" if xs else ""
-        print(f"skip {name}: {x_column} has {len(xs)} distinct value{shown} in the rows; "
-              "nothing to plot against")
-        return True
-    return False
+    """True (said) when the rows hold fewer than two values of x_column."""
+
+    xs = sorted({number(r.get(x_column)) for r in rows
+                 if number(r.get(x_column)) is not None and number(r.get(y_column)) is not None})
+    if len(xs) > 1:
+        return False
+    shown = f" ({x_text(x_column, xs[0])})" if xs else ""
+    print(f"skip {name}: {x_column} has {len(xs)} distinct value{shown} in the rows; "
+          "nothing to plot against")
+    return True
 
 
-def draw_line(ax, label, line, marks, index=0, **style):
-    """A line through the medians in the index-th line's style, each point's interval as a bar,
-    and each of `marks` over the points it concerns. Returns the line's colour."""
-    (drawn,) = ax.plot([p.x for p in line], [p.median for p in line], label=label,
-                       **{**line_style(index), **style})
+def draw_line(ax, label, line, index=0, **style):
+    """A line through the medians, each interval a bar, MARKS over their points; its colour."""
+    style = {"marker": LINE_MARKERS[index % len(LINE_MARKERS)], "markersize": 9 - 1.5 * (index % 4),
+             "linestyle": LINE_STYLES[index % len(LINE_STYLES)],
+             "markerfacecolor": "none" if index % 2 else None, **style}
+    (drawn,) = ax.plot([p.x for p in line], [p.median for p in line], label=label, **style)
     colour = drawn.get_color()
     ax.errorbar([p.x for p in line], [p.median for p in line],
                 yerr=[[p.median - p.low for p in line], [p.high - p.median for p in line]],
                 fmt="none", ecolor=colour, capsize=3, gid="interval")
-    for mark, style_of, _ in MARKS:
-        chosen = [p for p in line if mark in marks and getattr(p, mark)]
+    for mark, mark_style, _ in MARKS:
+        chosen = [p for p in line if getattr(p, mark)]
         if chosen:
             ax.scatter([p.x for p in chosen], [p.median for p in chosen], zorder=3, gid=mark,
-                       **style_of(colour))
+                       **mark_style)
     return colour
 
 
-def legend(ax, shown, marks, below=False):
-    """The lines' labels, then what each bar and mark drawn on `shown` points means; beside the
-    axes (or below them), so that no point is hidden behind it."""
+# What each kind of Point's bar means, in the legend where one is drawn.
+BARS = [("ci95", "bar: 95% interval of the median (6 or more launches: of their median; one "
+                 "launch: from its steps)"),
+        ("ratio", "bar: the off point's interval over the on point's (at least 90%)"),
+        ("range", "bar: least to largest (2 to 5 launches: no 95% interval)")]
+
+
+def legend(ax, shown, below=False):
+    """The lines, then what each bar and mark on `shown` means; beside (or below) the axes, so
+    that no point is hidden behind it."""
     from matplotlib.lines import Line2D
     handles, labels = ax.get_legend_handles_labels()
-    for kind, text in (("ci95", "bar: 95% interval of the median (6 or more launches: of their "
-                                "median; one launch: from its steps)"),
-                       ("ratio", "bar: the off point's interval over the on point's (at least "
-                                 "90%)"),
-                       ("range", "bar: least to largest (2 to 5 launches: no 95% interval)")):
+    for kind, text in BARS:
         if any(p.kind == kind for p in shown):
             handles.append(Line2D([], [], color="grey", marker="_", markersize=10))
             labels.append(text)
-    for mark, style_of, text in MARKS:
-        if mark in marks and any(getattr(p, mark) for p in shown):
-            handles.append(ax.scatter([], [], **style_of("grey")))
+    for mark, mark_style, text in MARKS:
+        if any(getattr(p, mark) for p in shown):
+            handles.append(ax.scatter([], [], **mark_style))
             labels.append(text)
-    if not handles:
-        return
-    if below:
-        ax.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1))
-    else:
-        ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if handles:
+        ax.legend(handles, labels, fontsize=7,
+                  **(dict(loc="upper center", bbox_to_anchor=(0.5, -0.1)) if below
+                     else dict(loc="upper left", bbox_to_anchor=(1.01, 1.0))))
 
 
-def note_lines(name, data, what="lines"):
-    print(f"{name}: {what}: " + "; ".join(data))
-
-
-def note_points(name, data, marks, x_column):
+def note_points(name, data, x_column):
     """Which points are medians of repeats, and which carry each mark, named."""
     shown = every_point(data)
     medians = sum(1 for p in shown if p.launches > 1)
@@ -521,7 +369,7 @@ def note_points(name, data, marks, x_column):
               "to 5 launches, least to largest)")
     for mark, _, text in MARKS:
         found = {label: [x_text(x_column, p.x) for p in line if getattr(p, mark)]
-                 for label, line in data.items() if mark in marks}
+                 for label, line in data.items()}
         count = sum(len(xs) for xs in found.values())
         if count:
             print(f"{name}: {text}, {count} point(s): " + "; ".join(
@@ -529,14 +377,13 @@ def note_points(name, data, marks, x_column):
 
 
 def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, labels,
-               line_base=("transport", "backend"), marks=ALL_MARKS):
-    """One line per transport and backend (or the columns of line_base): y_column against
-    x_column, the points the judgement withholds left out and said on the figure. labels: (x
-    label, y label, title)."""
+               line_base=("transport", "backend")):
+    """One line per line_base (and varying column): y against x, the withheld points left out
+    and said on the figure. labels: (x label, y label, title)."""
     if skip_single(name, x_column, rows, x_column):
         return None
     withheld = withheld_rows(rows, y_column)
-    shown_rows = [r for r in rows if not math.isnan(as_float(r.get(y_column)))]
+    shown_rows = [r for r in rows if number(r.get(y_column)) is not None]
     data = {}
     if shown_rows and not skip_single(name, x_column, shown_rows, y_column):
         shown_rows = rows_on_lines(name, shown_rows, x_column, y_column, list(line_base))
@@ -546,19 +393,24 @@ def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, labels,
         return None
     fig, ax = plt.subplots(figsize=(11, 5.5))
     for index, (label, line) in enumerate(data.items()):
-        draw_line(ax, label, line, marks, index)
+        draw_line(ax, label, line, index)
     shown = every_point(data)
     ax.set_xlabel(labels[0])
     ax.set_ylabel(labels[1])
+    ys = [v for p in shown for v in (p.low, p.high)]
     if shown:
         axis(ax, sorted({p.x for p in shown}))
-        value_axis(ax, [v for p in shown for v in (p.low, p.high)])
+        # y from 0, or logarithmic where the values, all positive, span two decades or more.
+        if min(ys) > 0 and max(ys) / min(ys) >= 100:
+            ax.set_yscale("log")
+        else:
+            ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     say_withheld(ax, name, withheld, len(rows))
-    legend(ax, shown, marks)
+    legend(ax, shown)
     title_text(ax, labels[2], fixed_config(rows, x_column))
-    note_points(name, data, marks, x_column)
-    note_lines(name, data)
+    note_points(name, data, x_column)
+    print(f"{name}: lines: " + "; ".join(data))
     return save(fig, out_dir, name, plt)
 
 
@@ -571,8 +423,8 @@ def plot_bandwidth(rows, out_dir, plt):
 
 
 def plot_bus_bandwidth(rows, out_dir, plt):
-    """nccl-tests' bus bandwidth against size, one line per pattern; rows of a CSV written before
-    the collectives have no busbw_gbps column and are left out."""
+    """nccl-tests' bus bandwidth against size, a line per pattern (rows without busbw_gbps,
+    from before the collectives, left out)."""
     rows = [r for r in rows if r.get("busbw_gbps") is not None]
     name = "bus_bandwidth_vs_size.png"
     # Where the judgement withholds every busbw, the patterns say whether it would differ.
@@ -589,9 +441,8 @@ def plot_bus_bandwidth(rows, out_dir, plt):
 
 
 def overlap_speedups(rows, x_column, lines):
-    """{label: [Point]} of the speedup from both kinds of rows: a compare run's own
-    overlap_speedup, and an on run against the off run of the same configuration. One set of
-    line columns (without overlap) for both, so the legend names the same keys."""
+    """{label: [Point]} of the speedup of compare rows (their overlap_speedup) and of on rows
+    against off rows, over one set of line columns (without overlap): one legend for both."""
     speedup_lines = [c for c in lines if c != "overlap"]
     compare_rows = [r for r in rows if r.get("overlap") == "compare"]
     groups = {key + ("compare",): line for key, line in
@@ -610,26 +461,31 @@ def plot_overlap(rows, out_dir, plt):
     lines = split_columns(rows, x_column, ["overlap", "transport"])
     times = points(rows, x_column, "time_per_step_ms", lines)
     data = labelled(times, lines)
-    # A compare run's no-overlap time, labelled as its own line is.
+    # A compare run's no-overlap time, labelled as its own line is, in its colour, dashed.
     sequential = labelled(points([r for r in rows if r.get("overlap") == "compare"], x_column,
                                  "time_per_step_no_overlap_ms", lines), lines, label_keys=times)
     fig, (time_ax, speedup_ax) = plt.subplots(1, 2, figsize=(13, 8), layout="constrained")
-    # A compare run's no-overlap time shares its line's colour, dashed.
     colours = {}
     for index, (label, line) in enumerate(data.items()):
         shown = label + (" (overlapped)" if label in sequential else "")
-        colours[label] = draw_line(time_ax, shown, line, TIME_MARKS, index)
+        colours[label] = draw_line(time_ax, shown, line, index)
     for index, (label, line) in enumerate(sequential.items()):
-        draw_line(time_ax, label + " (no overlap)", line, TIME_MARKS, index, linestyle="--",
+        draw_line(time_ax, label + " (no overlap)", line, index, linestyle="--",
                   color=colours.get(label))
     time_ax.set_ylabel("time per step (ms)")
     time_ax.set_ylim(bottom=0)
     time_ax.set_title("Time per step", fontsize=10)
     speedup = overlap_speedups(rows, x_column, lines)
     for index, (label, line) in enumerate(speedup.items()):
-        draw_line(speedup_ax, label, line, TIME_MARKS, index)
+        draw_line(speedup_ax, label, line, index)
     if speedup:
-        speedup_axis(speedup_ax, every_point(speedup))
+        # 1.0 always in sight, with every point's range and at least 0.9 to 1.1: a spread of a
+        # few percent is drawn as a few percent, not stretched over the whole axis.
+        low = min([p.low for p in every_point(speedup)] + [0.9])
+        high = max([p.high for p in every_point(speedup)] + [1.1])
+        speedup_ax.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
+        speedup_ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":",
+                           label="1.0: overlap gains nothing")
     else:
         speedup_ax.text(0.5, 0.5, "no overlap=compare rows, nor on and off rows of one "
                         "configuration", ha="center", va="center", wrap=True,
@@ -640,14 +496,13 @@ def plot_overlap(rows, out_dir, plt):
         count_axis(ax, sorted({p.x for p in every_point(data)}))
         ax.set_xlabel("kernel C iterations (c_iterations)")
         ax.grid(True, alpha=0.3)
-        legend(ax, shown, TIME_MARKS, below=True)
+        legend(ax, shown, below=True)
     title_text(fig, "Overlap of the transfer with kernel C", fixed_config(rows, x_column),
                is_figure=True)
-    note_points(name, {**data, **{k + " (no overlap)": v for k, v in sequential.items()}},
-                TIME_MARKS, x_column)
-    note_lines(name, data)
-    note_points(name + " speedup", speedup, TIME_MARKS, x_column)
-    note_lines(name, speedup, "speedup lines")
+    note_points(name, {**data, **{k + " (no overlap)": v for k, v in sequential.items()}}, x_column)
+    print(f"{name}: lines: " + "; ".join(data))
+    note_points(name + " speedup", speedup, x_column)
+    print(f"{name}: speedup lines: " + "; ".join(speedup))
     return save(fig, out_dir, name, plt)
 
 
@@ -660,7 +515,7 @@ def plot_scaling(rows, out_dir, plt):
                       ("ranks (world_size)",
                        "aggregate bandwidth into all receivers (GB/s, 1 GB = 1e9 bytes)",
                        "Aggregate bandwidth vs ranks"),
-                      line_base=("pattern", "transport", "backend"), marks=TIME_MARKS)
+                      line_base=("pattern", "transport", "backend"))
 
 
 def core_numbers(text):
@@ -673,8 +528,8 @@ def core_numbers(text):
 
 
 def file_oversubscribed(path, world_size):
-    """'true' where a run's file says a host ran more ranks than the cores they may use, 'false'
-    where it says not, '' where it cannot say (no file, no h5py, another run's file)."""
+    """'true'/'false': whether a run's file says a host ran more ranks than the cores they may
+    use; '' where it cannot say (no file, no h5py, another run's file)."""
     try:
         import h5py
         with h5py.File(path, "r") as f:
@@ -694,8 +549,8 @@ def file_oversubscribed(path, world_size):
 
 
 def mark_oversubscribed(rows, csv_path):
-    """Sets each row's CROWDED from the file its run wrote (the CSV's output column, as given or
-    beside the CSV), and says how many rows it could not tell."""
+    """Sets each row's CROWDED from its run's file (output column, as given or beside the CSV)."""
+
     known = {}
     for row in rows:
         path = row.get("output") or ""
@@ -703,7 +558,7 @@ def mark_oversubscribed(rows, csv_path):
             path = os.path.join(os.path.dirname(os.path.abspath(csv_path)), path)
         key = (path, row.get("world_size"))
         if key not in known:
-            known[key] = file_oversubscribed(path, int(as_float(row.get("world_size")) or 0))
+            known[key] = file_oversubscribed(path, int(number(row.get("world_size")) or 0))
         row[CROWDED] = known[key]
     unknown = sum(1 for r in rows if r[CROWDED] == "")
     if unknown:
@@ -722,24 +577,13 @@ def save(fig, out_dir, name, plt):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
-        prog="scripts/plot", description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="exit status: 0 figures written (or skipped), 2 missing/empty CSV or JSON or bad "
-               "arguments.\nexamples: scripts/plot --csv outputs/sweep/results.csv\n"
-               "          scripts/plot --json outputs/run.json   # every pair's bandwidth")
-    parser.add_argument("--csv", help="results CSV written by gpurelay")
-    parser.add_argument("--json", action="append", default=[], metavar="SUMMARY",
-                        help="a JSON summary (--summary-json): every pair's bandwidth "
-                             "(repeatable)")
-    parser.add_argument("--out-dir", default=layout.outputs("plots"),
-                        help="where the PNGs go (default: outputs/plots in the repository; "
-                             "installed, in this folder)")
-    parser.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
-                        help="plot only rows whose COLUMN is VALUE, as written in the CSV "
-                             "(repeatable), e.g. --where transport=nccl --where world_size=2")
-    parser.add_argument("--include-failed", action="store_true",
-                        help="also plot rows whose verified column is not 'ok'")
+    parser = argparse.ArgumentParser(prog="scripts/plot", add_help=False)
+    parser.add_argument("-h", "--help", action=tool.Help)
+    parser.add_argument("--csv")
+    parser.add_argument("--json", action="append", default=[], metavar="SUMMARY")
+    parser.add_argument("--out-dir", default=layout.outputs("plots"))
+    parser.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE")
+    parser.add_argument("--include-failed", action="store_true")
     args = parser.parse_args(argv)
     if not args.csv and not args.json:
         parser.error("give --csv RESULTS.csv, --json SUMMARY.json, or both")
@@ -747,22 +591,31 @@ def parse_args(argv):
 
 
 def csv_rows(args):
+    """The rows to plot: verified (unless --include-failed), those --where picks."""
     rows, fieldnames = read_rows(args.csv, args.include_failed)
-    rows = select_rows(rows, fieldnames, args.where, args.csv)
-    require(fieldnames, [c for c in CONFIG_COLUMNS if c not in LATER_COLUMNS] + [
-        "transfer_gbps", "aggregate_gbps", "time_per_step_ms",
-        "time_per_step_no_overlap_ms", "overlap_speedup"], args.csv)
+    for condition in args.where:
+        column, equals, value = condition.partition("=")
+        if not equals or not column:
+            raise UsageError(f"--where '{condition}': expected COLUMN=VALUE")
+        if column not in fieldnames:
+            raise UsageError(f"--where '{condition}': no column {column} in {args.csv}")
+        rows = [r for r in rows if r.get(column) == value]
+        if not rows:
+            raise UsageError(f"--where '{condition}': no rows left")
+    required = [c for c in CONFIG_COLUMNS if c not in LATER_COLUMNS] + [
+        "transfer_gbps", "aggregate_gbps", "time_per_step_ms", "time_per_step_no_overlap_ms",
+        "overlap_speedup"]
+    missing = [c for c in required if c not in fieldnames]
+    if missing:
+        raise UsageError(f"{args.csv}: missing column(s) {', '.join(missing)}; is it a gpurelay "
+                         "results CSV?")
     return rows
 
 
 def main(argv):
     args = parse_args(argv)
-    try:
-        rows = csv_rows(args) if args.csv else []
-        summaries = [pair_plot.read_summary(path) for path in args.json]
-    except (UsageError, pair_plot.UsageError) as err:
-        print(f"plot: {err}", file=sys.stderr)
-        return EXIT_USAGE
+    rows = csv_rows(args) if args.csv else []
+    summaries = [pair_plot.read_summary(path) for path in args.json]
     try:
         import matplotlib
         matplotlib.use("Agg")  # files only: no display on clusters and CI
@@ -783,13 +636,11 @@ def main(argv):
         written += pair_plot.plot_pairs(path, summary, args.out_dir, plt, save, source)
     written = [path for path in written if path]
     if written:
-        print("wrote:")
-        for path in written:
-            print(f"  {path}")
+        print("wrote:\n" + "\n".join(f"  {path}" for path in written))
     else:
         print("no figures written: every x column has a single value in these rows")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    run("plot", main)

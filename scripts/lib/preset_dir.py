@@ -1,10 +1,7 @@
-"""Prints the build directory (binaryDir) of a CMake configure preset.
-
-Used by scripts/test and scripts/run to find the build tree of --preset NAME without
-hard-coding it: the preset file is the one source of truth. Follows `inherits` and expands the
-macros a binaryDir normally uses (${sourceDir}, ${sourceParentDir}, ${sourceDirName},
-${presetName}, $env{NAME}).
-"""
+"""Prints the build directory (binaryDir) of a CMake configure preset, for scripts/test, run and
+bench: the preset files (CMakePresets.json, CMakeUserPresets.json) are the one source of truth.
+Follows `inherits` and expands the macros a binaryDir normally uses (${sourceDir},
+${sourceParentDir}, ${sourceDirName}, ${presetName}, $env{NAME})."""
 
 import argparse
 import json
@@ -13,50 +10,28 @@ import re
 import sys
 
 
-def load_presets(source_dir):
-    presets = {}
-    for name in ("CMakePresets.json", "CMakeUserPresets.json"):
-        path = os.path.join(source_dir, name)
-        if not os.path.exists(path):
-            continue
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        for preset in data.get("configurePresets", []):
-            presets[preset["name"]] = preset
-    return presets
-
-
-def find_binary_dir(presets, name, seen=()):
+def binary_dir(presets, name, seen=()):
+    """The preset's binaryDir, its own or the first of its parents'; None where none sets one."""
     if name in seen:
         raise ValueError(f"preset '{name}' inherits from itself")
-    preset = presets.get(name)
-    if preset is None:
-        raise KeyError(name)
+    preset = presets[name]
     if "binaryDir" in preset:
         return preset["binaryDir"]
     parents = preset.get("inherits", [])
-    if isinstance(parents, str):
-        parents = [parents]
-    for parent in parents:
-        found = find_binary_dir(presets, parent, seen + (name,))
+    for parent in [parents] if isinstance(parents, str) else parents:
+        found = binary_dir(presets, parent, seen + (name,))
         if found is not None:
             return found
     return None
 
 
 def expand(text, source_dir, preset_name):
-    macros = {
-        "sourceDir": source_dir,
-        "sourceParentDir": os.path.dirname(source_dir),
-        "sourceDirName": os.path.basename(source_dir),
-        "presetName": preset_name,
-        "dollar": "$",
-    }
+    macros = {"sourceDir": source_dir, "sourceParentDir": os.path.dirname(source_dir),
+              "sourceDirName": os.path.basename(source_dir), "presetName": preset_name,
+              "dollar": "$"}
     text = re.sub(r"\$env\{([^}]*)\}", lambda m: os.environ.get(m.group(1), ""), text)
     text = re.sub(r"\$\{([^}]*)\}", lambda m: macros.get(m.group(1), m.group(0)), text)
-    if not os.path.isabs(text):
-        text = os.path.join(source_dir, text)
-    return os.path.normpath(text)
+    return os.path.normpath(os.path.join(source_dir, text))
 
 
 def main():
@@ -66,11 +41,15 @@ def main():
     parser.add_argument("preset", help="configure preset name")
     args = parser.parse_args()
     source_dir = os.path.abspath(args.source_dir)
+    presets = {}
     try:
-        presets = load_presets(source_dir)
+        for name in ("CMakePresets.json", "CMakeUserPresets.json"):
+            if os.path.exists(os.path.join(source_dir, name)):
+                with open(os.path.join(source_dir, name), encoding="utf-8") as f:
+                    presets.update({p["name"]: p for p in json.load(f).get("configurePresets", [])})
         if not presets:
             raise FileNotFoundError(f"no CMakePresets.json in {source_dir}")
-        binary_dir = find_binary_dir(presets, args.preset)
+        found = binary_dir(presets, args.preset)
     except KeyError:
         known = ", ".join(sorted(n for n, p in presets.items() if not p.get("hidden")))
         print(f"preset_dir.py: no configure preset '{args.preset}' (known: {known})",
@@ -79,10 +58,10 @@ def main():
     except (OSError, ValueError) as err:
         print(f"preset_dir.py: {err}", file=sys.stderr)
         return 2
-    if binary_dir is None:
+    if found is None:
         print(f"preset_dir.py: preset '{args.preset}' sets no binaryDir", file=sys.stderr)
         return 2
-    print(expand(binary_dir, source_dir, args.preset))
+    print(expand(found, source_dir, args.preset))
     return 0
 
 

@@ -1,35 +1,10 @@
-"""usage: scripts/stress [--runs N] [--jobs K] [--load M] [options]
-
-Runs gpurelay's fault and interruption cases over and over, on the CPU path or (--device gpu) on
-the GPU, K launches at once, each under a hard bound, and counts the launches that hang. On the
-GPU the ranks of every launch share the first GPU, time-sliced (each its own context, so a
-killed rank takes nothing of another launch's with it). The cases, each a combination of:
-
-  fault      stop   one rank SIGSTOPped at a random moment of its steps: exit 4 (timeout_s), a
-                    line naming the wait
-             kill   one rank SIGKILLed at a random moment: a non-zero exit
-             stuck  a step that never finishes (C made endless): exit 4, a line naming the wait
-             term   every rank SIGTERMed at a random moment: exit 143 (0 if the run was already
-                    in its last step), then --resume: exit 0; both with timeout_s
-                    --term-timeout-s, as nothing stops there: a wait need only outlast a peer
-                    starved of a core
-  transport  ipc, ipc-sm (ipc_engine = sm), mpi, staged (MPI in pieces through staging buffers)
-  flush      flush_every 0, 1 or 5
-  overlap    on, compare
-  pattern    pair (2 ranks), relay (3 stages: the stopped, killed or stuck rank may be the middle)
-
-Run i takes combination i of a shuffled list of them all (--seed), so --runs 192 covers each
-once.
-A launch's bound is timeout_s + --grace seconds from its fault (from its steps' start for stuck;
---start-bound for reaching the steps, --resume-bound for a whole --resume). One that outlives it has the stack of every rank dumped
-(gdb -p PID -batch -ex 'thread apply all bt') into --out-dir, and is then killed.
-
-Prints one line per launch and the counts: ran, ended in bound with the expected exit code, wrong
-(ended in bound, another code or no message), hung. Exit 0 when every launch ended as expected,
-1 when any hung or ended wrong, 2 on bad usage.
+"""Runs gpurelay's fault and interruption cases (a rank stopped or killed at a random moment, a
+stuck step, SIGTERM then --resume) over and over, K launches at once, each under a hard bound,
+and counts the launches that hang or end wrong. scripts/help/stress.txt (its --help) says how.
 """
 import argparse
 import concurrent.futures
+import contextlib
 import itertools
 import os
 import random
@@ -38,21 +13,25 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
+
+import tool
+from layout import ROOT
 
 FAULTS = ("stop", "kill", "stuck", "term")
 TRANSPORTS = ("ipc", "ipc-sm", "mpi", "staged")
 FLUSHES = ("0", "1", "5")
 OVERLAPS = ("on", "compare")
-# Ranks a launch has, by pattern.
-PATTERNS = {"pair": 2, "relay": 3}
+PATTERNS = {"pair": 2, "relay": 3}  # ranks a launch has, by pattern
 # The deck's device and C, by where the kernels run: C sets a step of about 15 ms, so a fault
 # lands mid-run (on the GPU C's iterations run a million values at once).
 DECKS = {"cpu": ["--device", "cpu", "--c-elements", "64Ki", "--c-iterations", "400"],
          "gpu": ["--device", "cuda", "--c-elements", "1Mi", "--c-iterations", "200000"]}
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# A stop or kill ends the run, so its steps only need to outlast the fault; a SIGTERMed run's
+# --resume runs the rest, which 2 CPU burners make take a minute at 300 steps.
+STEPS = {"stop": 3000, "kill": 3000, "stuck": 4, "term": 120}
+EXPECTED = {"stop": (4,), "stuck": (4,), "kill": tuple(range(1, 256)), "term": (143, 0)}
 TIMEOUT_LINE = "did not finish within"
 
 
@@ -78,86 +57,63 @@ class Outcome:
 
 
 def default_binary():
-    for build in ("build-cpu", "build"):
-        path = os.path.join(ROOT, build, "app", "gpurelay")
-        if os.path.exists(path):
-            return path
-    return os.path.join(ROOT, "build-cpu", "app", "gpurelay")
-
-
-def default_mpirun():
-    return "mpirun --oversubscribe" + (" --allow-run-as-root" if os.geteuid() == 0 else "")
+    built = [os.path.join(ROOT, build, "app", "gpurelay") for build in ("build-cpu", "build")]
+    return next((path for path in built if os.path.exists(path)), built[0])
 
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
-        prog="scripts/stress", usage=__doc__.splitlines()[0][len("usage: "):],
-        description=__doc__.split("\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
+        prog="scripts/stress", add_help=False,
+        usage="scripts/stress [--runs N] [--jobs K] [--load M] [options]")
+    parser.add_argument("-h", "--help", action=tool.Help)
 
     def choices(allowed):
         def parse(text):
             picked = [c for c in text.split(",") if c]
-            bad = [c for c in picked if c not in allowed]
-            if bad or not picked:
+            if not picked or any(c not in allowed for c in picked):
                 raise argparse.ArgumentTypeError(f"pick from {','.join(allowed)}")
             return picked
         return parse
 
     def positive(kind):
         def parse(text):
-            value = kind(text)
-            if value <= 0:
+            if kind(text) <= 0:
                 raise argparse.ArgumentTypeError("must be > 0")
-            return value
+            return kind(text)
         return parse
 
-    parser.add_argument("--runs", type=positive(int), default=40, help="launches (default 40)")
-    parser.add_argument("--jobs", type=positive(int), default=2, help="launches at once (2)")
-    parser.add_argument("--load", type=int, default=0, help="CPU-burner processes beside them (0)")
+    parser.add_argument("--runs", type=positive(int), default=40)
+    parser.add_argument("--jobs", type=positive(int), default=2)
+    parser.add_argument("--load", type=int, default=0)
     parser.add_argument("--faults", type=choices(FAULTS), default=list(FAULTS))
     parser.add_argument("--transports", type=choices(TRANSPORTS), default=list(TRANSPORTS))
     parser.add_argument("--flush", type=choices(FLUSHES), default=list(FLUSHES))
     parser.add_argument("--overlap", type=choices(OVERLAPS), default=list(OVERLAPS))
     parser.add_argument("--patterns", type=choices(tuple(PATTERNS)), default=list(PATTERNS))
-    parser.add_argument("--device", choices=tuple(DECKS), default="cpu",
-                        help="where the kernels run (cpu)")
-    parser.add_argument("--timeout-s", type=positive(float), default=3.0,
-                        help="gpurelay's timeout_s (default 3)")
-    parser.add_argument("--grace", type=positive(float), default=30.0,
-                        help="seconds past timeout_s a launch may take to end (default 30)")
-    parser.add_argument("--start-bound", type=positive(float), default=90.0,
-                        help="seconds a launch may take to reach its steps (default 90)")
-    parser.add_argument("--resume-bound", type=positive(float), default=180.0,
-                        help="seconds a --resume may take, set-up and the rest of the steps "
-                             "(default 180)")
-    parser.add_argument("--term-timeout-s", type=positive(float), default=30.0,
-                        help="gpurelay's timeout_s for a SIGTERMed launch and its --resume "
-                             "(default 30): no rank stops there, so a wait only has to outlast "
-                             "a peer starved of a core (3 s did not, 4 times in 48, with 3-stage "
-                             "relays beside 2 burners on 2 cores)")
-    parser.add_argument("--spread", type=float, default=2.0,
-                        help="the fault comes 0 to SPREAD s into the steps (default 2)")
-    parser.add_argument("--seed", type=int, default=None, help="shuffles the cases (default: time)")
-    parser.add_argument("--binary", default=default_binary(), help="gpurelay (build-cpu's)")
-    parser.add_argument("--mpirun", default=default_mpirun(), help="launcher command")
-    parser.add_argument("--out-dir", default=None,
-                        help="where hung and wrong launches leave stacks and output "
-                             "(default: a new folder under /tmp)")
+    parser.add_argument("--device", choices=tuple(DECKS), default="cpu")
+    parser.add_argument("--timeout-s", type=positive(float), default=3.0)
+    parser.add_argument("--grace", type=positive(float), default=30.0)
+    parser.add_argument("--start-bound", type=positive(float), default=90.0)
+    parser.add_argument("--resume-bound", type=positive(float), default=180.0)
+    # A SIGTERMed launch's timeout_s: no rank stops there, so a wait only has to outlast a peer
+    # starved of a core (3 s did not, 4 times in 48, with 3-stage relays beside 2 burners on 2
+    # cores).
+    parser.add_argument("--term-timeout-s", type=positive(float), default=30.0)
+    parser.add_argument("--spread", type=float, default=2.0)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--binary", default=default_binary())
+    parser.add_argument("--mpirun", default="mpirun --oversubscribe"
+                        + (" --allow-run-as-root" if os.geteuid() == 0 else ""))
+    parser.add_argument("--out-dir", default=None)
     if any(arg == "--log-dir" or arg.startswith("--log-dir=") for arg in argv):
         parser.exit(2, "stress: --log-dir is now --out-dir DIR (a folder)\n")
-    return completed(parser, parser.parse_args(argv))
-
-
-def completed(parser, opts):
-    """The options checked, the binary's path made absolute, the seed and the output folder
-    chosen where not given."""
+    opts = parser.parse_args(argv)
     if opts.load < 0:
         parser.error("--load must be >= 0")
     if not os.access(opts.binary, os.X_OK):
         parser.error(f"no gpurelay at {opts.binary} (scripts/build --preset cpu)")
     opts.binary = os.path.abspath(opts.binary)
-    if opts.seed is None:
-        opts.seed = int(time.time())
+    opts.seed = int(time.time()) if opts.seed is None else opts.seed
     opts.made_out_dir = opts.out_dir is None
     opts.out_dir = opts.out_dir or tempfile.mkdtemp(prefix="gpurelay-stress-")
     os.makedirs(opts.out_dir, exist_ok=True)
@@ -177,16 +133,13 @@ def case_timeout(case, opts):
 
 
 def gpurelay_args(case, opts, output):
-    """The deck: about 15 ms a step (C's work), so a fault lands mid-run."""
-    # A stop or kill ends the run, so its steps only need to outlast the fault; a SIGTERMed run's
-    # --resume runs the rest, which 2 CPU burners make take a minute at 300 steps.
-    steps = {"stop": 3000, "kill": 3000, "stuck": 4, "term": 120}[case.fault]
-    deck = list(DECKS[opts.device])
-    if case.fault == "stuck":
-        deck[-1] = "4000000000"
-    args = deck + ["--elements", "20000", "--steps", str(steps), "--warmup", "2", "--write",
-                   "all", "--quiet", "--flush-every", case.flush, "--overlap", case.overlap,
-                   "--timeout-s", str(case_timeout(case, opts)), "--output", output,
+    """The deck: about 15 ms a step (C's work), so a fault lands mid-run; C endless if stuck."""
+    deck = DECKS[opts.device][:-1] + ["4000000000" if case.fault == "stuck"
+                                      else DECKS[opts.device][-1]]
+    args = deck + ["--elements", "20000", "--steps", str(STEPS[case.fault]), "--warmup", "2",
+                   "--write", "all", "--quiet", "--flush-every", case.flush,
+                   "--overlap", case.overlap, "--timeout-s", str(case_timeout(case, opts)),
+                   "--output", output,
                    "--transport", "ipc" if case.transport.startswith("ipc") else "mpi",
                    "--pattern", "relay" if case.pattern == "relay" else "pairs"]
     if case.transport == "ipc-sm":
@@ -196,39 +149,30 @@ def gpurelay_args(case, opts, output):
     return args
 
 
+def proc_read(pid, name, mode="r"):
+    """/proc/PID/NAME, or None once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/{name}", mode) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
 def rank_pids(binary, output):
     """The gpurelay processes of one launch (not mpirun): argv[0] the binary, the output in argv."""
     pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if argv and argv[0].decode(errors="replace") == binary and output.encode() in argv:
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        argv = (proc_read(entry, "cmdline", "rb") or b"").split(b"\0")
+        if argv[0].decode(errors="replace") == binary and output.encode() in argv:
             pids.append(int(entry))
     return sorted(pids)
 
 
 def rank_of(pid):
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            for item in f.read().split(b"\0"):
-                if item.startswith(b"OMPI_COMM_WORLD_RANK="):
-                    return item.split(b"=", 1)[1].decode()
-    except OSError:
-        pass
+    for item in (proc_read(pid, "environ", "rb") or b"").split(b"\0"):
+        if item.startswith(b"OMPI_COMM_WORLD_RANK="):
+            return item.split(b"=", 1)[1].decode()
     return "?"
-
-
-def process_state(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
 
 
 class Launch:
@@ -244,6 +188,7 @@ class Launch:
             out.write("+ " + shlex.join(command) + "\n")
             out.flush()
             self.proc = subprocess.Popen(command, stdout=out, stderr=err, start_new_session=True)
+        self.fault_at = time.monotonic()
 
     def wait_for(self, path, until):
         """True once `path` exists; False if the launch ended first or `until` passed."""
@@ -260,21 +205,17 @@ class Launch:
         except subprocess.TimeoutExpired:
             return None
 
-    def stderr_line(self):
-        """The first 'gpurelay:' line on stderr, or nothing."""
-        ours = [line for line in self.stderr().splitlines() if line.startswith("gpurelay:")]
-        return ours[0] if ours else ""
-
     def stderr(self):
         with open(self.err_path, errors="replace") as f:
             return f.read()
 
-    def dump_and_kill(self, out_dir, name):
+    def dump_and_kill(self, name):
         """Stacks of every rank into out_dir/name.stacks, then the whole launch killed."""
-        stacks = os.path.join(out_dir, name + ".stacks")
+        stacks = os.path.join(self.opts.out_dir, name + ".stacks")
         with open(stacks, "w") as out:
             for pid in rank_pids(self.opts.binary, self.output):
-                out.write(f"=== rank {rank_of(pid)} pid {pid} state {process_state(pid)}\n")
+                state = (proc_read(pid, "stat") or ")gone").rsplit(")", 1)[1].split()[0]
+                out.write(f"=== rank {rank_of(pid)} pid {pid} state {state}\n")
                 out.flush()
                 try:
                     subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex",
@@ -287,14 +228,10 @@ class Launch:
 
     def kill(self):
         for pid in rank_pids(self.opts.binary, self.output):
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
         self.proc.wait()
 
 
@@ -313,7 +250,7 @@ def end_of(launch, opts, case, until, expected, needs_line):
     """Waits for the launch to end by `until`; the outcome against the expected exit codes."""
     code = launch.wait(until)
     if code is None:
-        stacks = launch.dump_and_kill(opts.out_dir, f"run{case.index:04d}-{launch.label}")
+        stacks = launch.dump_and_kill(f"run{case.index:04d}-{launch.label}")
         detail = f"{launch.label}: still running {until - launch.fault_at:.0f} s after the fault"
         return Outcome("hung", detail, [stacks] + keep_logs(opts, case, launch, detail))
     launch.kill()  # a SIGSTOPped rank that the launcher left behind
@@ -350,65 +287,49 @@ def run_case(case, opts):
     with tempfile.TemporaryDirectory(prefix="stress-") as tmp:
         args = gpurelay_args(case, opts, os.path.join(tmp, "out.h5"))
         launch = Launch(opts, args, tmp, "launch", PATTERNS[case.pattern])
-        launch.fault_at = time.monotonic()
         moment = fault_moment(case, opts, launch, rng)
         if moment == "never":  # a hang in set-up
             return end_of(launch, opts, case, time.monotonic(), (), False)
+        bound = launch.fault_at + case_timeout(case, opts) + opts.grace
         if moment == "early":
             # Ended, or ending (a rank already gone), on its own: held to the same bound.
-            code = launch.wait(launch.fault_at + case_timeout(case, opts) + opts.grace)
+            code = launch.wait(bound)
             if code is None:
                 return end_of(launch, opts, case, time.monotonic(), (), False)
             launch.kill()
-            return Outcome("ok", f"ended (exit {code}) before the fault: {launch.stderr_line()}")
-        bound = launch.fault_at + case_timeout(case, opts) + opts.grace
-        expected = {"stop": (4,), "stuck": (4,), "kill": tuple(range(1, 256)), "term": (143, 0)}
-        outcome = end_of(launch, opts, case, bound, expected[case.fault],
+            ours = [line for line in launch.stderr().splitlines() if line.startswith("gpurelay:")]
+            return Outcome("ok", f"ended (exit {code}) before the fault: {(ours or [''])[0]}")
+        outcome = end_of(launch, opts, case, bound, EXPECTED[case.fault],
                          case.fault in ("stop", "stuck"))
         if case.fault != "term" or outcome.verdict != "ok" or launch.proc.returncode != 143:
             return outcome
-        resume_args = args + ["--resume"]
-        resumed = Launch(opts, resume_args, tmp, "resume", PATTERNS[case.pattern])
-        resumed.fault_at = time.monotonic()
+        resumed = Launch(opts, args + ["--resume"], tmp, "resume", PATTERNS[case.pattern])
         # The set-up and the rest of the steps (up to 120 per pass), on a loaded machine.
         return end_of(resumed, opts, case, resumed.fault_at + opts.resume_bound, (0,), False)
 
 
-class Burners:
-    """M processes that keep a core busy each, for the length of the stress."""
-
-    def __init__(self, count):
-        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-                      for _ in range(count)]
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        for proc in self.procs:
-            proc.kill()
-            proc.wait()
-
-
 def main(argv):
     opts = parse_args(argv)
-    todo = cases(opts)
     print(f"stress: {opts.runs} launches, {opts.jobs} at once, {opts.load} burners, seed "
           f"{opts.seed}, bound timeout_s {opts.timeout_s:g} ({opts.term_timeout_s:g} for term) + "
-          f"{opts.grace:g} s; logs in "
-          f"{opts.out_dir}", flush=True)
+          f"{opts.grace:g} s; logs in {opts.out_dir}", flush=True)
     counts = {"ok": 0, "wrong": 0, "hung": 0}
-    lock = threading.Lock()
-    with Burners(opts.load), concurrent.futures.ThreadPoolExecutor(opts.jobs) as pool:
-        futures = {pool.submit(run_case, case, opts): case for case in todo}
-        for future in concurrent.futures.as_completed(futures):
-            case, outcome = futures[future], future.result()
-            with lock:
+    # M processes that keep a core busy each, for the length of the stress.
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+               for _ in range(opts.load)]
+    try:
+        with concurrent.futures.ThreadPoolExecutor(opts.jobs) as pool:
+            futures = {pool.submit(run_case, case, opts): case for case in cases(opts)}
+            for future in concurrent.futures.as_completed(futures):
+                case, outcome = futures[future], future.result()
                 counts[outcome.verdict] += 1
-                done = sum(counts.values())
                 logs = "; " + ", ".join(outcome.logs) if outcome.logs else ""
-                print(f"[{done}/{opts.runs}] {outcome.verdict.upper():5} run {case.index} "
-                      f"{case.name()}: {outcome.detail}{logs}", flush=True)
+                print(f"[{sum(counts.values())}/{opts.runs}] {outcome.verdict.upper():5} run "
+                      f"{case.index} {case.name()}: {outcome.detail}{logs}", flush=True)
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
     print(f"stress: ran {opts.runs}, ended in bound with the expected exit code {counts['ok']}, "
           f"wrong {counts['wrong']}, hung {counts['hung']} (seed {opts.seed}; logs in "
           f"{opts.out_dir})", flush=True)

@@ -1,20 +1,7 @@
-"""Runs gpurelay over a Cartesian grid of deck keys, one results-CSV row per point.
-
-A point is a combination of the other keys' values and one size (elements). Each combination is
-one launch of gpurelay that runs every size of the grid in turn (--elements S1,S2,...), and its
-rows are tagged with the combination, "key1=v1 key2=v2 ..." (keys in the order given, elements
-left out), so a sweep can be stopped and run again: a point whose row (tag, elements) is already
-in the CSV is skipped, and a combination runs with only its sizes still missing. With --slurm
-the pending combinations become one Slurm job array instead of running here, one task each, at
-most --throttle tasks at a time; the tasks submitted are recorded in OUT_DIR/slurm-jobs.csv, and
-a point whose task is still queued or running (squeue) is skipped too, so running the same sweep
-again never submits a point twice.
-With --repeat N every combination runs N times, as N separate launches (the noise between
-launches is what an A/B comparison must see): launch K's tag and file name end in "repeat=K"
-(K = 0..N-1), its rows carry K in the CSV's repeat column (gpurelay's key repeat), and the repeats of the whole grid run in turn (every
-combination once, then again), so that a slow spell of the machine does not fall on one
-combination's repeats alone. At the end the sweep prints each point's median and range over
-its repeats.
+"""Runs gpurelay over a Cartesian grid of deck keys, one results-CSV row per point (a combination
+of the other keys and one size): one launch per combination with its sizes inside, skipping the
+points already done, here or as a Slurm job array (--slurm). scripts/help/sweep.txt (its --help)
+says how.
 """
 
 import argparse
@@ -32,6 +19,9 @@ import sys
 import time
 
 import layout
+import tool
+from results import read_csv, size_text
+from tool import UsageError, counted, run
 
 # Deck keys a sweep may vary. The others are set by the sweep itself (output, overwrite, quiet,
 # results_csv, tag) or name a per-run file (summary_json) that every point would overwrite.
@@ -44,28 +34,15 @@ RESERVED_KEYS = ["output", "overwrite", "quiet", "results_csv", "tag", "summary_
 # Not a deck key: the number of ranks, for scaling studies (pairs = np / 2). It goes to the
 # launcher (mpirun -np, srun --ntasks) and into the tag, never to gpurelay as a flag.
 NP_KEY = "np"
-# The repeat number of a launch (--repeat): in its tag and file name, and to gpurelay as its
-# deck key `repeat` (the results CSV's column of that name).
+# A launch's repeat number (--repeat): in its tag and file name, and to gpurelay as its deck key
+# repeat (the results CSV's column of that name).
 REPEAT_KEY = "repeat"
-
+# The key whose values share a launch: one launch of gpurelay runs every size of a combination.
+ELEMENTS_KEY = "elements"
+NO_KEYS_TAG = "sweep"  # the rows' tag where elements alone is swept: no key names them
 # Values go into a space-separated tag and a command line: keep them to plain tokens.
 VALUE_PATTERN = re.compile(r"^[A-Za-z0-9_.:+\-]+$")
 KEY_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
-
-EXIT_USAGE = 2
-
-# The key whose values share a launch: one launch of gpurelay runs every size of a combination.
-ELEMENTS_KEY = "elements"
-# The tag of the rows of a sweep over elements alone, whose combination has no key to name it.
-NO_KEYS_TAG = "sweep"
-
-# How a count is named in tags and file names where no text of the user's names it (a range's
-# sizes): in the largest binary unit it is a whole number of.
-SIZE_UNITS = [("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)]
-
-
-class UsageError(Exception):
-    pass
 
 
 def parse_axis(text, allow_any_key):
@@ -122,20 +99,10 @@ def binary_sizes(binary, spec, source):
     return [int(line) for line in asked.stdout.split()]
 
 
-def size_text(count):
-    """A count as a size gpurelay reads, in Ki/Mi/Gi where it is a whole number of them."""
-    for suffix, unit in SIZE_UNITS:
-        if count >= unit and count % unit == 0:
-            return f"{count // unit}{suffix}"
-    return str(count)
-
-
 def sizes_of(values, source, binary):
-    """Sizes and ranges, as written -> [(text, count)] in their order, the counts gpurelay's: a
-    size keeps its text, a range gives each of its counts as size_text writes it. The binary is
-    asked once for the sizes together and once for each range, then (where there were several
-    questions) once for them all, so that a size given twice or more sizes than one launch runs
-    are refused as gpurelay refuses them."""
+    """Sizes and ranges as written -> [(text, count)] in order, the counts gpurelay's (a range's
+    as size_text writes them). Several questions (the sizes, each range): the binary is asked
+    again for them all, so that it refuses a size twice or more sizes than a launch runs."""
     values = [value.strip() for value in values]
     sizes_alone = [value for value in values if ":" not in value]
     counts = dict(zip(sizes_alone, binary_sizes(binary, ",".join(sizes_alone), source)
@@ -152,9 +119,8 @@ def sizes_of(values, source, binary):
 
 
 def deck_sizes(deck, binary):
-    """The deck's sizes [(text, count)] when elements is not swept; None when it sets none
-    (gpurelay's default: one size) or this Python cannot read TOML (before 3.11): the
-    combination is then done once its tag has a row."""
+    """The deck's sizes [(text, count)]; None when it sets none (one size) or this Python cannot
+    read TOML (before 3.11): the combination is then done once its tag has a row."""
     if not deck:
         return None
     try:
@@ -177,14 +143,13 @@ def deck_sizes(deck, binary):
     return None
 
 
-def expand_grid(axes):
-    """The Cartesian product, first key outermost, as lists of (key, value)."""
-    keys = [key for key, _ in axes]
-    return [list(zip(keys, combo)) for combo in itertools.product(*(v for _, v in axes))]
-
-
 def tag_of(point):
     return " ".join(f"{key}={value}" for key, value in point)
+
+
+def combination_tag(combination):
+    """The tag of every row of a combination's launches (elements is the row's own column)."""
+    return tag_of(combination) or NO_KEYS_TAG
 
 
 class Grid:
@@ -195,40 +160,40 @@ class Grid:
         self.swept = ELEMENTS_KEY in self.keys
         self.sizes = (sizes_of(dict(axes)[ELEMENTS_KEY], ELEMENTS_KEY, binary) if self.swept
                       else deck_sizes(deck, binary))
-        self.combinations = expand_grid([(k, v) for k, v in axes if k != ELEMENTS_KEY])
-        if repeats > 1:
-            # Repeat outermost: the whole grid once, then again.
-            self.combinations = [combination + [(REPEAT_KEY, str(k))] for k in range(repeats)
-                                 for combination in self.combinations]
+        others = [(key, values) for key, values in axes if key != ELEMENTS_KEY]
+        # The Cartesian product, first key outermost; repeats outermost of all: the whole grid
+        # once, then again.
+        grid = [list(zip([key for key, _ in others], combination))
+                for combination in itertools.product(*(values for _, values in others))]
+        self.combinations = grid if repeats == 1 else [
+            combination + [(REPEAT_KEY, str(k))] for k in range(repeats) for combination in grid]
 
     def points(self):
-        """[(combination, size)], the sizes of one combination together; size (text, count),
-        or None when the deck's size is not known here."""
+        """[(combination, size (text, count) or None: the deck's, unknown here)] in order."""
         return [(combination, size) for combination in self.combinations
                 for size in (self.sizes or [None])]
 
     def with_elements(self, combination, value):
-        """The combination's (key, value) list with elements=value where elements stands among
-        the keys (last when it is not swept)."""
+        """The combination with elements=value in its place among the keys (last if unswept)."""
         at = self.keys.index(ELEMENTS_KEY) if self.swept else len(combination)
         return combination[:at] + [(ELEMENTS_KEY, value)] + combination[at:]
 
     def label(self, point):
-        """What a point is called in the output: its combination and, where the combination
-        has several sizes or elements is swept, its size ("elements=1Ki c_iterations=2")."""
+        """A point's name: its combination, with its size where elements is swept or the
+        combination has several ("elements=1Ki c_iterations=2")."""
         combination, size = point
         if size is None or (not self.swept and len(self.sizes) == 1):
             return tag_of(combination)
         return tag_of(self.with_elements(combination, size[0]))
 
     def tags(self, point):
-        """The tags a point's row may have: its combination's, and the point's own label, which
-        sweeps that ran one launch per size gave it (so their CSVs still count as done)."""
+        """A point's row's possible tags: its combination's, and its label (as sweeps that ran a
+        launch per size gave it: their CSVs still count as done)."""
         return [combination_tag(point[0]), self.label(point)]
 
     def launch_keys(self, combination, sizes, separator=","):
-        """The (key, value) list that a launch of these sizes sets: elements only when swept or
-        when not every size of the deck is to run (then the missing ones)."""
+        """The (key, value) list a launch of these sizes sets: elements only when swept or when
+        some of the deck's sizes are done."""
         if sizes is None or (not self.swept and len(sizes) == len(self.sizes)):
             return combination
         return self.with_elements(combination, separator.join(text for text, _ in sizes))
@@ -237,11 +202,6 @@ class Grid:
 def size_count(point):
     """A point's count of elements, or None for the deck's size."""
     return point[1][1] if point[1] else None
-
-
-def combination_tag(combination):
-    """The tag of every row of a combination's launches (elements is the row's own column)."""
-    return tag_of(combination) or NO_KEYS_TAG
 
 
 class Launch:
@@ -254,13 +214,10 @@ class Launch:
         self.tag = combination_tag(combination)
         self.keys = grid.launch_keys(combination, self.sizes)
         self.name_keys = grid.launch_keys(combination, self.sizes, separator="_")
-        # The values it tries, for run_here's choice of the next launch after a failure.
-        # (A repeat is not a value to try: it fails as its first launch did.)
+        # The values it tries, for run_here's choice of the next launch after a failure (not a
+        # repeat: it fails as its first launch did).
         self.values = [(k, v) for k, v in combination if k != REPEAT_KEY] + [
             (ELEMENTS_KEY, text) for text, _ in (self.sizes if grid.swept else [])]
-
-    def label(self):
-        return tag_of(self.keys)
 
 
 def launches_of(grid, points):
@@ -271,43 +228,27 @@ def launches_of(grid, points):
     return [Launch(grid, group[0][0], group) for group in groups.values()]
 
 
-def counted(number, noun, nouns):
-    """'1 launch', '2 launches'."""
-    return f"{number} {noun if number == 1 else nouns}"
-
-
-def short_hash(tag):
-    return hashlib.sha1(tag.encode("utf-8")).hexdigest()[:12]
-
-
 # Longest readable part of a launch's file name: well under the 255 bytes a name may have, with
 # room for the hash and the side files gpurelay writes beside its output.
 READABLE_NAME_MAX = 160
 
 
 def output_name(tag):
-    """A launch's HDF5 file name: its keys with commas for spaces ("np=2,elements=1Ki_4Ki.h5",
-    a launch's sizes joined by '_'), distinct for distinct launches (values hold no space, comma
-    or '=', sizes no '_'); a name too long for a file keeps what fits and adds a hash of the
-    whole."""
+    """A launch's HDF5 file name, its keys with commas for spaces ("np=2,elements=1Ki_4Ki.h5"),
+    distinct for distinct launches; one too long keeps what fits and adds a hash of the whole."""
     name = tag.replace(" ", ",")
     if len(name) <= READABLE_NAME_MAX:
         return name + ".h5"
-    return name[:READABLE_NAME_MAX - 13] + "-" + short_hash(tag) + ".h5"
-
-
-def flag_of(key):
-    return "--" + key.replace("_", "-")
+    digest = hashlib.sha1(tag.encode("utf-8")).hexdigest()[:12]
+    return f"{name[:READABLE_NAME_MAX - 13]}-{digest}.h5"
 
 
 def launch_args(launch, args):
     """gpurelay's arguments for one launch (after the binary)."""
-    argv = []
-    if args.deck:
-        argv += ["--input", args.deck]
+    argv = ["--input", args.deck] if args.deck else []
     # --key=value rather than "--key value": a boolean flag takes its value only in this form,
     # and a value that starts with '-' (alpha=-1) cannot be mistaken for a flag.
-    argv += [f"{flag_of(key)}={value}" for key, value in launch.keys
+    argv += [f"--{key.replace('_', '-')}={value}" for key, value in launch.keys
              if key != NP_KEY]
     output = os.path.join(args.out_dir, output_name(tag_of(launch.name_keys)))
     argv += ["--results-csv", args.csv, "--tag", launch.tag, "--output", output]
@@ -317,12 +258,10 @@ def launch_args(launch, args):
 
 
 class Records:
-    """Values by (tag, size) and by tag: the rows of the results CSV (their verified value), or
-    the array tasks still queued ("JOB_TASK (STATE)")."""
+    """By (tag, size) and by tag: rows' verified values, or queued tasks' "JOB_TASK (STATE)"."""
 
     def __init__(self):
-        self.by_size = {}
-        self.by_tag = {}
+        self.by_size, self.by_tag = {}, {}
         self.whole_tag = {}  # entries for every size of their tag (no elements recorded)
 
     def add(self, tag, count, value):
@@ -356,13 +295,12 @@ def read_done(csv_path):
     done = Records()
     if not os.path.exists(csv_path) or os.path.getsize(csv_path) == 0:
         return done
-    with open(csv_path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames is None or "tag" not in reader.fieldnames:
-            raise UsageError(f"{csv_path}: no 'tag' column in the header; is it a gpurelay "
-                             "results CSV?")
-        for row in reader:
-            done.add(row["tag"], count_of(row.get(ELEMENTS_KEY)), row.get("verified") or "")
+    fieldnames, rows = read_csv(csv_path)
+    if fieldnames is None or "tag" not in fieldnames:
+        raise UsageError(f"{csv_path}: no 'tag' column in the header; is it a gpurelay "
+                         "results CSV?")
+    for row in rows:
+        done.add(row["tag"], count_of(row.get(ELEMENTS_KEY)), row.get("verified") or "")
     return done
 
 
@@ -374,20 +312,8 @@ def point_np(combination, default):
 def launcher_for(combination, args):
     np = point_np(combination, args.np)
     if args.launcher:
-        # {np} in --launcher is replaced by the point's rank count.
         return shlex.split(args.launcher.replace("{np}", str(np)))
-    return default_launcher(np)
-
-
-def default_launcher(np):
-    launcher = ["mpirun", "-np", str(np)]
-    # Open MPI refuses to start as root unless told (containers, CI).
-    if os.geteuid() == 0:
-        launcher.append("--allow-run-as-root")
-    # Open MPI refuses more ranks than cores unless told (laptops, 2-core CI runners).
-    if (os.cpu_count() or 1) < np:
-        launcher.append("--oversubscribe")
-    return launcher
+    return layout.mpirun(np)
 
 
 # Array tasks submitted by --slurm, one row each, so that a later run can ask squeue which of
@@ -398,36 +324,30 @@ SUBMITTED_COLUMNS = ["job_id", "task", "tag", "elements"]
 
 
 def read_submitted(out_dir):
-    """(job id, task index) -> (tag, [counts] or None), for every array task this sweep folder
-    has submitted (a file from before the elements column: None, every size of the tag)."""
+    """(job id, task index) -> (tag, [counts], or None: every size) of each task submitted."""
     path = os.path.join(out_dir, SUBMITTED_FILE)
     if not os.path.exists(path):
         return {}
-    with open(path, newline="", encoding="utf-8") as f:
-        return {(row["job_id"], row["task"]):
-                (row["tag"], [int(c) for c in row.get("elements", "").split()] or None)
-                for row in csv.DictReader(f)}
+    return {(row["job_id"], row["task"]):
+            (row["tag"], [int(c) for c in row.get("elements", "").split()] or None)
+            for row in read_csv(path)[1]}
 
 
 def record_submitted(out_dir, job_id, launches):
     path = os.path.join(out_dir, SUBMITTED_FILE)
-    rows = []
-    if os.path.exists(path):
-        # A file from before the elements column gets it (empty: every size of the row's tag).
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = [[row.get(column) or "" for column in SUBMITTED_COLUMNS]
-                    for row in csv.DictReader(f)]
-    for index, launch in enumerate(launches):
-        counts = " ".join(str(count) for _, count in launch.sizes or [])
-        rows.append([job_id, str(index), launch.tag, counts])
+    # A file from before the elements column gets it (empty: every size of the row's tag).
+    rows = [[row.get(column) or "" for column in SUBMITTED_COLUMNS]
+            for row in (read_csv(path)[1] if os.path.exists(path) else [])]
+    rows += [[job_id, str(index), launch.tag,
+              " ".join(str(count) for _, count in launch.sizes or [])]
+             for index, launch in enumerate(launches)]
     with open(path + ".new", "w", newline="", encoding="utf-8") as f:
         csv.writer(f).writerows([SUBMITTED_COLUMNS] + rows)
     os.replace(path + ".new", path)
 
 
 def active_points(out_dir):
-    """Records of the submitted launches whose array task squeue still lists (pending, running,
-    completing...), as "JOB_TASK (STATE)". Empty when nothing was submitted from out_dir."""
+    """Records, as "JOB_TASK (STATE)", of the submitted tasks that squeue still lists."""
     active = Records()
     submitted = read_submitted(out_dir)
     if not submitted:
@@ -480,9 +400,8 @@ def sbatch_script(launches, args):
         'case "${SLURM_ARRAY_TASK_ID:?run this with sbatch (it is a job array)}" in',
     ]
     for index, launch in enumerate(launches):
-        argv = launch_args(launch, args)
         lines.append(f"    {index}) ntasks={point_np(launch.combination, args.np)}; "
-                     f"args=({' '.join(shlex.quote(a) for a in argv)}) ;;")
+                     f"args=({' '.join(shlex.quote(a) for a in launch_args(launch, args))}) ;;")
     lines += [
         '    *) echo "no launch for array task $SLURM_ARRAY_TASK_ID" >&2; exit 2 ;;',
         "esac",
@@ -496,9 +415,7 @@ def sbatch_script(launches, args):
 
 def submit_slurm(launches, args):
     if not args.dry_run and shutil.which("sbatch") is None:
-        print("sweep: sbatch not found on PATH (use --dry-run to only write the script)",
-              file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError("sbatch not found on PATH (use --dry-run to only write the script)")
     script = sbatch_script(launches, args)
     path = os.path.join(args.out_dir, "sweep.sbatch")
     os.makedirs(args.out_dir, exist_ok=True)
@@ -518,8 +435,7 @@ def submit_slurm(launches, args):
     if result.returncode != 0:
         print(f"sweep: sbatch failed (exit {result.returncode})", file=sys.stderr)
         return result.returncode
-    # --parsable prints "JOBID" or "JOBID;CLUSTER".
-    job_id = result.stdout.strip().split(";")[0]
+    job_id = result.stdout.strip().split(";")[0]  # --parsable: "JOBID" or "JOBID;CLUSTER"
     if not job_id.isdigit():
         print(f"sweep: sbatch printed '{result.stdout.strip()}', not a job id", file=sys.stderr)
         return 1
@@ -530,9 +446,8 @@ def submit_slurm(launches, args):
 
 
 def run_launch(command):
-    """Runs one launch, its stderr passed through as it comes; returns (exit code, reason), the
-    reason being the first line on stderr that is not the launcher's frame (gpurelay's one-line
-    error, where it gave one)."""
+    """Runs one launch, its stderr passed through; (exit code, the first stderr line that is not
+    the launcher's frame: gpurelay's one-line error, where it gave one)."""
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, errors="replace")
     reason = ""
     for line in process.stderr:
@@ -549,9 +464,8 @@ def uncovered(launch, covered):
 
 
 def failed_points(grid, launch, code, csv_path):
-    """The launch's points that did not succeed, each with its exit code as listed: those with
-    no row in the CSV or a row not verified, and all of them when gpurelay failed after
-    writing every row."""
+    """[(point, exit code as listed)] of the launch's points without a verified row; all of them
+    where gpurelay failed after writing every row."""
     rows = read_done(csv_path)
     failed = []
     for point in launch.points:
@@ -568,24 +482,15 @@ def failed_points(grid, launch, code, csv_path):
 SPREAD_FIGURES = ("time_per_step_ms", "transfer_gbps")
 
 
-def repeat_of(tag):
-    """(the tag without its repeat word, the repeat number) or (tag, None)."""
-    words = tag.split()
-    repeats = [w for w in words if w.startswith(REPEAT_KEY + "=")]
-    if not repeats:
-        return tag, None
-    rest = " ".join(w for w in words if w not in repeats)
-    return rest or NO_KEYS_TAG, count_of(repeats[0].partition("=")[2])
-
-
 def repeat_summary(csv_path):
     """Lines: each point's median and range (min to max) over its repeats, per figure."""
     groups = {}
-    with open(csv_path, newline="", encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            tag, repeat = repeat_of(row.get("tag", ""))
-            if repeat is not None:
-                groups.setdefault((tag, row.get(ELEMENTS_KEY, "")), []).append(row)
+    for row in read_csv(csv_path)[1]:
+        words = row.get("tag", "").split()
+        repeats = [w for w in words if w.startswith(REPEAT_KEY + "=")]
+        if repeats and count_of(repeats[0].partition("=")[2]) is not None:
+            tag = " ".join(w for w in words if w not in repeats) or NO_KEYS_TAG
+            groups.setdefault((tag, row.get(ELEMENTS_KEY, "")), []).append(row)
     lines = []
     for (tag, elements), rows in groups.items():
         parts = []
@@ -601,17 +506,14 @@ def repeat_summary(csv_path):
 
 
 def run_here(grid, launches, total, args):
-    """Runs the pending launches in grid order. While none has succeeded, the next launch after
-    a failure is the one that tries the most values not yet tried: when the launches run so far
-    take every value of every key and all failed the same way (exit code and message), the rest
-    would too, and the sweep stops instead of running them."""
+    """Runs the pending launches in grid order; while none has succeeded, after a failure the one
+    that tries the most values not yet tried. Once those run take every value of every key and
+    all failed alike (exit code and message), the rest would too: the sweep stops."""
     failed = []  # (label, exit code as listed) per point
     ways = set()  # (exit code, reason) per failed launch
-    succeeded = 0
-    points_done = 0
+    succeeded = points_done = number = 0
     remaining = list(launches)
     covered = {key: set() for key in grid.keys}
-    number = 0
     while remaining:
         launch = remaining[0]
         if failed and not succeeded:
@@ -620,7 +522,7 @@ def run_here(grid, launches, total, args):
         number += 1
         command = (launcher_for(launch.combination, args) + [args.binary]
                    + launch_args(launch, args))
-        print(f"run [{number}/{len(launches)}]: {launch.label()}", flush=True)
+        print(f"run [{number}/{len(launches)}]: {tag_of(launch.keys)}", flush=True)
         if args.dry_run:
             print("  " + shlex.join(command))
             continue
@@ -648,10 +550,10 @@ def run_here(grid, launches, total, args):
     return sweep_summary(launches, total, failed, points_done, args)
 
 
-def say_launch(grid, launch, code, seconds, launch_failed, csv):
+def say_launch(grid, launch, code, seconds, launch_failed, csv_path):
     """Prints how one launch ended; True when it ran and wrote every point's verified row."""
     if code == 0 and launch_failed:
-        print(f"  exit 0 but no verified row tagged '{launch.tag}' in {csv} for "
+        print(f"  exit 0 but no verified row tagged '{launch.tag}' in {csv_path} for "
               + ", ".join(grid.label(point) for point, _ in launch_failed), file=sys.stderr)
         return False
     if code != 0:
@@ -668,7 +570,8 @@ def sweep_summary(launches, total, failed, points_done, args):
     """The sweep's closing lines (and the repeats' spread); its exit code."""
     points = sum(len(launch.points) for launch in launches)
     if args.dry_run:
-        print(f"dry run: {points} of {total} points would run, in {counted(len(launches), 'launch', 'launches')}")
+        print(f"dry run: {points} of {total} points would run, in "
+              f"{counted(len(launches), 'launch', 'launches')}")
         return 0
     where = (f"results in {args.csv}" if os.path.exists(args.csv)
              else f"no results ({args.csv} not written)")
@@ -679,100 +582,34 @@ def sweep_summary(launches, total, failed, points_done, args):
               "such sets differ:")
         print("\n".join(repeat_summary(args.csv)))
     if failed:
-        print("failed points (exit code: point):", file=sys.stderr)
-        for label, listed in failed:
-            print(f"  {listed}: {label}", file=sys.stderr)
+        print("failed points (exit code: point):\n"
+              + "\n".join(f"  {listed}: {label}" for label, listed in failed), file=sys.stderr)
         return 1
     return 0
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
-        prog="scripts/sweep",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=__doc__,
-        epilog="""\
-each combination of the keys other than elements runs once, with its sizes still missing:
-  LAUNCHER BINARY [--input DECK] --key-1=v1 --elements=S1,S2 ... --results-csv CSV
-           --tag "key-1=v1 ..." --output OUT_DIR/key-1=v1,elements=S1_S2.h5
-           [--summary-json OUT_DIR/key-1=v1,elements=S1_S2.json] --overwrite --quiet
-(a name too long for a file is cut, with a hash of the whole added)
-examples:
-  scripts/sweep --deck inputs/bandwidth-study.toml --csv outputs/bw.csv \\
-      transport=nccl,mpi elements=64Ki,1Mi,16Mi,256Mi
-  scripts/sweep --deck inputs/bandwidth-study.toml transport=nccl elements=4Ki:256Mi:x4
-  scripts/sweep --deck inputs/overlap-study.toml overlap=on,off c_iterations=8,32,128
-  scripts/sweep --deck inputs/bandwidth-study.toml --csv outputs/scaling.csv np=2,4,8
-  scripts/sweep --slurm --sbatch-args "--partition=gpu --ntasks-per-node=2 --gpus-per-node=2" \\
-      elements=1Mi,1Gi
-elements takes sizes and ranges (FIRST:LAST:xFACTOR, FIRST:LAST:+STEP), as gpurelay reads
-them (the sweep asks it: gpurelay --print-sizes SPEC prints what a spec expands to); a
-point is a combination and one size, the CSV row (tag, elements) says it is done. Without an
-elements axis the deck's sizes are the combination's (one launch as well). A sweep over
-elements alone tags its rows "sweep".
---repeat N runs each combination N times (a launch each, the grid's repeats in turn) and tags
-its rows "... repeat=K"; one configuration repeated is a sweep of one value, e.g.
-  scripts/sweep --repeat 6 --summary-json --csv outputs/base.csv elements=64Ki
-then scripts/compare outputs/base.csv -- outputs/new.csv (or the JSONs of each side).
-np is not a deck key: np=2,4,8 sets the number of ranks per point (pairs = np/2) for
-scaling studies; it goes to the launcher and into the tag.
-With --slurm, one array task per combination; points submitted earlier from the same OUT_DIR
-whose array task is still queued or running are skipped (OUT_DIR/slurm-jobs.csv and squeue),
-so the same sweep can be run again at any time: it submits only the points that are neither
-done nor on their way (a task that failed is submitted again).
-A tag names a combination within one CSV only (the deck is not part of it): use one CSV per
-deck. Sizes are matched by their count (elements=1Mi and elements=1048576 are the same point);
-the other values as written.
-While no launch has succeeded, a failure is followed by the launch that tries the most values
-not tried yet; once the launches run take every value of every key and all failed the same way
-(exit code and first line of the error), the sweep stops there: the others would fail too.
-exit status: 0 all points done, 1 some point failed (listed at the end) or the sweep stopped
-early (why, on one line), 2 bad arguments.""")
-    parser.add_argument("axes", nargs="+", metavar="KEY=V1,V2",
-                        help="a deck key and the values to run it at")
-    parser.add_argument("--deck", help="input deck every point starts from")
-    parser.add_argument("--csv", help="results CSV (default: OUT_DIR/results.csv)")
-    parser.add_argument("--np", type=int, default=2,
-                        help="MPI ranks (default 2), for the default launcher and srun "
-                             "--ntasks; an np=2,4,8 axis varies it per point instead")
-    parser.add_argument("--launcher",
-                        help='command that starts the ranks (default: "mpirun -np NP", plus '
-                             "--allow-run-as-root as root and --oversubscribe when cores < NP); "
-                             "{np} in it is replaced by the point's ranks")
-    parser.add_argument("--binary", default=layout.BINARY,
-                        help="gpurelay binary (default: build/app/gpurelay in the repository; "
-                             "installed, PREFIX/bin/gpurelay)")
-    parser.add_argument("--out-dir", default=layout.outputs("sweep"),
-                        help="where the HDF5 files (and sweep.sbatch) go (default: "
-                             "outputs/sweep in the repository; installed, in this folder)")
-    parser.add_argument("--slurm", action="store_true",
-                        help="write OUT_DIR/sweep.sbatch, one array task per pending "
-                             "combination (its sizes in one launch), and submit it with sbatch "
-                             "instead of running here")
-    parser.add_argument("--throttle", type=int, default=1,
-                        help="with --slurm: array tasks running at once (the %%N of --array; "
-                             "default 1, so points never share a node while timed)")
-    parser.add_argument("--sbatch-args", default="",
-                        help="extra sbatch options (with --slurm), e.g. \"--partition=gpu\"")
-    parser.add_argument("--srun-args", default="--mpi=pmix --kill-on-bad-exit=1",
-                        help="srun options in the array script (default: %(default)s)")
-    parser.add_argument("--summary-json", action="store_true",
-                        help="also write each launch's JSON summary beside its HDF5 file "
-                             "(OUT_DIR/NAME.json, one case per size), for scripts/compare")
-    parser.add_argument("--repeat", type=int, default=1, metavar="N",
-                        help="run every combination N times, as N launches (tags and file "
-                             "names end in repeat=0..N-1; default 1: no repeat word)")
-    parser.add_argument("--any-key", action="store_true",
-                        help="allow keys this script does not know (newer gpurelay options)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="print what would run (or write and print sweep.sbatch) only")
+    parser = argparse.ArgumentParser(prog="scripts/sweep", add_help=False)
+    parser.add_argument("-h", "--help", action=tool.Help)
+    parser.add_argument("axes", nargs="+", metavar="KEY=V1,V2")
+    parser.add_argument("--deck")
+    parser.add_argument("--csv")
+    parser.add_argument("--np", type=int, default=2)
+    parser.add_argument("--launcher")
+    parser.add_argument("--binary", default=layout.BINARY)
+    parser.add_argument("--out-dir", default=layout.outputs("sweep"))
+    parser.add_argument("--slurm", action="store_true")
+    parser.add_argument("--throttle", type=int, default=1)
+    parser.add_argument("--sbatch-args", default="")
+    parser.add_argument("--srun-args", default="--mpi=pmix --kill-on-bad-exit=1")
+    parser.add_argument("--summary-json", action="store_true")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N")
+    parser.add_argument("--any-key", action="store_true")
+    parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args(argv)
-    if args.np < 1:
-        parser.error("--np must be positive")
-    if args.repeat < 1:
-        parser.error("--repeat must be positive")
-    if args.throttle < 1:
-        parser.error("--throttle must be positive")
+    for name in ("np", "repeat", "throttle"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be positive")
     if (args.sbatch_args or args.srun_args != parser.get_default("srun_args")
             or args.throttle != parser.get_default("throttle")) and not args.slurm:
         parser.error("--sbatch-args, --srun-args and --throttle go with --slurm")
@@ -780,8 +617,8 @@ early (why, on one line), 2 bad arguments.""")
 
 
 def check_paths(args, keys):
-    """The deck, binary and launcher checked (UsageError), the paths made absolute: the ranks
-    (or Slurm tasks) may start in another directory."""
+    """Checks deck, binary and launcher; makes the paths absolute (ranks may start elsewhere)."""
+
     args.out_dir = os.path.abspath(args.out_dir)
     args.csv = os.path.abspath(args.csv or os.path.join(args.out_dir, "results.csv"))
     args.binary = os.path.abspath(args.binary)
@@ -803,28 +640,21 @@ def check_paths(args, keys):
 
 def main(argv):
     args = parse_args(argv)
-    try:
-        axes = [parse_axis(text, args.any_key) for text in args.axes]
-        keys = [key for key, _ in axes]
-        repeated = sorted({k for k in keys if keys.count(k) > 1})
-        if repeated:
-            raise UsageError(f"key {', '.join(repeated)} given more than once")
-
-        check_paths(args, keys)
-        grid = Grid(axes, args.deck, args.binary, args.repeat)
-        if not args.slurm and not args.dry_run:
-            starter = launcher_for(grid.combinations[0], args)[0]
-            if shutil.which(starter) is None:
-                raise UsageError(f"launcher {starter} not found on PATH (scripts/install-deps.sh "
-                                 "installs mpirun; or pass --launcher)")
-
-        done = read_done(args.csv)
-        # Only for points not done: a task that wrote its row and is still completing counts
-        # as done.
-        active = active_points(args.out_dir)
-    except UsageError as err:
-        print(f"sweep: {err}", file=sys.stderr)
-        return EXIT_USAGE
+    axes = [parse_axis(text, args.any_key) for text in args.axes]
+    keys = [key for key, _ in axes]
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
+    if repeated:
+        raise UsageError(f"key {', '.join(repeated)} given more than once")
+    check_paths(args, keys)
+    grid = Grid(axes, args.deck, args.binary, args.repeat)
+    if not args.slurm and not args.dry_run:
+        starter = launcher_for(grid.combinations[0], args)[0]
+        if shutil.which(starter) is None:
+            raise UsageError(f"launcher {starter} not found on PATH (scripts/install-deps.sh "
+                             "installs mpirun; or pass --launcher)")
+    done = read_done(args.csv)
+    # Only for points not done: a task that wrote its row and is still completing counts as done.
+    active = active_points(args.out_dir)
 
     points = grid.points()
     pending = []
@@ -858,7 +688,7 @@ def main(argv):
 
 if __name__ == "__main__":
     try:
-        sys.exit(main(sys.argv[1:]))
+        run("sweep", main)
     except KeyboardInterrupt:
         print("sweep: interrupted; run the same command again to continue", file=sys.stderr)
         sys.exit(130)

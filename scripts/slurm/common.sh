@@ -1,9 +1,9 @@
 # shellcheck shell=bash
 # Sourced by the batch templates in this folder (not a job script itself): the environment that
 # lets Open MPI and NCCL start on a plain node and on an InfiniBand one, and the handling of the
-# gpurelay flags given after the script name on the sbatch line. The templates source it from
-# their own folder, found from the job's record, so they run from any submit directory: a
-# checkout's scripts/slurm/ or an installed PREFIX/share/gpurelay/slurm/.
+# gpurelay flags given after the script name on the sbatch line. The templates find it from the
+# job's record, so they run from any submit directory: a checkout's scripts/slurm/ or an
+# installed PREFIX/share/gpurelay/slurm/.
 
 # --- NCCL ---------------------------------------------------------------------------------
 # Warnings and errors only. Set INFO once on a new machine: it logs the path NCCL chose for each
@@ -15,17 +15,15 @@ export NCCL_DEBUG="${NCCL_DEBUG:-WARN}"
 export NCCL_NVLS_ENABLE=0
 
 # --- Open MPI (transport = "mpi", and the bootstrap of NCCL) ---------------------------------
-# The point-to-point layer (pml) is left to Open MPI: it takes UCX, and with it InfiniBand or
-# RoCE, when the node has such a device, and otherwise ob1 with shared memory within a node and
-# TCP between nodes. Forcing OMPI_MCA_pml=ucx fails on a node without InfiniBand ("PML ucx
-# cannot be selected": Open MPI 4.1 accepts UCX only when one of its pml_ucx_tls transports,
-# all InfiniBand or GPU ones, is present), and restricting UCX_TLS to sm,self hides them all.
-# UCX, when chosen, picks its own transports (rc/dc between nodes, shared memory within one):
-# set UCX_TLS or UCX_NET_DEVICES (e.g. mlx5_0:1) only to pin a site-specific choice.
-# The old openib transport only prints deprecation warnings on InfiniBand nodes next to UCX.
+# The point-to-point layer (pml) is left to Open MPI: UCX, and with it InfiniBand or RoCE, where
+# the node has such a device, else ob1 with shared memory within a node and TCP between nodes.
+# Forcing OMPI_MCA_pml=ucx fails on a node without InfiniBand ("PML ucx cannot be selected":
+# Open MPI 4.1 takes UCX only with one of its pml_ucx_tls transports, all InfiniBand or GPU
+# ones), and restricting UCX_TLS to sm,self hides them all. UCX picks its own transports; set
+# UCX_TLS or UCX_NET_DEVICES (e.g. mlx5_0:1) only to pin a site's choice. The old openib
+# transport only prints deprecation warnings on InfiniBand nodes next to UCX. CUDA-aware MPI is
+# not needed: gpurelay's MPI path stages device data through pinned host buffers (`chunk`).
 export OMPI_MCA_btl="${OMPI_MCA_btl:-^openib}"
-# CUDA-aware MPI is not needed: gpurelay's MPI path stages device data through pinned host
-# buffers itself (see the `chunk` key).
 
 # --- gpurelay ---------------------------------------------------------------------------------
 # The binary, the decks ($gpurelay_decks) and the launcher's filter, from this folder: in a
@@ -50,14 +48,10 @@ gpurelay_binary="${GPURELAY_BINARY:-$gpurelay_binary}"
 }
 mkdir -p outputs # gpurelay refuses an output folder that does not exist
 
-# --- The launcher's stderr -------------------------------------------------------------------
-# What srun (and mpirun) print on top of an exit gpurelay has explained in a line of its own
-# ("srun: error: node1: tasks 0-1: Exited with exit code 2") is left out of the job's log;
-# scripts/lib/launcher_stderr.sh says what goes and why, and what stays.
-
-# launcher_stderr_open: starts that filter, the file descriptor $launcher_stderr to write into;
-# launcher_stderr_close closes it and waits until the filter has written everything (before the
-# job's script ends, which would end the filter with it).
+# launcher_stderr_open: the file descriptor $launcher_stderr into scripts/lib/launcher_stderr.sh,
+# which leaves out what srun (and mpirun) print on top of an exit gpurelay has explained
+# ("srun: error: node1: tasks 0-1: Exited with exit code 2"); launcher_stderr_close closes it
+# and waits until the filter has written everything (the job's end would end it with it).
 launcher_stderr_open() {
     exec {launcher_stderr}> >(
         trap '' INT TERM USR1 USR2 HUP
@@ -70,8 +64,8 @@ launcher_stderr_close() {
     wait "$launcher_stderr_pid" || true
 }
 
-# gpurelay_launch LAUNCHER...: runs the launcher's command line with its stderr through the
-# filter; returns the launcher's exit status (gpurelay's exit code) once the filter is done.
+# gpurelay_launch LAUNCHER...: the launcher's command line with its stderr through the filter;
+# returns its exit status (gpurelay's exit code) once the filter is done.
 gpurelay_launch() {
     local status=0
     launcher_stderr_open
@@ -80,8 +74,7 @@ gpurelay_launch() {
     return "$status"
 }
 
-# Whether the gpurelay flags "$@" (after the first argument, the flag's name without dashes)
-# set that flag, as "--name VALUE" or "--name=VALUE".
+# gpurelay_has_flag NAME FLAGS...: whether FLAGS set --NAME, as "--NAME VALUE" or "--NAME=VALUE".
 gpurelay_has_flag() {
     local name="$1" arg
     shift

@@ -52,7 +52,7 @@ def withheld(rows, y_column):
                for r in rows)
 
 
-def check_axes(name, ax, configs, marks, extra_lines=0, said=False):
+def check_axes(name, ax, configs, extra_lines=0, said=False):
     lines = [line for line in ax.get_lines() if not line.get_label().startswith("_")
              and "1.0" not in line.get_label()]
     assert len(lines) == len(configs) + extra_lines, (name, len(lines), len(configs))
@@ -61,7 +61,7 @@ def check_axes(name, ax, configs, marks, extra_lines=0, said=False):
     legend = [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else []
     for mark, test in TESTS.items():
         expected = sum(1 for by_x in configs.values() for found in by_x.values()
-                       if any(test(r) for r in found)) if mark in marks else 0
+                       if any(test(r) for r in found))
         assert drawn(ax, mark) == expected, (name, mark, drawn(ax, mark), expected)
         assert (LEGEND[mark] in legend) == (expected > 0), (name, mark, legend)
         print(f"{name}: {len(lines)} lines, {expected} point(s) marked {mark}")
@@ -86,23 +86,23 @@ def main():
     rows, _ = plot.read_rows(CSV, False)
     plot.mark_oversubscribed(rows, CSV)
     plot.save = lambda fig, out_dir, name, plt: fig  # keep the figure to look at
-    figures = [(plot.plot_bandwidth, "tensor_bytes", "transfer_gbps", plot.ALL_MARKS),
-               (plot.plot_scaling, "world_size", "aggregate_gbps", plot.TIME_MARKS)]
-    for function, x_column, y_column, marks in figures:
+    figures = [(plot.plot_bandwidth, "tensor_bytes", "transfer_gbps"),
+               (plot.plot_scaling, "world_size", "aggregate_gbps")]
+    for function, x_column, y_column in figures:
         fig = function(rows, "", plt)
         configs = configurations(rows, x_column, y_column)
         said = withheld(rows, y_column)
         if fig is None:  # x of one value: nothing to plot against
             assert not configs, f"{function.__name__}: no figure for {len(configs)} lines"
             continue
-        check_axes(function.__name__, fig.axes[0], configs, marks, said=said)
+        check_axes(function.__name__, fig.axes[0], configs, said=said)
     fig = plot.plot_overlap(rows, "", plt)
     if fig is not None:
         configs = configurations(rows, "c_iterations", "time_per_step_ms")
         compare = sum(1 for key in configurations(
             [r for r in rows if r["overlap"] == "compare"], "c_iterations",
             "time_per_step_no_overlap_ms"))
-        check_axes("plot_overlap", fig.axes[0], configs, plot.TIME_MARKS, compare)
+        check_axes("plot_overlap", fig.axes[0], configs, compare)
         if fig.axes[1].get_lines():
             check_speedup(fig.axes[1])
 

@@ -12,7 +12,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 repo="$tmp/repo"
 mkdir -p "$repo/scripts" "$repo/build/bench"
-cp "$root/scripts/bench" "$repo/scripts/bench"
+cp -r "$root/scripts/bench" "$root/scripts/lib" "$repo/scripts/"
 for program in bench_kernels bench_transport; do
     cat >"$repo/build/bench/$program" <<'EOF_FAKE'
 #!/usr/bin/env bash

@@ -1,0 +1,21 @@
+"""The 95% interval of a median from the launches' order statistics, as Go's benchstat gives it:
+one rule for scripts/compare's tables and scripts/plot's bars."""
+import math
+from fractions import Fraction
+
+CONFIDENCE = 0.95
+
+
+def median_interval(values):
+    """(least, largest) of the CONFIDENCE interval of the median of the values: the k-th least to
+    the k-th largest for the largest k that holds the median with that chance, 1 - 2
+    P(Binomial(n, 1/2) < k); None where too few values give one (fewer than 6 at 95%). Counted in
+    fractions, so that no rounding moves a bound."""
+    n, below, k = len(values), 0, 0
+    for i in range(n // 2):
+        below += math.comb(n, i)
+        if Fraction(below, 2 ** n) > (1 - Fraction(str(CONFIDENCE))) / 2:
+            break
+        k = i + 1
+    ordered = sorted(values)
+    return (ordered[k - 1], ordered[n - k]) if k else None

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# What the shell tools of scripts/ share (`source lib/tool.sh NAME`): die, bad input said as one
+# line "NAME: reason" on stderr and exit 2; value_of; mpirun_launcher; alive; marked.
+set -euo pipefail
+tool_name="$1"
+die() {
+    echo "$tool_name: $*" >&2
+    exit 2
+}
+
+# $2, the value given to option $1, where it is not empty (and matches the pattern $4, if any);
+# else die "$1 needs $3". As x="$(value_of "$1" "${2-}" WHAT)": set -e ends the tool on the die.
+value_of() {
+    [[ -n "$2" && (-z "${4-}" || "$2" =~ $4) ]] || die "$1 needs $3"
+    printf '%s\n' "$2"
+}
+
+# launcher=(mpirun -np NP), with what Open MPI needs to start as root (containers, CI) and more
+# ranks than cores (a 2-core laptop or CI runner), which it refuses unless told.
+mpirun_launcher() {
+    launcher=(mpirun -np "$1")
+    if ((EUID == 0)); then launcher+=(--allow-run-as-root); fi
+    if (($(nproc) < $1)); then launcher+=(--oversubscribe); fi
+}
+
+# Whether process $1 runs. One that has exited but not been reaped (a zombie: in some containers
+# pid 1 reaps nobody) does not, though kill -0 still finds it.
+alive() {
+    local state
+    state="$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null || true)"
+    [[ -n "$state" && "$state" != Z ]]
+}
+
+# The processes whose environment holds the line $1 (a marker that what a run starts inherits).
+marked() {
+    { grep -lzxF -- "$1" /proc/[0-9]*/environ 2>/dev/null || true; } |
+        sed -n 's#^/proc/\([0-9]*\)/environ$#\1#p'
+}
