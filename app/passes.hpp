@@ -13,7 +13,7 @@
 #include "mpi/stop_request.hpp"
 #include "pipeline/pipeline.hpp"
 #include "report/progress.hpp"
-#include "report/report.hpp"
+#include "report/reduce.hpp"
 
 namespace gpurelay {
 

@@ -24,7 +24,7 @@
 #include "mpi/wait.hpp"
 #include "pipeline/pipeline.hpp"
 #include "report/progress.hpp"
-#include "report/report.hpp"
+#include "report/render.hpp"
 #include "runtime/error.hpp"
 #include "runtime/nvtx.hpp"
 

@@ -23,7 +23,7 @@
 #include "mpi/wait.hpp"
 #include "pipeline/phase.hpp"
 #include "pipeline/pipeline.hpp"
-#include "report/report.hpp"
+#include "report/write.hpp"
 #include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
 #include "runtime/poll.hpp"

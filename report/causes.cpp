@@ -11,15 +11,35 @@
 #include <vector>
 
 #include "report/number_text.hpp"
-#include "report/report.hpp"
+#include "report/render.hpp"
 #include "runtime/gpu_clocks.hpp"
 #include "runtime/placement.hpp"
 
 namespace gpurelay {
 namespace {
 
-bool time_sliced(const RankInfo& rank) {
-    return rank.peer_link.find("time-sliced") != std::string::npos;
+// A GPU that several ranks share time-sliced (no MPS): its "host bus-id" and the ranks.
+struct SharedGpu {
+    std::string gpu;
+    std::vector<int> ranks;
+};
+std::vector<SharedGpu> time_sliced_gpus(const RunSummary& s) {
+    std::map<std::string, std::vector<int>> gpus;
+    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+        const RankInfo& rank = s.ranks[r];
+        if (rank.peer_link.find("time-sliced") != std::string::npos)
+            gpus[rank.host + " " + rank.bus_id].push_back(static_cast<int>(r));
+    }
+    std::vector<SharedGpu> shared;
+    for (auto& [gpu, ranks] : gpus) {
+        if (ranks.size() > 1) shared.push_back({gpu, ranks});
+    }
+    return shared;
+}
+
+// Whether a rank runs on other NUMA nodes than its GPU's (both known).
+bool away_from_gpu(const RankInfo& rank) {
+    return !rank.gpu_numa.empty() && !rank.core_numa.empty() && rank.core_numa != rank.gpu_numa;
 }
 
 // "1", "0 and 1", "0, 1 and 2"; more ranks as ranges ("0-31,40"), which stay short at any count.
@@ -209,19 +229,6 @@ std::string binding_command(const RunSummary& s) {
     return "mpirun --map-by numa:PE=" + std::to_string(threads) + " --bind-to core";
 }
 
-std::vector<SharedGpu> time_sliced_gpus(const RunSummary& s) {
-    std::map<std::string, std::vector<int>> gpus;
-    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
-        const RankInfo& rank = s.ranks[r];
-        if (time_sliced(rank)) gpus[rank.host + " " + rank.bus_id].push_back(static_cast<int>(r));
-    }
-    std::vector<SharedGpu> shared;
-    for (auto& [gpu, ranks] : gpus) {
-        if (ranks.size() > 1) shared.push_back({gpu, ranks});
-    }
-    return shared;
-}
-
 std::string waiting_cause(const RunSummary& s) {
     if (const std::vector<HostLoad> loads = oversubscribed_hosts(s); !loads.empty()) {
         return "phases timed while waiting for a core: on the CPU path with " +
@@ -266,10 +273,6 @@ void print_stability(std::FILE* out, const RunSummary& s, const PassSummary& p, 
         causes_said = true;
     }
     print_clocks(out, s, p);
-}
-
-bool away_from_gpu(const RankInfo& rank) {
-    return !rank.gpu_numa.empty() && !rank.core_numa.empty() && rank.core_numa != rank.gpu_numa;
 }
 
 std::string placement_text(const RankInfo& rank) {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "report/report.hpp"
+#include "report/render.hpp"
 
 namespace gpurelay {
 namespace {
@@ -109,8 +109,6 @@ void print_resume(std::FILE* out, const RunSummary& s) {
         c.output);
 }
 
-}  // namespace
-
 std::string memory_text(const RunSummary& s) {
     const Config& c = s.config;
     // A run of several sizes makes its slots for the largest.
@@ -129,6 +127,8 @@ std::string memory_text(const RunSummary& s) {
     return "memory per rank (largest): host " + human_bytes(s.total_bytes) + " (" + slots +
            c_buffer + "; the writer's buffers and the mismatch counters)";
 }
+
+}  // namespace
 
 void print_run_header(std::FILE* out, const RunSummary& s) {
     const Config& c = s.config;

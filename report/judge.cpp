@@ -18,8 +18,6 @@
 namespace gpurelay {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 // "A", "C", "B"; "the wait", "the recv".
 std::string phase_word(Phase phase) {
     const std::string name = kPhases[index_of(phase)].name;
@@ -463,6 +461,37 @@ std::string joined(const std::vector<Finding>& findings, bool codes, const char*
     return text;
 }
 
+double ratio(double ceiling_ms, double ms) { return ms > 0 ? ceiling_ms / ms : kNaN; }
+
+// What keeps an attribution's terms from explaining the step ("" when they do).
+std::string attribution_flaw(const OverlapAttribution& a) {
+    const double share = kAttributionRestShare * a.step_ms;
+    std::string flaw;
+    auto add = [&](const std::string& part) { flaw += (flaw.empty() ? "" : "; ") + part; };
+    // Said without a negative time: terms that overshoot the step add up to more than it.
+    if (a.rest_ms > share) {
+        add("they leave " + number_text("{:.4f}", a.rest_ms) +
+            " ms to the rest, over a quarter of the step");
+    } else if (a.rest_ms < -share) {
+        add("they add up to " + number_text("{:.4f}", -a.rest_ms) +
+            " ms more than the step, over a quarter of it");
+    }
+    if (a.c_slowdown_ms < -share) {
+        add("C would run " + number_text("{:.4f}", -a.c_slowdown_ms) +
+            " ms faster beside the transfer "
+            "than alone");
+    }
+    if (a.transfer_slowdown_ms < -share) {
+        add("the transfer would run " + number_text("{:.4f}", -a.transfer_slowdown_ms) +
+            " ms faster beside C, A and B than bare");
+    }
+    if (kModelBeatenFactor * a.step_ms <= a.perfect_ms) {
+        add("the step beats perfect overlap " + number_text("{:.2f}", a.perfect_ms / a.step_ms) +
+            "x");
+    }
+    return flaw;
+}
+
 }  // namespace
 
 std::span<const Rule> judgement_rules() { return kRules; }
@@ -483,6 +512,56 @@ const FigureName& figure_name(RunFig figure) {
 
 std::string Judgement::codes() const { return joined(unreadable, true, ";"); }
 std::string Judgement::text() const { return joined(unreadable, false, "; "); }
+
+// A writes the tensor (N bytes) where a copy reads and writes it (2N), as the kernel benchmarks
+// count them; B reads and writes it.
+CeilingRatios against_ceilings(const PassSummary& pass, const Ceilings& c) {
+    if (!c.measured) return {kNaN, kNaN, kNaN, kNaN};
+    return {ratio(c.transfer_ms, pass.transfer_ms),
+            ratio(c.a_copy_ms, 2 * pass.phase(Phase::a).median),
+            ratio(c.b_copy_ms, pass.phase(Phase::b).median),
+            ratio(c.c_ms, pass.phase(Phase::c).median)};
+}
+
+OverlapAttribution attribute_overlap(const RunSummary& s) {
+    OverlapAttribution a;
+    if (!s.ceilings.measured || s.overlap_speedup <= 0) return a;
+    const PassSummary& off = s.passes.front();
+    const PassSummary& on = s.passes.back();
+    const Ceilings& c = s.ceilings;
+    PhaseMedians alone = phase_medians(off);
+    alone.transfer = c.transfer_ms;
+    if (s.config.c_elements > 0) alone.c = c.c_ms;
+    a.measured = true;
+    a.step_ms = on.time_per_step_ms;
+    a.perfect_ms = step_bound_ms(alone, s.config.depth, true);
+    a.c_slowdown_ms = s.config.c_elements > 0 ? on.phase(Phase::c).median - c.c_ms : 0;
+    a.transfer_slowdown_ms = on.transfer_ms - c.transfer_ms;
+    a.rest_ms = a.step_ms - a.perfect_ms - a.c_slowdown_ms - a.transfer_slowdown_ms;
+    a.why_not = attribution_flaw(a);
+    a.explains = a.why_not.empty();
+    return a;
+}
+
+int slowest_hop(const PassSummary& pass) {
+    int slowest = -1;
+    for (std::size_t i = 0; i < pass.pairs.size(); ++i) {
+        const double t = pass.pairs[i].transfer_ms;
+        if (!std::isnan(t) &&
+            (slowest < 0 || t > pass.pairs[static_cast<std::size_t>(slowest)].transfer_ms))
+            slowest = static_cast<int>(i);
+    }
+    return slowest;
+}
+
+double slowest_hop_ms(const PassSummary& pass) {
+    const int hop = slowest_hop(pass);
+    return hop < 0 ? kNaN : pass.pairs[static_cast<std::size_t>(hop)].transfer_ms;
+}
+
+double period_over_slowest_hop(const PassSummary& pass) {
+    return pass.time_per_step_ms / slowest_hop_ms(pass);
+}
 
 Judgement judge(const RunSummary& s) {
     Judgement j;

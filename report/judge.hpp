@@ -1,19 +1,70 @@
 // Every figure gpurelay shows, judged once (report/judge.cpp): a value with its unit, its 95%
 // interval where it comes from samples, and a verdict: shown, or withheld by a rule of one table
 // (judgement_rules()) with what this run showed. The text report, the sizes table, the JSON, the
-// CSV and the file's pass attributes render a Judgement; none of them decides again.
+// CSV and the file's pass attributes render a Judgement; none of them decides again. Beside it,
+// the facts of the run the judgement reads: the ceilings' ratios, the attribution, the hosts'
+// load, the step's stability, a relay's slowest hop.
 #pragma once
 
 #include <array>
 #include <cmath>
-#include <limits>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "report/report.hpp"
+#include "report/reduce.hpp"
 
 namespace gpurelay {
+
+// A pass's phases as fractions of their ceilings' speed (1: at the ceiling; NaN: not measured).
+struct CeilingRatios {
+    double transfer, a, b, c;
+};
+CeilingRatios against_ceilings(const PassSummary& pass, const Ceilings& ceilings);
+
+// A compare run's overlapped step split (ms) into perfect overlap (the step model of the
+// overlap=off medians with the transfer and C at their ceilings), C's slowdown beside the
+// transfer (its median with overlap less C alone), the transfer's slowdown beside C, A and B (its
+// median with overlap less the bare transfer), and the rest (ordering, launches, the host): the
+// four add up to the time per step. Not measured without the ceilings or compare. `explains` is
+// false where the terms cannot be an explanation (`why_not` says what they fail to explain):
+// "the rest" over kAttributionRestShare of the step, a term negative by as much (a phase faster
+// beside the others than alone measured waiting, and two such terms cancel), or the step
+// kModelBeatenFactor or more faster than perfect overlap.
+struct OverlapAttribution {
+    bool measured = false;
+    double step_ms = 0, perfect_ms = 0, c_slowdown_ms = 0, transfer_slowdown_ms = 0, rest_ms = 0;
+    bool explains = false;
+    std::string why_not;
+};
+inline constexpr double kAttributionRestShare = 0.25;
+// A model of the step (the step model, perfect overlap) that the step beats by this factor or
+// more is no explanation of it: its phase times measured something else.
+inline constexpr double kModelBeatenFactor = 2.0;
+OverlapAttribution attribute_overlap(const RunSummary& summary);
+
+// A host whose ranks run more threads than they have cores (the CPU path only).
+struct HostLoad {
+    std::string host;
+    int ranks = 0, threads = 0, cores = 0;
+};
+std::vector<HostLoad> oversubscribed_hosts(const RunSummary& summary);
+
+// The step period's spread: unstable when one step in ten takes over kUnstableStepSpread longer
+// than the median (p90 over the median). Not the cv: one slow step (a flush, a preemption) makes
+// the cv large while every other step is steady; slow steps are counted apart.
+inline constexpr double kUnstableStepSpread = 0.10;
+struct Stability {
+    double p90_over_median, cv, max_over_median;
+    bool unstable;
+};
+Stability step_stability(const PassSummary& pass);
+
+// A relay's hop (index into pass.pairs) whose transfer takes longest, -1 without hops; its
+// median transfer (NaN without); the period over it.
+int slowest_hop(const PassSummary& pass);
+double slowest_hop_ms(const PassSummary& pass);
+double period_over_slowest_hop(const PassSummary& pass);
 
 // A rule that withholds figures (or, for the speedup, is said beside it): its code (as the JSON,
 // CSV and file give it), what it withholds, and what it means. `finding` is set for the rules
@@ -31,15 +82,14 @@ const Rule& rule(const char* code);
 // One judged figure. The value is kept as measured whatever the verdict; NaN where the run did
 // not measure it (no ceilings, no phase times, a figure of another pattern or launch).
 struct Figure {
-    double value = std::numeric_limits<double>::quiet_NaN();
-    double lo = std::numeric_limits<double>::quiet_NaN();  // its 95% interval, where the
-    double hi = std::numeric_limits<double>::quiet_NaN();  // samples give one
+    double value = kNaN;
+    double lo = kNaN, hi = kNaN;  // its 95% interval, where the samples give one
     const Rule* withheld_by = nullptr;
     std::string why;  // what this run showed, where withheld
     bool measured() const { return !std::isnan(value); }
     bool shown() const { return measured() && withheld_by == nullptr; }
     bool has_interval() const { return !std::isnan(lo) && !std::isnan(hi); }
-    double rendered() const { return shown() ? value : std::numeric_limits<double>::quiet_NaN(); }
+    double rendered() const { return shown() ? value : kNaN; }
     const char* reason() const { return withheld_by == nullptr ? "" : withheld_by->code; }
 };
 

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <utility>
 
-#include "report/report.hpp"
+#include "report/reduce.hpp"
 
 namespace gpurelay {
 
@@ -64,10 +64,6 @@ void Progress::step_done() {
                in_place_ ? (done_ == total_ ? "\n" : "") : "\n");
     std::fflush(stdout);
 }
-
-}  // namespace gpurelay
-
-namespace gpurelay {
 
 void Progress::end_by(double duration_s) { duration_s_ = duration_s; }
 

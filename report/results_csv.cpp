@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "report/file_write.hpp"
-#include "report/judge.hpp"
+#include "report/render.hpp"
+#include "report/write.hpp"
 #include "runtime/gpu_clocks.hpp"
 
 namespace gpurelay {
@@ -272,10 +272,6 @@ std::string results_csv_row(const RunSummary& run) {
 void check_results_csv_header(const std::string& path) {
     check_csv_header(path, results_csv_header());
     check_side_table_headers(path);
-}
-
-void append_results_csv(const std::string& path, const RunSummary& s) {
-    append_results_csv(path, std::vector<RunSummary>{s});
 }
 
 void append_results_csv(const std::string& path, const std::vector<RunSummary>& runs) {

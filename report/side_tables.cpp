@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "report/file_write.hpp"
-#include "report/judge.hpp"
+#include "report/render.hpp"
+#include "report/write.hpp"
 
 namespace gpurelay {
 namespace {
@@ -26,39 +26,16 @@ std::string join_cells(const CsvRow& run) {
     return cells;
 }
 
-struct RankRow {
-    std::size_t rank;
-    const RankInfo& info;
-};
-struct RankColumn {
-    const char* name;
-    std::string (*cell)(const RankRow&);
-};
-const RankColumn kRankColumns[] = {
-    {"rank", [](const RankRow& r) { return std::to_string(r.rank); }},
-    {"host", [](const RankRow& r) { return csv_text(r.info.host); }},
-    {"device", [](const RankRow& r) { return csv_text(r.info.device); }},
-    {"bus_id", [](const RankRow& r) { return csv_text(r.info.bus_id); }},
-    {"role", [](const RankRow& r) { return r.info.role; }},
-    // Its pair, or in a relay or a collective its row of /y.
-    {"pair", [](const RankRow& r) { return std::to_string(r.info.pair); }},
-    {"peer_link", [](const RankRow& r) { return csv_text(r.info.peer_link); }},
-    {"cores", [](const RankRow& r) { return csv_text(r.info.cores); }},
-    {"core_numa", [](const RankRow& r) { return csv_text(r.info.core_numa); }},
-    {"gpu_numa", [](const RankRow& r) { return csv_text(r.info.gpu_numa); }},
-    {"core_count", [](const RankRow& r) { return std::to_string(r.info.core_count); }},
-    {"host_threads", [](const RankRow& r) { return std::to_string(r.info.host_threads); }},
-};
-
 struct LinkRow {
     const RunSummary& run;
     const PassSummary& pass;
     const PairFigures& link;
     const Figure& rate;  // its judged transfer rate
 };
-std::string host_of(R run, int rank) {
+// A field of rank `rank` as a cell ("" for a rank the run does not list).
+std::string rank_cell(R run, int rank, std::string RankInfo::*field) {
     return rank >= 0 && static_cast<std::size_t>(rank) < run.ranks.size()
-               ? csv_text(run.ranks[static_cast<std::size_t>(rank)].host)
+               ? csv_text(run.ranks[static_cast<std::size_t>(rank)].*field)
                : "";
 }
 struct LinkColumn {
@@ -71,15 +48,12 @@ const LinkColumn kLinkColumns[] = {
     {"link", [](const LinkRow& l) { return std::to_string(l.link.pair); }},
     {"producer", [](const LinkRow& l) { return std::to_string(l.link.producer); }},
     {"consumer", [](const LinkRow& l) { return std::to_string(l.link.consumer); }},
-    {"producer_host", [](const LinkRow& l) { return host_of(l.run, l.link.producer); }},
-    {"consumer_host", [](const LinkRow& l) { return host_of(l.run, l.link.consumer); }},
+    {"producer_host",
+     [](const LinkRow& l) { return rank_cell(l.run, l.link.producer, &RankInfo::host); }},
+    {"consumer_host",
+     [](const LinkRow& l) { return rank_cell(l.run, l.link.consumer, &RankInfo::host); }},
     {"peer_link",
-     [](const LinkRow& l) {
-         const int p = l.link.producer;
-         return p >= 0 && static_cast<std::size_t>(p) < l.run.ranks.size()
-                    ? csv_text(l.run.ranks[static_cast<std::size_t>(p)].peer_link)
-                    : std::string();
-     }},
+     [](const LinkRow& l) { return rank_cell(l.run, l.link.producer, &RankInfo::peer_link); }},
     {"step_ms", [](const LinkRow& l) { return csv_number(l.link.step_ms); }},
     {"transfer_ms", [](const LinkRow& l) { return csv_number(l.link.transfer_ms); }},
     {"transfer_gbps", [](const LinkRow& l) { return csv_number(l.rate.rendered()); }},
@@ -88,39 +62,57 @@ const LinkColumn kLinkColumns[] = {
     {"withheld", [](const LinkRow& l) { return std::string(l.rate.reason()); }},
 };
 
-template <typename Column, std::size_t N>
-std::string header_of(const Column (&columns)[N]) {
+// The join columns, then `columns` (each name followed by a comma).
+std::string header_of(const std::string& columns) {
     std::string header;
     for (const char* name : kJoinColumns) header += std::string(name) + ',';
-    for (const Column& column : columns) header += std::string(column.name) + ',';
+    header += columns;
     header.pop_back();
     return header;
 }
-
-template <typename Column, std::size_t N, typename Row>
-std::string row_of(const CsvRow& run, const Column (&columns)[N], const Row& row) {
-    std::string line = join_cells(run);
-    for (const Column& column : columns) line += column.cell(row) + ',';
+std::string row_of(const CsvRow& run, const std::string& cells) {
+    std::string line = join_cells(run) + cells;
     line.back() = '\n';
     return line;
 }
 
-// "study.csv" -> "study.ranks.csv"; a name without ".csv" gets ".ranks.csv" after it.
-std::string side_path(const std::string& results_csv, const char* table) {
-    const bool csv = results_csv.size() > 4 && results_csv.substr(results_csv.size() - 4) == ".csv";
-    return (csv ? results_csv.substr(0, results_csv.size() - 4) : results_csv) + "." + table +
-           ".csv";
+// A rank's columns: its number, then RankInfo's fields.
+std::string rank_header() {
+    std::string names = "rank,";
+    for (const RankField& f : kRankFields) names += std::string(f.name) + ',';
+    return header_of(names);
+}
+std::string rank_cells(std::size_t rank, const RankInfo& info) {
+    std::string cells = std::to_string(rank) + ',';
+    for (const RankField& f : kRankFields) {
+        cells += (f.text != nullptr ? csv_text(info.*f.text) : std::to_string(info.*f.count)) + ',';
+    }
+    return cells;
+}
+
+std::string link_header() {
+    std::string names;
+    for (const LinkColumn& column : kLinkColumns) names += std::string(column.name) + ',';
+    return header_of(names);
+}
+std::string link_cells(const LinkRow& row) {
+    std::string cells;
+    for (const LinkColumn& column : kLinkColumns) cells += column.cell(row) + ',';
+    return cells;
 }
 
 }  // namespace
 
+// "study.csv" -> "study.ranks.csv"; a name without ".csv" gets ".ranks.csv" after it.
 std::string side_table_path(const std::string& results_csv, bool links) {
-    return side_path(results_csv, links ? "links" : "ranks");
+    const bool csv = results_csv.size() > 4 && results_csv.substr(results_csv.size() - 4) == ".csv";
+    return (csv ? results_csv.substr(0, results_csv.size() - 4) : results_csv) +
+           (links ? ".links.csv" : ".ranks.csv");
 }
 
 void check_side_table_headers(const std::string& results_csv) {
-    check_csv_header(side_table_path(results_csv, false), header_of(kRankColumns));
-    check_csv_header(side_table_path(results_csv, true), header_of(kLinkColumns));
+    check_csv_header(side_table_path(results_csv, false), rank_header());
+    check_csv_header(side_table_path(results_csv, true), link_header());
 }
 
 void append_side_tables(const std::string& results_csv, const std::vector<RunSummary>& runs) {
@@ -129,18 +121,18 @@ void append_side_tables(const std::string& results_csv, const std::vector<RunSum
         const Judgement judged = judge(run);
         const CsvRow joined{run, judged};
         for (std::size_t r = 0; r < run.ranks.size(); ++r) {
-            ranks += row_of(joined, kRankColumns, RankRow{r, run.ranks[r]});
+            ranks += row_of(joined, rank_cells(r, run.ranks[r]));
         }
         for (std::size_t p = 0; p < run.passes.size(); ++p) {
             const PassSummary& pass = run.passes[p];
             for (std::size_t i = 0; i < pass.pairs.size(); ++i) {
-                links += row_of(joined, kLinkColumns,
-                                LinkRow{run, pass, pass.pairs[i], judged.passes[p].links[i]});
+                links += row_of(joined,
+                                link_cells({run, pass, pass.pairs[i], judged.passes[p].links[i]}));
             }
         }
     }
-    append_csv_rows(side_table_path(results_csv, false), header_of(kRankColumns), ranks);
-    append_csv_rows(side_table_path(results_csv, true), header_of(kLinkColumns), links);
+    append_csv_rows(side_table_path(results_csv, false), rank_header(), ranks);
+    append_csv_rows(side_table_path(results_csv, true), link_header(), links);
 }
 
 }  // namespace gpurelay

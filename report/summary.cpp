@@ -1,5 +1,6 @@
-// The cross-rank summary: every rank's measurements of a pass reduced to one PassSummary, and
-// the run's figures (ranks, memory, write rate, the overlap speedup) gathered once.
+// The cross-rank summary: every rank's measurements of a pass reduced to one PassSummary (a
+// relay's stages, the ceilings too), and the run's figures (ranks, memory, write rate, the overlap
+// speedup) gathered once.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -13,13 +14,11 @@
 #include "mpi/error.hpp"
 #include "mpi/wait.hpp"
 #include "pipeline/pipeline.hpp"
-#include "report/report.hpp"
+#include "report/reduce.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // numpy.percentile's default ("linear"): the sorted samples' value at (n - 1) * q, interpolated
 // between its neighbours.
@@ -372,6 +371,41 @@ void summarize_links(const std::vector<RankMedians>& medians, const std::vector<
     }
 }
 
+// Every rank's RankInfo on rank 0: its texts in fixed-width fields, so that one gather takes
+// them all, and its counts in another.
+std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    constexpr std::size_t kField = 128;
+    std::string texts;
+    std::vector<int> counts;
+    for (const RankField& f : kRankFields) {
+        if (f.count != nullptr) counts.push_back(mine.*f.count);
+        if (f.text == nullptr) continue;
+        std::string text = (mine.*f.text).substr(0, kField - 1);
+        text.resize(kField, '\0');
+        texts += text;
+    }
+    const auto n = static_cast<std::size_t>(rank == 0 ? size : 0);
+    std::vector<char> all_texts(texts.size() * n);
+    std::vector<int> all_counts(counts.size() * n);
+    MPI_CHECK(MPI_Gather(texts.data(), static_cast<int>(texts.size()), MPI_CHAR, all_texts.data(),
+                         static_cast<int>(texts.size()), MPI_CHAR, 0, comm));
+    MPI_CHECK(MPI_Gather(counts.data(), static_cast<int>(counts.size()), MPI_INT, all_counts.data(),
+                         static_cast<int>(counts.size()), MPI_INT, 0, comm));
+    std::vector<RankInfo> ranks(n);
+    const char* text = all_texts.data();
+    const int* count = all_counts.data();
+    for (RankInfo& info : ranks) {
+        for (const RankField& f : kRankFields) {
+            if (f.count != nullptr) info.*f.count = *count++;
+            if (f.text != nullptr) info.*f.text = std::exchange(text, text + kField);
+        }
+    }
+    return ranks;
+}
+
 }  // namespace
 
 PhaseStats phase_stats(const LogHistogram& h) {
@@ -457,6 +491,81 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     return summary;
 }
 
+// A relay's stage on every rank: group, stage, the seven medians, the two counts, the fill
+// latency and the host's three times per step, as they travel.
+RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
+                             const PassResult& result) {
+    const bool consumer = placement.role != Role::producer;
+    const auto timed = static_cast<double>(result.end_step - result.timed_from);
+    auto median = [&](Phase phase) { return result.phases[index_of(phase)].quantile(0.5); };
+    // Where a stage's host spends its period: µs per timed step.
+    auto per_step_us = [&](double ms) { return timed > 0 ? 1000.0 * ms / timed : kNaN; };
+    const double mine[] = {static_cast<double>(placement.group),
+                           static_cast<double>(relay_stage(placement)),
+                           median(Phase::step),
+                           median(Phase::a),
+                           median(Phase::recv),
+                           median(Phase::c),
+                           median(Phase::wait),
+                           median(Phase::b),
+                           median(Phase::send),
+                           consumer ? static_cast<double>(result.x_mismatches) : 0.0,
+                           consumer ? static_cast<double>(result.c_mismatches) : 0.0,
+                           result.fill_ms,
+                           per_step_us(result.host_queue_ms),
+                           per_step_us(result.host_retire_ms),
+                           per_step_us(result.host_callback_ms)};
+    constexpr int kFields = static_cast<int>(std::size(mine));
+    int size = 1;
+    MPI_CHECK(MPI_Comm_size(comm, &size));
+    std::vector<double> all(static_cast<std::size_t>(kFields * size));
+    const Deadline bound("gathering a relay's stage figures");
+    MPI_CHECK(MPI_Allgather(mine, kFields, MPI_DOUBLE, all.data(), kFields, MPI_DOUBLE, comm));
+    RelayFigures figures;
+    figures.stages = placement.group_size;
+    for (int r = 0; r < size; ++r) {
+        const double* v = all.data() + static_cast<std::size_t>(r * kFields);
+        figures.stage_figures.push_back({static_cast<int>(v[0]), static_cast<int>(v[1]), r, v[2],
+                                         v[3], v[4], v[5], v[6], v[7], v[8],
+                                         static_cast<std::uint64_t>(v[9]),
+                                         static_cast<std::uint64_t>(v[10]), v[12], v[13], v[14]});
+        // The slowest group's; NaN only when no last stage measured it.
+        figures.fill_ms = std::fmax(figures.fill_ms, v[11]);
+    }
+    return figures;
+}
+
+Ceilings summarize_ceilings(MPI_Comm comm, const Config& config, const PairPlacement& placement,
+                            const PassResult& measured) {
+    Ceilings ceilings;
+    const Deadline bound("the reductions of the ceilings' figures");
+    // Every rank knows alike whether any was measured.
+    int any = measured.end_step > 0 ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MIN, comm);
+    if (any == 0) return ceilings;
+    const PassSummary s = summarize_pass(comm, config, placement, measured);
+    ceilings.measured = true;
+    ceilings.transfer_ms = s.transfer_ms;
+    ceilings.a_copy_ms = s.phase(Phase::a).median;
+    ceilings.b_copy_ms = s.phase(Phase::b).median;
+    ceilings.c_ms = s.phase(Phase::c).median;
+    for (std::size_t h = 0; config.pattern == Pattern::relay && h < s.pairs.size(); ++h)
+        ceilings.hop_transfer_ms.push_back(s.pairs[h].transfer_ms);
+    double cost = measured.timed_wall_ms;
+    MPI_Allreduce(MPI_IN_PLACE, &cost, 1, MPI_DOUBLE, MPI_MAX, comm);
+    ceilings.cost_ms = cost;
+    return ceilings;
+}
+
+std::string text_from_root(MPI_Comm comm, std::string text) {
+    auto length = static_cast<std::uint64_t>(text.size());
+    const Deadline bound("the broadcast of the report's figures for the file");
+    MPI_CHECK(MPI_Bcast(&length, 1, MPI_UINT64_T, 0, comm));
+    text.resize(static_cast<std::size_t>(length));
+    MPI_CHECK(MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, comm));
+    return text;
+}
+
 double bus_factor(Pattern pattern, int group_size) {
     if (pattern == Pattern::pairs || pattern == Pattern::relay) return 1.0;  // point to point
     return bus_factor(collective_of(pattern), group_size);
@@ -465,48 +574,6 @@ double bus_factor(Pattern pattern, int group_size) {
 PhaseMedians phase_medians(const PassSummary& pass) {
     return {pass.phase(Phase::a).median, pass.transfer_ms, pass.phase(Phase::c).median,
             pass.phase(Phase::b).median};
-}
-
-std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
-    int rank = 0, size = 1;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
-    // One fixed-width record per rank keeps this to a single gather.
-    constexpr int kField = 128;
-    constexpr int kFields = 8;
-    std::string record(kFields * kField, '\0');
-    const std::string fields[kFields] = {mine.host,      mine.device,    mine.bus_id,
-                                         mine.role,      mine.peer_link, mine.cores,
-                                         mine.core_numa, mine.gpu_numa};
-    for (int f = 0; f < kFields; ++f) {
-        record.replace(static_cast<std::size_t>(f * kField),
-                       std::min<std::size_t>(fields[f].size(), kField - 1),
-                       fields[f].substr(0, kField - 1));
-    }
-    record.resize(kFields * kField);
-    std::vector<char> all(rank == 0 ? record.size() * static_cast<std::size_t>(size) : 0);
-    constexpr int kCounts = 3;
-    const int counts[kCounts] = {mine.pair, mine.core_count, mine.host_threads};
-    std::vector<int> all_counts(rank == 0 ? static_cast<std::size_t>(size) * kCounts : 0);
-    MPI_CHECK(MPI_Gather(record.data(), kFields * kField, MPI_CHAR, all.data(), kFields * kField,
-                         MPI_CHAR, 0, comm));
-    MPI_CHECK(MPI_Gather(counts, kCounts, MPI_INT, all_counts.data(), kCounts, MPI_INT, 0, comm));
-    std::vector<RankInfo> ranks;
-    for (int r = 0; rank == 0 && r < size; ++r) {
-        RankInfo info;
-        std::string* out[kFields] = {&info.host,      &info.device,    &info.bus_id,
-                                     &info.role,      &info.peer_link, &info.cores,
-                                     &info.core_numa, &info.gpu_numa};
-        for (int f = 0; f < kFields; ++f) {
-            *out[f] = std::string(all.data() + (r * kFields + f) * kField);
-        }
-        const int* count = all_counts.data() + static_cast<std::size_t>(r) * kCounts;
-        info.pair = count[0];
-        info.core_count = count[1];
-        info.host_threads = count[2];
-        ranks.push_back(info);
-    }
-    return ranks;
 }
 
 void summarize_run(MPI_Comm comm, const RankFigures& mine, RunSummary& summary) {
