@@ -25,25 +25,17 @@ const char* stop_signal_name(int signal);
 // What a run stopped by `signal` exits with: 128 + the signal's number, as a shell reports it.
 ExitCode stopped_exit_code(int signal);
 
-// The ranks' vote to stop, over the world at a cadence of steps every rank agrees on, so that no
-// step waits for the world. A vote is a non-blocking all-reduce (MPI_MAX) of three numbers: the
-// signal this rank has seen, its time per step since its previous vote, and the deadlines its
-// clock has passed. It is posted after
-// step b_n and waited for only where the next one is posted, after step b_(n+1); what it returns
-// is the same on every rank, so every rank derives the same next cadence from it and the same
-// step to stop after:
-//   K = at least `lag`, else the steps that last 1 ms (at least 128 of them), but no more
-//       than last 0.5 s, from the slowest rank's time per step in the last vote returned;
-//       and at most twice the last K (from `lag` at the start), since a short cadence's few
-//       steps measure the host queueing them ahead of the device, not the steps.
-// With every rank live, the vote waited for was posted K >= 1 ms of steps earlier, long enough
-// for an all-reduce over thousands of ranks (tens of us), and looked at (MPI_Test) 32 times a
-// cadence so that MPI moves it on, so the loop does not wait. A stop lands after the step where
-// the vote carrying the signal returns: at most two cadences after the signal once the cadence
-// has settled (1, 2, 4, ... steps from the start): about 1 s at most with steps of 4 ms or
-// more, 256 steps with steps of 8 us to 4 ms, and about 2 ms of steps below that (more where
-// `lag` asks for more, or where the steps slow down abruptly, as at the next size of a run of
-// several: the cadence follows from the next vote on).
+// The ranks' vote to stop (docs/STRUCTURE.md, "The stop vote"), over the world at a cadence of
+// steps every rank agrees on, so that no step waits for the world: a non-blocking all-reduce
+// (MPI_MAX) of the signal this rank has seen, its time per step since its previous vote and the
+// deadlines its clock has passed, posted after step b_n and waited for where the next is posted,
+// after b_(n+1). It returns the same on every rank, and so every rank derives the same next
+// cadence and the same step to stop after:
+//   K = at least `lag`, else the steps that last 1 ms (at least 128 of them), but no more than
+//       last 0.5 s, from the slowest rank's time per step in the last vote returned; and at most
+//       twice the last K (from `lag` at the start), since a short cadence's few steps measure the
+//       host queueing them ahead of the device, not the steps.
+// A stop lands at most two cadences after the signal once the cadence has settled.
 class StopVote {
   public:
     // `comm`: the ranks that stop together (duplicated, so that the votes in flight never meet

@@ -1,6 +1,5 @@
-// The report at any rank count: past kRanksListed ranks and kLinksListed links (pairs, hops or
-// groups), a few lines summarise them (how many, the median, the extremes and the kSlowestNamed
-// slowest) instead of a line each; the JSON, the CSV's side tables and the file keep every one.
+// The report's ranks, links and a relay's stages at any rank count (render.hpp's kLinksListed):
+// one a line while that is short, else a summary and the slowest.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -113,9 +112,11 @@ std::string stage_line(const StageFigures& f, bool phases) {
     return fmt::format(
         "  stage {} of group {} (rank {}): step {} ms; {}host per step: queueing {}, reading back "
         "{}, stop vote {}; wrong: {} in x, {} in C",
-        f.stage, f.group, f.rank, ms(f.step_ms),
-        phases ? fmt::format("A {}, recv {}, C {}, wait {}, B {}, send {} ms; ", ms(f.a_ms),
-                             ms(f.recv_ms), ms(f.c_ms), ms(f.wait_ms), ms(f.b_ms), ms(f.send_ms))
+        f.stage, f.group, f.rank, ms(f.median(Phase::step)),
+        phases ? fmt::format("A {}, recv {}, C {}, wait {}, B {}, send {} ms; ",
+                             ms(f.median(Phase::a)), ms(f.median(Phase::recv)),
+                             ms(f.median(Phase::c)), ms(f.median(Phase::wait)),
+                             ms(f.median(Phase::b)), ms(f.median(Phase::send)))
                : "",
         duration_text_us(f.host_queue_us), duration_text_us(f.host_retire_us),
         duration_text_us(f.host_callback_us), f.x_mismatches, f.c_mismatches);
@@ -130,15 +131,16 @@ void print_stages(std::FILE* out, const RelayFigures& relay, bool phases) {
         return;
     }
     std::vector<double> steps;
-    for (const StageFigures& f : stages) steps.push_back(f.step_ms);
+    for (const StageFigures& f : stages) steps.push_back(f.median(Phase::step));
     const PhaseStats st = phase_stats(steps);
     std::vector<const StageFigures*> slowest, wrong;
     for (const StageFigures& f : stages) {
         slowest.push_back(&f);
         if (f.x_mismatches + f.c_mismatches > 0) wrong.push_back(&f);
     }
-    std::stable_sort(slowest.begin(), slowest.end(),
-                     [](const auto* a, const auto* b) { return a->step_ms > b->step_ms; });
+    std::stable_sort(slowest.begin(), slowest.end(), [](const auto* a, const auto* b) {
+        return a->median(Phase::step) > b->median(Phase::step);
+    });
     slowest.resize(std::min(slowest.size(), kSlowestNamed));
     fmt::print(out,
                "  {} stages (one a line up to {}): step median {} ms, min {}, max {}; the {} "

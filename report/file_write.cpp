@@ -1,6 +1,4 @@
-// Whole texts to files: every byte or a clear error, a file replaced only once its new contents
-// are on disk (write_file_atomically, for the JSON summary), and rows appended to a shared CSV
-// under a lock, whole or not at all.
+// Whole texts to files (write.hpp).
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>

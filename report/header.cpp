@@ -1,6 +1,5 @@
-// The report's header, printed before the steps: what runs where (the ranks, one a line up to
-// kRanksListed, summarised beyond), the keys set away from their defaults, the versions, where a
-// resumed run starts, and the memory the largest rank holds.
+// The report's header, printed before the steps: what runs where, the keys set away from their
+// defaults, the versions, where a resumed run starts, and the memory the largest rank holds.
 #include <fmt/format.h>
 
 #include <cstdio>

@@ -1,5 +1,4 @@
-// The JSON summary: the run, its typed config, the ranks and every pass with its judged figures,
-// NaN written as null.
+// The JSON summary: the run, its typed config, the ranks and every pass with its judged figures.
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -187,22 +186,16 @@ std::string relay_json(const PassSummary& pass) {
     j["fill_ms"] = relay.fill_ms;
     j["stage_figures"] = nlohmann::ordered_json::array();
     for (const StageFigures& f : relay.stage_figures) {
-        j["stage_figures"].push_back({{"group", f.group},
-                                      {"stage", f.stage},
-                                      {"rank", f.rank},
-                                      {"step_ms", f.step_ms},
-                                      {"a_ms", f.a_ms},
-                                      {"recv_ms", f.recv_ms},
-                                      {"c_ms", f.c_ms},
-                                      {"wait_ms", f.wait_ms},
-                                      {"b_ms", f.b_ms},
-                                      {"send_ms", f.send_ms},
-                                      {"host_us_per_step",
-                                       {{"queue", f.host_queue_us},
-                                        {"retire", f.host_retire_us},
-                                        {"callback", f.host_callback_us}}},
-                                      {"x_mismatches", f.x_mismatches},
-                                      {"c_mismatches", f.c_mismatches}});
+        nlohmann::ordered_json stage = {{"group", f.group}, {"stage", f.stage}, {"rank", f.rank}};
+        for (const Phase p :
+             {Phase::step, Phase::a, Phase::recv, Phase::c, Phase::wait, Phase::b, Phase::send})
+            stage[std::string(kPhases[index_of(p)].name) + "_ms"] = f.median(p);
+        stage["host_us_per_step"] = {{"queue", f.host_queue_us},
+                                     {"retire", f.host_retire_us},
+                                     {"callback", f.host_callback_us}};
+        stage["x_mismatches"] = f.x_mismatches;
+        stage["c_mismatches"] = f.c_mismatches;
+        j["stage_figures"].push_back(stage);
     }
     return j.dump();
 }

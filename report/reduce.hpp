@@ -54,12 +54,13 @@ struct PairFigures {
 };
 inline constexpr double kSlowPairMargin = 0.10;
 
-// A relay's stage over the pass's timed steps on its rank: the period and the phases' medians
-// (NaN where the stage has no such phase), the wrong elements it counted, and the host's time
-// per timed step (µs).
+// A relay's stage over the pass's timed steps on its rank: each phase's median, the period's
+// among them (NaN where the stage has no such phase), the wrong elements it counted, and the
+// host's time per timed step (µs).
 struct StageFigures {
     int group = 0, stage = 0, rank = 0;
-    double step_ms = 0, a_ms = 0, recv_ms = 0, c_ms = 0, wait_ms = 0, b_ms = 0, send_ms = 0;
+    std::array<double, kPhaseCount> ms{};  // as kPhases
+    double median(Phase p) const { return ms[index_of(p)]; }
     std::uint64_t x_mismatches = 0, c_mismatches = 0;
     double host_queue_us = 0, host_retire_us = 0, host_callback_us = 0;
 };

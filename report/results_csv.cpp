@@ -1,6 +1,5 @@
-// The results CSV: one {column, cell} table makes both the header and the row; rows are
-// appended under a lock, whole or not at all (report/file_write.cpp), and beside them the side
-// tables' rows (report/side_tables.cpp).
+// The results CSV: one {column, cell} table makes both the header and the row, appended with
+// the side tables' rows (side_tables.cpp).
 #include <string>
 #include <vector>
 
@@ -148,8 +147,7 @@ const ColumnSpec kPassColumns[] = {
     {"slow_pairs", [](R r) { return std::to_string(slow_pairs(main_pass(r))); }},
 };
 
-// The judgements and what came later (after the distributions: older columns keep their
-// places).
+// The judgements and what came later.
 const ColumnSpec kJudgedColumns[] = {
     {"step_unstable", [](R r) { return csv_bool(step_stability(main_pass(r)).unstable); }},
     {"sm_clock_start_mhz", [](R r) { return csv_number(main_pass(r).sm_clock_start_mhz); }},
@@ -187,8 +185,7 @@ const ColumnSpec kJudgedColumns[] = {
     {"withheld", [](R r) { return csv_text(withheld_cell(r)); }},
 };
 
-// The 95% intervals of the figures scripts/plot draws, NAME_lo and NAME_hi, where shown (after
-// the judged columns).
+// The 95% intervals of the figures scripts/plot draws, NAME_lo and NAME_hi, where shown.
 std::string interval_cell(const Figure& f, bool high) {
     return f.shown() ? csv_number(high ? f.hi : f.lo) : "";
 }
@@ -208,10 +205,9 @@ void append_columns(std::vector<CsvColumn>& columns, const ColumnSpec (&specs)[N
     }
 }
 
-// The columns in file order: the run's, each timed phase's median (the step's period has its
-// median, min and max among the run's, as step_ms_*), the pass's, then the distributions (last
-// but the judgements, so the columns before them keep their places: every timed phase by
-// percentile, then the coefficients of variation).
+// The columns in file order: the run's, each timed phase's median (the step's are among the
+// run's, as step_ms_*), the pass's, the distributions (each timed phase by percentile, then the
+// cvs), the judged columns and the intervals: older columns keep their places.
 std::vector<CsvColumn> make_results_csv_columns() {
     std::vector<CsvColumn> columns;
     append_columns(columns, kRunColumns);

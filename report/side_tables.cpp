@@ -1,7 +1,5 @@
-// The results CSV's side tables, beside it: a row per rank (NAME.ranks.csv) and a row per link of
-// each pass (NAME.links.csv), so that every rank and pair the report summarises is there at any
-// rank count. Each is one {column, cell} table that makes its header and its rows; each row
-// starts with the run's columns that join it to its row of the results CSV.
+// The results CSV's side tables (write.hpp), so that every rank and link the report summarises
+// is there at any rank count: each one table that makes its header and its rows.
 #include <string>
 #include <vector>
 

@@ -1,6 +1,6 @@
-// The report rank 0 prints after the run, rendering the judgement (report/judge.cpp): whether its
-// phase times can be read, each pass's phases, rates and stability, the overlap speedup,
-// verification and the output. (The header, printed before the steps, is report/header.cpp's.)
+// The report rank 0 prints after the run, the judgement rendered: whether its phase times can be
+// read, each pass's phases, rates and stability, the overlap speedup, verification, the output;
+// for several sizes, their table.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
