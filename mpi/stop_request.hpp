@@ -1,8 +1,7 @@
-// Stopping early on SIGTERM, SIGINT or SIGUSR1 (Slurm sends SIGTERM at the time limit, a user
-// presses Ctrl-C; Open MPI's mpirun forwards SIGUSR1 to every rank without killing them after
-// it, as it does for SIGTERM): the handler only records the signal; the ranks then agree, at a
-// cadence of steps and without blocking a step, on the step after which every rank stops, so the
-// file is closed collectively.
+// Stopping early on SIGTERM (Slurm's time limit), SIGINT (Ctrl-C) or SIGUSR1 (which mpirun
+// forwards to every rank without killing them after it, as it does for SIGTERM): the handler only
+// records the signal; the ranks agree, at a cadence and without blocking a step, on the step after
+// which every rank stops, so the file is closed collectively.
 #pragma once
 
 #include <mpi.h>

@@ -1,7 +1,5 @@
-// Graphs.
-//
-// A graph holds G consecutive steps whose first is a multiple of G, so ring slot and tensor slot
-// repeat from one graph to the next: one capture per ring position serves every launch there
+// Graphs. A graph holds G consecutive steps whose first is a multiple of G, so ring slot and tensor
+// slot repeat from one graph to the next: one capture per ring position serves every launch there
 // (R / G of them), in two variants, timed and untimed (step_timer.cpp). Every graph is launched
 // on one stream, so each runs whole after the one before: a wait on a slot's previous reader in
 // an earlier graph is implied, and the ordering events inside are edges of the graph (the

@@ -18,6 +18,16 @@
 namespace gpurelay {
 namespace {
 
+// A phase at most this much faster than its ceiling, or a serial phase this much slower than the
+// step, is noise of the two measurements.
+constexpr double kCeilingTolerance = 1.05;
+// Without ceilings measured (calibrate = false, launch = "device"), a rate is held to this many
+// GB/s: beyond any memory a host or GPU has (an H200's 4.8 TB/s, a B200's 8 TB/s).
+constexpr double kRateBoundGbps = 20000;
+// A transfer under this share of its bare transfer's speed on an oversubscribed CPU path spent
+// nine tenths of its time or more waiting for a core.
+constexpr double kWaitingCeilingShare = 0.1;
+
 // "A", "C", "B"; "the wait", "the recv".
 std::string phase_word(Phase phase) {
     const std::string name = kPhases[index_of(phase)].name;

@@ -168,16 +168,4 @@ struct Judgement {
 // The judgement of every figure of the run (rank 0's summary).
 Judgement judge(const RunSummary& summary);
 
-// A phase at most this much faster than its ceiling, or a serial phase this much slower than the
-// step, is noise of the two measurements.
-inline constexpr double kCeilingTolerance = 1.05;
-// Without ceilings measured (calibrate = false, launch = "device"), a rate is held to this many
-// GB/s: beyond any memory a host or GPU has (an H200's 4.8 TB/s, a B200's 8 TB/s).
-inline constexpr double kRateBoundGbps = 20000;
-// A transfer under this share of its bare transfer's speed on an oversubscribed CPU path spent
-// nine tenths of its time or more waiting for a core.
-inline constexpr double kWaitingCeilingShare = 0.1;
-// What settles a figure one launch cannot: said where the speedup is unstable or unreadable.
-inline constexpr const char* kSettleIt = "scripts/sweep --repeat 6, then scripts/compare";
-
 }  // namespace gpurelay

@@ -16,6 +16,9 @@
 namespace gpurelay {
 namespace {
 
+// What settles a figure one launch cannot: said where the speedup is unstable or unreadable.
+constexpr const char* kSettleIt = "scripts/sweep --repeat 6, then scripts/compare";
+
 // Why auto chose the pass's timing: " (auto: warm-up steps took 0.046 ms each, under 0.25 ms)".
 std::string timing_reason(const PassSummary& p) {
     if (!p.timing_auto) return "";

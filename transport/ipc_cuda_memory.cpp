@@ -4,10 +4,8 @@
 // waits only on its own memory and writes the peer's, and a wait never polls across NVLink.
 //
 // Where both sides' driver and GPU can, the allocations are made with cuMemCreate and cross as
-// file descriptors (VmmMemory, exchange_fd), and each side maps the other's with cuMemMap;
-// otherwise cudaIpcGetMemHandle / cudaIpcOpenMemHandle. The first mapping keeps a producer at the
-// copy engine's rate as it cycles through a gigabyte of the consumer's slots, where the second
-// lost 27% on an H200.
+// file descriptors (VmmMemory, exchange_fd: cuda_vmm_memory.hpp says why), and each side maps
+// the other's with cuMemMap; otherwise cudaIpcGetMemHandle / cudaIpcOpenMemHandle.
 //
 // Ordering is by the slots' flags and stream memory operations, not interprocess events: a
 // cudaStreamWaitEvent binds to the event's latest record at the time of the call, so the waiting
