@@ -264,7 +264,9 @@ Measured c_rate(Run s, Pass p) {
     return iterations > 0 ? rate(iterations, of_median(p.phase(Phase::c))) : Measured{};
 }
 
-Measured relay_period(Run, Pass p) { return {p.relay ? period_over_slowest_hop(p) : kNaN}; }
+Measured relay_period(Run, Pass p) {
+    return {p.relay ? p.time_per_step_ms / slowest_hop_ms(p) : kNaN};
+}
 
 // The ceilings a rate is held to, in GB/s as the rate counts bytes: a copy of the tensor in this
 // launch's memory (the faster of the producer's and the consumer's), which no byte of it beats;
@@ -567,10 +569,6 @@ int slowest_hop(const PassSummary& pass) {
 double slowest_hop_ms(const PassSummary& pass) {
     const int hop = slowest_hop(pass);
     return hop < 0 ? kNaN : pass.pairs[static_cast<std::size_t>(hop)].transfer_ms;
-}
-
-double period_over_slowest_hop(const PassSummary& pass) {
-    return pass.time_per_step_ms / slowest_hop_ms(pass);
 }
 
 Judgement judge(const RunSummary& s) {

@@ -1,9 +1,8 @@
-// Every figure gpurelay shows, judged once (report/judge.cpp): a value with its unit, its 95%
-// interval where it comes from samples, and a verdict: shown, or withheld by a rule of one table
-// (judgement_rules()) with what this run showed. The text report, the sizes table, the JSON, the
-// CSV and the file's pass attributes render a Judgement; none of them decides again. Beside it,
-// the facts of the run the judgement reads: the ceilings' ratios, the attribution, the hosts'
-// load, the step's stability, a relay's slowest hop.
+// Every figure gpurelay shows, judged once: a value with its unit, its 95% interval where samples
+// give one, and a verdict: shown, or withheld by a rule of one table (judgement_rules()) with what
+// this run showed. The report, the JSON, the CSV and the file render a Judgement and never decide
+// again. Beside it, the facts it reads: the ceilings' ratios, the attribution, the hosts' load,
+// the step's stability, a relay's slowest hop.
 #pragma once
 
 #include <array>
@@ -22,14 +21,12 @@ struct CeilingRatios {
 };
 CeilingRatios against_ceilings(const PassSummary& pass, const Ceilings& ceilings);
 
-// A compare run's overlapped step split (ms) into perfect overlap (the step model of the
-// overlap=off medians with the transfer and C at their ceilings), C's slowdown beside the
-// transfer (its median with overlap less C alone), the transfer's slowdown beside C, A and B (its
-// median with overlap less the bare transfer), and the rest (ordering, launches, the host): the
-// four add up to the time per step. Not measured without the ceilings or compare. `explains` is
-// false where the terms cannot be an explanation (`why_not` says what they fail to explain):
-// "the rest" over kAttributionRestShare of the step, a term negative by as much (a phase faster
-// beside the others than alone measured waiting, and two such terms cancel), or the step
+// A compare run's overlapped step (ms) as perfect overlap (the overlap=off medians' step model with
+// the transfer and C at their ceilings) + C's slowdown beside the transfer (its overlapped median
+// less C alone) + the transfer's beside C, A and B (less the bare transfer) + the rest (ordering,
+// launches, the host). Needs the ceilings and compare. `explains` is false (`why_not` says why)
+// where the rest is over kAttributionRestShare of the step, a term negative by as much (a phase
+// faster beside the others than alone measured waiting, and two such cancel), or the step
 // kModelBeatenFactor or more faster than perfect overlap.
 struct OverlapAttribution {
     bool measured = false;
@@ -38,8 +35,7 @@ struct OverlapAttribution {
     std::string why_not;
 };
 inline constexpr double kAttributionRestShare = 0.25;
-// A model of the step (the step model, perfect overlap) that the step beats by this factor or
-// more is no explanation of it: its phase times measured something else.
+// A step model (or perfect overlap) the step beats by this factor is no explanation of it.
 inline constexpr double kModelBeatenFactor = 2.0;
 OverlapAttribution attribute_overlap(const RunSummary& summary);
 
@@ -50,9 +46,8 @@ struct HostLoad {
 };
 std::vector<HostLoad> oversubscribed_hosts(const RunSummary& summary);
 
-// The step period's spread: unstable when one step in ten takes over kUnstableStepSpread longer
-// than the median (p90 over the median). Not the cv: one slow step (a flush, a preemption) makes
-// the cv large while every other step is steady; slow steps are counted apart.
+// Unstable: one step in ten over kUnstableStepSpread longer than the median (p90 / median). Not
+// the cv, which one slow step (a flush, a preemption) makes large; slow steps are counted apart.
 inline constexpr double kUnstableStepSpread = 0.10;
 struct Stability {
     double p90_over_median, cv, max_over_median;
@@ -61,14 +56,13 @@ struct Stability {
 Stability step_stability(const PassSummary& pass);
 
 // A relay's hop (index into pass.pairs) whose transfer takes longest, -1 without hops; its
-// median transfer (NaN without); the period over it.
+// median transfer (NaN without).
 int slowest_hop(const PassSummary& pass);
 double slowest_hop_ms(const PassSummary& pass);
-double period_over_slowest_hop(const PassSummary& pass);
 
-// A rule that withholds figures (or, for the speedup, is said beside it): its code (as the JSON,
-// CSV and file give it), what it withholds, and what it means. `finding` is set for the rules
-// that make the phase times unreadable: what the run shows ("" when it does not).
+// A rule that withholds figures (or is said beside the speedup): its code (the JSON's, the CSV's,
+// the file's), what it withholds, what it means; for the rules that make the phase times
+// unreadable, `finding`: what the run shows ("" when it does not).
 struct Rule {
     const char* code;
     const char* withholds;
@@ -79,8 +73,8 @@ struct Rule {
 std::span<const Rule> judgement_rules();
 const Rule& rule(const char* code);
 
-// One judged figure. The value is kept as measured whatever the verdict; NaN where the run did
-// not measure it (no ceilings, no phase times, a figure of another pattern or launch).
+// One judged figure, its value as measured whatever the verdict; NaN where the run did not
+// measure it (no ceilings or phase times, another pattern's or launch's figure).
 struct Figure {
     double value = kNaN;
     double lo = kNaN, hi = kNaN;  // its 95% interval, where the samples give one
@@ -151,13 +145,12 @@ struct PassJudgement {
 };
 
 struct Judgement {
-    // Why the phase times cannot be read (none: they can): every figure built on them is then
-    // withheld by the first.
+    // Why the phase times cannot be read (none: they can); the first withholds every figure
+    // built on them.
     std::vector<Finding> unreadable;
     std::vector<PassJudgement> passes;  // as the summary's
     std::array<Figure, kRunFigCount> run;
-    // Said beside a shown speedup: a pass UNSTABLE, the phase times unreadable, no measurable
-    // difference.
+    // Beside a shown speedup: a pass UNSTABLE, the phase times unreadable, no difference.
     std::vector<Finding> speedup_notes;
     bool readable() const { return unreadable.empty(); }
     std::string codes() const;  // the unreadable findings' codes joined by ';'

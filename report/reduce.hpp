@@ -23,13 +23,11 @@ namespace gpurelay {
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // A phase's distribution over every rank's timed steps (NaN steps left out). Percentiles are
-// numpy.percentile's default (linear), read from the pass's histograms within 0.5%, so that a
-// reader can check them against the file's /histograms and /timings; cv is the population
-// standard deviation over the mean. The median's intervals come from order statistics (as
-// benchstat's): with n samples, the k-th least to the k-th largest for the largest k whose chance
-// of holding the median, 1 - 2 P(Binomial(n, 1/2) < k), is at least the confidence (NaN where n
-// is too small); a merged histogram gives those ranks as well as the samples. The 97.5% interval
-// is for a ratio of two medians: two such intervals hold both with at least 0.975^2 > 95%.
+// numpy.percentile's (linear), read from the histograms within 0.5% (checkable against the file's
+// /histograms and /timings); cv is the population standard deviation over the mean. The median's
+// intervals are benchstat's order statistics: the k-th least to the k-th largest of n for the
+// largest k with 1 - 2 P(Binomial(n, 1/2) < k) at least the confidence (NaN where n is too small).
+// The 97.5% one is for a ratio of two medians: two such hold both with 0.975^2 > 95%.
 struct PhaseStats {
     double median, min, max;
     double p50, p90, p99, cv;
@@ -54,9 +52,8 @@ struct PairFigures {
 };
 inline constexpr double kSlowPairMargin = 0.10;
 
-// A relay's stage over the pass's timed steps on its rank: each phase's median, the period's
-// among them (NaN where the stage has no such phase), the wrong elements it counted, and the
-// host's time per timed step (µs).
+// A relay's stage on its rank: each phase's median over the timed steps (NaN where it has no such
+// phase), the wrong elements it counted, and the host's time per timed step (µs).
 struct StageFigures {
     int group = 0, stage = 0, rank = 0;
     std::array<double, kPhaseCount> ms{};  // as kPhases
@@ -81,14 +78,13 @@ struct PassSummary {
     std::int64_t timed_steps = 0, timed_from = 0;
     std::array<PhaseStats, kPhaseCount> phases{};  // as kPhases
     const PhaseStats& phase(Phase p) const { return phases[index_of(p)]; }
-    // What `phases` are read from: every rank's histograms summed (on rank 0), the step's over
-    // the ranks whose period is their link's step.
+    // `phases`' source: every rank's histograms summed on rank 0 (the step's over link ends).
     std::array<LogHistogram, kPhaseCount> histograms{};
     // The median link's transfer (each link's the shorter of its ends' medians), and its 95%
     // interval: the median of the links' intervals.
     double transfer_ms = 0, transfer_lo_ms = kNaN, transfer_hi_ms = kNaN;
-    // The time per step is the median period (phase(Phase::step)); the mean (the timed steps'
-    // wall time over their count) only beside it; steps_per_s is 1000 / the mean.
+    // The time per step is the median period; the mean (wall time over the timed steps) only
+    // beside it; steps_per_s is 1000 / the mean.
     double time_per_step_ms = 0, mean_step_ms = 0, steps_per_s = 0;
     double cold_step_ms = 0, write_wait_ms = 0;
     double step_bound_ms = 0;  // the step model: the time per step these medians give
@@ -100,8 +96,8 @@ struct PassSummary {
     std::int64_t graph_steps = 0;
     // Host time per timed step (µs) on the rank where it is longest (see PassResult).
     double host_queue_us = 0, host_retire_us = 0, host_callback_us = 0;
-    // The timing used ("sampled:16"), whether auto chose it and from what (the slowest rank's
-    // time per warm-up step, NaN without one), and the timed steps with phase times.
+    // The timing ("sampled:16"), whether auto chose it and from what (the slowest rank's warm-up
+    // step, NaN without one), and the timed steps with phase times.
     std::string timing;
     bool timing_auto = false;
     double timing_judged_ms = 0;
@@ -113,9 +109,8 @@ struct PassSummary {
     std::optional<RelayFigures> relay;
     std::int64_t slow_steps = 0;
     std::vector<std::int64_t> slow_step_numbers;
-    // The SM clock (NVML, the CUDA path): the slowest rank's where the timed steps start and
-    // end, the highest maximum, and every slowdown reason seen (NVML's mask); NaN and 0 where
-    // no rank measured them.
+    // The SM clock (NVML): the slowest rank's at the timed steps' start and end, the highest
+    // maximum, every slowdown reason seen (NVML's mask); NaN and 0 where no rank measured them.
     bool clocks_measured = false;
     double sm_clock_start_mhz = kNaN, sm_clock_end_mhz = kNaN, sm_clock_max_mhz = kNaN;
     std::uint64_t clock_reasons = 0;
@@ -131,8 +126,8 @@ struct RankInfo {
     std::string host, device, bus_id, role;
     std::string peer_link;  // how this rank's GPU reaches its peer's
     int pair = 0;           // its pair, or in a relay or a collective its row of /y
-    // Where it may run (runtime/placement.hpp): its cores ("0-7,16"), their NUMA nodes, its
-    // GPU's node ("" where unknown), how many cores, and its working threads on the CPU path.
+    // Where it may run (runtime/placement.hpp): cores ("0-7,16"), their NUMA nodes, its GPU's
+    // ("" where unknown), the core count, and its working threads on the CPU path.
     std::string cores, core_numa, gpu_numa;
     int core_count = 0, host_threads = 0;
 };
@@ -175,24 +170,22 @@ struct RunSummary {
     std::vector<PassSummary> passes;  // in run order
     Ceilings ceilings;
     double overlap_speedup = 0;  // compare only: time per step off / on (0 otherwise)
-    // Compare only: perfect overlap, the overlapped step model of the overlap=off medians
-    // (measured without the two streams contending).
+    // Compare only: perfect overlap, the overlapped step model of the overlap=off medians (which
+    // ran without the two streams contending).
     double overlap_ideal_ms = 0;
-    // The largest rank's: on the device (the host, on the CPU path), in pinned host memory (the
-    // writer's buffers and the counters), and both.
+    // The largest rank's memory: device (host on the CPU path), pinned host (the writer's buffers
+    // and the counters), and both.
     std::uint64_t device_bytes = 0, host_bytes = 0, total_bytes = 0;
     double write_gbps = 0;
     double output_bytes = 0;  // the result file once complete, at most; checked to fit at start
     std::string versions;     // "gpurelay 0.1.0 (git) CUDA ... NCCL ... MPI ... HDF5 ..."
     std::string timestamp, git_hash;
-    // A resumed run: the step, pass (in run order) and size this launch starts from; -1: not
-    // resumed.
+    // A resumed run's starting step, pass (in run order) and size; -1: not resumed.
     std::int64_t resumed_step = -1, resumed_pass = 0, resumed_size = 0;
 
     bool verified() const;
     VerificationTotals verification_totals() const;
-    // The writing pass of a compare run waited on the file writer (the off pass never writes):
-    // the speedup includes I/O.
+    // A compare run's writing pass waited on the file writer: the speedup includes I/O.
     bool speedup_includes_io() const {
         return overlap_speedup > 0 && passes.back().write_wait_ms > 0.0;
     }

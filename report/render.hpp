@@ -15,14 +15,12 @@ namespace gpurelay {
 void print_run_header(std::FILE* out, const RunSummary& summary);
 // After the run: each pass's phases and rates, the overlap speedup, verification and the output.
 void print_report(std::FILE* out, const RunSummary& summary);
-// A run of several sizes: a row per size as nccl-tests prints one (size, time per step, the
-// transfer, algbw, busbw, the transfer against its ceiling, the speedup, verified), then the
-// verdict. `first` numbers the first row: the sizes before it ran in a launch that stopped (a
-// resumed run), and are only in the file.
+// A run of several sizes: a row per size as nccl-tests prints one, then the verdict. `first`
+// numbers the first row: the sizes before it ran in a launch that stopped, and are only in the
+// file.
 void print_size_table(std::FILE* out, const std::vector<RunSummary>& sizes, std::size_t first);
 
-// The JSON summary's "schema_version": 2 since the config values are typed; 3 since every figure
-// is judged (the passes' and the run's "figures", each field of a figure its rendered value).
+// The JSON's "schema_version": 2 since config values are typed; 3 since every figure is judged.
 inline constexpr int kSummarySchemaVersion = 3;
 // The JSON summary: provenance, the resolved config (typed), the ranks, each pass.
 std::string summary_json(const RunSummary& summary);
@@ -35,8 +33,8 @@ std::string sizes_json(const std::vector<RunSummary>& sizes, bool verified);
 // library keeps nlohmann-json private); "null" for other patterns.
 std::string relay_json(const PassSummary& pass);
 
-// One column of the results CSV: its name and how a run and its judgement give its cell. The
-// header and the row both walk this one table.
+// One column of the results CSV: its name and its cell from a run and its judgement. The header
+// and the row both walk this one table.
 struct CsvRow {
     const RunSummary& run;
     const Judgement& judged;
@@ -50,10 +48,9 @@ std::string results_csv_header();                    // one line, without newlin
 std::string results_csv_row(const RunSummary& run);  // one line, without newline
 
 // --- What the renderers share -------------------------------------------------------------------
-// The header lists the ranks one a line up to kRanksListed, and a pass its links (and a relay
-// its stages) up to kLinksListed, where that is no longer than their summary (how many, the
-// median, the extremes and the kSlowestNamed slowest): the report keeps its length at any rank
-// count. The JSON, the CSV's side tables and the file keep every one.
+// The report lists the ranks one a line up to kRanksListed, a pass's links (and a relay's stages)
+// up to kLinksListed, else their summary (how many, the median, the extremes and the
+// kSlowestNamed slowest), so its length holds at any rank count; the JSON, CSV and file keep all.
 inline constexpr std::size_t kSlowestNamed = 5;
 inline constexpr std::size_t kRanksListed = 4;
 inline constexpr std::size_t kLinksListed = 2 + kSlowestNamed;
@@ -61,8 +58,7 @@ inline constexpr std::size_t kLinksListed = 2 + kSlowestNamed;
 // where they may run, each distinct value with its count, the commonest first.
 std::vector<std::string> rank_summary_lines(const RunSummary& summary);
 // A pass's links summarised: the transfers' and steps' distributions, how many are flagged slow,
-// and the kSlowestNamed slowest (indices, the slowest first, by the larger of their transfer and
-// step over the median's: the measure they are flagged by).
+// and the kSlowestNamed slowest (indices, by the measure they are flagged by).
 struct LinkSpread {
     std::size_t count = 0, flagged = 0;
     PhaseStats transfer{}, step{};
@@ -76,8 +72,8 @@ std::vector<std::string> link_lines(const RunSummary& summary, const PassSummary
 void print_relay(std::FILE* out, const PassSummary& pass, const PassJudgement& judged);
 // Each hop against its own ceiling, and each stage, one a line up to kLinksListed.
 void print_relay_stages(std::FILE* out, const PassSummary& pass, const PassJudgement& judged);
-// A pass's stability line; when unstable the likely causes and what to do, said once
-// (`causes_said` is set by the first pass that says them); on the CUDA path its clock line.
+// A pass's stability line; when unstable the likely causes and what to do, once (`causes_said`);
+// on the CUDA path its clock line.
 void print_stability(std::FILE* out, const RunSummary& summary, const PassSummary& pass,
                      bool& causes_said);
 // The header's notes on placement: GPUs shared time-sliced, ranks away from their GPU's node,
@@ -85,14 +81,14 @@ void print_stability(std::FILE* out, const RunSummary& summary, const PassSummar
 void print_placement_notes(std::FILE* out, const RunSummary& summary);
 // A rank's cores and NUMA nodes: "cores 0-7,16 (NUMA node 0)".
 std::string placement_text(const RankInfo& rank);
-// The ranks bound to fewer cores than their working threads (main thread and host streams), on
-// hosts oversubscribed_hosts does not name: their threads take turns.
+// The ranks bound to fewer cores than their working threads, on hosts oversubscribed_hosts does
+// not name: their threads take turns.
 struct CrowdedRanks {
     std::vector<int> ranks;
     int most_threads = 0, fewest_cores = 0;
 };
 CrowdedRanks crowded_ranks(const RunSummary& summary);
-// How to bind the ranks near their GPU with a core for each working thread of the busiest rank:
+// How to bind the ranks near their GPU, a core for each thread of the busiest rank:
 // "mpirun --bind-to core --map-by numa", or with ":PE=N" where a rank has N > 1 threads.
 std::string binding_command(const RunSummary& summary);
 // Why the phase times may measure waiting rather than work ("" when nothing is known to).

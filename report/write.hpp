@@ -27,13 +27,9 @@ std::string side_table_path(const std::string& results_csv, bool links);
 // (quoted where it holds a comma, a quote or a newline).
 std::string csv_number(double value);
 std::string csv_text(const std::string& text);
-// Throws a usage error when the CSV at `path` has another header; a missing or empty file is
-// fine.
+// Throws a usage error when the CSV at `path` has another header (none, or empty, is fine).
 void check_csv_header(const std::string& path, const std::string& header);
-// Appends whole lines under an exclusive lock, `header` first when the file is new or empty; all
-// the rows or none.
+// Appends whole lines under an exclusive lock, `header` first into an empty file; all or none.
 void append_csv_rows(const std::string& path, const std::string& header, const std::string& rows);
-void check_side_table_headers(const std::string& results_csv);
-void append_side_tables(const std::string& results_csv, const std::vector<RunSummary>& runs);
 
 }  // namespace gpurelay
