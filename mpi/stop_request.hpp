@@ -37,32 +37,29 @@ ExitCode stopped_exit_code(int signal);
 // A stop lands at most two cadences after the signal once the cadence has settled.
 class StopVote {
   public:
-    // `comm`: the ranks that stop together (duplicated, so that the votes in flight never meet
-    // the caller's collectives). `timeout`: the longest a vote may wait for the other ranks'
-    // step loops. `lag`: how many steps a rank's loop must be free to run ahead of the slowest's
-    // (a relay's first stage runs a step ahead of each stage behind it, or the line never
-    // fills): no cadence is shorter.
+    // `comm`: the ranks that stop together (duplicated: votes in flight never meet the caller's
+    // collectives). `timeout`: the longest a vote waits for the others' loops. `lag`: the steps a
+    // loop must be free to run ahead of the slowest's, the shortest cadence (a relay's first
+    // stage runs a step ahead of each stage behind it, or the line never fills).
     StopVote(MPI_Comm comm, std::chrono::milliseconds timeout, int lag = 1);
     ~StopVote();
     StopVote(const StopVote&) = delete;
     StopVote& operator=(const StopVote&) = delete;
 
-    // Called once after each step on every rank, in step order, from the loop that queues the
-    // steps (across passes and sizes: it counts its calls). Returns the signal every rank agreed
-    // to stop on (the largest seen), or 0 to go on; once it has returned a signal it returns the
-    // same from then on. Between two votes it only counts.
+    // Called after each step on every rank, in order, by the loop that queues the steps (across
+    // passes and sizes: it counts its calls). Returns the signal every rank agreed to stop on (the
+    // largest seen), from then on, or 0 to go on. Between two votes it only counts.
     int after_step();
 
-    // Times that end passes (duration): each vote also carries how many of them this rank's
-    // clock has passed, and deadlines_passed() is the most any rank sent in the last vote
-    // returned (the same on every rank after the same step; it only grows).
+    // Times that end passes (duration): each vote carries how many this rank's clock has passed;
+    // deadlines_passed() is the most any rank sent in the last vote returned (alike on every
+    // rank after the same step; it only grows).
     void set_deadlines(std::vector<std::chrono::steady_clock::time_point> deadlines) {
         deadlines_ = std::move(deadlines);
     }
     std::int64_t deadlines_passed() const { return deadlines_passed_; }
 
-    // The steps from the last vote posted to the next (the same on every rank), and the votes
-    // posted so far.
+    // The steps from the last vote posted to the next (alike on every rank), and the votes so far.
     std::int64_t cadence() const { return cadence_; }
     std::int64_t votes() const { return votes_; }
     // Whether the vote in flight has returned already, before its wait at the next vote.

@@ -268,10 +268,9 @@ Measured relay_period(Run, Pass p) {
     return {p.relay ? p.time_per_step_ms / slowest_hop_ms(p) : kNaN};
 }
 
-// The ceilings a rate is held to, in GB/s as the rate counts bytes: a copy of the tensor in this
-// launch's memory (the faster of the producer's and the consumer's), which no byte of it beats;
-// a write (A) or a read and a write (B) at most the copy's traffic. Without ceilings measured,
-// kRateBoundGbps.
+// The ceilings a rate is held to, in GB/s as it counts bytes: a copy of the tensor in this
+// launch's memory (the faster side's), which no byte beats; a write (A) or a read and a write (B)
+// at most the copy's traffic. Without ceilings measured, kRateBoundGbps.
 double copy_gbps(Run s, double copy_ms, double bytes_per_tensor) {
     if (!s.ceilings.measured || !(copy_ms > 0)) return kRateBoundGbps;
     return bytes_per_tensor * tensor_bytes(s) / (copy_ms * 1e6);
@@ -411,9 +410,8 @@ PassJudgement judge_pass(Run s, Pass p, const Judgement& j) {
     return pj;
 }
 
-// The speedup: the off pass's median period over the on pass's, from each median's 97.5%
-// interval (together they hold both medians with 0.975^2 > 95%), so its interval needs only the
-// two passes' medians and their intervals.
+// The speedup: the off pass's median period over the on pass's; its interval from each median's
+// 97.5% interval (together they hold both medians with 0.975^2 > 95%).
 Figure speedup(Run s) {
     Figure f;
     if (s.overlap_speedup <= 0) return f;

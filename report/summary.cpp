@@ -34,8 +34,7 @@ constexpr Coverage k95{0.95, 1.959964}, k975{0.975, 2.241403};
 
 // The rank k (from 1) of the order statistics that bound the median's interval among n samples:
 // the largest k with P(Binomial(n, 1/2) <= k - 1) <= (1 - confidence) / 2; 0 for none. Exact up
-// to 20,000 samples; beyond, the normal approximation with its continuity correction (within a
-// rank of it).
+// to 20,000 samples, beyond within a rank (the normal approximation, continuity-corrected).
 std::size_t interval_rank(std::size_t n, const Coverage& c) {
     const double tail = (1 - c.confidence) / 2, count = static_cast<double>(n);
     if (n > 20000) {
