@@ -1,5 +1,4 @@
-#include "report/progress.hpp"
-
+// The progress line (render.hpp).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -8,7 +7,7 @@
 #include <cstdlib>
 #include <utility>
 
-#include "report/reduce.hpp"
+#include "report/render.hpp"
 
 namespace gpurelay {
 

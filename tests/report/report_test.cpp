@@ -1,7 +1,5 @@
 // The report: the cross-rank statistics of a pass (under mpirun -np 1 and 2), the step bound it
 // is held against, and the CSV and JSON, each made from one table.
-#include "report/render.hpp"
-
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <unistd.h>
@@ -24,7 +22,7 @@
 #include "mpi_test.hpp"
 #include "pipeline/phase.hpp"
 #include "pipeline/step_bound.hpp"
-#include "report/progress.hpp"
+#include "report/render.hpp"
 #include "report/write.hpp"
 #include "runtime/error.hpp"
 #include "runtime/placement.hpp"
