@@ -121,18 +121,16 @@ std::string overlap_contradiction(const RunSummary& s) {
     return "overlap made the step slower, yet the overlapped step beats perfect overlap";
 }
 
-// The phases a step's period holds one after another on the rank whose period it is: the
-// consumer role's wait and B (launch = "device": C runs beside the roles); on the compute stream
-// C, the wait and B; with overlap off the receive before them on the same stream.
+// The phases a step's period holds in series on its rank: launch = "device", the consumer role's
+// wait and B (C runs beside the roles); else C, the wait and B, after the receive with overlap off.
 std::vector<Phase> serial_phases(const RunSummary& s, const PassSummary& p) {
     if (s.config.launch == Launch::device) return {Phase::wait, Phase::b};
     if (p.overlap) return {Phase::c, Phase::wait, Phase::b};
     return {Phase::recv, Phase::c, Phase::wait, Phase::b};
 }
 
-// A period holds every serial phase of its step, so no period is shorter than the shortest of
-// any of them. A retire group's steps each get the group's average period, which is no shorter
-// than the average of their phases either.
+// A period holds every serial phase of its step, so none is shorter than their shortest; a retire
+// group's average period is no shorter than the average of its steps' phases either.
 std::string step_below_phase(const RunSummary& s) {
     for (const PassSummary& p : s.passes) {
         const PhaseStats& step = p.phase(Phase::step);

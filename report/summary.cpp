@@ -78,9 +78,9 @@ double coefficient_of_variation(const std::vector<double>& values) {
 struct Counts {
     std::uint64_t x_mismatches, c_mismatches, spot_checked, spot_mismatches;
 };
-// What it takes the largest of over the ranks, a least as its negation: the slowest rank's wall
-// times and host times, the fewest steps in retire groups (a consumer's written steps end its
-// groups), the slowest SM clocks at the start and end and the highest maximum.
+// What it takes the largest of over the ranks (a least negated): the slowest rank's wall and host
+// times, the fewest steps in retire groups (a consumer's written steps end its groups), the
+// slowest SM clocks at the start and end, and the highest maximum.
 struct Worst {
     double timed_wall_ms, cold_step_ms, write_wait_ms, capture_ms, graphs_captured;
     double host_queue_ms, host_retire_ms, host_callback_ms, grouped_steps;
@@ -153,9 +153,8 @@ struct Median {
     double value, lo, hi;
 };
 // What rank 0 gathers of each rank, a few numbers whatever the steps: its medians of the phases
-// that time a link (with their 95% intervals) and of its period; its slow steps (over
-// kSlowStepFactor x rank 0's median period): its histogram's count, and the first kSlowStepsKept
-// of its slowest steps (NaN beyond; doubles are exact below 2^53).
+// that time a link (with 95% intervals) and of its period; its slow steps (over kSlowStepFactor x
+// rank 0's median period): their count and the first kSlowStepsKept (NaN beyond; exact doubles).
 struct RankMedians {
     Median send, recv;
     double step, slow_steps;
@@ -310,9 +309,8 @@ std::vector<Link> links_of(const Config& config, const PairPlacement& placement,
 
 // Each link's median period (its last rank's) and transfer, and the pass's transfer, the median
 // link's. Either end's time also holds waiting for the other (a receiver still busy, a sender
-// whose A ran late): the end with the shortest median is the closest measure of the transfer.
-// Its interval is the median of the links' intervals: where each holds its link's median, the
-// median of those lies between theirs (NaN where a link has none).
+// whose A ran late): the shortest median measures the transfer best. Its interval is the median
+// of the links' intervals, which holds the median where each holds its link's (NaN without).
 void summarize_links(const std::vector<RankMedians>& medians, const std::vector<Link>& links,
                      double bytes, PassSummary& summary) {
     std::vector<double> transfers, los, his;
@@ -340,8 +338,7 @@ void summarize_links(const std::vector<RankMedians>& medians, const std::vector<
     }
 }
 
-// Every rank's RankInfo on rank 0: its texts in fixed-width fields, so that one gather takes
-// them all, and its counts in another.
+// Every rank's RankInfo on rank 0: one gather of its texts in fixed-width fields, one of counts.
 std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
@@ -458,8 +455,8 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     return summary;
 }
 
-// A relay's stage on every rank: its group and stage, the phases' medians, the two counts, the
-// fill latency and the host's three times per step, as they travel.
+// A relay's stages on every rank: group, stage, the phases' medians, the two counts, the fill
+// latency and the host's three times per step, in the order they travel.
 RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
                              const PassResult& result) {
     const bool consumer = placement.role != Role::producer;
