@@ -9,7 +9,8 @@
 #include "app/provenance.hpp"
 #include "io/result_schema.hpp"
 #include "mpi/stop_request.hpp"
-#include "report/file_write.hpp"
+#include "report/render.hpp"
+#include "report/write.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {

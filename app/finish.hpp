@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "app/passes.hpp"
-#include "report/report.hpp"
+#include "report/reduce.hpp"
 
 namespace gpurelay {
 

@@ -13,7 +13,7 @@
 #include "io/result_writer.hpp"
 #include "mpi/session.hpp"
 #include "pipeline/pipeline.hpp"
-#include "report/report.hpp"
+#include "report/reduce.hpp"
 
 namespace gpurelay {
 

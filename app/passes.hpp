@@ -12,8 +12,7 @@
 #include "mpi/session.hpp"
 #include "mpi/stop_request.hpp"
 #include "pipeline/pipeline.hpp"
-#include "report/progress.hpp"
-#include "report/report.hpp"
+#include "report/render.hpp"
 
 namespace gpurelay {
 

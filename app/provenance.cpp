@@ -16,7 +16,7 @@
 #include "mpi/session.hpp"
 #include "mpi/stop_request.hpp"
 #include "mpi/wait.hpp"
-#include "report/judge.hpp"
+#include "report/render.hpp"
 #include "runtime/gpu_clocks.hpp"
 
 namespace gpurelay {

@@ -8,7 +8,7 @@
 #include "app/passes.hpp"
 #include "app/setup.hpp"
 #include "io/result_file.hpp"
-#include "report/report.hpp"
+#include "report/reduce.hpp"
 #include "runtime/placement.hpp"
 
 namespace gpurelay {

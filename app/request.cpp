@@ -15,7 +15,7 @@
 #include "mpi/agreement.hpp"
 #include "mpi/error.hpp"
 #include "mpi/wait.hpp"
-#include "report/report.hpp"
+#include "report/write.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {

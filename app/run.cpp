@@ -23,8 +23,7 @@
 #include "mpi/stop_request.hpp"
 #include "mpi/wait.hpp"
 #include "pipeline/pipeline.hpp"
-#include "report/progress.hpp"
-#include "report/report.hpp"
+#include "report/render.hpp"
 #include "runtime/error.hpp"
 #include "runtime/nvtx.hpp"
 

@@ -16,10 +16,9 @@ enum class Role { producer, consumer, both, relay };
 // The collective patterns (pairs are the default, and use none).
 enum class Collective { broadcast, allreduce };
 
-// Where a rank stands. For pairs: its pair and role. For a collective (place_groups), `pairs` and
-// `pair` count and number the ranks that consume, each writing its own row of /y and of the
-// mismatch counts (broadcast: the receivers; all-reduce: every rank), and the group fields say
-// which group of group_size consecutive ranks this one is in.
+// Where a rank stands: for pairs its pair and role; for a collective, `pairs` and `pair` count
+// and number the consuming ranks, each with its row of /y and of the mismatch counts (broadcast:
+// the receivers; all-reduce: every rank), and the group fields place it among its group.
 struct PairPlacement {
     int pairs = 1;
     int pair = 0;  // this rank's pair (for a collective, its row as a consumer)
@@ -59,9 +58,9 @@ PairPlacement place_relay(int world_rank, int world_size, int group_size);
 inline int relay_stage(const PairPlacement& p) { return p.group_rank; }
 PairPlacement relay_link(bool outbound);
 
-// A communicator of world ranks `sender` (rank 0) and `receiver` (rank 1), one pair or one link
-// of a relay (collective over the two ranks only, so it costs the same at any world size). Each
-// relay stage makes its links in link order, so that no two stages wait on each other.
+// A communicator of world ranks `sender` (rank 0) and `receiver` (rank 1), a pair or a relay's
+// link: collective over the two only, so it costs the same at any world size. A relay stage
+// makes its links in link order, so no two stages wait on each other.
 MPI_Comm open_link_comm(int sender, int receiver);
 
 // nccl-tests' bus bandwidth factor of `op` over `ranks` ranks: 1 for a broadcast, 2(n-1)/n for

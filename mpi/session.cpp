@@ -22,11 +22,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
     }
     // Bounded by timeout_s's default (kDefaultTimeout): the deck is not read yet.
     const Deadline bound("finding the ranks of this node");
-    {
-        const NodeComm node(MPI_COMM_WORLD);
-        local_rank_ = node.rank();
-        local_size_ = node.size();
-    }
+    local_rank_ = NodeComm(MPI_COMM_WORLD).rank();
     char name[MPI_MAX_PROCESSOR_NAME] = {};
     int length = 0;
     MPI_CHECK(MPI_Get_processor_name(name, &length));

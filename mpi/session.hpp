@@ -21,16 +21,14 @@ class MpiSession {
 
     int world_rank() const { return world_rank_; }
     int world_size() const { return world_size_; }
-    // Rank and size among the ranks of this node (MPI_Comm_split_type shared memory).
+    // Rank among the ranks of this node (MPI_Comm_split_type shared memory).
     int local_rank() const { return local_rank_; }
-    int local_size() const { return local_size_; }
     const std::string& host_name() const { return host_name_; }
 
   private:
     int world_rank_ = 0;
     int world_size_ = 1;
     int local_rank_ = 0;
-    int local_size_ = 1;
     std::string host_name_;
 };
 

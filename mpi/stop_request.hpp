@@ -1,8 +1,7 @@
-// Stopping early on SIGTERM, SIGINT or SIGUSR1 (Slurm sends SIGTERM at the time limit, a user
-// presses Ctrl-C; Open MPI's mpirun forwards SIGUSR1 to every rank without killing them after
-// it, as it does for SIGTERM): the handler only records the signal; the ranks then agree, at a
-// cadence of steps and without blocking a step, on the step after which every rank stops, so the
-// file is closed collectively.
+// Stopping early on SIGTERM (Slurm's time limit), SIGINT (Ctrl-C) or SIGUSR1 (which mpirun
+// forwards to every rank without killing them after it, as it does for SIGTERM): the handler only
+// records the signal; the ranks agree, at a cadence and without blocking a step, on the step after
+// which every rank stops, so the file is closed collectively.
 #pragma once
 
 #include <mpi.h>
@@ -25,53 +24,42 @@ const char* stop_signal_name(int signal);
 // What a run stopped by `signal` exits with: 128 + the signal's number, as a shell reports it.
 ExitCode stopped_exit_code(int signal);
 
-// The ranks' vote to stop, over the world at a cadence of steps every rank agrees on, so that no
-// step waits for the world. A vote is a non-blocking all-reduce (MPI_MAX) of three numbers: the
-// signal this rank has seen, its time per step since its previous vote, and the deadlines its
-// clock has passed. It is posted after
-// step b_n and waited for only where the next one is posted, after step b_(n+1); what it returns
-// is the same on every rank, so every rank derives the same next cadence from it and the same
-// step to stop after:
-//   K = at least `lag`, else the steps that last 1 ms (at least 128 of them), but no more
-//       than last 0.5 s, from the slowest rank's time per step in the last vote returned;
-//       and at most twice the last K (from `lag` at the start), since a short cadence's few
-//       steps measure the host queueing them ahead of the device, not the steps.
-// With every rank live, the vote waited for was posted K >= 1 ms of steps earlier, long enough
-// for an all-reduce over thousands of ranks (tens of us), and looked at (MPI_Test) 32 times a
-// cadence so that MPI moves it on, so the loop does not wait. A stop lands after the step where
-// the vote carrying the signal returns: at most two cadences after the signal once the cadence
-// has settled (1, 2, 4, ... steps from the start): about 1 s at most with steps of 4 ms or
-// more, 256 steps with steps of 8 us to 4 ms, and about 2 ms of steps below that (more where
-// `lag` asks for more, or where the steps slow down abruptly, as at the next size of a run of
-// several: the cadence follows from the next vote on).
+// The ranks' vote to stop (docs/STRUCTURE.md, "The stop vote"), over the world at a cadence of
+// steps every rank agrees on, so that no step waits for the world: a non-blocking all-reduce
+// (MPI_MAX) of the signal this rank has seen, its time per step since its previous vote and the
+// deadlines its clock has passed, posted after step b_n and waited for where the next is posted,
+// after b_(n+1). It returns the same on every rank, and so every rank derives the same next
+// cadence and the same step to stop after:
+//   K = at least `lag`, else the steps that last 1 ms (at least 128 of them), but no more than
+//       last 0.5 s, from the slowest rank's time per step in the last vote returned; and at most
+//       twice the last K (from `lag` at the start), since a short cadence's few steps measure the
+//       host queueing them ahead of the device, not the steps.
+// A stop lands at most two cadences after the signal once the cadence has settled.
 class StopVote {
   public:
-    // `comm`: the ranks that stop together (duplicated, so that the votes in flight never meet
-    // the caller's collectives). `timeout`: the longest a vote may wait for the other ranks'
-    // step loops. `lag`: how many steps a rank's loop must be free to run ahead of the slowest's
-    // (a relay's first stage runs a step ahead of each stage behind it, or the line never
-    // fills): no cadence is shorter.
+    // `comm`: the ranks that stop together (duplicated: votes in flight never meet the caller's
+    // collectives). `timeout`: the longest a vote waits for the others' loops. `lag`: the steps a
+    // loop must be free to run ahead of the slowest's, the shortest cadence (a relay's first
+    // stage runs a step ahead of each stage behind it, or the line never fills).
     StopVote(MPI_Comm comm, std::chrono::milliseconds timeout, int lag = 1);
     ~StopVote();
     StopVote(const StopVote&) = delete;
     StopVote& operator=(const StopVote&) = delete;
 
-    // Called once after each step on every rank, in step order, from the loop that queues the
-    // steps (across passes and sizes: it counts its calls). Returns the signal every rank agreed
-    // to stop on (the largest seen), or 0 to go on; once it has returned a signal it returns the
-    // same from then on. Between two votes it only counts.
+    // Called after each step on every rank, in order, by the loop that queues the steps (across
+    // passes and sizes: it counts its calls). Returns the signal every rank agreed to stop on (the
+    // largest seen), from then on, or 0 to go on. Between two votes it only counts.
     int after_step();
 
-    // Times that end passes (duration): each vote also carries how many of them this rank's
-    // clock has passed, and deadlines_passed() is the most any rank sent in the last vote
-    // returned (the same on every rank after the same step; it only grows).
+    // Times that end passes (duration): each vote carries how many this rank's clock has passed;
+    // deadlines_passed() is the most any rank sent in the last vote returned (alike on every
+    // rank after the same step; it only grows).
     void set_deadlines(std::vector<std::chrono::steady_clock::time_point> deadlines) {
         deadlines_ = std::move(deadlines);
     }
     std::int64_t deadlines_passed() const { return deadlines_passed_; }
 
-    // The steps from the last vote posted to the next (the same on every rank), and the votes
-    // posted so far.
+    // The steps from the last vote posted to the next (alike on every rank), and the votes so far.
     std::int64_t cadence() const { return cadence_; }
     std::int64_t votes() const { return votes_; }
     // Whether the vote in flight has returned already, before its wait at the next vote.

@@ -11,14 +11,12 @@
 
 namespace gpurelay {
 
-// Waits for `count` requests: MPI_Testall, polled (runtime/poll.hpp) with a spin of 200 us (most
-// waits end within it, and MPI's progress engine keeps large transfers moving only while it is
-// called), then pauses up to 1 ms under the `sparing` policy, so a rank that waits long for a
-// slower peer does not take a core from the ranks that work. It never sits inside one long MPI
-// call: under MPI_THREAD_MULTIPLE a thread blocked in MPI_Waitall starves the MPI calls of the
-// process's other threads (a stop vote beside the staged transport's proxies waited
-// milliseconds a step). A watchdog thread ends the job through the fatal handler, naming
-// `what`, if the wait outlasts `timeout`.
+// Waits for `count` requests: MPI_Testall polled (runtime/poll.hpp) with a spin of 200 us (most
+// waits end within it, and MPI's progress engine moves large transfers only while called), then
+// pauses up to 1 ms under `sparing`, so a long wait leaves a core to the ranks that work. Never
+// one long MPI call: under MPI_THREAD_MULTIPLE a thread blocked in MPI_Waitall starves the other
+// threads' MPI calls (a stop vote beside the staged transport's proxies waited milliseconds a
+// step). A watchdog ends the job through the fatal handler, naming `what`, past `timeout`.
 void wait_all(MPI_Request* requests, int count, std::chrono::milliseconds timeout,
               const std::string& what);
 

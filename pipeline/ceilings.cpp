@@ -1,9 +1,7 @@
-// The ceilings, measured in the same launch before the timed steps: each measurement alone on the
-// rank's streams, nothing else queued. The transport moves the same bytes through the same slots
-// and streams as the steps do (no A, B or C); a device copy of the tensor on each side is the
-// ceiling of A and B; C runs alone. They go into a PassResult as the phases they stand for
-// (send and recv: the bare transfer; a: the producer's copy; b: the consumer's copy; c: C alone),
-// so the report reduces them as it reduces a pass.
+// The ceilings, measured before the timed steps, each alone on the rank's streams: the transport
+// moving the same bytes through the same slots and streams (no A, B or C), a device copy of the
+// tensor on each side (A's and B's), C alone. They fill a PassResult as the phases they stand for
+// (send and recv, a, b, c), so the report reduces them as it reduces a pass.
 #include "mpi/error.hpp"
 #include "mpi/wait.hpp"
 #include "pipeline/step.hpp"

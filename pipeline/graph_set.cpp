@@ -1,20 +1,16 @@
-// Graphs.
+// Graphs. A graph holds G consecutive steps from a multiple of G, so ring and tensor slots repeat
+// from one graph to the next: one capture per ring position (R / G of them) serves every launch
+// there, timed and untimed (step_timer.cpp). All are launched on one stream, each whole after the
+// one before: a wait on a slot's reader in an earlier graph is implied, and the ordering events
+// inside are the graph's edges (the transport, told the streams are idle before each capture,
+// names only those). What crosses a graph's edge: the timing events (event nodes the host reads
+// and the io stream waits on) and y_free, waited on the launch stream before the launch.
 //
-// A graph holds G consecutive steps whose first is a multiple of G, so ring slot and tensor slot
-// repeat from one graph to the next: one capture per ring position serves every launch there
-// (R / G of them), in two variants, timed and untimed (step_timer.cpp). Every graph is launched
-// on one stream, so each runs whole after the one before: a wait on a slot's previous reader in
-// an earlier graph is implied, and the ordering events inside are edges of the graph (the
-// transport is told the streams are idle before each capture, so it names only those). What
-// crosses a graph's edge: the timing events (event nodes: the host reads them, the io stream
-// waits on a step's end), and y_free, waited on the launch stream before the launch.
-//
-// Cycle words: the kernels read their step as a word in device memory plus their offset in the
-// cycle of R steps (StepArg). The word holds the cycle's first step, and the graph at the cycle's
-// last ring position copies the next cycle's there, from where the host wrote it, after every
-// kernel of the cycle has read it. So a graph has no node for its step but once a cycle: a copy
-// node costs a small step's graph a fair share of its time wherever it sits, and a word the
-// kernels read from pinned host memory costs more.
+// Cycle words: a kernel reads its step as a word in device memory (the first step of the cycle
+// of R) plus its offset (StepArg); the graph at the cycle's last ring position copies the next
+// cycle's word there, from where the host wrote it, after every kernel of the cycle has read it.
+// So only one graph a cycle has a node for its step: a copy node costs a small step's graph a fair
+// share of its time wherever it sits, and a word read from pinned host memory costs more.
 #include "pipeline/graph_set.hpp"
 
 #include "runtime/nvtx.hpp"

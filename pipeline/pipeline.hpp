@@ -1,6 +1,5 @@
-// The producer -> consumer pipeline: the timed work of a run. Set-up, reporting and file output
-// live elsewhere; the pipeline queues A, the transfer, C and B on the right streams in the right
-// order (step.cpp holds the schedule), and reads back what the streams measured.
+// The producer -> consumer pipeline, the timed work of a run: it queues A, the transfer, C and B
+// on their streams in order (step.cpp holds the schedule) and reads back what they measured.
 #pragma once
 
 #include <mpi.h>
@@ -32,13 +31,13 @@ struct PassResult {
     bool overlap = true;
     std::int64_t first_step = 0;  // where this pass started (after a resume, not 0)
     std::int64_t end_step = 0;    // one past the last step run (less than steps if stopped)
-    // Whether it ran every step: a stop the ranks agreed on may come too late to end a pass (a
-    // pass the device drives runs ahead of the vote), which then leaves nothing to resume.
+    // Whether it ran every step: an agreed stop may come too late to end a pass (the device's
+    // roles run ahead of the vote), which then leaves nothing to resume.
     bool complete = false;
     std::int64_t timed_from = 0;  // first step in the timings (warm-up and cold steps excluded)
-    // The timed steps' phase times, a histogram per phase (as kPhases), and the slowest steps'
-    // periods; the steps the file keeps (step_record), warm-up included; wrong elements over
-    // every step (consumer; 0 elsewhere). None grows with the steps past step_record's columns.
+    // The timed steps' phase times (a histogram per phase, as kPhases), the slowest steps, the
+    // steps the file keeps (warm-up included), and wrong elements over every step (consumer).
+    // None grows with the steps past step_record's columns.
     std::array<LogHistogram, kPhaseCount> phases;
     SlowestSteps slowest;
     RecordedSteps recorded;
@@ -48,31 +47,26 @@ struct PassResult {
     std::uint64_t spot_checked = 0;  // host spot-check samples
     std::uint64_t spot_mismatches = 0;
     double write_wait_ms = 0;  // pipeline blocked on the result writer
-    // A consumer that keeps its y (a relay's last stage): from the timed steps' start, every rank
-    // idle past a barrier, until B of the first timed step is done: the time a tensor takes
-    // through every stage before it (NaN elsewhere, or when that step ran in a graph).
+    // A relay's last stage: from the timed steps' start (every rank idle past a barrier) to the
+    // first timed step's B, a tensor's time through every stage (NaN elsewhere, or in a graph).
     double fill_ms = std::numeric_limits<double>::quiet_NaN();
     int graphs_captured = 0;       // graphs = true: CUDA graphs captured after the cold step
     double capture_ms = 0;         // ... and the host time capturing and instantiating them took
     std::int64_t graph_steps = 0;  // steps run as graph launches
-    // The timing the pass used (auto resolved to phases or sampled), K when sampled, what auto
-    // judged from (the slowest rank's time per warm-up step; NaN otherwise), and how many timed
-    // steps carry phase times (the others have only their period).
+    // The timing used (auto resolved), K when sampled, what auto judged from (the slowest rank's
+    // warm-up step; NaN otherwise), and the timed steps with phase times (others: the period).
     Timing timing = Timing::phases;
     std::int64_t timing_every = 0;
     double timing_judged_ms = std::numeric_limits<double>::quiet_NaN();
     std::int64_t phase_timed_steps = 0;
-    // How many timed steps share their end event with others (a retire group's: each has the
-    // group's period over its steps), and the most steps one end event retires.
+    // Timed steps that share a retire group's end event, and the most steps one event retires.
     std::int64_t grouped_steps = 0;
     std::int64_t retire_group_steps = 1;
-    // Where the host thread spent the timed steps, summed (ms): queueing each step's work,
-    // reading back the step R-1 behind (which waits if the GPU is that far behind), and the
-    // per-step callback (the ranks' stop vote). A small step whose period is close to their
-    // sum is paced by the host, not by the GPU.
+    // The host thread's time over the timed steps (ms): queueing, reading back the step R-1
+    // behind (waiting if the GPU is that far behind), the stop vote. A small step whose period
+    // is close to their sum is paced by the host, not the GPU.
     double host_queue_ms = 0, host_retire_ms = 0, host_callback_ms = 0;
-    // This rank's GPU clock where the timed steps start and where they end (unmeasured on the
-    // CPU path or without NVML).
+    // This rank's GPU clock at the timed steps' start and end (unmeasured without NVML).
     ClockSample clocks_start, clocks_end;
 
     // Step s's times once read back: into the histograms and the slowest steps when s is timed,
@@ -86,16 +80,14 @@ struct PassResult {
 // time no phase and are not written share one end event.
 inline constexpr std::int64_t kRetireGroupSteps = 4;
 
-// What the ranks agreed after a step (every rank answers alike for the same step): go on; stop
-// the run there (a signal: it resumes from the next step); or end the pass there as its last
-// step (its time is up), whose y is then written where the last step's would be.
+// What the ranks agreed after a step (alike on every rank): go on; stop the run there (a signal:
+// it resumes from the next); or end the pass there (its time is up), its y written as the last's.
 enum class AfterStep { go, stop, end };
 // Called on the host after each step is queued.
 using StepCallback = std::function<AfterStep(std::int64_t step)>;
 
-// What the pipeline is told to run: the keys it takes (the tensor, the kernels' settings, the
-// steps and how they are timed, launched and written), whole from the run's Config, and what
-// this rank's A makes and B checks (pipeline_spec); nothing else read from the Config.
+// What the pipeline runs: the Config's keys it takes, whole, and what this rank's A makes and B
+// checks; nothing else is read from the Config.
 struct PipelineSpec : PipelineKeys {
     TensorForm a_form, b_form;  // what A makes here, and what B checks the received x against
 };
@@ -122,8 +114,8 @@ class RowSink {
     virtual std::uint64_t mismatches() const = 0;
 };
 
-// What a pipeline allocates on a rank of `role`, worked out once: the transport's slots and the
-// pipeline's own, which the up-front resource check compares with what the rank has.
+// What a pipeline allocates on a rank of `role` (the transport's slots and its own), worked out
+// once for the up-front resource check.
 struct MemoryPlan {
     std::uint64_t slot_bytes = 0;  // one tensor
     std::uint64_t slots = 0;       // tensor slots: depth send (producer), 2 x depth recv and y
@@ -133,12 +125,10 @@ struct MemoryPlan {
     std::uint64_t step_word_bytes = 0;  // graphs only: the step words, on each side
     // launch = "device": each step's stamps, and whether it is written (consumer).
     std::uint64_t stamp_bytes = 0;
-    // On the device (the host, on the CPU path).
-    std::uint64_t device_bytes() const {
+    std::uint64_t device_bytes() const {  // the host's on the CPU path
         return slots * slot_bytes + c_bytes + step_word_bytes + stamp_bytes;
     }
-    // Pinned host memory.
-    std::uint64_t host_bytes() const { return counter_host_bytes + step_word_bytes; }
+    std::uint64_t host_bytes() const { return counter_host_bytes + step_word_bytes; }  // pinned
 };
 // `producer_slots`: whether the producer's transport keeps slots of its own for A (not when A
 // writes into the consumer's memory).
@@ -165,9 +155,8 @@ inline TensorForm received_form(const Config& config, const PairPlacement& place
                                                 : TensorForm{};
 }
 
-// The pipeline: a pass's steps run by one of two drivers, each in the frame both share
-// (pass_frame.hpp): the host's pass loop (launch = "host") or the device's persistent roles
-// (launch = "device").
+// A pass's steps, run in one frame (pass_frame.hpp) by the host's pass loop (launch = "host") or
+// the device's persistent roles (launch = "device").
 class Pipeline {
   public:
     virtual ~Pipeline() = default;
@@ -177,12 +166,12 @@ class Pipeline {
     // timed steps start (after the cold step and the warm-up, outside the timings).
     virtual PassResult run(bool overlap, RowSink* sink, const StepCallback& on_step,
                            std::int64_t first_step = 0, bool calibrate = false) = 0;
-    // From the next pass on, tensors of `elements` values (a run of several sizes, each in turn
-    // through the buffers and slots made for the largest, which the spec gave). Between passes.
+    // From the next pass on, tensors of `elements` values, in the buffers made for the largest
+    // size (a run of several sizes). Between passes.
     virtual void resize(std::uint64_t elements) = 0;
-    // The ceilings the last calibrating pass measured, as a pass of their own: send and recv the
-    // bare transfer, a and b a device copy of the tensor on the producer and the consumer, c C
-    // alone (no steps when none was measured; a pass the device drives measures none).
+    // The last calibrating pass's ceilings as a pass: send and recv the bare transfer, a and b a
+    // device copy on the producer and the consumer, c C alone (no steps where none was measured,
+    // as under launch = "device").
     virtual const PassResult& ceilings() const = 0;
 };
 

@@ -1,19 +1,8 @@
-// One step, as the hardware runs it.
-//
-//   producer stream   acquire(k) ─ A: x ─ publish(k) ──────────────────────────┐
-//                                                                           (transport)
-//   comm stream                               await(k) ─ record arrived[k] ◄───┘
-//                                                              │
-//   compute stream    C ──────────────────────── wait arrived[k] ─ B: y = αx ─ release(k) ─ check C
-//                                                                   │
-//   io stream                                                 (y out, when written)
-//
-// Slot k = s mod depth. The transport keeps the rule that a slot is written again only after its
-// last reader (B) has released it, on whichever side writes it. Where the receive goes is the
-// pass's ReceivePlacement (plan.hpp): as drawn with overlap; before C on the compute stream
-// without; inside the wait, after C, when it only waits for the producer's side (ipc, a rank
-// sending to itself) and overlap is on.
-// Every call only queues work: the host waits nowhere in a step.
+// One step, as the hardware runs it (drawn in docs/STRUCTURE.md, "One step"): the producer's A
+// and send on its stream; on the consumer the receive where the pass's ReceivePlacement (plan.hpp)
+// puts it, then C, the wait for arrived[k] and B on the compute stream, and y out on the io
+// stream. Slot k = s mod depth; the transport keeps its reuse rule. Every call only queues work:
+// the host waits nowhere in a step.
 #include "pipeline/step.hpp"
 
 #include <cstring>

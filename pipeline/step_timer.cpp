@@ -1,20 +1,17 @@
-// The step timer.
-//
-// Ring: step s records into ring slot s mod R, and the host reads it back about R steps later, so
-// it never waits on work it has just queued and host memory does not grow with the steps. How
-// large R is, and why, is the ring rule below: one table that sizes the ring and checks it.
+// The step timer. Step s records into ring slot s mod R and is read back about R steps later, so
+// the host never waits on work it has just queued and its memory does not grow with the steps;
+// the ring rule below sizes R.
 //
 // Retire groups: a step that times its phases or is written records its own end event; the other
 // steps share one per group of up to C = retire_group_steps consecutive steps (with graphs, whole
-// graphs: one graph of C or more steps, or the fewest graphs that hold C), recorded by the group's
-// last step. Each gets the group's period over its steps. A group never spans the cold step, the
-// timed region's start, eager steps and graphs meeting, or the pass's end. Why they earn their
-// lines: at small sizes a step's end event and its read-back are a sizeable share of the step,
-// eager or in a graph, and a group of four shares one.
+// graphs: one of C or more steps, or the fewest that hold C), recorded by the group's last step,
+// and each gets the group's period over its steps. A group never spans the cold step, the timed
+// region's start, eager steps and graphs meeting, or the pass's end. At small sizes a step's end
+// event and its read-back are a sizeable share of the step, and a group of four shares one.
 //
 // Graphs come in two variants: timed (every step records its end event, and the steps the timing
-// mode picks record their phase events) and untimed (no event: the unit's end, where its group
-// ends, is recorded after the launch, on the stream it was launched on).
+// mode picks their phase events) and untimed (the unit's end, where its group ends, is recorded
+// after the launch, on its stream).
 #include "pipeline/step_timer.hpp"
 
 #include <algorithm>

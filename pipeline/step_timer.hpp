@@ -39,8 +39,7 @@ class StepTimer {
     Timing timing() const { return timing_; }
     std::int64_t timing_every() const { return timing_ == Timing::sampled ? every_ : 0; }
 
-    // Where the timed steps' clock starts, every stream idle: the first timed step's period is
-    // read from here.
+    // Where the timed steps' clock starts (every stream idle): the first timed period's start.
     void start_clock();
     // Eager step s, about to be queued: whether it times its phases and records its end event.
     void begin_step(std::int64_t s);
@@ -54,8 +53,7 @@ class StepTimer {
     void begin_capture(std::int64_t first, bool timed);
     void end_capture();
 
-    // The last of step s's work on `stream`, the rank's last stream: its end event, if it records
-    // one.
+    // After step s's last work on `stream` (the rank's last): its end event, if it records one.
     void end_step(std::int64_t s, Stream& stream);
     // Step s's end event (the io stream waits on it before copying y out).
     Event& end_event(std::int64_t s) { return *marks_[slot(s)].end; }
@@ -72,17 +70,14 @@ class StepTimer {
 
   private:
     friend class PhaseScope;
-    // One set of events per ring slot: a start and an end per timed phase of this rank's roles,
-    // and the step's end.
+    // Per ring slot: a start and an end event per timed phase of this rank's roles, and the end.
     struct Marks {
         std::array<std::unique_ptr<Event>, 2 * kPhaseCount> phase;
         std::unique_ptr<Event> end;
         bool phases = false;  // the step in this slot records its phase events
-        // The steps of the retire group its end event closes, this one the last (0: it records
-        // no end, a later step of its group does).
+        // The steps of the retire group its end event closes (0: a later step's event does).
         std::int64_t group_steps = 1;
-        // Its end was recorded when the host stopped (stop_after), not after its group ran: the
-        // group gets no period.
+        // Its end was recorded at a stop (stop_after), not after its group: no period.
         bool recorded_at_stop = false;
     };
     std::size_t slot(std::int64_t s) const { return static_cast<std::size_t>(s) % marks_.size(); }

@@ -1,6 +1,5 @@
-// The report at any rank count: past kRanksListed ranks and kLinksListed links (pairs, hops or
-// groups), a few lines summarise them (how many, the median, the extremes and the kSlowestNamed
-// slowest) instead of a line each; the JSON, the CSV's side tables and the file keep every one.
+// The report's ranks, links and a relay's stages at any rank count (render.hpp's kLinksListed):
+// one a line while that is short, else a summary and the slowest.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,12 +11,14 @@
 #include <utility>
 #include <vector>
 
-#include "report/judge.hpp"
 #include "report/number_text.hpp"
+#include "report/render.hpp"
 #include "runtime/placement.hpp"
 
 namespace gpurelay {
 namespace {
+
+std::string ms(double value) { return number_text("{:.4f}", value); }
 
 // Each distinct value with how many times it occurs, the commonest first, the first `shown` of
 // them: "host memory (CPU path): 64", "a: 8, b: 8 and 2 others".
@@ -73,6 +74,84 @@ std::string link_label(const RunSummary& s, const PairFigures& f) {
     const int hops = s.group_size - 1;
     return fmt::format("{} (stage {} -> {} of group {})", name, f.pair % hops, f.pair % hops + 1,
                        f.pair / hops);
+}
+
+// Each hop's transfer against its bare transfer, measured alone in the same launch, where the
+// judgement shows it: one a line up to kLinksListed hops, else their median and extremes.
+void print_hop_ceilings(std::FILE* out, const PassSummary& pass, const PassJudgement& judged) {
+    std::vector<double> ratios;
+    for (const Figure& hop : judged.hops) {
+        if (!hop.shown()) return;
+        ratios.push_back(hop.value);
+    }
+    if (ratios.size() > kLinksListed) {
+        const PhaseStats st = phase_stats(ratios);
+        auto hop_of = [&](double ratio) {
+            return pass
+                .pairs[static_cast<std::size_t>(std::find(ratios.begin(), ratios.end(), ratio) -
+                                                ratios.begin())]
+                .pair;
+        };
+        fmt::print(out,
+                   "  {} hops against their bare transfers: median {:.2f} of their speed, min "
+                   "{:.2f} (hop {}), max {:.2f} (hop {})\n",
+                   ratios.size(), st.median, st.min, hop_of(st.min), st.max, hop_of(st.max));
+        return;
+    }
+    for (std::size_t h = 0; h < ratios.size(); ++h) {
+        const PairFigures& f = pass.pairs[h];
+        fmt::print(out,
+                   "  hop {} against its ceiling: transfer {} ms, bare {} ms ({:.2f} of its "
+                   "speed)\n",
+                   f.pair, ms(f.transfer_ms), ms(f.transfer_ms * ratios[h]), ratios[h]);
+    }
+}
+
+// A stage's line; its phases' medians only where they can be read (`phases`).
+std::string stage_line(const StageFigures& f, bool phases) {
+    return fmt::format(
+        "  stage {} of group {} (rank {}): step {} ms; {}host per step: queueing {}, reading back "
+        "{}, stop vote {}; wrong: {} in x, {} in C",
+        f.stage, f.group, f.rank, ms(f.median(Phase::step)),
+        phases ? fmt::format("A {}, recv {}, C {}, wait {}, B {}, send {} ms; ",
+                             ms(f.median(Phase::a)), ms(f.median(Phase::recv)),
+                             ms(f.median(Phase::c)), ms(f.median(Phase::wait)),
+                             ms(f.median(Phase::b)), ms(f.median(Phase::send)))
+               : "",
+        duration_text_us(f.host_queue_us), duration_text_us(f.host_retire_us),
+        duration_text_us(f.host_callback_us), f.x_mismatches, f.c_mismatches);
+}
+
+// Every stage one a line up to kLinksListed, else the stages' periods summarised, the
+// kSlowestNamed slowest, and every stage that counted a wrong element (up to kSlowestNamed).
+void print_stages(std::FILE* out, const RelayFigures& relay, bool phases) {
+    const std::vector<StageFigures>& stages = relay.stage_figures;
+    if (stages.size() <= kLinksListed) {
+        for (const StageFigures& f : stages) fmt::print(out, "{}\n", stage_line(f, phases));
+        return;
+    }
+    std::vector<double> steps;
+    for (const StageFigures& f : stages) steps.push_back(f.median(Phase::step));
+    const PhaseStats st = phase_stats(steps);
+    std::vector<const StageFigures*> slowest, wrong;
+    for (const StageFigures& f : stages) {
+        slowest.push_back(&f);
+        if (f.x_mismatches + f.c_mismatches > 0) wrong.push_back(&f);
+    }
+    std::stable_sort(slowest.begin(), slowest.end(), [](const auto* a, const auto* b) {
+        return a->median(Phase::step) > b->median(Phase::step);
+    });
+    slowest.resize(std::min(slowest.size(), kSlowestNamed));
+    fmt::print(out,
+               "  {} stages (one a line up to {}): step median {} ms, min {}, max {}; the {} "
+               "slowest:\n",
+               stages.size(), kLinksListed, ms(st.median), ms(st.min), ms(st.max), slowest.size());
+    for (const StageFigures* f : slowest) fmt::print(out, "  {}\n", stage_line(*f, phases));
+    if (wrong.empty()) return;
+    fmt::print(out, "  {} stage(s) counted wrong elements{}:\n", wrong.size(),
+               wrong.size() > kSlowestNamed ? fmt::format(", the first {}", kSlowestNamed) : "");
+    wrong.resize(std::min(wrong.size(), kSlowestNamed));
+    for (const StageFigures* f : wrong) fmt::print(out, "  {}\n", stage_line(*f, phases));
 }
 
 }  // namespace
@@ -140,10 +219,8 @@ std::vector<std::string> link_lines(const RunSummary& s, const PassSummary& p,
         const Figure& rate = judged.links[i];
         return fmt::format(
             "  {}: {}: {}step {} ms{}{}", link_label(s, f), link_place(s, f),
-            rate.shown() ? number_text("{:.2f}", rate.value) + " GB/s, " : "",
-            number_text("{:.4f}", f.step_ms),
-            transfers ? " (transfer " + number_text("{:.4f}", f.transfer_ms) + " ms)" : "",
-            f.slow ? flag : "");
+            rate.shown() ? number_text("{:.2f}", rate.value) + " GB/s, " : "", ms(f.step_ms),
+            transfers ? " (transfer " + ms(f.transfer_ms) + " ms)" : "", f.slow ? flag : "");
     };
     std::vector<std::string> lines;
     if (p.pairs.size() <= 1) return lines;
@@ -156,18 +233,17 @@ std::vector<std::string> link_lines(const RunSummary& s, const PassSummary& p,
     auto extreme = [&](double value, double PairFigures::*field) {
         const auto at = std::find_if(p.pairs.begin(), p.pairs.end(),
                                      [&](const PairFigures& f) { return f.*field == value; });
-        return fmt::format("{} ({} {})", number_text("{:.4f}", value), name,
-                           at == p.pairs.end() ? -1 : at->pair);
+        return fmt::format("{} ({} {})", ms(value), name, at == p.pairs.end() ? -1 : at->pair);
     };
     lines.push_back(fmt::format(
         "  {} {}s (one a line up to {}): {}step median {} ms, min {}, max {}", spread.count, name,
         kLinksListed,
-        transfers ? fmt::format("transfer median {} ms, min {}, max {}; ",
-                                number_text("{:.4f}", spread.transfer.median),
-                                extreme(spread.transfer.min, &PairFigures::transfer_ms),
-                                extreme(spread.transfer.max, &PairFigures::transfer_ms))
-                  : "",
-        number_text("{:.4f}", spread.step.median), extreme(spread.step.min, &PairFigures::step_ms),
+        transfers
+            ? fmt::format("transfer median {} ms, min {}, max {}; ", ms(spread.transfer.median),
+                          extreme(spread.transfer.min, &PairFigures::transfer_ms),
+                          extreme(spread.transfer.max, &PairFigures::transfer_ms))
+            : "",
+        ms(spread.step.median), extreme(spread.step.min, &PairFigures::step_ms),
         extreme(spread.step.max, &PairFigures::step_ms)));
     lines.push_back(fmt::format(
         "  the {} slowest; {} of {} flagged SLOW (over {:g}% slower than "
@@ -175,6 +251,35 @@ std::vector<std::string> link_lines(const RunSummary& s, const PassSummary& p,
         spread.slowest.size(), spread.flagged, spread.count, 100 * kSlowPairMargin, name));
     for (const std::size_t i : spread.slowest) lines.push_back("  " + line(i, "  SLOW"));
     return lines;
+}
+
+void print_relay(std::FILE* out, const PassSummary& pass, const PassJudgement& judged) {
+    if (!pass.relay) return;
+    const RelayFigures& relay = *pass.relay;
+    const int hop = slowest_hop(pass);
+    std::string slowest = "no hop timed";
+    if (hop >= 0) {
+        const PairFigures& h = pass.pairs[static_cast<std::size_t>(hop)];
+        const int hops = std::max(relay.stages - 1, 1);
+        // The hop's transfer is a phase time, the period over it a ratio of them: each where
+        // the judgement shows it.
+        const Figure& over = judged[PassFig::relay_period_over_hop];
+        slowest = fmt::format(
+            "hop {}, stage {} -> {} of group {} (ranks {} -> {}){}{}", h.pair, h.pair % hops,
+            h.pair % hops + 1, h.pair / hops, h.producer, h.consumer,
+            judged[PassFig::transfer].shown() ? ": transfer " + ms(h.transfer_ms) + " ms" : "",
+            over.shown() ? fmt::format(", the period {:.2f}x that", over.value) : "");
+    }
+    fmt::print(out,
+               "  relay of {} stages: period {} ms; slowest hop: {}; fill latency {} ms (the first "
+               "timed tensor, from every rank idle to the last stage's B)\n",
+               relay.stages, ms(pass.time_per_step_ms), slowest, ms(relay.fill_ms));
+}
+
+void print_relay_stages(std::FILE* out, const PassSummary& pass, const PassJudgement& judged) {
+    if (!pass.relay) return;
+    print_hop_ceilings(out, pass, judged);
+    print_stages(out, *pass.relay, judged.phases_shown);
 }
 
 }  // namespace gpurelay

@@ -1,7 +1,9 @@
-// What the run's placement says: cores shared by more threads than they can run, a GPU
-// time-sliced between processes, clocks held down, ranks away from their GPU's memory; the likely
-// causes of an unstable step and what to do (the judgement, report/judge.cpp, reads the same
-// facts to decide what the figures measure).
+// What the placement says (cores shared by more threads than they run, a GPU time-sliced, clocks
+// held down, ranks away from their GPU's memory), the likely causes of an unstable step and what
+// to do; judge.cpp reads the same facts to decide what the figures measure.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -11,15 +13,35 @@
 #include <vector>
 
 #include "report/number_text.hpp"
-#include "report/report.hpp"
+#include "report/render.hpp"
 #include "runtime/gpu_clocks.hpp"
 #include "runtime/placement.hpp"
 
 namespace gpurelay {
 namespace {
 
-bool time_sliced(const RankInfo& rank) {
-    return rank.peer_link.find("time-sliced") != std::string::npos;
+// A GPU that several ranks share time-sliced (no MPS): its "host bus-id" and the ranks.
+struct SharedGpu {
+    std::string gpu;
+    std::vector<int> ranks;
+};
+std::vector<SharedGpu> time_sliced_gpus(const RunSummary& s) {
+    std::map<std::string, std::vector<int>> gpus;
+    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+        const RankInfo& rank = s.ranks[r];
+        if (rank.peer_link.find("time-sliced") != std::string::npos)
+            gpus[rank.host + " " + rank.bus_id].push_back(static_cast<int>(r));
+    }
+    std::vector<SharedGpu> shared;
+    for (auto& [gpu, ranks] : gpus) {
+        if (ranks.size() > 1) shared.push_back({gpu, ranks});
+    }
+    return shared;
+}
+
+// Whether a rank runs on other NUMA nodes than its GPU's (both known).
+bool away_from_gpu(const RankInfo& rank) {
+    return !rank.gpu_numa.empty() && !rank.core_numa.empty() && rank.core_numa != rank.gpu_numa;
 }
 
 // "1", "0 and 1", "0, 1 and 2"; more ranks as ranges ("0-31,40"), which stay short at any count.
@@ -33,6 +55,8 @@ std::string rank_list(const std::vector<int>& ranks) {
     return text;
 }
 
+std::string mhz(double value) { return number_text("{:.0f}", value); }
+
 // Whether the clocks moved or were held down over the timed steps.
 bool clocks_slowed(const PassSummary& p) {
     return p.clocks_measured &&
@@ -41,12 +65,11 @@ bool clocks_slowed(const PassSummary& p) {
 }
 
 // "rank 1 has 5 working threads on 1 core", or "ranks 1 and 2 have up to 5 ... on 1 core".
-std::string crowded_text(const CrowdedRanks& crowded) {
-    const bool one = crowded.ranks.size() == 1;
-    return std::string(one ? "rank " : "ranks ") + rank_list(crowded.ranks) +
-           (one ? " has " : " have up to ") + std::to_string(crowded.most_threads) +
-           " working threads on " + std::to_string(crowded.fewest_cores) +
-           (crowded.fewest_cores == 1 ? " core" : " cores");
+std::string crowded_text(const CrowdedRanks& c) {
+    const bool one = c.ranks.size() == 1;
+    return fmt::format("{} {} {} {} working threads on {} core{}", one ? "rank" : "ranks",
+                       rank_list(c.ranks), one ? "has" : "have up to", c.most_threads,
+                       c.fewest_cores, c.fewest_cores == 1 ? "" : "s");
 }
 
 // "ranks 0 and 1 share GPU vm 0000:01:00.0", or for several GPUs "16 GPUs are each shared by 2
@@ -60,10 +83,9 @@ std::string shared_gpus_text(const std::vector<SharedGpu>& gpus) {
         least = std::min(least, gpu.ranks.size());
         most = std::max(most, gpu.ranks.size());
     }
-    return std::to_string(gpus.size()) + " GPUs are each shared by " +
-           (least == most ? std::to_string(most)
-                          : std::to_string(least) + " to " + std::to_string(most)) +
-           " ranks (" + one + ", ...)";
+    return fmt::format(
+        "{} GPUs are each shared by {} ranks ({}, ...)", gpus.size(),
+        least == most ? fmt::format("{}", most) : fmt::format("{} to {}", least, most), one);
 }
 
 std::vector<int> ranks_away_from_gpu(const RunSummary& s) {
@@ -79,20 +101,21 @@ std::vector<int> ranks_away_from_gpu(const RunSummary& s) {
 std::string away_text(const RunSummary& s, const std::vector<int>& away) {
     const RankInfo& first = s.ranks[static_cast<std::size_t>(away.front())];
     if (away.size() == 1) {
-        return "rank " + std::to_string(away.front()) + " runs on NUMA node " + first.core_numa +
-               ", its GPU on " + first.gpu_numa;
+        return fmt::format("rank {} runs on NUMA node {}, its GPU on {}", away.front(),
+                           first.core_numa, first.gpu_numa);
     }
-    return "ranks " + rank_list(away) + " run on other NUMA nodes than their GPUs' (rank " +
-           std::to_string(away.front()) + " on node " + first.core_numa + ", its GPU on " +
-           first.gpu_numa + ")";
+    return fmt::format(
+        "ranks {} run on other NUMA nodes than their GPUs' (rank {} on node {}, "
+        "its GPU on {})",
+        rank_list(away), away.front(), first.core_numa, first.gpu_numa);
 }
 
 // What to do about where the ranks run, first among the remedies; "" where nothing is known to
 // be wrong. Binding cannot give a host more cores: there the advice is fewer threads a node.
 std::string placement_remedy(const RunSummary& s, bool misplaced) {
     if (const std::vector<HostLoad> loads = oversubscribed_hosts(s); !loads.empty()) {
-        return "a core for each working thread (fewer ranks on " + loads.front().host + ", or " +
-               std::to_string(loads.front().threads) + " cores)";
+        return fmt::format("a core for each working thread (fewer ranks on {}, or {} cores)",
+                           loads.front().host, loads.front().threads);
     }
     if (!misplaced && crowded_ranks(s).ranks.empty()) return "";
     return std::string("bind ranks to cores") + (s.backend == "cuda" ? " near their GPU" : "") +
@@ -103,9 +126,10 @@ std::string placement_remedy(const RunSummary& s, bool misplaced) {
 void causes_and_remedies(const RunSummary& s, const PassSummary& p,
                          std::vector<std::string>& causes, std::vector<std::string>& remedies) {
     for (const HostLoad& load : oversubscribed_hosts(s)) {
-        causes.push_back(std::to_string(load.threads) + " threads of " +
-                         std::to_string(load.ranks) + " rank(s) on " + std::to_string(load.cores) +
-                         " cores of " + load.host + " (CPU path): steps wait for a core");
+        causes.push_back(
+            fmt::format("{} threads of {} rank(s) on {} cores of {} (CPU path): "
+                        "steps wait for a core",
+                        load.threads, load.ranks, load.cores, load.host));
     }
     if (const std::vector<SharedGpu> gpus = time_sliced_gpus(s); !gpus.empty()) {
         causes.push_back(shared_gpus_text(gpus) + " time-sliced");
@@ -116,9 +140,9 @@ void causes_and_remedies(const RunSummary& s, const PassSummary& p,
     }
     if (clocks_slowed(p)) {
         const std::string names = clock_slowdown_names(p.clock_reasons);
-        causes.push_back("the SM clock went " + number_text("{:.0f}", p.sm_clock_start_mhz) +
-                         " -> " + number_text("{:.0f}", p.sm_clock_end_mhz) + " MHz" +
-                         (names.empty() ? "" : " (" + names + ")"));
+        causes.push_back(fmt::format("the SM clock went {} -> {} MHz{}", mhz(p.sm_clock_start_mhz),
+                                     mhz(p.sm_clock_end_mhz),
+                                     names.empty() ? "" : " (" + names + ")"));
     }
     // Away from its GPU's node, or free to run on several nodes.
     const std::vector<int> away = ranks_away_from_gpu(s);
@@ -135,28 +159,20 @@ void causes_and_remedies(const RunSummary& s, const PassSummary& p,
     remedies.push_back("for A/B: scripts/sweep --repeat N, then scripts/compare");
 }
 
-std::string joined(const std::vector<std::string>& parts) {
-    std::string text;
-    for (const std::string& part : parts) text += (text.empty() ? "" : "; ") + part;
-    return text;
-}
-
 void print_clocks(std::FILE* out, const RunSummary& s, const PassSummary& p) {
     if (s.backend != "cuda") return;
     if (!p.clocks_measured) {
         // Said once, with the first pass.
-        if (&p != &s.passes.front()) return;
-        fmt::print(out,
-                   "  GPU clock: not measured (no NVML in this build, or its calls "
-                   "failed)\n");
+        if (&p == &s.passes.front())
+            fmt::print(out,
+                       "  GPU clock: not measured (no NVML in this build, or its calls failed)\n");
         return;
     }
     const std::string names = clock_slowdown_names(p.clock_reasons);
     fmt::print(out,
                "  GPU clock (SM, the slowest rank): {} MHz where the timed steps start, {} MHz "
                "where they end, of {} MHz; slowdowns seen: {}\n",
-               number_text("{:.0f}", p.sm_clock_start_mhz),
-               number_text("{:.0f}", p.sm_clock_end_mhz), number_text("{:.0f}", p.sm_clock_max_mhz),
+               mhz(p.sm_clock_start_mhz), mhz(p.sm_clock_end_mhz), mhz(p.sm_clock_max_mhz),
                names.empty() ? "none" : names);
 }
 
@@ -205,33 +221,22 @@ CrowdedRanks crowded_ranks(const RunSummary& s) {
 std::string binding_command(const RunSummary& s) {
     int threads = 1;
     for (const RankInfo& rank : s.ranks) threads = std::max(threads, rank.host_threads);
-    if (threads == 1) return "mpirun --bind-to core --map-by numa";
-    return "mpirun --map-by numa:PE=" + std::to_string(threads) + " --bind-to core";
-}
-
-std::vector<SharedGpu> time_sliced_gpus(const RunSummary& s) {
-    std::map<std::string, std::vector<int>> gpus;
-    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
-        const RankInfo& rank = s.ranks[r];
-        if (time_sliced(rank)) gpus[rank.host + " " + rank.bus_id].push_back(static_cast<int>(r));
-    }
-    std::vector<SharedGpu> shared;
-    for (auto& [gpu, ranks] : gpus) {
-        if (ranks.size() > 1) shared.push_back({gpu, ranks});
-    }
-    return shared;
+    return threads == 1 ? "mpirun --bind-to core --map-by numa"
+                        : fmt::format("mpirun --map-by numa:PE={} --bind-to core", threads);
 }
 
 std::string waiting_cause(const RunSummary& s) {
     if (const std::vector<HostLoad> loads = oversubscribed_hosts(s); !loads.empty()) {
-        return "phases timed while waiting for a core: on the CPU path with " +
-               std::to_string(loads.front().threads) + " busy threads on " +
-               std::to_string(loads.front().cores) + " cores (" + loads.front().host +
-               ") the phase times measure the scheduler";
+        return fmt::format(
+            "phases timed while waiting for a core: on the CPU path with {} busy "
+            "threads on {} cores ({}) the phase times measure the scheduler",
+            loads.front().threads, loads.front().cores, loads.front().host);
     }
     if (const std::vector<SharedGpu> gpus = time_sliced_gpus(s); !gpus.empty()) {
-        return "ranks " + rank_list(gpus.front().ranks) + " share GPU " + gpus.front().gpu +
-               " time-sliced: the phase times measure the driver switching between them";
+        return fmt::format(
+            "ranks {} share GPU {} time-sliced: the phase times measure the driver "
+            "switching between them",
+            rank_list(gpus.front().ranks), gpus.front().gpu);
     }
     return "";
 }
@@ -262,23 +267,19 @@ void print_stability(std::FILE* out, const RunSummary& s, const PassSummary& p, 
     if (st.unstable && !causes_said) {
         std::vector<std::string> causes, remedies;
         causes_and_remedies(s, p, causes, remedies);
-        fmt::print(out, "    likely: {}\n    to steady it: {}\n", joined(causes), joined(remedies));
+        fmt::print(out, "    likely: {}\n    to steady it: {}\n", fmt::join(causes, "; "),
+                   fmt::join(remedies, "; "));
         causes_said = true;
     }
     print_clocks(out, s, p);
-}
-
-bool away_from_gpu(const RankInfo& rank) {
-    return !rank.gpu_numa.empty() && !rank.core_numa.empty() && rank.core_numa != rank.gpu_numa;
 }
 
 std::string placement_text(const RankInfo& rank) {
     if (rank.cores.empty()) return "";
     const bool one_node = rank.core_numa.find_first_of(",-") == std::string::npos;
     std::string text = "cores " + rank.cores;
-    if (!rank.core_numa.empty()) {
-        text += std::string(one_node ? " (NUMA node " : " (NUMA nodes ") + rank.core_numa + ")";
-    }
+    if (!rank.core_numa.empty())
+        text += fmt::format(" (NUMA node{} {})", one_node ? "" : "s", rank.core_numa);
     if (!rank.gpu_numa.empty()) text += ", its GPU on NUMA node " + rank.gpu_numa;
     if (away_from_gpu(rank)) text += ": WARNING, not the GPU's node";
     return text;

@@ -1,8 +1,4 @@
-// Whole texts to files: every byte or a clear error, a file replaced only once its new contents
-// are on disk (write_file_atomically, for the JSON summary), and rows appended to a shared CSV
-// under a lock, whole or not at all.
-#include "report/file_write.hpp"
-
+// Whole texts to files (write.hpp).
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -13,7 +9,7 @@
 #include <cstring>
 
 #include "report/number_text.hpp"
-#include "report/report.hpp"
+#include "report/write.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {

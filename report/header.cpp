@@ -1,13 +1,12 @@
-// The report's header, printed before the steps: what runs where (the ranks, one a line up to
-// kRanksListed, summarised beyond), the keys set away from their defaults, the versions, where a
-// resumed run starts, and the memory the largest rank holds.
+// The report's header, printed before the steps: what runs where, the keys set away from their
+// defaults, the versions, where a resumed run starts, and the memory the largest rank holds.
 #include <fmt/format.h>
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "report/report.hpp"
+#include "report/render.hpp"
 
 namespace gpurelay {
 namespace {
@@ -109,8 +108,6 @@ void print_resume(std::FILE* out, const RunSummary& s) {
         c.output);
 }
 
-}  // namespace
-
 std::string memory_text(const RunSummary& s) {
     const Config& c = s.config;
     // A run of several sizes makes its slots for the largest.
@@ -129,6 +126,8 @@ std::string memory_text(const RunSummary& s) {
     return "memory per rank (largest): host " + human_bytes(s.total_bytes) + " (" + slots +
            c_buffer + "; the writer's buffers and the mismatch counters)";
 }
+
+}  // namespace
 
 void print_run_header(std::FILE* out, const RunSummary& s) {
     const Config& c = s.config;

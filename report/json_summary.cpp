@@ -1,10 +1,9 @@
-// The JSON summary: the run, its typed config, the ranks and every pass with its judged figures,
-// NaN written as null.
+// The JSON summary: the run, its typed config, the ranks and every pass with its judged figures.
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "report/judge.hpp"
+#include "report/render.hpp"
 #include "runtime/gpu_clocks.hpp"
 
 namespace gpurelay {
@@ -119,17 +118,12 @@ nlohmann::json typed_value(const std::string& toml_literal) {
 }
 
 nlohmann::json rank_json(const RankInfo& r) {
-    return {{"host", r.host},
-            {"device", r.device},
-            {"bus_id", r.bus_id},
-            {"role", r.role},
-            {"pair", r.pair},
-            {"peer_link", r.peer_link},
-            {"cores", r.cores},
-            {"core_numa", r.core_numa},
-            {"gpu_numa", r.gpu_numa},
-            {"core_count", r.core_count},
-            {"host_threads", r.host_threads}};
+    nlohmann::json j;
+    for (const RankField& f : kRankFields) {
+        if (f.text != nullptr) j[f.name] = r.*f.text;
+        if (f.count != nullptr) j[f.name] = r.*f.count;
+    }
+    return j;
 }
 
 // The ceilings as measured; the run's judged figures (the speedup, perfect overlap, the
@@ -180,6 +174,31 @@ nlohmann::json reading_json(const Judgement& judged) {
 }
 
 }  // namespace
+
+std::string relay_json(const PassSummary& pass) {
+    if (!pass.relay) return "null";
+    const RelayFigures& relay = *pass.relay;
+    nlohmann::ordered_json j;
+    j["stages"] = relay.stages;
+    j["period_ms"] = pass.time_per_step_ms;
+    j["slowest_hop"] = slowest_hop(pass);
+    j["slowest_hop_ms"] = slowest_hop_ms(pass);
+    j["fill_ms"] = relay.fill_ms;
+    j["stage_figures"] = nlohmann::ordered_json::array();
+    for (const StageFigures& f : relay.stage_figures) {
+        nlohmann::ordered_json stage = {{"group", f.group}, {"stage", f.stage}, {"rank", f.rank}};
+        for (const Phase p :
+             {Phase::step, Phase::a, Phase::recv, Phase::c, Phase::wait, Phase::b, Phase::send})
+            stage[std::string(kPhases[index_of(p)].name) + "_ms"] = f.median(p);
+        stage["host_us_per_step"] = {{"queue", f.host_queue_us},
+                                     {"retire", f.host_retire_us},
+                                     {"callback", f.host_callback_us}};
+        stage["x_mismatches"] = f.x_mismatches;
+        stage["c_mismatches"] = f.c_mismatches;
+        j["stage_figures"].push_back(stage);
+    }
+    return j.dump();
+}
 
 std::string sizes_json(const std::vector<RunSummary>& sizes, bool verified) {
     nlohmann::ordered_json j;

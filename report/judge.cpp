@@ -18,7 +18,15 @@
 namespace gpurelay {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// A phase at most this much faster than its ceiling, or a serial phase this much slower than the
+// step, is noise of the two measurements.
+constexpr double kCeilingTolerance = 1.05;
+// Without ceilings measured (calibrate = false, launch = "device"), a rate is held to this many
+// GB/s: beyond any memory a host or GPU has (an H200's 4.8 TB/s, a B200's 8 TB/s).
+constexpr double kRateBoundGbps = 20000;
+// A transfer under this share of its bare transfer's speed on an oversubscribed CPU path spent
+// nine tenths of its time or more waiting for a core.
+constexpr double kWaitingCeilingShare = 0.1;
 
 // "A", "C", "B"; "the wait", "the recv".
 std::string phase_word(Phase phase) {
@@ -113,18 +121,16 @@ std::string overlap_contradiction(const RunSummary& s) {
     return "overlap made the step slower, yet the overlapped step beats perfect overlap";
 }
 
-// The phases a step's period holds one after another on the rank whose period it is: the
-// consumer role's wait and B (launch = "device": C runs beside the roles); on the compute stream
-// C, the wait and B; with overlap off the receive before them on the same stream.
+// The phases a step's period holds in series on its rank: launch = "device", the consumer role's
+// wait and B (C runs beside the roles); else C, the wait and B, after the receive with overlap off.
 std::vector<Phase> serial_phases(const RunSummary& s, const PassSummary& p) {
     if (s.config.launch == Launch::device) return {Phase::wait, Phase::b};
     if (p.overlap) return {Phase::c, Phase::wait, Phase::b};
     return {Phase::recv, Phase::c, Phase::wait, Phase::b};
 }
 
-// A period holds every serial phase of its step, so no period is shorter than the shortest of
-// any of them. A retire group's steps each get the group's average period, which is no shorter
-// than the average of their phases either.
+// A period holds every serial phase of its step, so none is shorter than their shortest; a retire
+// group's average period is no shorter than the average of its steps' phases either.
 std::string step_below_phase(const RunSummary& s) {
     for (const PassSummary& p : s.passes) {
         const PhaseStats& step = p.phase(Phase::step);
@@ -256,12 +262,13 @@ Measured c_rate(Run s, Pass p) {
     return iterations > 0 ? rate(iterations, of_median(p.phase(Phase::c))) : Measured{};
 }
 
-Measured relay_period(Run, Pass p) { return {p.relay ? period_over_slowest_hop(p) : kNaN}; }
+Measured relay_period(Run, Pass p) {
+    return {p.relay ? p.time_per_step_ms / slowest_hop_ms(p) : kNaN};
+}
 
-// The ceilings a rate is held to, in GB/s as the rate counts bytes: a copy of the tensor in this
-// launch's memory (the faster of the producer's and the consumer's), which no byte of it beats;
-// a write (A) or a read and a write (B) at most the copy's traffic. Without ceilings measured,
-// kRateBoundGbps.
+// The ceilings a rate is held to, in GB/s as it counts bytes: a copy of the tensor in this
+// launch's memory (the faster side's), which no byte beats; a write (A) or a read and a write (B)
+// at most the copy's traffic. Without ceilings measured, kRateBoundGbps.
 double copy_gbps(Run s, double copy_ms, double bytes_per_tensor) {
     if (!s.ceilings.measured || !(copy_ms > 0)) return kRateBoundGbps;
     return bytes_per_tensor * tensor_bytes(s) / (copy_ms * 1e6);
@@ -401,9 +408,8 @@ PassJudgement judge_pass(Run s, Pass p, const Judgement& j) {
     return pj;
 }
 
-// The speedup: the off pass's median period over the on pass's, from each median's 97.5%
-// interval (together they hold both medians with 0.975^2 > 95%), so its interval needs only the
-// two passes' medians and their intervals.
+// The speedup: the off pass's median period over the on pass's; its interval from each median's
+// 97.5% interval (together they hold both medians with 0.975^2 > 95%).
 Figure speedup(Run s) {
     Figure f;
     if (s.overlap_speedup <= 0) return f;
@@ -463,6 +469,37 @@ std::string joined(const std::vector<Finding>& findings, bool codes, const char*
     return text;
 }
 
+double ratio(double ceiling_ms, double ms) { return ms > 0 ? ceiling_ms / ms : kNaN; }
+
+// What keeps an attribution's terms from explaining the step ("" when they do).
+std::string attribution_flaw(const OverlapAttribution& a) {
+    const double share = kAttributionRestShare * a.step_ms;
+    std::string flaw;
+    auto add = [&](const std::string& part) { flaw += (flaw.empty() ? "" : "; ") + part; };
+    // Said without a negative time: terms that overshoot the step add up to more than it.
+    if (a.rest_ms > share) {
+        add("they leave " + number_text("{:.4f}", a.rest_ms) +
+            " ms to the rest, over a quarter of the step");
+    } else if (a.rest_ms < -share) {
+        add("they add up to " + number_text("{:.4f}", -a.rest_ms) +
+            " ms more than the step, over a quarter of it");
+    }
+    if (a.c_slowdown_ms < -share) {
+        add("C would run " + number_text("{:.4f}", -a.c_slowdown_ms) +
+            " ms faster beside the transfer "
+            "than alone");
+    }
+    if (a.transfer_slowdown_ms < -share) {
+        add("the transfer would run " + number_text("{:.4f}", -a.transfer_slowdown_ms) +
+            " ms faster beside C, A and B than bare");
+    }
+    if (kModelBeatenFactor * a.step_ms <= a.perfect_ms) {
+        add("the step beats perfect overlap " + number_text("{:.2f}", a.perfect_ms / a.step_ms) +
+            "x");
+    }
+    return flaw;
+}
+
 }  // namespace
 
 std::span<const Rule> judgement_rules() { return kRules; }
@@ -483,6 +520,52 @@ const FigureName& figure_name(RunFig figure) {
 
 std::string Judgement::codes() const { return joined(unreadable, true, ";"); }
 std::string Judgement::text() const { return joined(unreadable, false, "; "); }
+
+// A writes the tensor (N bytes) where a copy reads and writes it (2N), as the kernel benchmarks
+// count them; B reads and writes it.
+CeilingRatios against_ceilings(const PassSummary& pass, const Ceilings& c) {
+    if (!c.measured) return {kNaN, kNaN, kNaN, kNaN};
+    return {ratio(c.transfer_ms, pass.transfer_ms),
+            ratio(c.a_copy_ms, 2 * pass.phase(Phase::a).median),
+            ratio(c.b_copy_ms, pass.phase(Phase::b).median),
+            ratio(c.c_ms, pass.phase(Phase::c).median)};
+}
+
+OverlapAttribution attribute_overlap(const RunSummary& s) {
+    OverlapAttribution a;
+    if (!s.ceilings.measured || s.overlap_speedup <= 0) return a;
+    const PassSummary& off = s.passes.front();
+    const PassSummary& on = s.passes.back();
+    const Ceilings& c = s.ceilings;
+    PhaseMedians alone = phase_medians(off);
+    alone.transfer = c.transfer_ms;
+    if (s.config.c_elements > 0) alone.c = c.c_ms;
+    a.measured = true;
+    a.step_ms = on.time_per_step_ms;
+    a.perfect_ms = step_bound_ms(alone, s.config.depth, true);
+    a.c_slowdown_ms = s.config.c_elements > 0 ? on.phase(Phase::c).median - c.c_ms : 0;
+    a.transfer_slowdown_ms = on.transfer_ms - c.transfer_ms;
+    a.rest_ms = a.step_ms - a.perfect_ms - a.c_slowdown_ms - a.transfer_slowdown_ms;
+    a.why_not = attribution_flaw(a);
+    a.explains = a.why_not.empty();
+    return a;
+}
+
+int slowest_hop(const PassSummary& pass) {
+    int slowest = -1;
+    for (std::size_t i = 0; i < pass.pairs.size(); ++i) {
+        const double t = pass.pairs[i].transfer_ms;
+        if (!std::isnan(t) &&
+            (slowest < 0 || t > pass.pairs[static_cast<std::size_t>(slowest)].transfer_ms))
+            slowest = static_cast<int>(i);
+    }
+    return slowest;
+}
+
+double slowest_hop_ms(const PassSummary& pass) {
+    const int hop = slowest_hop(pass);
+    return hop < 0 ? kNaN : pass.pairs[static_cast<std::size_t>(hop)].transfer_ms;
+}
 
 Judgement judge(const RunSummary& s) {
     Judgement j;

@@ -1,23 +1,68 @@
-// Every figure gpurelay shows, judged once (report/judge.cpp): a value with its unit, its 95%
-// interval where it comes from samples, and a verdict: shown, or withheld by a rule of one table
-// (judgement_rules()) with what this run showed. The text report, the sizes table, the JSON, the
-// CSV and the file's pass attributes render a Judgement; none of them decides again.
+// Every figure gpurelay shows, judged once: a value with its unit, its 95% interval where samples
+// give one, and a verdict: shown, or withheld by a rule of one table (judgement_rules()) with what
+// this run showed. The report, the JSON, the CSV and the file render a Judgement and never decide
+// again. Beside it, the facts it reads: the ceilings' ratios, the attribution, the hosts' load,
+// the step's stability, a relay's slowest hop.
 #pragma once
 
 #include <array>
 #include <cmath>
-#include <limits>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "report/report.hpp"
+#include "report/reduce.hpp"
 
 namespace gpurelay {
 
-// A rule that withholds figures (or, for the speedup, is said beside it): its code (as the JSON,
-// CSV and file give it), what it withholds, and what it means. `finding` is set for the rules
-// that make the phase times unreadable: what the run shows ("" when it does not).
+// A pass's phases as fractions of their ceilings' speed (1: at the ceiling; NaN: not measured).
+struct CeilingRatios {
+    double transfer, a, b, c;
+};
+CeilingRatios against_ceilings(const PassSummary& pass, const Ceilings& ceilings);
+
+// A compare run's overlapped step (ms) as perfect overlap (the overlap=off medians' step model with
+// the transfer and C at their ceilings) + C's slowdown beside the transfer (its overlapped median
+// less C alone) + the transfer's beside C, A and B (less the bare transfer) + the rest (ordering,
+// launches, the host). Needs the ceilings and compare. `explains` is false (`why_not` says why)
+// where the rest is over kAttributionRestShare of the step, a term negative by as much (a phase
+// faster beside the others than alone measured waiting, and two such cancel), or the step
+// kModelBeatenFactor or more faster than perfect overlap.
+struct OverlapAttribution {
+    bool measured = false;
+    double step_ms = 0, perfect_ms = 0, c_slowdown_ms = 0, transfer_slowdown_ms = 0, rest_ms = 0;
+    bool explains = false;
+    std::string why_not;
+};
+inline constexpr double kAttributionRestShare = 0.25;
+// A step model (or perfect overlap) the step beats by this factor is no explanation of it.
+inline constexpr double kModelBeatenFactor = 2.0;
+OverlapAttribution attribute_overlap(const RunSummary& summary);
+
+// A host whose ranks run more threads than they have cores (the CPU path only).
+struct HostLoad {
+    std::string host;
+    int ranks = 0, threads = 0, cores = 0;
+};
+std::vector<HostLoad> oversubscribed_hosts(const RunSummary& summary);
+
+// Unstable: one step in ten over kUnstableStepSpread longer than the median (p90 / median). Not
+// the cv, which one slow step (a flush, a preemption) makes large; slow steps are counted apart.
+inline constexpr double kUnstableStepSpread = 0.10;
+struct Stability {
+    double p90_over_median, cv, max_over_median;
+    bool unstable;
+};
+Stability step_stability(const PassSummary& pass);
+
+// A relay's hop (index into pass.pairs) whose transfer takes longest, -1 without hops; its
+// median transfer (NaN without).
+int slowest_hop(const PassSummary& pass);
+double slowest_hop_ms(const PassSummary& pass);
+
+// A rule that withholds figures (or is said beside the speedup): its code (the JSON's, the CSV's,
+// the file's), what it withholds, what it means; for the rules that make the phase times
+// unreadable, `finding`: what the run shows ("" when it does not).
 struct Rule {
     const char* code;
     const char* withholds;
@@ -28,18 +73,17 @@ struct Rule {
 std::span<const Rule> judgement_rules();
 const Rule& rule(const char* code);
 
-// One judged figure. The value is kept as measured whatever the verdict; NaN where the run did
-// not measure it (no ceilings, no phase times, a figure of another pattern or launch).
+// One judged figure, its value as measured whatever the verdict; NaN where the run did not
+// measure it (no ceilings or phase times, another pattern's or launch's figure).
 struct Figure {
-    double value = std::numeric_limits<double>::quiet_NaN();
-    double lo = std::numeric_limits<double>::quiet_NaN();  // its 95% interval, where the
-    double hi = std::numeric_limits<double>::quiet_NaN();  // samples give one
+    double value = kNaN;
+    double lo = kNaN, hi = kNaN;  // its 95% interval, where the samples give one
     const Rule* withheld_by = nullptr;
     std::string why;  // what this run showed, where withheld
     bool measured() const { return !std::isnan(value); }
     bool shown() const { return measured() && withheld_by == nullptr; }
     bool has_interval() const { return !std::isnan(lo) && !std::isnan(hi); }
-    double rendered() const { return shown() ? value : std::numeric_limits<double>::quiet_NaN(); }
+    double rendered() const { return shown() ? value : kNaN; }
     const char* reason() const { return withheld_by == nullptr ? "" : withheld_by->code; }
 };
 
@@ -101,13 +145,12 @@ struct PassJudgement {
 };
 
 struct Judgement {
-    // Why the phase times cannot be read (none: they can): every figure built on them is then
-    // withheld by the first.
+    // Why the phase times cannot be read (none: they can); the first withholds every figure
+    // built on them.
     std::vector<Finding> unreadable;
     std::vector<PassJudgement> passes;  // as the summary's
     std::array<Figure, kRunFigCount> run;
-    // Said beside a shown speedup: a pass UNSTABLE, the phase times unreadable, no measurable
-    // difference.
+    // Beside a shown speedup: a pass UNSTABLE, the phase times unreadable, no difference.
     std::vector<Finding> speedup_notes;
     bool readable() const { return unreadable.empty(); }
     std::string codes() const;  // the unreadable findings' codes joined by ';'
@@ -117,17 +160,5 @@ struct Judgement {
 
 // The judgement of every figure of the run (rank 0's summary).
 Judgement judge(const RunSummary& summary);
-
-// A phase at most this much faster than its ceiling, or a serial phase this much slower than the
-// step, is noise of the two measurements.
-inline constexpr double kCeilingTolerance = 1.05;
-// Without ceilings measured (calibrate = false, launch = "device"), a rate is held to this many
-// GB/s: beyond any memory a host or GPU has (an H200's 4.8 TB/s, a B200's 8 TB/s).
-inline constexpr double kRateBoundGbps = 20000;
-// A transfer under this share of its bare transfer's speed on an oversubscribed CPU path spent
-// nine tenths of its time or more waiting for a core.
-inline constexpr double kWaitingCeilingShare = 0.1;
-// What settles a figure one launch cannot: said where the speedup is unstable or unreadable.
-inline constexpr const char* kSettleIt = "scripts/sweep --repeat 6, then scripts/compare";
 
 }  // namespace gpurelay

@@ -38,4 +38,12 @@ inline std::string interval_text(double value, double lo, double hi) {
     return text;
 }
 
+// A duration in microseconds in the unit that reads: "82.5 µs", "1.95 ms", "1.95 s".
+inline std::string duration_text_us(double us) {
+    if (std::isnan(us)) return "-";
+    if (us < 1000.0) return number_text("{:.1f}", us) + " µs";
+    if (us < 1e6) return number_text("{:.2f}", us / 1e3) + " ms";
+    return number_text("{:.2f}", us / 1e6) + " s";
+}
+
 }  // namespace gpurelay

@@ -1,5 +1,4 @@
-#include "report/progress.hpp"
-
+// The progress line (render.hpp).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -8,7 +7,7 @@
 #include <cstdlib>
 #include <utility>
 
-#include "report/report.hpp"
+#include "report/render.hpp"
 
 namespace gpurelay {
 
@@ -64,10 +63,6 @@ void Progress::step_done() {
                in_place_ ? (done_ == total_ ? "\n" : "") : "\n");
     std::fflush(stdout);
 }
-
-}  // namespace gpurelay
-
-namespace gpurelay {
 
 void Progress::end_by(double duration_s) { duration_s_ = duration_s; }
 

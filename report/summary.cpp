@@ -1,5 +1,4 @@
-// The cross-rank summary: every rank's measurements of a pass reduced to one PassSummary, and
-// the run's figures (ranks, memory, write rate, the overlap speedup) gathered once.
+// The cross-rank summary (reduce.hpp): a pass, a relay's stages, the ceilings, the run.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -13,16 +12,13 @@
 #include "mpi/error.hpp"
 #include "mpi/wait.hpp"
 #include "pipeline/pipeline.hpp"
-#include "report/report.hpp"
+#include "report/reduce.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// numpy.percentile's default ("linear"): the sorted samples' value at (n - 1) * q, interpolated
-// between its neighbours.
+// numpy.percentile's default ("linear"): at (n - 1) q, between its neighbours.
 double percentile_of_sorted(const std::vector<double>& sorted, double q) {
     const double at = (static_cast<double>(sorted.size()) - 1.0) * q;
     const auto below = static_cast<std::size_t>(std::floor(at));
@@ -36,10 +32,9 @@ struct Coverage {
 };
 constexpr Coverage k95{0.95, 1.959964}, k975{0.975, 2.241403};
 
-// The rank k (1-based) of the order statistics that bound the median's interval among n samples:
-// the largest k with P(Binomial(n, 1/2) <= k - 1) at most the tail (1 - confidence) / 2; 0 where
-// no k is (too few samples). Exact up to 20,000 samples; beyond, the normal approximation with
-// its continuity correction, within a rank of it.
+// The rank k (from 1) of the order statistics that bound the median's interval among n samples:
+// the largest k with P(Binomial(n, 1/2) <= k - 1) <= (1 - confidence) / 2; 0 for none. Exact up
+// to 20,000 samples, beyond within a rank (the normal approximation, continuity-corrected).
 std::size_t interval_rank(std::size_t n, const Coverage& c) {
     const double tail = (1 - c.confidence) / 2, count = static_cast<double>(n);
     if (n > 20000) {
@@ -79,14 +74,17 @@ double coefficient_of_variation(const std::vector<double>& values) {
     return std::sqrt(squares / static_cast<double>(values.size())) / mean;
 }
 
-// What summarize_pass sums over the ranks, by name.
+// What summarize_pass sums over the ranks.
 struct Counts {
     std::uint64_t x_mismatches, c_mismatches, spot_checked, spot_mismatches;
 };
-// What it takes the largest of over the ranks: the slowest rank's wall times.
-struct Walls {
+// What it takes the largest of over the ranks (a least negated): the slowest rank's wall and host
+// times, the fewest steps in retire groups (a consumer's written steps end its groups), the
+// slowest SM clocks at the start and end, and the highest maximum.
+struct Worst {
     double timed_wall_ms, cold_step_ms, write_wait_ms, capture_ms, graphs_captured;
-    double host_queue_ms, host_retire_ms, host_callback_ms;
+    double host_queue_ms, host_retire_ms, host_callback_ms, grouped_steps;
+    double sm_start_mhz, sm_end_mhz, sm_max_mhz;
 };
 
 // One all-reduce of every field of `fields`, a struct of nothing but `Field`s.
@@ -101,9 +99,9 @@ Fields reduce_fields(const Fields& fields, MPI_Datatype type, MPI_Op op, MPI_Com
 
 double gbps(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e6) : kNaN; }
 
-// A pair more than kSlowPairMargin slower than the median pair, in its step or its transfer:
-// the stop vote keeps every rank's step loop within a step of the others', so a slow link shows
-// in its transfer more than in the period that all pairs then share.
+// A link over kSlowPairMargin slower than the median, in its step or its transfer: the stop vote
+// keeps every rank's steps within a cadence of the others', so a slow link shows in its transfer
+// more than in the period that all links then share.
 void flag_slow_pairs(std::vector<PairFigures>& pairs) {
     if (pairs.size() < 2) return;
     std::vector<double> steps, transfers;
@@ -118,30 +116,9 @@ void flag_slow_pairs(std::vector<PairFigures>& pairs) {
     }
 }
 
-// Every rank's clock samples reduced: the slowest clocks at the start and end, the highest
-// maximum and every slowdown reason seen; unmeasured ranks (the CPU path, no NVML) left out.
-void reduce_clocks(MPI_Comm comm, const PassResult& result, PassSummary& summary) {
-    const ClockSample& start = result.clocks_start;
-    const ClockSample& end = result.clocks_end;
-    const bool measured = start.measured && end.measured;
-    const double inf = std::numeric_limits<double>::infinity();
-    // Minima as negated maxima, so one reduction takes all three.
-    double clocks[3] = {measured ? -start.sm_mhz : -inf, measured ? -end.sm_mhz : -inf,
-                        measured && !std::isnan(start.sm_max_mhz) ? start.sm_max_mhz : -inf};
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, clocks, 3, MPI_DOUBLE, MPI_MAX, comm));
-    std::uint64_t reasons = measured ? start.reasons | end.reasons : 0;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &reasons, 1, MPI_UINT64_T, MPI_BOR, comm));
-    summary.clocks_measured = std::isfinite(clocks[0]);
-    if (!summary.clocks_measured) return;
-    summary.sm_clock_start_mhz = -clocks[0];
-    summary.sm_clock_end_mhz = -clocks[1];
-    summary.sm_clock_max_mhz = std::isfinite(clocks[2]) ? clocks[2] : kNaN;
-    summary.clock_reasons = reasons;
-}
-
-// Every rank's histograms of a pass summed on rank 0 (empty elsewhere): one reduction of the
-// counts and exact sums of every phase at once, one of the extremes. The step's only from the
-// ranks whose period is their link's (`link_end`): the others send it empty.
+// Every rank's histograms summed on rank 0 (empty elsewhere): one reduction of every phase's
+// counts and exact sums, one of the extremes. The step's only from the ranks whose period is
+// their link's (`link_end`).
 std::array<LogHistogram, kPhaseCount> reduce_histograms(MPI_Comm comm, const PassResult& result,
                                                         bool link_end, int rank) {
     const std::size_t buckets = LogHistogram::bucket_count(), row = buckets + 2;
@@ -171,85 +148,66 @@ std::array<LogHistogram, kPhaseCount> reduce_histograms(MPI_Comm comm, const Pas
     return merged;
 }
 
-// What rank 0 learns of the slow steps: how many on the rank that counted most, and the first
-// kSlowStepsKept of their numbers over every rank (kNoStep beyond them).
-constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::max();
-struct SlowSteps {
-    std::int64_t count = 0;
-    std::array<std::int64_t, kSlowStepsKept> first;
-};
-
-// The reduction of two ranks' SlowSteps: the larger count, the first numbers of both.
-void merge_slow_steps(void* in, void* inout, int* n, MPI_Datatype*) {
-    for (int i = 0; i < *n; ++i) {
-        const SlowSteps& a = static_cast<const SlowSteps*>(in)[i];
-        SlowSteps& b = static_cast<SlowSteps*>(inout)[i];
-        std::array<std::int64_t, 2 * kSlowStepsKept> both{};
-        std::merge(a.first.begin(), a.first.end(), b.first.begin(), b.first.end(), both.begin());
-        std::fill(std::unique(both.begin(), both.end()), both.end(), kNoStep);
-        std::copy_n(both.begin(), kSlowStepsKept, b.first.begin());
-        b.count = std::max(a.count, b.count);
-    }
-}
-
-// Steps whose period took over kSlowStepFactor x the median (rank 0's, sent to all): each rank
-// counts its own from its histogram and names them from its slowest steps, and rank 0 gets the
-// most any rank counted (or named, if more) and the first numbers of all.
-void reduce_slow_steps(MPI_Comm comm, const PassResult& result, double median, int rank,
-                       PassSummary& summary) {
-    MPI_CHECK(MPI_Bcast(&median, 1, MPI_DOUBLE, 0, comm));
-    if (!(median > 0)) return;
-    SlowSteps mine;
-    mine.first.fill(kNoStep);
-    const double bound = kSlowStepFactor * median;
-    mine.count = static_cast<std::int64_t>(result.phases[index_of(Phase::step)].count_above(bound));
-    std::vector<std::int64_t> numbers;
-    for (const auto& [period, step] : result.slowest.slowest()) {
-        if (period > bound) numbers.push_back(step);
-    }
-    std::sort(numbers.begin(), numbers.end());
-    std::copy_n(numbers.begin(), std::min(numbers.size(), kSlowStepsKept), mine.first.begin());
-    SlowSteps all;
-    MPI_Datatype type = MPI_DATATYPE_NULL;
-    MPI_Op op = MPI_OP_NULL;
-    MPI_CHECK(MPI_Type_contiguous(1 + kSlowStepsKept, MPI_INT64_T, &type));
-    MPI_CHECK(MPI_Type_commit(&type));
-    MPI_CHECK(MPI_Op_create(merge_slow_steps, /*commute=*/1, &op));
-    MPI_CHECK(MPI_Reduce(&mine, &all, 1, type, op, 0, comm));
-    MPI_Op_free(&op);
-    MPI_Type_free(&type);
-    if (rank != 0) return;
-    for (const std::int64_t step : all.first) {
-        if (step != kNoStep) summary.slow_step_numbers.push_back(step);
-    }
-    // No fewer than it names, slow on different ranks.
-    summary.slow_steps =
-        std::max(all.count, static_cast<std::int64_t>(summary.slow_step_numbers.size()));
-}
-
 // A median with its 95% interval.
 struct Median {
     double value, lo, hi;
 };
-// Each rank's medians of the phases that time a link (send, recv, each with its 95% interval)
-// and of its period, on rank 0 (a few numbers a rank, whatever the steps).
+// What rank 0 gathers of each rank, a few numbers whatever the steps: its medians of the phases
+// that time a link (with 95% intervals) and of its period; its slow steps (over kSlowStepFactor x
+// rank 0's median period): their count and the first kSlowStepsKept (NaN beyond; exact doubles).
 struct RankMedians {
     Median send, recv;
-    double step;
+    double step, slow_steps;
+    std::array<double, kSlowStepsKept> slow;
 };
-std::vector<RankMedians> gather_rank_medians(MPI_Comm comm, const PassResult& result, int rank,
-                                             int size) {
-    const auto median = [&](Phase p) {
+std::vector<RankMedians> gather_rank_medians(MPI_Comm comm, const PassResult& result, double median,
+                                             int rank, int size) {
+    const auto of = [&](Phase p) {
         const PhaseStats st = phase_stats(result.phases[index_of(p)]);
         return Median{st.median, st.median_lo, st.median_hi};
     };
-    const RankMedians mine{median(Phase::send), median(Phase::recv),
-                           result.phases[index_of(Phase::step)].quantile(0.5)};
+    RankMedians mine{of(Phase::send),
+                     of(Phase::recv),
+                     result.phases[index_of(Phase::step)].quantile(0.5),
+                     0,
+                     {}};
+    mine.slow.fill(kNaN);
+    MPI_CHECK(MPI_Bcast(&median, 1, MPI_DOUBLE, 0, comm));
+    if (median > 0) {
+        const double bound = kSlowStepFactor * median;
+        mine.slow_steps =
+            static_cast<double>(result.phases[index_of(Phase::step)].count_above(bound));
+        std::vector<double> numbers;
+        for (const auto& [period, step] : result.slowest.slowest()) {
+            if (period > bound) numbers.push_back(static_cast<double>(step));
+        }
+        std::sort(numbers.begin(), numbers.end());
+        std::copy_n(numbers.begin(), std::min(numbers.size(), kSlowStepsKept), mine.slow.begin());
+    }
     constexpr int kDoubles = sizeof(RankMedians) / sizeof(double);
-    static_assert(std::is_trivially_copyable_v<RankMedians> && kDoubles == 7);
+    static_assert(std::is_trivially_copyable_v<RankMedians> && kDoubles == 8 + kSlowStepsKept);
     std::vector<RankMedians> all(rank == 0 ? static_cast<std::size_t>(size) : 0);
     MPI_CHECK(MPI_Gather(&mine, kDoubles, MPI_DOUBLE, all.data(), kDoubles, MPI_DOUBLE, 0, comm));
     return all;
+}
+
+// The slow steps on rank 0: the most any rank counted (or named, if more: slow on different
+// ranks), and the first kSlowStepsKept numbers of all.
+void summarize_slow_steps(const std::vector<RankMedians>& medians, PassSummary& summary) {
+    double most = 0;
+    std::vector<std::int64_t> numbers;
+    for (const RankMedians& m : medians) {
+        most = std::max(most, m.slow_steps);
+        for (const double step : m.slow) {
+            if (!std::isnan(step)) numbers.push_back(static_cast<std::int64_t>(step));
+        }
+    }
+    std::sort(numbers.begin(), numbers.end());
+    numbers.erase(std::unique(numbers.begin(), numbers.end()), numbers.end());
+    numbers.resize(std::min(numbers.size(), kSlowStepsKept));
+    summary.slow_steps =
+        std::max(static_cast<std::int64_t>(most), static_cast<std::int64_t>(numbers.size()));
+    summary.slow_step_numbers = numbers;
 }
 
 // The verification totals over every rank, on every rank.
@@ -268,14 +226,24 @@ void reduce_verification(MPI_Comm comm, const Config& config, const PairPlacemen
     summary.spot_mismatches = totals.spot_mismatches;
 }
 
-// The slowest rank's wall times, and how the pass was timed and launched, on every rank.
+// The slowest rank's figures (Worst), and how the pass was timed and launched, on every rank;
+// ranks that did not measure their clocks (the CPU path, no NVML) left out of the clocks'.
 void reduce_walls(MPI_Comm comm, const Config& config, const PassResult& result, std::size_t timed,
                   PassSummary& summary) {
-    const Walls worst = reduce_fields<double>(
-        Walls{result.timed_wall_ms, result.cold_step_ms, result.write_wait_ms, result.capture_ms,
+    const ClockSample& start = result.clocks_start;
+    const ClockSample& end = result.clocks_end;
+    const bool clocked = start.measured && end.measured;
+    const double none = -std::numeric_limits<double>::infinity();
+    const Worst worst = reduce_fields<double>(
+        Worst{result.timed_wall_ms, result.cold_step_ms, result.write_wait_ms, result.capture_ms,
               static_cast<double>(result.graphs_captured), result.host_queue_ms,
-              result.host_retire_ms, result.host_callback_ms},
+              result.host_retire_ms, result.host_callback_ms,
+              -static_cast<double>(result.grouped_steps), clocked ? -start.sm_mhz : none,
+              clocked ? -end.sm_mhz : none,
+              clocked && !std::isnan(start.sm_max_mhz) ? start.sm_max_mhz : none},
         MPI_DOUBLE, MPI_MAX, comm);
+    std::uint64_t reasons = clocked ? start.reasons | end.reasons : 0;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &reasons, 1, MPI_UINT64_T, MPI_BOR, comm));
     summary.mean_step_ms = timed > 0 ? worst.timed_wall_ms / static_cast<double>(timed) : kNaN;
     summary.steps_per_s = 1000.0 / summary.mean_step_ms;
     summary.cold_step_ms = worst.cold_step_ms;
@@ -284,35 +252,35 @@ void reduce_walls(MPI_Comm comm, const Config& config, const PassResult& result,
     summary.graphs_captured = static_cast<int>(worst.graphs_captured);
     summary.graph_steps = result.graph_steps;  // every rank replays the same steps
     summary.timing = std::string(to_string(result.timing));
-    if (result.timing == Timing::sampled) {
-        summary.timing += ':';
-        summary.timing += std::to_string(result.timing_every);
-    }
+    if (result.timing == Timing::sampled)
+        summary.timing += ':' + std::to_string(result.timing_every);
     summary.timing_auto = config.timing == Timing::auto_select;
     summary.timing_judged_ms = result.timing_judged_ms;
     summary.phase_timed_steps = result.phase_timed_steps;  // every rank times the same steps
-    // The rank that groups the fewest steps (a consumer's written steps end its groups).
-    std::int64_t grouped = result.grouped_steps;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &grouped, 1, MPI_INT64_T, MPI_MIN, comm));
-    summary.grouped_steps = grouped;
+    summary.grouped_steps = static_cast<std::int64_t>(-worst.grouped_steps);
     summary.retire_group_steps = result.retire_group_steps;
     const double per_step_us = timed > 0 ? 1000.0 / static_cast<double>(timed) : kNaN;
     summary.host_queue_us = worst.host_queue_ms * per_step_us;
     summary.host_retire_us = worst.host_retire_ms * per_step_us;
     summary.host_callback_us = worst.host_callback_ms * per_step_us;
+    summary.clocks_measured = std::isfinite(worst.sm_start_mhz);
+    if (!summary.clocks_measured) return;
+    summary.sm_clock_start_mhz = -worst.sm_start_mhz;
+    summary.sm_clock_end_mhz = -worst.sm_end_mhz;
+    summary.sm_clock_max_mhz = std::isfinite(worst.sm_max_mhz) ? worst.sm_max_mhz : kNaN;
+    summary.clock_reasons = reasons;
 }
 
-// One pair, or a collective's group, as the summary reads it: the ranks at the ends of its
-// transfer, each with the phase that times it there, and its last rank, whose step is its period.
+// A link as the summary reads it: the ranks at the ends of its transfer, each with the phase
+// that times it there, and its last rank, whose step is its period.
 struct Link {
     int index = 0, producer = 0, last = 0;
     std::vector<std::pair<int, Phase>> ends;
 };
 
-// The run's links in order, each rank placed as mpi/pairing places it. A collective's time, seen
-// from each rank of its group, also holds waiting for the last one to arrive (as a pair's, seen
-// from either end, holds waiting for the other): each rank of a group is an end. A broadcast's
-// root times it as its send, the others as their receive.
+// The run's links in order, each rank placed as mpi/pairing places it. Every rank of a group is
+// an end of its collective (each one's time also holds waiting for the last to arrive, as either
+// end's of a pair does); a broadcast's root times it as its send, the others as their receive.
 std::vector<Link> links_of(const Config& config, const PairPlacement& placement, int size) {
     const bool relay = config.pattern == Pattern::relay;
     const bool pairs = config.pattern == Pattern::pairs || relay;  // a relay's hops are pairs
@@ -340,11 +308,9 @@ std::vector<Link> links_of(const Config& config, const PairPlacement& placement,
 }
 
 // Each link's median period (its last rank's) and transfer, and the pass's transfer, the median
-// link's. A transfer's time, seen from either end, also holds waiting for the other end (the
-// sender for a receiver still busy; the receiver for a sender whose A ran late): the end with the
-// shortest median is the closest measure of the transfer itself. The pass's transfer's interval
-// is the median of the links' intervals of theirs: where each holds its link's median, the
-// median of those lies between the medians of the ends (NaN where a link has none).
+// link's. Either end's time also holds waiting for the other (a receiver still busy, a sender
+// whose A ran late): the shortest median measures the transfer best. Its interval is the median
+// of the links' intervals, which holds the median where each holds its link's (NaN without).
 void summarize_links(const std::vector<RankMedians>& medians, const std::vector<Link>& links,
                      double bytes, PassSummary& summary) {
     std::vector<double> transfers, los, his;
@@ -370,6 +336,40 @@ void summarize_links(const std::vector<RankMedians>& medians, const std::vector<
         summary.transfer_lo_ms = phase_stats(los).median;
         summary.transfer_hi_ms = phase_stats(his).median;
     }
+}
+
+// Every rank's RankInfo on rank 0: one gather of its texts in fixed-width fields, one of counts.
+std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    constexpr std::size_t kField = 128;
+    std::string texts;
+    std::vector<int> counts;
+    for (const RankField& f : kRankFields) {
+        if (f.count != nullptr) counts.push_back(mine.*f.count);
+        if (f.text == nullptr) continue;
+        std::string text = (mine.*f.text).substr(0, kField - 1);
+        text.resize(kField, '\0');
+        texts += text;
+    }
+    const auto n = static_cast<std::size_t>(rank == 0 ? size : 0);
+    std::vector<char> all_texts(texts.size() * n);
+    std::vector<int> all_counts(counts.size() * n);
+    MPI_CHECK(MPI_Gather(texts.data(), static_cast<int>(texts.size()), MPI_CHAR, all_texts.data(),
+                         static_cast<int>(texts.size()), MPI_CHAR, 0, comm));
+    MPI_CHECK(MPI_Gather(counts.data(), static_cast<int>(counts.size()), MPI_INT, all_counts.data(),
+                         static_cast<int>(counts.size()), MPI_INT, 0, comm));
+    std::vector<RankInfo> ranks(n);
+    const char* text = all_texts.data();
+    const int* count = all_counts.data();
+    for (RankInfo& info : ranks) {
+        for (const RankField& f : kRankFields) {
+            if (f.count != nullptr) info.*f.count = *count++;
+            if (f.text != nullptr) info.*f.text = std::exchange(text, text + kField);
+        }
+    }
+    return ranks;
 }
 
 }  // namespace
@@ -420,14 +420,12 @@ VerificationTotals RunSummary::verification_totals() const {
 
 PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                            const PassResult& result) {
-    // Collective (reductions and a gather of a few numbers a rank): a peer that stopped must not
-    // hold the others here.
+    // A peer that stopped must not hold the others in these collectives.
     const Deadline bound("the reductions of a pass's summary");
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    // The steps this pass timed: after warm-up (and after the cold first step of a resumed
-    // pass), up to where it stopped.
+    // After warm-up (and a resumed pass's cold first step), up to where it stopped.
     const std::int64_t timed = std::max<std::int64_t>(0, result.end_step - result.timed_from);
 
     PassSummary summary;
@@ -436,7 +434,6 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     summary.timed_from = result.timed_from;
     reduce_verification(comm, config, placement, result, summary);
     reduce_walls(comm, config, result, static_cast<std::size_t>(timed), summary);
-    reduce_clocks(comm, result, summary);
     if (config.pattern == Pattern::relay) summary.relay = summarize_relay(comm, placement, result);
     // A step's period is its link's: the last rank's of each (a pair's consumer, a hop's
     // receiving stage), never a producer's, which runs ahead by up to depth steps.
@@ -448,13 +445,86 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
         summary.phases[p] = phase_stats(summary.histograms[p]);
     }
     summary.time_per_step_ms = summary.phase(Phase::step).median;
-    reduce_slow_steps(comm, result, summary.time_per_step_ms, rank, summary);
-    const std::vector<RankMedians> medians = gather_rank_medians(comm, result, rank, size);
+    const std::vector<RankMedians> medians =
+        gather_rank_medians(comm, result, summary.time_per_step_ms, rank, size);
     if (rank != 0) return summary;
 
+    summarize_slow_steps(medians, summary);
     summarize_links(medians, links, static_cast<double>(config.tensor_bytes()), summary);
     summary.step_bound_ms = step_bound_ms(phase_medians(summary), config.depth, result.overlap);
     return summary;
+}
+
+// A relay's stages on every rank: group, stage, the phases' medians, the two counts, the fill
+// latency and the host's three times per step, in the order they travel.
+RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
+                             const PassResult& result) {
+    const bool consumer = placement.role != Role::producer;
+    const auto timed = static_cast<double>(result.end_step - result.timed_from);
+    // Where a stage's host spends its period: µs per timed step.
+    auto per_step_us = [&](double ms) { return timed > 0 ? 1000.0 * ms / timed : kNaN; };
+    std::vector<double> mine = {static_cast<double>(placement.group),
+                                static_cast<double>(relay_stage(placement))};
+    for (const LogHistogram& phase : result.phases) mine.push_back(phase.quantile(0.5));
+    mine.insert(mine.end(),
+                {consumer ? static_cast<double>(result.x_mismatches) : 0.0,
+                 consumer ? static_cast<double>(result.c_mismatches) : 0.0, result.fill_ms,
+                 per_step_us(result.host_queue_ms), per_step_us(result.host_retire_ms),
+                 per_step_us(result.host_callback_ms)});
+    const int fields = static_cast<int>(mine.size());
+    int size = 1;
+    MPI_CHECK(MPI_Comm_size(comm, &size));
+    std::vector<double> all(static_cast<std::size_t>(fields * size));
+    const Deadline bound("gathering a relay's stage figures");
+    MPI_CHECK(MPI_Allgather(mine.data(), fields, MPI_DOUBLE, all.data(), fields, MPI_DOUBLE, comm));
+    RelayFigures figures;
+    figures.stages = placement.group_size;
+    for (int r = 0; r < size; ++r) {
+        const double* v = all.data() + static_cast<std::size_t>(r * fields);
+        StageFigures f{static_cast<int>(v[0]), static_cast<int>(v[1]), r};
+        std::copy_n(v + 2, kPhaseCount, f.ms.begin());
+        v += 2 + kPhaseCount;
+        f.x_mismatches = static_cast<std::uint64_t>(v[0]);
+        f.c_mismatches = static_cast<std::uint64_t>(v[1]);
+        // The slowest group's; NaN only when no last stage measured it.
+        figures.fill_ms = std::fmax(figures.fill_ms, v[2]);
+        f.host_queue_us = v[3];
+        f.host_retire_us = v[4];
+        f.host_callback_us = v[5];
+        figures.stage_figures.push_back(f);
+    }
+    return figures;
+}
+
+Ceilings summarize_ceilings(MPI_Comm comm, const Config& config, const PairPlacement& placement,
+                            const PassResult& measured) {
+    Ceilings ceilings;
+    const Deadline bound("the reductions of the ceilings' figures");
+    // Every rank knows alike whether any was measured.
+    int any = measured.end_step > 0 ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MIN, comm);
+    if (any == 0) return ceilings;
+    const PassSummary s = summarize_pass(comm, config, placement, measured);
+    ceilings.measured = true;
+    ceilings.transfer_ms = s.transfer_ms;
+    ceilings.a_copy_ms = s.phase(Phase::a).median;
+    ceilings.b_copy_ms = s.phase(Phase::b).median;
+    ceilings.c_ms = s.phase(Phase::c).median;
+    for (std::size_t h = 0; config.pattern == Pattern::relay && h < s.pairs.size(); ++h)
+        ceilings.hop_transfer_ms.push_back(s.pairs[h].transfer_ms);
+    double cost = measured.timed_wall_ms;
+    MPI_Allreduce(MPI_IN_PLACE, &cost, 1, MPI_DOUBLE, MPI_MAX, comm);
+    ceilings.cost_ms = cost;
+    return ceilings;
+}
+
+std::string text_from_root(MPI_Comm comm, std::string text) {
+    auto length = static_cast<std::uint64_t>(text.size());
+    const Deadline bound("the broadcast of the report's figures for the file");
+    MPI_CHECK(MPI_Bcast(&length, 1, MPI_UINT64_T, 0, comm));
+    text.resize(static_cast<std::size_t>(length));
+    MPI_CHECK(MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, comm));
+    return text;
 }
 
 double bus_factor(Pattern pattern, int group_size) {
@@ -465,48 +535,6 @@ double bus_factor(Pattern pattern, int group_size) {
 PhaseMedians phase_medians(const PassSummary& pass) {
     return {pass.phase(Phase::a).median, pass.transfer_ms, pass.phase(Phase::c).median,
             pass.phase(Phase::b).median};
-}
-
-std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
-    int rank = 0, size = 1;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
-    // One fixed-width record per rank keeps this to a single gather.
-    constexpr int kField = 128;
-    constexpr int kFields = 8;
-    std::string record(kFields * kField, '\0');
-    const std::string fields[kFields] = {mine.host,      mine.device,    mine.bus_id,
-                                         mine.role,      mine.peer_link, mine.cores,
-                                         mine.core_numa, mine.gpu_numa};
-    for (int f = 0; f < kFields; ++f) {
-        record.replace(static_cast<std::size_t>(f * kField),
-                       std::min<std::size_t>(fields[f].size(), kField - 1),
-                       fields[f].substr(0, kField - 1));
-    }
-    record.resize(kFields * kField);
-    std::vector<char> all(rank == 0 ? record.size() * static_cast<std::size_t>(size) : 0);
-    constexpr int kCounts = 3;
-    const int counts[kCounts] = {mine.pair, mine.core_count, mine.host_threads};
-    std::vector<int> all_counts(rank == 0 ? static_cast<std::size_t>(size) * kCounts : 0);
-    MPI_CHECK(MPI_Gather(record.data(), kFields * kField, MPI_CHAR, all.data(), kFields * kField,
-                         MPI_CHAR, 0, comm));
-    MPI_CHECK(MPI_Gather(counts, kCounts, MPI_INT, all_counts.data(), kCounts, MPI_INT, 0, comm));
-    std::vector<RankInfo> ranks;
-    for (int r = 0; rank == 0 && r < size; ++r) {
-        RankInfo info;
-        std::string* out[kFields] = {&info.host,      &info.device,    &info.bus_id,
-                                     &info.role,      &info.peer_link, &info.cores,
-                                     &info.core_numa, &info.gpu_numa};
-        for (int f = 0; f < kFields; ++f) {
-            *out[f] = std::string(all.data() + (r * kFields + f) * kField);
-        }
-        const int* count = all_counts.data() + static_cast<std::size_t>(r) * kCounts;
-        info.pair = count[0];
-        info.core_count = count[1];
-        info.host_threads = count[2];
-        ranks.push_back(info);
-    }
-    return ranks;
 }
 
 void summarize_run(MPI_Comm comm, const RankFigures& mine, RunSummary& summary) {

@@ -1,6 +1,6 @@
-// The report rank 0 prints after the run, rendering the judgement (report/judge.cpp): whether its
-// phase times can be read, each pass's phases, rates and stability, the overlap speedup,
-// verification and the output. (The header, printed before the steps, is report/header.cpp's.)
+// The report rank 0 prints after the run, the judgement rendered: whether its phase times can be
+// read, each pass's phases, rates and stability, the overlap speedup, verification, the output;
+// for several sizes, their table.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -9,11 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "report/judge.hpp"
 #include "report/number_text.hpp"
+#include "report/render.hpp"
+#include "runtime/placement.hpp"
 
 namespace gpurelay {
 namespace {
+
+// What settles a figure one launch cannot: said where the speedup is unstable or unreadable.
+constexpr const char* kSettleIt = "scripts/sweep --repeat 6, then scripts/compare";
 
 // Why auto chose the pass's timing: " (auto: warm-up steps took 0.046 ms each, under 0.25 ms)".
 std::string timing_reason(const PassSummary& p) {
@@ -270,14 +274,39 @@ void print_reading(std::FILE* out, const RunSummary& s, const Judgement& j) {
                    : s.config.summary_json + " (phases_ms, and each figure's value under figures)");
 }
 
-}  // namespace
+// busbw is nccl-tests' bus bandwidth: for an all-reduce algbw x 2(n-1)/n, otherwise algbw.
+constexpr const char* kRow = "{:>4} {:>12} {:>11} {:>24} {:>11} {:>9} {:>9} {:>9} {:>20} {:>9}\n";
 
-std::string duration_text_us(double us) {
-    if (std::isnan(us)) return "-";
-    if (us < 1000.0) return number_text("{:.1f}", us) + " µs";
-    if (us < 1e6) return number_text("{:.2f}", us / 1e3) + " ms";
-    return number_text("{:.2f}", us / 1e6) + " s";
+void print_table_head(std::FILE* out, const RunSummary& first) {
+    fmt::print(out,
+               "\nsizes in one launch ({}): time per step is the median period with its 95% "
+               "interval, the transfer its median, over each size's timed steps ({} pass)\n",
+               config_value_text(first.config, "dtype"),
+               first.passes.empty() || first.main_pass().overlap ? "overlap-on" : "overlap-off");
+    fmt::print(out, fmt::runtime(kRow), "#", "size", "elements", "time/step", "transfer", "algbw",
+               "busbw", "transfer", "overlap speedup", "verified");
+    fmt::print(out, fmt::runtime(kRow), "#", "(B)", "", "(us)", "(us)", "(GB/s)", "(GB/s)",
+               "/ceiling", "", "");
 }
+
+// After the table: the sizes whose phase times cannot be read and why, once.
+void print_unreadable_sizes(std::FILE* out, const std::vector<Judgement>& judged,
+                            std::size_t first) {
+    std::vector<int> rows;
+    std::string why;
+    for (std::size_t i = 0; i < judged.size(); ++i) {
+        if (judged[i].readable()) continue;
+        rows.push_back(static_cast<int>(first + i));
+        if (why.empty()) why = judged[i].text();
+    }
+    if (rows.empty()) return;
+    fmt::print(out,
+               "phase times cannot be read for size(s) {} (size {}: {}): their transfer, its "
+               "rates and its ceiling ratio are left out (the JSON's figures say why)\n",
+               range_list_text(rows), rows.front(), why);
+}
+
+}  // namespace
 
 void print_report(std::FILE* out, const RunSummary& s) {
     const Judgement j = judge(s);
@@ -300,6 +329,41 @@ void print_report(std::FILE* out, const RunSummary& s) {
     }
     print_overlap(out, s, j);
     print_verdict(out, s, j);
+    std::fflush(out);
+}
+
+void print_size_table(std::FILE* out, const std::vector<RunSummary>& sizes, std::size_t first) {
+    if (sizes.empty()) return;
+    print_table_head(out, sizes.front());
+    bool verified = true;
+    std::vector<Judgement> judged;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        const RunSummary& s = sizes[i];
+        judged.push_back(judge(s));
+        const PassJudgement& j = judged.back().passes.back();
+        const Figure& step = j[PassFig::time_per_step];
+        const Figure& speedup = judged.back()[RunFig::speedup];
+        verified = verified && s.verified();
+        fmt::print(out, fmt::runtime(kRow), first + i, s.config.tensor_bytes(), s.config.elements,
+                   interval_text(1e3 * step.value, 1e3 * step.lo, 1e3 * step.hi),
+                   number_text("{:.2f}", 1e3 * j[PassFig::transfer].rendered()),
+                   number_text("{:.2f}", j[PassFig::transfer_rate].rendered()),
+                   number_text("{:.2f}", j[PassFig::bus_rate].rendered()),
+                   number_text("{:.3f}", j[PassFig::transfer_vs_ceiling].rendered()),
+                   speedup.shown() ? interval_text(speedup.value, speedup.lo, speedup.hi) : "-",
+                   s.verified() ? "PASSED" : "FAILED");
+    }
+    print_unreadable_sizes(out, judged, first);
+    if (first > 0) {
+        fmt::print(out,
+                   "sizes 0 to {} ran before the stop: their figures are in the file "
+                   "(/cases/N), not in this table\n",
+                   first - 1);
+    }
+    const RunSummary& last = sizes.back();
+    fmt::print(out, "output: {} (one group per size, /cases/0 to /cases/{})\n", last.config.output,
+               first + sizes.size() - 1);
+    fmt::print(out, "verification of the sizes above: {}\n", verified ? "PASSED" : "FAILED");
     std::fflush(out);
 }
 

@@ -19,10 +19,9 @@ void wait_for_gpu(const std::function<cudaError_t()>& query, const WaitPolicy& p
     // A blocking cudaStreamSynchronize would never notice a peer that died in the middle of an
     // NCCL kernel, so the host polls, checks the transport, and gives up after the timeout.
     //
-    // It polls (runtime/poll.hpp) with a spin of 100 us, then pauses up to 200 us under the
-    // `sparing` policy. Most waits end within microseconds, and a sleep, however short it is
-    // asked to be, lasts at least the timer slack (~50 us): a host that slept on a small step's
-    // event would wake after the GPU had run dry of the few steps queued ahead of it.
+    // It polls (runtime/poll.hpp) with a spin of 100 us, then pauses up to 200 us under
+    // `sparing`: most waits end within microseconds, and any sleep lasts the timer slack (~50 us),
+    // by when the GPU may have run dry of the few small steps queued ahead.
     const bool done = poll_until(
         [&] {
             const cudaError_t status = query();

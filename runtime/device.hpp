@@ -26,9 +26,9 @@ struct DeviceInfo {
     std::size_t free_memory = 0;
 };
 
-// How long the host may wait on device work, and what it checks while it waits: a wait that
-// outlasts `timeout` throws a runtime error. (It does not abort the NCCL communicator: that
-// frees device memory, which waits for the very work that is stuck; ending the process does not.)
+// How long the host may wait on device work (past `timeout`, a runtime error), and what it checks
+// meanwhile. It does not abort the NCCL communicator: that frees device memory, which waits for
+// the very work that is stuck; ending the process does not.
 struct WaitPolicy {
     std::chrono::milliseconds timeout = kDefaultTimeout;
     std::function<void()> poll;  // may throw (e.g. NCCL reports an asynchronous error)
@@ -43,35 +43,31 @@ class Device {
     virtual void make_current() {}
     // Applies to streams and events made after the call (the CPU path bounds its waits itself).
     virtual void set_wait_policy(WaitPolicy policy) { (void)policy; }
-    // `high_priority` for streams whose work others wait on (the comm stream); `label` names the
-    // stream in profiles.
+    // `high_priority` for streams others wait on (comm); `label` names it in profiles.
     virtual std::unique_ptr<Stream> make_stream(bool high_priority, std::string_view label) = 0;
     virtual std::unique_ptr<Event> make_event(EventUse use) = 0;
     // Memory the kernels of this device read and write.
     virtual Buffer allocate(std::size_t bytes) = 0;
     // Host memory this device copies to and from at full speed (pinned on a GPU).
     virtual Buffer allocate_host(std::size_t bytes) = 0;
-    // Queues a copy of `bytes` (either side device or host memory) on `stream`.
+    // Queue a copy (either side device or host memory) and a byte fill on `stream`.
     virtual void copy_async(void* dst, const void* src, std::size_t bytes, Stream& stream) = 0;
-    // Queues a byte fill on `stream`.
     virtual void fill_async(void* dst, int byte, std::size_t bytes, Stream& stream) = 0;
-    // Queues a host function on `stream`: it runs once earlier work is done, and later work waits
-    // for it to return. It must not call CUDA.
+    // Queues a host function on `stream`, after earlier work and before later; it must not call
+    // CUDA.
     virtual void enqueue_host(std::function<void()> fn, Stream& stream) = 0;
-    // Queues on `stream` a hold until the sequence word `word` (see slot_flags.hpp) has reached
-    // `value`: a word in allocate_host memory, which a host thread sets, or on a GPU also one
-    // in device memory, which a stream sets. On a GPU the stream's front end waits
-    // (cuStreamWaitValue32): no host thread is held, where a host function that blocked would
-    // hold the one thread that runs every stream's host functions. `what` names the wait when
-    // it outlasts the timeout.
+    // Queues on `stream` a hold until the sequence word `word` (slot_flags.hpp) reaches `value`:
+    // in allocate_host memory (a host thread sets it) or, on a GPU, device memory (a stream sets
+    // it). On a GPU the stream's front end waits (cuStreamWaitValue32), where a blocking host
+    // function would hold the one thread that runs every stream's host functions. `what` names
+    // the wait past the timeout.
     virtual void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                            const char* what) = 0;
     // Queues on `stream` setting the word to `value` once everything before it is done and its
     // writes are visible to whoever sees the value (cuStreamWriteValue32, which fences them).
     virtual void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) = 0;
-    // Starts capturing the work queued on `origin` and on each of `joined` (which join the
-    // capture at its start and rejoin `origin` at its end), for one graph launched on `origin`.
-    // Only the CUDA path has graphs; the CPU path throws.
+    // Starts capturing the work of `origin` and of each of `joined` (which join at the start and
+    // rejoin `origin` at the end), one graph launched on `origin`. The CPU path throws.
     virtual std::unique_ptr<GraphCapture> begin_capture(Stream& origin,
                                                         const std::vector<Stream*>& joined);
 };
@@ -82,11 +78,10 @@ std::unique_ptr<Device> make_host_device(std::chrono::milliseconds wait_timeout)
 std::unique_ptr<Device> make_cuda_device(int ordinal);
 // How many GPUs this process can see: 0 when built without CUDA or when there are none.
 int cuda_device_count();
-// How this process's GPU (PCI bus id `mine`) reaches the GPU at `peer` on the same node, as
-// `nvidia-smi topo -m` would tell a user: "same GPU, time-sliced" (or ", shared through MPS",
-// where an MPS server runs both processes' work at once), "peer access with native atomics
-// (NVLink)", "peer access over PCIe", "no peer access (through host memory)", or why it is
-// unknown (the peer's GPU is not visible to this process, or no CUDA).
+// How this process's GPU (bus id `mine`) reaches `peer`'s on the node, as `nvidia-smi topo -m`
+// would say: "same GPU, time-sliced" (or ", shared through MPS"), "peer access with native
+// atomics (NVLink)", "peer access over PCIe", "no peer access (through host memory)", or why it
+// is unknown (the peer's GPU not visible, or no CUDA).
 std::string describe_peer_link(const std::string& mine, const std::string& peer);
 // Whether this build has the CUDA path.
 bool cuda_built();

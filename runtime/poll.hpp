@@ -1,12 +1,10 @@
-// How a host thread waits for what another thread, another process or the GPU finishes: it
-// looks, and between looks first yields its core (most waits end within microseconds), then
-// sleeps in pauses that double. How long a pause may grow is the process's host-wait policy:
-// `prompt` keeps every pause at the shortest a sleep takes (~50 us, the timer slack), so a wait
-// ends at most that late; `sparing` lets a long wait's pauses grow to the caller's longest (up to
-// 1 ms), so that where threads outnumber cores a waiting thread does not take a core from the
-// threads that work. Late wake-ups compound: a relay stage that wakes late finds the next wait
-// longer still, and its pauses longer with it (docs/PERFORMANCE.md, the relay section: the
-// staged 4-stage relay's small steps before and after `host_wait`).
+// How a host thread waits on another thread, process or the GPU: it looks, and between looks
+// yields its core (most waits end within microseconds), then sleeps in doubling pauses, as long
+// as the host-wait policy allows: `prompt` keeps each at the shortest sleep (~50 us, the timer
+// slack), so a wait ends at most that late; `sparing` lets them grow to the caller's longest (up
+// to 1 ms), so where threads outnumber cores a waiting thread leaves the working ones a core.
+// Late wake-ups compound: a relay stage that wakes late finds its next wait, and its pauses,
+// longer (docs/PERFORMANCE.md's relay section, the staged relay before and after `host_wait`).
 #pragma once
 
 #include <chrono>
@@ -20,8 +18,8 @@ enum class HostWait { prompt, sparing };
 // The longest pause of a wait under `prompt`.
 inline constexpr std::chrono::microseconds kPromptPause{50};
 
-// The policy and why it was chosen, for the report; set once at set-up, before the timed steps,
-// and read by every wait after (until then `sparing`).
+// The policy and why it was chosen, for the report; set once before the timed steps (until then
+// `sparing`).
 struct HostWaitChoice {
     HostWait wait = HostWait::sparing;
     std::string reason;

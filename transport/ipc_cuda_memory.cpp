@@ -1,21 +1,17 @@
-// The ipc transport's memory on the GPU: CUDA IPC. The consumer's receive slots, and the words
-// it waits on (arrived), are one device allocation it exports; the words its producer waits on
-// (released) are one allocation of the producer's, exported the other way. Each side therefore
-// waits only on its own memory and writes the peer's, and a wait never polls across NVLink.
+// The ipc transport's memory on the GPU: CUDA IPC. The consumer's receive slots and the words it
+// waits on (arrived) are one allocation it exports; the words its producer waits on (released)
+// one of the producer's, exported the other way: each side waits only on its own memory and
+// writes the peer's, and no wait polls across NVLink.
 //
 // Where both sides' driver and GPU can, the allocations are made with cuMemCreate and cross as
-// file descriptors (VmmMemory, exchange_fd), and each side maps the other's with cuMemMap;
-// otherwise cudaIpcGetMemHandle / cudaIpcOpenMemHandle. The first mapping keeps a producer at the
-// copy engine's rate as it cycles through a gigabyte of the consumer's slots, where the second
-// lost 27% on an H200.
+// file descriptors (VmmMemory, exchange_fd: cuda_vmm_memory.hpp says why), and each side maps
+// the other's with cuMemMap; otherwise cudaIpcGetMemHandle / cudaIpcOpenMemHandle.
 //
 // Ordering is by the slots' flags and stream memory operations, not interprocess events: a
-// cudaStreamWaitEvent binds to the event's latest record at the time of the call, so the waiting
-// host would have to know that the peer's host had already queued that record (a per-step host
-// handshake, which the design forbids). A flag that only grows has no such race: the wait
-// "until released[k] >= n" is right whenever it is queued, and the GPU's front end, not an SM,
-// does the waiting (cuStreamWaitValue32), so neither the wait nor the copy engine's copy takes
-// an SM from C or B.
+// cudaStreamWaitEvent binds to the event's latest record when called, so the waiting host would
+// need to know the peer's host had queued it (a per-step host handshake, which the design
+// forbids). A flag that only grows has no such race: "until released[k] >= n" is right whenever
+// queued, and the GPU's front end waits (cuStreamWaitValue32), so no wait or copy takes an SM.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <unistd.h>

@@ -78,10 +78,9 @@ class HostIpcMemory final : public IpcMemory {
 
     void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                    const char* what) override {
-        // After its first 100 us the wait sleeps in pauses up to 1 ms, so a long wait (the
-        // peer's C is milliseconds) does not take a core from the peer it waits for: yields and
-        // short naps add up to minutes of system time over the sanitize tier on two cores. The
-        // peer is another process, so its store wakes no one.
+        // After 100 us the wait sleeps in pauses up to 1 ms, leaving a core to the peer it waits
+        // for (its C takes milliseconds; yields and short naps cost minutes of system time over
+        // the sanitize tier on two cores). The peer is another process: its store wakes no one.
         host(stream).enqueue([word, value, what, timeout = shape_.timeout] {
             wait_until(word, value, timeout, what, std::chrono::microseconds(1000));
         });

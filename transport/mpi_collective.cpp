@@ -115,11 +115,10 @@ class MpiHostCollective final : public CollectiveCall {
     MpiCollectiveCall call_;
 };
 
-// Device buffers: each call copies the rank's tensor into one pinned staging buffer on the
-// stream, a proxy thread runs MPI on it in place, and the stream copies the result back out. The
-// stream waits for the proxy through sequence words (PieceBoard), so the ordering stays on the
-// stream; the next call's copy in is queued after this one's copy out, so one buffer serves
-// every step.
+// Device buffers: each call copies the tensor into one pinned staging buffer on the stream, a
+// proxy thread runs MPI on it in place, and the stream copies the result out, waiting for the
+// proxy through sequence words (PieceBoard) so the ordering stays on the stream. The next call's
+// copy in is queued after this one's copy out, so one buffer serves every step.
 class MpiStagedCollective final : public CollectiveCall {
   public:
     MpiStagedCollective(MPI_Comm group, Collective op, ReduceType type, Device& device,

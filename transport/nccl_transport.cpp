@@ -23,11 +23,9 @@ class NcclComm {
   public:
     explicit NcclComm(MPI_Comm comm) {
         // Graph mixing off, before NCCL reads its parameters: a captured NCCL call then adds no
-        // event nodes of its own to the graph (3 nodes instead of 5), which makes a graph launch
-        // cheaper. gpurelay never has an eager NCCL call and a graph on the communicator
-        // running at once, nor two graphs on parallel streams, which mixing is for. (NCCL 2.28's
-        // ncclConfig_t has no graph usage field, so the environment is the way to say it.) An
-        // NCCL_GRAPH_MIXING_SUPPORT already set is left as it is.
+        // event nodes of its own (3 nodes instead of 5), a cheaper launch. gpurelay never runs an
+        // eager NCCL call beside a graph on the communicator, nor two graphs on parallel streams,
+        // which mixing is for. NCCL 2.28's ncclConfig_t has no such field; a value set is kept.
         setenv("NCCL_GRAPH_MIXING_SUPPORT", "0", 0);
         int size = 1;
         MPI_CHECK(MPI_Comm_rank(comm, &rank_));

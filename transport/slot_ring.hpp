@@ -13,11 +13,10 @@
 
 namespace gpurelay {
 
-// One ordering event per slot, recorded on one stream and waited on by another. A wait names
-// only a record made since the streams were last idle (streams_idle): a graph capture may wait
-// only on events recorded in the same capture, and a record made in a capture marks nothing
-// outside it. A wait with no such record has nothing to wait for, since every earlier record
-// has been reached.
+// One ordering event per slot, recorded on one stream and waited on by another. A wait names only
+// a record made since the streams were last idle (streams_idle), as a capture may wait only on
+// its own records and its records mark nothing outside it; without one, every earlier record has
+// been reached and there is nothing to wait for.
 class SlotEvents {
   public:
     SlotEvents() = default;

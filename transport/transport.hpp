@@ -98,23 +98,18 @@ std::unique_ptr<Transport> make_nccl_transport(MPI_Comm comm, const PairPlacemen
 std::unique_ptr<Transport> make_ipc_transport(MPI_Comm comm, const PairPlacement& placement,
                                               Device& device, const TransportOptions& options);
 
-// --- A relay's middle stage
-//
-// A middle stage's slot protocol: await and release on the inbound link's transport, acquire and
-// publish on the outbound link's, with `slots` slots each. acquire may be queued on another
-// stream than publish: a slot is written again only after its last send has read it.
+// A relay's middle stage's slot protocol: await and release on the inbound link's transport,
+// acquire and publish on the outbound link's, with `slots` slots each. acquire may be queued on
+// another stream than publish: a slot is written again only after its last send has read it.
 std::unique_ptr<Transport> make_relay_transport(std::unique_ptr<Transport> inbound,
                                                 std::unique_ptr<Transport> outbound, Device& device,
                                                 std::size_t slots);
 
-// --- Collectives over a group
-// ---------------------------------------------------------------------
-//
-// One collective over `group` (an MPI communicator of just the group's ranks; its rank 0 is the
-// root) per call, every rank of the group calling in step order. Broadcast: the root passes
-// `send` (and `recv` when it keeps a copy), the others only `recv`. All-reduce: every rank passes
-// `send` (its share) and `recv` (where the sum lands), summed as `type`. Throws a runtime error
-// for sides that do not suit the collective and this rank.
+// --- Collectives over a group: one collective over `group` (an MPI communicator of just the
+// group's ranks; its rank 0 is the root) per call, every rank of the group calling in step order.
+// Broadcast: the root passes `send` (and `recv` when it keeps a copy), the others only `recv`.
+// All-reduce: every rank passes `send` (its share) and `recv` (where the sum lands), summed as
+// `type`. Throws a runtime error for sides that do not suit the collective and this rank.
 enum class ReduceType { float32, float64 };
 
 class CollectiveCall {

@@ -29,7 +29,7 @@ need_modules("numpy", "h5py")
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
-SLOW_STEP_FACTOR = 3.0  # report/report.hpp's kSlowStepFactor
+SLOW_STEP_FACTOR = 3.0  # report/reduce.hpp's kSlowStepFactor
 SLOW_STEPS_KEPT = 8
 
 

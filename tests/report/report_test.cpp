@@ -1,7 +1,5 @@
 // The report: the cross-rank statistics of a pass (under mpirun -np 1 and 2), the step bound it
 // is held against, and the CSV and JSON, each made from one table.
-#include "report/report.hpp"
-
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <unistd.h>
@@ -24,8 +22,8 @@
 #include "mpi_test.hpp"
 #include "pipeline/phase.hpp"
 #include "pipeline/step_bound.hpp"
-#include "report/judge.hpp"
-#include "report/progress.hpp"
+#include "report/render.hpp"
+#include "report/write.hpp"
 #include "runtime/error.hpp"
 #include "runtime/placement.hpp"
 
@@ -1220,8 +1218,8 @@ TEST(ResultsCsv, SideTablesHoldEveryRankAndLink) {
     ASSERT_NE(::mkdtemp(folder), nullptr);
     const std::string csv = std::string(folder) + "/study.csv";
     const RunSummary s = many_pairs(20);
-    append_results_csv(csv, s);
-    append_results_csv(csv, s);
+    append_results_csv(csv, {s});
+    append_results_csv(csv, {s});
     const auto lines = [](const std::string& path) {
         std::ifstream in(path);
         std::vector<std::string> all;
