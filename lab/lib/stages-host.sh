@@ -60,9 +60,8 @@ stage_pair() {
     local gpus sweep
     gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
     ((gpus >= 2)) || { echo "pair: needs 2 GPUs, this machine has $gpus"; return 1; }
-    GPURELAY_BENCH_MAX_BYTES=1G timeout 300 "${mpi[@]}" -np 2 build/bench/bench_transport \
-        --benchmark_out="$dir/bench-transport-pair.json" --benchmark_out_format=json \
-        >"$dir/bench-transport-pair.txt" 2>&1
+    GPURELAY_BENCH_MAX_BYTES=1G benched bench-transport-pair 300 "${mpi[@]}" -np 2 \
+        build/bench/bench_transport
     sweep=(timeout 400 scripts/sweep --np 2 --out-dir "$scratch/sweep" --launcher "${mpi[*]} -np {np}")
     # Small tensors take many steps to time; large ones few.
     "${sweep[@]}" --csv "$dir/pair-nccl.csv" transport=nccl elements=1Ki,16Ki,256Ki depth=1,2,4 \
@@ -102,10 +101,8 @@ stage_graphs() {
 # as the transfer.
 ipc_runs() {
     mkdir -p "$dir"
-    GPURELAY_BENCH_MAX_BYTES=256M timeout 200 "${mpi[@]}" -np 2 build/bench/bench_transport \
-        --benchmark_filter='ipc_gpu|copy_d2d|mpi_staged_gpu' \
-        --benchmark_out="$dir/bench-transport-ipc.json" --benchmark_out_format=json \
-        >"$dir/bench-transport-ipc.txt" 2>&1
+    GPURELAY_BENCH_MAX_BYTES=256M benched bench-transport-ipc 200 "${mpi[@]}" -np 2 \
+        build/bench/bench_transport --benchmark_filter='ipc_gpu|copy_d2d|mpi_staged_gpu'
     local size way
     for size in 16Mi 64Mi; do
         for way in ipc:ipc ipcsm:'ipc --ipc-engine sm' mpi:mpi; do
@@ -133,8 +130,7 @@ stage_ipc() {
 # One rank, NCCL to itself; the floor's step has no C, so the steps held against it have none (a
 # tiny C shows what its two launches cost).
 stage_small() {
-    timeout 200 "${mpi[@]}" -np 1 build/bench/bench_floor --benchmark_out="$dir/bench-floor.json" \
-        --benchmark_out_format=json >"$dir/bench-floor.txt" 2>&1
+    benched bench-floor 200 "${mpi[@]}" -np 1 build/bench/bench_floor
     local tiny=(--transport nccl --elements 1Ki --depth 2 --overlap on --steps 2000 --warmup 100
         --write none) mid=(--transport nccl --depth 2 --overlap on --steps 500 --warmup 20
         --write none) noc=(--c-elements 0) withc=(--c-elements 1Ki --c-iterations 16) t size
@@ -199,21 +195,16 @@ stage_collectives() {
         --depth 2 --overlap compare --steps 30 --warmup 3 --c-elements 16Mi --c-iterations 64
     launch collective_allreduce_np2_mpi 2 --pattern allreduce --transport mpi --elements 16Mi \
         --depth 2 --overlap compare --steps 30 --warmup 3 --c-elements 16Mi --c-iterations 64
-    GPURELAY_BENCH_MAX_BYTES=256M timeout 120 "${mpi[@]}" -np 1 build/bench/bench_transport \
-        --benchmark_filter='nccl_(broadcast|allreduce)_plain' \
-        --benchmark_out="$dir/bench-collectives.json" --benchmark_out_format=json \
-        >"$dir/bench-collectives.txt" 2>&1
+    GPURELAY_BENCH_MAX_BYTES=256M benched bench-collectives 120 "${mpi[@]}" -np 1 \
+        build/bench/bench_transport --benchmark_filter='nccl_(broadcast|allreduce)_plain'
     perf collectives
 }
 
 stage_bench() {
-    GPURELAY_BENCH_MAX_BYTES=1G timeout 300 build/bench/bench_kernels --benchmark_min_time=0.05 \
-        --benchmark_out="$dir/bench-kernels.json" --benchmark_out_format=json \
-        >"$dir/bench-kernels.txt" 2>&1
+    local -x GPURELAY_BENCH_MAX_BYTES=1G
+    benched bench-kernels 300 build/bench/bench_kernels --benchmark_min_time=0.05
     echo "bench_kernels: exit $?"
-    GPURELAY_BENCH_MAX_BYTES=1G timeout 300 "${mpi[@]}" -np 2 build/bench/bench_transport \
-        --benchmark_out="$dir/bench-transport.json" --benchmark_out_format=json \
-        >"$dir/bench-transport.txt" 2>&1
+    benched bench-transport 300 "${mpi[@]}" -np 2 build/bench/bench_transport
     echo "bench_transport: exit $?"
     perf kernels
 }
