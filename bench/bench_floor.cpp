@@ -174,18 +174,13 @@ void floor_graph(benchmark::State& state, FloorRank& rank, std::size_t bytes, in
 }
 
 void register_floor(FloorRank& rank, const std::string& prefix, std::size_t max_bytes) {
-    const auto add = [](const std::string& name, std::size_t bytes, auto body) {
-        benchmark::RegisterBenchmark(name.c_str(), body)
-            ->Arg(static_cast<std::int64_t>(bytes))
-            ->Iterations(kIterations)
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond);
-    };
     for (const std::size_t bytes : bench_sizes(std::min(max_bytes, kFloorMaxBytes))) {
-        add(prefix + "/eager", bytes,
+        register_timed(
+            prefix + "/eager", bytes, kIterations,
             [&rank, bytes](benchmark::State& state) { floor_eager(state, rank, bytes); });
         for (const int k : kStepsPerGraph) {
-            add(prefix + "/graph_k" + std::to_string(k), bytes,
+            register_timed(
+                prefix + "/graph_k" + std::to_string(k), bytes, kIterations,
                 [&rank, bytes, k](benchmark::State& state) { floor_graph(state, rank, bytes, k); });
         }
     }

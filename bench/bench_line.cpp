@@ -118,14 +118,10 @@ void register_patterns(LineBench& bench, int rank, int hops, std::size_t bytes) 
         Part part;
     } patterns[] = {{"line/mpi", line_part(rank, hops)}, {"pairs/mpi", pairs_part(rank)}};
     for (const auto& pattern : patterns) {
-        benchmark::RegisterBenchmark(pattern.name,
-                                     [&bench, part = pattern.part, bytes](benchmark::State& s) {
-                                         bench.run(s, part, bytes);
-                                     })
-            ->Arg(static_cast<std::int64_t>(bytes))
-            ->Iterations(iterations_for(bytes))
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond);
+        register_timed(pattern.name, bytes, iterations_for(bytes),
+                       [&bench, part = pattern.part, bytes](benchmark::State& s) {
+                           bench.run(s, part, bytes);
+                       });
     }
 }
 

@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ std::vector<std::size_t> bench_sizes(std::size_t max_bytes);
 // A fixed iteration count for `bytes`, the same on every rank (they must stay in lock-step):
 // about 1 GiB moved per benchmark, 5 to 200 iterations.
 benchmark::IterationCount iterations_for(std::size_t bytes);
+
+// Registers `body` as NAME/BYTES with a fixed iteration count (the same on every rank), timed by
+// the body (manual time), reported in µs.
+void register_timed(const std::string& name, std::size_t bytes,
+                    benchmark::IterationCount iterations,
+                    std::function<void(benchmark::State&)> body);
 
 // Marks the benchmark failed (a wrong result, a missing library): the run goes on, the program
 // then exits non-zero (any_failed()).

@@ -427,12 +427,8 @@ int run_all(const MpiSession& session, const Benchmarks& list,
             const std::vector<std::size_t>& sizes) {
     for (const auto& [name, body] : list) {
         for (const std::size_t bytes : sizes) {
-            benchmark::RegisterBenchmark(
-                name.c_str(), [body = body, bytes](benchmark::State& state) { body(state, bytes); })
-                ->Arg(static_cast<std::int64_t>(bytes))
-                ->Iterations(iterations_for(bytes))
-                ->UseManualTime()
-                ->Unit(benchmark::kMicrosecond);
+            register_timed(name, bytes, iterations_for(bytes),
+                           [body = body, bytes](benchmark::State& state) { body(state, bytes); });
         }
     }
     return run_on_ranks(session, "a benchmark failed its check");
