@@ -1,6 +1,5 @@
-# The steps the host launches, against the ceilings measured in the same call (docs/PERFORMANCE.md's
-# first sections), and correctness on the GPU (tests/README.md): the tables come from
-# lab/lib/perf_tables.py over the stage's folder.
+# The steps the host launches against the ceilings measured in the same call (PERFORMANCE.md's
+# first sections; tables by lab/lib/perf_tables.py), and correctness on the GPU (tests/README.md).
 # shellcheck shell=bash disable=SC2154  # new, mpi, dir, scratch, the runs: lab/lib/lab.sh's
 big=(--elements 64Mi --depth 2 --overlap compare --steps 50 --warmup 5)
 
@@ -95,10 +94,9 @@ stage_graphs() {
     done
 }
 
-# ipc_runs: two ranks on one GPU: bench_transport's ipc beside a device copy of the same bytes,
-# gpurelay's 64 and 256 MiB steps over ipc, ipc sm and MPI (a light C: the step is mostly A, the
-# transfer and B), np 1 and 4, what auto picks, the dropped reuse wait, overlap with C as long
-# as the transfer.
+# ipc_runs: two ranks on one GPU: bench_transport's ipc beside a device copy, 64 and 256 MiB steps
+# over ipc, ipc sm and MPI (a light C), np 1 and 4, what auto picks, the dropped reuse wait,
+# overlap with C as long as the transfer.
 ipc_runs() {
     mkdir -p "$dir"
     GPURELAY_BENCH_MAX_BYTES=256M benched bench-transport-ipc 200 "${mpi[@]}" -np 2 \
