@@ -1,19 +1,15 @@
-// The floor of a small step: the least work a gpurelay step is made of, queued with plain CUDA
-// and NCCL calls, so that what it times is the GPU, the driver and NCCL, not gpurelay: launch A;
-// ncclSend and ncclRecv in one group; one ordering event recorded on the receiving stream and
-// waited on by the compute stream; launch B (which counts wrong values of x). Queued eagerly
-// (every call, every step), as one CUDA graph per step, and as K steps per graph. One rank sends
-// to itself on gpurelay's -np 1 streams (A and the send on the producer stream, the receive on a
-// comm stream, B on a compute stream); two ranks on two GPUs split the step as a pair does.
+// The floor of a small step: its least work queued with plain CUDA and NCCL calls, so that it
+// times the GPU, the driver and NCCL, not gpurelay: launch A; ncclSend and ncclRecv in one group;
+// an event recorded on the receiving stream, waited on by the compute stream; launch B (counting
+// wrong values of x). Queued eagerly, as one CUDA graph per step, and as K steps per graph. One
+// rank sends to itself on gpurelay's -np 1 streams; two ranks on two GPUs split it as a pair does.
 //
 //   mpirun -np 1 bench_floor --benchmark_out=floor.json --benchmark_out_format=json
 //
-// An iteration times kBatch steps queued back to back on the host clock, from before the first
-// is queued until every stream is idle (the slower rank's), over kBatch: the step's period, as
-// gpurelay times its steps, so a host that cannot queue faster than the GPU runs shows. Every
-// step moves A's values of one fixed step, so overlapping steps cannot make B count a stale
-// value wrong. NCCL's graph mixing is off (NCCL_GRAPH_MIXING_SUPPORT=0 unless the environment
-// sets it), as in gpurelay.
+// An iteration is kBatch steps on the host clock, from before the first is queued until every
+// stream (the slower rank's) is idle, over kBatch: the period, as gpurelay times its steps. Every
+// step moves A's values of one fixed step, so overlapping steps cannot make B count a stale value.
+// NCCL_GRAPH_MIXING_SUPPORT=0 unless the environment sets it, as in gpurelay.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -43,8 +39,7 @@ namespace {
 constexpr std::uint64_t kStep = 5;
 constexpr std::uint32_t kSeed = 20240611;
 constexpr float kAlpha = 2.0f;
-// Steps per timed iteration: a multiple of every K, and enough that the first launch's latency
-// and the last step's drain are a small share of the batch.
+// Steps per timed iteration: a multiple of every K, making the first launch and the drain small.
 constexpr int kBatch = 64;
 constexpr int kStepsPerGraph[] = {1, 4, 16};
 // Small steps are what the floor is for; larger ones are bound by the kernels and the copy.
@@ -126,8 +121,8 @@ struct FloorRank {
 
 void barrier() { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
 
-// Times `queue` (which queues `steps_per_call` steps) per iteration as described at the top,
-// after one untimed call; then checks what B counted, on every rank alike.
+// Times `queue` (`steps_per_call` steps a call) as the top says, after one untimed call; then
+// checks what B counted, on every rank.
 template <typename Queue>
 void time_steps(benchmark::State& state, FloorRank& rank, std::size_t bytes, int steps_per_call,
                 Queue&& queue) {
@@ -179,18 +174,13 @@ void floor_graph(benchmark::State& state, FloorRank& rank, std::size_t bytes, in
 }
 
 void register_floor(FloorRank& rank, const std::string& prefix, std::size_t max_bytes) {
-    const auto add = [](const std::string& name, std::size_t bytes, auto body) {
-        benchmark::RegisterBenchmark(name.c_str(), body)
-            ->Arg(static_cast<std::int64_t>(bytes))
-            ->Iterations(kIterations)
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond);
-    };
     for (const std::size_t bytes : bench_sizes(std::min(max_bytes, kFloorMaxBytes))) {
-        add(prefix + "/eager", bytes,
+        register_timed(
+            prefix + "/eager", bytes, kIterations,
             [&rank, bytes](benchmark::State& state) { floor_eager(state, rank, bytes); });
         for (const int k : kStepsPerGraph) {
-            add(prefix + "/graph_k" + std::to_string(k), bytes,
+            register_timed(
+                prefix + "/graph_k" + std::to_string(k), bytes, kIterations,
                 [&rank, bytes, k](benchmark::State& state) { floor_graph(state, rank, bytes, k); });
         }
     }

@@ -1,13 +1,10 @@
-// Single-process benchmarks of what a step is made of: kernels A, B, C and C's check on the GPU,
-// next to the ceilings they are judged against (a device-to-device copy, pinned host copies, NCCL
-// sending to itself), and the host twins of A and B on the CPU.
+// Single-process benchmarks of a step's parts: kernels A, B, C and C's check on the GPU beside
+// their ceilings (a device copy, pinned host copies, NCCL to itself), and A and B's host twins.
 //
 //   GPURELAY_BENCH_MAX_BYTES=16M bench_kernels --benchmark_filter=host
 //
-// GPU benchmarks are registered only when this build has CUDA and a GPU is present. Each GPU
-// iteration is a batch of kGpuBatch launches (kernels and copies alike) between two CUDA events,
-// after one untimed warm-up: one launch alone would also time the host's few microseconds of
-// launching it while the GPU idles, which is latency, not bandwidth.
+// GPU benchmarks need CUDA and a GPU. A GPU iteration is kGpuBatch launches between two events
+// after an untimed warm-up: one launch alone would also time the host's launching, latency.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -42,8 +39,8 @@ constexpr std::uint32_t kCIterations = 64;
 // The host twins are slow; beyond this they only take time without telling more.
 constexpr std::size_t kHostMaxBytes = std::size_t{64} << 20;
 
-// Everything the GPU benchmarks share, allocated once at the largest size: pinned allocations of a
-// GiB take long enough to distort a benchmark that made its own.
+// What the GPU benchmarks share, allocated once at the largest size (a GiB's pinned allocation
+// would distort a benchmark that made its own).
 struct GpuBench {
     explicit GpuBench(std::size_t max_bytes)
         : device(make_cuda_device(0)),
@@ -63,8 +60,7 @@ struct GpuBench {
 
     std::unique_ptr<Device> device;
     std::unique_ptr<Stream> stream;
-    std::unique_ptr<Event> start;
-    std::unique_ptr<Event> stop;
+    std::unique_ptr<Event> start, stop;
     Buffer x;       // A's output and B's input; the source of copies
     Buffer y;       // B's and C's output; the destination of copies
     Buffer pinned;  // the host side of H2D and D2H copies
@@ -77,8 +73,7 @@ struct GpuBench {
 
 constexpr int kGpuBatch = 8;
 
-// Times `work` (which queues on gpu.stream): kGpuBatch of it per iteration between events, after
-// one warm-up; the iteration's time is one `work`'s share.
+// Times `work` (queued on gpu.stream), kGpuBatch an iteration after a warm-up, per `work`.
 template <typename Work>
 void time_on_gpu(benchmark::State& state, GpuBench& gpu, Work&& work) {
     work();
@@ -137,8 +132,7 @@ void gpu_verify_c(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
     state.SetBytesProcessed(times(state, bytes));  // read
 }
 
-// A copy of `bytes` from `src` to `dst`, its bytes counted `sides` times (a device-to-device copy
-// reads and writes them, as B counts).
+// A copy of `bytes`, counted `sides` times (a device copy reads and writes them, as B counts).
 void gpu_copy(benchmark::State& state, GpuBench& gpu, Buffer& dst, const Buffer& src, int sides,
               std::size_t bytes) {
     time_on_gpu(state, gpu,

@@ -1,17 +1,13 @@
-// Plain MPI between host buffers in a line of ranks, against the same hops as pairs side by
-// side: what the MPI library itself gives a relay's middle stage, which receives from the stage
-// before it while it sends to the one after (as gpurelay's MPI transports do, each on a thread of
-// its own). With 2P ranks, line/mpi is ranks 0..P as a line of P + 1 stages (P hops, the other
-// ranks waiting); pairs/mpi the same number of hops as pairs (0, 1), (2, 3), ... side by side,
-// as gpurelay's --group-size 2 over 2P ranks. A message goes in pieces of 4 MiB (gpurelay's
-// `chunk` default), all in flight at once; each rank sends on a host stream while its main
-// thread receives. An iteration is the slowest rank's wall time from a barrier until every hop's
-// message has arrived: the period of a line whose stages all move one message at once.
+// Plain MPI between host buffers in a line of ranks, against the same hops as pairs side by side:
+// what MPI itself gives a relay's middle stage, receiving from one stage while sending to the
+// next. With 2P ranks, line/mpi is ranks 0..P as a line (P hops, the others waiting); pairs/mpi
+// the same hops as pairs (0, 1), (2, 3), ..., as --group-size 2. A message goes in 4 MiB pieces,
+// all in flight; each rank sends on a host stream while its main thread receives. An iteration
+// is the slowest rank's wall time from a barrier until every hop's message has arrived.
 //
 //   mpirun -np 4 bench_line --benchmark_out=line.json --benchmark_out_format=json
 //
-// Every rank runs the same benchmarks with fixed iteration counts; only rank 0 reports. After
-// the timed loop each receiver checks that its buffer holds its sender's bytes.
+// Fixed iteration counts on every rank, rank 0 reporting; each receiver then checks its bytes.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -122,14 +118,10 @@ void register_patterns(LineBench& bench, int rank, int hops, std::size_t bytes) 
         Part part;
     } patterns[] = {{"line/mpi", line_part(rank, hops)}, {"pairs/mpi", pairs_part(rank)}};
     for (const auto& pattern : patterns) {
-        benchmark::RegisterBenchmark(pattern.name,
-                                     [&bench, part = pattern.part, bytes](benchmark::State& s) {
-                                         bench.run(s, part, bytes);
-                                     })
-            ->Arg(static_cast<std::int64_t>(bytes))
-            ->Iterations(iterations_for(bytes))
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond);
+        register_timed(pattern.name, bytes, iterations_for(bytes),
+                       [&bench, part = pattern.part, bytes](benchmark::State& s) {
+                           bench.run(s, part, bytes);
+                       });
     }
 }
 

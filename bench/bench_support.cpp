@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -102,6 +103,16 @@ std::vector<std::size_t> bench_sizes(std::size_t max_bytes) {
     }
     if (sizes.empty() || sizes.back() != max_bytes) sizes.push_back(max_bytes);
     return sizes;
+}
+
+void register_timed(const std::string& name, std::size_t bytes,
+                    benchmark::IterationCount iterations,
+                    std::function<void(benchmark::State&)> body) {
+    benchmark::RegisterBenchmark(name.c_str(), std::move(body))
+        ->Arg(static_cast<std::int64_t>(bytes))
+        ->Iterations(iterations)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
 }
 
 void fail(benchmark::State& state, const std::string& message) {

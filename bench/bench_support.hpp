@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,15 +28,19 @@ std::size_t max_bytes_from_env();
 // 4 KiB, 16 KiB, 64 KiB, ... (x4) up to `max_bytes`, ending with `max_bytes` itself.
 std::vector<std::size_t> bench_sizes(std::size_t max_bytes);
 
-// A fixed iteration count for messages of `bytes`, the same on every rank (an MPI benchmark's
-// ranks must stay in lock-step): about 1 GiB moved per benchmark (well under a second on an H200
-// node), at least 5 iterations for the largest messages and at most 200 for the smallest.
+// A fixed iteration count for `bytes`, the same on every rank (they must stay in lock-step):
+// about 1 GiB moved per benchmark, 5 to 200 iterations.
 benchmark::IterationCount iterations_for(std::size_t bytes);
 
+// Registers `body` as NAME/BYTES with a fixed iteration count (the same on every rank), timed by
+// the body (manual time), reported in µs.
+void register_timed(const std::string& name, std::size_t bytes,
+                    benchmark::IterationCount iterations,
+                    std::function<void(benchmark::State&)> body);
+
 // Marks the benchmark failed (a wrong result, a missing library): the run goes on, the program
-// then exits non-zero.
+// then exits non-zero (any_failed()).
 void fail(benchmark::State& state, const std::string& message);
-// Whether fail() was called.
 bool any_failed();
 
 // "no GPU found" or "built without CUDA": why a GPU benchmark has nothing to time.
@@ -62,13 +67,11 @@ class WrongCount {
 };
 
 // The whole main of an MPI benchmark program: MPI up, Google Benchmark's flags parsed on every
-// rank (only rank 0 keeps --benchmark_out: the others would truncate the same file; exit 2 on
-// an unknown flag), then `run`. An error that escapes it, or that reaches the fatal handler (a
-// proxy thread's, a wait's watchdog), prints one line naming `program` and the rank and ends
-// the whole job, since the other ranks would otherwise wait for ever. The hosts' waits are
-// `prompt`, as gpurelay's on the GPU path: a benchmark that is a ceiling for gpurelay waits as
-// gpurelay does (with Open MPI's shared memory copying in and out, a large message moves only
-// while both its ranks look, so `sparing`'s long pauses would slow the very transfer measured).
+// rank (only rank 0 keeps --benchmark_out, which the others would truncate; exit 2 on an unknown
+// flag), then `run`. An error that escapes it or reaches the fatal handler prints one line naming
+// `program` and the rank and ends the whole job, which would otherwise wait for ever. The hosts'
+// waits are `prompt`, as gpurelay's on the GPU path: under Open MPI's shared memory a large
+// message moves only while both ranks look, so `sparing`'s pauses would slow what is measured.
 int mpi_benchmark_main(const char* program, int argc, char** argv, int (*run)(MpiSession& session));
 
 // Rank 0 prints "PROGRAM: TEXT" on stderr.

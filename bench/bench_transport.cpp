@@ -1,23 +1,15 @@
-// Messages between two ranks, rank 0 sending and rank 1 receiving:
-// - the host-staged MPI transport, next to its ceilings (GPU only): pinned D2H and H2D copies on
-//   rank 0, and plain MPI between pinned host buffers: a staged message can go no faster than
-//   the slowest of its three legs;
-// - when the two ranks drive two different GPUs, a plain ncclSend/ncclRecv loop (the reference
-//   for the pipeline's NCCL transfers) and plain ncclBroadcast and ncclAllReduce loops over both
-//   ranks (algbw and busbw as nccl-tests gives them);
-// - the ipc transport (rank 0 copying into rank 1's slots: CUDA IPC on a GPU, a shared-memory
-//   window on the CPU), next to its ceiling on a GPU: a device-to-device copy of the same bytes
-//   inside rank 0's process.
+// Messages from rank 0 to rank 1: the host-staged MPI transport beside its ceilings on a GPU
+// (pinned D2H and H2D copies, plain MPI between pinned buffers: a staged message is no faster
+// than its slowest leg); on two distinct GPUs, plain ncclSend/ncclRecv, ncclBroadcast and
+// ncclAllReduce loops (algbw and busbw as nccl-tests gives them); the ipc transport (CUDA IPC on
+// a GPU, a shared-memory window on the CPU) beside a device-to-device copy in rank 0's process.
 //
 //   mpirun -np 2 bench_transport --benchmark_out=transport.json --benchmark_out_format=json
 //
-// One rank (mpirun -np 1) runs only the plain broadcast and all-reduce loops, on a one-rank
-// communicator (both are then copies on its GPU); without a GPU it says so and exits 0. Both
-// ranks run the same benchmarks with fixed iteration counts, so they stay in lock-step; only
-// rank 0 reports. A staged iteration is timed on rank 0 from before the send until rank 1's
-// zero-byte acknowledgement arrives, so it covers delivery into rank 1's buffer. An NCCL or ipc
-// iteration is a batch of messages queued back to back, as nccl-tests times them. Without a GPU
-// both ranks use the host device (the same transports, on host memory).
+// One rank runs only the broadcast and all-reduce loops (copies on its GPU), or without a GPU
+// says so and exits 0. Both ranks run fixed iteration counts in lock-step; rank 0 reports. A
+// staged iteration lasts until rank 1's zero-byte acknowledgement reaches rank 0 (delivery into
+// rank 1's buffer); an NCCL or ipc iteration is a batch queued back to back, as nccl-tests times.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -90,9 +82,8 @@ struct TransportBench {
         if (rank == kSender && on_gpu) copy_target = device->allocate(max_bytes);
     }
 
-    // A transport of `kind` for messages of `bytes` through `slots` slots, made when a benchmark
-    // first needs it (collective: both ranks run the benchmarks in one order), its producer's
-    // slots holding A's values.
+    // A transport of `kind` for `bytes` through `slots` slots, made at first need (collective: both
+    // ranks run the benchmarks in one order), its producer's slots holding A's values.
     enum class Kind { staged, ipc, ipc_in_place };
     Transport& sized(Kind kind, std::size_t bytes, std::size_t slots) {
         const auto key = std::make_tuple(static_cast<int>(kind), bytes, slots);
@@ -117,8 +108,7 @@ struct TransportBench {
     bool on_gpu;
     std::unique_ptr<Device> device;
     std::unique_ptr<Stream> stream;
-    std::unique_ptr<Event> start;
-    std::unique_ptr<Event> stop;
+    std::unique_ptr<Event> start, stop;
     Buffer message;  // rank 0: what it sends; rank 1: where it lands
     Buffer scratch;  // rank 1: B's output while checking
     Buffer pinned;   // on a GPU: the host side of the ceiling copies and of plain MPI
@@ -170,8 +160,7 @@ void check_delivery(benchmark::State& state, TransportBench& tb, std::size_t byt
                             static_cast<std::int64_t>(bytes));
 }
 
-// Times `one` (one message, finished on both ranks when it returns) per iteration, after a
-// warm-up, with both ranks starting together.
+// Times `one` (a message finished on both ranks) per iteration after a warm-up, ranks together.
 template <typename One>
 void time_messages(benchmark::State& state, One&& one) {
     barrier();
@@ -185,10 +174,9 @@ void time_messages(benchmark::State& state, One&& one) {
     }
 }
 
-// Times batches of kBatch messages queued back to back by `queue_one` on `stream`: the slower
-// rank's wall time from a barrier until its stream has finished, over the batch. One message
-// first, untimed (a warm-up; NCCL's first also connects). Returns the timed seconds per
-// message, summed over the iterations.
+// Times batches of kBatch messages queued by `queue_one` on `stream`: the slower rank's wall time
+// from a barrier to its stream's end, over the batch, after one untimed (NCCL's first connects).
+// Returns the seconds per message, summed over the iterations.
 template <typename QueueOne>
 double time_batches(benchmark::State& state, Stream& stream, QueueOne&& queue_one) {
     queue_one();
@@ -201,7 +189,6 @@ double time_batches(benchmark::State& state, Stream& stream, QueueOne&& queue_on
         stream.synchronize();
         double elapsed =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-        // The message is delivered when the slower side is done.
         MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
         state.SetIterationTime(elapsed / kBatch);
         total += elapsed / kBatch;
@@ -266,10 +253,8 @@ void transport_ipc(benchmark::State& state, TransportBench& tb, std::size_t slot
     check_delivery(state, tb, bytes, landed);
 }
 
-// A diagnosis, not a transport: rank 0 copies into rank 1's mapped slot back to back (where A
-// would write it in place), with no sequence words, so rank 1's process does nothing per
-// message. Against transport/ipc_gpu it shows what the per-message handshake between the two
-// processes costs.
+// A diagnosis, not a transport: rank 0 copies into rank 1's mapped slot back to back with no
+// sequence words; against transport/ipc_gpu it shows what the per-message handshake costs.
 void ipc_copy_only(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
     Transport& ipc = tb.sized(TransportBench::Kind::ipc_in_place, bytes, 1);
     barrier();
@@ -386,10 +371,9 @@ struct CollectiveBench {
     PlainNcclComm nccl;
 };
 
-// Times batches of one plain collective of `bytes` (an all-reduce sums bytes / 4 floats), then
-// checks the last result on every rank against A's formula (a broadcast: the root's tensor; an
-// all-reduce: the sum of every rank's share, exact by construction) and reports nccl-tests'
-// algbw (bytes / time) and busbw (algbw times the bus factor), in GB/s (1e9 bytes).
+// Times batches of one plain collective of `bytes`, checks the last result on every rank against
+// A's formula (the root's tensor; the sum of the shares, exact by construction) and reports
+// nccl-tests' algbw (bytes / time) and busbw (algbw times the bus factor), in GB/s.
 void collective_plain(benchmark::State& state, CollectiveBench& cb, Collective collective,
                       std::size_t bytes) {
     const std::size_t count = bytes / 4;
@@ -419,7 +403,6 @@ void collective_plain(benchmark::State& state, CollectiveBench& cb, Collective c
     }
     const auto messages = static_cast<std::int64_t>(state.iterations());
     state.SetBytesProcessed(messages * static_cast<std::int64_t>(bytes));
-    // bytes / the mean time of one collective, in GB/s.
     const double algbw =
         seconds > 0.0 ? static_cast<double>(bytes) * static_cast<double>(messages) / seconds / 1e9
                       : 0.0;
@@ -444,19 +427,13 @@ int run_all(const MpiSession& session, const Benchmarks& list,
             const std::vector<std::size_t>& sizes) {
     for (const auto& [name, body] : list) {
         for (const std::size_t bytes : sizes) {
-            benchmark::RegisterBenchmark(
-                name.c_str(), [body = body, bytes](benchmark::State& state) { body(state, bytes); })
-                ->Arg(static_cast<std::int64_t>(bytes))
-                ->Iterations(iterations_for(bytes))
-                ->UseManualTime()
-                ->Unit(benchmark::kMicrosecond);
+            register_timed(name, bytes, iterations_for(bytes),
+                           [body = body, bytes](benchmark::State& state) { body(state, bytes); });
         }
     }
     return run_on_ranks(session, "a benchmark failed its check");
 }
 
-// One rank: only the plain NCCL collective loops (a one-rank communicator: both are copies on
-// its GPU); without a GPU there is nothing to time.
 int run_one_rank(const MpiSession& session, [[maybe_unused]] bool on_gpu,
                  [[maybe_unused]] std::size_t max_bytes,
                  [[maybe_unused]] const std::vector<std::size_t>& sizes) {

@@ -1,8 +1,5 @@
-# The lab's one library, sourced by lab/gpu-check and by each stage it starts: the build, one
-# launch, a stopped peer, a run stopped by SIGTERM and resumed, the old tree against this one
-# alternated, a sanitizer's verdict and the GPU's facts. The stages are stage_* in the files
-# sourced at the end. Its state is in the environment, so that a stage that runs part of itself
-# under one MPS daemon (under_mps) keeps it:
+# The lab's one library, sourced by lab/gpu-check and by each stage it starts (stage_* in the
+# files sourced at the end). Its state is in the environment, so that under_mps keeps it:
 #   LAB_WORK  the work folder: gpu.txt, build-*.log, a folder per stage; h5/ holds the files
 #   LAB_CPU   1 on the CPU path: launches get --device cpu, nothing uses MPS, nvidia-smi or
 #             compute-sanitizer
@@ -17,9 +14,8 @@ cpu() { [[ ${LAB_CPU:-0} == 1 ]]; }
 mpi=(mpirun --oversubscribe)
 [[ $(id -u) == 0 ]] && mpi+=(--allow-run-as-root)
 mkdir -p "$scratch"
-# A launch long enough to be stopped or signalled in its steps: about 23 s at 4 KiB under
-# launch = device on an H100 (2.9 µs a step), 20 s on the CPU path's twin (10 µs at two ranks);
-# its per-step record (8 bytes x (7 phases x ranks + 2)) 1 GB at two ranks on the GPU.
+# A launch long enough to be stopped or signalled in its steps: about 23 s under launch = device
+# on an H100 (2.9 µs a step), 20 s on the CPU path (10 µs); its per-step record 1 GB at two ranks.
 long_run=(--elements 1Ki --overlap on --c-elements 0 --steps "$(cpu && echo 2000000 || echo 8000000)")
 # A peer stopped in the host's steps with 64 MiB in flight (16 Mi values, C beside them): 0.1 to
 # 20 ms a step on the GPU (ipc under MPS to staged MPI), so that the steps outlast the stop.
@@ -35,8 +31,8 @@ gpu_facts() {
     fi | tee "$LAB_WORK/gpu.txt"
 }
 
-# build_tree DIR NAME: configures and builds the tree at DIR with the benchmarks, its log in
-# $LAB_WORK/build-NAME.log; on the GPU machine with CUDA, its tests run by the machine's python3.
+# build_tree DIR NAME: the tree at DIR built with the benchmarks (log $LAB_WORK/build-NAME.log);
+# on the GPU machine with CUDA, its tests run by the machine's python3.
 build_tree() {
     local log=$LAB_WORK/build-$2.log gpu=(-DGPURELAY_CUDA=ON -DGPURELAY_PYTHON="$(command -v python3)")
     cpu && gpu=()
@@ -77,9 +73,8 @@ gpurelay() {
 # said LOG: the line gpurelay ended with (an error, a stop, failed verification), not its header.
 said() { grep '^gpurelay: ' "$1" | grep -vm1 ' rank(s), ' | cut -c1-160; }
 
-# launch NAME NP ARGS...: one launch with its JSON summary $dir/NAME.json, its row of
-# $dir/results.csv (tagged NAME) and its log and report $dir/NAME.log; prints and returns its
-# exit code.
+# launch NAME NP ARGS...: one launch into $dir/NAME.json, $dir/results.csv (tag NAME) and
+# $dir/NAME.log; prints and returns its exit code.
 launch() {
     local name=$1 np=$2 code
     shift 2
@@ -93,8 +88,7 @@ launch() {
     return $code
 }
 
-# expect CODE NAME NP ARGS...: a launch that must end with exit CODE; says whether it did, and
-# the error line it printed.
+# expect CODE NAME NP ARGS...: a launch that must end with exit CODE: whether it did, its line.
 expect() {
     local want=$1 code
     shift
@@ -104,9 +98,8 @@ expect() {
         "$(said "$dir/$1.log")"
 }
 
-# under_mps COMMAND...: COMMAND (a function of these files, or a program) with the ranks of
-# every launch in it sharing the GPU through one MPS daemon (scripts/with-mps); on the CPU path
-# as it is.
+# under_mps COMMAND...: COMMAND (a function here, or a program) with every launch's ranks sharing
+# the GPU through one MPS daemon (scripts/with-mps); on the CPU path as it is.
 under_mps() {
     if cpu; then
         "$@"
@@ -128,8 +121,7 @@ alternate() {
     done
 }
 
-# compared NAME BASE... -- NEW... [--across KEYS]: scripts/compare into $dir/cmp_NAME.txt; its
-# exit code and verdict.
+# compared NAME BASE... -- NEW... [--across KEYS]: scripts/compare into $dir/cmp_NAME.txt.
 compared() {
     local name=$1
     shift
@@ -138,10 +130,9 @@ compared() {
     tail -n 1 "$dir/cmp_$name.txt" | cut -c1-160
 }
 
-# in_steps LOG PID: waits (60 s at most) until the run of launcher PID is in its timed steps:
-# rank 0 has printed a progress line (one each 10 s of steps) that is not its last; fails when
-# the launcher ends first. (The header's last line comes before the warm-up, the ceilings and
-# the timing mode's choice, a second or more at 16 Mi values.)
+# in_steps LOG PID: waits (60 s at most) until launcher PID's run is in its timed steps: a
+# progress line (one each 10 s) that is not its last, since the header comes a second or more
+# before the warm-up ends; fails when the launcher ends first.
 in_steps() {
     local t=0
     until grep -E '^progress: ' "$1" 2>/dev/null | grep -qvE 'step ([0-9]+) of \1;'; do
@@ -181,8 +172,7 @@ stopped() {
         "$(said "$log")"
 }
 
-# in_bound FILE N: how many of FILE's N peers stopped in their steps ended the job with exit 4
-# within timeout_s + 5 s.
+# in_bound FILE N: how many of FILE's N stopped peers ended the job with exit 4 in timeout_s + 5 s.
 in_bound() {
     echo "stopped in their steps, exit 4 within 8 s: $(grep -cE 'in its steps: exit 4 after [0-8] s' "$1") of $2"
 }
@@ -225,10 +215,9 @@ same_y() {
     fi
 }
 
-# sanitized TOOL NAME NP PROGRAM ARGS...: NP ranks of PROGRAM, each under compute-sanitizer
-# --tool TOOL; prints the exit code, how many ranks' summaries report no error (memcheck's and
-# synccheck's ERROR SUMMARY, racecheck's RACECHECK SUMMARY) and the other reports, NCCL's own
-# handled probes (cudaFuncGetAttributes on kernels not built for this GPU) counted apart.
+# sanitized TOOL NAME NP PROGRAM ARGS...: NP ranks of PROGRAM under compute-sanitizer --tool
+# TOOL: the exit code, how many ranks' summaries are clean, and the other reports, NCCL's handled
+# probes (cudaFuncGetAttributes on kernels not built for this GPU) counted apart.
 sanitized() {
     local tool=$1 name=$2 np=$3 log=$dir/$2.log
     shift 3
@@ -248,6 +237,15 @@ sanitized() {
 
 # tables WHAT ARGS...: lab/lib/tables.py's table WHAT, also into $dir/WHAT.txt.
 tables() { python3 lab/lib/tables.py "$@" | tee "$dir/$1.txt"; }
+
+# benched NAME SECONDS COMMAND...: a benchmark program within SECONDS, its JSON $dir/NAME.json
+# and its output $dir/NAME.txt.
+benched() {
+    local name=$1 seconds=$2
+    shift 2
+    timeout "$seconds" "$@" --benchmark_out="$dir/$name.json" --benchmark_out_format=json \
+        >"$dir/$name.txt" 2>&1
+}
 
 for stages in lab/lib/stages-*.sh; do
     # shellcheck source=/dev/null

@@ -2,15 +2,12 @@
 
 usage: python3 lab/lib/perf_tables.py DIR [--update DOC] [--commit HASH] [--only NAME,...]
 
-DIR is a stage's folder (small, ipc, collectives, bench, pair: LAB_WORK/STAGE, or STAGE/ in
-lab.tgz) or a folder under docs/results/: its benchmark JSON (bench-*.json), results CSVs
-(results.csv, the sweeps' pair-*.csv), JSON summaries (NAME.json, the run tagged NAME) and
-DIR/mps/ (the ipc stage again under MPS). It prints each table they make between the markers
-`<!-- table NAME -->` and `<!-- end table NAME -->`; with --update DOC it replaces instead each
-block of DOC it could make, and leaves the others. Each table ends with the date of its data
-and the commit it was measured on: --commit HASH, else the hash the data carry (stale where the
-device's copy of the tree has no history). --only keeps the named tables, for a folder that
-also holds runs a later call has superseded. Exits 2 when DIR holds nothing to tabulate.
+DIR is a stage's folder (small, ipc, collectives, bench, pair) or one under docs/results/: its
+bench-*.json, results CSVs, JSON summaries (NAME.json, the run tagged NAME) and mps/ (the ipc
+stage under MPS). Prints each table they make between `<!-- table NAME -->` and `<!-- end table
+NAME -->`; --update DOC replaces those blocks of DOC instead. Each table ends with its data's
+date and commit (--commit HASH, else the data's hash). --only keeps the named tables. Exits 2
+when DIR holds nothing to tabulate.
 """
 import argparse
 import csv
@@ -66,10 +63,9 @@ def bench(path):
 
 
 def runs_in(folder):
-    """{tag: run} with each run as the results CSV has it (the main pass, and the pass without
-    overlap in time_per_step_no_overlap_ms); a JSON summary NAME.json adds or replaces run NAME.
-    The rows of one tag at several sizes (a launch of several, as scripts/sweep makes one per
-    combination) are runs "TAG elements=N" each (tensor_bytes=N in a CSV without elements)."""
+    """{tag: run} as the results CSV has it (the pass without overlap in
+    time_per_step_no_overlap_ms); a JSON summary NAME.json adds or replaces run NAME. A tag's
+    rows at several sizes are runs "TAG elements=N" (tensor_bytes=N in a CSV without elements)."""
     runs = {}
     for path in sorted(glob.glob(os.path.join(folder, "*.csv"))):
         with open(path, newline="") as f:
@@ -79,8 +75,7 @@ def runs_in(folder):
         for row in rows:
             sizes.setdefault(row["tag"], set()).add(row[size])
         for row in rows:
-            # The CSV has no graph_steps column; gpu-check tags a run of graphs of N steps
-            # NAME_gN.
+            # The CSV has no graph_steps column; gpu-check tags graphs of N steps NAME_gN.
             steps = re.search(r"_g(\d+)(_|$)", row["tag"])
             row.setdefault("graph_steps", steps.group(1) if steps else "1")
             name = row["tag"] + (f" {size}={row[size]}" if len(sizes[row["tag"]]) > 1 else "")

@@ -1,6 +1,5 @@
-# The steps the host launches, against the ceilings measured in the same call (docs/PERFORMANCE.md's
-# first sections), and correctness on the GPU (tests/README.md): the tables come from
-# lab/lib/perf_tables.py over the stage's folder.
+# The steps the host launches against the ceilings measured in the same call (PERFORMANCE.md's
+# first sections; tables by lab/lib/perf_tables.py), and correctness on the GPU (tests/README.md).
 # shellcheck shell=bash disable=SC2154  # new, mpi, dir, scratch, the runs: lab/lib/lab.sh's
 big=(--elements 64Mi --depth 2 --overlap compare --steps 50 --warmup 5)
 
@@ -60,9 +59,8 @@ stage_pair() {
     local gpus sweep
     gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
     ((gpus >= 2)) || { echo "pair: needs 2 GPUs, this machine has $gpus"; return 1; }
-    GPURELAY_BENCH_MAX_BYTES=1G timeout 300 "${mpi[@]}" -np 2 build/bench/bench_transport \
-        --benchmark_out="$dir/bench-transport-pair.json" --benchmark_out_format=json \
-        >"$dir/bench-transport-pair.txt" 2>&1
+    GPURELAY_BENCH_MAX_BYTES=1G benched bench-transport-pair 300 "${mpi[@]}" -np 2 \
+        build/bench/bench_transport
     sweep=(timeout 400 scripts/sweep --np 2 --out-dir "$scratch/sweep" --launcher "${mpi[*]} -np {np}")
     # Small tensors take many steps to time; large ones few.
     "${sweep[@]}" --csv "$dir/pair-nccl.csv" transport=nccl elements=1Ki,16Ki,256Ki depth=1,2,4 \
@@ -96,16 +94,13 @@ stage_graphs() {
     done
 }
 
-# ipc_runs: two ranks on one GPU: bench_transport's ipc beside a device copy of the same bytes,
-# gpurelay's 64 and 256 MiB steps over ipc, ipc sm and MPI (a light C: the step is mostly A, the
-# transfer and B), np 1 and 4, what auto picks, the dropped reuse wait, overlap with C as long
-# as the transfer.
+# ipc_runs: two ranks on one GPU: bench_transport's ipc beside a device copy, 64 and 256 MiB steps
+# over ipc, ipc sm and MPI (a light C), np 1 and 4, what auto picks, the dropped reuse wait,
+# overlap with C as long as the transfer.
 ipc_runs() {
     mkdir -p "$dir"
-    GPURELAY_BENCH_MAX_BYTES=256M timeout 200 "${mpi[@]}" -np 2 build/bench/bench_transport \
-        --benchmark_filter='ipc_gpu|copy_d2d|mpi_staged_gpu' \
-        --benchmark_out="$dir/bench-transport-ipc.json" --benchmark_out_format=json \
-        >"$dir/bench-transport-ipc.txt" 2>&1
+    GPURELAY_BENCH_MAX_BYTES=256M benched bench-transport-ipc 200 "${mpi[@]}" -np 2 \
+        build/bench/bench_transport --benchmark_filter='ipc_gpu|copy_d2d|mpi_staged_gpu'
     local size way
     for size in 16Mi 64Mi; do
         for way in ipc:ipc ipcsm:'ipc --ipc-engine sm' mpi:mpi; do
@@ -133,8 +128,7 @@ stage_ipc() {
 # One rank, NCCL to itself; the floor's step has no C, so the steps held against it have none (a
 # tiny C shows what its two launches cost).
 stage_small() {
-    timeout 200 "${mpi[@]}" -np 1 build/bench/bench_floor --benchmark_out="$dir/bench-floor.json" \
-        --benchmark_out_format=json >"$dir/bench-floor.txt" 2>&1
+    benched bench-floor 200 "${mpi[@]}" -np 1 build/bench/bench_floor
     local tiny=(--transport nccl --elements 1Ki --depth 2 --overlap on --steps 2000 --warmup 100
         --write none) mid=(--transport nccl --depth 2 --overlap on --steps 500 --warmup 20
         --write none) noc=(--c-elements 0) withc=(--c-elements 1Ki --c-iterations 16) t size
@@ -199,21 +193,16 @@ stage_collectives() {
         --depth 2 --overlap compare --steps 30 --warmup 3 --c-elements 16Mi --c-iterations 64
     launch collective_allreduce_np2_mpi 2 --pattern allreduce --transport mpi --elements 16Mi \
         --depth 2 --overlap compare --steps 30 --warmup 3 --c-elements 16Mi --c-iterations 64
-    GPURELAY_BENCH_MAX_BYTES=256M timeout 120 "${mpi[@]}" -np 1 build/bench/bench_transport \
-        --benchmark_filter='nccl_(broadcast|allreduce)_plain' \
-        --benchmark_out="$dir/bench-collectives.json" --benchmark_out_format=json \
-        >"$dir/bench-collectives.txt" 2>&1
+    GPURELAY_BENCH_MAX_BYTES=256M benched bench-collectives 120 "${mpi[@]}" -np 1 \
+        build/bench/bench_transport --benchmark_filter='nccl_(broadcast|allreduce)_plain'
     perf collectives
 }
 
 stage_bench() {
-    GPURELAY_BENCH_MAX_BYTES=1G timeout 300 build/bench/bench_kernels --benchmark_min_time=0.05 \
-        --benchmark_out="$dir/bench-kernels.json" --benchmark_out_format=json \
-        >"$dir/bench-kernels.txt" 2>&1
+    local -x GPURELAY_BENCH_MAX_BYTES=1G
+    benched bench-kernels 300 build/bench/bench_kernels --benchmark_min_time=0.05
     echo "bench_kernels: exit $?"
-    GPURELAY_BENCH_MAX_BYTES=1G timeout 300 "${mpi[@]}" -np 2 build/bench/bench_transport \
-        --benchmark_out="$dir/bench-transport.json" --benchmark_out_format=json \
-        >"$dir/bench-transport.txt" 2>&1
+    benched bench-transport 300 "${mpi[@]}" -np 2 build/bench/bench_transport
     echo "bench_transport: exit $?"
     perf kernels
 }

@@ -1,6 +1,5 @@
 # A relay across N stages on one GPU (docs/PERFORMANCE.md): lines against their hops as pairs,
-# binding, Open MPI's copies, the hosts' waits, plain MPI's own line, stopped stages and the
-# sanitizers; lab/lib/tables.py relay DIR tabulates each stage's launches.
+# binding, MPI's copies, host waits, plain MPI's line, stopped stages, sanitizers (tables.py relay).
 # shellcheck shell=bash disable=SC2154,SC2034  # lab/lib/lab.sh sets and reads these
 ways=(ipc 'ipc --ipc-engine sm' 'mpi --staging on')
 
@@ -148,8 +147,7 @@ stage_waits() {
     tables relay "$dir"
 }
 
-# What the staged relay's hops share at 64 Mi: the message in pieces of 1, 4 (the default) and
-# 16 MiB, unbound.
+# What the staged relay's hops share at 64 Mi: pieces of 1, 4 (the default) and 16 MiB, unbound.
 stage_hops() {
     local n chunk
     for n in 2 3; do for chunk in 1Mi 4Mi 16Mi; do
@@ -160,8 +158,7 @@ stage_hops() {
     tables relay "$dir"
 }
 
-# memcheck: out-of-bounds and misaligned accesses; synccheck: barriers; each rank its own
-# sanitizer, time-sliced.
+# memcheck (out-of-bounds, misaligned accesses) and synccheck (barriers), a sanitizer a rank.
 stage_relaycheck() {
     local tool way
     for tool in memcheck synccheck; do for way in "${ways[@]}"; do

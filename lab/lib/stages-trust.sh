@@ -1,7 +1,7 @@
-# Figures a reader can take at face value (docs/PERFORMANCE.md): identical launches compared,
-# a real and a known difference found, this tree against the one before it, NCCL's transfer
-# against nccl-tests, stopped peers and the stress driver on the GPU.
-# shellcheck shell=bash disable=SC2154  # new, mpi, dir, scratch, the runs: lab/lib/lab.sh's
+# Figures a reader can take at face value (docs/PERFORMANCE.md): identical launches compared, a
+# real and a known difference found, old tree against new, NCCL against nccl-tests, stopped
+# peers and the stress driver on the GPU.
+# shellcheck shell=bash disable=SC2154  # new, mpi, dir, scratch, the runs: lab/lib/lab.sh's; ways
 tiny=(--transport nccl --elements 1Ki --depth 2 --overlap on --steps 3000 --warmup 100
     --write none --c-elements 0)
 large=(--transport nccl --elements 64Mi --depth 2 --overlap on --steps 60 --warmup 5 --write none
@@ -76,7 +76,7 @@ stage_nccltests() {
 stop_each() {
     local way
     for _ in 1 2 3; do
-        for way in ipc 'ipc --ipc-engine sm' 'mpi --staging on'; do
+        for way in "${ways[@]}"; do
             # shellcheck disable=SC2086  # way is the transport's words
             stopped "$1 $way" 2 2 --transport $way "${held_run[@]}"
         done

@@ -17,9 +17,7 @@ import json
 import pathlib
 import statistics
 
-
-def size_name(nbytes):
-    return f"{nbytes >> 20} MiB" if nbytes >= 1 << 20 else f"{nbytes >> 10} KiB"
+from perf_tables import size_name
 
 
 def us(ms):

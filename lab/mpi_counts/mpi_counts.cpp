@@ -1,14 +1,11 @@
-// A count of the collective MPI calls each rank takes part in, through MPI's profiling interface:
-// preloaded into a program under mpirun (mpirun -x LD_PRELOAD=libgpurelay_mpi_counts.so -x
-// GPURELAY_MPI_COUNTS=DIR ...), each wrapper below counts its call and hands it to PMPI. A call
-// counts as over the world when its communicator (a file's or a window's group) holds as many
-// ranks as MPI_COMM_WORLD: a duplicate or a split that keeps every rank makes every rank wait for
-// the slowest as the world itself does. Gathers also add the bytes this rank receives in them (at
-// the root of a gather, on every rank of an all-gather), and each call its time inside. At
-// MPI_Finalize each rank writes DIR/rank-R.json (R its world rank): the calls by name, over the
-// world and over fewer ranks, their totals, the gathered bytes, the seconds inside MPI_Init and
-// inside each call, and the seconds from MPI_Init's return to each call's first. Without
-// GPURELAY_MPI_COUNTS it counts and writes nothing.
+// A count of the collective MPI calls each rank takes part in, through MPI's profiling interface
+// (mpirun -x LD_PRELOAD=libgpurelay_mpi_counts.so -x GPURELAY_MPI_COUNTS=DIR ...). A call counts
+// as over the world when its communicator (a file's or window's group) holds every rank: a
+// duplicate that keeps every rank waits for the slowest as the world does. Gathers add the bytes
+// this rank receives; each call its time inside. At MPI_Finalize each rank writes
+// DIR/rank-R.json: the calls by name over the world and over fewer ranks, their totals, the
+// gathered bytes, the seconds inside MPI_Init and each call, and from MPI_Init's return to each
+// call's first. Without GPURELAY_MPI_COUNTS it counts and writes nothing.
 #include <mpi.h>
 
 #include <chrono>
@@ -48,8 +45,8 @@ double since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// How many ranks a call spans: a count, or the ranks of a communicator, of a file's or a window's
-// group (made here, and freed), or of a handle being freed (0 for none).
+// How many ranks a call spans: a count, a communicator's, a file's or window's group's (made
+// here, and freed), or a handle's being freed (0 for none).
 int ranks_of(int ranks) { return ranks; }
 
 int ranks_of(MPI_Group group) {
@@ -111,8 +108,8 @@ class Call {
     Clock::time_point start_ = Clock::now();
 };
 
-// Bytes this rank receives in a gather: `per_rank` elements from each rank of `comm` (every
-// rank's `counts`, for the v forms), on the root (`receives`).
+// Bytes this rank receives (`receives`: a gather's root, any all-gather rank): `per_rank`
+// elements from each rank of `comm` (its `counts`, for the v forms).
 void add_gathered(bool receives, MPI_Comm comm, const int* counts, int per_rank,
                   MPI_Datatype type) {
     if (!counting() || !receives) return;
@@ -133,8 +130,7 @@ bool is_root(int root, MPI_Comm comm) {
     return rank == root;
 }
 
-// MPI_Init's own time (at scale, the launch's largest part of set-up); the first call times are
-// from its return.
+// MPI_Init's own time (at scale, most of set-up); first call times count from its return.
 template <typename Init>
 int timed_init(Init init) {
     const Clock::time_point start = Clock::now();
