@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2317  # end_marked and cleanup run from the EXIT trap
+# shellcheck disable=SC2317  # cleanup runs from the EXIT trap
 # One rank of scripts/profile, started by the launcher (mpirun, srun) in place of the rank:
 #   nsys_rank.sh FINISH_TIMEOUT NSYS_COMMAND...
 # Runs NSYS_COMMAND (nsys profile ... gpurelay ...) with a TMPDIR of this rank's own, so that the
@@ -16,28 +16,6 @@ shopt -s extglob
 
 # shellcheck source=tool.sh
 source "$(dirname "${BASH_SOURCE[0]}")/tool.sh" nsys_rank.sh
-
-# Ends every marked process: SIGTERM, and SIGKILL after 3 s for those that ignore it (nsys's
-# agent does); then the shared-memory files of the agents that were killed.
-end_marked() {
-    local pids=() found=() tries
-    mapfile -t pids < <(marked "$marker")
-    ((${#pids[@]})) || return 0
-    found=("${pids[@]}")
-    kill -TERM "${pids[@]}" 2>/dev/null || true
-    for ((tries = 0; tries < 30; tries++)); do
-        mapfile -t pids < <(marked "$marker")
-        ((${#pids[@]})) || break
-        sleep 0.1
-    done
-    if ((${#pids[@]})); then
-        echo "profile: rank $rank: ending ${#pids[@]} leftover process(es) of nsys with SIGKILL" \
-            "(pids ${pids[*]})" >&2
-        kill -KILL "${pids[@]}" 2>/dev/null || true
-        sleep 0.5
-    fi
-    remove_agent_state "${found[@]}"
-}
 
 # After a signal: the shared memory of the agents ended, and nsys's session registry
 # (/dev/shm/NSys-VERSION), whose lock a killed nsys may hold, so that every later nsys on the
@@ -70,10 +48,13 @@ rank="${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-${PMIX_RANK:-0}}}"
 marker="GPURELAY_PROFILE_RANK=${GPURELAY_PROFILE_RUN:-$$}/$rank"
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/gpurelay-nsys.XXXXXX")"
 
-# The scratch folder first: scripts/profile ends this script too when it takes long.
+# The scratch folder first: scripts/profile ends this script too when it takes long. Then every
+# marked process: SIGTERM, and SIGKILL after 3 s for those that ignore it (nsys's agent does),
+# and the shared-memory files of the agents ended.
 cleanup() {
     rm -rf "$scratch"
-    end_marked
+    end_marked "$marker" 0 31 "profile: rank $rank: ending" "of nsys"
+    ((${#ended[@]} == 0)) || remove_agent_state "${ended[@]}"
     rm -rf "$scratch"
 }
 trap cleanup EXIT

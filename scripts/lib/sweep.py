@@ -199,11 +199,6 @@ class Grid:
         return self.with_elements(combination, separator.join(text for text, _ in sizes))
 
 
-def size_count(point):
-    """A point's count of elements, or None for the deck's size."""
-    return point[1][1] if point[1] else None
-
-
 class Launch:
     """One run of gpurelay: a combination with the sizes of it still to run."""
 
@@ -271,9 +266,11 @@ class Records:
             self.by_size[(tag, count)] = value
         self.by_tag[tag] = value
 
-    def find(self, tags, count):
-        """The value recorded for a point (its tags, its count or None), or None."""
-        for tag in tags:
+    def find(self, grid, point):
+        """The value recorded for a point of the grid (by its tags and its count of elements,
+        None for the deck's size), or None."""
+        count = point[1][1] if point[1] else None
+        for tag in grid.tags(point):
             if count is not None and (tag, count) in self.by_size:
                 return self.by_size[(tag, count)]
             if tag in self.whole_tag:
@@ -469,7 +466,7 @@ def failed_points(grid, launch, code, csv_path):
     rows = read_done(csv_path)
     failed = []
     for point in launch.points:
-        verified = rows.find(grid.tags(point), size_count(point))
+        verified = rows.find(grid, point)
         if verified not in ("ok", ""):
             why = "no CSV row" if verified is None else f"verified={verified}"
             failed.append((point, str(code) if code else f"0 ({why})"))
@@ -660,8 +657,8 @@ def main(argv):
     pending = []
     waiting = 0
     for point in points:
-        verified = done.find(grid.tags(point), size_count(point))
-        queued = active.find(grid.tags(point), size_count(point))
+        verified = done.find(grid, point)
+        queued = active.find(grid, point)
         if verified is not None:
             note = "" if verified in ("ok", "") else f" [verified={verified}]"
             print(f"skip (done): {grid.label(point)}{note}")

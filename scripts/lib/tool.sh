@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the shell tools of scripts/ share (`source lib/tool.sh NAME`): die, bad input said as one
-# line "NAME: reason" on stderr and exit 2; value_of; mpirun_launcher; alive; marked.
+# line "NAME: reason" on stderr and exit 2; value_of; mpirun_launcher; alive; marked; end_marked.
 set -euo pipefail
 tool_name="$1"
 die() {
@@ -35,4 +35,25 @@ alive() {
 marked() {
     { grep -lzxF -- "$1" /proc/[0-9]*/environ 2>/dev/null || true; } |
         sed -n 's#^/proc/\([0-9]*\)/environ$#\1#p'
+}
+
+# end_marked MARKER TERM_AT TRIES SAY...: ends the processes marked MARKER, looking every 0.1 s
+# for TRIES times: SIGTERM at try TERM_AT, SIGKILL to those left after the last (said as "SAY N
+# leftover process(es) SAY2 with SIGKILL"). `ended`: every pid it saw, once each.
+end_marked() {
+    local pids=() tries
+    ended=()
+    for ((tries = 0; tries < $3; tries++)); do
+        mapfile -t pids < <(marked "$1")
+        ((${#pids[@]})) || break
+        ended+=("${pids[@]}")
+        ((tries != $2)) || kill -TERM "${pids[@]}" 2>/dev/null || true
+        sleep 0.1
+    done
+    if ((${#pids[@]})); then
+        echo "$4 ${#pids[@]} leftover process(es) $5 with SIGKILL (pids ${pids[*]})" >&2
+        kill -KILL "${pids[@]}" 2>/dev/null || true
+        sleep 0.5
+    fi
+    ((${#ended[@]} == 0)) || mapfile -t ended < <(printf '%s\n' "${ended[@]}" | sort -u)
 }
