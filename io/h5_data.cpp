@@ -12,6 +12,18 @@
 #include "runtime/error.hpp"
 
 namespace gpurelay {
+namespace {
+
+// h5py's boolean type: an enum over int8 with FALSE = 0 and TRUE = 1.
+H5Datatype bool_type() {
+    H5Datatype type(h5_check(H5Tenum_create(H5T_NATIVE_INT8), "H5Tenum_create(bool)"));
+    const std::int8_t no = 0, yes = 1;
+    h5_check(H5Tenum_insert(type.get(), "FALSE", &no), "H5Tenum_insert(FALSE)");
+    h5_check(H5Tenum_insert(type.get(), "TRUE", &yes), "H5Tenum_insert(TRUE)");
+    return type;
+}
+
+}  // namespace
 
 void write_attribute(hid_t object, const std::string& name, const AttributeValue& value) {
     const std::string what = "attribute '" + name + "'";
@@ -103,14 +115,6 @@ std::optional<AttributeValue> read_attribute(hid_t object, const std::string& na
         default:
             throw usage_error(what + " is neither a string, an integer nor a float");
     }
-}
-
-H5Datatype bool_type() {
-    H5Datatype type(h5_check(H5Tenum_create(H5T_NATIVE_INT8), "H5Tenum_create(bool)"));
-    const std::int8_t no = 0, yes = 1;
-    h5_check(H5Tenum_insert(type.get(), "FALSE", &no), "H5Tenum_insert(FALSE)");
-    h5_check(H5Tenum_insert(type.get(), "TRUE", &yes), "H5Tenum_insert(TRUE)");
-    return type;
 }
 
 void write_notes(hid_t dataset, const DatasetNotes& notes, const std::string& what) {

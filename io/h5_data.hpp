@@ -21,9 +21,6 @@ void write_attribute(hid_t object, const std::string& name, const AttributeValue
 std::optional<AttributeValue> read_attribute(hid_t object, const std::string& name,
                                              const std::string& what);
 
-// h5py's boolean type: an enum over int8 with FALSE = 0 and TRUE = 1.
-H5Datatype bool_type();
-
 // Serial or collective alike: writes `notes` on `dataset` (units, description, dimension labels).
 void write_notes(hid_t dataset, const DatasetNotes& notes, const std::string& what);
 
