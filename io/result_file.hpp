@@ -8,14 +8,6 @@
 // calls on one file from one thread at a time.
 #pragma once
 
-// gpurelay uses MPI's C API only; Open MPI's deprecated C++ bindings (pulled in by mpi.h) do not
-// compile cleanly under -Wextra.
-#ifndef OMPI_SKIP_MPICXX
-#define OMPI_SKIP_MPICXX 1
-#endif
-#ifndef MPICH_SKIP_MPICXX
-#define MPICH_SKIP_MPICXX 1
-#endif
 #include <mpi.h>
 
 #include <cstdint>
