@@ -8,6 +8,7 @@
 
 #include "app/provenance.hpp"
 #include "io/result_schema.hpp"
+#include "mpi/session.hpp"
 #include "mpi/stop_request.hpp"
 #include "report/render.hpp"
 #include "report/write.hpp"
@@ -44,6 +45,12 @@ void report_sizes(const Config& config, const std::vector<RunSummary>& sizes,
     }
 }
 
+// Collective: rank 0's `text` on every rank (every rank writes the file's attributes alike).
+std::string from_root(std::string text) {
+    return broadcast_text(MPI_COMM_WORLD, std::move(text),
+                          "the broadcast of the report's figures for the file");
+}
+
 // What the file's close writes: its root's attributes and its groups'.
 struct Closing {
     Attributes root;
@@ -72,12 +79,10 @@ Closing complete_attributes(const Run& run, const std::vector<RunSummary>& sizes
     // The launch ended at the last step of the run's last size and pass.
     const Stop end{0, static_cast<std::int64_t>(config.size_list().size()) - 1,
                    static_cast<std::int64_t>(run.passes.size()) - 1, config.steps};
-    closing.root.push_back(
-        {"launches", text_from_root(MPI_COMM_WORLD, launches_json(run.resume, end))});
+    closing.root.push_back({"launches", from_root(launches_json(run.resume, end))});
     // Every rank, as the JSON's "ranks": the report names them one a line only in small runs.
     if (!sizes.empty()) {
-        closing.root.push_back(
-            {"ranks", text_from_root(MPI_COMM_WORLD, ranks_json(sizes.front()))});
+        closing.root.push_back({"ranks", from_root(ranks_json(sizes.front()))});
     }
     if (!config.several_sizes()) {
         const RunSummary& summary = sizes.front();
@@ -107,15 +112,14 @@ int finish(Run& run, const std::vector<RunSummary>& sizes, std::int64_t sizes_fa
 int finish_stopped(Run& run, const Stop& stop) {
     const Config& config = run.setup.config;
     close_file(run, false, [&] {
-        return Closing{
-            {{"stopped_at_step", stop.step},
-             {"stopped_pass", stop.pass},
-             {"stopped_size", stop.size},
-             {"sizes_failed", stop.sizes_failed},
-             {"stop_signal", static_cast<std::int64_t>(stop.signal)},
-             {"finished_utc", utc_timestamp()},
-             {"launches", text_from_root(MPI_COMM_WORLD, launches_json(run.resume, stop))}},
-            {}};
+        return Closing{{{"stopped_at_step", stop.step},
+                        {"stopped_pass", stop.pass},
+                        {"stopped_size", stop.size},
+                        {"sizes_failed", stop.sizes_failed},
+                        {"stop_signal", static_cast<std::int64_t>(stop.signal)},
+                        {"finished_utc", utc_timestamp()},
+                        {"launches", from_root(launches_json(run.resume, stop))}},
+                       {}};
     });
     if (run.rank != 0) return static_cast<int>(stopped_exit_code(stop.signal));
     const std::string size_words =

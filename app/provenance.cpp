@@ -1,13 +1,14 @@
 #include "app/provenance.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <iterator>
 #include <limits>
 #include <type_traits>
+#include <variant>
 
 #include "app/git_hash.hpp"
 #include "app/version.hpp"
@@ -15,7 +16,6 @@
 #include "mpi/error.hpp"
 #include "mpi/session.hpp"
 #include "mpi/stop_request.hpp"
-#include "mpi/wait.hpp"
 #include "report/render.hpp"
 #include "runtime/gpu_clocks.hpp"
 
@@ -174,30 +174,20 @@ const PassMeasure kPassMeasures[] = {
     {"sm_clock_max_mhz", [](Run, Pass p) { return p.sm_clock_max_mhz; }},
     {"cold_step_ms", [](Run, Pass p) { return p.cold_step_ms; }},
 };
-constexpr std::size_t kPassMeasureCount = std::size(kPassMeasures);
 
 // The pass's yes/no judgements, as booleans.
 struct PassFlag {
     const char* name;
-    bool (*value)(Run, Pass);
+    bool (*value)(Pass);
 };
 const PassFlag kPassFlags[] = {
-    {"step_unstable", [](Run, Pass p) { return step_stability(p).unstable; }},
-    {"clocks_measured", [](Run, Pass p) { return p.clocks_measured; }},
+    {"step_unstable", [](Pass p) { return step_stability(p).unstable; }},
+    {"clocks_measured", [](Pass p) { return p.clocks_measured; }},
 };
-constexpr std::size_t kPassFlagCount = std::size(kPassFlags);
-
-// The judged figures a pass's attributes carry: the pass's, then on the last pass (the one of a
-// compare run's speedup and attribution) the run's.
-constexpr std::size_t kJudgedCount = kPassFigCount + kRunFigCount;
-const char* judged_name(std::size_t i) {
-    return i < kPassFigCount ? figure_name(static_cast<PassFig>(i)).name
-                             : figure_name(static_cast<RunFig>(i - kPassFigCount)).name;
-}
 
 // One line per pair (group), as the JSON's pairs: its ranks, median step and transfer, its rate
 // as measured and the rule that withholds it, and whether it is flagged slow. Every one, at any
-// count (it travels apart from Figures).
+// count.
 std::string pairs_text(const PassSummary& p, const PassJudgement& judged) {
     std::string text;
     char line[200];
@@ -215,17 +205,18 @@ std::string pairs_text(const PassSummary& p, const PassJudgement& judged) {
     return text;
 }
 
-// The distributions, the slow steps and the pairs, as the JSON has them.
-void add_spread(Attributes& timings, const double (*spread)[4], std::int64_t slow_steps,
-                const char* slow_step_numbers) {
-    static constexpr const char* kSpread[4] = {"_p50_ms", "_p90_ms", "_p99_ms", "_cv"};
+// The distributions and the slow steps, as the JSON has them.
+void add_spread(Attributes& timings, const PassSummary& p) {
     for (std::size_t ph = 0; ph < kPhaseCount; ++ph) {
-        for (int k = 0; k < 4; ++k) {
-            timings.emplace_back(std::string(kPhases[ph].name) + kSpread[k], spread[ph][k]);
-        }
+        const PhaseStats& st = p.phases[ph];
+        const std::string name = kPhases[ph].name;
+        timings.emplace_back(name + "_p50_ms", st.p50);
+        timings.emplace_back(name + "_p90_ms", st.p90);
+        timings.emplace_back(name + "_p99_ms", st.p99);
+        timings.emplace_back(name + "_cv", st.cv);
     }
-    timings.emplace_back("slow_steps", slow_steps);
-    timings.emplace_back("slow_step_numbers", std::string(slow_step_numbers));
+    timings.emplace_back("slow_steps", p.slow_steps);
+    timings.emplace_back("slow_step_numbers", comma_list(p.slow_step_numbers));
 }
 
 // A field of the pass's summary, as the file names it.
@@ -248,150 +239,157 @@ constexpr PassField<std::uint64_t> kVerificationCounts[] = {
     {"spot_checked", &PassSummary::spot_checked}};
 constexpr std::size_t kMismatchCounts = 3;
 
-constexpr int kTiming = 32, kLists = 512, kCode = 32;
-// One pass's attributes as bytes, so that rank 0's travel to every rank in one broadcast.
-struct Figures {
-    // Each judged figure: its value, its interval's ends, and the rule that withholds it.
-    double judged[kJudgedCount][3];
-    char withheld[kJudgedCount][kCode];
-    double measured[kPassMeasureCount];
-    std::int8_t flags[kPassFlagCount];
-    std::int8_t clocks_measured, overlap, readable;
-    char clock_slowdowns[kLists / 2];
-    std::int64_t counts[std::size(kPassCounts)];
-    std::int64_t checks[std::size(kVerificationCounts)];
-    char timing[kTiming];
-    // Each timed phase's p50, p90, p99 and cv; the slow steps; the pairs as text.
-    double spread[kPhaseCount][4];
-    std::int64_t slow_steps;
-    char slow_step_numbers[kTiming];
-};
-static_assert(std::is_trivially_copyable_v<Figures>, "Figures travel as bytes");
-
-void fill_judged(const Figure& figure, double* value, char* withheld) {
-    value[0] = figure.value;
-    value[1] = figure.lo;
-    value[2] = figure.hi;
-    std::string(figure.reason()).copy(withheld, kCode - 1);
+// A judged figure the pass has: NAME (its value as measured, whatever the verdict), NAME_ci95_lo
+// and NAME_ci95_hi (its interval), NAME_withheld (the rule's code, where withheld).
+void add_judged(Attributes& timings, const std::string& name, const Figure& figure) {
+    if (!figure.measured()) return;
+    timings.emplace_back(name, figure.value);
+    if (figure.has_interval()) {
+        timings.emplace_back(name + "_ci95_lo", figure.lo);
+        timings.emplace_back(name + "_ci95_hi", figure.hi);
+    }
+    if (figure.withheld_by) timings.emplace_back(name + "_withheld", std::string(figure.reason()));
 }
 
-Figures figures_of(const RunSummary& summary, const Judgement& judged, std::size_t pass) {
-    const PassSummary& p = summary.passes[pass];
-    Figures f{};
-    f.clocks_measured = static_cast<std::int8_t>(p.clocks_measured ? 1 : 0);
-    f.overlap = static_cast<std::int8_t>(p.overlap ? 1 : 0);
-    f.readable = static_cast<std::int8_t>(judged.readable() ? 1 : 0);
-    for (std::size_t i = 0; i < std::size(kPassCounts); ++i) f.counts[i] = p.*kPassCounts[i].field;
-    for (std::size_t i = 0; i < std::size(kVerificationCounts); ++i) {
-        f.checks[i] = static_cast<std::int64_t>(p.*kVerificationCounts[i].field);
-    }
-    p.timing.copy(f.timing, kTiming - 1);
-    for (std::size_t ph = 0; ph < kPhaseCount; ++ph) {
-        const PhaseStats& st = p.phases[ph];
-        const double spread[4] = {st.p50, st.p90, st.p99, st.cv};
-        std::copy(spread, spread + 4, f.spread[ph]);
-    }
-    f.slow_steps = p.slow_steps;
-    comma_list(p.slow_step_numbers).copy(f.slow_step_numbers, kTiming - 1);
-    const bool last = pass + 1 == summary.passes.size();
-    for (std::size_t i = 0; i < kJudgedCount; ++i) {
-        const Figure none;
-        const Figure& figure = i < kPassFigCount ? judged.passes[pass].figures[i]
-                               : last            ? judged.run[i - kPassFigCount]
-                                                 : none;
-        fill_judged(figure, f.judged[i], f.withheld[i]);
-    }
-    for (std::size_t i = 0; i < kPassMeasureCount; ++i)
-        f.measured[i] = kPassMeasures[i].value(summary, p);
-    for (std::size_t i = 0; i < kPassFlagCount; ++i)
-        f.flags[i] = static_cast<std::int8_t>(kPassFlags[i].value(summary, p) ? 1 : 0);
-    clock_slowdown_names(p.clock_reasons).copy(f.clock_slowdowns, kLists / 2 - 1);
-    return f;
-}
-
-// Each judged figure the pass has: NAME (its value as measured, whatever the verdict),
-// NAME_ci95_lo and NAME_ci95_hi (its interval), NAME_withheld (the rule's code, where withheld).
-void add_judged(Attributes& timings, const Figures& f) {
-    for (std::size_t i = 0; i < kJudgedCount; ++i) {
-        if (std::isnan(f.judged[i][0])) continue;
-        const std::string name = judged_name(i);
-        timings.emplace_back(name, f.judged[i][0]);
-        if (!std::isnan(f.judged[i][1]) && !std::isnan(f.judged[i][2])) {
-            timings.emplace_back(name + "_ci95_lo", f.judged[i][1]);
-            timings.emplace_back(name + "_ci95_hi", f.judged[i][2]);
-        }
-        if (f.withheld[i][0] != '\0') timings.emplace_back(name + "_withheld", f.withheld[i]);
-    }
-}
-
-// /timings/PASS: the judged figures, counts, timing and spread, then the measurements and flags.
-Attributes timing_attributes(const Figures& f) {
+// /timings/PASS: the judged figures (the pass's, then on the last pass, the one of a compare
+// run's speedup and attribution, the run's), counts, timing and spread, the measurements and
+// flags, then the run's judgement of the phase times, the pairs and a relay's figures.
+Attributes timing_attributes(Run s, const Judgement& judged, std::size_t pass) {
+    const PassSummary& p = s.passes[pass];
     Attributes timings;
-    add_judged(timings, f);
-    for (std::size_t i = 0; i < std::size(kPassCounts); ++i) {
-        timings.emplace_back(kPassCounts[i].name, f.counts[i]);
+    for (std::size_t i = 0; i < kPassFigCount; ++i) {
+        add_judged(timings, figure_name(static_cast<PassFig>(i)).name,
+                   judged.passes[pass].figures[i]);
     }
-    timings.emplace_back("timing", std::string(f.timing));
-    add_spread(timings, f.spread, f.slow_steps, f.slow_step_numbers);
-    for (std::size_t j = 0; j < kPassMeasureCount; ++j) {
-        if (!std::isnan(f.measured[j])) timings.emplace_back(kPassMeasures[j].name, f.measured[j]);
+    for (std::size_t i = 0; i < kRunFigCount && pass + 1 == s.passes.size(); ++i) {
+        add_judged(timings, figure_name(static_cast<RunFig>(i)).name, judged.run[i]);
     }
-    for (std::size_t j = 0; j < kPassFlagCount; ++j) {
-        timings.emplace_back(kPassFlags[j].name, f.flags[j] == 1);
+    for (const auto& count : kPassCounts) timings.emplace_back(count.name, p.*count.field);
+    timings.emplace_back("timing", p.timing);
+    add_spread(timings, p);
+    for (const PassMeasure& measure : kPassMeasures) {
+        const double value = measure.value(s, p);
+        if (!std::isnan(value)) timings.emplace_back(measure.name, value);
     }
+    for (const PassFlag& flag : kPassFlags) timings.emplace_back(flag.name, flag.value(p));
     // The run's judgement, on each pass: the figures above are kept whether or not they read.
-    timings.emplace_back("phase_times_readable", f.readable == 1);
-    if (f.clocks_measured == 1)
-        timings.emplace_back("clock_slowdowns", std::string(f.clock_slowdowns));
+    timings.emplace_back("phase_times_readable", judged.readable());
+    if (p.clocks_measured)
+        timings.emplace_back("clock_slowdowns", clock_slowdown_names(p.clock_reasons));
+    if (const std::string because = judged.codes(); !because.empty()) {
+        timings.emplace_back("phase_times_unreadable_because", because);
+        timings.emplace_back("phase_times_why", judged.text());
+    }
+    timings.emplace_back("pairs", pairs_text(p, judged.passes[pass]));
+    if (p.relay) timings.emplace_back("relay", relay_json(p));
     return timings;
 }
 
-Attributes verification_attributes(const Figures& f) {
+Attributes verification_attributes(const PassSummary& p) {
     Attributes verification;
     std::int64_t mismatches = 0;
     for (std::size_t i = 0; i < std::size(kVerificationCounts); ++i) {
-        verification.emplace_back(kVerificationCounts[i].name, f.checks[i]);
-        if (i < kMismatchCounts) mismatches += f.checks[i];
+        const auto count = static_cast<std::int64_t>(p.*kVerificationCounts[i].field);
+        verification.emplace_back(kVerificationCounts[i].name, count);
+        if (i < kMismatchCounts) mismatches += count;
     }
     verification.emplace_back("verified", mismatches == 0);
     return verification;
+}
+
+// Attributes as bytes and back, so that rank 0's travel to every rank in one broadcast: a text
+// or a list after its length, a value after the index of its alternative.
+struct AttributeBytes {
+    std::string bytes;
+    std::size_t at = 0;
+
+    template <typename T>
+    void put(const T& value) {
+        if constexpr (std::is_same_v<T, AttributeValue>) {
+            put(value.index());
+            std::visit([&](const auto& held) { put(held); }, value);
+        } else if constexpr (std::is_trivially_copyable_v<T>) {
+            bytes.append(reinterpret_cast<const char*>(&value), sizeof value);
+        } else {  // a std::string or a std::vector<std::int64_t>
+            put(value.size());
+            bytes.append(reinterpret_cast<const char*>(value.data()),
+                         value.size() * sizeof value[0]);
+        }
+    }
+    template <typename T>
+    T take() {
+        T value{};
+        if constexpr (std::is_trivially_copyable_v<T>) {
+            std::memcpy(&value, bytes.data() + at, sizeof value);
+            at += sizeof value;
+        } else {
+            value.resize(take<std::size_t>());
+            const std::size_t length = value.size() * sizeof value[0];
+            std::memcpy(value.data(), bytes.data() + at, length);
+            at += length;
+        }
+        return value;
+    }
+    AttributeValue take_value() {
+        switch (take<std::size_t>()) {
+            case 0:
+                return take<std::string>();
+            case 1:
+                return take<std::int64_t>();
+            case 2:
+                return take<double>();
+            case 3:
+                return take<bool>();
+            default:
+                return take<std::vector<std::int64_t>>();
+        }
+    }
+};
+
+// Collective: rank 0's `groups` on every rank of `comm`.
+GroupAttributes attributes_from_root(MPI_Comm comm, const GroupAttributes& groups,
+                                     const std::string& what) {
+    AttributeBytes out;
+    out.put(groups.size());
+    for (const auto& [path, attributes] : groups) {
+        out.put(path);
+        out.put(attributes.size());
+        for (const auto& [name, value] : attributes) {
+            out.put(name);
+            out.put(value);
+        }
+    }
+    AttributeBytes in{broadcast_text(comm, out.bytes, what)};
+    GroupAttributes received(in.take<std::size_t>());
+    for (auto& [path, attributes] : received) {
+        path = in.take<std::string>();
+        attributes.resize(in.take<std::size_t>());
+        for (auto& [name, value] : attributes) {
+            name = in.take<std::string>();
+            value = in.take_value();
+        }
+    }
+    return received;
 }
 
 }  // namespace
 
 GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary,
                                 const std::string& group) {
-    // The figures are rank 0's; every rank writes the same attribute metadata, so they travel.
-    const Judgement judged = judge(summary);
-    std::vector<Figures> figures;
-    for (std::size_t i = 0; i < summary.passes.size(); ++i) {
-        figures.push_back(figures_of(summary, judged, i));
-    }
-    const Deadline bound("the broadcast of a pass's figures for the file");
-    MPI_CHECK(MPI_Bcast(figures.data(), static_cast<int>(figures.size() * sizeof(Figures)),
-                        MPI_BYTE, 0, comm));
+    int rank = 0;
+    MPI_CHECK(MPI_Comm_rank(comm, &rank));
     GroupAttributes groups;
-    for (const Figures& f : figures) {
-        const std::string pass = ResultSchema::pass_group(f.overlap != 0);
-        groups.push_back({group + "/timings/" + pass, timing_attributes(f)});
-        groups.push_back({group + "/verification/" + pass, verification_attributes(f)});
-    }
-    // Texts of any length travel apart: why the phase times cannot be read (the run's, on each
-    // pass), every pair (group) of each pass, and a relay's figures as the JSON's pass has them.
-    const std::string because = text_from_root(comm, judged.codes());
-    const std::string why = text_from_root(comm, judged.text());
-    for (std::size_t i = 0; i < summary.passes.size(); ++i) {
-        Attributes& timings = groups[2 * i].second;
-        if (!because.empty()) {
-            timings.emplace_back("phase_times_unreadable_because", because);
-            timings.emplace_back("phase_times_why", why);
+    // The figures are rank 0's; every rank writes the same attribute metadata, so they travel.
+    if (rank == 0) {
+        const Judgement judged = judge(summary);
+        for (std::size_t i = 0; i < summary.passes.size(); ++i) {
+            const std::string pass = ResultSchema::pass_group(summary.passes[i].overlap);
+            groups.push_back({group + "/timings/" + pass, timing_attributes(summary, judged, i)});
+            groups.push_back(
+                {group + "/verification/" + pass, verification_attributes(summary.passes[i])});
         }
-        timings.emplace_back("pairs",
-                             text_from_root(comm, pairs_text(summary.passes[i], judged.passes[i])));
-        if (!summary.passes[i].relay) continue;
-        timings.emplace_back("relay", text_from_root(comm, relay_json(summary.passes[i])));
     }
-    return groups;
+    return attributes_from_root(comm, groups, "the broadcast of a pass's figures for the file");
 }
 
 }  // namespace gpurelay

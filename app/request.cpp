@@ -14,21 +14,13 @@
 #include "io/result_file.hpp"
 #include "mpi/agreement.hpp"
 #include "mpi/error.hpp"
+#include "mpi/session.hpp"
 #include "mpi/wait.hpp"
 #include "report/write.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {
 namespace {
-
-// Broadcasts a string from rank 0.
-void broadcast(std::string& text) {
-    const Deadline bound("the broadcast of the deck");
-    int length = static_cast<int>(text.size());
-    MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD));
-    text.resize(static_cast<std::size_t>(length));
-    MPI_CHECK(MPI_Bcast(text.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD));
-}
 
 enum Action : int { kRun = 0, kPrintConfig, kVersion, kHelp, kPrintSizes };
 
@@ -169,7 +161,7 @@ Request read_request(int rank, int argc, char** argv) {
             std::fputs(action == kVersion ? version_text().c_str() : help.c_str(), stdout);
         return request;
     }
-    broadcast(deck);
+    deck = broadcast_text(MPI_COMM_WORLD, deck, "the broadcast of the deck");
     if (action == kPrintConfig) {
         if (rank == 0) std::fputs(deck.c_str(), stdout);
         return request;

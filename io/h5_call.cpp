@@ -37,6 +37,10 @@ std::string hdf5_error_detail() {
     return detail;
 }
 
+void throw_hdf5_error(const std::string& call) {
+    throw runtime_error("HDF5 error in " + call + ": " + hdf5_error_detail());
+}
+
 H5File open_serial_read_only(const std::string& path, const std::string& verb) {
     if (H5Fis_hdf5(path.c_str()) <= 0) {
         H5Eclear2(H5E_DEFAULT);

@@ -5,6 +5,7 @@
 #include <hdf5.h>
 
 #include <string>
+#include <string_view>
 
 #include "io/h5_handle.hpp"
 #include "runtime/error.hpp"
@@ -37,13 +38,19 @@ class QuietHdf5Errors {
 // ("MPI_File_open failed: MPI_ERR_NO_SUCH_FILE: ..."). Clears the stack.
 std::string hdf5_error_detail();
 
-// Returns `result` (an id, herr_t or htri_t) or, when it is negative, throws a runtime error
-// "HDF5 error in <call>: <innermost message>". `call` names the call and what it acted on.
+// Throws the runtime error "HDF5 error in <call>: <innermost message>".
+[[noreturn]] void throw_hdf5_error(const std::string& call);
+
+// Returns `result` (an id, herr_t or htri_t) or, when it is negative, throws "HDF5 error in
+// CALL: ..." (CALL(WHAT) with `what`): the message is made only on failure.
 template <typename Result>
-Result h5_check(Result result, const std::string& call) {
-    if (result < 0) {
-        throw runtime_error("HDF5 error in " + call + ": " + hdf5_error_detail());
-    }
+Result h5_check(Result result, std::string_view call) {
+    if (result < 0) throw_hdf5_error(std::string(call));
+    return result;
+}
+template <typename Result>
+Result h5_check(Result result, std::string_view call, std::string_view what) {
+    if (result < 0) throw_hdf5_error(std::string(call) + "(" + std::string(what) + ")");
     return result;
 }
 

@@ -12,18 +12,30 @@
 #include "runtime/error.hpp"
 
 namespace gpurelay {
+namespace {
+
+// h5py's boolean type: an enum over int8 with FALSE = 0 and TRUE = 1.
+H5Datatype bool_type() {
+    H5Datatype type(h5_check(H5Tenum_create(H5T_NATIVE_INT8), "H5Tenum_create(bool)"));
+    const std::int8_t no = 0, yes = 1;
+    h5_check(H5Tenum_insert(type.get(), "FALSE", &no), "H5Tenum_insert(FALSE)");
+    h5_check(H5Tenum_insert(type.get(), "TRUE", &yes), "H5Tenum_insert(TRUE)");
+    return type;
+}
+
+}  // namespace
 
 void write_attribute(hid_t object, const std::string& name, const AttributeValue& value) {
     const std::string what = "attribute '" + name + "'";
-    if (h5_check(H5Aexists(object, name.c_str()), "H5Aexists(" + what + ")") > 0) {
-        h5_check(H5Adelete(object, name.c_str()), "H5Adelete(" + what + ")");
+    if (h5_check(H5Aexists(object, name.c_str()), "H5Aexists", what) > 0) {
+        h5_check(H5Adelete(object, name.c_str()), "H5Adelete", what);
     }
     const auto write = [&](hid_t stored, hid_t space, hid_t held, const void* data) {
         H5Attribute attribute(
             h5_check(H5Acreate2(object, name.c_str(), stored, space, H5P_DEFAULT, H5P_DEFAULT),
-                     "H5Acreate2(" + what + ")"));
-        h5_check(H5Awrite(attribute.get(), held, data), "H5Awrite(" + what + ")");
-        h5_check(attribute.close(), "H5Aclose(" + what + ")");
+                     "H5Acreate2", what));
+        h5_check(H5Awrite(attribute.get(), held, data), "H5Awrite", what);
+        h5_check(attribute.close(), "H5Aclose", what);
     };
     H5Dataspace scalar(h5_check(H5Screate(H5S_SCALAR), "H5Screate(scalar)"));
     if (const auto* text = std::get_if<std::string>(&value)) {
@@ -49,43 +61,40 @@ void write_attribute(hid_t object, const std::string& name, const AttributeValue
     }
 }
 
-AttributeValue read_attribute(hid_t object, const std::string& name, const std::string& what) {
-    H5Attribute attribute(
-        h5_check(H5Aopen(object, name.c_str(), H5P_DEFAULT), "H5Aopen(" + what + ")"));
-    H5Dataspace space(h5_check(H5Aget_space(attribute.get()), "H5Aget_space(" + what + ")"));
+std::optional<AttributeValue> read_attribute(hid_t object, const std::string& name,
+                                             const std::string& what) {
+    if (h5_check(H5Aexists(object, name.c_str()), "H5Aexists", what) <= 0) return std::nullopt;
+    H5Attribute attribute(h5_check(H5Aopen(object, name.c_str(), H5P_DEFAULT), "H5Aopen", what));
+    H5Dataspace space(h5_check(H5Aget_space(attribute.get()), "H5Aget_space", what));
     if (H5Sget_simple_extent_type(space.get()) != H5S_SCALAR) {
         throw usage_error(what + " is not a scalar");
     }
-    H5Datatype type(h5_check(H5Aget_type(attribute.get()), "H5Aget_type(" + what + ")"));
+    H5Datatype type(h5_check(H5Aget_type(attribute.get()), "H5Aget_type", what));
     switch (H5Tget_class(type.get())) {
         case H5T_STRING: {
             H5Datatype memory(h5_check(H5Tcopy(H5T_C_S1), "H5Tcopy(string)"));
-            h5_check(H5Tset_cset(memory.get(), H5Tget_cset(type.get())),
-                     "H5Tset_cset(" + what + ")");
-            if (h5_check(H5Tis_variable_str(type.get()), "H5Tis_variable_str(" + what + ")") > 0) {
+            h5_check(H5Tset_cset(memory.get(), H5Tget_cset(type.get())), "H5Tset_cset", what);
+            if (h5_check(H5Tis_variable_str(type.get()), "H5Tis_variable_str", what) > 0) {
                 h5_check(H5Tset_size(memory.get(), H5T_VARIABLE), "H5Tset_size(variable)");
                 char* text = nullptr;
-                h5_check(H5Aread(attribute.get(), memory.get(), &text), "H5Aread(" + what + ")");
+                h5_check(H5Aread(attribute.get(), memory.get(), &text), "H5Aread", what);
                 std::string value = text != nullptr ? text : "";
                 H5free_memory(text);
                 return value;
             }
             const std::size_t size = H5Tget_size(type.get());
-            if (size == 0) {
-                throw runtime_error("HDF5 error in H5Tget_size(" + what +
-                                    "): " + hdf5_error_detail());
-            }
+            if (size == 0) throw_hdf5_error("H5Tget_size(" + what + ")");
             // NULLPAD keeps every stored byte (NULLTERM would drop the last to make room).
-            h5_check(H5Tset_size(memory.get(), size), "H5Tset_size(" + what + ")");
-            h5_check(H5Tset_strpad(memory.get(), H5T_STR_NULLPAD), "H5Tset_strpad(" + what + ")");
+            h5_check(H5Tset_size(memory.get(), size), "H5Tset_size", what);
+            h5_check(H5Tset_strpad(memory.get(), H5T_STR_NULLPAD), "H5Tset_strpad", what);
             std::string value(size, '\0');
-            h5_check(H5Aread(attribute.get(), memory.get(), value.data()), "H5Aread(" + what + ")");
+            h5_check(H5Aread(attribute.get(), memory.get(), value.data()), "H5Aread", what);
             value.resize(std::min(value.find('\0'), value.size()));
             return value;
         }
         case H5T_INTEGER: {
             std::int64_t value = 0;
-            h5_check(H5Aread(attribute.get(), H5T_NATIVE_INT64, &value), "H5Aread(" + what + ")");
+            h5_check(H5Aread(attribute.get(), H5T_NATIVE_INT64, &value), "H5Aread", what);
             return value;
         }
         case H5T_ENUM: {
@@ -100,20 +109,12 @@ AttributeValue read_attribute(hid_t object, const std::string& name, const std::
         }
         case H5T_FLOAT: {
             double value = 0;
-            h5_check(H5Aread(attribute.get(), H5T_NATIVE_DOUBLE, &value), "H5Aread(" + what + ")");
+            h5_check(H5Aread(attribute.get(), H5T_NATIVE_DOUBLE, &value), "H5Aread", what);
             return value;
         }
         default:
             throw usage_error(what + " is neither a string, an integer nor a float");
     }
-}
-
-H5Datatype bool_type() {
-    H5Datatype type(h5_check(H5Tenum_create(H5T_NATIVE_INT8), "H5Tenum_create(bool)"));
-    const std::int8_t no = 0, yes = 1;
-    h5_check(H5Tenum_insert(type.get(), "FALSE", &no), "H5Tenum_insert(FALSE)");
-    h5_check(H5Tenum_insert(type.get(), "TRUE", &yes), "H5Tenum_insert(TRUE)");
-    return type;
 }
 
 void write_notes(hid_t dataset, const DatasetNotes& notes, const std::string& what) {
@@ -127,8 +128,7 @@ void write_notes(hid_t dataset, const DatasetNotes& notes, const std::string& wh
 
 void write_group_attributes(hid_t file, const GroupAttributes& groups) {
     for (const auto& [path, attributes] : groups) {
-        H5Group group(
-            h5_check(H5Gopen2(file, path.c_str(), H5P_DEFAULT), "H5Gopen2(" + path + ")"));
+        H5Group group(h5_check(H5Gopen2(file, path.c_str(), H5P_DEFAULT), "H5Gopen2", path));
         for (const auto& [name, value] : attributes) write_attribute(group.get(), name, value);
     }
 }
@@ -141,13 +141,13 @@ void write_hyperslab(hid_t dataset, const hsize_t* start, const hsize_t* count, 
     if (data == nullptr) {
         throw runtime_error("result file: no data for " + what);
     }
-    H5Dataspace file_space(h5_check(H5Dget_space(dataset), "H5Dget_space(" + what + ")"));
+    H5Dataspace file_space(h5_check(H5Dget_space(dataset), "H5Dget_space", what));
     h5_check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr),
-             "H5Sselect_hyperslab(" + what + ")");
+             "H5Sselect_hyperslab", what);
     H5Dataspace memory_space(
-        h5_check(H5Screate_simple(1, &values, nullptr), "H5Screate_simple(" + what + ")"));
+        h5_check(H5Screate_simple(1, &values, nullptr), "H5Screate_simple", what));
     h5_check(H5Dwrite(dataset, type, memory_space.get(), file_space.get(), transfer, data),
-             "H5Dwrite(" + what + ")");
+             "H5Dwrite", what);
 }
 
 }  // namespace gpurelay

@@ -4,6 +4,7 @@
 
 #include <hdf5.h>
 
+#include <optional>
 #include <string>
 
 #include "io/h5_handle.hpp"
@@ -15,11 +16,10 @@ namespace gpurelay {
 void write_attribute(hid_t object, const std::string& name, const AttributeValue& value);
 
 // Reads a scalar attribute as the AttributeValue alternative of its class: any string (variable
-// or fixed length), any integer (as int64), any float (as double). `what` names it in messages.
-AttributeValue read_attribute(hid_t object, const std::string& name, const std::string& what);
-
-// h5py's boolean type: an enum over int8 with FALSE = 0 and TRUE = 1.
-H5Datatype bool_type();
+// or fixed length), any integer (as int64), any float (as double); none when there is no such
+// attribute. `what` names it in messages.
+std::optional<AttributeValue> read_attribute(hid_t object, const std::string& name,
+                                             const std::string& what);
 
 // Serial or collective alike: writes `notes` on `dataset` (units, description, dimension labels).
 void write_notes(hid_t dataset, const DatasetNotes& notes, const std::string& what);

@@ -3,7 +3,6 @@
 #include "io/h5_types.hpp"
 
 #include <array>
-#include <optional>
 
 #include "runtime/error.hpp"
 
@@ -27,18 +26,12 @@ std::array<StoredType, 4> stored_types() {
     }};
 }
 
-// The entry of `type`; none for a value outside the enumeration.
-std::optional<StoredType> find_stored_type(ElementType type) {
+// The entry of `type`; a runtime error for a value outside the enumeration.
+StoredType stored_type(ElementType type) {
     for (const StoredType& entry : stored_types()) {
         if (entry.type == type) return entry;
     }
-    return std::nullopt;
-}
-
-StoredType stored_type(ElementType type) {
-    const std::optional<StoredType> found = find_stored_type(type);
-    if (!found) throw runtime_error("unknown element type");
-    return *found;
+    throw runtime_error("unknown element type");
 }
 
 }  // namespace
@@ -48,15 +41,15 @@ hid_t file_type(ElementType type) { return stored_type(type).file; }
 hid_t memory_type(ElementType type) { return stored_type(type).memory; }
 
 const char* element_type_name(ElementType type) {
-    const std::optional<StoredType> found = find_stored_type(type);
-    return found ? found->name : "unknown";
+    for (const StoredType& entry : stored_types()) {
+        if (entry.type == type) return entry.name;
+    }
+    return "unknown";
 }
 
 std::string stored_type_name(hid_t type) {
     for (const StoredType& candidate : stored_types()) {
-        if (H5Tequal(type, candidate.file) > 0) {
-            return candidate.name;
-        }
+        if (H5Tequal(type, candidate.file) > 0) return candidate.name;
     }
     return "an unsupported type";
 }

@@ -50,7 +50,7 @@ std::optional<OutputLock> OutputLock::try_acquire(const std::string& path) {
 }
 
 std::optional<OutputLock> OutputLock::take(const std::string& path, std::string& holder) {
-    const std::string name = lock_path(path);
+    const std::string name = path + ".lock";
     // The holder removes the file as it lets go: a file opened just before that removal is
     // locked in vain, so the lock counts only if the name still leads to the locked file.
     for (int attempt = 0; attempt < 100; ++attempt) {

@@ -28,9 +28,6 @@ class OutputLock {
     // Whether this holds a lock (a default-made or moved-from one holds none).
     bool held() const noexcept { return fd_ >= 0; }
 
-    // The lock file's name for output `path`.
-    static std::string lock_path(const std::string& path) { return path + ".lock"; }
-
   private:
     // The lock, or nothing with `holder` set to who holds it; throws on the system's refusals.
     static std::optional<OutputLock> take(const std::string& path, std::string& holder);

@@ -54,6 +54,16 @@ int try_making_file_in(const std::string& folder) {
     return 0;
 }
 
+// Bytes an unprivileged writer may still use on the file system that holds `path`'s folder.
+std::uint64_t free_bytes_at(const std::string& path) {
+    struct statvfs status {};
+    if (::statvfs(folder_of(path).c_str(), &status) != 0) {
+        throw usage_error("cannot see the free space of '" + folder_of(path) +
+                          "': " + reason(errno));
+    }
+    return static_cast<std::uint64_t>(status.f_bavail) * status.f_frsize;
+}
+
 }  // namespace
 
 std::string resolve_output_path(const std::string& key, const std::string& path) {
@@ -140,15 +150,6 @@ bool same_file(const std::string& a, const std::string& b) {
     }
     std::error_code error;
     return fs::weakly_canonical(a, error) == fs::weakly_canonical(b, error);
-}
-
-std::uint64_t free_bytes_at(const std::string& path) {
-    struct statvfs status {};
-    if (::statvfs(folder_of(path).c_str(), &status) != 0) {
-        throw usage_error("cannot see the free space of '" + folder_of(path) +
-                          "': " + reason(errno));
-    }
-    return static_cast<std::uint64_t>(status.f_bavail) * status.f_frsize;
 }
 
 void check_space_for(const std::string& key, const std::string& path, std::uint64_t bytes) {

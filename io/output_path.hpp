@@ -29,9 +29,6 @@ void check_output_target(const std::string& key, const std::string& path,
 // same absolute text otherwise.
 bool same_file(const std::string& a, const std::string& b);
 
-// Bytes an unprivileged writer may still use on the file system that holds `path`'s folder.
-std::uint64_t free_bytes_at(const std::string& path);
-
 // Checks that the file system would hold `bytes` at `path` (a name no one else uses) by reserving
 // them (fallocate, then removed): a quota or a file size limit refuses here, before any file
 // work, which free space alone would not show; where it cannot reserve, free space is compared.

@@ -30,8 +30,8 @@ void set_fill_value(hid_t dataset_create, ElementType type, const std::string& p
     const void* value = type == ElementType::float32   ? static_cast<const void*>(&nan32)
                         : type == ElementType::float64 ? static_cast<const void*>(&nan64)
                                                        : &zero;
-    h5_check(H5Pset_fill_value(dataset_create, memory_type(type), value),
-             "H5Pset_fill_value(" + path + ")");
+    h5_check(H5Pset_fill_value(dataset_create, memory_type(type), value), "H5Pset_fill_value",
+             path);
 }
 
 // Contiguous storage allocated at creation: rows are then plain offsets in the file, and
@@ -39,20 +39,19 @@ void set_fill_value(hid_t dataset_create, ElementType type, const std::string& p
 H5PropertyList contiguous_early(const std::string& path, H5D_fill_time_t fill_time) {
     H5PropertyList dataset_create(
         h5_check(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate(dataset create, " + path + ")"));
-    h5_check(H5Pset_layout(dataset_create.get(), H5D_CONTIGUOUS), "H5Pset_layout(" + path + ")");
-    h5_check(H5Pset_alloc_time(dataset_create.get(), H5D_ALLOC_TIME_EARLY),
-             "H5Pset_alloc_time(" + path + ")");
-    h5_check(H5Pset_fill_time(dataset_create.get(), fill_time), "H5Pset_fill_time(" + path + ")");
+    h5_check(H5Pset_layout(dataset_create.get(), H5D_CONTIGUOUS), "H5Pset_layout", path);
+    h5_check(H5Pset_alloc_time(dataset_create.get(), H5D_ALLOC_TIME_EARLY), "H5Pset_alloc_time",
+             path);
+    h5_check(H5Pset_fill_time(dataset_create.get(), fill_time), "H5Pset_fill_time", path);
     return dataset_create;
 }
 
 H5Dataset create_dataset(hid_t file, const std::string& path, ElementType type, int rank,
                          const hsize_t* dims, hid_t link_create, hid_t dataset_create) {
-    H5Dataspace space(
-        h5_check(H5Screate_simple(rank, dims, nullptr), "H5Screate_simple(" + path + ")"));
+    H5Dataspace space(h5_check(H5Screate_simple(rank, dims, nullptr), "H5Screate_simple", path));
     return H5Dataset(h5_check(H5Dcreate2(file, path.c_str(), file_type(type), space.get(),
                                          link_create, dataset_create, H5P_DEFAULT),
-                              "H5Dcreate2(" + path + ")"));
+                              "H5Dcreate2", path));
 }
 
 // One set's /y and its /step, under `group` (made first when it is not the root).
@@ -74,7 +73,7 @@ void create_rows(hid_t file, const ResultFileLayout& layout, const RowSet& set, 
                     layout.written_steps.data(), step_name);
     write_notes(step.get(), layout.step_notes, step_name);
     // /step is the coordinate of /y's rows: a dimension scale attached to its dimension 1.
-    h5_check(H5DSset_scale(step.get(), "step"), "H5DSset_scale(" + step_name + ")");
+    h5_check(H5DSset_scale(step.get(), "step"), "H5DSset_scale", step_name);
     h5_check(H5DSattach_scale(y.get(), step.get(), 1),
              "H5DSattach_scale(" + y_name + ", " + step_name + ")");
 }

@@ -8,14 +8,6 @@
 // calls on one file from one thread at a time.
 #pragma once
 
-// gpurelay uses MPI's C API only; Open MPI's deprecated C++ bindings (pulled in by mpi.h) do not
-// compile cleanly under -Wextra.
-#ifndef OMPI_SKIP_MPICXX
-#define OMPI_SKIP_MPICXX 1
-#endif
-#ifndef MPICH_SKIP_MPICXX
-#define MPICH_SKIP_MPICXX 1
-#endif
 #include <mpi.h>
 
 #include <cstdint>
@@ -137,9 +129,6 @@ class ResultFile {
     // written_steps) of pair `pair` in the `set`-th /y (0 without row sets) from `elements`
     // values of y_type at `data`.
     void write_y_row(std::size_t set, std::uint64_t pair, std::uint64_t row, const void* data);
-    void write_y_row(std::uint64_t pair, std::uint64_t row, const void* data) {
-        write_y_row(0, pair, row, data);
-    }
     // Independent: sets which step row `row` of the `set`-th /y holds (/step), for a row the
     // layout could not place before the run (the last step of a run its duration ended).
     void write_row_step(std::size_t set, std::uint64_t row, std::int64_t step);

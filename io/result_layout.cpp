@@ -26,8 +26,7 @@ bool link_exists(hid_t file, const std::string& name) {
     do {
         end = name.find('/', end + 1);
         const std::string prefix = name.substr(0, end);
-        if (h5_check(H5Lexists(file, prefix.c_str(), H5P_DEFAULT), "H5Lexists(" + prefix + ")") <=
-            0) {
+        if (h5_check(H5Lexists(file, prefix.c_str(), H5P_DEFAULT), "H5Lexists", prefix) <= 0) {
             return false;
         }
     } while (end != std::string::npos);
@@ -109,18 +108,17 @@ H5Dataset open_declared_dataset(hid_t file, const std::string& file_path,
         H5Eclear2(H5E_DEFAULT);
         throw usage_error(prefix + " is not a dataset");
     }
-    H5Datatype type(h5_check(H5Dget_type(dataset.get()), "H5Dget_type(" + declared.name + ")"));
-    if (h5_check(H5Tequal(type.get(), file_type(declared.type)),
-                 "H5Tequal(" + declared.name + ")") <= 0) {
+    H5Datatype type(h5_check(H5Dget_type(dataset.get()), "H5Dget_type", declared.name));
+    if (h5_check(H5Tequal(type.get(), file_type(declared.type)), "H5Tequal", declared.name) <= 0) {
         throw usage_error(prefix + " has type " + stored_type_name(type.get()) +
                           " but this run needs " + element_type_name(declared.type));
     }
-    H5Dataspace space(h5_check(H5Dget_space(dataset.get()), "H5Dget_space(" + declared.name + ")"));
-    const int rank = h5_check(H5Sget_simple_extent_ndims(space.get()),
-                              "H5Sget_simple_extent_ndims(" + declared.name + ")");
+    H5Dataspace space(h5_check(H5Dget_space(dataset.get()), "H5Dget_space", declared.name));
+    const int rank = h5_check(H5Sget_simple_extent_ndims(space.get()), "H5Sget_simple_extent_ndims",
+                              declared.name);
     std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
     h5_check(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr),
-             "H5Sget_simple_extent_dims(" + declared.name + ")");
+             "H5Sget_simple_extent_dims", declared.name);
     if (dims != declared.dims) {
         throw usage_error(prefix + " has shape " + shape_text(dims) + " but this run needs " +
                           shape_text(declared.dims));

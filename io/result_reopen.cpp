@@ -26,13 +26,11 @@ namespace fs = std::filesystem;
 void check_resumable(const std::string& partial_path, const ResultFileLayout& layout) {
     H5File file = open_serial_read_only(partial_path, "resume");
     const std::string prefix = "cannot resume '" + partial_path + "': ";
-    const std::string complete_name(complete_attribute);
-    if (h5_check(H5Aexists(file.get(), complete_name.c_str()), "H5Aexists(complete)") <= 0) {
-        throw usage_error(prefix + "it has no 'complete' attribute");
-    }
-    const AttributeValue complete =
-        read_attribute(file.get(), complete_name, "attribute 'complete' of '" + partial_path + "'");
-    const auto* complete_value = std::get_if<std::int64_t>(&complete);
+    const std::optional<AttributeValue> complete =
+        read_attribute(file.get(), std::string(complete_attribute),
+                       "attribute 'complete' of '" + partial_path + "'");
+    if (!complete) throw usage_error(prefix + "it has no 'complete' attribute");
+    const auto* complete_value = std::get_if<std::int64_t>(&*complete);
     if (complete_value == nullptr) {
         throw usage_error(prefix + "attribute 'complete' is not an integer");
     }
@@ -47,7 +45,7 @@ void check_resumable(const std::string& partial_path, const ResultFileLayout& la
             std::vector<std::int64_t> steps(layout.written_steps.size());
             h5_check(H5Dread(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
                              steps.data()),
-                     "H5Dread(" + declared.name + ")");
+                     "H5Dread", declared.name);
             if (steps != layout.written_steps) {
                 throw usage_error(prefix + declared.name +
                                   " holds other steps than this run writes");
@@ -92,11 +90,7 @@ std::optional<AttributeValue> ResultFile::read_root_attribute(const std::string&
         return std::nullopt;
     }
     H5File file = open_serial_read_only(file_path, "read");
-    const std::string what = "attribute '" + name + "' of '" + file_path + "'";
-    if (h5_check(H5Aexists(file.get(), name.c_str()), "H5Aexists(" + what + ")") <= 0) {
-        return std::nullopt;
-    }
-    return read_attribute(file.get(), name, what);
+    return read_attribute(file.get(), name, "attribute '" + name + "' of '" + file_path + "'");
 }
 
 }  // namespace gpurelay

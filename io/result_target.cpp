@@ -31,9 +31,8 @@ std::string finishable_contents(const std::string& partial_path) {
     try {
         H5File file = open_serial_read_only(partial_path, "read");
         const auto integer = [&](const char* name) -> std::optional<std::int64_t> {
-            if (H5Aexists(file.get(), name) <= 0) return std::nullopt;
-            const AttributeValue value = read_attribute(file.get(), name, name);
-            const auto* number = std::get_if<std::int64_t>(&value);
+            const std::optional<AttributeValue> value = read_attribute(file.get(), name, name);
+            const auto* number = value ? std::get_if<std::int64_t>(&*value) : nullptr;
             return number ? std::optional(*number) : std::nullopt;
         };
         const auto complete = integer(std::string(complete_attribute).c_str());

@@ -89,6 +89,15 @@ std::vector<std::string> allgather_strings(const std::string& mine, int size) {
     return out;
 }
 
+std::string broadcast_text(MPI_Comm comm, std::string text, const std::string& what) {
+    auto length = static_cast<std::uint64_t>(text.size());
+    const Deadline bound(what);
+    MPI_CHECK(MPI_Bcast(&length, 1, MPI_UINT64_T, 0, comm));
+    text.resize(static_cast<std::size_t>(length));
+    MPI_CHECK(MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, comm));
+    return text;
+}
+
 std::string mpi_version_string() {
     char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
     int length = 0;

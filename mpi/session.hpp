@@ -61,6 +61,8 @@ bool every_pair_on_one_node(MPI_Comm comm, int peer);
 // Collective over MPI_COMM_WORLD of `size` ranks: one string per rank (at most 255 characters
 // each) gathered onto every rank, in rank order.
 std::vector<std::string> allgather_strings(const std::string& mine, int size);
+// Collective over `comm`: rank 0's `text` (of any length) on every rank, the wait named `what`.
+std::string broadcast_text(MPI_Comm comm, std::string text, const std::string& what);
 
 // "Open MPI v4.1.4" and the like.
 std::string mpi_version_string();

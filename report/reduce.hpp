@@ -213,8 +213,6 @@ Ceilings summarize_ceilings(MPI_Comm comm, const Config& config, const PairPlace
 // Collective, once `summary.passes` holds every pass: the ranks, the largest rank's memory, the
 // write bandwidth, and with two passes (compare) the overlap speedup and perfect overlap.
 void summarize_run(MPI_Comm comm, const RankFigures& mine, RunSummary& summary);
-// Collective: rank 0's `text` on every rank (every rank writes the file's attributes alike).
-std::string text_from_root(MPI_Comm comm, std::string text);
 
 // The distribution of `values` (NaN left out; all NaN without any), as PhaseStats says.
 PhaseStats phase_stats(std::vector<double> values);

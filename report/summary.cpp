@@ -518,15 +518,6 @@ Ceilings summarize_ceilings(MPI_Comm comm, const Config& config, const PairPlace
     return ceilings;
 }
 
-std::string text_from_root(MPI_Comm comm, std::string text) {
-    auto length = static_cast<std::uint64_t>(text.size());
-    const Deadline bound("the broadcast of the report's figures for the file");
-    MPI_CHECK(MPI_Bcast(&length, 1, MPI_UINT64_T, 0, comm));
-    text.resize(static_cast<std::size_t>(length));
-    MPI_CHECK(MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, comm));
-    return text;
-}
-
 double bus_factor(Pattern pattern, int group_size) {
     if (pattern == Pattern::pairs || pattern == Pattern::relay) return 1.0;  // point to point
     return bus_factor(collective_of(pattern), group_size);

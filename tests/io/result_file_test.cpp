@@ -240,7 +240,7 @@ void write_pair_rows(ResultFile& file, std::uint64_t pair) {
     for (std::uint64_t row = 0; row < written_steps.size(); ++row) {
         if (owner(pair, row) == rank) {
             const std::vector<T> values = y_row<T>(rank, pair, row);
-            file.write_y_row(pair, row, values.data());
+            file.write_y_row(0, pair, row, values.data());
             const std::uint64_t index = pair * written_steps.size() + row;
             const std::uint64_t bytes[2] = {(1ull << 40) + index, static_cast<std::uint64_t>(rank)};
             file.write_matrix_row("counts/bytes", index, bytes);
@@ -700,7 +700,7 @@ TEST_F(ResultFileTest, NoWrittenStepsMeansNoYAndNoStep) {
     layout.written_steps.clear();
     ResultFile file = ResultFile::create(MPI_COMM_WORLD, path, false, layout, create_attributes);
     const float row[1000] = {};
-    EXPECT_THROW(file.write_y_row(0, 0, row), Error);
+    EXPECT_THROW(file.write_y_row(0, 0, 0, row), Error);
     const std::int64_t delta[2] = {1, 2};
     file.write_matrix_row("counts/delta", 0, delta);
     file.close(true, {});
@@ -719,14 +719,14 @@ TEST_F(ResultFileTest, BadRowsAndNamesThrowOnTheCallingRankOnly) {
         ResultFile::create(MPI_COMM_WORLD, path, false, small_layout(ElementType::float64), {});
     const std::vector<double> row(elements, 1.0);
     try {
-        file.write_y_row(pairs, 0, row.data());
+        file.write_y_row(0, pairs, 0, row.data());
         ADD_FAILURE() << "pair out of range accepted";
     } catch (const Error& error) {
         EXPECT_EQ(error.code(), ExitCode::runtime);
         EXPECT_NE(std::string(error.what()).find("outside"), std::string::npos) << error.what();
     }
-    EXPECT_THROW(file.write_y_row(0, written_steps.size(), row.data()), Error);
-    EXPECT_THROW(file.write_y_row(0, 0, nullptr), Error);
+    EXPECT_THROW(file.write_y_row(0, 0, written_steps.size(), row.data()), Error);
+    EXPECT_THROW(file.write_y_row(0, 0, 0, nullptr), Error);
     EXPECT_THROW(file.write_matrix_row("no/such/matrix", 0, row.data()), Error);
     EXPECT_THROW(file.write_matrix_row("counts/delta", world_size() + 1, row.data()), Error);
     // Only rank 0 gets it wrong here; nothing collective is involved, so nobody waits.
@@ -734,7 +734,7 @@ TEST_F(ResultFileTest, BadRowsAndNamesThrowOnTheCallingRankOnly) {
         EXPECT_THROW(file.write_matrix_row("counts/bytes", 1000, row.data()), Error);
     }
     file.close(true, {});
-    EXPECT_THROW(file.write_y_row(0, 0, row.data()), Error);
+    EXPECT_THROW(file.write_y_row(0, 0, 0, row.data()), Error);
     EXPECT_THROW(file.flush(), Error);
     EXPECT_THROW(file.close(true, {}), Error);
 }
@@ -797,7 +797,7 @@ TEST_F(ResultFileTest, LargeRowsRoundTrip) {
         for (std::uint64_t e = 0; e < row_elements; ++e) {
             values[e] = value(rank, e);
         }
-        file.write_y_row(0, rank, values.data());
+        file.write_y_row(0, 0, rank, values.data());
     }
     file.close(true, {});
     if (world_rank() != 0) {
