@@ -400,20 +400,13 @@ PhaseStats phase_stats(std::vector<double> values) {
     return st;
 }
 
-bool RunSummary::verified() const {
-    return std::all_of(passes.begin(), passes.end(),
-                       [](const PassSummary& p) { return p.verified(); });
-}
-
 VerificationTotals RunSummary::verification_totals() const {
     VerificationTotals t;
-    for (const PassSummary& p : passes) {
-        t.x_checked += p.x_checked;
-        t.x_mismatches += p.x_mismatches;
-        t.c_checked += p.c_checked;
-        t.c_mismatches += p.c_mismatches;
-        t.spot_checked += p.spot_checked;
-        t.spot_mismatches += p.spot_mismatches;
+    for (const VerificationTotals& p : passes) {
+        for (auto field : {&VerificationTotals::x_checked, &VerificationTotals::x_mismatches,
+                           &VerificationTotals::c_checked, &VerificationTotals::c_mismatches,
+                           &VerificationTotals::spot_checked, &VerificationTotals::spot_mismatches})
+            t.*field += p.*field;
     }
     return t;
 }
