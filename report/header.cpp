@@ -45,19 +45,13 @@ std::vector<std::string> changed_keys(const Config& config) {
 // "config (...): key=value ..." wrapped at kReportColumns, the lines after the first indented.
 std::string wrapped_config(const Config& config) {
     std::string text = "config (not at their defaults; --print-config prints all):";
-    std::string line = text;
     const std::vector<std::string> items = changed_keys(config);
     if (items.empty()) return text + " none";
+    std::size_t line = text.size();
     for (const std::string& item : items) {
-        if (line.size() + 1 + item.size() > kReportColumns && line.size() > 2) {
-            text += "\n  ";
-            line = "  ";
-        } else {
-            text += ' ';
-            line += ' ';
-        }
-        text += item;
-        line += item;
+        const bool wrap = line + 1 + item.size() > kReportColumns && line > 2;
+        text += (wrap ? "\n  " : " ") + item;
+        line = (wrap ? 2 : line + 1) + item.size();
     }
     return text;
 }
