@@ -242,18 +242,18 @@ Measured rate(double bytes, const Measured& ms) {
 
 Measured transfer(Run, Pass p) { return {p.transfer_ms, p.transfer_lo_ms, p.transfer_hi_ms}; }
 
+Measured scaled(const Measured& m, double factor) {
+    return {factor * m.value, factor * m.lo, factor * m.hi};
+}
+
 Measured handoff(Run s, Pass p) {
-    if (s.config.launch != Launch::device) return {};
-    const Measured t = transfer(s, p);
-    return {1e3 * t.value, 1e3 * t.lo, 1e3 * t.hi};
+    return s.config.launch == Launch::device ? scaled(transfer(s, p), 1e3) : Measured{};
 }
 
 Measured transfer_rate(Run s, Pass p) { return rate(tensor_bytes(s), transfer(s, p)); }
 
 Measured bus_rate(Run s, Pass p) {
-    const double factor = bus_factor(s.config.pattern, s.group_size);
-    const Measured r = transfer_rate(s, p);
-    return {factor * r.value, factor * r.lo, factor * r.hi};
+    return scaled(transfer_rate(s, p), bus_factor(s.config.pattern, s.group_size));
 }
 
 Measured c_rate(Run s, Pass p) {

@@ -448,43 +448,39 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     return summary;
 }
 
-// A relay's stages on every rank: group, stage, the phases' medians, the two counts, the fill
-// latency and the host's three times per step, in the order they travel.
+// A relay's stages on every rank, each rank's figures gathered whole, and the fill latency.
 RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
                              const PassResult& result) {
     const bool consumer = placement.role != Role::producer;
     const auto timed = static_cast<double>(result.end_step - result.timed_from);
     // Where a stage's host spends its period: µs per timed step.
     auto per_step_us = [&](double ms) { return timed > 0 ? 1000.0 * ms / timed : kNaN; };
-    std::vector<double> mine = {static_cast<double>(placement.group),
-                                static_cast<double>(relay_stage(placement))};
-    for (const LogHistogram& phase : result.phases) mine.push_back(phase.quantile(0.5));
-    mine.insert(mine.end(),
-                {consumer ? static_cast<double>(result.x_mismatches) : 0.0,
-                 consumer ? static_cast<double>(result.c_mismatches) : 0.0, result.fill_ms,
-                 per_step_us(result.host_queue_ms), per_step_us(result.host_retire_ms),
-                 per_step_us(result.host_callback_ms)});
-    const int fields = static_cast<int>(mine.size());
-    int size = 1;
+    struct Stage {
+        StageFigures figures;
+        double fill_ms;
+    };
+    static_assert(std::is_trivially_copyable_v<Stage>);
+    int rank = 0, size = 1;
+    MPI_CHECK(MPI_Comm_rank(comm, &rank));
     MPI_CHECK(MPI_Comm_size(comm, &size));
-    std::vector<double> all(static_cast<std::size_t>(fields * size));
+    Stage mine{{placement.group, relay_stage(placement), rank}, result.fill_ms};
+    StageFigures& f = mine.figures;
+    for (std::size_t p = 0; p < kPhaseCount; ++p) f.ms[p] = result.phases[p].quantile(0.5);
+    f.x_mismatches = consumer ? result.x_mismatches : 0;
+    f.c_mismatches = consumer ? result.c_mismatches : 0;
+    f.host_queue_us = per_step_us(result.host_queue_ms);
+    f.host_retire_us = per_step_us(result.host_retire_ms);
+    f.host_callback_us = per_step_us(result.host_callback_ms);
+    std::vector<Stage> all(static_cast<std::size_t>(size));
     const Deadline bound("gathering a relay's stage figures");
-    MPI_CHECK(MPI_Allgather(mine.data(), fields, MPI_DOUBLE, all.data(), fields, MPI_DOUBLE, comm));
+    MPI_CHECK(
+        MPI_Allgather(&mine, sizeof(Stage), MPI_BYTE, all.data(), sizeof(Stage), MPI_BYTE, comm));
     RelayFigures figures;
     figures.stages = placement.group_size;
-    for (int r = 0; r < size; ++r) {
-        const double* v = all.data() + static_cast<std::size_t>(r * fields);
-        StageFigures f{static_cast<int>(v[0]), static_cast<int>(v[1]), r};
-        std::copy_n(v + 2, kPhaseCount, f.ms.begin());
-        v += 2 + kPhaseCount;
-        f.x_mismatches = static_cast<std::uint64_t>(v[0]);
-        f.c_mismatches = static_cast<std::uint64_t>(v[1]);
+    for (const Stage& stage : all) {
         // The slowest group's; NaN only when no last stage measured it.
-        figures.fill_ms = std::fmax(figures.fill_ms, v[2]);
-        f.host_queue_us = v[3];
-        f.host_retire_us = v[4];
-        f.host_callback_us = v[5];
-        figures.stage_figures.push_back(f);
+        figures.fill_ms = std::fmax(figures.fill_ms, stage.fill_ms);
+        figures.stage_figures.push_back(stage.figures);
     }
     return figures;
 }
