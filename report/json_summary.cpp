@@ -128,11 +128,8 @@ void add_overlap_figures(const RunSummary& s, const Judgement& judged, nlohmann:
         if (!c.hop_transfer_ms.empty()) j["ceilings_ms"]["hops"] = c.hop_transfer_ms;
     }
     for (std::size_t i = 0; i < kRunFigCount; ++i) {
-        const Figure& f = judged.run[i];
-        if (f.measured()) {
-            j["figures"][figure_name(static_cast<RunFig>(i)).name] =
-                figure_json(f, figure_name(static_cast<RunFig>(i)));
-        }
+        const FigureName& name = figure_name(static_cast<RunFig>(i));
+        if (judged.run[i].measured()) j["figures"][name.name] = figure_json(judged.run[i], name);
     }
     if (const Figure& speedup = judged[RunFig::speedup]; speedup.measured()) {
         for (const Finding& note : judged.speedup_notes) {

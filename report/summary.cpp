@@ -74,13 +74,9 @@ double coefficient_of_variation(const std::vector<double>& values) {
     return std::sqrt(squares / static_cast<double>(values.size())) / mean;
 }
 
-// What summarize_pass sums over the ranks.
-struct Counts {
-    std::uint64_t x_mismatches, c_mismatches, spot_checked, spot_mismatches;
-};
-// What it takes the largest of over the ranks (a least negated): the slowest rank's wall and host
-// times, the fewest steps in retire groups (a consumer's written steps end its groups), the
-// slowest SM clocks at the start and end, and the highest maximum.
+// What summarize_pass takes the largest of over the ranks (a least negated): the slowest rank's
+// wall and host times, the fewest steps in retire groups (a consumer's written steps end its
+// groups), the slowest SM clocks at the start and end, and the highest maximum.
 struct Worst {
     double timed_wall_ms, cold_step_ms, write_wait_ms, capture_ms, graphs_captured;
     double host_queue_ms, host_retire_ms, host_callback_ms, grouped_steps;
@@ -214,16 +210,17 @@ void summarize_slow_steps(const std::vector<RankMedians>& medians, PassSummary& 
 void reduce_verification(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                          const PassResult& result, PassSummary& summary) {
     const bool consumer = placement.role != Role::producer;
-    Counts counts{consumer ? result.x_mismatches : 0, consumer ? result.c_mismatches : 0,
-                  result.spot_checked, result.spot_mismatches};
-    const Counts totals = reduce_fields<std::uint64_t>(counts, MPI_UINT64_T, MPI_SUM, comm);
+    const VerificationTotals mine{0,
+                                  consumer ? result.x_mismatches : 0,
+                                  0,
+                                  consumer ? result.c_mismatches : 0,
+                                  result.spot_checked,
+                                  result.spot_mismatches};
+    static_cast<VerificationTotals&>(summary) =
+        reduce_fields<std::uint64_t>(mine, MPI_UINT64_T, MPI_SUM, comm);
     const auto ran = static_cast<std::uint64_t>(result.end_step - result.first_step);
     summary.x_checked = config.elements * ran * static_cast<std::uint64_t>(placement.pairs);
     summary.c_checked = config.c_elements * ran * static_cast<std::uint64_t>(placement.pairs);
-    summary.x_mismatches = totals.x_mismatches;
-    summary.c_mismatches = totals.c_mismatches;
-    summary.spot_checked = totals.spot_checked;
-    summary.spot_mismatches = totals.spot_mismatches;
 }
 
 // The slowest rank's figures (Worst), and how the pass was timed and launched, on every rank;
