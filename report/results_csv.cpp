@@ -26,12 +26,6 @@ std::string phase_cell(R r, Phase phase, double value) {
     return phase == Phase::step || r.judged.readable() ? csv_number(value) : "";
 }
 
-int slow_pairs(const PassSummary& p) {
-    int slow = 0;
-    for (const PairFigures& f : p.pairs) slow += f.slow ? 1 : 0;
-    return slow;
-}
-
 // The figures of the main pass and of the run that a rule of their own withholds (the reading's
 // are said by phase_times_unreadable_because): "transfer_gbps:no_transfer;...".
 std::string withheld_cell(R r) {
@@ -145,7 +139,7 @@ const ColumnSpec kPassColumns[] = {
     // The HDF5 file the row's measurements and /y are in, as the run resolved it.
     {"output", kDeckKey},
     {"slow_steps", [](R r) { return std::to_string(main_pass(r).slow_steps); }},
-    {"slow_pairs", [](R r) { return std::to_string(slow_pairs(main_pass(r))); }},
+    {"slow_pairs", [](R r) { return std::to_string(link_spread(main_pass(r).pairs).flagged); }},
 };
 
 // The judgements and what came later.
