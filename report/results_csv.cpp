@@ -37,12 +37,10 @@ std::string withheld_cell(R r) {
             cell.append(name).append(":").append(f.reason());
         }
     };
-    for (std::size_t i = 0; i < kPassFigCount; ++i) {
+    for (std::size_t i = 0; i < kPassFigCount; ++i)
         add(main_judged(r).figures[i], figure_name(static_cast<PassFig>(i)).name);
-    }
-    for (std::size_t i = 0; i < kRunFigCount; ++i) {
+    for (std::size_t i = 0; i < kRunFigCount; ++i)
         add(r.judged.run[i], figure_name(static_cast<RunFig>(i)).name);
-    }
     return cell;
 }
 
