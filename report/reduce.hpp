@@ -202,9 +202,6 @@ struct RankFigures {
 // the steps travels).
 PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                            const PassResult& result);
-// Collective: every rank's stage figures and the slowest group's fill latency, on every rank.
-RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
-                             const PassResult& result);
 // Collective: the ceilings Pipeline::ceilings() measured, reduced as a pass is; not measured
 // when any rank measured none.
 Ceilings summarize_ceilings(MPI_Comm comm, const Config& config, const PairPlacement& placement,

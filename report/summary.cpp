@@ -369,6 +369,44 @@ std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
     return ranks;
 }
 
+// Collective: a relay's stages, each rank's figures gathered whole, and the slowest group's fill
+// latency, on every rank.
+RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
+                             const PassResult& result) {
+    const bool consumer = placement.role != Role::producer;
+    const auto timed = static_cast<double>(result.end_step - result.timed_from);
+    // Where a stage's host spends its period: µs per timed step.
+    auto per_step_us = [&](double ms) { return timed > 0 ? 1000.0 * ms / timed : kNaN; };
+    struct Stage {
+        StageFigures figures;
+        double fill_ms;
+    };
+    static_assert(std::is_trivially_copyable_v<Stage>);
+    int rank = 0, size = 1;
+    MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    MPI_CHECK(MPI_Comm_size(comm, &size));
+    Stage mine{{placement.group, relay_stage(placement), rank}, result.fill_ms};
+    StageFigures& f = mine.figures;
+    for (std::size_t p = 0; p < kPhaseCount; ++p) f.ms[p] = result.phases[p].quantile(0.5);
+    f.x_mismatches = consumer ? result.x_mismatches : 0;
+    f.c_mismatches = consumer ? result.c_mismatches : 0;
+    f.host_queue_us = per_step_us(result.host_queue_ms);
+    f.host_retire_us = per_step_us(result.host_retire_ms);
+    f.host_callback_us = per_step_us(result.host_callback_ms);
+    std::vector<Stage> all(static_cast<std::size_t>(size));
+    const Deadline bound("gathering a relay's stage figures");
+    MPI_CHECK(
+        MPI_Allgather(&mine, sizeof(Stage), MPI_BYTE, all.data(), sizeof(Stage), MPI_BYTE, comm));
+    RelayFigures figures;
+    figures.stages = placement.group_size;
+    for (const Stage& stage : all) {
+        // The slowest group's; NaN only when no last stage measured it.
+        figures.fill_ms = std::fmax(figures.fill_ms, stage.fill_ms);
+        figures.stage_figures.push_back(stage.figures);
+    }
+    return figures;
+}
+
 }  // namespace
 
 PhaseStats phase_stats(const LogHistogram& h) {
@@ -443,43 +481,6 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     summarize_links(medians, links, static_cast<double>(config.tensor_bytes()), summary);
     summary.step_bound_ms = step_bound_ms(phase_medians(summary), config.depth, result.overlap);
     return summary;
-}
-
-// A relay's stages on every rank, each rank's figures gathered whole, and the fill latency.
-RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
-                             const PassResult& result) {
-    const bool consumer = placement.role != Role::producer;
-    const auto timed = static_cast<double>(result.end_step - result.timed_from);
-    // Where a stage's host spends its period: µs per timed step.
-    auto per_step_us = [&](double ms) { return timed > 0 ? 1000.0 * ms / timed : kNaN; };
-    struct Stage {
-        StageFigures figures;
-        double fill_ms;
-    };
-    static_assert(std::is_trivially_copyable_v<Stage>);
-    int rank = 0, size = 1;
-    MPI_CHECK(MPI_Comm_rank(comm, &rank));
-    MPI_CHECK(MPI_Comm_size(comm, &size));
-    Stage mine{{placement.group, relay_stage(placement), rank}, result.fill_ms};
-    StageFigures& f = mine.figures;
-    for (std::size_t p = 0; p < kPhaseCount; ++p) f.ms[p] = result.phases[p].quantile(0.5);
-    f.x_mismatches = consumer ? result.x_mismatches : 0;
-    f.c_mismatches = consumer ? result.c_mismatches : 0;
-    f.host_queue_us = per_step_us(result.host_queue_ms);
-    f.host_retire_us = per_step_us(result.host_retire_ms);
-    f.host_callback_us = per_step_us(result.host_callback_ms);
-    std::vector<Stage> all(static_cast<std::size_t>(size));
-    const Deadline bound("gathering a relay's stage figures");
-    MPI_CHECK(
-        MPI_Allgather(&mine, sizeof(Stage), MPI_BYTE, all.data(), sizeof(Stage), MPI_BYTE, comm));
-    RelayFigures figures;
-    figures.stages = placement.group_size;
-    for (const Stage& stage : all) {
-        // The slowest group's; NaN only when no last stage measured it.
-        figures.fill_ms = std::fmax(figures.fill_ms, stage.fill_ms);
-        figures.stage_figures.push_back(stage.figures);
-    }
-    return figures;
 }
 
 Ceilings summarize_ceilings(MPI_Comm comm, const Config& config, const PairPlacement& placement,
