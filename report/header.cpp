@@ -17,12 +17,8 @@ constexpr std::size_t kReportColumns = 100;
 std::string human_bytes(double bytes) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int u = 0;
-    while (bytes >= 1024.0 && u < 4) {
-        bytes /= 1024.0;
-        ++u;
-    }
-    return u == 0 ? fmt::format("{:.0f} {}", bytes, units[u])
-                  : fmt::format("{:.2f} {}", bytes, units[u]);
+    for (; bytes >= 1024.0 && u < 4; ++u) bytes /= 1024.0;
+    return fmt::format("{:.{}f} {}", bytes, u == 0 ? 0 : 2, units[u]);
 }
 
 std::string human_bytes(std::uint64_t bytes) { return human_bytes(static_cast<double>(bytes)); }
