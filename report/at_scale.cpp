@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <numeric>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -87,10 +88,8 @@ void print_hop_ceilings(std::FILE* out, const PassSummary& pass, const PassJudge
     if (ratios.size() > kLinksListed) {
         const PhaseStats st = phase_stats(ratios);
         auto hop_of = [&](double ratio) {
-            return pass
-                .pairs[static_cast<std::size_t>(std::find(ratios.begin(), ratios.end(), ratio) -
-                                                ratios.begin())]
-                .pair;
+            const auto at = std::find(ratios.begin(), ratios.end(), ratio);
+            return pass.pairs[static_cast<std::size_t>(at - ratios.begin())].pair;
         };
         fmt::print(out,
                    "  {} hops against their bare transfers: median {:.2f} of their speed, min "
@@ -158,14 +157,12 @@ void print_stages(std::FILE* out, const RelayFigures& relay, bool phases) {
 
 std::vector<std::string> rank_summary_lines(const RunSummary& s) {
     std::map<std::string, std::size_t> ranks_per_host, gpus_per_host;
-    std::map<std::string, bool> gpu_seen;
+    std::set<std::string> gpu_seen;
     std::vector<std::string> hosts, roles, links, placements;
     for (const RankInfo& rank : s.ranks) {
         ++ranks_per_host[rank.host];
-        if (!rank.bus_id.empty() && !gpu_seen[rank.host + " " + rank.bus_id]) {
-            gpu_seen[rank.host + " " + rank.bus_id] = true;
+        if (!rank.bus_id.empty() && gpu_seen.insert(rank.host + " " + rank.bus_id).second)
             ++gpus_per_host[rank.host];
-        }
         hosts.push_back(rank.host);
         roles.push_back(rank.role);
         links.push_back(rank.peer_link);

@@ -57,13 +57,6 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 std::string mhz(double value) { return number_text("{:.0f}", value); }
 
-// Whether the clocks moved or were held down over the timed steps.
-bool clocks_slowed(const PassSummary& p) {
-    return p.clocks_measured &&
-           ((p.clock_reasons != 0 && !clock_slowdown_names(p.clock_reasons).empty()) ||
-            p.sm_clock_end_mhz < 0.95 * p.sm_clock_start_mhz);
-}
-
 // "rank 1 has 5 working threads on 1 core", or "ranks 1 and 2 have up to 5 ... on 1 core".
 std::string crowded_text(const CrowdedRanks& c) {
     const bool one = c.ranks.size() == 1;
@@ -138,8 +131,10 @@ void causes_and_remedies(const RunSummary& s, const PassSummary& p,
     if (const CrowdedRanks crowded = crowded_ranks(s); !crowded.ranks.empty()) {
         causes.push_back(crowded_text(crowded));
     }
-    if (clocks_slowed(p)) {
-        const std::string names = clock_slowdown_names(p.clock_reasons);
+    // The clocks moved or were held down over the timed steps.
+    const std::string names = clock_slowdown_names(p.clock_reasons);
+    if (p.clocks_measured && ((p.clock_reasons != 0 && !names.empty()) ||
+                              p.sm_clock_end_mhz < 0.95 * p.sm_clock_start_mhz)) {
         causes.push_back(fmt::format("the SM clock went {} -> {} MHz{}", mhz(p.sm_clock_start_mhz),
                                      mhz(p.sm_clock_end_mhz),
                                      names.empty() ? "" : " (" + names + ")"));

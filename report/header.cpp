@@ -17,12 +17,8 @@ constexpr std::size_t kReportColumns = 100;
 std::string human_bytes(double bytes) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int u = 0;
-    while (bytes >= 1024.0 && u < 4) {
-        bytes /= 1024.0;
-        ++u;
-    }
-    return u == 0 ? fmt::format("{:.0f} {}", bytes, units[u])
-                  : fmt::format("{:.2f} {}", bytes, units[u]);
+    for (; bytes >= 1024.0 && u < 4; ++u) bytes /= 1024.0;
+    return fmt::format("{:.{}f} {}", bytes, u == 0 ? 0 : 2, units[u]);
 }
 
 std::string human_bytes(std::uint64_t bytes) { return human_bytes(static_cast<double>(bytes)); }
@@ -45,19 +41,13 @@ std::vector<std::string> changed_keys(const Config& config) {
 // "config (...): key=value ..." wrapped at kReportColumns, the lines after the first indented.
 std::string wrapped_config(const Config& config) {
     std::string text = "config (not at their defaults; --print-config prints all):";
-    std::string line = text;
     const std::vector<std::string> items = changed_keys(config);
     if (items.empty()) return text + " none";
+    std::size_t line = text.size();
     for (const std::string& item : items) {
-        if (line.size() + 1 + item.size() > kReportColumns && line.size() > 2) {
-            text += "\n  ";
-            line = "  ";
-        } else {
-            text += ' ';
-            line += ' ';
-        }
-        text += item;
-        line += item;
+        const bool wrap = line + 1 + item.size() > kReportColumns && line > 2;
+        text += (wrap ? "\n  " : " ") + item;
+        line = (wrap ? 2 : line + 1) + item.size();
     }
     return text;
 }

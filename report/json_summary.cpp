@@ -99,17 +99,6 @@ nlohmann::json pass_json(const PassSummary& p, const PassJudgement& judged) {
     return j;
 }
 
-// NaN is not JSON: write null.
-nlohmann::json without_nan(const nlohmann::json& j) {
-    if (j.is_number_float() && std::isnan(j.get<double>())) return nullptr;
-    if (j.is_object() || j.is_array()) {
-        nlohmann::json copy = j;
-        for (auto& item : copy) item = without_nan(item);
-        return copy;
-    }
-    return j;
-}
-
 // A deck value as JSON of its own type: the TOML literal (2, 2.0, true, "auto") is also JSON for
 // every key gpurelay has; anything else stays the literal's text.
 nlohmann::json typed_value(const std::string& toml_literal) {
@@ -139,11 +128,8 @@ void add_overlap_figures(const RunSummary& s, const Judgement& judged, nlohmann:
         if (!c.hop_transfer_ms.empty()) j["ceilings_ms"]["hops"] = c.hop_transfer_ms;
     }
     for (std::size_t i = 0; i < kRunFigCount; ++i) {
-        const Figure& f = judged.run[i];
-        if (f.measured()) {
-            j["figures"][figure_name(static_cast<RunFig>(i)).name] =
-                figure_json(f, figure_name(static_cast<RunFig>(i)));
-        }
+        const FigureName& name = figure_name(static_cast<RunFig>(i));
+        if (judged.run[i].measured()) j["figures"][name.name] = figure_json(judged.run[i], name);
     }
     if (const Figure& speedup = judged[RunFig::speedup]; speedup.measured()) {
         for (const Finding& note : judged.speedup_notes) {
@@ -254,7 +240,7 @@ std::string summary_json(const RunSummary& s) {
     j["host_bytes"] = s.host_bytes;
     j["write_gbps"] = judged[RunFig::write_rate].rendered();
     j["verified"] = s.verified();
-    return without_nan(j).dump(2) + "\n";
+    return j.dump(2) + "\n";  // NaN, not JSON, is written as null
 }
 
 }  // namespace gpurelay

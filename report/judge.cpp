@@ -35,6 +35,21 @@ std::string phase_word(Phase phase) {
                             : "the " + name;
 }
 
+// A pass's phases as fractions of their ceilings' speed (1: at the ceiling; NaN: not measured).
+struct CeilingRatios {
+    double transfer, a, b, c;
+};
+double ratio(double ceiling_ms, double ms) { return ms > 0 ? ceiling_ms / ms : kNaN; }
+// A writes the tensor (N bytes) where a copy reads and writes it (2N), as the kernel benchmarks
+// count them; B reads and writes it.
+CeilingRatios against_ceilings(const PassSummary& pass, const Ceilings& c) {
+    if (!c.measured) return {kNaN, kNaN, kNaN, kNaN};
+    return {ratio(c.transfer_ms, pass.transfer_ms),
+            ratio(c.a_copy_ms, 2 * pass.phase(Phase::a).median),
+            ratio(c.b_copy_ms, pass.phase(Phase::b).median),
+            ratio(c.c_ms, pass.phase(Phase::c).median)};
+}
+
 // The transfer measured waiting rather than moving: longer than its own step, or, on an
 // oversubscribed CPU path (where its thread waits for a core), under kWaitingCeilingShare of its
 // bare transfer's speed. A device-driven step has no transfer to wait.
@@ -242,18 +257,18 @@ Measured rate(double bytes, const Measured& ms) {
 
 Measured transfer(Run, Pass p) { return {p.transfer_ms, p.transfer_lo_ms, p.transfer_hi_ms}; }
 
+Measured scaled(const Measured& m, double factor) {
+    return {factor * m.value, factor * m.lo, factor * m.hi};
+}
+
 Measured handoff(Run s, Pass p) {
-    if (s.config.launch != Launch::device) return {};
-    const Measured t = transfer(s, p);
-    return {1e3 * t.value, 1e3 * t.lo, 1e3 * t.hi};
+    return s.config.launch == Launch::device ? scaled(transfer(s, p), 1e3) : Measured{};
 }
 
 Measured transfer_rate(Run s, Pass p) { return rate(tensor_bytes(s), transfer(s, p)); }
 
 Measured bus_rate(Run s, Pass p) {
-    const double factor = bus_factor(s.config.pattern, s.group_size);
-    const Measured r = transfer_rate(s, p);
-    return {factor * r.value, factor * r.lo, factor * r.hi};
+    return scaled(transfer_rate(s, p), bus_factor(s.config.pattern, s.group_size));
 }
 
 Measured c_rate(Run s, Pass p) {
@@ -469,8 +484,6 @@ std::string joined(const std::vector<Finding>& findings, bool codes, const char*
     return text;
 }
 
-double ratio(double ceiling_ms, double ms) { return ms > 0 ? ceiling_ms / ms : kNaN; }
-
 // What keeps an attribution's terms from explaining the step ("" when they do).
 std::string attribution_flaw(const OverlapAttribution& a) {
     const double share = kAttributionRestShare * a.step_ms;
@@ -520,16 +533,6 @@ const FigureName& figure_name(RunFig figure) {
 
 std::string Judgement::codes() const { return joined(unreadable, true, ";"); }
 std::string Judgement::text() const { return joined(unreadable, false, "; "); }
-
-// A writes the tensor (N bytes) where a copy reads and writes it (2N), as the kernel benchmarks
-// count them; B reads and writes it.
-CeilingRatios against_ceilings(const PassSummary& pass, const Ceilings& c) {
-    if (!c.measured) return {kNaN, kNaN, kNaN, kNaN};
-    return {ratio(c.transfer_ms, pass.transfer_ms),
-            ratio(c.a_copy_ms, 2 * pass.phase(Phase::a).median),
-            ratio(c.b_copy_ms, pass.phase(Phase::b).median),
-            ratio(c.c_ms, pass.phase(Phase::c).median)};
-}
 
 OverlapAttribution attribute_overlap(const RunSummary& s) {
     OverlapAttribution a;

@@ -15,12 +15,6 @@
 
 namespace gpurelay {
 
-// A pass's phases as fractions of their ceilings' speed (1: at the ceiling; NaN: not measured).
-struct CeilingRatios {
-    double transfer, a, b, c;
-};
-CeilingRatios against_ceilings(const PassSummary& pass, const Ceilings& ceilings);
-
 // A compare run's overlapped step (ms) as perfect overlap (the overlap=off medians' step model with
 // the transfer and C at their ceilings) + C's slowdown beside the transfer (its overlapped median
 // less C alone) + the transfer's beside C, A and B (less the bare transfer) + the rest (ordering,

@@ -15,26 +15,18 @@ inline std::string number_text(fmt::format_string<double> format, double value) 
     return fmt::vformat(format, fmt::make_format_args(value));
 }
 
-// The decimals that give `value` 4 significant digits (none past the units for 1000 and over).
-inline int significant_decimals(double value) {
-    if (!(std::fabs(value) > 0) || !std::isfinite(value)) return 0;
-    return std::clamp(3 - static_cast<int>(std::floor(std::log10(std::fabs(value)))), 0, 9);
-}
-
-// `value` with `decimals` places, or "-" for NaN: "5.518", "0.0008123", "12345".
-inline std::string fixed_text(double value, int decimals) {
-    if (std::isnan(value)) return "-";
-    return fmt::format("{:.{}f}", value, decimals);
-}
-
-// A figure and its interval, all with the value's 4 significant digits: "5.518 [5.330, 5.850]";
-// the value alone where either end is NaN.
+// A figure and its interval, all with the value's 4 significant digits (none past the units for
+// 1000 and over): "5.518 [5.330, 5.850]"; the value alone where either end is NaN; "-" for NaN.
 inline std::string interval_text(double value, double lo, double hi) {
-    const int decimals = significant_decimals(value);
-    std::string text = fixed_text(value, decimals);
-    if (!std::isnan(lo) && !std::isnan(hi)) {
-        text += " [" + fixed_text(lo, decimals) + ", " + fixed_text(hi, decimals) + "]";
-    }
+    const int decimals =
+        !(std::fabs(value) > 0) || !std::isfinite(value)
+            ? 0
+            : std::clamp(3 - static_cast<int>(std::floor(std::log10(std::fabs(value)))), 0, 9);
+    auto fixed = [&](double v) {
+        return std::isnan(v) ? std::string("-") : fmt::format("{:.{}f}", v, decimals);
+    };
+    std::string text = fixed(value);
+    if (!std::isnan(lo) && !std::isnan(hi)) text += " [" + fixed(lo) + ", " + fixed(hi) + "]";
     return text;
 }
 

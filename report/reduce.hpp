@@ -73,7 +73,14 @@ struct RelayFigures {
 // A pass as the report and the progress line name it.
 inline const char* pass_name(bool overlap) { return overlap ? "overlap=on" : "overlap=off"; }
 
-struct PassSummary {
+// Elements checked and found wrong: a pass's, or the run's over its passes.
+struct VerificationTotals {
+    std::uint64_t x_checked = 0, x_mismatches = 0, c_checked = 0, c_mismatches = 0;
+    std::uint64_t spot_checked = 0, spot_mismatches = 0;
+    bool verified() const { return x_mismatches == 0 && c_mismatches == 0 && spot_mismatches == 0; }
+};
+
+struct PassSummary : VerificationTotals {
     bool overlap = true;
     std::int64_t timed_steps = 0, timed_from = 0;
     std::array<PhaseStats, kPhaseCount> phases{};  // as kPhases
@@ -88,8 +95,6 @@ struct PassSummary {
     double time_per_step_ms = 0, mean_step_ms = 0, steps_per_s = 0;
     double cold_step_ms = 0, write_wait_ms = 0;
     double step_bound_ms = 0;  // the step model: the time per step these medians give
-    std::uint64_t x_checked = 0, x_mismatches = 0, c_checked = 0, c_mismatches = 0;
-    std::uint64_t spot_checked = 0, spot_mismatches = 0;
     // graphs = true: graphs captured, the capture's host time and the steps replayed.
     int graphs_captured = 0;
     double capture_ms = 0;
@@ -114,12 +119,6 @@ struct PassSummary {
     bool clocks_measured = false;
     double sm_clock_start_mhz = kNaN, sm_clock_end_mhz = kNaN, sm_clock_max_mhz = kNaN;
     std::uint64_t clock_reasons = 0;
-    bool verified() const { return x_mismatches == 0 && c_mismatches == 0 && spot_mismatches == 0; }
-};
-
-struct VerificationTotals {
-    std::uint64_t x_checked = 0, x_mismatches = 0, c_checked = 0, c_mismatches = 0;
-    std::uint64_t spot_checked = 0, spot_mismatches = 0;
 };
 
 struct RankInfo {
@@ -183,8 +182,8 @@ struct RunSummary {
     // A resumed run's starting step, pass (in run order) and size; -1: not resumed.
     std::int64_t resumed_step = -1, resumed_pass = 0, resumed_size = 0;
 
-    bool verified() const;
     VerificationTotals verification_totals() const;
+    bool verified() const { return verification_totals().verified(); }
     // A compare run's writing pass waited on the file writer: the speedup includes I/O.
     bool speedup_includes_io() const {
         return overlap_speedup > 0 && passes.back().write_wait_ms > 0.0;
@@ -203,9 +202,6 @@ struct RankFigures {
 // the steps travels).
 PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                            const PassResult& result);
-// Collective: every rank's stage figures and the slowest group's fill latency, on every rank.
-RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
-                             const PassResult& result);
 // Collective: the ceilings Pipeline::ceilings() measured, reduced as a pass is; not measured
 // when any rank measured none.
 Ceilings summarize_ceilings(MPI_Comm comm, const Config& config, const PairPlacement& placement,

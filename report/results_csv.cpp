@@ -26,12 +26,6 @@ std::string phase_cell(R r, Phase phase, double value) {
     return phase == Phase::step || r.judged.readable() ? csv_number(value) : "";
 }
 
-int slow_pairs(const PassSummary& p) {
-    int slow = 0;
-    for (const PairFigures& f : p.pairs) slow += f.slow ? 1 : 0;
-    return slow;
-}
-
 // The figures of the main pass and of the run that a rule of their own withholds (the reading's
 // are said by phase_times_unreadable_because): "transfer_gbps:no_transfer;...".
 std::string withheld_cell(R r) {
@@ -43,12 +37,10 @@ std::string withheld_cell(R r) {
             cell.append(name).append(":").append(f.reason());
         }
     };
-    for (std::size_t i = 0; i < kPassFigCount; ++i) {
+    for (std::size_t i = 0; i < kPassFigCount; ++i)
         add(main_judged(r).figures[i], figure_name(static_cast<PassFig>(i)).name);
-    }
-    for (std::size_t i = 0; i < kRunFigCount; ++i) {
+    for (std::size_t i = 0; i < kRunFigCount; ++i)
         add(r.judged.run[i], figure_name(static_cast<RunFig>(i)).name);
-    }
     return cell;
 }
 
@@ -145,7 +137,7 @@ const ColumnSpec kPassColumns[] = {
     // The HDF5 file the row's measurements and /y are in, as the run resolved it.
     {"output", kDeckKey},
     {"slow_steps", [](R r) { return std::to_string(main_pass(r).slow_steps); }},
-    {"slow_pairs", [](R r) { return std::to_string(slow_pairs(main_pass(r))); }},
+    {"slow_pairs", [](R r) { return std::to_string(link_spread(main_pass(r).pairs).flagged); }},
 };
 
 // The judgements and what came later.
@@ -242,16 +234,6 @@ std::vector<CsvColumn> make_results_csv_columns() {
 // The results CSV's columns a side table's row repeats, to join the two.
 constexpr const char* kJoinColumns[] = {"tag", "timestamp", "git_hash", "elements", "repeat"};
 
-std::string join_cells(const CsvRow& run) {
-    std::string cells;
-    for (const char* name : kJoinColumns) {
-        for (const CsvColumn& column : results_csv_columns()) {
-            if (column.name == name) cells += column.cell(run) + ',';
-        }
-    }
-    return cells;
-}
-
 struct LinkRow {
     const RunSummary& run;
     const PassSummary& pass;
@@ -264,72 +246,52 @@ std::string rank_cell(const RunSummary& run, int rank, std::string RankInfo::*fi
                ? csv_text(run.ranks[static_cast<std::size_t>(rank)].*field)
                : "";
 }
+using L = const LinkRow&;
 struct LinkColumn {
     const char* name;
-    std::string (*cell)(const LinkRow&);
+    std::string (*cell)(L);
 };
 const LinkColumn kLinkColumns[] = {
-    {"pass", [](const LinkRow& l) { return std::string(l.pass.overlap ? "on" : "off"); }},
+    {"pass", [](L l) { return std::string(l.pass.overlap ? "on" : "off"); }},
     // The pair, a relay's hop or a collective's group, numbered as the report and the JSON do.
-    {"link", [](const LinkRow& l) { return std::to_string(l.link.pair); }},
-    {"producer", [](const LinkRow& l) { return std::to_string(l.link.producer); }},
-    {"consumer", [](const LinkRow& l) { return std::to_string(l.link.consumer); }},
-    {"producer_host",
-     [](const LinkRow& l) { return rank_cell(l.run, l.link.producer, &RankInfo::host); }},
-    {"consumer_host",
-     [](const LinkRow& l) { return rank_cell(l.run, l.link.consumer, &RankInfo::host); }},
-    {"peer_link",
-     [](const LinkRow& l) { return rank_cell(l.run, l.link.producer, &RankInfo::peer_link); }},
-    {"step_ms", [](const LinkRow& l) { return csv_number(l.link.step_ms); }},
-    {"transfer_ms", [](const LinkRow& l) { return csv_number(l.link.transfer_ms); }},
-    {"transfer_gbps", [](const LinkRow& l) { return csv_number(l.rate.rendered()); }},
-    {"slow", [](const LinkRow& l) { return std::string(l.link.slow ? "true" : "false"); }},
+    {"link", [](L l) { return std::to_string(l.link.pair); }},
+    {"producer", [](L l) { return std::to_string(l.link.producer); }},
+    {"consumer", [](L l) { return std::to_string(l.link.consumer); }},
+    {"producer_host", [](L l) { return rank_cell(l.run, l.link.producer, &RankInfo::host); }},
+    {"consumer_host", [](L l) { return rank_cell(l.run, l.link.consumer, &RankInfo::host); }},
+    {"peer_link", [](L l) { return rank_cell(l.run, l.link.producer, &RankInfo::peer_link); }},
+    {"step_ms", [](L l) { return csv_number(l.link.step_ms); }},
+    {"transfer_ms", [](L l) { return csv_number(l.link.transfer_ms); }},
+    {"transfer_gbps", [](L l) { return csv_number(l.rate.rendered()); }},
+    {"slow", [](L l) { return csv_bool(l.link.slow); }},
     // The rule that withholds the link's rate (empty where shown), as the JSON's pairs[].
-    {"withheld", [](const LinkRow& l) { return std::string(l.rate.reason()); }},
+    {"withheld", [](L l) { return std::string(l.rate.reason()); }},
 };
 
-// The join columns, then `columns` (each name followed by a comma).
-std::string header_of(const std::string& columns) {
+// The join columns, then `lead` and the names of `columns`.
+template <typename Columns>
+std::string side_header(std::string lead, const Columns& columns) {
     std::string header;
     for (const char* name : kJoinColumns) header += std::string(name) + ',';
-    header += columns;
+    for (const auto& column : columns) lead += std::string(column.name) + ',';
+    header += lead;
     header.pop_back();
     return header;
 }
+std::string rank_header() { return side_header("rank,", kRankFields); }
+std::string link_header() { return side_header("", kLinkColumns); }
+
+// A side table's line: the run's join cells, then `cells` (each followed by a comma).
 std::string row_of(const CsvRow& run, const std::string& cells) {
-    std::string line = join_cells(run) + cells;
+    std::string line;
+    for (const char* name : kJoinColumns) {
+        for (const CsvColumn& column : results_csv_columns()) {
+            if (column.name == name) line += column.cell(run) + ',';
+        }
+    }
+    line += cells;
     line.back() = '\n';
     return line;
-}
-
-// A rank's columns: its number, then RankInfo's fields.
-std::string rank_header() {
-    std::string names = "rank,";
-    for (const RankField& f : kRankFields) names += std::string(f.name) + ',';
-    return header_of(names);
-}
-std::string rank_cells(std::size_t rank, const RankInfo& info) {
-    std::string cells = std::to_string(rank) + ',';
-    for (const RankField& f : kRankFields) {
-        cells += (f.text != nullptr ? csv_text(info.*f.text) : std::to_string(info.*f.count)) + ',';
-    }
-    return cells;
-}
-
-std::string link_header() {
-    std::string names;
-    for (const LinkColumn& column : kLinkColumns) names += std::string(column.name) + ',';
-    return header_of(names);
-}
-std::string link_cells(const LinkRow& row) {
-    std::string cells;
-    for (const LinkColumn& column : kLinkColumns) cells += column.cell(row) + ',';
-    return cells;
-}
-
-void check_side_table_headers(const std::string& results_csv) {
-    check_csv_header(side_table_path(results_csv, false), rank_header());
-    check_csv_header(side_table_path(results_csv, true), link_header());
 }
 
 void append_side_tables(const std::string& results_csv, const std::vector<RunSummary>& runs) {
@@ -338,13 +300,22 @@ void append_side_tables(const std::string& results_csv, const std::vector<RunSum
         const Judgement judged = judge(run);
         const CsvRow joined{run, judged};
         for (std::size_t r = 0; r < run.ranks.size(); ++r) {
-            ranks += row_of(joined, rank_cells(r, run.ranks[r]));
+            std::string cells = std::to_string(r) + ',';
+            for (const RankField& f : kRankFields) {
+                const RankInfo& info = run.ranks[r];
+                cells +=
+                    (f.text != nullptr ? csv_text(info.*f.text) : std::to_string(info.*f.count)) +
+                    ',';
+            }
+            ranks += row_of(joined, cells);
         }
         for (std::size_t p = 0; p < run.passes.size(); ++p) {
             const PassSummary& pass = run.passes[p];
             for (std::size_t i = 0; i < pass.pairs.size(); ++i) {
-                links += row_of(joined,
-                                link_cells({run, pass, pass.pairs[i], judged.passes[p].links[i]}));
+                const LinkRow row{run, pass, pass.pairs[i], judged.passes[p].links[i]};
+                std::string cells;
+                for (const LinkColumn& column : kLinkColumns) cells += column.cell(row) + ',';
+                links += row_of(joined, cells);
             }
         }
     }
@@ -389,7 +360,8 @@ std::string side_table_path(const std::string& results_csv, bool links) {
 
 void check_results_csv_header(const std::string& path) {
     check_csv_header(path, results_csv_header());
-    check_side_table_headers(path);
+    check_csv_header(side_table_path(path, false), rank_header());
+    check_csv_header(side_table_path(path, true), link_header());
 }
 
 void append_results_csv(const std::string& path, const std::vector<RunSummary>& runs) {

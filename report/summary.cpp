@@ -74,13 +74,9 @@ double coefficient_of_variation(const std::vector<double>& values) {
     return std::sqrt(squares / static_cast<double>(values.size())) / mean;
 }
 
-// What summarize_pass sums over the ranks.
-struct Counts {
-    std::uint64_t x_mismatches, c_mismatches, spot_checked, spot_mismatches;
-};
-// What it takes the largest of over the ranks (a least negated): the slowest rank's wall and host
-// times, the fewest steps in retire groups (a consumer's written steps end its groups), the
-// slowest SM clocks at the start and end, and the highest maximum.
+// What summarize_pass takes the largest of over the ranks (a least negated): the slowest rank's
+// wall and host times, the fewest steps in retire groups (a consumer's written steps end its
+// groups), the slowest SM clocks at the start and end, and the highest maximum.
 struct Worst {
     double timed_wall_ms, cold_step_ms, write_wait_ms, capture_ms, graphs_captured;
     double host_queue_ms, host_retire_ms, host_callback_ms, grouped_steps;
@@ -214,16 +210,17 @@ void summarize_slow_steps(const std::vector<RankMedians>& medians, PassSummary& 
 void reduce_verification(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                          const PassResult& result, PassSummary& summary) {
     const bool consumer = placement.role != Role::producer;
-    Counts counts{consumer ? result.x_mismatches : 0, consumer ? result.c_mismatches : 0,
-                  result.spot_checked, result.spot_mismatches};
-    const Counts totals = reduce_fields<std::uint64_t>(counts, MPI_UINT64_T, MPI_SUM, comm);
+    const VerificationTotals mine{0,
+                                  consumer ? result.x_mismatches : 0,
+                                  0,
+                                  consumer ? result.c_mismatches : 0,
+                                  result.spot_checked,
+                                  result.spot_mismatches};
+    static_cast<VerificationTotals&>(summary) =
+        reduce_fields<std::uint64_t>(mine, MPI_UINT64_T, MPI_SUM, comm);
     const auto ran = static_cast<std::uint64_t>(result.end_step - result.first_step);
     summary.x_checked = config.elements * ran * static_cast<std::uint64_t>(placement.pairs);
     summary.c_checked = config.c_elements * ran * static_cast<std::uint64_t>(placement.pairs);
-    summary.x_mismatches = totals.x_mismatches;
-    summary.c_mismatches = totals.c_mismatches;
-    summary.spot_checked = totals.spot_checked;
-    summary.spot_mismatches = totals.spot_mismatches;
 }
 
 // The slowest rank's figures (Worst), and how the pass was timed and launched, on every rank;
@@ -372,6 +369,44 @@ std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
     return ranks;
 }
 
+// Collective: a relay's stages, each rank's figures gathered whole, and the slowest group's fill
+// latency, on every rank.
+RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
+                             const PassResult& result) {
+    const bool consumer = placement.role != Role::producer;
+    const auto timed = static_cast<double>(result.end_step - result.timed_from);
+    // Where a stage's host spends its period: µs per timed step.
+    auto per_step_us = [&](double ms) { return timed > 0 ? 1000.0 * ms / timed : kNaN; };
+    struct Stage {
+        StageFigures figures;
+        double fill_ms;
+    };
+    static_assert(std::is_trivially_copyable_v<Stage>);
+    int rank = 0, size = 1;
+    MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    MPI_CHECK(MPI_Comm_size(comm, &size));
+    Stage mine{{placement.group, relay_stage(placement), rank}, result.fill_ms};
+    StageFigures& f = mine.figures;
+    for (std::size_t p = 0; p < kPhaseCount; ++p) f.ms[p] = result.phases[p].quantile(0.5);
+    f.x_mismatches = consumer ? result.x_mismatches : 0;
+    f.c_mismatches = consumer ? result.c_mismatches : 0;
+    f.host_queue_us = per_step_us(result.host_queue_ms);
+    f.host_retire_us = per_step_us(result.host_retire_ms);
+    f.host_callback_us = per_step_us(result.host_callback_ms);
+    std::vector<Stage> all(static_cast<std::size_t>(size));
+    const Deadline bound("gathering a relay's stage figures");
+    MPI_CHECK(
+        MPI_Allgather(&mine, sizeof(Stage), MPI_BYTE, all.data(), sizeof(Stage), MPI_BYTE, comm));
+    RelayFigures figures;
+    figures.stages = placement.group_size;
+    for (const Stage& stage : all) {
+        // The slowest group's; NaN only when no last stage measured it.
+        figures.fill_ms = std::fmax(figures.fill_ms, stage.fill_ms);
+        figures.stage_figures.push_back(stage.figures);
+    }
+    return figures;
+}
+
 }  // namespace
 
 PhaseStats phase_stats(const LogHistogram& h) {
@@ -400,20 +435,13 @@ PhaseStats phase_stats(std::vector<double> values) {
     return st;
 }
 
-bool RunSummary::verified() const {
-    return std::all_of(passes.begin(), passes.end(),
-                       [](const PassSummary& p) { return p.verified(); });
-}
-
 VerificationTotals RunSummary::verification_totals() const {
     VerificationTotals t;
-    for (const PassSummary& p : passes) {
-        t.x_checked += p.x_checked;
-        t.x_mismatches += p.x_mismatches;
-        t.c_checked += p.c_checked;
-        t.c_mismatches += p.c_mismatches;
-        t.spot_checked += p.spot_checked;
-        t.spot_mismatches += p.spot_mismatches;
+    for (const VerificationTotals& p : passes) {
+        for (auto field : {&VerificationTotals::x_checked, &VerificationTotals::x_mismatches,
+                           &VerificationTotals::c_checked, &VerificationTotals::c_mismatches,
+                           &VerificationTotals::spot_checked, &VerificationTotals::spot_mismatches})
+            t.*field += p.*field;
     }
     return t;
 }
@@ -453,47 +481,6 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     summarize_links(medians, links, static_cast<double>(config.tensor_bytes()), summary);
     summary.step_bound_ms = step_bound_ms(phase_medians(summary), config.depth, result.overlap);
     return summary;
-}
-
-// A relay's stages on every rank: group, stage, the phases' medians, the two counts, the fill
-// latency and the host's three times per step, in the order they travel.
-RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
-                             const PassResult& result) {
-    const bool consumer = placement.role != Role::producer;
-    const auto timed = static_cast<double>(result.end_step - result.timed_from);
-    // Where a stage's host spends its period: µs per timed step.
-    auto per_step_us = [&](double ms) { return timed > 0 ? 1000.0 * ms / timed : kNaN; };
-    std::vector<double> mine = {static_cast<double>(placement.group),
-                                static_cast<double>(relay_stage(placement))};
-    for (const LogHistogram& phase : result.phases) mine.push_back(phase.quantile(0.5));
-    mine.insert(mine.end(),
-                {consumer ? static_cast<double>(result.x_mismatches) : 0.0,
-                 consumer ? static_cast<double>(result.c_mismatches) : 0.0, result.fill_ms,
-                 per_step_us(result.host_queue_ms), per_step_us(result.host_retire_ms),
-                 per_step_us(result.host_callback_ms)});
-    const int fields = static_cast<int>(mine.size());
-    int size = 1;
-    MPI_CHECK(MPI_Comm_size(comm, &size));
-    std::vector<double> all(static_cast<std::size_t>(fields * size));
-    const Deadline bound("gathering a relay's stage figures");
-    MPI_CHECK(MPI_Allgather(mine.data(), fields, MPI_DOUBLE, all.data(), fields, MPI_DOUBLE, comm));
-    RelayFigures figures;
-    figures.stages = placement.group_size;
-    for (int r = 0; r < size; ++r) {
-        const double* v = all.data() + static_cast<std::size_t>(r * fields);
-        StageFigures f{static_cast<int>(v[0]), static_cast<int>(v[1]), r};
-        std::copy_n(v + 2, kPhaseCount, f.ms.begin());
-        v += 2 + kPhaseCount;
-        f.x_mismatches = static_cast<std::uint64_t>(v[0]);
-        f.c_mismatches = static_cast<std::uint64_t>(v[1]);
-        // The slowest group's; NaN only when no last stage measured it.
-        figures.fill_ms = std::fmax(figures.fill_ms, v[2]);
-        f.host_queue_us = v[3];
-        f.host_retire_us = v[4];
-        f.host_callback_us = v[5];
-        figures.stage_figures.push_back(f);
-    }
-    return figures;
 }
 
 Ceilings summarize_ceilings(MPI_Comm comm, const Config& config, const PairPlacement& placement,

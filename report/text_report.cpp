@@ -23,12 +23,9 @@ constexpr const char* kSettleIt = "scripts/sweep --repeat 6, then scripts/compar
 std::string timing_reason(const PassSummary& p) {
     if (!p.timing_auto) return "";
     if (std::isnan(p.timing_judged_ms)) return " (auto: no warm-up step to judge from)";
-    std::string reason = " (auto: warm-up steps took ";
-    reason += number_text("{:.3f}", p.timing_judged_ms);
-    reason += p.timing == "phases" ? " ms each, not under " : " ms each, under ";
-    reason += number_text("{:g}", kTimingAutoBelowMs);
-    reason += " ms)";
-    return reason;
+    return fmt::format(" (auto: warm-up steps took {} ms each, {}under {} ms)",
+                       number_text("{:.3f}", p.timing_judged_ms),
+                       p.timing == "phases" ? "not " : "", number_text("{:g}", kTimingAutoBelowMs));
 }
 
 // A judged figure as shown: its value and interval, `scale` times them ("5.518 [5.330, 5.850]").
@@ -44,14 +41,14 @@ void print_phase_table(std::FILE* out, const PassSummary& p, bool readable) {
                           "numpy.percentile; cv = std / mean)"
                         : "");
     if (!readable) return;
-    fmt::print(out, "  {:<6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}\n", "phase", "median", "min",
-               "max", "p90", "p99", "cv");
+    constexpr const char* kPhaseRow = "  {:<6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}\n";
+    fmt::print(out, kPhaseRow, "phase", "median", "min", "max", "p90", "p99", "cv");
     for (const PhaseInfo& phase : kPhases) {
         const PhaseStats& st = p.phase(phase.phase);
-        fmt::print(out, "  {:<6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}\n", phase.name,
-                   number_text("{:.4f}", st.median), number_text("{:.4f}", st.min),
-                   number_text("{:.4f}", st.max), number_text("{:.4f}", st.p90),
-                   number_text("{:.4f}", st.p99), number_text("{:.3f}", st.cv));
+        fmt::print(out, kPhaseRow, phase.name, number_text("{:.4f}", st.median),
+                   number_text("{:.4f}", st.min), number_text("{:.4f}", st.max),
+                   number_text("{:.4f}", st.p90), number_text("{:.4f}", st.p99),
+                   number_text("{:.3f}", st.cv));
     }
 }
 
