@@ -15,6 +15,23 @@ volatile std::sig_atomic_t received_signal = 0;
 
 extern "C" void record_signal(int signal) { received_signal = signal; }
 
+// The signals that stop a run, each with its name and exit code; the first stands for any other.
+struct StopSignal {
+    int signal;
+    const char* name;
+    ExitCode code;
+};
+constexpr StopSignal kStopSignals[] = {{SIGTERM, "SIGTERM", ExitCode::interrupted_term},
+                                       {SIGINT, "SIGINT", ExitCode::interrupted_int},
+                                       {SIGUSR1, "SIGUSR1", ExitCode::interrupted_usr1}};
+
+const StopSignal& stop_signal_of(int signal) {
+    for (const StopSignal& s : kStopSignals) {
+        if (s.signal == signal) return s;
+    }
+    return kStopSignals[0];
+}
+
 }  // namespace
 
 void install_stop_handlers() {
@@ -23,34 +40,12 @@ void install_stop_handlers() {
     sigemptyset(&action.sa_mask);
     // SA_RESTART: a signal must not turn the MPI or file call it interrupts into an error.
     action.sa_flags = SA_RESTART;
-    sigaction(SIGTERM, &action, nullptr);
-    sigaction(SIGINT, &action, nullptr);
-    sigaction(SIGUSR1, &action, nullptr);
+    for (const StopSignal& s : kStopSignals) sigaction(s.signal, &action, nullptr);
 }
 
 int stop_signal() { return received_signal; }
-
-const char* stop_signal_name(int signal) {
-    switch (signal) {
-        case SIGINT:
-            return "SIGINT";
-        case SIGUSR1:
-            return "SIGUSR1";
-        default:
-            return "SIGTERM";
-    }
-}
-
-ExitCode stopped_exit_code(int signal) {
-    switch (signal) {
-        case SIGINT:
-            return ExitCode::interrupted_int;
-        case SIGUSR1:
-            return ExitCode::interrupted_usr1;
-        default:
-            return ExitCode::interrupted_term;
-    }
-}
+const char* stop_signal_name(int signal) { return stop_signal_of(signal).name; }
+ExitCode stopped_exit_code(int signal) { return stop_signal_of(signal).code; }
 
 namespace {
 

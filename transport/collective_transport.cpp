@@ -2,20 +2,17 @@
 // result lands in its receive slots, and the collective runs once the rank's last side is queued
 // (the root of a broadcast that keeps no copy: at publish; every other rank: at await).
 #include "transport/slot_ring.hpp"
-#include "transport/transport.hpp"
 
 namespace gpurelay {
 namespace {
 
-class CollectiveTransport final : public Transport {
+class CollectiveTransport final : public SlotRingTransport {
   public:
     CollectiveTransport(std::unique_ptr<CollectiveCall> call, const PairPlacement& placement,
                         Device& device, const TransportOptions& options)
-        : call_(std::move(call)),
+        : SlotRingTransport(device, placement, options),
+          call_(std::move(call)),
           role_(placement.role),
-          bytes_(options.slot_bytes),
-          slots_(device, placement.role, options.slots, options.slot_bytes,
-                 options.debug_skip_reuse_wait),
           published_(device, both() ? options.slots : 0),
           read_(device, both() ? options.slots : 0) {}
 
@@ -48,14 +45,11 @@ class CollectiveTransport final : public Transport {
         return slots_.recv[k].data();
     }
 
-    void release(std::size_t k, Stream& stream) override { slots_.free.record(k, stream); }
-    bool receive_waits() const override { return false; }
     void streams_idle() override {
-        slots_.free.streams_idle();
+        SlotRingTransport::streams_idle();
         published_.streams_idle();
         read_.streams_idle();
     }
-    void set_tensor_bytes(std::size_t bytes) override { bytes_ = slots_.resize(bytes); }
     void check_health() override { call_->check_health(); }
 
   private:
@@ -63,8 +57,6 @@ class CollectiveTransport final : public Transport {
 
     std::unique_ptr<CollectiveCall> call_;
     Role role_;
-    std::size_t bytes_;
-    SlotRing slots_;
     SlotEvents published_;  // both sides: A has written send slot k
     SlotEvents read_;       // both sides: the collective has read send slot k
 };

@@ -157,13 +157,10 @@ class CudaIpcMemory final : public IpcMemory {
     }
 
     // The words are device memory (this process's, or the peer's mapped here); the device's
-    // stream memory operations wait on and write them, the front end doing the waiting.
+    // stream memory operations wait on them, the front end doing the waiting.
     void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                    const char* what) override {
         device_.wait_word(word, value, stream, what);
-    }
-    void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
-        device_.write_word(word, value, stream);
     }
 
   private:

@@ -86,12 +86,6 @@ class HostIpcMemory final : public IpcMemory {
         });
     }
 
-    void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
-        // Release order: the slot's bytes, copied earlier on this thread, are visible to the
-        // peer that sees the new value.
-        host(stream).enqueue([word, value] { store_release(word, value); });
-    }
-
   private:
     static HostStream& host(Stream& stream) { return dynamic_cast<HostStream&>(stream); }
 

@@ -1,7 +1,8 @@
 // The memory of the ipc transport: the consumer's receive slots, mapped into its producer's
-// process, and their flags (arrived, released: runtime/slot_flags.hpp), with the three stream
-// operations the protocol is made of. Two kinds: an MPI-3 shared-memory window on the CPU path,
-// CUDA IPC on the GPU. Private to transport/: the transport (ipc_transport.cpp) is the only user.
+// process, and their flags (arrived, released: runtime/slot_flags.hpp), with the copy and the wait
+// the protocol queues (a flag is set with the device's write_word, which fences what came before).
+// Two kinds: an MPI-3 shared-memory window on the CPU path, CUDA IPC on the GPU. Private to
+// transport/: the transport (ipc_transport.cpp) is the only user.
 #pragma once
 
 #include <mpi.h>
@@ -37,9 +38,6 @@ class IpcMemory {
     // timeout.
     virtual void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                            const char* what) = 0;
-    // Queues, on `stream`, setting `word` to `value` once everything before it on `stream` is
-    // done and its writes are visible to the other process.
-    virtual void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) = 0;
 };
 
 struct IpcShape {

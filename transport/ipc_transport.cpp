@@ -2,7 +2,7 @@
 // (a GPU's copy engine; memcpy on the CPU path), or with ipc_engine = "sm" A itself writes it, and
 // the slots' flags (runtime/slot_flags.hpp) order each slot's uses across the two processes. Every
 // wait and signal is queued on a stream, so the host never waits for the peer. The memory
-// (IpcMemory) decides where the slots and flags live and how the three operations run.
+// (IpcMemory) decides where the slots and flags live and how the copy and the wait run.
 #include <new>
 #include <vector>
 
@@ -56,7 +56,7 @@ class IpcTransport final : public Transport {
             wait_for_release(k, stream);
             memory_->copy(memory_->slot(k), own_[k].data(), bytes_, stream);
         }
-        memory_->write_word(producer_->outbound[k], producer_->next(k), stream);
+        device_.write_word(producer_->outbound[k], producer_->next(k), stream);
     }
 
     const void* await(std::size_t k, Stream& stream) override {
@@ -66,7 +66,7 @@ class IpcTransport final : public Transport {
     }
 
     void release(std::size_t k, Stream& stream) override {
-        memory_->write_word(consumer_->outbound[k], consumer_->next(k), stream);
+        device_.write_word(consumer_->outbound[k], consumer_->next(k), stream);
     }
 
     // A writes the consumer's slot in place, so persistent kernels can run every step of the

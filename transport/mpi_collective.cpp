@@ -177,7 +177,7 @@ class MpiStagedCollective final : public CollectiveCall {
 }  // namespace
 
 std::unique_ptr<CollectiveCall> make_mpi_host_collective(MPI_Comm group, Collective op,
-                                                         ReduceType type,
+                                                         ReduceType type, Device&,
                                                          const TransportOptions& options) {
     return std::make_unique<MpiHostCollective>(group, op, type, options);
 }

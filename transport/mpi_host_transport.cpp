@@ -5,20 +5,15 @@
 #include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
 #include "transport/slot_ring.hpp"
-#include "transport/transport.hpp"
 
 namespace gpurelay {
 namespace {
 
-class MpiHostTransport final : public Transport {
+class MpiHostTransport final : public SlotRingTransport {
   public:
     MpiHostTransport(MPI_Comm comm, const PairPlacement& placement, Device& device,
                      const TransportOptions& options)
-        : options_(options),
-          bytes_(options.slot_bytes),
-          peer_(placement.peer),
-          slots_(device, placement.role, options.slots, options.slot_bytes,
-                 options.debug_skip_reuse_wait) {
+        : SlotRingTransport(device, placement, options), options_(options), peer_(placement.peer) {
         // A private communicator: the transport's messages never match the application's.
         const Deadline bound("duplicating the MPI transport's communicator");
         MPI_CHECK(MPI_Comm_dup(comm, &comm_));
@@ -26,8 +21,6 @@ class MpiHostTransport final : public Transport {
     ~MpiHostTransport() override { MPI_Comm_free(&comm_); }
 
     std::string name() const override { return "mpi (host memory)"; }
-
-    void* acquire(std::size_t k, Stream&) override { return slots_.send[k].data(); }
 
     void publish(std::size_t k, Stream& stream) override {
         dynamic_cast<HostStream&>(stream).enqueue(
@@ -41,11 +34,6 @@ class MpiHostTransport final : public Transport {
         return data;
     }
 
-    void release(std::size_t k, Stream& stream) override { slots_.free.record(k, stream); }
-    bool receive_waits() const override { return false; }
-    void streams_idle() override { slots_.free.streams_idle(); }
-    void set_tensor_bytes(std::size_t bytes) override { bytes_ = slots_.resize(bytes); }
-
   private:
     // The tensor in `chunk` pieces, all of them in flight at once.
     void transfer(void* data, bool sending) {
@@ -54,9 +42,7 @@ class MpiHostTransport final : public Transport {
     }
 
     TransportOptions options_;
-    std::size_t bytes_;  // each tensor's (the stream threads read it only while queued work runs)
     int peer_;
-    SlotRing slots_;
     MPI_Comm comm_ = MPI_COMM_NULL;
 };
 

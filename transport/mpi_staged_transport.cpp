@@ -14,7 +14,6 @@
 #include "runtime/host_stream.hpp"
 #include "transport/piece_board.hpp"
 #include "transport/slot_ring.hpp"
-#include "transport/transport.hpp"
 
 namespace gpurelay {
 namespace {
@@ -22,16 +21,14 @@ namespace {
 // MPI guarantees tags up to 32767; pieces with one tag still match in order between two ranks.
 constexpr std::size_t kMaxTag = 32767;
 
-class MpiStagedTransport final : public Transport {
+class MpiStagedTransport final : public SlotRingTransport {
   public:
     MpiStagedTransport(MPI_Comm comm, const PairPlacement& placement, Device& device,
                        const TransportOptions& options)
-        : device_(device),
+        : SlotRingTransport(device, placement, options),
+          device_(device),
           options_(options),
-          bytes_(options.slot_bytes),
           peer_(placement.peer),
-          slots_(device, placement.role, options.slots, options.slot_bytes,
-                 options.debug_skip_reuse_wait),
           piece_bytes_(
               std::min<std::size_t>(std::max<std::size_t>(options.chunk_bytes, 1), INT_MAX)),
           pieces_(std::max<std::size_t>(1, (options.slot_bytes + piece_bytes_ - 1) / piece_bytes_)),
@@ -57,8 +54,6 @@ class MpiStagedTransport final : public Transport {
 
     std::string name() const override { return "mpi (host-staged)"; }
 
-    void* acquire(std::size_t k, Stream&) override { return slots_.send[k].data(); }
-
     void publish(std::size_t k, Stream& stream) override {
         queue_send(slots_.send[k].data(), bytes_, peer_, stream);
     }
@@ -68,11 +63,6 @@ class MpiStagedTransport final : public Transport {
         queue_recv(slots_.recv[k].data(), bytes_, peer_, stream);
         return slots_.recv[k].data();
     }
-
-    void release(std::size_t k, Stream& stream) override { slots_.free.record(k, stream); }
-    bool receive_waits() const override { return false; }
-    void streams_idle() override { slots_.free.streams_idle(); }
-    void set_tensor_bytes(std::size_t bytes) override { bytes_ = slots_.resize(bytes); }
 
   private:
     void queue_send(const void* data, std::size_t bytes, int peer, Stream& stream) {
@@ -145,9 +135,7 @@ class MpiStagedTransport final : public Transport {
 
     Device& device_;
     TransportOptions options_;
-    std::size_t bytes_;  // each tensor's
     int peer_;
-    SlotRing slots_;
     std::size_t piece_bytes_;
     std::size_t pieces_;
     Buffer send_staging_;

@@ -8,7 +8,8 @@ std::unique_ptr<Transport> make_nccl_transport(MPI_Comm, const PairPlacement&, D
                                                const TransportOptions&) {
     throw usage_error("transport = \"nccl\" but this gpurelay was built without CUDA and NCCL");
 }
-std::unique_ptr<CollectiveCall> make_nccl_collective(MPI_Comm, Collective, ReduceType) {
+std::unique_ptr<CollectiveCall> make_nccl_collective(MPI_Comm, Collective, ReduceType, Device&,
+                                                     const TransportOptions&) {
     throw usage_error("transport = \"nccl\" but this gpurelay was built without CUDA and NCCL");
 }
 bool nccl_built() { return false; }

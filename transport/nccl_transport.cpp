@@ -13,7 +13,6 @@
 #include "runtime/error.hpp"
 #include "transport/collective_sides.hpp"
 #include "transport/slot_ring.hpp"
-#include "transport/transport.hpp"
 
 namespace gpurelay {
 namespace {
@@ -88,21 +87,17 @@ class NcclComm {
 // Point-to-point between a pair. A rank that sends to itself runs the send and the receive as one
 // group on its producer stream (NCCL runs a communicator's calls in order, so a send to itself
 // waits for ever for a receive queued after it); its receive then only waits for that group.
-class NcclTransport final : public Transport {
+class NcclTransport final : public SlotRingTransport {
   public:
     NcclTransport(MPI_Comm comm, const PairPlacement& placement, Device& device,
                   const TransportOptions& options)
-        : comm_(comm),
+        : SlotRingTransport(device, placement, options),
+          comm_(comm),
           peer_(placement.peer),
-          bytes_(options.slot_bytes),
           to_itself_(placement.role == Role::both),
-          slots_(device, placement.role, options.slots, options.slot_bytes,
-                 options.debug_skip_reuse_wait),
           arrived_(device, to_itself_ ? options.slots : 0) {}
 
     std::string name() const override { return "nccl"; }
-
-    void* acquire(std::size_t k, Stream&) override { return slots_.send[k].data(); }
 
     void publish(std::size_t k, Stream& stream) override {
         const ncclComm_t comm = comm_.get();
@@ -129,21 +124,17 @@ class NcclTransport final : public Transport {
         return slots_.recv[k].data();
     }
 
-    void release(std::size_t k, Stream& stream) override { slots_.free.record(k, stream); }
     bool receive_waits() const override { return to_itself_; }
     void streams_idle() override {
-        slots_.free.streams_idle();
+        SlotRingTransport::streams_idle();
         arrived_.streams_idle();
     }
-    void set_tensor_bytes(std::size_t bytes) override { bytes_ = slots_.resize(bytes); }
     void check_health() override { comm_.check_health(); }
 
   private:
     NcclComm comm_;
     int peer_;
-    std::size_t bytes_;
     bool to_itself_;
-    SlotRing slots_;
     SlotEvents arrived_;  // to itself: the group that moved slot k is done
 };
 
@@ -186,8 +177,8 @@ std::unique_ptr<Transport> make_nccl_transport(MPI_Comm comm, const PairPlacemen
     return std::make_unique<NcclTransport>(comm, placement, device, options);
 }
 
-std::unique_ptr<CollectiveCall> make_nccl_collective(MPI_Comm group, Collective op,
-                                                     ReduceType type) {
+std::unique_ptr<CollectiveCall> make_nccl_collective(MPI_Comm group, Collective op, ReduceType type,
+                                                     Device&, const TransportOptions&) {
     return std::make_unique<NcclCollective>(group, op, type);
 }
 

@@ -10,6 +10,7 @@
 #include "mpi/pairing.hpp"
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
+#include "transport/transport.hpp"
 
 namespace gpurelay {
 
@@ -92,6 +93,27 @@ struct SlotRing {
     Device& device_;
     std::size_t capacity_;  // bytes a slot holds
     bool skip_reuse_wait_;
+};
+
+// A transport that moves each tensor (`bytes_` long) between its own slots, what such transports
+// do alike: A writes the send slot, a release lets the receive slot be written again.
+class SlotRingTransport : public Transport {
+  public:
+    SlotRingTransport(Device& device, const PairPlacement& placement,
+                      const TransportOptions& options)
+        : bytes_(options.slot_bytes),
+          slots_(device, placement.role, options.slots, options.slot_bytes,
+                 options.debug_skip_reuse_wait) {}
+
+    void* acquire(std::size_t k, Stream&) override { return slots_.send[k].data(); }
+    void release(std::size_t k, Stream& stream) override { slots_.free.record(k, stream); }
+    bool receive_waits() const override { return false; }
+    void streams_idle() override { slots_.free.streams_idle(); }
+    void set_tensor_bytes(std::size_t bytes) override { bytes_ = slots_.resize(bytes); }
+
+  protected:
+    std::size_t bytes_;  // each tensor's (stream threads read it only while queued work runs)
+    SlotRing slots_;
 };
 
 }  // namespace gpurelay

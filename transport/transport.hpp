@@ -121,10 +121,12 @@ class CollectiveCall {
     virtual void check_health() {}
 };
 
+// Each collective factory takes the same arguments (transport_table.hpp's CollectiveFactory),
+// and uses what it needs of them.
 // MPI_Ibcast / MPI_Iallreduce between host buffers (the CPU path), on the stream's own thread, in
 // `chunk_bytes` pieces.
 std::unique_ptr<CollectiveCall> make_mpi_host_collective(MPI_Comm group, Collective op,
-                                                         ReduceType type,
+                                                         ReduceType type, Device& device,
                                                          const TransportOptions& options);
 // The same collective for device buffers, through one pinned staging buffer: copied out on the
 // stream, MPI on a proxy thread, copied back in on the stream.
@@ -133,8 +135,9 @@ std::unique_ptr<CollectiveCall> make_mpi_staged_collective(MPI_Comm group, Colle
                                                            const TransportOptions& options);
 // ncclBroadcast / ncclAllReduce on a communicator of the group's ranks. Builds without NCCL throw
 // a usage error.
-std::unique_ptr<CollectiveCall> make_nccl_collective(MPI_Comm group, Collective op,
-                                                     ReduceType type);
+std::unique_ptr<CollectiveCall> make_nccl_collective(MPI_Comm group, Collective op, ReduceType type,
+                                                     Device& device,
+                                                     const TransportOptions& options);
 
 // The slot protocol over a collective: the producer's slots are what the rank contributes, the
 // consumer's where the result lands; the collective runs when the rank's last side is queued.

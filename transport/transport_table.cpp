@@ -14,20 +14,6 @@ constexpr std::string_view kMpiNoGraphs =
     "capture";
 constexpr std::string_view kMpiNoDeviceLaunch = "MPI moves the tensor from the host";
 
-std::unique_ptr<CollectiveCall> nccl_collective(MPI_Comm group, Collective op, ReduceType type,
-                                                Device&, const TransportOptions&) {
-    return make_nccl_collective(group, op, type);
-}
-std::unique_ptr<CollectiveCall> mpi_staged_collective(MPI_Comm group, Collective op,
-                                                      ReduceType type, Device& device,
-                                                      const TransportOptions& options) {
-    return make_mpi_staged_collective(group, op, type, device, options);
-}
-std::unique_ptr<CollectiveCall> mpi_host_collective(MPI_Comm group, Collective op, ReduceType type,
-                                                    Device&, const TransportOptions& options) {
-    return make_mpi_host_collective(group, op, type, options);
-}
-
 // What each allows is named; what is not named, it does not allow.
 constexpr std::array<TransportRow, 4> kTransportTable = {{
     {.name = "nccl",
@@ -35,7 +21,7 @@ constexpr std::array<TransportRow, 4> kTransportTable = {{
      .why_not = {.device_launch = "NCCL's own kernels move the tensor, and their progress is no "
                                   "word a kernel of ours can wait on"},
      .make_pair = make_nccl_transport,
-     .make_collective = nccl_collective},
+     .make_collective = make_nccl_collective},
     {.name = "ipc",
      .allows = {.cuda_path = true,
                 .cpu_path = true,
@@ -56,12 +42,12 @@ constexpr std::array<TransportRow, 4> kTransportTable = {{
                 .shared_gpu = true},
      .why_not = {.graphs = kMpiNoGraphs, .device_launch = kMpiNoDeviceLaunch},
      .make_pair = make_mpi_staged_transport,
-     .make_collective = mpi_staged_collective},
+     .make_collective = make_mpi_staged_collective},
     {.name = "mpi",
      .allows = {.cpu_path = true, .across_nodes = true, .shared_gpu = true},
      .why_not = {.graphs = kMpiNoGraphs, .device_launch = kMpiNoDeviceLaunch},
      .make_pair = make_mpi_host_transport,
-     .make_collective = mpi_host_collective},
+     .make_collective = make_mpi_host_collective},
 }};
 
 }  // namespace

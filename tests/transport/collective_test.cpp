@@ -47,12 +47,8 @@ struct Kind {
 
 std::vector<Kind> kinds() {
     return {
-        {"host", [](MPI_Comm g, Collective op, ReduceType t, Device&,
-                    const TransportOptions& o) { return make_mpi_host_collective(g, op, t, o); }},
-        {"staged",
-         [](MPI_Comm g, Collective op, ReduceType t, Device& d, const TransportOptions& o) {
-             return make_mpi_staged_collective(g, op, t, d, o);
-         }},
+        {"host", make_mpi_host_collective},
+        {"staged", make_mpi_staged_collective},
     };
 }
 
@@ -170,7 +166,7 @@ TEST(CpuCollectives, NamesSayWhatTheyAre) {
     auto device = make_host_device(kTimeout);
     const TransportOptions options{64, 64, kTimeout};
     EXPECT_EQ(make_mpi_host_collective(MPI_COMM_WORLD, Collective::broadcast, ReduceType::float32,
-                                       options)
+                                       *device, options)
                   ->name(),
               "mpi broadcast (host memory)");
     EXPECT_EQ(make_mpi_staged_collective(MPI_COMM_WORLD, Collective::allreduce, ReduceType::float64,
@@ -185,14 +181,14 @@ TEST(CpuCollectives, RefusesSidesThatDoNotFit) {
     auto device = make_host_device(kTimeout);
     const TransportOptions options{64, 64, kTimeout};
     auto allreduce = make_mpi_host_collective(MPI_COMM_SELF, Collective::allreduce,
-                                              ReduceType::float32, options);
+                                              ReduceType::float32, *device, options);
     auto stream = device->make_stream(false, "a");
     float data[16] = {};
     EXPECT_THROW(allreduce->run(data, nullptr, sizeof data, *stream), Error);
     EXPECT_THROW(allreduce->run(nullptr, data, sizeof data, *stream), Error);
     Group group(test::world_size(), Collective::broadcast);
-    auto broadcast =
-        make_mpi_host_collective(group.comm, Collective::broadcast, ReduceType::float32, options);
+    auto broadcast = make_mpi_host_collective(group.comm, Collective::broadcast,
+                                              ReduceType::float32, *device, options);
     if (group.placement.group_rank != 0) {
         EXPECT_THROW(broadcast->run(data, data, sizeof data, *stream), Error);
     }
@@ -216,8 +212,9 @@ TEST(CpuCollectives, TheSlotProtocolCarriesBroadcastsThroughReusedSlots) {
         TransportOptions options{kBytes, 1 << 20, kTimeout};
         options.slots = 2;
         auto transport = make_collective_transport(
-            make_mpi_host_collective(group, Collective::broadcast, ReduceType::float32, options), p,
-            *device, options);
+            make_mpi_host_collective(group, Collective::broadcast, ReduceType::float32, *device,
+                                     options),
+            p, *device, options);
         MPI_Comm_free(&group);
         auto produce = device->make_stream(false, "producer");
         auto receive = device->make_stream(true, "comm");
@@ -257,10 +254,10 @@ TEST(CpuCollectives, ARankPlayingBothSidesWritesAndReadsEachSlotInTurn) {
         auto device = make_host_device(kTimeout);
         TransportOptions options{kBytes, 1 << 20, kTimeout};
         options.slots = 2;
-        auto transport =
-            make_collective_transport(make_mpi_host_collective(group.comm, Collective::broadcast,
-                                                               ReduceType::float32, options),
-                                      group.placement, *device, options);
+        auto transport = make_collective_transport(
+            make_mpi_host_collective(group.comm, Collective::broadcast, ReduceType::float32,
+                                     *device, options),
+            group.placement, *device, options);
         auto produce = device->make_stream(false, "producer");
         auto receive = device->make_stream(true, "comm");
         device->enqueue_host([] { std::this_thread::sleep_for(std::chrono::milliseconds(50)); },
