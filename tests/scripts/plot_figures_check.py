@@ -2,8 +2,8 @@
 from the CSV itself: every configuration measured at two x values a line; no point the judgement
 withholds (an empty cell), and the figure saying so where a row withholds one; each point with
 an unstable launch a red x, one run with more ranks than CORES a square, each mark named in the
-legend exactly when drawn; an interval bar on every point; a speedup axis that shows 1.0 and
-every point's interval.
+legend exactly when drawn; each line's label naming every column that varies between the lines
+drawn; an interval bar on every point; a speedup axis that shows 1.0 and every point's interval.
 
 usage: plot_figures_check.py REPO_ROOT RESULTS.csv CORES
   CORES  the cores the CSV's runs had on their host (nproc), or 0 where their files say nothing
@@ -27,16 +27,22 @@ TESTS = {
 LEGEND = {mark: text for mark, _, text in plot.MARKS}
 
 
+def line_columns(x_column):
+    """The configuration columns a line of x_column's figure is told by."""
+    skip = {x_column, plot.DERIVED.get(x_column)} | set(plot.DERIVED)
+    return [c for c in plot.CONFIG_COLUMNS if c not in skip]
+
+
 def configurations(rows, x_column, y_column):
     """{configuration: {x: [rows]}} over every configuration column but x (and what follows
     from x), for the configurations measured at two x values or more (a lone point is left
     out, by plot's rule, and listed)."""
-    skip = {x_column, plot.DERIVED.get(x_column)} | set(plot.DERIVED)
+    columns = line_columns(x_column)
     found = {}
     for r in rows:
         if r.get(y_column) in (None, ""):
             continue
-        key = tuple(r.get(c, "") for c in plot.CONFIG_COLUMNS if c not in skip)
+        key = tuple(r.get(c, "") for c in columns)
         found.setdefault(key, {}).setdefault(float(r[x_column]), []).append(r)
     return {k: v for k, v in found.items() if len(v) > 1}
 
@@ -52,10 +58,16 @@ def withheld(rows, y_column):
                for r in rows)
 
 
-def check_axes(name, ax, configs, extra_lines=0, said=False):
+def check_axes(name, ax, configs, x_column, extra_lines=0, said=False):
     lines = [line for line in ax.get_lines() if not line.get_label().startswith("_")
              and "1.0" not in line.get_label()]
     assert len(lines) == len(configs) + extra_lines, (name, len(lines), len(configs))
+    columns = line_columns(x_column)
+    varied = [c for i, c in enumerate(columns) if len({key[i] for key in configs}) > 1]
+    for line in lines[:len(configs)]:
+        unnamed = [c for c in varied if f"{c}=" not in line.get_label()]
+        assert not unnamed, (name, "a line's label names every column that varies", unnamed,
+                             line.get_label())
     told = any(t.get_gid() == "withheld" for t in ax.texts)
     assert told == said, (name, "the withheld points said on the figure", told, said)
     legend = [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else []
@@ -95,14 +107,14 @@ def main():
         if fig is None:  # x of one value: nothing to plot against
             assert not configs, f"{function.__name__}: no figure for {len(configs)} lines"
             continue
-        check_axes(function.__name__, fig.axes[0], configs, said=said)
+        check_axes(function.__name__, fig.axes[0], configs, x_column, said=said)
     fig = plot.plot_overlap(rows, "", plt)
     if fig is not None:
         configs = configurations(rows, "c_iterations", "time_per_step_ms")
         compare = sum(1 for key in configurations(
             [r for r in rows if r["overlap"] == "compare"], "c_iterations",
             "time_per_step_no_overlap_ms"))
-        check_axes("plot_overlap", fig.axes[0], configs, compare)
+        check_axes("plot_overlap", fig.axes[0], configs, "c_iterations", compare)
         if fig.axes[1].get_lines():
             check_speedup(fig.axes[1])
 
