@@ -50,12 +50,6 @@ REFERENCES = {
 }
 
 
-@sn.deferrable
-def _figure(path, extract):
-    with open(path) as summary:
-        return extract(json.load(summary))
-
-
 class GpurelayCheck(rfm.RunOnlyRegressionTest):
     """One gpurelay launch, overlap off then on, its figures from the JSON summary."""
     valid_systems = ["*"]
@@ -97,14 +91,15 @@ class GpurelayCheck(rfm.RunOnlyRegressionTest):
 
     @run_before("performance")
     def set_perf_variables(self):
-        path = os.path.join(self.stagedir, "summary.json")
-        with open(path) as file:
+        # The job has ended: its summary is read once, here.
+        with open(os.path.join(self.stagedir, "summary.json")) as file:
             summary = json.load(file)
+        values = {name: extract(summary) for name, (_, extract) in PERF_VARIABLES.items()}
         judged = self.reference.get(self.current_partition.fullname, {})
         self.perf_variables = {
-            name: sn.make_performance_function(_figure(path, extract), unit)
-            for name, (unit, extract) in PERF_VARIABLES.items()
-            if name in judged or math.isfinite(extract(summary))}
+            name: sn.make_performance_function(sn.defer(values[name]), unit)
+            for name, (unit, _) in PERF_VARIABLES.items()
+            if name in judged or math.isfinite(values[name])}
 
 
 @rfm.simple_test
