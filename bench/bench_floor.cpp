@@ -21,7 +21,6 @@
 
 #include "bench/bench_support.hpp"
 #include "kernels/kernels.hpp"
-#include "mpi/error.hpp"
 #include "mpi/session.hpp"
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
@@ -119,8 +118,6 @@ struct FloorRank {
     std::unique_ptr<PlainNcclComm> nccl;
 };
 
-void barrier() { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
-
 // Times `queue` (`steps_per_call` steps a call) as the top says, after one untimed call; then
 // checks what B counted, on every rank.
 template <typename Queue>
@@ -146,17 +143,11 @@ void time_steps(benchmark::State& state, FloorRank& rank, std::size_t bytes, int
                            .count();
         }
         rank.synchronize();
-        double elapsed =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-        state.SetIterationTime(elapsed / kBatch);
+        state.SetIterationTime(slowest_since(begin) / kBatch);
     }
-    Counter wrong = rank.consumer ? rank.wrong.read(*rank.compute_stream) : 0;
-    MPI_CHECK(
-        MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+    const auto wrong = summed(rank.consumer ? rank.wrong.read(*rank.compute_stream) : 0);
     if (wrong != 0) fail(state, "B counted " + std::to_string(wrong) + " wrong values of x");
-    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * kBatch *
-                            static_cast<std::int64_t>(bytes));
+    state.SetBytesProcessed(per_run(state, bytes) * kBatch);
     state.counters["steps_per_iteration"] = kBatch;
     state.counters["steps_per_graph"] = steps_per_call;
     // What queueing a step costs the host: above the period, the host is what paces the steps.

@@ -59,16 +59,10 @@ std::uint32_t& failed(FloorRank& rank) {
 // The producer's side starts: it signals arrived and waits on released; the consumer's side
 // waits on arrived and signals released.
 void launch_side(FloorRank& rank, bool starts, Stream& stream) {
-    HandOffFloor floor{};
-    floor.home = rank.transport->slot_flags(starts ? Role::producer : Role::consumer);
-    floor.flags = *floor.home;
-    floor.warm = kWarm;
-    floor.rounds = kRounds;
-    floor.starts = starts;
-    floor.timeout_ns = kTimeoutNs;
-    floor.elapsed_ns = &elapsed_ns(rank);
-    floor.failed = &failed(rank);
-    run_handoff_floor(floor, cuda_handle(stream));
+    SlotFlags* home = rank.transport->slot_flags(starts ? Role::producer : Role::consumer);
+    run_handoff_floor(
+        {*home, home, kWarm, kRounds, starts, kTimeoutNs, &elapsed_ns(rank), &failed(rank)},
+        cuda_handle(stream));
 }
 
 void floor_benchmark(benchmark::State& state, FloorRank& rank) {
@@ -76,7 +70,7 @@ void floor_benchmark(benchmark::State& state, FloorRank& rank) {
     const bool consumer = rank.placement.role != Role::producer;
     double timed_s = 0;
     for (auto _ : state) {
-        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        barrier();
         if (consumer) launch_side(rank, false, *rank.responder);
         if (producer) launch_side(rank, true, *rank.starter);
         if (consumer) rank.responder->synchronize();
@@ -87,9 +81,8 @@ void floor_benchmark(benchmark::State& state, FloorRank& rank) {
         state.SetIterationTime(seconds);
         timed_s += seconds;
     }
-    int wrong = failed(rank) != 0 ? 1 : 0;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-    if (wrong != 0) fail(state, "a hand-off's wait ran out (10 s): the other side never answered");
+    if (summed(failed(rank)) != 0)
+        fail(state, "a hand-off's wait ran out (10 s): the other side never answered");
     const double handoffs = 2.0 * kRounds * static_cast<double>(state.iterations());
     state.counters["handoffs_per_iteration"] = 2.0 * kRounds;
     state.counters["us_per_handoff"] = handoffs > 0 ? 1e6 * timed_s / handoffs : 0.0;

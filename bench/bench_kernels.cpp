@@ -88,48 +88,48 @@ void time_on_gpu(benchmark::State& state, GpuBench& gpu, Work&& work) {
     state.counters["batch"] = kGpuBatch;
 }
 
-std::int64_t times(const benchmark::State& state, std::size_t bytes) {
-    return static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(bytes);
+// Times `work`, given the mismatch count zeroed, and fails where it found any: "WHAT found N
+// WHICH".
+template <typename Work>
+void time_counted(benchmark::State& state, GpuBench& gpu, const char* what, const char* which,
+                  Work&& work) {
+    Counter* mismatches = gpu.wrong.reset(*gpu.stream);
+    time_on_gpu(state, gpu, [&] { work(mismatches); });
+    if (const Counter bad = gpu.wrong.read(*gpu.stream); bad != 0) {
+        fail(state, std::string(what) + " found " + std::to_string(bad) + which);
+    }
 }
 
 void gpu_a(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
     time_on_gpu(state, gpu, [&] { launch_a(gpu.x_floats(bytes), kStep, kSeed, *gpu.stream); });
-    state.SetBytesProcessed(times(state, bytes));  // written
+    state.SetBytesProcessed(per_run(state, bytes));  // written
 }
 
 void gpu_b(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
     // B checks every x[i] against A's formula, so x must hold A's values.
     launch_a(gpu.x_floats(bytes), kStep, kSeed, *gpu.stream);
-    Counter* mismatches = gpu.wrong.reset(*gpu.stream);
-    time_on_gpu(state, gpu, [&] {
+    time_counted(state, gpu, "B", " values of x that differ from A's", [&](Counter* mismatches) {
         launch_b(Span<const float>(gpu.x_floats(bytes)), gpu.y_floats(bytes), kAlpha, kStep, kSeed,
                  mismatches, *gpu.stream);
     });
-    if (const Counter bad = gpu.wrong.read(*gpu.stream); bad != 0) {
-        fail(state, "B found " + std::to_string(bad) + " values of x that differ from A's");
-    }
-    state.SetBytesProcessed(2 * times(state, bytes));  // read + written
+    state.SetBytesProcessed(2 * per_run(state, bytes));  // read + written
 }
 
 void gpu_c(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
     time_on_gpu(state, gpu,
                 [&] { launch_c(gpu.z_values(bytes), kStep, kSeed, kCIterations, *gpu.stream); });
     // C is compute-bound: its rate is generator steps, not bytes.
-    state.SetItemsProcessed(times(state, bytes / 4) * kCIterations);
+    state.SetItemsProcessed(per_run(state, bytes / 4) * kCIterations);
     state.counters["c_iterations"] = kCIterations;
 }
 
 void gpu_verify_c(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
     launch_c(gpu.z_values(bytes), kStep, kSeed, kCIterations, *gpu.stream);
-    Counter* mismatches = gpu.wrong.reset(*gpu.stream);
-    time_on_gpu(state, gpu, [&] {
+    time_counted(state, gpu, "verify_c", " wrong values of C", [&](Counter* mismatches) {
         launch_verify_c(Span<const std::uint32_t>(gpu.z_values(bytes)), kStep, kSeed, kCIterations,
                         mismatches, *gpu.stream);
     });
-    if (const Counter bad = gpu.wrong.read(*gpu.stream); bad != 0) {
-        fail(state, "verify_c found " + std::to_string(bad) + " wrong values of C");
-    }
-    state.SetBytesProcessed(times(state, bytes));  // read
+    state.SetBytesProcessed(per_run(state, bytes));  // read
 }
 
 // A copy of `bytes`, counted `sides` times (a device copy reads and writes them, as B counts).
@@ -137,7 +137,7 @@ void gpu_copy(benchmark::State& state, GpuBench& gpu, Buffer& dst, const Buffer&
               std::size_t bytes) {
     time_on_gpu(state, gpu,
                 [&] { gpu.device->copy_async(dst.data(), src.data(), bytes, *gpu.stream); });
-    state.SetBytesProcessed(sides * times(state, bytes));
+    state.SetBytesProcessed(sides * per_run(state, bytes));
 }
 
 #if defined(GPURELAY_HAVE_CUDA)
@@ -162,12 +162,12 @@ void gpu_nccl_self(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
         NCCL_CHECK(ncclGroupEnd());
     });
     // What arrived must be A's values: B (alpha 1, into x) counts those that are not.
-    const Counter bad =
-        gpu.wrong.count_b(gpu.y_floats(bytes), gpu.x_floats(bytes), kStep, kSeed, *gpu.stream);
-    if (bad != 0) {
+    if (const Counter bad =
+            gpu.wrong.count_b(gpu.y_floats(bytes), gpu.x_floats(bytes), kStep, kSeed, *gpu.stream);
+        bad != 0) {
         fail(state, "NCCL delivered " + std::to_string(bad) + " wrong values");
     }
-    state.SetBytesProcessed(times(state, bytes));
+    state.SetBytesProcessed(per_run(state, bytes));
 }
 #endif
 
@@ -179,7 +179,7 @@ void host_a(benchmark::State& state, std::size_t bytes) {
         benchmark::DoNotOptimize(x.data());
         benchmark::ClobberMemory();
     }
-    state.SetBytesProcessed(times(state, bytes));
+    state.SetBytesProcessed(per_run(state, bytes));
 }
 
 void host_b(benchmark::State& state, std::size_t bytes) {
@@ -196,7 +196,7 @@ void host_b(benchmark::State& state, std::size_t bytes) {
     if (mismatches != 0) {
         fail(state, "host B found " + std::to_string(mismatches) + " values of x that differ");
     }
-    state.SetBytesProcessed(2 * times(state, bytes));
+    state.SetBytesProcessed(2 * per_run(state, bytes));
 }
 
 using Body = std::function<void(benchmark::State&, std::size_t bytes)>;

@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "bench/bench_support.hpp"
-#include "mpi/error.hpp"
 #include "mpi/session.hpp"
 #include "mpi/wait.hpp"
 #include "runtime/error.hpp"
@@ -65,24 +64,13 @@ class LineBench {
             barrier();
             const auto begin = std::chrono::steady_clock::now();
             one_message(part, bytes);
-            double elapsed =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-            const Deadline bound("the slowest rank's time");
-            MPI_CHECK(
-                MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-            state.SetIterationTime(elapsed);
+            state.SetIterationTime(slowest_since(begin));
         }
         check(state, part, bytes);
-        state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes));
+        state.SetBytesProcessed(per_run(state, bytes));
     }
 
   private:
-    // The job's collectives are bounded as its transfers are: a rank that never answers ends it.
-    static void barrier() {
-        const Deadline bound("the barrier before a message");
-        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    }
-
     static void transfer(std::byte* data, std::size_t bytes, int peer, bool sending) {
         transfer_pieces(data, bytes, kPieceBytes, peer, sending, MPI_COMM_WORLD, wait_timeout());
     }
@@ -97,14 +85,14 @@ class LineBench {
 
     // Every receiver's buffer holds its sender's bytes (it was zeroed before the benchmark).
     void check(benchmark::State& state, Part part, std::size_t bytes) const {
-        std::int64_t wrong = 0;
+        std::uint64_t wrong = 0;
         if (part.from >= 0) {
             wrong = std::count_if(receive_.begin(), receive_.begin() + bytes,
                                   [&](std::byte b) { return b != sender_mark(part.from); });
         }
-        const Deadline bound("the sum of the wrong bytes");
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
-        if (wrong != 0) fail(state, std::to_string(wrong) + " bytes received wrong");
+        if (const auto all = summed(wrong); all != 0) {
+            fail(state, std::to_string(all) + " bytes received wrong");
+        }
     }
 
     std::vector<std::byte> send_;

@@ -115,6 +115,10 @@ void register_timed(const std::string& name, std::size_t bytes,
         ->Unit(benchmark::kMicrosecond);
 }
 
+std::int64_t per_run(const benchmark::State& state, std::size_t bytes) {
+    return static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(bytes);
+}
+
 void fail(benchmark::State& state, const std::string& message) {
     g_failed = true;
     state.SkipWithError(message.c_str());
@@ -171,6 +175,25 @@ bool gpu_on_every_rank() {
     int all_have_gpu = cuda_device_count() > 0 ? 1 : 0;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_have_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
     return all_have_gpu == 1;
+}
+
+void barrier() {
+    const Deadline bound("a barrier between benchmarks");
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+std::uint64_t summed(std::uint64_t mine) {
+    const Deadline bound("the sum of the ranks' wrong values");
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
+    return mine;
+}
+
+double slowest_since(std::chrono::steady_clock::time_point begin) {
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    const Deadline bound("the slowest rank's time");
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    return seconds;
 }
 
 bool on_distinct_gpus(const MpiSession& session, Device& device) {

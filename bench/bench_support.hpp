@@ -5,7 +5,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -37,6 +39,9 @@ benchmark::IterationCount iterations_for(std::size_t bytes);
 void register_timed(const std::string& name, std::size_t bytes,
                     benchmark::IterationCount iterations,
                     std::function<void(benchmark::State&)> body);
+
+// `bytes` times the iterations run, for SetBytesProcessed and SetItemsProcessed.
+std::int64_t per_run(const benchmark::State& state, std::size_t bytes);
 
 // Marks the benchmark failed (a wrong result, a missing library): the run goes on, the program
 // then exits non-zero (any_failed()).
@@ -79,6 +84,13 @@ void say(const MpiSession& session, const std::string& text);
 
 // Collective: whether every rank sees a GPU (their benchmark lists must agree).
 bool gpu_on_every_rank();
+
+// Collective over MPI_COMM_WORLD, each bounded by timeout_s's default (a rank that never answers
+// ends the job): a barrier; the sum of every rank's `mine`; the slowest rank's seconds on the
+// host clock since `begin`.
+void barrier();
+std::uint64_t summed(std::uint64_t mine);
+double slowest_since(std::chrono::steady_clock::time_point begin);
 
 // Collective over MPI_COMM_WORLD (two ranks): whether they drive different GPUs (another host,
 // or another PCI bus id on the same one). NCCL refuses two ranks on one GPU.

@@ -46,8 +46,6 @@ constexpr std::uint32_t kSeed = 20240611;
 constexpr int kSender = 0;
 constexpr int kReceiver = 1;
 constexpr int kAckTag = 901;
-constexpr int kVerdictTag = 902;
-constexpr auto kWaitTimeout = kDefaultTimeout;
 // NCCL and ipc messages per timed batch: enough to hide the launch of the first and the host's
 // wake-up after the last, as in a pipeline that keeps several messages in flight.
 constexpr int kBatch = 64;
@@ -63,7 +61,7 @@ struct TransportBench {
     TransportBench(int rank_in, bool use_gpu, int gpu_ordinal, std::size_t max_bytes)
         : rank(rank_in),
           on_gpu(use_gpu),
-          device(use_gpu ? make_cuda_device(gpu_ordinal) : make_host_device(kWaitTimeout)),
+          device(use_gpu ? make_cuda_device(gpu_ordinal) : make_host_device(kDefaultTimeout)),
           stream(device->make_stream(true, "bench comm")),
           start(device->make_event(EventUse::timing)),
           stop(device->make_event(EventUse::timing)),
@@ -89,7 +87,7 @@ struct TransportBench {
         const auto key = std::make_tuple(static_cast<int>(kind), bytes, slots);
         auto found = transports.find(key);
         if (found != transports.end()) return *found->second;
-        TransportOptions options{bytes, TransportOptions{}.chunk_bytes, kWaitTimeout};
+        TransportOptions options{bytes, TransportOptions{}.chunk_bytes, kDefaultTimeout};
         options.slots = slots;
         options.produce_in_place = kind == Kind::ipc_in_place;
         std::unique_ptr<Transport> made =
@@ -119,8 +117,6 @@ struct TransportBench {
     std::map<std::tuple<int, std::size_t, std::size_t>, std::unique_ptr<Transport>> transports;
 };
 
-void barrier() { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
-
 // One message from rank 0 to rank 1 through `t`'s slot 0, finished on both sides: rank 0
 // returns when rank 1 has it. Returns where it landed (rank 1).
 const void* one_message(TransportBench& tb, Transport& t) {
@@ -140,7 +136,7 @@ const void* one_message(TransportBench& tb, Transport& t) {
 }
 
 // Rank 1 checks the last message that arrived (at `received`, by default its message buffer)
-// against A's values and tells rank 0, which reports; then the bytes.
+// against A's values, and both ranks learn the count; then the bytes.
 void check_delivery(benchmark::State& state, TransportBench& tb, std::size_t bytes,
                     const void* received = nullptr) {
     std::uint64_t wrong = 0;
@@ -148,16 +144,11 @@ void check_delivery(benchmark::State& state, TransportBench& tb, std::size_t byt
         const auto* data = static_cast<const float*>(received ? received : tb.message.data());
         wrong = tb.wrong.count_b({data, bytes / 4}, {tb.scratch.as<float>().data(), bytes / 4},
                                  kStep, kSeed, *tb.stream);
-        MPI_CHECK(MPI_Send(&wrong, 1, MPI_UINT64_T, kSender, kVerdictTag, MPI_COMM_WORLD));
-    } else {
-        MPI_CHECK(MPI_Recv(&wrong, 1, MPI_UINT64_T, kReceiver, kVerdictTag, MPI_COMM_WORLD,
-                           MPI_STATUS_IGNORE));
     }
-    if (wrong != 0) {
-        fail(state, "rank 1 received " + std::to_string(wrong) + " wrong values");
+    if (const auto all = summed(wrong); all != 0) {
+        fail(state, "rank 1 received " + std::to_string(all) + " wrong values");
     }
-    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
-                            static_cast<std::int64_t>(bytes));
+    state.SetBytesProcessed(per_run(state, bytes));
 }
 
 // Times `one` (a message finished on both ranks) per iteration after a warm-up, ranks together.
@@ -187,11 +178,9 @@ double time_batches(benchmark::State& state, Stream& stream, QueueOne&& queue_on
         const auto begin = std::chrono::steady_clock::now();
         for (int i = 0; i < kBatch; ++i) queue_one();
         stream.synchronize();
-        double elapsed =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-        state.SetIterationTime(elapsed / kBatch);
-        total += elapsed / kBatch;
+        const double seconds = slowest_since(begin) / kBatch;
+        state.SetIterationTime(seconds);
+        total += seconds;
     }
     return total;
 }
@@ -233,8 +222,8 @@ void transport_mpi_pinned(benchmark::State& state, TransportBench& tb, std::size
 // The ipc transport (of `slots` slots), as the pipeline drives it: rank 0 sends slot i % slots,
 // rank 1 receives it and releases the slot (no kernel reads it in between: this is the
 // transport alone). Its slots start poisoned, so a copy that never came fails the check.
-void transport_ipc(benchmark::State& state, TransportBench& tb, std::size_t slots,
-                   std::size_t bytes) {
+template <std::size_t slots>
+void transport_ipc(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
     Transport& ipc = tb.sized(TransportBench::Kind::ipc, bytes, slots);
     std::size_t next = 0;
     const void* landed = nullptr;
@@ -293,21 +282,22 @@ void rank0_copy(benchmark::State& state, TransportBench& tb, Buffer& dst, const 
         tb.stop->synchronize();
         state.SetIterationTime(tb.stop->elapsed_ms_since(*tb.start) * 1e-3 / batch);
     }
-    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
-                            static_cast<std::int64_t>(bytes));
+    state.SetBytesProcessed(per_run(state, bytes));
     barrier();
 }
 
 Benchmarks transport_benchmarks(TransportBench& tb) {
+    using Fn = void (*)(benchmark::State&, TransportBench&, std::size_t);
+    const auto on = [&tb](Fn fn) -> Body {
+        return [&tb, fn](benchmark::State& s, std::size_t bytes) { fn(s, tb, bytes); };
+    };
     const std::string ipc = tb.on_gpu ? "transport/ipc_gpu" : "transport/ipc_host";
     Benchmarks list = {
         {tb.on_gpu ? "transport/mpi_staged_gpu" : "transport/mpi_staged_host",
-         [&tb](benchmark::State& s, std::size_t bytes) { transport_staged(s, tb, bytes); }},
-        {ipc, [&tb](benchmark::State& s, std::size_t b) { transport_ipc(s, tb, kIpcSlots, b); }},
-        {ipc + "_4slots",
-         [&tb](benchmark::State& s, std::size_t b) { transport_ipc(s, tb, kIpcWideSlots, b); }},
-        {ipc + "_copy_only",
-         [&tb](benchmark::State& s, std::size_t bytes) { ipc_copy_only(s, tb, bytes); }},
+         on(transport_staged)},
+        {ipc, on(transport_ipc<kIpcSlots>)},
+        {ipc + "_4slots", on(transport_ipc<kIpcWideSlots>)},
+        {ipc + "_copy_only", on(ipc_copy_only)},
     };
     if (!tb.on_gpu) return list;
     const auto copy = [&tb](Buffer& dst, const Buffer& src, int batch) -> Body {
@@ -316,9 +306,7 @@ Benchmarks transport_benchmarks(TransportBench& tb) {
         };
     };
     list.emplace_back("gpu/copy_d2d", copy(tb.copy_target, tb.message, kBatch));
-    list.emplace_back("transport/mpi_plain_pinned", [&tb](benchmark::State& s, std::size_t b) {
-        transport_mpi_pinned(s, tb, b);
-    });
+    list.emplace_back("transport/mpi_plain_pinned", on(transport_mpi_pinned));
     list.emplace_back("gpu/copy_d2h", copy(tb.pinned, tb.message, 1));
     list.emplace_back("gpu/copy_h2d", copy(tb.message, tb.pinned, 1));
     return list;
@@ -393,19 +381,16 @@ void collective_plain(benchmark::State& state, CollectiveBench& cb, Collective c
                                      cb.nccl.get(), stream));
         }
     });
-    std::uint64_t wrong = cb.wrong.count_b({cb.recv.as<float>().data(), count},
-                                           {cb.scratch.as<float>().data(), count}, kStep, kSeed,
-                                           *cb.stream, sum ? allreduce_sum(cb.size) : TensorForm{});
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
+    const std::uint64_t wrong = summed(cb.wrong.count_b(
+        {cb.recv.as<float>().data(), count}, {cb.scratch.as<float>().data(), count}, kStep, kSeed,
+        *cb.stream, sum ? allreduce_sum(cb.size) : TensorForm{}));
     if (wrong != 0) {
         fail(state, std::to_string(wrong) + " wrong values over the ranks' results");
         return;
     }
-    const auto messages = static_cast<std::int64_t>(state.iterations());
-    state.SetBytesProcessed(messages * static_cast<std::int64_t>(bytes));
+    state.SetBytesProcessed(per_run(state, bytes));
     const double algbw =
-        seconds > 0.0 ? static_cast<double>(bytes) * static_cast<double>(messages) / seconds / 1e9
-                      : 0.0;
+        seconds > 0.0 ? static_cast<double>(per_run(state, bytes)) / seconds / 1e9 : 0.0;
     state.counters["algbw_gbps"] = algbw;
     state.counters["busbw_gbps"] = algbw * bus_factor(collective, cb.size);
     state.counters["ranks"] = cb.size;
@@ -434,24 +419,6 @@ int run_all(const MpiSession& session, const Benchmarks& list,
     return run_on_ranks(session, "a benchmark failed its check");
 }
 
-int run_one_rank(const MpiSession& session, [[maybe_unused]] bool on_gpu,
-                 [[maybe_unused]] std::size_t max_bytes,
-                 [[maybe_unused]] const std::vector<std::size_t>& sizes) {
-#if GPURELAY_HAVE_CUDA
-    if (on_gpu) {
-        const auto device = make_cuda_device(session.local_rank() % cuda_device_count());
-        benchmark::AddCustomContext("device", device->info().name);
-        CollectiveBench collectives(1, 0, *device, max_bytes);
-        Benchmarks list;
-        add_collectives(list, collectives);
-        return run_all(session, list, sizes);
-    }
-#endif
-    say(session,
-        std::string(no_gpu()) + "; one rank runs only the NCCL collective loops, nothing to time");
-    return 0;
-}
-
 int run(MpiSession& session) {
     if (session.world_size() > 2) {
         say(session,
@@ -465,7 +432,21 @@ int run(MpiSession& session) {
     add_provenance_context();
     benchmark::AddCustomContext("max_bytes", std::to_string(max_bytes));
     benchmark::AddCustomContext("mpi", mpi_version_string());
-    if (session.world_size() == 1) return run_one_rank(session, on_gpu, max_bytes, sizes);
+#if GPURELAY_HAVE_CUDA
+    if (session.world_size() == 1 && on_gpu) {
+        const auto device = make_cuda_device(session.local_rank() % cuda_device_count());
+        benchmark::AddCustomContext("device", device->info().name);
+        CollectiveBench collectives(1, 0, *device, max_bytes);
+        Benchmarks list;
+        add_collectives(list, collectives);
+        return run_all(session, list, sizes);
+    }
+#endif
+    if (session.world_size() == 1) {
+        say(session, std::string(no_gpu()) +
+                         "; one rank runs only the NCCL collective loops, nothing to time");
+        return 0;
+    }
 
     TransportBench tb(session.world_rank(), on_gpu,
                       on_gpu ? session.local_rank() % cuda_device_count() : -1, max_bytes);
