@@ -31,6 +31,7 @@ import json
 import math
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -77,16 +78,11 @@ LAWS = {"log": lambda n: math.log2(n), "linear": lambda n: n, "quadratic": lambd
 
 
 def fit(points, law):
-    """Least squares of value = a + b law(n): (a, b, R²)."""
-    xs = [LAWS[law](n) for n, _ in points]
-    ys = [v for _, v in points]
-    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
-    b = (sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) /
-         sum((x - mean_x) ** 2 for x in xs))
-    a = mean_y - b * mean_x
-    total = sum((y - mean_y) ** 2 for y in ys)
-    residual = sum((y - a - b * x) ** 2 for x, y in zip(xs, ys))
-    return a, b, 1 - residual / total if total > 0 else 1.0
+    """Least squares of value = a + b law(n): (a, b, R²), R² the square of the correlation (the
+    values vary: growth() calls a spread under half the mean constant first)."""
+    xs, ys = [LAWS[law](n) for n, _ in points], [v for _, v in points]
+    b, a = statistics.linear_regression(xs, ys)
+    return a, b, statistics.correlation(xs, ys) ** 2
 
 
 def growth(values):

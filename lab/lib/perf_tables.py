@@ -29,9 +29,7 @@ def size_name(n):
 
 def num(value):
     """A CSV or JSON field as a float (None where empty)."""
-    if value is None or value == "":
-        return None
-    return float(value)
+    return None if value is None or value == "" else float(value)
 
 
 def fmt(value, digits=3):
@@ -71,9 +69,7 @@ def runs_in(folder):
         with open(path, newline="") as f:
             rows = list(csv.DictReader(f))
         size = "elements" if rows and "elements" in rows[0] else "tensor_bytes"
-        sizes = {}
-        for row in rows:
-            sizes.setdefault(row["tag"], set()).add(row[size])
+        sizes = {row["tag"]: {r[size] for r in rows if r["tag"] == row["tag"]} for row in rows}
         for row in rows:
             # The CSV has no graph_steps column; gpu-check tags graphs of N steps NAME_gN.
             steps = re.search(r"_g(\d+)(_|$)", row["tag"])
@@ -137,10 +133,8 @@ def kernels(folder):
 def run_rows(runs, tags):
     """The compare-mode table of the runs named in `tags` that the folder has."""
     rows, dates, hashes = [], [], []
-    for tag in tags:
-        r = runs.get(tag)
-        if r is None:
-            continue
+    for tag in (t for t in tags if t in runs):
+        r = runs[tag]
         rows.append([tag, r["world_size"], r["transport"], size_name(int(r["tensor_bytes"])),
                      fmt(num(r["time_per_step_no_overlap_ms"]), 4),
                      fmt(num(r["time_per_step_ms"]), 4),
@@ -180,29 +174,28 @@ def small_steps(folder):
                                     "× floor", "× bound", "verified"], rows), dates, hashes
 
 
+IPC = ("transport/ipc_gpu", "transport/ipc_gpu_4slots", "transport/ipc_gpu_copy_only")
+
+
 def ipc(folder):
     legs = [(folder, "time-sliced")] + [(os.path.join(folder, "mps"), "MPS")]
     rows, step_rows, dates, hashes = [], [], [], []
     for where, leg in legs:
         runs, ctx = bench(os.path.join(where, "bench-transport-ipc.json"))
         for size in (64 * MIB, 256 * MIB):
-            rate = {fam: runs[(fam, size)]["bytes_per_second"] for fam in
-                    ("transport/ipc_gpu", "transport/ipc_gpu_4slots", "transport/ipc_gpu_copy_only",
-                     "gpu/copy_d2d") if (fam, size) in runs}
-            if "transport/ipc_gpu" not in rate or "gpu/copy_d2d" not in rate:
+            rate = {fam: runs[(fam, size)]["bytes_per_second"] for fam in IPC + ("gpu/copy_d2d",)
+                    if (fam, size) in runs}
+            if IPC[0] not in rate or "gpu/copy_d2d" not in rate:
                 continue
             copy = rate["gpu/copy_d2d"]
-            ratio = [fmt(rate.get(f) and rate[f] / copy, 3) for f in
-                     ("transport/ipc_gpu", "transport/ipc_gpu_4slots",
-                      "transport/ipc_gpu_copy_only")]
+            ratio = [fmt(rate.get(f) and rate[f] / copy, 3) for f in IPC]
             rows.append([leg, size_name(size), f"{copy / 1e9:.0f}"] + ratio)
             dates.append(ctx.get("date"))
             hashes.append(ctx.get("gpurelay_git"))
         steps = runs_in(where)
         for elements, size in (("16Mi", "64 MiB"), ("64Mi", "256 MiB")):
-            ipc_run = steps.get(f"ipc_np2_ipc_{elements}")
-            mpi_run = steps.get(f"ipc_np2_mpi_{elements}")
-            sm_run = steps.get(f"ipc_np2_ipcsm_{elements}")
+            ipc_run, sm_run, mpi_run = (steps.get(f"ipc_np2_{way}_{elements}")
+                                        for way in ("ipc", "ipcsm", "mpi"))
             if not ipc_run or not mpi_run:
                 continue
             cells = [leg, size]

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <type_traits>
 
@@ -157,9 +158,8 @@ void write_object(std::FILE* out, const std::map<std::string, Number>& values) {
 }
 
 unsigned long long total(const std::map<std::string, std::uint64_t>& calls) {
-    std::uint64_t sum = 0;
-    for (const auto& entry : calls) sum += entry.second;
-    return sum;
+    return std::accumulate(calls.begin(), calls.end(), 0ull,
+                           [](auto sum, const auto& call) { return sum + call.second; });
 }
 
 // DIR/rank-R.json, written through a temporary name so that a reader never sees half of it.
@@ -308,10 +308,7 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* out
     const Call call("MPI_Comm_create_group", ranks);
     return PMPI_Comm_create_group(comm, group, tag, out);
 }
-int MPI_Comm_free(MPI_Comm* comm) {
-    const Call call("MPI_Comm_free", comm);
-    return PMPI_Comm_free(comm);
-}
+COUNTED(MPI_Comm_free, comm, (MPI_Comm * comm), (comm))
 COUNTED(MPI_Win_create, comm,
         (void* base, MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm, MPI_Win* window),
         (base, size, unit, info, comm, window))
@@ -322,19 +319,13 @@ COUNTED(MPI_Win_allocate_shared, comm,
         (MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm, void* base, MPI_Win* window),
         (size, unit, info, comm, base, window))
 COUNTED(MPI_Win_fence, window, (int assertion, MPI_Win window), (assertion, window))
-int MPI_Win_free(MPI_Win* window) {
-    const Call call("MPI_Win_free", window);
-    return PMPI_Win_free(window);
-}
+COUNTED(MPI_Win_free, window, (MPI_Win * window), (window))
 
 // --- MPI-IO's collective calls, over the file's communicator (HDF5 makes them through MPI-IO)
 COUNTED(MPI_File_open, comm,
         (MPI_Comm comm, const char* name, int mode, MPI_Info info, MPI_File* file),
         (comm, name, mode, info, file))
-int MPI_File_close(MPI_File* file) {
-    const Call call("MPI_File_close", file);
-    return PMPI_File_close(file);
-}
+COUNTED(MPI_File_close, file, (MPI_File * file), (file))
 COUNTED(MPI_File_sync, file, (MPI_File file), (file))
 COUNTED(MPI_File_set_size, file, (MPI_File file, MPI_Offset size), (file, size))
 COUNTED(MPI_File_preallocate, file, (MPI_File file, MPI_Offset size), (file, size))

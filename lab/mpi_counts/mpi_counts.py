@@ -36,16 +36,10 @@ def read(folder, ranks=None):
     return [found[r] for r in range(size)]
 
 
-def world_calls(counts):
-    """The most collective calls over the world any rank took part in."""
-    return max(c["world_calls"] for c in counts)
-
-
-def by_name(counts, side):
-    """{name: (least, most)} over the ranks, for side "world" or "fewer"."""
-    names = sorted({name for c in counts for name in c[side]})
-    return {name: (min(c[side].get(name, 0) for c in counts),
-                   max(c[side].get(name, 0) for c in counts)) for name in names}
+def spread(values):
+    """"least..most" of the values over the ranks, or the one value they all have."""
+    least, most = min(values), max(values)
+    return str(least) if least == most else f"{least}..{most}"
 
 
 def main():
@@ -53,14 +47,14 @@ def main():
         print(__doc__.strip())
         return 0 if len(sys.argv) == 2 else 2
     counts = read(sys.argv[1])
+    total = {side: [c[side + "_calls"] for c in counts] for side in ("world", "fewer")}
     print(f"{len(counts)} ranks; collective calls per rank over the world "
-          f"{min(c['world_calls'] for c in counts)}..{world_calls(counts)}, over fewer ranks "
-          f"{min(c['fewer_calls'] for c in counts)}..{max(c['fewer_calls'] for c in counts)}; "
+          f"{min(total['world'])}..{max(total['world'])}, over fewer ranks "
+          f"{min(total['fewer'])}..{max(total['fewer'])}; "
           f"rank 0 gathered {counts[0]['gathered_bytes']} bytes")
     for side in ("world", "fewer"):
-        for name, (least, most) in by_name(counts, side).items():
-            spread = str(least) if least == most else f"{least}..{most}"
-            print(f"  {side:5}  {name:28} {spread}")
+        for name in sorted({name for c in counts for name in c[side]}):
+            print(f"  {side:5}  {name:28} {spread([c[side].get(name, 0) for c in counts])}")
     return 0
 
 
