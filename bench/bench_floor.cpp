@@ -40,7 +40,7 @@ constexpr std::uint32_t kSeed = 20240611;
 constexpr float kAlpha = 2.0f;
 // Steps per timed iteration: a multiple of every K, making the first launch and the drain small.
 constexpr int kBatch = 64;
-constexpr int kStepsPerGraph[] = {1, 4, 16};
+constexpr int kStepsPerGraph[] = {0, 1, 4, 16};  // 0: eager
 // Small steps are what the floor is for; larger ones are bound by the kernels and the copy.
 constexpr std::size_t kFloorMaxBytes = std::size_t{1} << 20;
 // Fixed, so that both ranks of a pair run the same iterations (about 0.1-1 s per benchmark).
@@ -155,24 +155,19 @@ void time_steps(benchmark::State& state, FloorRank& rank, std::size_t bytes, int
         1e6 * queue_s / static_cast<double>(state.iterations() * kBatch);
 }
 
-void floor_eager(benchmark::State& state, FloorRank& rank, std::size_t bytes) {
-    time_steps(state, rank, bytes, 1, [&] { rank.queue_step(bytes); });
-}
-
-void floor_graph(benchmark::State& state, FloorRank& rank, std::size_t bytes, int steps) {
-    const auto graph = rank.capture(bytes, steps);
-    time_steps(state, rank, bytes, steps, [&] { graph->launch(*rank.streams.front()); });
+// The steps queued eagerly (k = 0) or as graphs of k steps.
+void floor_steps(benchmark::State& state, FloorRank& rank, std::size_t bytes, int k) {
+    if (k == 0) return time_steps(state, rank, bytes, 1, [&] { rank.queue_step(bytes); });
+    const auto graph = rank.capture(bytes, k);
+    time_steps(state, rank, bytes, k, [&] { graph->launch(*rank.streams.front()); });
 }
 
 void register_floor(FloorRank& rank, const std::string& prefix, std::size_t max_bytes) {
     for (const std::size_t bytes : bench_sizes(std::min(max_bytes, kFloorMaxBytes))) {
-        register_timed(
-            prefix + "/eager", bytes, kIterations,
-            [&rank, bytes](benchmark::State& state) { floor_eager(state, rank, bytes); });
         for (const int k : kStepsPerGraph) {
             register_timed(
-                prefix + "/graph_k" + std::to_string(k), bytes, kIterations,
-                [&rank, bytes, k](benchmark::State& state) { floor_graph(state, rank, bytes, k); });
+                prefix + (k == 0 ? "/eager" : "/graph_k" + std::to_string(k)), bytes, kIterations,
+                [&rank, bytes, k](benchmark::State& state) { floor_steps(state, rank, bytes, k); });
         }
     }
 }

@@ -73,51 +73,46 @@ struct GpuBench {
 
 constexpr int kGpuBatch = 8;
 
-// Times `work` (queued on gpu.stream), kGpuBatch an iteration after a warm-up, per `work`.
+// Times `work` (queued on gpu.stream, given a mismatch count zeroed), kGpuBatch an iteration
+// after a warm-up, per `work`. Returns the count.
 template <typename Work>
-void time_on_gpu(benchmark::State& state, GpuBench& gpu, Work&& work) {
-    work();
+Counter time_on_gpu(benchmark::State& state, GpuBench& gpu, Work&& work) {
+    Counter* mismatches = gpu.wrong.reset(*gpu.stream);
+    work(mismatches);
     gpu.stream->synchronize();
     for (auto _ : state) {
         gpu.start->record(*gpu.stream);
-        for (int i = 0; i < kGpuBatch; ++i) work();
+        for (int i = 0; i < kGpuBatch; ++i) work(mismatches);
         gpu.stop->record(*gpu.stream);
         gpu.stop->synchronize();
         state.SetIterationTime(gpu.stop->elapsed_ms_since(*gpu.start) * 1e-3 / kGpuBatch);
     }
     state.counters["batch"] = kGpuBatch;
-}
-
-// Times `work`, given the mismatch count zeroed, and fails where it found any: "WHAT found N
-// WHICH".
-template <typename Work>
-void time_counted(benchmark::State& state, GpuBench& gpu, const char* what, const char* which,
-                  Work&& work) {
-    Counter* mismatches = gpu.wrong.reset(*gpu.stream);
-    time_on_gpu(state, gpu, [&] { work(mismatches); });
-    if (const Counter bad = gpu.wrong.read(*gpu.stream); bad != 0) {
-        fail(state, std::string(what) + " found " + std::to_string(bad) + which);
-    }
+    return gpu.wrong.read(*gpu.stream);
 }
 
 void gpu_a(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
-    time_on_gpu(state, gpu, [&] { launch_a(gpu.x_floats(bytes), kStep, kSeed, *gpu.stream); });
+    time_on_gpu(state, gpu,
+                [&](Counter*) { launch_a(gpu.x_floats(bytes), kStep, kSeed, *gpu.stream); });
     state.SetBytesProcessed(per_run(state, bytes));  // written
 }
 
 void gpu_b(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
     // B checks every x[i] against A's formula, so x must hold A's values.
     launch_a(gpu.x_floats(bytes), kStep, kSeed, *gpu.stream);
-    time_counted(state, gpu, "B", " values of x that differ from A's", [&](Counter* mismatches) {
+    const Counter bad = time_on_gpu(state, gpu, [&](Counter* mismatches) {
         launch_b(Span<const float>(gpu.x_floats(bytes)), gpu.y_floats(bytes), kAlpha, kStep, kSeed,
                  mismatches, *gpu.stream);
     });
+    if (bad != 0)
+        fail(state, "B found " + std::to_string(bad) + " values of x that differ from A's");
     state.SetBytesProcessed(2 * per_run(state, bytes));  // read + written
 }
 
 void gpu_c(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
-    time_on_gpu(state, gpu,
-                [&] { launch_c(gpu.z_values(bytes), kStep, kSeed, kCIterations, *gpu.stream); });
+    time_on_gpu(state, gpu, [&](Counter*) {
+        launch_c(gpu.z_values(bytes), kStep, kSeed, kCIterations, *gpu.stream);
+    });
     // C is compute-bound: its rate is generator steps, not bytes.
     state.SetItemsProcessed(per_run(state, bytes / 4) * kCIterations);
     state.counters["c_iterations"] = kCIterations;
@@ -125,18 +120,20 @@ void gpu_c(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
 
 void gpu_verify_c(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
     launch_c(gpu.z_values(bytes), kStep, kSeed, kCIterations, *gpu.stream);
-    time_counted(state, gpu, "verify_c", " wrong values of C", [&](Counter* mismatches) {
+    const Counter bad = time_on_gpu(state, gpu, [&](Counter* mismatches) {
         launch_verify_c(Span<const std::uint32_t>(gpu.z_values(bytes)), kStep, kSeed, kCIterations,
                         mismatches, *gpu.stream);
     });
+    if (bad != 0) fail(state, "verify_c found " + std::to_string(bad) + " wrong values of C");
     state.SetBytesProcessed(per_run(state, bytes));  // read
 }
 
 // A copy of `bytes`, counted `sides` times (a device copy reads and writes them, as B counts).
 void gpu_copy(benchmark::State& state, GpuBench& gpu, Buffer& dst, const Buffer& src, int sides,
               std::size_t bytes) {
-    time_on_gpu(state, gpu,
-                [&] { gpu.device->copy_async(dst.data(), src.data(), bytes, *gpu.stream); });
+    time_on_gpu(state, gpu, [&](Counter*) {
+        gpu.device->copy_async(dst.data(), src.data(), bytes, *gpu.stream);
+    });
     state.SetBytesProcessed(sides * per_run(state, bytes));
 }
 
@@ -154,7 +151,7 @@ void gpu_nccl_self(benchmark::State& state, GpuBench& gpu, std::size_t bytes) {
     const cudaStream_t stream = cuda_handle(*gpu.stream);
     launch_a(gpu.x_floats(bytes), kStep, kSeed, *gpu.stream);
     gpu.device->fill_async(gpu.y.data(), 0xff, bytes, *gpu.stream);
-    time_on_gpu(state, gpu, [&] {
+    time_on_gpu(state, gpu, [&](Counter*) {
         // A send to itself and its receive must share one group, or NCCL waits for ever.
         NCCL_CHECK(ncclGroupStart());
         NCCL_CHECK(ncclSend(gpu.x.data(), bytes, ncclChar, 0, comm, stream));

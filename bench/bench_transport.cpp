@@ -117,22 +117,28 @@ struct TransportBench {
     std::map<std::tuple<int, std::size_t, std::size_t>, std::unique_ptr<Transport>> transports;
 };
 
-// One message from rank 0 to rank 1 through `t`'s slot 0, finished on both sides: rank 0
-// returns when rank 1 has it. Returns where it landed (rank 1).
-const void* one_message(TransportBench& tb, Transport& t) {
+// One message through `t`'s slot `k`, queued as the pipeline drives it: rank 0 sends it, rank 1
+// receives and releases it (no kernel reads it in between: the transport alone). Returns where
+// it landed (rank 1).
+const void* pass_slot(TransportBench& tb, Transport& t, std::size_t k) {
     if (tb.rank == kSender) {
-        t.acquire(0, *tb.stream);
-        t.publish(0, *tb.stream);
-        tb.stream->synchronize();
-        MPI_CHECK(
-            MPI_Recv(nullptr, 0, MPI_BYTE, kReceiver, kAckTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        t.acquire(k, *tb.stream);
+        t.publish(k, *tb.stream);
         return nullptr;
     }
-    const void* landed = t.await(0, *tb.stream);
-    t.release(0, *tb.stream);
-    tb.stream->synchronize();
-    MPI_CHECK(MPI_Send(nullptr, 0, MPI_BYTE, kSender, kAckTag, MPI_COMM_WORLD));
+    const void* landed = t.await(k, *tb.stream);
+    t.release(k, *tb.stream);
     return landed;
+}
+
+// Rank 1's zero-byte acknowledgement that a message landed, which rank 0 waits for.
+void acknowledge(const TransportBench& tb) {
+    if (tb.rank == kSender) {
+        MPI_CHECK(
+            MPI_Recv(nullptr, 0, MPI_BYTE, kReceiver, kAckTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    } else {
+        MPI_CHECK(MPI_Send(nullptr, 0, MPI_BYTE, kSender, kAckTag, MPI_COMM_WORLD));
+    }
 }
 
 // Rank 1 checks the last message that arrived (at `received`, by default its message buffer)
@@ -189,7 +195,11 @@ double time_batches(benchmark::State& state, Stream& stream, QueueOne&& queue_on
 void transport_staged(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
     Transport& staged = tb.sized(TransportBench::Kind::staged, bytes, 1);
     const void* landed = nullptr;
-    time_messages(state, [&] { landed = one_message(tb, staged); });
+    time_messages(state, [&] {
+        landed = pass_slot(tb, staged, 0);
+        tb.stream->synchronize();
+        acknowledge(tb);
+    });
     check_delivery(state, tb, bytes, landed);
 }
 
@@ -200,13 +210,11 @@ void transport_mpi_pinned(benchmark::State& state, TransportBench& tb, std::size
     auto one = [&] {
         if (tb.rank == kSender) {
             MPI_CHECK(MPI_Send(tb.pinned.data(), count, MPI_BYTE, kReceiver, 0, MPI_COMM_WORLD));
-            MPI_CHECK(MPI_Recv(nullptr, 0, MPI_BYTE, kReceiver, kAckTag, MPI_COMM_WORLD,
-                               MPI_STATUS_IGNORE));
         } else {
             MPI_CHECK(MPI_Recv(tb.pinned.data(), count, MPI_BYTE, kSender, 0, MPI_COMM_WORLD,
                                MPI_STATUS_IGNORE));
-            MPI_CHECK(MPI_Send(nullptr, 0, MPI_BYTE, kSender, kAckTag, MPI_COMM_WORLD));
         }
+        acknowledge(tb);
     };
     // Poisoned where the message lands, so an earlier benchmark's data cannot pass the check.
     if (tb.rank == kReceiver) std::memset(tb.pinned.data(), 0xff, bytes);
@@ -219,26 +227,15 @@ void transport_mpi_pinned(benchmark::State& state, TransportBench& tb, std::size
     check_delivery(state, tb, bytes);
 }
 
-// The ipc transport (of `slots` slots), as the pipeline drives it: rank 0 sends slot i % slots,
-// rank 1 receives it and releases the slot (no kernel reads it in between: this is the
-// transport alone). Its slots start poisoned, so a copy that never came fails the check.
+// The ipc transport (of `slots` slots), message i through slot i % slots. Its slots start
+// poisoned, so a copy that never came fails the check.
 template <std::size_t slots>
 void transport_ipc(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
     Transport& ipc = tb.sized(TransportBench::Kind::ipc, bytes, slots);
     std::size_t next = 0;
     const void* landed = nullptr;
-    auto queue_one = [&] {
-        const std::size_t slot = next++ % slots;
-        if (tb.rank == kSender) {
-            ipc.acquire(slot, *tb.stream);
-            ipc.publish(slot, *tb.stream);
-        } else {
-            landed = ipc.await(slot, *tb.stream);
-            ipc.release(slot, *tb.stream);
-        }
-    };
     barrier();
-    time_batches(state, *tb.stream, queue_one);
+    time_batches(state, *tb.stream, [&] { landed = pass_slot(tb, ipc, next++ % slots); });
     check_delivery(state, tb, bytes, landed);
 }
 
