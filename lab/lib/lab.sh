@@ -49,11 +49,9 @@ build_tree() {
 # on_path ARGS...: gpurelay's flags for this machine, into the array run_args: on the CPU path
 # --device cpu in place of any --device.
 on_path() {
+    run_args=("$@")
+    cpu || return 0
     run_args=()
-    if ! cpu; then
-        run_args=("$@")
-        return
-    fi
     while (($#)); do
         if [[ $1 == --device ]]; then shift 2; else run_args+=("$1"); shift; fi
     done
@@ -101,12 +99,9 @@ expect() {
 # under_mps COMMAND...: COMMAND (a function here, or a program) with every launch's ranks sharing
 # the GPU through one MPS daemon (scripts/with-mps); on the CPU path as it is.
 under_mps() {
-    if cpu; then
-        "$@"
-    else
-        # shellcheck disable=SC2016  # expanded by the inner shell
-        scripts/with-mps bash -c 'source lab/lib/lab.sh && "$@"' under_mps "$@"
-    fi
+    cpu && { "$@"; return; }
+    # shellcheck disable=SC2016  # expanded by the inner shell
+    scripts/with-mps bash -c 'source lab/lib/lab.sh && "$@"' under_mps "$@"
 }
 
 # alternate REPS COMMAND...: COMMAND with the old tree's gpurelay (TREE=old) then this tree's
@@ -148,11 +143,11 @@ pause() { sleep "$(python3 -c 'import random; print(round(random.uniform(0.2, 3)
 # the job with exit 4 and one line naming the wait. Prints the exit code, the seconds from the
 # stop to the end and that line.
 stopped() {
-    local name=$1 np=$2 pick=$3 out=$scratch/stop.h5 log=$dir/$1.log pid code start
+    local name=$1 np=$2 pick=$3 out=$scratch/stop.h5 log=$dir/$1.log pid code start launcher
     shift 3
     rm -f "$out" "$out.partial" "$out.lock"
     LAUNCH_S=60 gpurelay "$np" --output "$out" --write none --timeout-s 3 "$@" >"$log" 2>&1 &
-    local launcher=$!
+    launcher=$!
     if ! in_steps "$log" $launcher; then
         wait $launcher
         echo "$name: exit $? before its steps: $(said "$log")"
@@ -181,18 +176,18 @@ in_bound() {
 # 3 s after in_steps (ARGS must outlast 13 s: long_run), which must end it (exit 143, the stop
 # line naming its step), then --resume'd to exit 0; their /y must be identical.
 resumed() {
-    local name=$1 np=$2 whole=$scratch/$1-whole.h5 cut=$scratch/$1-cut.h5 log=$dir/$1.log code
+    local name=$1 np=$2 whole=$scratch/$1-whole.h5 cut=$scratch/$1-cut.h5 log=$dir/$1.log code \
+        launcher line
     shift 2
     rm -f "$whole" "$cut" "$cut.partial" "$cut.lock"
     gpurelay "$np" --output "$whole" "$@" >"$dir/$name-whole.log" 2>&1
     echo "$name run through: exit $?"
     gpurelay "$np" --output "$cut" "$@" >"$log" 2>&1 &
-    local launcher=$!
+    launcher=$!
     in_steps "$log" $launcher && pause
     pkill -TERM -f "^${BIN:-$new} .*$cut"
     wait $launcher
     code=$?
-    local line
     line=$(grep -m1 '^gpurelay: stopped by SIGTERM' "$log" | grep -o 'after step [0-9]* of [0-9]*')
     if [[ -z $line ]]; then
         echo "$name: NOT STOPPED by SIGTERM (exit $code): the run ended first"

@@ -289,8 +289,7 @@ def main():
     args = parser.parse_args()
     made = blocks(args.dir, args.commit)
     if args.only:
-        wanted = args.only.split(",")
-        made = {name: text for name, text in made.items() if name in wanted}
+        made = {name: text for name, text in made.items() if name in args.only.split(",")}
     if not made:
         print(f"perf_tables: nothing to tabulate in {args.dir}", file=sys.stderr)
         return 2

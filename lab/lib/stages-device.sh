@@ -88,9 +88,7 @@ stage_device_fast() {
     fi
     for np in 1 2; do
         ((np == 2)) && wrap=(under_mps)
-        "${wrap[@]}" "${mpi[@]}" -np $np build/bench/bench_handoff \
-            --benchmark_out="$dir/handoff_np$np.json" --benchmark_out_format=json \
-            >"$dir/handoff_np$np.txt" 2>&1
+        "${wrap[@]}" benched "handoff_np$np" 300 "${mpi[@]}" -np $np build/bench/bench_handoff
         echo "bench_handoff np $np: exit $?"
     done
     launch device_np1 1 "${device[@]}" "${sizes[@]}"

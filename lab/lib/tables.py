@@ -104,15 +104,16 @@ def matched_c(path):
     print(max(1, round(64 * transfer / p["phases_ms"]["c"]["median"])))
 
 
+TABLES = {"relay": relay, "mpiline": mpiline, "steps": steps, "sizes": sizes, "matched-c": matched_c}
+
+
 def main():
     parser = argparse.ArgumentParser(prog="lab/lib/tables.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("table", choices=["relay", "mpiline", "steps", "sizes", "matched-c"])
+    parser.add_argument("table", choices=TABLES)
     parser.add_argument("paths", nargs="+", metavar="PATH")
     args = parser.parse_args()
-    make = {"relay": relay, "mpiline": mpiline, "steps": steps, "sizes": sizes,
-            "matched-c": matched_c}[args.table]
-    make(*args.paths)
+    TABLES[args.table](*args.paths)
 
 
 if __name__ == "__main__":

@@ -36,12 +36,9 @@ def gpurelay_run(path):
 
 
 def pairs_in(directory):
-    found = []
-    for path in sorted(glob.glob(os.path.join(directory, "torch_*.json"))):
-        theirs = os.path.join(directory, os.path.basename(path)[len("torch_"):])
-        if os.path.exists(theirs):
-            found.append((path, theirs))
-    return found
+    """(torch_NAME.json, NAME.json) for each NAME in `directory` that has both."""
+    return [(path, theirs) for path in sorted(glob.glob(os.path.join(directory, "torch_*.json")))
+            if os.path.exists(theirs := os.path.join(directory, os.path.basename(path)[6:]))]
 
 
 def main(argv=None):
@@ -66,8 +63,7 @@ def main(argv=None):
             status = 1
             continue
         failed = ours["wrong"] != 0 or not verified
-        if failed:
-            status = 1
+        status = 1 if failed else status
         ratio = ours["time_per_step_ms"] / ms
         print(f"{size_name(ours['bytes'])} | {ours['mode']} / {mode} | "
               f"{ours['time_per_step_ms']:.4f} | {ms:.4f} | {ratio:.1f}x"
