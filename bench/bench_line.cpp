@@ -38,10 +38,7 @@ struct Part {
 };
 
 Part line_part(int rank, int hops) {
-    Part part;
-    if (rank > 0 && rank <= hops) part.from = rank - 1;
-    if (rank < hops) part.to = rank + 1;
-    return part;
+    return {rank > 0 && rank <= hops ? rank - 1 : -1, rank < hops ? rank + 1 : -1};
 }
 
 Part pairs_part(int rank) { return rank % 2 == 1 ? Part{rank - 1, -1} : Part{-1, rank + 1}; }

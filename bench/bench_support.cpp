@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <exception>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string_view>
 #include <utility>
@@ -71,19 +72,17 @@ std::size_t max_bytes_from_env() {
     const auto bad = [&](const std::string& why) {
         return usage_error("GPURELAY_BENCH_MAX_BYTES=\"" + value + "\": " + why);
     };
-    std::size_t digits = 0;
-    while (digits < value.size() && value[digits] >= '0' && value[digits] <= '9') ++digits;
+    const std::size_t digits = std::min(value.find_first_not_of("0123456789"), value.size());
     if (digits == 0 || digits > 15) throw bad("expected a number of bytes, e.g. 65536 or 16M");
-    std::size_t bytes = std::stoull(value.substr(0, digits));
     const std::string suffix = value.substr(digits);
-    const std::pair<const char*, int> units[] = {{"", 0},     {"K", 10}, {"KiB", 10}, {"M", 20},
-                                                 {"MiB", 20}, {"G", 30}, {"GiB", 30}};
-    const auto* unit = std::find_if(std::begin(units), std::end(units),
-                                    [&](const auto& u) { return suffix == u.first; });
-    if (unit == std::end(units)) throw bad("unknown suffix '" + suffix + "' (use K, M or G)");
+    static const std::map<std::string, int> shifts{{"", 0},     {"K", 10}, {"KiB", 10}, {"M", 20},
+                                                   {"MiB", 20}, {"G", 30}, {"GiB", 30}};
+    const auto shift = shifts.find(suffix);
+    if (shift == shifts.end()) throw bad("unknown suffix '" + suffix + "' (use K, M or G)");
+    std::size_t bytes = std::stoull(value.substr(0, digits));
     // Beyond 64 GiB no GPU here holds the buffers; also keeps the shift from overflowing.
-    if (unit->second == 30 && bytes > 64) throw bad("more than 64 GiB");
-    bytes <<= unit->second;
+    if (shift->second == 30 && bytes > 64) throw bad("more than 64 GiB");
+    bytes <<= shift->second;
     if (bytes < kMinBytes || bytes % kMinBytes != 0) {
         throw bad("must be a multiple of 4096 and at least 4096");
     }
