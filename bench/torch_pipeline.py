@@ -249,21 +249,17 @@ def main(argv=None):
     pipe, d, g = Pipeline(torch, args), args.depth, args.graph_steps
     if args.graphs:
         # Steps 0 .. depth-1 eager, so every kernel has run once before the capture.
-        for s in range(d):
-            pipe.eager_step(s)
-        torch.cuda.synchronize()
+        timed(torch, pipe.eager_step, range(d))
         pipe.capture(d)
         torch.cuda.synchronize()
-        # The warm-up rounded up to whole graphs.
+        # Graphs of g steps from step d, the warm-up rounded up to whole graphs.
         warm = -(-args.warmup // g)
-        firsts = range(d, d + warm * g + args.steps, g)
-        timed(torch, pipe.replay, firsts[:warm])
-        seconds = timed(torch, pipe.replay, firsts[warm:])
-        last = d + warm * g + args.steps - 1
+        queue, firsts = pipe.replay, range(d, d + warm * g + args.steps, g)
     else:
-        timed(torch, pipe.eager_step, range(args.warmup))
-        seconds = timed(torch, pipe.eager_step, range(args.warmup, args.warmup + args.steps))
-        last = args.warmup + args.steps - 1
+        warm, queue, firsts = args.warmup, pipe.eager_step, range(args.warmup + args.steps)
+    timed(torch, queue, firsts[:warm])
+    seconds = timed(torch, queue, firsts[warm:])
+    last = firsts[-1] + (g - 1 if args.graphs else 0)
     wrong = int(pipe.wrong.item())
     # y of the last step on the host, against the formula in Python (every element up to 64Ki,
     # else every n/64Ki-th and the last).
