@@ -271,9 +271,8 @@ def main(argv=None):
     ms = seconds * 1e3 / args.steps
     mode = "graphs" if args.graphs else "eager"
     nbytes = n * (4 if args.dtype == "float32" else 8)
-    result = {"elements": n, "bytes": nbytes, "dtype": args.dtype, "depth": d,
-              "steps": args.steps, "warmup": args.warmup, "c_elements": args.c_elements,
-              "c_iterations": args.c_iterations, "mode": mode,
+    result = {"elements": n, "bytes": nbytes, **{k: getattr(args, k) for k in (
+              "dtype", "depth", "steps", "warmup", "c_elements", "c_iterations")}, "mode": mode,
               "graph_steps": g if args.graphs else 0,
               "time_per_step_ms": ms, "wrong": wrong + y_wrong,
               "torch_version": torch.__version__, "device_name": torch.cuda.get_device_name()}

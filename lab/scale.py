@@ -51,8 +51,7 @@ PATTERNS = {
 
 
 def slowest(counts, field, name=None):
-    values = [c[field] if name is None else c[field].get(name, 0.0) for c in counts]
-    return max(values)
+    return max(c[field] if name is None else c[field].get(name, 0.0) for c in counts)
 
 
 # The table's columns, in order: (heading, unit, figure from one case's two runs).
