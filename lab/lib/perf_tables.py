@@ -125,13 +125,13 @@ def kernels(folder):
         rows.append([size_name(size), f"{copy:.0f}", f"{rate['gpu/a']:.0f}",
                      f"{rate['gpu/a'] / copy:.1%}", f"{rate['gpu/b']:.0f}",
                      f"{rate['gpu/b'] / copy:.1%}"])
-    if rows:
-        yield "kernels", table(["size", "D2D copy GB/s", "A GB/s", "A / copy", "B GB/s",
-                                "B / copy"], rows), [ctx.get("date")], [ctx.get("gpurelay_git")]
+    yield "kernels", ["size", "D2D copy GB/s", "A GB/s", "A / copy", "B GB/s", "B / copy"], rows, \
+        [ctx.get("date")], [ctx.get("gpurelay_git")]
 
 
 def run_rows(runs, tags):
-    """The compare-mode table of the runs named in `tags` that the folder has."""
+    """The compare-mode table of the runs named in `tags` that the folder has: header, rows,
+    dates and hashes."""
     rows, dates, hashes = [], [], []
     for tag in (t for t in tags if t in runs):
         r = runs[tag]
@@ -144,7 +144,7 @@ def run_rows(runs, tags):
         hashes.append(r["git_hash"])
     header = ["run", "ranks", "transport", "tensor", "ms/step, overlap off", "ms/step, on",
               "speedup", "transfer GB/s (on)", "verified"]
-    return (table(header, rows), dates, hashes) if rows else None
+    return header, rows, dates, hashes
 
 
 def small_steps(folder):
@@ -169,9 +169,8 @@ def small_steps(folder):
                      fmt(bound and step_us / (bound * 1e3), 2), r["verified"]])
         dates.append(r["timestamp"])
         hashes.append(r["git_hash"])
-    if rows:
-        yield "small-steps", table(["run", "tensor", "steps", "timing", "C", "µs per step",
-                                    "× floor", "× bound", "verified"], rows), dates, hashes
+    yield "small-steps", ["run", "tensor", "steps", "timing", "C", "µs per step", "× floor",
+                          "× bound", "verified"], rows, dates, hashes
 
 
 IPC = ("transport/ipc_gpu", "transport/ipc_gpu_4slots", "transport/ipc_gpu_copy_only")
@@ -204,14 +203,11 @@ def ipc(folder):
                           fmt(num(mpi_run[key]), 2),
                           f"{num(mpi_run[key]) / num(ipc_run[key]):.0f}×"]
             step_rows.append(cells)
-    if rows:
-        yield "ipc-transfer", table(["ranks share the GPU", "size", "D2D copy GB/s",
-                                     "ipc / copy (2 slots)", "4 slots", "copy alone, no handshake"],
-                                    rows), dates, hashes
-    if step_rows:
-        yield "ipc-steps", table(["ranks share the GPU", "tensor", "ipc ms (off)", "ipc sm ms",
-                                  "MPI ms", "ipc vs MPI", "ipc ms (on)", "ipc sm ms", "MPI ms",
-                                  "ipc vs MPI"], step_rows), dates, hashes
+    yield "ipc-transfer", ["ranks share the GPU", "size", "D2D copy GB/s", "ipc / copy (2 slots)",
+                           "4 slots", "copy alone, no handshake"], rows, dates, hashes
+    yield "ipc-steps", ["ranks share the GPU", "tensor", "ipc ms (off)", "ipc sm ms", "MPI ms",
+                        "ipc vs MPI", "ipc ms (on)", "ipc sm ms", "MPI ms", "ipc vs MPI"], \
+        step_rows, dates, hashes
 
 
 def collectives(folder):
@@ -232,11 +228,10 @@ def collectives(folder):
                         ratio = num(mine[key]) / run["algbw_gbps"]
                         cells[i] = f"{num(mine[key]):.0f} ({ratio:.3f}×)"
             rows.append([pattern, size_name(size), f"{run['algbw_gbps']:.0f}"] + cells)
-    if rows:
-        yield "collectives", table(["collective", "size", "plain NCCL loop algbw GB/s",
-                                    "gpurelay, overlap off: algbw GB/s (× the loop)",
-                                    "overlap on, C beside it"], rows), \
-            [ctx.get("date")], [ctx.get("gpurelay_git")]
+    yield "collectives", ["collective", "size", "plain NCCL loop algbw GB/s",
+                          "gpurelay, overlap off: algbw GB/s (× the loop)",
+                          "overlap on, C beside it"], rows, \
+        [ctx.get("date")], [ctx.get("gpurelay_git")]
 
 
 def two_gpus(folder):
@@ -259,24 +254,19 @@ def two_gpus(folder):
             rows.append([size_name(size), f"{plain:.1f}"]
                         + [fmt(by.get((size, d)), 1) for d in (1, 2, 4)]
                         + [fmt(d2 and d2 / plain, 2)])
-    if rows:
-        yield "two-gpu-transfer", table(["size", "plain NCCL loop GB/s", "depth 1", "depth 2",
-                                         "depth 4", "depth 2 / plain"], rows), \
-            [ctx.get("date")], [ctx.get("gpurelay_git")]
-    made = run_rows(sweep, ["pair_overlap_d1", "pair_overlap_d2"])
-    if made:
-        yield ("two-gpu-overlap",) + made
+    yield "two-gpu-transfer", ["size", "plain NCCL loop GB/s", "depth 1", "depth 2", "depth 4",
+                               "depth 2 / plain"], rows, [ctx.get("date")], \
+        [ctx.get("gpurelay_git")]
+    yield ("two-gpu-overlap",) + run_rows(sweep, ["pair_overlap_d1", "pair_overlap_d2"])
 
 
+# Each yields its tables as (name, header, rows, dates, hashes); a table with no rows is left out.
 MAKERS = (kernels, small_steps, ipc, collectives, two_gpus)
 
 
 def blocks(folder, commit):
-    out = {}
-    for maker in MAKERS:
-        for name, text, dates, hashes in maker(folder):
-            out[name] = f"{text}\n\n{provenance(dates, hashes, commit)}"
-    return out
+    return {name: f"{table(header, rows)}\n\n{provenance(dates, hashes, commit)}"
+            for maker in MAKERS for name, header, rows, dates, hashes in maker(folder) if rows}
 
 
 def main():
