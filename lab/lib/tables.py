@@ -104,7 +104,8 @@ def matched_c(path):
     print(max(1, round(64 * transfer / p["phases_ms"]["c"]["median"])))
 
 
-TABLES = {"relay": relay, "mpiline": mpiline, "steps": steps, "sizes": sizes, "matched-c": matched_c}
+TABLES = {"relay": relay, "mpiline": mpiline, "steps": steps, "sizes": sizes,
+          "matched-c": matched_c}
 
 
 def main():
