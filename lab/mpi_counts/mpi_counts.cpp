@@ -141,9 +141,10 @@ int timed_init(Init init) {
     return status;
 }
 
+// `key` (with what comes before it), then the object of `values`.
 template <typename Number>
-void write_object(std::FILE* out, const std::map<std::string, Number>& values) {
-    std::fputc('{', out);
+void write_object(std::FILE* out, const char* key, const std::map<std::string, Number>& values) {
+    std::fprintf(out, "%s{", key);
     const char* separator = "";
     for (const auto& [name, value] : values) {
         if constexpr (std::is_same_v<Number, double>) {
@@ -179,16 +180,13 @@ void write_counts() {
     const std::lock_guard lock(t.mutex);
     std::fprintf(out, "{\"rank\": %d, \"world_size\": %d, \"world_calls\": %llu, ", rank, size,
                  total(t.world));
-    std::fprintf(out,
-                 "\"fewer_calls\": %llu, \"gathered_bytes\": %llu,\n \"world\": ", total(t.fewer),
+    std::fprintf(out, "\"fewer_calls\": %llu, \"gathered_bytes\": %llu", total(t.fewer),
                  static_cast<unsigned long long>(t.gathered_bytes));
-    write_object(out, t.world);
-    std::fputs(",\n \"fewer\": ", out);
-    write_object(out, t.fewer);
-    std::fprintf(out, ",\n \"init_seconds\": %.9g, \"seconds\": ", t.init_seconds);
-    write_object(out, t.seconds);
-    std::fputs(",\n \"first_seconds\": ", out);
-    write_object(out, t.first);
+    write_object(out, ",\n \"world\": ", t.world);
+    write_object(out, ",\n \"fewer\": ", t.fewer);
+    std::fprintf(out, ",\n \"init_seconds\": %.9g", t.init_seconds);
+    write_object(out, ", \"seconds\": ", t.seconds);
+    write_object(out, ",\n \"first_seconds\": ", t.first);
     std::fputs("}\n", out);
     std::fclose(out);
     std::rename((path + ".tmp").c_str(), path.c_str());
