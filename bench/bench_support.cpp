@@ -90,8 +90,8 @@ std::size_t max_bytes_from_env() {
 }
 
 benchmark::IterationCount iterations_for(std::size_t bytes) {
-    const std::size_t budget = std::size_t{1} << 30;
-    return static_cast<benchmark::IterationCount>(std::clamp<std::size_t>(budget / bytes, 5, 200));
+    return static_cast<benchmark::IterationCount>(
+        std::clamp<std::size_t>((std::size_t{1} << 30) / bytes, 5, 200));
 }
 
 std::vector<std::size_t> bench_sizes(std::size_t max_bytes) {
@@ -170,11 +170,7 @@ void say(const MpiSession& session, const std::string& text) {
     if (session.world_rank() == 0) std::fprintf(stderr, "%s: %s\n", g_program, text.c_str());
 }
 
-bool gpu_on_every_rank() {
-    int all_have_gpu = cuda_device_count() > 0 ? 1 : 0;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_have_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-    return all_have_gpu == 1;
-}
+bool gpu_on_every_rank() { return summed(cuda_device_count() > 0 ? 0 : 1) == 0; }
 
 void barrier() {
     const Deadline bound("a barrier between benchmarks");
@@ -182,7 +178,7 @@ void barrier() {
 }
 
 std::uint64_t summed(std::uint64_t mine) {
-    const Deadline bound("the sum of the ranks' wrong values");
+    const Deadline bound("a sum over the ranks (wrong values, failed checks, ranks without a GPU)");
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
     return mine;
 }
@@ -213,10 +209,7 @@ int run_on_ranks(const MpiSession& session, const char* why, ExitCode code) {
         benchmark::RunSpecifiedBenchmarks(&quiet);
     }
     benchmark::Shutdown();
-    int failed = any_failed() ? 1 : 0;
-    const Deadline bound("agreeing on the exit code");
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-    if (failed == 0) return 0;
+    if (summed(any_failed() ? 1 : 0) == 0) return 0;  // every rank ends with the same code
     if (why != nullptr) say(session, std::string(why) + " (see ERROR above)");
     return static_cast<int>(code);
 }
