@@ -88,7 +88,9 @@ stage_device_fast() {
     fi
     for np in 1 2; do
         ((np == 2)) && wrap=(under_mps)
-        "${wrap[@]}" benched "handoff_np$np" 300 "${mpi[@]}" -np $np build/bench/bench_handoff
+        "${wrap[@]}" "${mpi[@]}" -np $np build/bench/bench_handoff \
+            --benchmark_out="$dir/handoff_np$np.json" --benchmark_out_format=json \
+            >"$dir/handoff_np$np.txt" 2>&1
         echo "bench_handoff np $np: exit $?"
     done
     launch device_np1 1 "${device[@]}" "${sizes[@]}"
