@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -50,13 +51,9 @@ class NullReporter final : public benchmark::BenchmarkReporter {
 
 bool initialize_on_ranks(const MpiSession& session, int argc, char** argv) {
     std::vector<char*> args;
-    for (int i = 0; i < argc; ++i) {
-        if (session.world_rank() != 0 &&
-            std::string_view(argv[i]).rfind("--benchmark_out", 0) == 0) {
-            continue;
-        }
-        args.push_back(argv[i]);
-    }
+    std::copy_if(argv, argv + argc, std::back_inserter(args), [&](const char* arg) {
+        return session.world_rank() == 0 || std::string_view(arg).rfind("--benchmark_out", 0) != 0;
+    });
     int arg_count = static_cast<int>(args.size());
     args.push_back(nullptr);
     benchmark::Initialize(&arg_count, args.data());
