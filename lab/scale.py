@@ -124,9 +124,8 @@ def launch(opts, n, args, folder, quiet):
 def measure(opts, pattern, n, tmp):
     """One case's two launches (or, with --from, what they left): the counts, JSON and report
     length of each."""
-    short, long = opts.steps
     case = {"steps": opts.steps}
-    for name, steps, quiet in (("short", short, False), ("long", long, True)):
+    for name, steps, quiet in zip(("short", "long"), opts.steps, (False, True)):
         folder = os.path.join(tmp, f"{pattern.replace(' ', '_')}_np{n}_{name}")
         if not opts.reread:
             args = TINY + PATTERNS[pattern](n) + ["--steps", str(steps),
