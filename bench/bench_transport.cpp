@@ -172,10 +172,11 @@ void time_messages(benchmark::State& state, One&& one) {
 }
 
 // Times batches of kBatch messages queued by `queue_one` on `stream`: the slower rank's wall time
-// from a barrier to its stream's end, over the batch, after one untimed (NCCL's first connects).
-// Returns the seconds per message, summed over the iterations.
+// from a barrier to its stream's end, over the batch, after a barrier and one untimed (NCCL's
+// first connects). Returns the seconds per message, summed over the iterations.
 template <typename QueueOne>
 double time_batches(benchmark::State& state, Stream& stream, QueueOne&& queue_one) {
+    barrier();
     queue_one();
     stream.synchronize();
     double total = 0.0;
@@ -234,7 +235,6 @@ void transport_ipc(benchmark::State& state, TransportBench& tb, std::size_t byte
     Transport& ipc = tb.sized(TransportBench::Kind::ipc, bytes, slots);
     std::size_t next = 0;
     const void* landed = nullptr;
-    barrier();
     time_batches(state, *tb.stream, [&] { landed = pass_slot(tb, ipc, next++ % slots); });
     check_delivery(state, tb, bytes, landed);
 }
@@ -243,7 +243,6 @@ void transport_ipc(benchmark::State& state, TransportBench& tb, std::size_t byte
 // sequence words; against transport/ipc_gpu it shows what the per-message handshake costs.
 void ipc_copy_only(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
     Transport& ipc = tb.sized(TransportBench::Kind::ipc_in_place, bytes, 1);
-    barrier();
     void* slot = tb.rank == kSender ? ipc.acquire(0, *tb.stream) : nullptr;
     time_batches(state, *tb.stream, [&] {
         if (tb.rank == kSender) tb.device->copy_async(slot, tb.message.data(), bytes, *tb.stream);
@@ -314,7 +313,6 @@ Benchmarks transport_benchmarks(TransportBench& tb) {
 // lands, starts poisoned, so stale data from an earlier benchmark cannot pass the check.
 void transport_nccl_plain(benchmark::State& state, TransportBench& tb, const PlainNcclComm& nccl,
                           std::size_t bytes) {
-    barrier();
     if (tb.rank == kReceiver) {
         tb.device->fill_async(tb.message.data(), 0xff, bytes, *tb.stream);
         tb.stream->synchronize();
@@ -367,7 +365,6 @@ void collective_plain(benchmark::State& state, CollectiveBench& cb, Collective c
              sum ? allreduce_share(cb.rank) : TensorForm{});
     cb.device.fill_async(cb.recv.data(), 0xff, bytes, *cb.stream);  // poison: no stale pass
     cb.stream->synchronize();
-    barrier();
     const cudaStream_t stream = cuda_handle(*cb.stream);
     const double seconds = time_batches(state, *cb.stream, [&] {
         if (collective == Collective::broadcast) {
