@@ -100,9 +100,8 @@ if ((EUID != 0)); then
     as_root=(sudo)
 fi
 
-# Debian's non-free component, where Nsight Systems is: when apt has no candidate for it even
-# after an update, a deb822 source for non-free is added beside the others, with the mirror
-# and keyring of the existing Debian source (so a local mirror or snapshot stays in use).
+# Debian's non-free component (Nsight Systems), where apt has no candidate even after an update:
+# a deb822 source beside the others, with their mirror and keyring (a local mirror stays in use).
 enable_non_free() {
     local codename uri keyring source=/etc/apt/sources.list.d/gpurelay-non-free.sources
     # shellcheck disable=SC1091  # the system's own file
@@ -125,10 +124,9 @@ enable_non_free() {
     "${as_root[@]}" apt-get update
 }
 
-# Debian's Nsight Systems, unpacked (not installed: nsight-systems-target depends on libcuda1,
-# which would replace the NVIDIA driver's library) into $nsys_dir, with the two links the
-# unpacked tree lacks: the importer (host-linux-x64) must sit beside the real target-linux-x64
-# (nsys looks for it there), and host-linux-x64/libssh.so points into the tree for libssh.so.4.
+# Debian's Nsight Systems unpacked into $nsys_dir (installed, nsight-systems-target's libcuda1
+# would replace the NVIDIA driver's), with the links the tree lacks: the importer (host-linux-x64)
+# beside the real target-linux-x64, where nsys looks, and libssh.so.4 for host-linux-x64.
 install_nsys() {
     local deb_packages=(nsight-systems nsight-systems-target) p tmp
     for p in "${deb_packages[@]}"; do
@@ -161,8 +159,7 @@ install_nsys() {
 }
 
 if ((${#missing[@]})); then
-    # A package apt has no candidate for means stale or empty lists: only then is an update
-    # needed.
+    # A package apt has no candidate for means stale or empty lists: only then an update.
     for p in "${missing[@]}"; do
         if ! has_candidate "$p"; then
             echo "Running apt-get update (apt has no candidate for some missing packages)."
