@@ -61,9 +61,6 @@ class Axis:
         self.rates = rates
         self.key, self.unit = ("transfer_gbps", "GB/s") if rates else ("transfer_ms", "ms")
 
-    def slowest_first(self, pairs):
-        return sorted(pairs, key=lambda q: q[self.key], reverse=not self.rates)
-
 
 def figure_name(summary, case, source=""):
     """pair_bandwidth[_SOURCE][_elements=N].png: SOURCE, the summary's file name, where several
@@ -86,7 +83,7 @@ def timed_pairs(name, case, p):
               + ", ".join(f"{q.get('pair')} ({q.get('withheld')})" for q in p["pairs"]
                           if q.get("withheld"))
               + ": every pair's transfer time drawn instead, those hollow")
-    return axis.slowest_first(pairs), axis
+    return sorted(pairs, key=lambda q: q[axis.key], reverse=not axis.rates), axis
 
 
 def title(case, p, count, axis):

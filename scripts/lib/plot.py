@@ -488,15 +488,6 @@ def plot_scaling(rows, out_dir, plt):
                       line_base=("pattern", "transport", "backend"))
 
 
-def core_numbers(text):
-    """'0-3,8' -> {0, 1, 2, 3, 8}."""
-    cores = set()
-    for part in filter(None, text.split(",")):
-        first, _, last = part.partition("-")
-        cores.update(range(int(first), int(last or first) + 1))
-    return cores
-
-
 def file_oversubscribed(path, world_size):
     """'true'/'false': whether a run's file says a host ran more ranks than the cores they may
     use; '' where it cannot say (no file, no h5py, another run's file)."""
@@ -512,7 +503,10 @@ def file_oversubscribed(path, world_size):
     ranks, usable = {}, {}
     for host, allowed in zip(hosts.split(","), cores.split(";")):
         ranks[host] = ranks.get(host, 0) + 1
-        usable.setdefault(host, set()).update(core_numbers(allowed))
+        host_cores = usable.setdefault(host, set())
+        for part in filter(None, allowed.split(",")):  # "0-3,8"
+            first, _, last = part.partition("-")
+            host_cores.update(range(int(first), int(last or first) + 1))
     if not all(usable.values()):
         return ""
     return "true" if any(ranks[h] > len(usable[h]) for h in ranks) else "false"
