@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages gpurelay needs to build, test and plot. Safe to run again: it asks
-# apt-get only for what is missing, and refreshes the package lists only when apt cannot see a
-# missing package (scripts/help/install-deps.txt, its --help, says more).
+# Installs the Debian packages gpurelay needs to build, test and plot, only those missing, the
+# lists refreshed only where apt sees none of one (scripts/help/install-deps.txt, its --help).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -31,12 +30,8 @@ packages=(
 
 # nvcc: the toolkit's usual home first, then PATH (the same order CMakeLists.txt uses).
 report_cuda() {
-    local nvcc="" version
-    if [[ -x /usr/local/cuda/bin/nvcc ]]; then
-        nvcc=/usr/local/cuda/bin/nvcc
-    elif command -v nvcc >/dev/null 2>&1; then
-        nvcc="$(command -v nvcc)"
-    fi
+    local nvcc=/usr/local/cuda/bin/nvcc version
+    [[ -x "$nvcc" ]] || nvcc="$(command -v nvcc || true)"
     if [[ -z "$nvcc" ]]; then
         echo "CUDA toolkit: nvcc not found (looked in /usr/local/cuda/bin and PATH);" \
             "not installed by this script. The build makes the CPU path only."
@@ -52,9 +47,7 @@ candidate_of() {
 }
 
 has_candidate() {
-    local candidate
-    candidate="$(candidate_of "$1")"
-    [[ -n "$candidate" && "$candidate" != "(none)" ]]
+    [[ ! "$(candidate_of "$1")" =~ ^(|\(none\))$ ]]
 }
 
 nsys_works() {

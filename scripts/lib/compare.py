@@ -119,8 +119,8 @@ def csv_row_samples(row):
     if row.get("phase_times_readable") != "false":
         for phase in PHASES:
             main.add(f"{phase}_ms_median", row.get(f"{phase}_ms"), spread(phase, f"{phase}_ms"))
-    name = {"off": "overlap off", "on": "overlap on", "compare": "overlap on"}.get(overlap, "")
-    samples[name or "main pass"] = main
+    samples[{"off": "overlap off", "on": "overlap on", "compare": "overlap on"}.get(
+        overlap, "main pass")] = main
     return samples
 
 
@@ -318,7 +318,6 @@ RIGHT = [False, False, True, True, True, True, False]  # the numbers' cells alig
 
 
 def aligned(lines_of_cells):
-    """Each line's cells in columns as wide as their widest cell."""
     widths = [max(len(cells[i]) for cells in lines_of_cells) for i in range(len(HEAD))]
     return ["  " + "  ".join(c.rjust(w) if right else c.ljust(w)
                             for c, w, right in zip(cells, widths, RIGHT)).rstrip()
@@ -384,19 +383,6 @@ def notes(counts, tested):
 SEPARATOR = "\0--"
 
 
-def split_sides(inputs):
-    """BASE... -- NEW... (or BASE NEW) -> ([base paths], [new paths])."""
-    if SEPARATOR in inputs:
-        at = inputs.index(SEPARATOR)
-        base, new = inputs[:at], inputs[at + 1:]
-        if SEPARATOR in new or not base or not new:
-            raise Mismatch("expected BASE... -- NEW...: one '--' with files on both sides")
-        return base, new
-    if len(inputs) != 2:
-        raise Mismatch(f"{len(inputs)} files without '--': give BASE NEW, or BASE... -- NEW...")
-    return inputs[:1], inputs[1:]
-
-
 def read_sides(base_paths, new_paths, across=()):
     sides, kinds = [], set()
     for name, paths in (("BASE", base_paths), ("NEW", new_paths)):
@@ -438,7 +424,13 @@ def main(argv):
     opts = parse_args(argv)
     if not opts.threshold >= 0:
         raise Mismatch("--threshold must be a percentage >= 0")
-    base_paths, new_paths = split_sides(opts.inputs)
+    inputs = opts.inputs  # BASE... -- NEW..., or BASE NEW
+    at = inputs.index(SEPARATOR) if SEPARATOR in inputs else 1
+    base_paths, new_paths = inputs[:at], inputs[at + (SEPARATOR in inputs):]
+    if SEPARATOR not in inputs and len(inputs) != 2:
+        raise Mismatch(f"{len(inputs)} files without '--': give BASE NEW, or BASE... -- NEW...")
+    if SEPARATOR in new_paths or not base_paths or not new_paths:
+        raise Mismatch("expected BASE... -- NEW...: one '--' with files on both sides")
     across = {k.strip() for k in opts.across.split(",") if k.strip()}
     base, new = read_sides(base_paths, new_paths, across)
     lines, failed, passes, counts, tested = compare_groups(base, new, opts)

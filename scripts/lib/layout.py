@@ -11,7 +11,6 @@ BINARY = os.path.normpath(os.path.join(ROOT, "..", "bin", "gpurelay") if INSTALL
 
 
 def outputs(name):
-    """The default folder outputs/NAME."""
     return os.path.join(os.path.abspath("outputs") if INSTALLED else os.path.join(ROOT, "outputs"),
                         name)
 

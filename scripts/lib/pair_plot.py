@@ -16,7 +16,6 @@ SLOW_MARGIN = 0.10
 
 
 def read_summary(path):
-    """The summary; UsageError unless it has a pass with pairs."""
     try:
         with open(path, encoding="utf-8") as f:
             summary = json.load(f)
@@ -28,7 +27,6 @@ def read_summary(path):
 
 
 def cases(summary):
-    """A multi-size summary's cases, or the single-size summary itself."""
     found = summary.get("cases") if isinstance(summary.get("cases"), list) else [summary]
     return [c for c in found if isinstance(c, dict)]
 

@@ -179,11 +179,6 @@ class Grid:
             return tag_of(combination)
         return tag_of(self.with_elements(combination, size[0]))
 
-    def tags(self, point):
-        """A point's row's possible tags: its combination's, and its label (as sweeps that ran a
-        launch per size gave it)."""
-        return [combination_tag(point[0]), self.label(point)]
-
     def launch_keys(self, combination, sizes, separator=","):
         """The (key, value) list a launch of these sizes sets: elements if swept or partly done."""
         if sizes is None or (not self.swept and len(sizes) == len(self.sizes)):
@@ -206,14 +201,6 @@ class Launch:
             (ELEMENTS_KEY, text) for text, _ in (self.sizes if grid.swept else [])]
 
 
-def launches_of(grid, points):
-    """The points grouped by combination, in grid order: one launch each."""
-    groups = {}
-    for point in points:
-        groups.setdefault(combination_tag(point[0]), []).append(point)
-    return [Launch(grid, group[0][0], group) for group in groups.values()]
-
-
 # Longest readable part of a launch's file name: well under the 255 bytes a name may have, with
 # room for the hash and the side files gpurelay writes beside its output.
 READABLE_NAME_MAX = 160
@@ -230,7 +217,6 @@ def output_name(tag):
 
 
 def launch_args(launch, args):
-    """gpurelay's arguments for one launch (after the binary)."""
     argv = ["--input", args.deck] if args.deck else []
     # --key=value rather than "--key value": a boolean flag takes its value only in this form,
     # and a value that starts with '-' (alpha=-1) cannot be mistaken for a flag.
@@ -260,7 +246,8 @@ class Records:
     def find(self, grid, point):
         """The value recorded for a point of the grid (by its tags and count), or None."""
         count = point[1][1] if point[1] else None
-        for tag in grid.tags(point):
+        # Its combination's tag, or its label, as sweeps that ran a launch per size gave it.
+        for tag in (combination_tag(point[0]), grid.label(point)):
             if count is not None and (tag, count) in self.by_size:
                 return self.by_size[(tag, count)]
             if tag in self.whole_tag:
@@ -641,7 +628,7 @@ def main(argv):
     active = active_points(args.out_dir)
 
     points = grid.points()
-    pending = []
+    pending = {}  # by combination, in grid order: a launch each
     waiting = 0
     for point in points:
         verified = done.find(grid, point)
@@ -653,7 +640,7 @@ def main(argv):
             print(f"skip (queued or running as {queued}): {grid.label(point)}")
             waiting += 1
         else:
-            pending.append(point)
+            pending.setdefault(combination_tag(point[0]), []).append(point)
     if not pending:
         if waiting:
             print(f"sweep: {len(points) - waiting} of {len(points)} points already in "
@@ -661,7 +648,7 @@ def main(argv):
         else:
             print(f"sweep: all {len(points)} points already in {args.csv}; nothing to run")
         return 0
-    launches = launches_of(grid, pending)
+    launches = [Launch(grid, group[0][0], group) for group in pending.values()]
     if not args.dry_run:
         os.makedirs(args.out_dir, exist_ok=True)
         os.makedirs(os.path.dirname(args.csv), exist_ok=True)
