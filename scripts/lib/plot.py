@@ -553,23 +553,28 @@ def parse_args(argv):
     return args
 
 
-def csv_rows(args):
-    """The rows to plot: verified (unless --include-failed), those --where picks."""
-    if not os.path.exists(args.csv):
-        raise UsageError(f"{args.csv} not found")
-    fieldnames, rows = read_csv(args.csv)
+def read_rows(path, include_failed):
+    if not os.path.exists(path):
+        raise UsageError(f"{path} not found")
+    fieldnames, rows = read_csv(path)
     if fieldnames is None:
-        raise UsageError(f"{args.csv} is empty")
+        raise UsageError(f"{path} is empty")
     if not rows:
-        raise UsageError(f"{args.csv} has a header but no rows")
-    if not args.include_failed and "verified" in fieldnames:
+        raise UsageError(f"{path} has a header but no rows")
+    if not include_failed and "verified" in fieldnames:
         kept = [r for r in rows if r.get("verified") == "ok"]
         if len(kept) < len(rows):
             print(f"left out {len(rows) - len(kept)} rows whose verified is not 'ok' "
                   "(--include-failed keeps them)")
         if not kept:
-            raise UsageError(f"{args.csv}: no rows with verified=ok")
+            raise UsageError(f"{path}: no rows with verified=ok")
         rows = kept
+    return rows, fieldnames
+
+
+def csv_rows(args):
+    """The rows to plot: verified (unless --include-failed), those --where picks."""
+    rows, fieldnames = read_rows(args.csv, args.include_failed)
     for condition in args.where:
         column, equals, value = condition.partition("=")
         if not equals or not column:
