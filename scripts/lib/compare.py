@@ -1,6 +1,5 @@
-"""Compares gpurelay results, NEW against BASE, telling a change from the noise between launches:
-per figure both medians with their 95% intervals, the change, a Mann-Whitney U test's p (Holm
-over every row) and a verdict; scripts/help/compare.txt (its --help) says how."""
+"""Compares gpurelay results, NEW against BASE, telling a change from the noise between launches
+(medians, 95% intervals, Mann-Whitney p, Holm): scripts/help/compare.txt (its --help) says how."""
 import argparse
 import csv
 import json
@@ -325,8 +324,7 @@ def aligned(lines_of_cells):
 
 
 def compare_groups(base, new, opts):
-    """Every case and pass of both sides: (lines, [(figure, where)] worse, passes compared,
-    [(BASE, NEW launches)] a pass, rows tested)."""
+    """(lines, [(figure, where)] worse, passes, [(BASE, NEW launches)] a pass, rows tested)."""
     tables, passes, counts = [], [], []
     for label, b_passes in base.items():
         for pass_name, b_samples in b_passes.items():

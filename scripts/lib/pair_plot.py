@@ -52,8 +52,7 @@ def pair_text(case, pair, axis):
 
 
 class Axis:
-    """What the figure draws of each pair: its rate (GB/s), or where one is withheld its transfer
-    time (ms, lower is faster)."""
+    """What is drawn of each pair: its rate (GB/s), or where one is withheld its time (ms)."""
 
     def __init__(self, rates):
         self.rates = rates

@@ -313,8 +313,7 @@ BARS = [("ci95", "bar: 95% interval of the median (6 or more launches: of their 
 
 
 def legend(ax, shown, below=False):
-    """The lines, then what each bar and mark on `shown` means; beside (or below) the axes,
-    hiding no point."""
+    """The lines, then what each bar and mark on `shown` means, beside (or below) the axes."""
     from matplotlib.lines import Line2D
     handles, labels = ax.get_legend_handles_labels()
     for kind, text in BARS:
@@ -395,8 +394,7 @@ def plot_bandwidth(rows, out_dir, plt):
 
 
 def plot_bus_bandwidth(rows, out_dir, plt):
-    """nccl-tests' bus bandwidth against size, a line per pattern (rows without busbw_gbps left
-    out)."""
+    """nccl-tests' bus bandwidth against size, a line per pattern (rows with a busbw_gbps)."""
     rows = [r for r in rows if r.get("busbw_gbps") is not None]
     name = "bus_bandwidth_vs_size.png"
     # Where the judgement withholds every busbw, the patterns say whether it would differ.

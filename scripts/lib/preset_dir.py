@@ -1,7 +1,5 @@
-"""Prints the build directory (binaryDir) of a CMake configure preset, for scripts/test, run and
-bench: the preset files (CMakePresets.json, CMakeUserPresets.json) are the one source of truth.
-Follows `inherits` and expands the macros a binaryDir normally uses (${sourceDir},
-${sourceParentDir}, ${sourceDirName}, ${presetName}, $env{NAME})."""
+"""Prints a CMake configure preset's binaryDir from the preset files, the one source of truth, for
+scripts/test, run and bench: `inherits` followed, the macros a binaryDir uses expanded."""
 
 import argparse
 import json

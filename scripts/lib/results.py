@@ -1,6 +1,5 @@
-"""Reading gpurelay's outputs: the results CSV (a row per run and size) and the JSON summary
-(--summary-json: a run's, or with several sizes its "cases", one per size). A figure the
-judgement withholds is an empty cell or a null: number() reads it as None."""
+"""Reading the results CSV (a row per run and size) and the JSON summary (its "cases" with several
+sizes). A figure withheld is an empty cell or a null: number() reads it as None."""
 import csv
 import math
 

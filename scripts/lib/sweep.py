@@ -418,8 +418,7 @@ def submit_slurm(launches, args):
 
 
 def run_launch(command):
-    """Runs one launch, its stderr passed through; (exit code, the first stderr line not of the
-    launcher's frame)."""
+    """Runs one launch, its stderr passed through; (exit code, its first line not a -=* rule)."""
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, errors="replace")
     reason = ""
     for line in process.stderr:
@@ -436,8 +435,8 @@ def uncovered(launch, covered):
 
 
 def failed_points(grid, launch, code, csv_path):
-    """[(point, exit code as listed)] of the launch's points without a verified row; all of them
-    where gpurelay failed after writing every row."""
+    """[(point, exit code as listed)] of those without a verified row; all if it failed yet wrote
+    every row."""
     rows = read_done(csv_path)
     failed = []
     for point in launch.points:
