@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian packages gpurelay needs to build, test and plot, only those missing, the
-# lists refreshed only where apt sees none of one (scripts/help/install-deps.txt, its --help).
+# Installs the Debian packages gpurelay needs, only those missing (help/install-deps.txt).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -96,11 +95,10 @@ fi
 # Debian's non-free component (Nsight Systems), where apt has no candidate even after an update:
 # a deb822 source beside the others, with their mirror and keyring (a local mirror stays in use).
 enable_non_free() {
-    local codename uri keyring source=/etc/apt/sources.list.d/gpurelay-non-free.sources
+    local id codename uri keyring source=/etc/apt/sources.list.d/gpurelay-non-free.sources
     # shellcheck disable=SC1091  # the system's own file
-    codename="$(. /etc/os-release && echo "${VERSION_CODENAME:-}")"
-    # shellcheck disable=SC1091
-    if [[ "$(. /etc/os-release && echo "${ID:-}")" != debian || -z "$codename" ]]; then
+    read -r id codename < <(. /etc/os-release && echo "${ID:-} ${VERSION_CODENAME:-}")
+    if [[ "$id" != debian || -z "$codename" ]]; then
         echo "install-deps.sh: --nsys needs Debian (its non-free nsight-systems packages)" >&2
         exit 4
     fi

@@ -34,10 +34,8 @@ case "${1:-}" in
         exit 0 ;;
     --remove-agent-state) shift; remove_agent_state "$@"; exit 0 ;;
 esac
-if [[ $# -lt 2 || "$1" != +([0-9]) ]]; then
-    echo "nsys_rank.sh: expected FINISH_TIMEOUT (whole seconds) and a command (see --help)" >&2
-    exit 2
-fi
+[[ $# -ge 2 && "$1" == +([0-9]) ]] ||
+    die "expected FINISH_TIMEOUT (whole seconds) and a command (see --help)"
 
 finish_timeout="$1"
 shift
