@@ -8,7 +8,7 @@ import os
 import statistics
 import sys
 
-from results import cases, number
+from results import CONFIG_COLUMNS, cases, number
 from stats import CONFIDENCE, median_interval
 import tool
 from tool import UsageError as Mismatch, counted, run
@@ -25,11 +25,9 @@ NOT_CONFIGURATION = {"output", "overwrite", "resume", "summary_json", "results_c
 # The tests' knobs (debug_delay_us: a slow rank) stand for a change of code, what a comparison is
 # for: they never make two runs incomparable.
 DEBUG_PREFIX = "debug_"
-# The results CSV's columns that make a row's configuration (those both files have). Not timing:
-# the mode timing = auto chose differs between identical launches.
-CSV_CONFIGURATION = ["world_size", "pairs", "backend", "transport", "dtype", "elements", "steps",
-                     "warmup", "depth", "overlap", "blocking", "graphs", "c_elements",
-                     "c_iterations", "pairing", "chunk", "pattern", "group_size"]
+# The results CSV's columns that make a row's configuration (those both files have), but the GPU's
+# name and tensor_bytes (elements' bytes). Not timing: timing = auto's choice varies.
+CSV_CONFIGURATION = [c for c in CONFIG_COLUMNS if c not in ("gpu_name", "tensor_bytes")]
 PHASES = ["a", "send", "recv", "c", "wait", "b"]  # medians shown; the step's is the time per step
 # Figures whose change decides the exit status; lower is better but in HIGHER_BETTER.
 HEADLINE = ["time_per_step_ms", "transfer_gbps"]

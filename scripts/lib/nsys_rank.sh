@@ -55,8 +55,7 @@ trap cleanup EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
 
-# The start lock: this script's file, which every rank can open; at most 60 s (a slow start is
-# better than none).
+# The start lock: this script's file, open to every rank; 60 s at most (slow beats none).
 exec 9<"${BASH_SOURCE[0]}"
 flock -w 60 9 || echo "profile: rank $rank: starting nsys without waiting longer for" \
     "the other ranks' nsys to start" >&2

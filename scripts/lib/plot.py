@@ -11,16 +11,10 @@ import textwrap
 import layout
 import pair_plot
 import tool
-from results import number, read_csv, size_text
+from results import CONFIG_COLUMNS, number, read_csv, size_text
 from stats import median_interval
 from tool import EXIT_USAGE, UsageError, run
 
-# The columns that describe a run's configuration (the rest are measurements or provenance).
-CONFIG_COLUMNS = [
-    "world_size", "pairs", "backend", "transport", "gpu_name", "dtype", "elements",
-    "tensor_bytes", "steps", "warmup", "depth", "overlap", "blocking", "graphs", "c_elements",
-    "c_iterations", "pairing", "chunk", "pattern", "group_size",
-]
 # Config columns added after the first CSVs were written: a CSV without them still plots.
 LATER_COLUMNS = {"graphs", "pattern", "group_size"}
 # Columns that follow from others, never listed nor a reason to split a line: elements (sizes

@@ -18,16 +18,14 @@ value_of() {
     printf '%s\n' "$2"
 }
 
-# launcher=(mpirun -np NP), with what Open MPI needs to start as root (containers, CI) and more
-# ranks than cores (a 2-core laptop or CI runner), which it refuses unless told.
+# launcher=(mpirun -np NP), told to start as root (containers, CI) and more ranks than cores.
 mpirun_launcher() {
     launcher=(mpirun -np "$1")
     if ((EUID == 0)); then launcher+=(--allow-run-as-root); fi
     if (($(nproc) < $1)); then launcher+=(--oversubscribe); fi
 }
 
-# Whether process $1 runs. One that has exited but not been reaped (a zombie: in some containers
-# pid 1 reaps nobody) does not, though kill -0 still finds it.
+# Whether process $1 runs: not a zombie (where pid 1 reaps nobody), which kill -0 still finds.
 alive() {
     local state
     state="$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null || true)"
