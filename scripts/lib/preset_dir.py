@@ -48,6 +48,8 @@ def main():
         if not presets:
             raise FileNotFoundError(f"no CMakePresets.json in {source_dir}")
         found = binary_dir(presets, args.preset)
+        if found is None:
+            raise ValueError(f"preset '{args.preset}' sets no binaryDir")
     except KeyError:
         known = ", ".join(sorted(n for n, p in presets.items() if not p.get("hidden")))
         print(f"preset_dir.py: no configure preset '{args.preset}' (known: {known})",
@@ -55,9 +57,6 @@ def main():
         return 2
     except (OSError, ValueError) as err:
         print(f"preset_dir.py: {err}", file=sys.stderr)
-        return 2
-    if found is None:
-        print(f"preset_dir.py: preset '{args.preset}' sets no binaryDir", file=sys.stderr)
         return 2
     print(expand(found, source_dir, args.preset))
     return 0
