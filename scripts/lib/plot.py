@@ -44,6 +44,25 @@ def format_value(column, text):
     return text
 
 
+def read_rows(path, include_failed):
+    if not os.path.exists(path):
+        raise UsageError(f"{path} not found")
+    fieldnames, rows = read_csv(path)
+    if fieldnames is None:
+        raise UsageError(f"{path} is empty")
+    if not rows:
+        raise UsageError(f"{path} has a header but no rows")
+    if not include_failed and "verified" in fieldnames:
+        kept = [r for r in rows if r.get("verified") == "ok"]
+        if len(kept) < len(rows):
+            print(f"left out {len(rows) - len(kept)} rows whose verified is not 'ok' "
+                  "(--include-failed keeps them)")
+        if not kept:
+            raise UsageError(f"{path}: no rows with verified=ok")
+        rows = kept
+    return rows, fieldnames
+
+
 def distinct(rows, column):
     return sorted({r.get(column, "") for r in rows})
 
@@ -543,25 +562,6 @@ def parse_args(argv):
     if not args.csv and not args.json:
         parser.error("give --csv RESULTS.csv, --json SUMMARY.json, or both")
     return args
-
-
-def read_rows(path, include_failed):
-    if not os.path.exists(path):
-        raise UsageError(f"{path} not found")
-    fieldnames, rows = read_csv(path)
-    if fieldnames is None:
-        raise UsageError(f"{path} is empty")
-    if not rows:
-        raise UsageError(f"{path} has a header but no rows")
-    if not include_failed and "verified" in fieldnames:
-        kept = [r for r in rows if r.get("verified") == "ok"]
-        if len(kept) < len(rows):
-            print(f"left out {len(rows) - len(kept)} rows whose verified is not 'ok' "
-                  "(--include-failed keeps them)")
-        if not kept:
-            raise UsageError(f"{path}: no rows with verified=ok")
-        rows = kept
-    return rows, fieldnames
 
 
 def csv_rows(args):
