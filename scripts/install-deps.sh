@@ -1,7 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian packages gpurelay needs to build, test and plot. Safe to run again: it asks
-# apt-get only for what is missing, and refreshes the package lists only when apt cannot see a
-# missing package (scripts/help/install-deps.txt, its --help, says more).
+# Installs the Debian packages gpurelay needs, only those missing (help/install-deps.txt).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -31,12 +29,8 @@ packages=(
 
 # nvcc: the toolkit's usual home first, then PATH (the same order CMakeLists.txt uses).
 report_cuda() {
-    local nvcc="" version
-    if [[ -x /usr/local/cuda/bin/nvcc ]]; then
-        nvcc=/usr/local/cuda/bin/nvcc
-    elif command -v nvcc >/dev/null 2>&1; then
-        nvcc="$(command -v nvcc)"
-    fi
+    local nvcc=/usr/local/cuda/bin/nvcc version
+    [[ -x "$nvcc" ]] || nvcc="$(command -v nvcc || true)"
     if [[ -z "$nvcc" ]]; then
         echo "CUDA toolkit: nvcc not found (looked in /usr/local/cuda/bin and PATH);" \
             "not installed by this script. The build makes the CPU path only."
@@ -52,9 +46,7 @@ candidate_of() {
 }
 
 has_candidate() {
-    local candidate
-    candidate="$(candidate_of "$1")"
-    [[ -n "$candidate" && "$candidate" != "(none)" ]]
+    [[ ! "$(candidate_of "$1")" =~ ^(|\(none\))$ ]]
 }
 
 nsys_works() {
@@ -100,15 +92,13 @@ if ((EUID != 0)); then
     as_root=(sudo)
 fi
 
-# Debian's non-free component, where Nsight Systems is: when apt has no candidate for it even
-# after an update, a deb822 source for non-free is added beside the others, with the mirror
-# and keyring of the existing Debian source (so a local mirror or snapshot stays in use).
+# Debian's non-free component (Nsight Systems), where apt has no candidate even after an update:
+# a deb822 source beside the others, with their mirror and keyring (a local mirror stays in use).
 enable_non_free() {
-    local codename uri keyring source=/etc/apt/sources.list.d/gpurelay-non-free.sources
+    local id codename uri keyring source=/etc/apt/sources.list.d/gpurelay-non-free.sources
     # shellcheck disable=SC1091  # the system's own file
-    codename="$(. /etc/os-release && echo "${VERSION_CODENAME:-}")"
-    # shellcheck disable=SC1091
-    if [[ "$(. /etc/os-release && echo "${ID:-}")" != debian || -z "$codename" ]]; then
+    read -r id codename < <(. /etc/os-release && echo "${ID:-} ${VERSION_CODENAME:-}")
+    if [[ "$id" != debian || -z "$codename" ]]; then
         echo "install-deps.sh: --nsys needs Debian (its non-free nsight-systems packages)" >&2
         exit 4
     fi
@@ -125,10 +115,9 @@ enable_non_free() {
     "${as_root[@]}" apt-get update
 }
 
-# Debian's Nsight Systems, unpacked (not installed: nsight-systems-target depends on libcuda1,
-# which would replace the NVIDIA driver's library) into $nsys_dir, with the two links the
-# unpacked tree lacks: the importer (host-linux-x64) must sit beside the real target-linux-x64
-# (nsys looks for it there), and host-linux-x64/libssh.so points into the tree for libssh.so.4.
+# Debian's Nsight Systems unpacked into $nsys_dir (installed, nsight-systems-target's libcuda1
+# would replace the NVIDIA driver's), with the links the tree lacks: the importer (host-linux-x64)
+# beside the real target-linux-x64, where nsys looks, and libssh.so.4 for host-linux-x64.
 install_nsys() {
     local deb_packages=(nsight-systems nsight-systems-target) p tmp
     for p in "${deb_packages[@]}"; do
@@ -161,8 +150,7 @@ install_nsys() {
 }
 
 if ((${#missing[@]})); then
-    # A package apt has no candidate for means stale or empty lists: only then is an update
-    # needed.
+    # A package apt has no candidate for means stale or empty lists: only then an update.
     for p in "${missing[@]}"; do
         if ! has_candidate "$p"; then
             echo "Running apt-get update (apt has no candidate for some missing packages)."

@@ -1,6 +1,5 @@
-"""Compares gpurelay results, NEW against BASE, telling a change from the noise between launches:
-per figure both medians with their 95% intervals, the change, a Mann-Whitney U test's p (Holm
-over every row) and a verdict; scripts/help/compare.txt (its --help) says how."""
+"""Compares gpurelay results, NEW against BASE, telling a change from the noise between launches
+(medians, 95% intervals, Mann-Whitney p, Holm): scripts/help/compare.txt (its --help) says how."""
 import argparse
 import csv
 import json
@@ -9,7 +8,7 @@ import os
 import statistics
 import sys
 
-from results import cases, number
+from results import CONFIG_COLUMNS, cases, number
 from stats import CONFIDENCE, median_interval
 import tool
 from tool import UsageError as Mismatch, counted, run
@@ -20,18 +19,15 @@ except ImportError as missing:
     sys.exit(f"compare: {missing}; install python3-scipy (scripts/install-deps.sh) or point "
              "GPURELAY_PYTHON at a Python that has SciPy")
 
-# Config keys that say where a run's outputs went or how it was watched, not what it measured:
-# two runs that differ only in these are the same benchmark.
+# Config keys of where a run's outputs went or how it was watched: not what it measured.
 NOT_CONFIGURATION = {"output", "overwrite", "resume", "summary_json", "results_csv", "quiet",
                      "tag", "timeout_s", "profile_steps", "flush_every", "repeat"}
-# The tests' knobs (debug_delay_us: a slow rank) stand for a change of code, which is what a
-# comparison is for, so they never make two runs incomparable.
+# The tests' knobs (debug_delay_us: a slow rank) stand for a change of code, what a comparison is
+# for: they never make two runs incomparable.
 DEBUG_PREFIX = "debug_"
-# The results CSV's columns that make a row's configuration (those that both files have). Not
-# timing: the CSV holds the mode timing = auto chose, which differs between identical launches.
-CSV_CONFIGURATION = ["world_size", "pairs", "backend", "transport", "dtype", "elements", "steps",
-                     "warmup", "depth", "overlap", "blocking", "graphs", "c_elements",
-                     "c_iterations", "pairing", "chunk", "pattern", "group_size"]
+# The results CSV's columns that make a row's configuration (those both files have), but the GPU's
+# name and tensor_bytes (elements' bytes). Not timing: timing = auto's choice varies.
+CSV_CONFIGURATION = [c for c in CONFIG_COLUMNS if c not in ("gpu_name", "tensor_bytes")]
 PHASES = ["a", "send", "recv", "c", "wait", "b"]  # medians shown; the step's is the time per step
 # Figures whose change decides the exit status; lower is better but in HIGHER_BETTER.
 HEADLINE = ["time_per_step_ms", "transfer_gbps"]
@@ -77,7 +73,6 @@ def read_input(path):
 
 class Sample:
     """One launch's figures of one pass: {figure: value} and {figure: step-to-step spread}."""
-
     def __init__(self):
         self.values, self.spreads = {}, {}
 
@@ -89,8 +84,7 @@ class Sample:
 
 
 def json_pass_sample(p, readable):
-    """A JSON pass's figures (null where withheld) with their spreads; the phases' medians where
-    the phase times can be read."""
+    """A JSON pass's figures (null where withheld), spreads, and readable phases' medians."""
     phases = p.get("phases_ms") or {}
     spread = {name: relative_spread(s.get("p50", s.get("median")), s.get("p99"))
               for name, s in phases.items() if isinstance(s, dict)}
@@ -122,8 +116,8 @@ def csv_row_samples(row):
     if row.get("phase_times_readable") != "false":
         for phase in PHASES:
             main.add(f"{phase}_ms_median", row.get(f"{phase}_ms"), spread(phase, f"{phase}_ms"))
-    name = {"off": "overlap off", "on": "overlap on", "compare": "overlap on"}.get(overlap, "")
-    samples[name or "main pass"] = main
+    samples[{"off": "overlap off", "on": "overlap on", "compare": "overlap on"}.get(
+        overlap, "main pass")] = main
     return samples
 
 
@@ -143,8 +137,8 @@ def check_configurations(first, first_name, other, other_name, across=()):
 
 
 def json_groups(sides, across=()):
-    """[{case label: {pass: [Sample]}}] per side, from [(side name, [(path, cases)])]: cases
-    matched by size, every case of a size of the same configuration as the first one seen."""
+    """[{case label: {pass: [Sample]}}] per side, from [(side name, [(path, cases)])], matched
+    by size, each case of the configuration of its size's first."""
     sizes = [{(c.get("config") or {}).get("elements") for _, found in files for c in found}
              for _, files in sides]
     # One size a side: compared as they are, so that a different size says so below.
@@ -223,8 +217,8 @@ class Row:
         if len(base) >= 2 and len(new) >= 2:
             self.p = mann_whitney_p(base, new)  # adjusted, and changed decided, by holm()
         else:
-            # One launch a side: only a change beyond the runs' own step-to-step spread (and,
-            # in verdict(), beyond the threshold).
+            # One launch a side: a change only beyond the runs' step-to-step spread (and, in
+            # verdict(), the threshold).
             self.p = None
             self.spread = 100.0 * max(spreads, default=0.0)
 
@@ -260,9 +254,8 @@ def natural_unit(figure, value):
 
 
 def holm(rows):
-    """Decides which rows changed, every p adjusted by Holm's method over all of them: without
-    it each row's 5% chance of a false alarm adds up (sixteen rows of identical launches would
-    show one changed more often than not)."""
+    """Decides which rows changed, each p adjusted by Holm's method over all (else the rows' 5%
+    false alarms add up: 16 rows of identical launches would mostly show one changed)."""
     tested = sorted((r for r in rows if r.p is not None), key=lambda r: r.p)
     largest = 0.0
     for k, row in enumerate(tested):
@@ -272,12 +265,10 @@ def holm(rows):
 
 
 def mann_whitney_p(x, y):
-    """The two-sided p-value of the Mann-Whitney U test: exact without ties where a side has at
-    most 8 values, else the normal approximation with the tie and continuity corrections. That is
-    SciPy's "auto", named here so that every SciPy takes the same method; and 1 where every value
-    is the same (identical launches), where the approximation divides 0 by 0: SciPy 1.10 gives 1
-    there, 1.18 NaN, which would sort anywhere in Holm's order and hide every other row's
-    change."""
+    """The two-sided Mann-Whitney U p: exact without ties where a side has at most 8 values, else
+    the normal approximation with tie and continuity corrections (SciPy's "auto", named so that
+    every SciPy agrees); 1 where all values are equal, where SciPy 1.10 gives 1 and 1.18 NaN,
+    which would sort anywhere in Holm's order and hide every other row's change."""
     values = list(x) + list(y)
     distinct = len(set(values))
     if distinct == 1:
@@ -305,7 +296,6 @@ def median_text(values, scale=1.0):
 
 def compare_pass(b_samples, n_samples, opts):
     """One pass's rows, of the figures every launch shows (headline first); those left out."""
-
     every = b_samples + n_samples
     shown = set.intersection(*(set(s.values) for s in every))
     names = [f for f in HEADLINE + [f"{p}_ms_median" for p in PHASES] if f in shown]
@@ -325,7 +315,6 @@ RIGHT = [False, False, True, True, True, True, False]  # the numbers' cells alig
 
 
 def aligned(lines_of_cells):
-    """Each line's cells in columns as wide as their widest cell."""
     widths = [max(len(cells[i]) for cells in lines_of_cells) for i in range(len(HEAD))]
     return ["  " + "  ".join(c.rjust(w) if right else c.ljust(w)
                             for c, w, right in zip(cells, widths, RIGHT)).rstrip()
@@ -333,8 +322,7 @@ def aligned(lines_of_cells):
 
 
 def compare_groups(base, new, opts):
-    """Every case and pass both sides have: (lines, [(figure, where)] worse, passes compared,
-    [(BASE launches, NEW launches)] per pass, the number of rows tested)."""
+    """(lines, [(figure, where)] worse, passes, [(BASE, NEW launches)] a pass, rows tested)."""
     tables, passes, counts = [], [], []
     for label, b_passes in base.items():
         for pass_name, b_samples in b_passes.items():
@@ -387,22 +375,8 @@ def notes(counts, tested):
     return said
 
 
-# Stands for the "--" between the sides while argparse reads the options (a path cannot hold
-# a NUL byte, so it cannot be a file's name).
+# Stands for the "--" between the sides while argparse reads the options (no path holds a NUL).
 SEPARATOR = "\0--"
-
-
-def split_sides(inputs):
-    """BASE... -- NEW... (or BASE NEW) -> ([base paths], [new paths])."""
-    if SEPARATOR in inputs:
-        at = inputs.index(SEPARATOR)
-        base, new = inputs[:at], inputs[at + 1:]
-        if SEPARATOR in new or not base or not new:
-            raise Mismatch("expected BASE... -- NEW...: one '--' with files on both sides")
-        return base, new
-    if len(inputs) != 2:
-        raise Mismatch(f"{len(inputs)} files without '--': give BASE NEW, or BASE... -- NEW...")
-    return inputs[:1], inputs[1:]
 
 
 def read_sides(base_paths, new_paths, across=()):
@@ -446,7 +420,13 @@ def main(argv):
     opts = parse_args(argv)
     if not opts.threshold >= 0:
         raise Mismatch("--threshold must be a percentage >= 0")
-    base_paths, new_paths = split_sides(opts.inputs)
+    inputs = opts.inputs  # BASE... -- NEW..., or BASE NEW
+    at = inputs.index(SEPARATOR) if SEPARATOR in inputs else 1
+    base_paths, new_paths = inputs[:at], inputs[at + (SEPARATOR in inputs):]
+    if SEPARATOR not in inputs and len(inputs) != 2:
+        raise Mismatch(f"{len(inputs)} files without '--': give BASE NEW, or BASE... -- NEW...")
+    if SEPARATOR in new_paths or not base_paths or not new_paths:
+        raise Mismatch("expected BASE... -- NEW...: one '--' with files on both sides")
     across = {k.strip() for k in opts.across.split(",") if k.strip()}
     base, new = read_sides(base_paths, new_paths, across)
     lines, failed, passes, counts, tested = compare_groups(base, new, opts)

@@ -1,27 +1,20 @@
 #!/usr/bin/env bash
-# The stderr of a launcher running gpurelay (mpirun or srun), less what the launcher adds to an
-# exit that gpurelay has explained; used by scripts/run and the Slurm templates as
+# The stderr of a launcher (mpirun, srun) running gpurelay, less its restatement of an exit that
+# gpurelay explained; used by scripts/run and the Slurm templates as
 #   LAUNCHER ... 2> >(trap '' INT TERM USR1 USR2 HUP; exec scripts/lib/launcher_stderr.sh >&2)
-#
-# When the ranks end with a code of their own (2 bad input, 3 verification, 138 or 143 after a
-# stop), every rank has agreed on the outcome and one has said it in a line ("gpurelay: ...").
-# The launchers then restate it, and the restatement reads as a crash: Open MPI 4.1's mpirun
-# prints two banners after any non-zero exit ("Primary job terminated normally, but 1 process
-# returned a non-zero exit code ..." and "mpirun detected that one or more processes exited
-# with non-zero status ...") and "mpirun: Forwarding signal 10 to job" when it passes a SIGUSR1
-# on; srun prints "srun: error: NODE: tasks 0-1: Exited with exit code N", a line per node.
-# Nothing in Open MPI drops these alone (`mpirun -q` drops every message of its own, also the
-# rank a signal killed and its own refusals; orte_abort_on_non_zero_status=0 makes mpirun exit
-# 0 whatever the ranks returned), and srun --quiet keeps its line. So this drops exactly these
-# restatements, only once gpurelay has said why it ended; all else passes at once and in order
-# (MPI_Abort's banner, a rank killed by a signal, the launcher's own errors, warnings). A
-# restatement is held until the input ends (a launcher may print it before the ranks' last
-# lines reach it) and printed then if no gpurelay line came.
+# Ending with a code of their own (2, 3, 138, 143), the ranks agreed and one said why
+# ("gpurelay: ..."); the restatement reads as a crash: mpirun 4.1's two banners ("Primary job
+# terminated normally, but ..." and "mpirun detected that one or more processes exited with
+# non-zero status ..."), "mpirun: Forwarding signal 10 to job", srun's "srun: error: NODE: tasks
+# 0-1: Exited with exit code N" a node. Nothing drops these alone (`mpirun -q` drops all its own
+# messages, orte_abort_on_non_zero_status=0 the exit code; srun --quiet keeps its line). So only
+# they are dropped, once gpurelay has said why; all else passes at once, in order. A
+# restatement is held until the input ends (it may precede the ranks' last lines) and printed
+# then if no gpurelay line came.
 set -euo pipefail
 
-# It outlives the signals meant for the launcher (Ctrl-C, timeout -s USR1 and Slurm's stop signal
-# reach a whole process group), so the stop's own line gets through; its callers ignore them
-# too, before they start it, so that none falls before this line.
+# It outlives the signals meant for the launcher (Ctrl-C, timeout -s USR1 and Slurm's reach the
+# process group), so the stop's line gets through; its callers ignore them before starting it.
 trap '' INT TERM USR1 USR2 HUP
 
 line="" block="" held="" in_block=0 explained=0

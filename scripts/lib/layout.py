@@ -1,7 +1,6 @@
-"""Where the tools find gpurelay, how they start it, and where they write by default. From a
-checkout (scripts/lib/): the repository's build/app/gpurelay and outputs/. Installed
-(PREFIX/libexec/gpurelay/lib/, by cmake --install): PREFIX/bin/gpurelay, and outputs/ in the
-current folder, since users cannot write into a site's prefix."""
+"""Where the tools find gpurelay, how they start it, where they write: a checkout's
+build/app/gpurelay and outputs/, or installed PREFIX/bin/gpurelay and ./outputs/ (users cannot
+write into a site's prefix)."""
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -11,13 +10,11 @@ BINARY = os.path.normpath(os.path.join(ROOT, "..", "bin", "gpurelay") if INSTALL
 
 
 def outputs(name):
-    """The default folder outputs/NAME."""
     return os.path.join(os.path.abspath("outputs") if INSTALLED else os.path.join(ROOT, "outputs"),
                         name)
 
 
 def mpirun(np):
-    """mpirun -np NP, with what Open MPI needs to start as root (containers, CI) and more ranks
-    than cores (laptops, 2-core CI runners), which it refuses unless told."""
+    """mpirun -np NP, told to start as root (containers, CI) and more ranks than cores."""
     return (["mpirun", "-np", str(np)] + ["--allow-run-as-root"] * (os.geteuid() == 0)
             + ["--oversubscribe"] * ((os.cpu_count() or 1) < np))

@@ -2,14 +2,12 @@
 # shellcheck disable=SC2317  # cleanup runs from the EXIT trap
 # One rank of scripts/profile, started by the launcher (mpirun, srun) in place of the rank:
 #   nsys_rank.sh FINISH_TIMEOUT NSYS_COMMAND...
-# Runs NSYS_COMMAND (nsys profile ... gpurelay ...) with a TMPDIR of this rank's own, so that the
-# nsys sessions of ranks on one node do not share a session manager, and one rank's nsys at a
-# time on a node starts (until it has started gpurelay): nsys instances starting at once collide
-# ("Agent launcher failed", "Connection to the Agent lost", or a hang). Once gpurelay has ended
-# under nsys (no process of this rank but nsys's own runs), nsys has FINISH_TIMEOUT seconds to
-# write the report and exit; then it is stopped (exit 124). On every way out it ends what this
-# rank started, nsys's agent included (which leaves nsys's session and process group): each
-# process whose environment holds this rank's marker.
+# Runs NSYS_COMMAND (nsys profile ... gpurelay ...) with a TMPDIR of its own, so that ranks on one
+# node share no nsys session manager, one nsys starting at a time on a node (until gpurelay
+# runs): nsys instances starting at once collide ("Agent launcher failed", "Connection to the
+# Agent lost", a hang). Once gpurelay has ended, nsys has FINISH_TIMEOUT seconds to write the
+# report; then it is stopped (exit 124). Every way out ends each process marked as this rank's
+# (nsys's agent leaves its session and process group).
 # Exit status: nsys's (gpurelay's), 124 when nsys hung after gpurelay, 143/130 on a signal.
 set -euo pipefail
 shopt -s extglob
@@ -17,9 +15,8 @@ shopt -s extglob
 # shellcheck source=tool.sh
 source "$(dirname "${BASH_SOURCE[0]}")/tool.sh" nsys_rank.sh
 
-# After a signal: the shared memory of the agents ended, and nsys's session registry
-# (/dev/shm/NSys-VERSION), whose lock a killed nsys may hold, so that every later nsys on the
-# node fails ("Agent launcher failed"); the registry only while no nsys runs here any more.
+# The ended agents' shared memory, and, once no nsys runs here, nsys's registry
+# (/dev/shm/NSys-VERSION): a killed nsys may hold its lock, failing every later nsys on the node.
 remove_agent_state() {
     local pid p
     for pid in "$@"; do rm -f "/dev/shm/quadd-agent-instance-$pid" "/dev/shm/sem.nsys_sem_$pid"; done
@@ -37,10 +34,8 @@ case "${1:-}" in
         exit 0 ;;
     --remove-agent-state) shift; remove_agent_state "$@"; exit 0 ;;
 esac
-if [[ $# -lt 2 || "$1" != +([0-9]) ]]; then
-    echo "nsys_rank.sh: expected FINISH_TIMEOUT (whole seconds) and a command (see --help)" >&2
-    exit 2
-fi
+[[ $# -ge 2 && "$1" == +([0-9]) ]] ||
+    die "expected FINISH_TIMEOUT (whole seconds) and a command (see --help)"
 
 finish_timeout="$1"
 shift
@@ -48,9 +43,8 @@ rank="${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-${PMIX_RANK:-0}}}"
 marker="GPURELAY_PROFILE_RANK=${GPURELAY_PROFILE_RUN:-$$}/$rank"
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/gpurelay-nsys.XXXXXX")"
 
-# The scratch folder first: scripts/profile ends this script too when it takes long. Then every
-# marked process: SIGTERM, and SIGKILL after 3 s for those that ignore it (nsys's agent does),
-# and the shared-memory files of the agents ended.
+# The scratch folder first (scripts/profile ends this script too when it takes long); then the
+# marked processes, SIGKILL after 3 s for those that ignore SIGTERM (nsys's agent does).
 cleanup() {
     rm -rf "$scratch"
     end_marked "$marker" 0 31 "profile: rank $rank: ending" "of nsys"
@@ -61,8 +55,7 @@ trap cleanup EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
 
-# The start lock: this script's own file, which every rank on the node can open. Waited for
-# at most 60 s a rank (then the rank starts anyway: a slow start is better than none).
+# The start lock: this script's file, open to every rank; 60 s at most (slow beats none).
 exec 9<"${BASH_SOURCE[0]}"
 flock -w 60 9 || echo "profile: rank $rank: starting nsys without waiting longer for" \
     "the other ranks' nsys to start" >&2
@@ -70,8 +63,8 @@ flock -w 60 9 || echo "profile: rank $rank: starting nsys without waiting longer
 TMPDIR="$scratch" GPURELAY_PROFILE_RANK="${marker#*=}" "$@" 9<&- &
 nsys_pid=$!
 
-# Whether the program profiled runs: a marked process that is neither nsys's own nor this
-# script's (the fork that becomes nsys carries the marker before its exec).
+# Whether the profiled program runs: a marked process neither nsys's nor this script's (the fork
+# that becomes nsys carries the marker before its exec).
 app_runs() {
     local pid comm
     for pid in $(marked "$marker"); do

@@ -1,9 +1,7 @@
 """scripts/plot --json: every pair's (hop's, group's) transfer bandwidth from a JSON summary,
-slowest first, the slow ones (the JSON's passes[].pairs[].slow, the report's own rule) marked
-with their ranks and hosts. A rate the judgement withholds (null, with the pair's "withheld"
-rule) is on no bandwidth axis: where any pair's is, every pair's transfer time is drawn instead,
-the withheld ones hollow."""
-
+slowest first, the slow ones (passes[].pairs[].slow, the report's rule) named with ranks and
+hosts. A withheld rate (null, with the pair's "withheld" rule) is on no axis: where any is, every
+pair's transfer time is drawn instead, the withheld ones hollow."""
 import json
 import statistics
 import textwrap
@@ -13,13 +11,11 @@ from tool import UsageError
 # Slow pairs named on the figure itself, slowest first; the terminal lists every one.
 NAMED_ON_FIGURE = 10
 # The report's margin (report/summary.cpp, kSlowPairMargin): the dashed line where a pair's
-# transfer becomes slow, at the median pair's bandwidth over 1 + this.
+# transfer becomes slow.
 SLOW_MARGIN = 0.10
 
 
 def read_summary(path):
-    """The summary; UsageError unless it has a pass with pairs."""
-
     try:
         with open(path, encoding="utf-8") as f:
             summary = json.load(f)
@@ -31,7 +27,6 @@ def read_summary(path):
 
 
 def cases(summary):
-    """A multi-size summary's cases, or the single-size summary itself."""
     found = summary.get("cases") if isinstance(summary.get("cases"), list) else [summary]
     return [c for c in found if isinstance(c, dict)]
 
@@ -57,20 +52,16 @@ def pair_text(case, pair, axis):
 
 
 class Axis:
-    """What the figure draws of each pair: its rate (GB/s, higher is faster), or where the
-    judgement withholds one, its transfer time (ms, lower is faster)."""
+    """What is drawn of each pair: its rate (GB/s), or where one is withheld its time (ms)."""
 
     def __init__(self, rates):
         self.rates = rates
         self.key, self.unit = ("transfer_gbps", "GB/s") if rates else ("transfer_ms", "ms")
 
-    def slowest_first(self, pairs):
-        return sorted(pairs, key=lambda q: q[self.key], reverse=not self.rates)
-
 
 def figure_name(summary, case, source=""):
-    """pair_bandwidth[_SOURCE][_elements=N].png: SOURCE (the summary's file name) where several
-    summaries are drawn, the size where the summary has several."""
+    """pair_bandwidth[_SOURCE][_elements=N].png: SOURCE, the summary's file name, where several
+    are drawn; N where it has several sizes."""
     name = "pair_bandwidth" + (f"_{source}" if source else "")
     if len(cases(summary)) > 1:
         name += f"_elements={(case.get('config') or {}).get('elements')}"
@@ -89,7 +80,7 @@ def timed_pairs(name, case, p):
               + ", ".join(f"{q.get('pair')} ({q.get('withheld')})" for q in p["pairs"]
                           if q.get("withheld"))
               + ": every pair's transfer time drawn instead, those hollow")
-    return axis.slowest_first(pairs), axis
+    return sorted(pairs, key=lambda q: q[axis.key], reverse=not axis.rates), axis
 
 
 def title(case, p, count, axis):

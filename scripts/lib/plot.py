@@ -1,8 +1,6 @@
 """Plots a gpurelay results CSV as PNG figures (bandwidth against size, the overlap and its
 speedup, scaling against the ranks, the bus bandwidth), every point a median with its 95%
-interval, and from a JSON summary every pair's bandwidth (pair_plot.py). scripts/help/plot.txt
-(its --help) says what each figure shows.
-"""
+interval, and a JSON summary's pairs (pair_plot.py). scripts/help/plot.txt says what each shows."""
 import argparse
 import math
 import os
@@ -13,22 +11,14 @@ import textwrap
 import layout
 import pair_plot
 import tool
-from results import number, read_csv, size_text
+from results import CONFIG_COLUMNS, number, read_csv, size_text
 from stats import median_interval
 from tool import EXIT_USAGE, UsageError, run
 
-# The columns that describe a run's configuration (the rest are measurements or provenance).
-CONFIG_COLUMNS = [
-    "world_size", "pairs", "backend", "transport", "gpu_name", "dtype", "elements",
-    "tensor_bytes", "steps", "warmup", "depth", "overlap", "blocking", "graphs", "c_elements",
-    "c_iterations", "pairing", "chunk", "pattern", "group_size",
-]
 # Config columns added after the first CSVs were written: a CSV without them still plots.
 LATER_COLUMNS = {"graphs", "pattern", "group_size"}
-# Columns that follow from others, never listed on their own nor a reason to split a line:
-# elements = tensor_bytes / dtype size (sizes are shown in bytes), and pairs (the receivers:
-# world_size / 2 for pairs, the ranks but each group's root for a broadcast, every rank for an
-# all-reduce) from world_size and the pattern.
+# Columns that follow from others, never listed nor a reason to split a line: elements (sizes
+# are shown in bytes), pairs (the receivers, from world_size and the pattern).
 DERIVED = {"elements": "tensor_bytes", "pairs": "world_size"}
 SIZE_COLUMNS = {"elements", "c_elements"}  # counts, shown as 256Ki
 BYTE_COLUMNS = {"tensor_bytes", "chunk"}    # bytes, shown as 1 MiB
@@ -96,8 +86,7 @@ def split_columns(rows, x_column, base_columns):
                                  if c not in base_columns and len(distinct(rows, c)) > 1]
 
 
-# The figures whose 95% interval a row has of its own, from its steps (one launch), as
-# NAME_lo and NAME_hi.
+# The figures whose 95% interval a row has of its own, from its steps, as NAME_lo and NAME_hi.
 OWN_INTERVAL = {"time_per_step_ms", "transfer_gbps", "busbw_gbps", "aggregate_gbps",
                 "overlap_speedup"}
 
@@ -126,17 +115,15 @@ class Point:
                    kind="range" if len(values) > 1 else None)
 
 
-# What a point's launches may have been, drawn over the point, named in the legend and listed on
-# the terminal, so that no figure passes such a point off as an ordinary one: (Point attribute,
-# the marker's style, what the legend says). Every figure walks this table.
+# What a point's launches may have been, drawn over it, named in the legend and on the terminal,
+# so that no figure passes it off as ordinary: (Point attribute, marker style, legend text).
 MARKS = [
     ("unstable", dict(marker="x", s=80, color="red", linewidths=1.5),
      "red x: a launch's step unstable (p90 over 1.10x its median)"),
     ("crowded", dict(marker="s", s=190, facecolors="none", edgecolors="black", linewidths=1),
      "square: oversubscribed (more ranks than a host's cores)"),
 ]
-# Each line's marker and style in turn, the markers shrinking, so that lines that coincide
-# (configurations that run alike) each stay visible.
+# Each line's marker and style in turn, the markers shrinking: lines that coincide stay visible.
 LINE_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 LINE_STYLES = ["-", "--", "-.", ":"]
 
@@ -149,8 +136,8 @@ def withheld_rows(rows, y_column):
             continue
         named = dict(part.split(":", 1) for part in (row.get("withheld") or "").split(";")
                      if ":" in part)
-        # The row's own rule, else the first reason its phase times cannot be read (the
-        # judgement's first finding withholds every figure built on them).
+        # The row's own rule, else the first reason its phase times cannot be read (which
+        # withholds every figure built on them).
         reason = (named.get(y_column)
                   or (row.get("phase_times_unreadable_because") or "").split(";")[0])
         if reason:
@@ -181,7 +168,7 @@ def x_text(column, x):
 
 def rows_on_lines(name, rows, x_column, y_column, base_columns):
     """The rows with x and y of configurations measured at two x or more; a lone dot (another
-    study's row in a shared CSV) is left out, each row left out listed with its reason."""
+    study's row in a shared CSV) left out, each listed with its reason."""
     columns = split_columns(rows, x_column, base_columns)
     labels = line_labels(columns, list({tuple(r.get(c, "") for c in columns) for r in rows}))
     xs_of, missing = {}, []
@@ -229,9 +216,8 @@ def labelled(groups, line_columns, label_keys=None, always=()):
 
 
 def on_off_speedup(rows, x_column, line_columns):
-    """{line key: [Point]}: per configuration (without overlap) and x run both overlap=on and
-    off, the median off time per step over the on one, its interval low off / high on to high
-    off / low on (two separate 95% intervals hold both medians with at least 90%: the legend)."""
+    """{line key: [Point]}: per configuration (without overlap) and x run both on and off, the
+    median off time per step over the on one, from low off / high on to high off / low on."""
     columns = list(line_columns) + ["overlap"]
     times = points([r for r in rows if r.get("overlap") in ("on", "off")], x_column,
                    "time_per_step_ms", columns)
@@ -304,7 +290,6 @@ def every_point(*datas):
 
 def skip_single(name, x_column, rows, y_column):
     """True (said) when the rows hold fewer than two values of x_column."""
-
     xs = sorted({number(r.get(x_column)) for r in rows
                  if number(r.get(x_column)) is not None and number(r.get(y_column)) is not None})
     if len(xs) > 1:
@@ -341,8 +326,7 @@ BARS = [("ci95", "bar: 95% interval of the median (6 or more launches: of their 
 
 
 def legend(ax, shown, below=False):
-    """The lines, then what each bar and mark on `shown` means; beside (or below) the axes, so
-    that no point is hidden behind it."""
+    """The lines, then what each bar and mark on `shown` means, beside (or below) the axes."""
     from matplotlib.lines import Line2D
     handles, labels = ax.get_legend_handles_labels()
     for kind, text in BARS:
@@ -378,8 +362,8 @@ def note_points(name, data, x_column):
 
 def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, labels,
                line_base=("transport", "backend")):
-    """One line per line_base (and varying column): y against x, the withheld points left out
-    and said on the figure. labels: (x label, y label, title)."""
+    """A line per line_base (and varying column): y against x, the withheld said on the figure.
+    labels: (x label, y label, title)."""
     if skip_single(name, x_column, rows, x_column):
         return None
     withheld = withheld_rows(rows, y_column)
@@ -423,8 +407,7 @@ def plot_bandwidth(rows, out_dir, plt):
 
 
 def plot_bus_bandwidth(rows, out_dir, plt):
-    """nccl-tests' bus bandwidth against size, a line per pattern (rows without busbw_gbps,
-    from before the collectives, left out)."""
+    """nccl-tests' bus bandwidth against size, a line per pattern (rows with a busbw_gbps)."""
     rows = [r for r in rows if r.get("busbw_gbps") is not None]
     name = "bus_bandwidth_vs_size.png"
     # Where the judgement withholds every busbw, the patterns say whether it would differ.
@@ -441,8 +424,8 @@ def plot_bus_bandwidth(rows, out_dir, plt):
 
 
 def overlap_speedups(rows, x_column, lines):
-    """{label: [Point]} of the speedup of compare rows (their overlap_speedup) and of on rows
-    against off rows, over one set of line columns (without overlap): one legend for both."""
+    """{label: [Point]} of compare rows' overlap_speedup and of on rows against off rows, over one
+    set of line columns (without overlap): one legend for both."""
     speedup_lines = [c for c in lines if c != "overlap"]
     compare_rows = [r for r in rows if r.get("overlap") == "compare"]
     groups = {key + ("compare",): line for key, line in
@@ -479,8 +462,7 @@ def plot_overlap(rows, out_dir, plt):
     for index, (label, line) in enumerate(speedup.items()):
         draw_line(speedup_ax, label, line, index)
     if speedup:
-        # 1.0 always in sight, with every point's range and at least 0.9 to 1.1: a spread of a
-        # few percent is drawn as a few percent, not stretched over the whole axis.
+        # 1.0 in sight, every point's range and at least 0.9 to 1.1: a few percent stays a few.
         low = min([p.low for p in every_point(speedup)] + [0.9])
         high = max([p.high for p in every_point(speedup)] + [1.1])
         speedup_ax.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
@@ -507,24 +489,14 @@ def plot_overlap(rows, out_dir, plt):
 
 
 def plot_scaling(rows, out_dir, plt):
-    # Against the ranks, which every pattern has alike: the CSV's pairs column counts receivers
-    # (3 for a broadcast over 4 ranks, 4 for an all-reduce), so runs on 4 ranks would stand at
-    # 2, 3 and 4 on an axis of "pairs".
+    # Against the ranks, alike in every pattern: pairs counts receivers (3 for a broadcast over 4
+    # ranks, 4 for an all-reduce).
     return plot_lines(rows, out_dir, plt, "scaling.png", "world_size", "aggregate_gbps",
                       count_axis,
                       ("ranks (world_size)",
                        "aggregate bandwidth into all receivers (GB/s, 1 GB = 1e9 bytes)",
                        "Aggregate bandwidth vs ranks"),
                       line_base=("pattern", "transport", "backend"))
-
-
-def core_numbers(text):
-    """'0-3,8' -> {0, 1, 2, 3, 8}."""
-    cores = set()
-    for part in filter(None, text.split(",")):
-        first, _, last = part.partition("-")
-        cores.update(range(int(first), int(last or first) + 1))
-    return cores
 
 
 def file_oversubscribed(path, world_size):
@@ -542,7 +514,10 @@ def file_oversubscribed(path, world_size):
     ranks, usable = {}, {}
     for host, allowed in zip(hosts.split(","), cores.split(";")):
         ranks[host] = ranks.get(host, 0) + 1
-        usable.setdefault(host, set()).update(core_numbers(allowed))
+        host_cores = usable.setdefault(host, set())
+        for part in filter(None, allowed.split(",")):  # "0-3,8"
+            first, _, last = part.partition("-")
+            host_cores.update(range(int(first), int(last or first) + 1))
     if not all(usable.values()):
         return ""
     return "true" if any(ranks[h] > len(usable[h]) for h in ranks) else "false"
@@ -550,7 +525,6 @@ def file_oversubscribed(path, world_size):
 
 def mark_oversubscribed(rows, csv_path):
     """Sets each row's CROWDED from its run's file (output column, as given or beside the CSV)."""
-
     known = {}
     for row in rows:
         path = row.get("output") or ""

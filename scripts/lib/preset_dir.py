@@ -1,7 +1,5 @@
-"""Prints the build directory (binaryDir) of a CMake configure preset, for scripts/test, run and
-bench: the preset files (CMakePresets.json, CMakeUserPresets.json) are the one source of truth.
-Follows `inherits` and expands the macros a binaryDir normally uses (${sourceDir},
-${sourceParentDir}, ${sourceDirName}, ${presetName}, $env{NAME})."""
+"""Prints a CMake configure preset's binaryDir from the preset files, the one source of truth, for
+scripts/test, run and bench: `inherits` followed, the macros a binaryDir uses expanded."""
 
 import argparse
 import json
@@ -50,6 +48,8 @@ def main():
         if not presets:
             raise FileNotFoundError(f"no CMakePresets.json in {source_dir}")
         found = binary_dir(presets, args.preset)
+        if found is None:
+            raise ValueError(f"preset '{args.preset}' sets no binaryDir")
     except KeyError:
         known = ", ".join(sorted(n for n, p in presets.items() if not p.get("hidden")))
         print(f"preset_dir.py: no configure preset '{args.preset}' (known: {known})",
@@ -57,9 +57,6 @@ def main():
         return 2
     except (OSError, ValueError) as err:
         print(f"preset_dir.py: {err}", file=sys.stderr)
-        return 2
-    if found is None:
-        print(f"preset_dir.py: preset '{args.preset}' sets no binaryDir", file=sys.stderr)
         return 2
     print(expand(found, source_dir, args.preset))
     return 0

@@ -1,9 +1,14 @@
-"""Reading gpurelay's outputs: the results CSV (a row per run and size) and the JSON summary
-(--summary-json: a run's, or with several sizes its "cases", one per size). A figure the
-judgement withholds is an empty cell or a null: number() reads it as None."""
+"""Reading the results CSV (a row per run and size) and the JSON summary (its "cases" with several
+sizes). A figure withheld is an empty cell or a null: number() reads it as None."""
 import csv
 import math
 
+# The columns that describe a run's configuration (the rest are measurements or provenance).
+CONFIG_COLUMNS = [
+    "world_size", "pairs", "backend", "transport", "gpu_name", "dtype", "elements",
+    "tensor_bytes", "steps", "warmup", "depth", "overlap", "blocking", "graphs", "c_elements",
+    "c_iterations", "pairing", "chunk", "pattern", "group_size",
+]
 # How a count is named where no text of the user's names it: in the largest binary unit it is a
 # whole number of.
 SIZE_UNITS = [("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)]

@@ -1,5 +1,4 @@
-"""The 95% interval of a median from the launches' order statistics, as Go's benchstat gives it:
-one rule for scripts/compare's tables and scripts/plot's bars."""
+"""The 95% interval of a median from order statistics, as benchstat: compare's and plot's rule."""
 import math
 from fractions import Fraction
 

@@ -1,7 +1,6 @@
 """Runs gpurelay's fault and interruption cases (a rank stopped or killed at a random moment, a
 stuck step, SIGTERM then --resume) over and over, K launches at once, each under a hard bound,
-and counts the launches that hang or end wrong. scripts/help/stress.txt (its --help) says how.
-"""
+and counts the launches that hang or end wrong. scripts/help/stress.txt (its --help) says how."""
 import argparse
 import concurrent.futures
 import contextlib
@@ -24,12 +23,12 @@ TRANSPORTS = ("ipc", "ipc-sm", "mpi", "staged")
 FLUSHES = ("0", "1", "5")
 OVERLAPS = ("on", "compare")
 PATTERNS = {"pair": 2, "relay": 3}  # ranks a launch has, by pattern
-# The deck's device and C, by where the kernels run: C sets a step of about 15 ms, so a fault
-# lands mid-run (on the GPU C's iterations run a million values at once).
+# The deck's device and C: a step of about 15 ms, so a fault lands mid-run (on the GPU C's
+# iterations run a million values at once).
 DECKS = {"cpu": ["--device", "cpu", "--c-elements", "64Ki", "--c-iterations", "400"],
          "gpu": ["--device", "cuda", "--c-elements", "1Mi", "--c-iterations", "200000"]}
-# A stop or kill ends the run, so its steps only need to outlast the fault; a SIGTERMed run's
-# --resume runs the rest, which 2 CPU burners make take a minute at 300 steps.
+# A stop or kill ends the run, whose steps need only outlast the fault; a SIGTERMed run's
+# --resume runs the rest (2 CPU burners make 300 steps take a minute).
 STEPS = {"stop": 3000, "kill": 3000, "stuck": 4, "term": 120}
 EXPECTED = {"stop": (4,), "stuck": (4,), "kill": tuple(range(1, 256)), "term": (143, 0)}
 TIMEOUT_LINE = "did not finish within"
@@ -56,11 +55,6 @@ class Outcome:
     logs: list = field(default_factory=list)
 
 
-def default_binary():
-    built = [os.path.join(ROOT, build, "app", "gpurelay") for build in ("build-cpu", "build")]
-    return next((path for path in built if os.path.exists(path)), built[0])
-
-
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="scripts/stress", add_help=False,
@@ -85,23 +79,19 @@ def parse_args(argv):
     parser.add_argument("--runs", type=positive(int), default=40)
     parser.add_argument("--jobs", type=positive(int), default=2)
     parser.add_argument("--load", type=int, default=0)
-    parser.add_argument("--faults", type=choices(FAULTS), default=list(FAULTS))
-    parser.add_argument("--transports", type=choices(TRANSPORTS), default=list(TRANSPORTS))
-    parser.add_argument("--flush", type=choices(FLUSHES), default=list(FLUSHES))
-    parser.add_argument("--overlap", type=choices(OVERLAPS), default=list(OVERLAPS))
-    parser.add_argument("--patterns", type=choices(tuple(PATTERNS)), default=list(PATTERNS))
+    for flag, allowed in (("--faults", FAULTS), ("--transports", TRANSPORTS), ("--flush", FLUSHES),
+                          ("--overlap", OVERLAPS), ("--patterns", tuple(PATTERNS))):
+        parser.add_argument(flag, type=choices(allowed), default=list(allowed))
     parser.add_argument("--device", choices=tuple(DECKS), default="cpu")
-    parser.add_argument("--timeout-s", type=positive(float), default=3.0)
-    parser.add_argument("--grace", type=positive(float), default=30.0)
-    parser.add_argument("--start-bound", type=positive(float), default=90.0)
-    parser.add_argument("--resume-bound", type=positive(float), default=180.0)
-    # A SIGTERMed launch's timeout_s: no rank stops there, so a wait only has to outlast a peer
-    # starved of a core (3 s did not, 4 times in 48, with 3-stage relays beside 2 burners on 2
-    # cores).
-    parser.add_argument("--term-timeout-s", type=positive(float), default=30.0)
+    # --term-timeout-s, a SIGTERMed launch's timeout_s: no rank stops, so a wait only outlasts a
+    # peer starved of a core (3 s did not 4 times in 48: 3-stage relays, 2 burners, 2 cores).
+    for flag, seconds in (("--timeout-s", 3.0), ("--grace", 30.0), ("--start-bound", 90.0),
+                          ("--resume-bound", 180.0), ("--term-timeout-s", 30.0)):
+        parser.add_argument(flag, type=positive(float), default=seconds)
     parser.add_argument("--spread", type=float, default=2.0)
     parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--binary", default=default_binary())
+    built = [os.path.join(ROOT, build, "app", "gpurelay") for build in ("build-cpu", "build")]
+    parser.add_argument("--binary", default=next((p for p in built if os.path.exists(p)), built[0]))
     parser.add_argument("--mpirun", default="mpirun --oversubscribe"
                         + (" --allow-run-as-root" if os.geteuid() == 0 else ""))
     parser.add_argument("--out-dir", default=None)
@@ -133,7 +123,7 @@ def case_timeout(case, opts):
 
 
 def gpurelay_args(case, opts, output):
-    """The deck: about 15 ms a step (C's work), so a fault lands mid-run; C endless if stuck."""
+    """The deck (DECKS), C endless if stuck."""
     deck = DECKS[opts.device][:-1] + ["4000000000" if case.fault == "stuck"
                                       else DECKS[opts.device][-1]]
     args = deck + ["--elements", "20000", "--steps", str(STEPS[case.fault]), "--warmup", "2",

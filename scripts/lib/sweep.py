@@ -1,8 +1,6 @@
-"""Runs gpurelay over a Cartesian grid of deck keys, one results-CSV row per point (a combination
-of the other keys and one size): one launch per combination with its sizes inside, skipping the
-points already done, here or as a Slurm job array (--slurm). scripts/help/sweep.txt (its --help)
-says how.
-"""
+"""Runs gpurelay over a Cartesian grid of deck keys, a results-CSV row per point (a combination of
+the other keys and one size): a launch per combination with its sizes, skipping the points done,
+here or as a Slurm job array (--slurm). scripts/help/sweep.txt (its --help) says how."""
 
 import argparse
 import csv
@@ -31,11 +29,9 @@ SWEEPABLE_KEYS = [
     "staging", "write", "flush_every", "timeout_s", "pattern", "group_size",
 ]
 RESERVED_KEYS = ["output", "overwrite", "quiet", "results_csv", "tag", "summary_json"]
-# Not a deck key: the number of ranks, for scaling studies (pairs = np / 2). It goes to the
-# launcher (mpirun -np, srun --ntasks) and into the tag, never to gpurelay as a flag.
+# Not a deck key: the ranks, for scaling studies; to the launcher and the tag, never to gpurelay.
 NP_KEY = "np"
-# A launch's repeat number (--repeat): in its tag and file name, and to gpurelay as its deck key
-# repeat (the results CSV's column of that name).
+# A launch's repeat number (--repeat): in its tag and file name, and gpurelay's key repeat.
 REPEAT_KEY = "repeat"
 # The key whose values share a launch: one launch of gpurelay runs every size of a combination.
 ELEMENTS_KEY = "elements"
@@ -80,9 +76,8 @@ def parse_axis(text, allow_any_key):
 
 
 def binary_sizes(binary, spec, source):
-    """The counts gpurelay reads `spec` as (gpurelay --print-sizes: the grammar of sizes, lists
-    and ranges, and its limits, are the binary's alone); UsageError with its one line where it
-    refuses the spec."""
+    """The counts gpurelay reads `spec` as (--print-sizes: the grammar of sizes and its limits are
+    the binary's alone); UsageError with its line where it refuses the spec."""
     try:
         asked = subprocess.run([binary, "--print-sizes", spec], capture_output=True, text=True,
                                timeout=120, check=False)
@@ -100,9 +95,8 @@ def binary_sizes(binary, spec, source):
 
 
 def sizes_of(values, source, binary):
-    """Sizes and ranges as written -> [(text, count)] in order, the counts gpurelay's (a range's
-    as size_text writes them). Several questions (the sizes, each range): the binary is asked
-    again for them all, so that it refuses a size twice or more sizes than a launch runs."""
+    """Sizes and ranges as written -> [(text, count)] in order (a range's as size_text writes
+    them); after several questions the binary is asked for all, to refuse repeats and excess."""
     values = [value.strip() for value in values]
     sizes_alone = [value for value in values if ":" not in value]
     counts = dict(zip(sizes_alone, binary_sizes(binary, ",".join(sizes_alone), source)
@@ -161,8 +155,7 @@ class Grid:
         self.sizes = (sizes_of(dict(axes)[ELEMENTS_KEY], ELEMENTS_KEY, binary) if self.swept
                       else deck_sizes(deck, binary))
         others = [(key, values) for key, values in axes if key != ELEMENTS_KEY]
-        # The Cartesian product, first key outermost; repeats outermost of all: the whole grid
-        # once, then again.
+        # The Cartesian product, first key outermost; repeats outermost of all (grid, then again).
         grid = [list(zip([key for key, _ in others], combination))
                 for combination in itertools.product(*(values for _, values in others))]
         self.combinations = grid if repeats == 1 else [
@@ -186,14 +179,8 @@ class Grid:
             return tag_of(combination)
         return tag_of(self.with_elements(combination, size[0]))
 
-    def tags(self, point):
-        """A point's row's possible tags: its combination's, and its label (as sweeps that ran a
-        launch per size gave it: their CSVs still count as done)."""
-        return [combination_tag(point[0]), self.label(point)]
-
     def launch_keys(self, combination, sizes, separator=","):
-        """The (key, value) list a launch of these sizes sets: elements only when swept or when
-        some of the deck's sizes are done."""
+        """The (key, value) list a launch of these sizes sets: elements if swept or partly done."""
         if sizes is None or (not self.swept and len(sizes) == len(self.sizes)):
             return combination
         return self.with_elements(combination, separator.join(text for text, _ in sizes))
@@ -209,18 +196,9 @@ class Launch:
         self.tag = combination_tag(combination)
         self.keys = grid.launch_keys(combination, self.sizes)
         self.name_keys = grid.launch_keys(combination, self.sizes, separator="_")
-        # The values it tries, for run_here's choice of the next launch after a failure (not a
-        # repeat: it fails as its first launch did).
+        # The values it tries, for run_here's next launch after a failure (not a repeat's).
         self.values = [(k, v) for k, v in combination if k != REPEAT_KEY] + [
             (ELEMENTS_KEY, text) for text, _ in (self.sizes if grid.swept else [])]
-
-
-def launches_of(grid, points):
-    """The points grouped by combination, in grid order: one launch each."""
-    groups = {}
-    for point in points:
-        groups.setdefault(combination_tag(point[0]), []).append(point)
-    return [Launch(grid, group[0][0], group) for group in groups.values()]
 
 
 # Longest readable part of a launch's file name: well under the 255 bytes a name may have, with
@@ -229,8 +207,8 @@ READABLE_NAME_MAX = 160
 
 
 def output_name(tag):
-    """A launch's HDF5 file name, its keys with commas for spaces ("np=2,elements=1Ki_4Ki.h5"),
-    distinct for distinct launches; one too long keeps what fits and adds a hash of the whole."""
+    """A launch's HDF5 file name, its keys with commas for spaces ("np=2,elements=1Ki_4Ki.h5");
+    one too long keeps what fits and adds a hash of the whole."""
     name = tag.replace(" ", ",")
     if len(name) <= READABLE_NAME_MAX:
         return name + ".h5"
@@ -239,7 +217,6 @@ def output_name(tag):
 
 
 def launch_args(launch, args):
-    """gpurelay's arguments for one launch (after the binary)."""
     argv = ["--input", args.deck] if args.deck else []
     # --key=value rather than "--key value": a boolean flag takes its value only in this form,
     # and a value that starts with '-' (alpha=-1) cannot be mistaken for a flag.
@@ -267,10 +244,10 @@ class Records:
         self.by_tag[tag] = value
 
     def find(self, grid, point):
-        """The value recorded for a point of the grid (by its tags and its count of elements,
-        None for the deck's size), or None."""
+        """The value recorded for a point of the grid (by its tags and count), or None."""
         count = point[1][1] if point[1] else None
-        for tag in grid.tags(point):
+        # Its combination's tag, or its label, as sweeps that ran a launch per size gave it.
+        for tag in (combination_tag(point[0]), grid.label(point)):
             if count is not None and (tag, count) in self.by_size:
                 return self.by_size[(tag, count)]
             if tag in self.whole_tag:
@@ -302,7 +279,6 @@ def read_done(csv_path):
 
 
 def point_np(combination, default):
-    """Ranks for this combination: its np value when np is an axis, else --np."""
     return int(dict(combination).get(NP_KEY, default))
 
 
@@ -313,9 +289,8 @@ def launcher_for(combination, args):
     return layout.mpirun(np)
 
 
-# Array tasks submitted by --slurm, one row each, so that a later run can ask squeue which of
-# its points are still queued or running: the task's tag and its sizes (counts separated by
-# spaces; empty for the deck's size).
+# Array tasks submitted by --slurm, a row each, for a later run to ask squeue which still run:
+# the tag and the sizes (counts separated by spaces; empty for the deck's size).
 SUBMITTED_FILE = "slurm-jobs.csv"
 SUBMITTED_COLUMNS = ["job_id", "task", "tag", "elements"]
 
@@ -443,8 +418,7 @@ def submit_slurm(launches, args):
 
 
 def run_launch(command):
-    """Runs one launch, its stderr passed through; (exit code, the first stderr line that is not
-    the launcher's frame: gpurelay's one-line error, where it gave one)."""
+    """Runs one launch, its stderr passed through; (exit code, its first line not a -=* rule)."""
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, errors="replace")
     reason = ""
     for line in process.stderr:
@@ -461,8 +435,8 @@ def uncovered(launch, covered):
 
 
 def failed_points(grid, launch, code, csv_path):
-    """[(point, exit code as listed)] of the launch's points without a verified row; all of them
-    where gpurelay failed after writing every row."""
+    """[(point, exit code as listed)] of those without a verified row; all if it failed yet wrote
+    every row."""
     rows = read_done(csv_path)
     failed = []
     for point in launch.points:
@@ -503,9 +477,9 @@ def repeat_summary(csv_path):
 
 
 def run_here(grid, launches, total, args):
-    """Runs the pending launches in grid order; while none has succeeded, after a failure the one
-    that tries the most values not yet tried. Once those run take every value of every key and
-    all failed alike (exit code and message), the rest would too: the sweep stops."""
+    """Runs the pending launches in grid order, but while none has succeeded, after a failure the
+    one that tries most values untried. Once those run take every value of every key and all
+    failed alike (exit code and message), the rest would too: the sweep stops."""
     failed = []  # (label, exit code as listed) per point
     ways = set()  # (exit code, reason) per failed launch
     succeeded = points_done = number = 0
@@ -615,7 +589,6 @@ def parse_args(argv):
 
 def check_paths(args, keys):
     """Checks deck, binary and launcher; makes the paths absolute (ranks may start elsewhere)."""
-
     args.out_dir = os.path.abspath(args.out_dir)
     args.csv = os.path.abspath(args.csv or os.path.join(args.out_dir, "results.csv"))
     args.binary = os.path.abspath(args.binary)
@@ -654,7 +627,7 @@ def main(argv):
     active = active_points(args.out_dir)
 
     points = grid.points()
-    pending = []
+    pending = {}  # by combination, in grid order: a launch each
     waiting = 0
     for point in points:
         verified = done.find(grid, point)
@@ -666,7 +639,7 @@ def main(argv):
             print(f"skip (queued or running as {queued}): {grid.label(point)}")
             waiting += 1
         else:
-            pending.append(point)
+            pending.setdefault(combination_tag(point[0]), []).append(point)
     if not pending:
         if waiting:
             print(f"sweep: {len(points) - waiting} of {len(points)} points already in "
@@ -674,7 +647,7 @@ def main(argv):
         else:
             print(f"sweep: all {len(points)} points already in {args.csv}; nothing to run")
         return 0
-    launches = launches_of(grid, pending)
+    launches = [Launch(grid, group[0][0], group) for group in pending.values()]
     if not args.dry_run:
         os.makedirs(args.out_dir, exist_ok=True)
         os.makedirs(os.path.dirname(args.csv), exist_ok=True)

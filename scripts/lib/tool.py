@@ -1,5 +1,5 @@
-"""What the Python tools of scripts/ share in how they talk to the user: --help prints the tool's
-text from scripts/help/, and bad input is one line on stderr, "TOOL: reason", and exit 2."""
+"""How the Python tools talk to the user: --help prints scripts/help/TOOL.txt, bad input is one
+line on stderr, "TOOL: reason", and exit 2."""
 import argparse
 import os
 import sys

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# What the shell tools of scripts/ share (`source lib/tool.sh NAME`): die, bad input said as one
-# line "NAME: reason" on stderr and exit 2; value_of; mpirun_launcher; alive; marked; end_marked.
+# What the shell tools of scripts/ share (`source lib/tool.sh NAME`): root (the checkout's, or
+# PREFIX/libexec installed); die, bad input said as one line "NAME: reason" on stderr and exit 2;
+# value_of; mpirun_launcher; alive; marked; end_marked.
 set -euo pipefail
 tool_name="$1"
+# shellcheck disable=SC2034  # the tools'
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 die() {
     echo "$tool_name: $*" >&2
     exit 2
@@ -15,16 +18,14 @@ value_of() {
     printf '%s\n' "$2"
 }
 
-# launcher=(mpirun -np NP), with what Open MPI needs to start as root (containers, CI) and more
-# ranks than cores (a 2-core laptop or CI runner), which it refuses unless told.
+# launcher=(mpirun -np NP), told to start as root (containers, CI) and more ranks than cores.
 mpirun_launcher() {
     launcher=(mpirun -np "$1")
     if ((EUID == 0)); then launcher+=(--allow-run-as-root); fi
     if (($(nproc) < $1)); then launcher+=(--oversubscribe); fi
 }
 
-# Whether process $1 runs. One that has exited but not been reaped (a zombie: in some containers
-# pid 1 reaps nobody) does not, though kill -0 still finds it.
+# Whether process $1 runs: not a zombie (where pid 1 reaps nobody), which kill -0 still finds.
 alive() {
     local state
     state="$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null || true)"
