@@ -13,7 +13,7 @@ class MpiHostTransport final : public SlotRingTransport {
   public:
     MpiHostTransport(MPI_Comm comm, const PairPlacement& placement, Device& device,
                      const TransportOptions& options)
-        : SlotRingTransport(device, placement, options), options_(options), peer_(placement.peer) {
+        : SlotRingTransport(device, placement, options) {
         // A private communicator: the transport's messages never match the application's.
         const Deadline bound("duplicating the MPI transport's communicator");
         MPI_CHECK(MPI_Comm_dup(comm, &comm_));
@@ -24,12 +24,12 @@ class MpiHostTransport final : public SlotRingTransport {
 
     void publish(std::size_t k, Stream& stream) override {
         dynamic_cast<HostStream&>(stream).enqueue(
-            [this, data = slots_.send[k].data()] { transfer(data, true); });
+            [this, data = send_[k].data()] { transfer(data, true); });
     }
 
     const void* await(std::size_t k, Stream& stream) override {
-        slots_.wait_free(k, stream);
-        void* data = slots_.recv[k].data();
+        wait_free(k, stream);
+        void* data = recv_[k].data();
         dynamic_cast<HostStream&>(stream).enqueue([this, data] { transfer(data, false); });
         return data;
     }
@@ -41,8 +41,6 @@ class MpiHostTransport final : public SlotRingTransport {
                         options_.timeout);
     }
 
-    TransportOptions options_;
-    int peer_;
     MPI_Comm comm_ = MPI_COMM_NULL;
 };
 

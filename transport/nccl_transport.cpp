@@ -93,7 +93,6 @@ class NcclTransport final : public SlotRingTransport {
                   const TransportOptions& options)
         : SlotRingTransport(device, placement, options),
           comm_(comm),
-          peer_(placement.peer),
           to_itself_(placement.role == Role::both),
           arrived_(device, to_itself_ ? options.slots : 0) {}
 
@@ -101,13 +100,12 @@ class NcclTransport final : public SlotRingTransport {
 
     void publish(std::size_t k, Stream& stream) override {
         const ncclComm_t comm = comm_.get();
-        if (to_itself_) slots_.wait_free(k, stream);
+        if (to_itself_) wait_free(k, stream);
         NCCL_CHECK(ncclGroupStart());
-        NCCL_CHECK(
-            ncclSend(slots_.send[k].data(), bytes_, ncclChar, peer_, comm, cuda_handle(stream)));
+        NCCL_CHECK(ncclSend(send_[k].data(), bytes_, ncclChar, peer_, comm, cuda_handle(stream)));
         if (to_itself_) {
-            NCCL_CHECK(ncclRecv(slots_.recv[k].data(), bytes_, ncclChar, peer_, comm,
-                                cuda_handle(stream)));
+            NCCL_CHECK(
+                ncclRecv(recv_[k].data(), bytes_, ncclChar, peer_, comm, cuda_handle(stream)));
         }
         NCCL_CHECK(ncclGroupEnd());
         if (to_itself_) arrived_.record(k, stream);
@@ -117,11 +115,11 @@ class NcclTransport final : public SlotRingTransport {
         if (to_itself_) {
             arrived_.wait(k, stream);
         } else {
-            slots_.wait_free(k, stream);
-            NCCL_CHECK(ncclRecv(slots_.recv[k].data(), bytes_, ncclChar, peer_, comm_.get(),
+            wait_free(k, stream);
+            NCCL_CHECK(ncclRecv(recv_[k].data(), bytes_, ncclChar, peer_, comm_.get(),
                                 cuda_handle(stream)));
         }
-        return slots_.recv[k].data();
+        return recv_[k].data();
     }
 
     bool receive_waits() const override { return to_itself_; }
@@ -133,7 +131,6 @@ class NcclTransport final : public SlotRingTransport {
 
   private:
     NcclComm comm_;
-    int peer_;
     bool to_itself_;
     SlotEvents arrived_;  // to itself: the group that moved slot k is done
 };

@@ -19,18 +19,11 @@
 
 namespace gpurelay {
 
-// The slot protocol (runtime/slot_flags.hpp), which every transport implements alike. Per step,
-// slot k = step mod slots, on the producer:
-//   x = acquire(k, stream)   where A writes, once the slot's reuse allows it
-//   ... A writes x on `stream` ...
-//   publish(k, stream)       send it
-// and on the consumer:
-//   x = await(k, stream)     where it lands; there once `stream` is past the call
-//   ... B reads x ...
-//   release(k, stream)       after the slot's last reader: it may be written again
-// A slot is written again only after its release, across processes too: each transport queues
-// that wait where its writes happen (on the consumer's receive stream, or the producer's stream
-// when the producer writes the consumer's memory). A rank that plays both roles makes both calls.
+// The slot protocol (described in runtime/slot_flags.hpp), which every transport implements
+// alike. Per step, slot k = step mod slots: the producer calls acquire (where A writes x), then
+// publish; the consumer calls await (where x lands), then release after the slot's last reader.
+// Each transport queues the reuse wait where its writes happen (the consumer's receive stream,
+// or the producer's stream when it writes the consumer's memory). A rank of both roles calls all.
 class Transport {
   public:
     virtual ~Transport() = default;
@@ -56,14 +49,10 @@ class Transport {
     // Throws if the transport has failed in the background (NCCL's asynchronous errors; the
     // communicator is aborted first, which unblocks this rank's NCCL kernels).
     virtual void check_health() {}
-    // launch = "device": this rank's flags of `side` (producer or consumer), for kernels that
-    // run the protocol themselves, in memory a kernel may write (their counts live there between
-    // passes); null where the transport moves the bytes itself (all but ipc with
-    // produce_in_place) or the rank plays no such side.
-    virtual SlotFlags* slot_flags(Role side) {
-        (void)side;
-        return nullptr;
-    }
+    // launch = "device": this rank's flags of one side, for kernels that run the protocol
+    // themselves, in memory they may write (their counts stay there between passes); null where
+    // the transport moves the bytes itself (all but ipc in place) or the rank plays no such side.
+    virtual SlotFlags* slot_flags(Role) { return nullptr; }
 };
 
 struct TransportOptions {
