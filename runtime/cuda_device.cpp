@@ -1,3 +1,4 @@
+#include <cuda_profiler_api.h>
 #include <nvtx3/nvToolsExtCudaRt.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
 #include "runtime/poll.hpp"
+#include "runtime/profiler.hpp"
 
 namespace gpurelay {
 
@@ -242,6 +244,13 @@ std::string describe_peer_link(const std::string& mine, const std::string& peer)
     if (!access) return "no peer access (through host memory)";
     // PCIe peer links do not carry native atomics; NVLink does.
     return atomics ? "peer access with native atomics (NVLink)" : "peer access over PCIe";
+}
+
+void profiler_start(Backend backend) {
+    if (backend == Backend::cuda) CUDA_CHECK(cudaProfilerStart());
+}
+void profiler_stop(Backend backend) {
+    if (backend == Backend::cuda) CUDA_CHECK(cudaProfilerStop());
 }
 
 std::string cuda_version_string() {

@@ -1,17 +1,15 @@
 // The ipc transport's memory on the GPU: CUDA IPC. The consumer's receive slots and the words it
-// waits on (arrived) are one allocation it exports; the words its producer waits on (released)
-// one of the producer's, exported the other way: each side waits only on its own memory and
-// writes the peer's, and no wait polls across NVLink.
-//
-// Where both sides' driver and GPU can, the allocations are made with cuMemCreate and cross as
-// file descriptors (VmmMemory, exchange_fd: cuda_vmm_memory.hpp says why), and each side maps
-// the other's with cuMemMap; otherwise cudaIpcGetMemHandle / cudaIpcOpenMemHandle.
+// waits on (arrived) are one allocation it exports, the words its producer waits on (released)
+// one of the producer's: each side waits only on its own memory and writes the peer's, so no wait
+// polls across NVLink. Where both sides' driver and GPU can, the allocations are made with
+// cuMemCreate and cross as file descriptors (cuda_vmm_memory.hpp says why); otherwise
+// cudaIpcGetMemHandle / cudaIpcOpenMemHandle.
 //
 // Ordering is by the slots' flags and stream memory operations, not interprocess events: a
 // cudaStreamWaitEvent binds to the event's latest record when called, so the waiting host would
-// need to know the peer's host had queued it (a per-step host handshake, which the design
-// forbids). A flag that only grows has no such race: "until released[k] >= n" is right whenever
-// queued, and the GPU's front end waits (cuStreamWaitValue32), so no wait or copy takes an SM.
+// need a per-step handshake with the peer's host, which the design forbids. A flag that only
+// grows is right whenever the wait is queued, and the GPU's front end waits
+// (cuStreamWaitValue32), so no wait or copy takes an SM.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <unistd.h>
@@ -35,6 +33,12 @@ constexpr std::size_t kAlign = 4096;
 constexpr int kHandleTag = 7301;
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+// A descriptor this process owns, closed when it goes out of scope.
+struct Descriptor {
+    int fd;
+    ~Descriptor() { close(fd); }
+};
 
 // What one side tells the other at set-up: first whether it can share memory as a file
 // descriptor (both must, or neither uses it), then its memory.
@@ -62,7 +66,8 @@ class CudaIpcMemory final : public IpcMemory {
         const std::size_t bytes = words_bytes_ + (consumer ? slots_ * slot_stride_ : 0);
         const std::string my_bus = device.info().pci_bus_id;
         if (placement.role == Role::both) {
-            allocate_plain(bytes);
+            mine_ = device.allocate(bytes);
+            zero_words();
             consumer_base_ = producer_base_ = static_cast<char*>(mine());
             link_ = "one process";
             return;
@@ -76,16 +81,14 @@ class CudaIpcMemory final : public IpcMemory {
                                comm, MPI_STATUS_IGNORE));
         link_ = describe_link(my_bus, std::string(hello_in.pci_bus_id));
         const bool vmm = hello_out.vmm != 0 && hello_in.vmm != 0;
+        Export out{};
         if (vmm) {
             mine_vmm_ = VmmMemory::create(bytes, ordinal);
             zero_words();
-        } else {
-            allocate_plain(bytes);
-        }
-        Export out{};
-        if (vmm) {
             out.bytes = mine_vmm_->size();
         } else {
+            mine_ = device.allocate(bytes);
+            zero_words();
             CUDA_CHECK(cudaIpcGetMemHandle(&out.memory, mine()));
         }
         Export in{};
@@ -108,22 +111,9 @@ class CudaIpcMemory final : public IpcMemory {
             theirs_opened_ = true;
             return;
         }
-        const int fd = mine_vmm_->export_fd();
-        int peer_fd = -1;
-        try {
-            peer_fd = exchange_fd(comm, peer, fd, timeout);
-        } catch (...) {
-            close(fd);
-            throw;
-        }
-        close(fd);
-        try {
-            theirs_vmm_ = VmmMemory::import(peer_fd, in.bytes, ordinal);
-        } catch (...) {
-            close(peer_fd);
-            throw;
-        }
-        close(peer_fd);
+        const Descriptor fd{mine_vmm_->export_fd()};
+        const Descriptor peer_fd{exchange_fd(comm, peer, fd.fd, timeout)};
+        theirs_vmm_ = VmmMemory::import(peer_fd.fd, in.bytes, ordinal);
         theirs_ = theirs_vmm_->data();
     }
 
@@ -165,14 +155,7 @@ class CudaIpcMemory final : public IpcMemory {
 
   private:
     // This process's own memory: the plain allocation, or the one made for descriptors.
-    void* mine() const { return mine_vmm_ ? mine_vmm_->data() : mine_.get(); }
-
-    void allocate_plain(std::size_t bytes) {
-        void* allocation = nullptr;
-        CUDA_CHECK(cudaMalloc(&allocation, bytes));
-        mine_.reset(allocation);
-        zero_words();
-    }
+    void* mine() const { return mine_vmm_ ? mine_vmm_->data() : mine_.data(); }
 
     // Before the peer can map them: its first wait or write comes after the set-up.
     void zero_words() {
@@ -198,12 +181,9 @@ class CudaIpcMemory final : public IpcMemory {
     std::size_t slots_;
     std::size_t words_bytes_;
     std::size_t slot_stride_;
-    struct DeviceFree {
-        void operator()(void* p) const noexcept { cudaFree(p); }
-    };
-    std::unique_ptr<void, DeviceFree> mine_;  // without descriptors
-    std::unique_ptr<VmmMemory> mine_vmm_;     // with them
-    std::unique_ptr<VmmMemory> theirs_vmm_;   // the peer's, mapped from its descriptor
+    Buffer mine_;                            // without descriptors
+    std::unique_ptr<VmmMemory> mine_vmm_;    // with them
+    std::unique_ptr<VmmMemory> theirs_vmm_;  // the peer's, mapped from its descriptor
     void* theirs_ = nullptr;
     bool theirs_opened_ = false;  // theirs_ from cudaIpcOpenMemHandle
     char* consumer_base_ = nullptr;
