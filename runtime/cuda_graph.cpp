@@ -1,4 +1,4 @@
-#include "runtime/cuda_graph.hpp"
+#include "runtime/cuda_stream.hpp"
 
 #include <utility>
 
