@@ -1,8 +1,6 @@
-// The memory of the ipc transport: the consumer's receive slots, mapped into its producer's
-// process, and their flags (arrived, released: runtime/slot_flags.hpp), with the copy and the wait
-// the protocol queues (a flag is set with the device's write_word, which fences what came before).
-// Two kinds: an MPI-3 shared-memory window on the CPU path, CUDA IPC on the GPU. Private to
-// transport/: the transport (ipc_transport.cpp) is the only user.
+// The ipc transport's memory (private to transport/): the consumer's receive slots, mapped into
+// its producer's process, their flags (runtime/slot_flags.hpp), and the copy and the wait the
+// protocol queues. An MPI-3 shared-memory window on the CPU path, CUDA IPC on the GPU.
 #pragma once
 
 #include <mpi.h>
@@ -23,19 +21,16 @@ namespace gpurelay {
 class IpcMemory {
   public:
     virtual ~IpcMemory() = default;
-    // How the copy travels: "shared memory", "same GPU, time-sliced" (or ", shared through
-    // MPS"), "NVLink", "PCIe".
+    // How the copy travels: "shared memory", "same GPU, time-sliced", "NVLink", "PCIe"...
     virtual std::string link() const = 0;
-    // The consumer's receive slot k, as this process addresses it (the producer writes it, the
-    // consumer reads it).
+    // The consumer's receive slot k, as this process addresses it.
     virtual void* slot(std::size_t k) const = 0;
     virtual std::uint32_t* arrived(std::size_t k) const = 0;
     virtual std::uint32_t* released(std::size_t k) const = 0;
 
     // Queues a copy of `bytes` from this process's `src` into a slot on `stream`.
     virtual void copy(void* dst, const void* src, std::size_t bytes, Stream& stream) = 0;
-    // Queues, on `stream`, a hold until `word` has reached `value`; `what` names the wait in a
-    // timeout.
+    // Queues on `stream` a hold until `word` has reached `value`; `what` names it in a timeout.
     virtual void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                            const char* what) = 0;
 };

@@ -21,10 +21,10 @@ namespace {
 class NcclComm {
   public:
     explicit NcclComm(MPI_Comm comm) {
-        // Graph mixing off, before NCCL reads its parameters: a captured NCCL call then adds no
-        // event nodes of its own (3 nodes instead of 5), a cheaper launch. gpurelay never runs an
-        // eager NCCL call beside a graph on the communicator, nor two graphs on parallel streams,
-        // which mixing is for. NCCL 2.28's ncclConfig_t has no such field; a value set is kept.
+        // Graph mixing off (an environment variable: NCCL 2.28's ncclConfig_t has no such field;
+        // a value set is kept), before NCCL reads it: a captured NCCL call then adds no event
+        // nodes (3 nodes instead of 5). Mixing is for eager calls beside a graph and graphs on
+        // parallel streams, which gpurelay never runs.
         setenv("NCCL_GRAPH_MIXING_SUPPORT", "0", 0);
         int size = 1;
         MPI_CHECK(MPI_Comm_rank(comm, &rank_));
@@ -54,9 +54,8 @@ class NcclComm {
         throw runtime_error(failure_.empty() ? "NCCL communicator already destroyed" : failure_);
     }
 
-    // Any thread that waits on the GPU calls this (the main thread, the result writer's): one
-    // at a time, so the communicator is aborted once, and every later call (on any thread)
-    // reports the same failure instead of finding no communicator and calling it healthy.
+    // Any thread that waits on the GPU calls this, one at a time: the communicator is aborted
+    // once, and every later call reports the same failure rather than finding none and passing.
     void check_health() {
         std::lock_guard lock(health_mutex_);
         const ncclComm_t comm = comm_.load();

@@ -68,24 +68,21 @@ struct TransportOptions {
     bool produce_in_place = false;
 };
 
-// Each factory is collective over `comm` and allocates the slots of `placement`'s role(s).
-// MPI between host buffers (the CPU path): MPI runs on the stream's own thread.
-std::unique_ptr<Transport> make_mpi_host_transport(MPI_Comm comm, const PairPlacement& placement,
-                                                   Device& device, const TransportOptions& options);
-// MPI for device buffers through pinned staging buffers, copies and MPI pipelined piece by piece.
-std::unique_ptr<Transport> make_mpi_staged_transport(MPI_Comm comm, const PairPlacement& placement,
-                                                     Device& device,
-                                                     const TransportOptions& options);
-// NCCL point-to-point (the id is broadcast from `comm`'s rank 0). Throws a usage error when built
-// without NCCL.
-std::unique_ptr<Transport> make_nccl_transport(MPI_Comm comm, const PairPlacement& placement,
+// A pair transport between the ranks of `comm` that `placement` names: collective over `comm`,
+// it allocates the slots of `placement`'s role(s). Each is a row's of transport_table.hpp.
+using PairFactory = std::unique_ptr<Transport>(MPI_Comm comm, const PairPlacement& placement,
                                                Device& device, const TransportOptions& options);
+// MPI between host buffers (the CPU path): MPI runs on the stream's own thread.
+PairFactory make_mpi_host_transport;
+// MPI for device buffers through pinned staging buffers, copies and MPI pipelined piece by piece.
+PairFactory make_mpi_staged_transport;
+// NCCL point-to-point (the id is broadcast from `comm`'s rank 0). A usage error without NCCL.
+PairFactory make_nccl_transport;
 // The consumer's slots in memory its producer maps (same node only): CUDA IPC on the GPU, an
 // MPI-3 shared-memory window on the CPU path; the producer copies into them (a copy engine on the
 // GPU), or A writes into them (produce_in_place), and the slots' flags order the uses. A usage
 // error when a pair spans two nodes.
-std::unique_ptr<Transport> make_ipc_transport(MPI_Comm comm, const PairPlacement& placement,
-                                              Device& device, const TransportOptions& options);
+PairFactory make_ipc_transport;
 
 // A relay's middle stage's slot protocol: await and release on the inbound link's transport,
 // acquire and publish on the outbound link's, with `slots` slots each. acquire may be queued on
@@ -110,23 +107,19 @@ class CollectiveCall {
     virtual void check_health() {}
 };
 
-// Each collective factory takes the same arguments (transport_table.hpp's CollectiveFactory),
-// and uses what it needs of them.
+// One collective over `group` per call; each factory uses what it needs of the arguments.
+using CollectiveFactory = std::unique_ptr<CollectiveCall>(MPI_Comm group, Collective op,
+                                                          ReduceType type, Device& device,
+                                                          const TransportOptions& options);
 // MPI_Ibcast / MPI_Iallreduce between host buffers (the CPU path), on the stream's own thread, in
 // `chunk_bytes` pieces.
-std::unique_ptr<CollectiveCall> make_mpi_host_collective(MPI_Comm group, Collective op,
-                                                         ReduceType type, Device& device,
-                                                         const TransportOptions& options);
+CollectiveFactory make_mpi_host_collective;
 // The same collective for device buffers, through one pinned staging buffer: copied out on the
 // stream, MPI on a proxy thread, copied back in on the stream.
-std::unique_ptr<CollectiveCall> make_mpi_staged_collective(MPI_Comm group, Collective op,
-                                                           ReduceType type, Device& device,
-                                                           const TransportOptions& options);
-// ncclBroadcast / ncclAllReduce on a communicator of the group's ranks. Builds without NCCL throw
-// a usage error.
-std::unique_ptr<CollectiveCall> make_nccl_collective(MPI_Comm group, Collective op, ReduceType type,
-                                                     Device& device,
-                                                     const TransportOptions& options);
+CollectiveFactory make_mpi_staged_collective;
+// ncclBroadcast / ncclAllReduce on a communicator of the group's ranks. A usage error without
+// NCCL.
+CollectiveFactory make_nccl_collective;
 
 // The slot protocol over a collective: the producer's slots are what the rank contributes, the
 // consumer's where the result lands; the collective runs when the rank's last side is queued.
