@@ -2,7 +2,6 @@
 // either is a usage error.
 #include "runtime/error.hpp"
 #include "transport/ipc_memory.hpp"
-#include "transport/transport.hpp"
 
 namespace gpurelay {
 
@@ -17,8 +16,8 @@ std::unique_ptr<CollectiveCall> make_nccl_collective(MPI_Comm, Collective, Reduc
 bool nccl_built() { return false; }
 std::string nccl_version_string() { return "none"; }
 
-std::unique_ptr<IpcMemory> open_cuda_ipc_memory(MPI_Comm, const PairPlacement&, const IpcShape&,
-                                                Device&) {
+std::unique_ptr<IpcMemory> open_cuda_ipc_memory(MPI_Comm, const PairPlacement&,
+                                                const TransportOptions&, Device&) {
     throw usage_error(
         "transport = \"ipc\" on a GPU needs CUDA, but this gpurelay was built without");
 }

@@ -32,8 +32,6 @@ namespace {
 constexpr std::size_t kAlign = 4096;
 constexpr int kHandleTag = 7301;
 
-std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
-
 // A descriptor this process owns, closed when it goes out of scope.
 struct Descriptor {
     int fd;
@@ -53,12 +51,12 @@ struct Export {
 
 class CudaIpcMemory final : public IpcMemory {
   public:
-    CudaIpcMemory(MPI_Comm comm, const PairPlacement& placement, const IpcShape& shape,
+    CudaIpcMemory(MPI_Comm comm, const PairPlacement& placement, const TransportOptions& options,
                   Device& device)
         : device_(device),
-          slots_(shape.slots),
-          words_bytes_(round_up(2 * shape.slots * sizeof(std::uint32_t), kAlign)),
-          slot_stride_(round_up(std::max<std::size_t>(shape.slot_bytes, 1), kAlign)) {
+          slots_(options.slots),
+          words_bytes_(round_up(2 * options.slots * sizeof(std::uint32_t), kAlign)),
+          slot_stride_(round_up(std::max<std::size_t>(options.slot_bytes, 1), kAlign)) {
         StreamMemOps::get("ipc");  // fails here, at set-up, if the driver lacks them
         const bool producer = placement.role != Role::consumer;
         const bool consumer = placement.role != Role::producer;
@@ -95,7 +93,7 @@ class CudaIpcMemory final : public IpcMemory {
         MPI_CHECK(MPI_Sendrecv(&out, sizeof out, MPI_BYTE, placement.peer, kHandleTag, &in,
                                sizeof in, MPI_BYTE, placement.peer, kHandleTag, comm,
                                MPI_STATUS_IGNORE));
-        map_theirs(comm, placement.peer, in, vmm, ordinal, shape.timeout);
+        map_theirs(comm, placement.peer, in, vmm, ordinal, options.timeout);
         consumer_base_ = static_cast<char*>(consumer ? mine() : theirs_);
         producer_base_ = static_cast<char*>(producer ? mine() : theirs_);
     }
@@ -194,8 +192,8 @@ class CudaIpcMemory final : public IpcMemory {
 }  // namespace
 
 std::unique_ptr<IpcMemory> open_cuda_ipc_memory(MPI_Comm comm, const PairPlacement& placement,
-                                                const IpcShape& shape, Device& device) {
-    return std::make_unique<CudaIpcMemory>(comm, placement, shape, device);
+                                                const TransportOptions& options, Device& device) {
+    return std::make_unique<CudaIpcMemory>(comm, placement, options, device);
 }
 
 }  // namespace gpurelay

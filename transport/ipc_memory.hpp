@@ -3,18 +3,12 @@
 // protocol queues. An MPI-3 shared-memory window on the CPU path, CUDA IPC on the GPU.
 #pragma once
 
-#include <mpi.h>
-
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 
-#include "mpi/pairing.hpp"
-#include "runtime/device.hpp"
-#include "runtime/stream.hpp"
-#include "runtime/timeout.hpp"
+#include "transport/transport.hpp"
 
 namespace gpurelay {
 
@@ -35,21 +29,17 @@ class IpcMemory {
                            const char* what) = 0;
 };
 
-struct IpcShape {
-    std::size_t slots = 1;       // receive slots (the pipeline's depth)
-    std::size_t slot_bytes = 0;  // the largest message
-    std::chrono::milliseconds timeout = kDefaultTimeout;
-};
+inline std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
 // The CPU path: the consumers' slots and words in one MPI-3 shared-memory window over the node's
 // ranks (collective over `comm`; every rank's pair must be on its node).
 std::unique_ptr<IpcMemory> open_host_ipc_memory(MPI_Comm comm, const PairPlacement& placement,
-                                                const IpcShape& shape);
+                                                const TransportOptions& options);
 // The GPU path: the consumer's slots and its arrived words in its device memory, the producer's
 // released words in its own, each shared with the other as a file descriptor (cuMemCreate) or,
 // where either side's driver cannot, with cudaIpcGetMemHandle (collective over `comm`). Throws a
 // usage error when built without CUDA.
 std::unique_ptr<IpcMemory> open_cuda_ipc_memory(MPI_Comm comm, const PairPlacement& placement,
-                                                const IpcShape& shape, Device& device);
+                                                const TransportOptions& options, Device& device);
 
 }  // namespace gpurelay

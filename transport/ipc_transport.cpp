@@ -8,10 +8,8 @@
 
 #include "mpi/error.hpp"
 #include "mpi/wait.hpp"
-#include "runtime/error.hpp"
 #include "transport/ipc_memory.hpp"
 #include "transport/slot_ring.hpp"
-#include "transport/transport.hpp"
 
 namespace gpurelay {
 namespace {
@@ -124,10 +122,9 @@ class IpcTransport final : public Transport {
 
 std::unique_ptr<Transport> make_ipc_transport(MPI_Comm comm, const PairPlacement& placement,
                                               Device& device, const TransportOptions& options) {
-    const IpcShape shape{options.slots, options.slot_bytes, options.timeout};
     auto memory = device.backend() == Backend::cuda
-                      ? open_cuda_ipc_memory(comm, placement, shape, device)
-                      : open_host_ipc_memory(comm, placement, shape);
+                      ? open_cuda_ipc_memory(comm, placement, options, device)
+                      : open_host_ipc_memory(comm, placement, options);
     auto transport = std::make_unique<IpcTransport>(std::move(memory), placement, device, options);
     // The consumer's slots are poisoned before any producer may copy into them.
     const Deadline bound("the barrier after poisoning the ipc slots");

@@ -10,9 +10,8 @@
 #include "mpi/wait.hpp"
 #include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
-#include "transport/collective_sides.hpp"
 #include "transport/piece_board.hpp"
-#include "transport/transport.hpp"
+#include "transport/slot_ring.hpp"
 
 namespace gpurelay {
 namespace {

@@ -2,7 +2,6 @@
 // queued on, so it starts only when the stream reaches it, like a CUDA stream operation.
 #include "mpi/error.hpp"
 #include "mpi/wait.hpp"
-#include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
 #include "transport/slot_ring.hpp"
 

@@ -10,7 +10,6 @@
 
 #include "mpi/error.hpp"
 #include "mpi/wait.hpp"
-#include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
 #include "transport/piece_board.hpp"
 #include "transport/slot_ring.hpp"

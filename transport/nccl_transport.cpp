@@ -11,7 +11,6 @@
 #include "mpi/wait.hpp"
 #include "runtime/cuda_stream.hpp"
 #include "runtime/error.hpp"
-#include "transport/collective_sides.hpp"
 #include "transport/slot_ring.hpp"
 
 namespace gpurelay {

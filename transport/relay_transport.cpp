@@ -2,10 +2,7 @@
 // it, behind one slot protocol. Each link is a pair transport of its own, over a communicator of
 // just its two ranks, so every transport keeps its own reuse rule on its own link; what the middle
 // stage adds is that B writes the outgoing slot on one stream and the send reads it on another.
-#include "mpi/error.hpp"
-#include "mpi/wait.hpp"
 #include "transport/slot_ring.hpp"
-#include "transport/transport.hpp"
 
 namespace gpurelay {
 namespace {

@@ -1,5 +1,6 @@
-// What the transports that move bytes between their own buffers share (private to transport/): the
-// send and receive slots of a rank's role(s), and the ordering events between its streams.
+// What transport/'s files share (private to it): the send and receive slots of the transports
+// that move bytes between their own buffers, the ordering events between a rank's streams, and
+// the check of a collective's sides.
 #pragma once
 
 #include <cstddef>
@@ -54,6 +55,18 @@ inline void check_tensor_bytes(std::size_t bytes, std::size_t capacity) {
     if (bytes > capacity) {
         throw runtime_error("transport: a tensor of " + std::to_string(bytes) +
                             " bytes does not fit its slots of " + std::to_string(capacity));
+    }
+}
+
+// The sides a collective is given (transport.hpp says what they mean) must suit `op` and this rank
+// (`root`: rank 0 of the group), or a runtime error: the MPI and NCCL collectives refuse alike.
+inline void check_collective_sides(Collective op, bool root, const void* send, const void* recv) {
+    const bool sides_fit = op == Collective::allreduce
+                               ? send != nullptr && recv != nullptr
+                               : (root ? send != nullptr : send == nullptr && recv != nullptr);
+    if (!sides_fit) {
+        throw runtime_error("a " + std::string(to_string(op)) +
+                            " call got the wrong sides for this rank");
     }
 }
 
