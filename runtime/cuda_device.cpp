@@ -142,21 +142,25 @@ class CudaDevice final : public Device {
             },
             heap_fn));
     }
+    // With unified addressing (which copy_async's cudaMemcpyDefault relies on too), pinned host
+    // memory and device memory, this process's or a peer's mapped here, have one address on the
+    // GPU and the host. GEQ compares cyclically, as reached (slot_flags.hpp) does. A stuck hold is
+    // caught where the host waits on the stream, and whoever should set the word has its own bound.
     void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                    const char*) override {
-        // GEQ compares cyclically, as reached (slot_flags.hpp) does. A stuck hold is caught where
-        // the host waits on the stream, and whoever should have set the word has its own bound
-        // (timeout_s).
-        driver_check(StreamMemOps::get("a stream's sequence word")
-                         .wait(cu_stream(stream), address(word), value, CU_STREAM_WAIT_VALUE_GEQ),
-                     "cuStreamWaitValue32");
-    }
-    void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
-        // The default flags fence the stream's earlier writes (a copy) before the word: whoever
-        // sees the value sees the bytes.
         driver_check(
             StreamMemOps::get("a stream's sequence word")
-                .write(cu_stream(stream), address(word), value, CU_STREAM_WRITE_VALUE_DEFAULT),
+                .wait(reinterpret_cast<CUstream>(cuda_handle(stream)),
+                      reinterpret_cast<CUdeviceptr>(word), value, CU_STREAM_WAIT_VALUE_GEQ),
+            "cuStreamWaitValue32");
+    }
+    // The default flags fence the stream's earlier writes (a copy) before the word: whoever sees
+    // the value sees the bytes.
+    void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
+        driver_check(
+            StreamMemOps::get("a stream's sequence word")
+                .write(reinterpret_cast<CUstream>(cuda_handle(stream)),
+                       reinterpret_cast<CUdeviceptr>(word), value, CU_STREAM_WRITE_VALUE_DEFAULT),
             "cuStreamWriteValue32");
     }
     std::unique_ptr<GraphCapture> begin_capture(Stream& origin,
@@ -167,16 +171,6 @@ class CudaDevice final : public Device {
     }
 
   private:
-    static CUstream cu_stream(Stream& stream) {
-        return reinterpret_cast<CUstream>(cuda_handle(stream));
-    }
-    // With unified addressing (which copy_async's cudaMemcpyDefault relies on too), pinned host
-    // memory and device memory, this process's or a peer's mapped here, have one address on
-    // the GPU and the host.
-    static CUdeviceptr address(const std::uint32_t* word) {
-        return reinterpret_cast<CUdeviceptr>(word);
-    }
-
     int ordinal_;
     std::shared_ptr<const WaitPolicy> policy_ = std::make_shared<const WaitPolicy>();
 };

@@ -1,8 +1,7 @@
 // The ipc transport: the producer writes straight into its consumer's receive slot, in one copy
-// (a GPU's copy engine; memcpy on the CPU path), or with ipc_engine = "sm" A itself writes it, and
-// the slots' flags (runtime/slot_flags.hpp) order each slot's uses across the two processes. Every
-// wait and signal is queued on a stream, so the host never waits for the peer. The memory
-// (IpcMemory) decides where the slots and flags live and how the copy and the wait run.
+// (a GPU's copy engine; memcpy on the CPU path), or A itself does (ipc_engine = "sm"), and the
+// slots' flags order each slot's uses across the two processes, every wait and signal queued on a
+// stream: the host never waits for the peer. IpcMemory says where the slots and flags live.
 #include <new>
 #include <vector>
 

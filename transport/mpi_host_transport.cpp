@@ -21,23 +21,21 @@ class MpiHostTransport final : public SlotRingTransport {
 
     std::string name() const override { return "mpi (host memory)"; }
 
-    void publish(std::size_t k, Stream& stream) override {
-        dynamic_cast<HostStream&>(stream).enqueue(
-            [this, data = send_[k].data()] { transfer(data, true); });
-    }
+    void publish(std::size_t k, Stream& stream) override { queue(send_[k].data(), true, stream); }
 
     const void* await(std::size_t k, Stream& stream) override {
         wait_free(k, stream);
-        void* data = recv_[k].data();
-        dynamic_cast<HostStream&>(stream).enqueue([this, data] { transfer(data, false); });
-        return data;
+        queue(recv_[k].data(), false, stream);
+        return recv_[k].data();
     }
 
   private:
-    // The tensor in `chunk` pieces, all of them in flight at once.
-    void transfer(void* data, bool sending) {
-        transfer_pieces(data, bytes_, options_.chunk_bytes, peer_, sending, comm_,
-                        options_.timeout);
+    // The tensor in `chunk` pieces, all of them in flight at once, once the stream reaches it.
+    void queue(void* data, bool sending, Stream& stream) {
+        dynamic_cast<HostStream&>(stream).enqueue([this, data, sending] {
+            transfer_pieces(data, bytes_, options_.chunk_bytes, peer_, sending, comm_,
+                            options_.timeout);
+        });
     }
 
     MPI_Comm comm_ = MPI_COMM_NULL;

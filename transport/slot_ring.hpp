@@ -16,9 +16,8 @@
 namespace gpurelay {
 
 // One ordering event per slot, recorded on one stream and waited on by another. A wait names only
-// a record made since the streams were last idle (streams_idle), as a capture may wait only on
-// its own records and its records mark nothing outside it; without one, every earlier record has
-// been reached and there is nothing to wait for.
+// a record made since the streams were last idle (streams_idle), as a capture may wait only on its
+// own records; before it, every record has been reached and there is nothing to wait for.
 class SlotEvents {
   public:
     SlotEvents() = default;
