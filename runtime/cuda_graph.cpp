@@ -1,7 +1,6 @@
-#include "runtime/cuda_stream.hpp"
-
 #include <utility>
 
+#include "runtime/cuda_stream.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {

@@ -152,9 +152,7 @@ struct SlotFlags {
     // How far the inbound word must be past this side's uses for its next use: the consumer's
     // waits for that use's tensor (1), the producer's for the release of its last use (0).
     std::uint32_t ahead;
-    // Whether the producer waits for a slot's release before it writes the slot again (false:
-    // tests only, debug_skip_reuse_wait).
-    bool reuse_wait;
+    bool reuse_wait;  // the producer's wait for a slot's release (false: debug_skip_reuse_wait)
 
     // The inbound value this side's next use of slot k waits for, and the count it signals.
     GPURELAY_HD std::uint32_t expected(std::size_t k) const { return uses[k] + ahead; }

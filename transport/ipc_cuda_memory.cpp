@@ -1,15 +1,11 @@
 // The ipc transport's memory on the GPU: CUDA IPC. The consumer's receive slots and the words it
 // waits on (arrived) are one allocation it exports, the words its producer waits on (released)
-// one of the producer's: each side waits only on its own memory and writes the peer's, so no wait
-// polls across NVLink. Where both sides' driver and GPU can, the allocations are made with
-// cuMemCreate and cross as file descriptors (cuda_vmm_memory.hpp says why); otherwise
-// cudaIpcGetMemHandle / cudaIpcOpenMemHandle.
-//
-// Ordering is by the slots' flags and stream memory operations, not interprocess events: a
-// cudaStreamWaitEvent binds to the event's latest record when called, so the waiting host would
-// need a per-step handshake with the peer's host, which the design forbids. A flag that only
-// grows is right whenever the wait is queued, and the GPU's front end waits
-// (cuStreamWaitValue32), so no wait or copy takes an SM.
+// one of the producer's: each side waits only on its own memory, so no wait polls across NVLink.
+// Shared as file descriptors (cuMemCreate: cuda_vmm_memory.hpp says why) where both sides can,
+// else with cudaIpcGetMemHandle. Ordering is by flags and stream memory operations, not
+// interprocess events: cudaStreamWaitEvent binds to the latest record when called, which would
+// need a per-step host handshake; a flag that only grows is right whenever the wait is queued,
+// and the GPU's front end waits (cuStreamWaitValue32), so no wait or copy takes an SM.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <unistd.h>

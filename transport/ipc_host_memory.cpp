@@ -1,7 +1,6 @@
-// The ipc transport's memory on the CPU path: each consumer's slots and their flags live in
-// its segment of one MPI-3 shared-memory window over the node's ranks, which its producer maps
-// too, so the producer's host stream copies straight into the consumer's slot (one copy, as a
-// copy engine does on a GPU) and the flags order it, instead of MPI moving the bytes.
+// The ipc transport's memory on the CPU path: each consumer's slots and flags live in its segment
+// of one MPI-3 shared-memory window over the node's ranks, which its producer maps too, so the
+// producer's host stream copies straight into the consumer's slot (one copy, as on a GPU).
 #include <algorithm>
 #include <cstring>
 
@@ -76,9 +75,8 @@ class HostIpcMemory final : public IpcMemory {
 
     void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                    const char* what) override {
-        // After 100 us the wait sleeps in pauses up to 1 ms, leaving a core to the peer it waits
-        // for (its C takes milliseconds; yields and short naps cost minutes of system time over
-        // the sanitize tier on two cores). The peer is another process: its store wakes no one.
+        // Pauses up to 1 ms leave a core to the peer (its C takes milliseconds; short naps cost
+        // minutes of system time over the sanitize tier on two cores), whose store wakes no one.
         host(stream).enqueue([word, value, what, timeout = timeout_] {
             wait_until(word, value, timeout, what, std::chrono::microseconds(1000));
         });

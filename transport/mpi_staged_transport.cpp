@@ -1,9 +1,8 @@
-// MPI for device buffers through pinned host buffers. A message goes in pieces: on the sender
-// the device-to-host copy of piece p+1 overlaps the MPI send of piece p, and on the receiver the
-// MPI receive of piece p+1 overlaps the host-to-device copy of piece p. MPI runs on proxy threads,
-// one per direction; the streams and the proxies tell each other of each piece through sequence
-// words in host memory (PieceBoard), so the ordering stays on the streams, the host thread that
-// queues the work never blocks, and no stream's wait holds another's (a relay stage has both).
+// MPI for device buffers through pinned host buffers, in pieces: the copy of piece p+1 overlaps
+// the MPI transfer of piece p. MPI runs on proxy threads, one per direction, which the streams tell
+// of each piece through sequence words (PieceBoard): the ordering stays on the streams, the host
+// thread that queues the work never blocks, and no stream's wait holds another's (a relay stage
+// has both).
 #include <algorithm>
 #include <climits>
 #include <vector>

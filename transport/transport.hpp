@@ -37,8 +37,8 @@ class Transport {
     virtual const void* await(std::size_t k, Stream& stream) = 0;
     // Consumer: queued on `stream` after the last reader of slot k.
     virtual void release(std::size_t k, Stream& stream) = 0;
-    // Whether await only waits, on the stream, for what the producer's side has written (ipc; a
-    // rank sending to itself): then the consumer has nothing to run beside C.
+    // Whether await only waits for what the producer's side has written (ipc; a rank sending to
+    // itself): then the consumer has nothing to run beside C.
     virtual bool receive_waits() const = 0;
     // Every stream of this rank is idle: the orderings queued so far are met, and the next work
     // may be a graph capture (whose waits may name only events recorded in the same capture).
@@ -60,12 +60,9 @@ struct TransportOptions {
     std::size_t chunk_bytes = 4u << 20;  // pieces of a staged message, pipelined
     std::chrono::milliseconds timeout = kDefaultTimeout;  // longest wait on a peer
     std::size_t slots = 1;                                // the pipeline's depth
-    // Tests only: drop the wait for a slot's release before it is written again, to show that
-    // verification catches the overwrite.
+    // Tests only: no wait for a slot's release, to show that verification catches the overwrite.
     bool debug_skip_reuse_wait = false;
-    // ipc only (ipc_engine = "sm"): A writes straight into the consumer's slot, and publish only
-    // says it has arrived: no copy.
-    bool produce_in_place = false;
+    bool produce_in_place = false;  // ipc_engine = "sm": A writes the consumer's slot, no copy
 };
 
 // A pair transport between the ranks of `comm` that `placement` names: collective over `comm`,

@@ -21,8 +21,7 @@ struct TransportAllows {
     bool graphs = false;            // its work can be captured in a CUDA graph
     bool to_itself_on_gpu = false;  // one rank may send to itself on the CUDA path
     bool in_place = false;          // A may write into the consumer's slots (ipc_engine = "sm")
-    // Its slots and sequence words are memory both roles address, so persistent kernels can run
-    // its protocol themselves (launch = "device").
+    // Both roles address its slots and flags, so kernels can run its protocol (launch = device).
     bool device_launch = false;
 };
 
