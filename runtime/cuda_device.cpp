@@ -16,11 +16,10 @@
 namespace gpurelay {
 namespace {
 
-// A blocking cudaStreamSynchronize would never notice a peer that died in the middle of an NCCL
-// kernel, so the host polls `query` (runtime/poll.hpp), checks the transport, and gives up after
-// the timeout naming `what`: a spin of 100 us, then pauses up to 200 us under `sparing`, as most
-// waits end within microseconds and any sleep lasts the timer slack (~50 us), by when the GPU may
-// have run dry of the few small steps queued ahead.
+// A blocking cudaStreamSynchronize would never notice a peer that died in an NCCL kernel, so the
+// host polls `query`, checks the transport, and gives up after the timeout naming `what`: a spin
+// of 100 us, then pauses up to 200 us under `sparing` (any sleep lasts the ~50 us timer slack, by
+// when the GPU may have run dry of the few small steps queued ahead).
 void wait_for_gpu(const std::function<cudaError_t()>& query, const WaitPolicy& policy,
                   const char* what) {
     const bool done = poll_until(
@@ -50,9 +49,8 @@ class CudaEvent final : public Event {
     CudaEvent(const CudaEvent&) = delete;
     CudaEvent& operator=(const CudaEvent&) = delete;
 
-    // Inside a capture, a timing event becomes an event node (the host reads it: its record must
-    // happen at each replay); an ordering event only an edge between the graph's own nodes, which
-    // costs a replay nothing.
+    // Inside a capture, a timing event becomes an event node (the host reads it at each replay);
+    // an ordering event only an edge between the graph's own nodes, which costs a replay nothing.
     void record(Stream& stream) override {
         auto& cuda_stream = dynamic_cast<CudaStream&>(stream);
         if (cuda_stream.capturing() && use_ == EventUse::timing) {

@@ -1,6 +1,5 @@
-// The slot protocol over a collective call: what a rank contributes goes from its send slots, the
-// result lands in its receive slots, and the collective runs once the rank's last side is queued
-// (the root of a broadcast that keeps no copy: at publish; every other rank: at await).
+// The slot protocol over a collective call, run once the rank's last side is queued (the root of
+// a broadcast that keeps no copy: at publish; every other rank: at await).
 #include "transport/slot_ring.hpp"
 
 namespace gpurelay {

@@ -1,6 +1,5 @@
-// exchange_fd: the rank of the pair with the lower number listens on a socket named after its
-// process id, tells the other the name over MPI, and the other connects; then each sends its
-// descriptor and receives the other's on the one connection.
+// exchange_fd: the lower rank of the pair listens on a socket named after its process id and
+// tells the other the name over MPI; the other connects, and each sends the other its descriptor.
 #include "transport/fd_exchange.hpp"
 
 #include <poll.h>

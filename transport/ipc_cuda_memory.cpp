@@ -94,9 +94,8 @@ class CudaIpcMemory final : public IpcMemory {
         producer_base_ = static_cast<char*>(producer ? mine() : theirs_);
     }
 
-    // Maps the peer's memory into this process: its descriptor (VMM, over a Unix socket), each
-    // side mapping the other's for its own GPU (peer access where the two GPUs differ), or its
-    // IPC handle.
+    // Maps the peer's memory here, for this side's GPU: its descriptor (VMM, over a Unix socket)
+    // or its IPC handle.
     void map_theirs(MPI_Comm comm, int peer, const Export& in, bool vmm, int ordinal,
                     std::chrono::milliseconds timeout) {
         if (!vmm) {
@@ -111,10 +110,8 @@ class CudaIpcMemory final : public IpcMemory {
         theirs_ = theirs_vmm_->data();
     }
 
-    // No handshake with the peer first: a destructor that waited for it would hang when the
-    // peer's set-up had failed. Each pass ends with both sides idle (the pipeline synchronises
-    // and meets at a barrier), and the driver keeps an exported allocation until its last
-    // mapping is closed.
+    // No handshake with the peer, which would hang where the peer's set-up failed: each pass
+    // ends with both sides idle, and the driver keeps an allocation until its last mapping goes.
     ~CudaIpcMemory() override {
         if (theirs_opened_) cudaIpcCloseMemHandle(theirs_);
     }
@@ -135,13 +132,11 @@ class CudaIpcMemory final : public IpcMemory {
     }
 
     void copy(void* dst, const void* src, std::size_t bytes, Stream& stream) override {
-        // A device-to-device copy: the copy engine moves it, over NVLink or PCIe when the slot
-        // is on another GPU.
+        // The copy engine moves it, over NVLink or PCIe when the slot is on another GPU.
         CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cuda_handle(stream)));
     }
 
-    // The words are device memory (this process's, or the peer's mapped here); the device's
-    // stream memory operations wait on them, the front end doing the waiting.
+    // The words are device memory, this process's or the peer's: the GPU's front end waits.
     void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                    const char* what) override {
         device_.wait_word(word, value, stream, what);
@@ -157,8 +152,7 @@ class CudaIpcMemory final : public IpcMemory {
         CUDA_CHECK(cudaDeviceSynchronize());
     }
 
-    // "same GPU, time-sliced" (or ", shared through MPS"), "NVLink" or "PCIe", as the report's
-    // link line says it.
+    // "same GPU, time-sliced" (or ", shared through MPS"), "NVLink" or "PCIe", as reported.
     static std::string describe_link(const std::string& mine, const std::string& peer) {
         const std::string link = describe_peer_link(mine, peer);
         if (link.rfind("same GPU", 0) == 0) return link;

@@ -66,8 +66,7 @@ class IpcTransport final : public Transport {
         device_.write_word(consumer_->outbound[k], consumer_->next(k), stream);
     }
 
-    // A writes the consumer's slot in place, so persistent kernels can run every step of the
-    // protocol with these flags; a copy is the host's to queue.
+    // Only in place can kernels run every step of the protocol; a copy is the host's to queue.
     SlotFlags* slot_flags(Role side) override {
         if (!options_.produce_in_place) return nullptr;
         return side == Role::producer ? producer_ : consumer_;
@@ -76,8 +75,7 @@ class IpcTransport final : public Transport {
     bool receive_waits() const override { return true; }
     // The flags count each slot's uses, so no wait depends on what was recorded before.
     void streams_idle() override {}
-    // Between passes: the producer writes again only after the pass's opening barrier, once the
-    // consumer's slots are poisoned.
+    // Between passes: the producer writes again only after the next pass's opening barrier.
     void set_tensor_bytes(std::size_t bytes) override {
         check_tensor_bytes(bytes, options_.slot_bytes);
         poison(device_, landing_, bytes);

@@ -1,6 +1,5 @@
-// The collectives over MPI: MPI_Ibcast and MPI_Iallreduce between host buffers, run on a host
-// stream's thread (the CPU path) or on a proxy thread behind a pinned staging buffer (device
-// buffers). Both run the collective in pieces of at most `chunk` bytes, all in flight at once.
+// The collectives over MPI (MPI_Ibcast, MPI_Iallreduce) between host buffers, on a host stream's
+// thread or a proxy's behind a pinned staging buffer, in `chunk`-byte pieces all in flight.
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -18,10 +17,9 @@ namespace {
 
 std::size_t element_bytes(ReduceType type) { return type == ReduceType::float32 ? 4 : 8; }
 
-// Runs one collective now, on the calling thread, over a private duplicate of `group` (the
-// collectives never match the application's messages). Broadcast: the root's `send` reaches
-// every rank's `recv` (the root's own too, when it passes one other than `send`). All-reduce:
-// the sum of every rank's `send` lands in `recv` (in place when they are one).
+// One collective now, on the calling thread, over a private duplicate of `group`. Broadcast: the
+// root's `send` reaches every rank's `recv` (the root's own too, when it passes one other than
+// `send`). All-reduce: the sum of every rank's `send` lands in `recv` (in place if they are one).
 class MpiCollectiveCall {
   public:
     MpiCollectiveCall(MPI_Comm group, Collective op, ReduceType type,
@@ -108,10 +106,9 @@ class MpiHostCollective final : public CollectiveCall {
     MpiCollectiveCall call_;
 };
 
-// Device buffers: each call copies the tensor into one pinned staging buffer on the stream, a
-// proxy thread runs MPI on it in place, and the stream copies the result out, waiting for the
-// proxy through sequence words (PieceBoard) so the ordering stays on the stream. The next call's
-// copy in is queued after this one's copy out, so one buffer serves every step.
+// Device buffers: the stream copies the tensor into one pinned staging buffer, a proxy thread
+// runs MPI on it in place, and the stream, waiting for the proxy through sequence words
+// (PieceBoard), copies the result out; the next call's copy in follows, so one buffer serves all.
 class MpiStagedCollective final : public CollectiveCall {
   public:
     MpiStagedCollective(MPI_Comm group, Collective op, ReduceType type, Device& device,

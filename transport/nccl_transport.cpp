@@ -1,6 +1,5 @@
 // NCCL on the caller's CUDA streams: point-to-point for pairs, or one collective per call
-// (broadcast from the group's rank 0, or a sum). The communicator spans the MPI communicator's
-// ranks, from an id made on its rank 0 and broadcast over MPI.
+// (broadcast from the group's rank 0, or a sum), over a communicator of the MPI one's ranks.
 #include <nccl.h>
 
 #include <atomic>
@@ -20,10 +19,9 @@ namespace {
 class NcclComm {
   public:
     explicit NcclComm(MPI_Comm comm) {
-        // Graph mixing off (an environment variable: NCCL 2.28's ncclConfig_t has no such field;
-        // a value set is kept), before NCCL reads it: a captured NCCL call then adds no event
-        // nodes (3 nodes instead of 5). Mixing is for eager calls beside a graph and graphs on
-        // parallel streams, which gpurelay never runs.
+        // Graph mixing off (not in 2.28's ncclConfig_t; a value set is kept): a captured call
+        // then adds no event nodes (3 instead of 5). gpurelay runs no eager call beside a graph,
+        // nor graphs on parallel streams, which mixing is for.
         setenv("NCCL_GRAPH_MIXING_SUPPORT", "0", 0);
         int size = 1;
         MPI_CHECK(MPI_Comm_rank(comm, &rank_));
