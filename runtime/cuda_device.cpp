@@ -1,3 +1,4 @@
+#include <cuda_profiler_api.h>
 #include <nvtx3/nvToolsExtCudaRt.h>
 
 #include <algorithm>
@@ -6,22 +7,21 @@
 #include <thread>
 
 #include "runtime/cuda_driver_call.hpp"
-#include "runtime/cuda_graph.hpp"
 #include "runtime/cuda_stream.hpp"
 #include "runtime/device.hpp"
 #include "runtime/error.hpp"
 #include "runtime/poll.hpp"
+#include "runtime/profiler.hpp"
 
 namespace gpurelay {
+namespace {
 
+// A blocking cudaStreamSynchronize would never notice a peer that died in an NCCL kernel, so the
+// host polls `query`, checks the transport, and gives up after the timeout naming `what`: a spin
+// of 100 us, then pauses up to 200 us under `sparing` (any sleep lasts the ~50 us timer slack, by
+// when the GPU may have run dry of the few small steps queued ahead).
 void wait_for_gpu(const std::function<cudaError_t()>& query, const WaitPolicy& policy,
                   const char* what) {
-    // A blocking cudaStreamSynchronize would never notice a peer that died in the middle of an
-    // NCCL kernel, so the host polls, checks the transport, and gives up after the timeout.
-    //
-    // It polls (runtime/poll.hpp) with a spin of 100 us, then pauses up to 200 us under
-    // `sparing`: most waits end within microseconds, and any sleep lasts the timer slack (~50 us),
-    // by when the GPU may have run dry of the few small steps queued ahead.
     const bool done = poll_until(
         [&] {
             const cudaError_t status = query();
@@ -35,64 +35,47 @@ void wait_for_gpu(const std::function<cudaError_t()>& query, const WaitPolicy& p
     if (!done) throw timeout_error(what, policy.timeout);
 }
 
-CudaStream::CudaStream(bool high_priority, std::shared_ptr<const WaitPolicy> policy)
-    : policy_(std::move(policy)) {
-    int least = 0, greatest = 0;
-    CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking,
-                                            high_priority ? greatest : least));
-}
-
-CudaStream::~CudaStream() {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-}
-
-// Inside a capture a wait is an edge from the record of the same event in that capture (see
-// graph.hpp): a plain wait, as outside one.
-void CudaStream::wait(Event& event) {
-    CUDA_CHECK(cudaStreamWaitEvent(stream_, dynamic_cast<CudaEvent&>(event).handle(), 0));
-}
-
-void CudaStream::synchronize() {
-    wait_for_gpu([this] { return cudaStreamQuery(stream_); }, *policy_, "work on a CUDA stream");
-}
-
-CudaEvent::CudaEvent(EventUse use, std::shared_ptr<const WaitPolicy> policy)
-    : use_(use), policy_(std::move(policy)) {
-    // Ordering-only events skip the timestamp, which makes record and wait cheaper.
-    CUDA_CHECK(cudaEventCreateWithFlags(
-        &event_, use == EventUse::timing ? cudaEventDefault : cudaEventDisableTiming));
-}
-
-CudaEvent::~CudaEvent() {
-    if (event_ != nullptr) cudaEventDestroy(event_);
-}
-
-// Inside a capture, a timing event becomes an event node (the host reads it: its record must
-// happen at each replay); an ordering event only an edge between the graph's own nodes, which
-// costs a replay nothing.
-void CudaEvent::record(Stream& stream) {
-    auto& cuda_stream = dynamic_cast<CudaStream&>(stream);
-    if (cuda_stream.capturing() && use_ == EventUse::timing) {
-        CUDA_CHECK(cudaEventRecordWithFlags(event_, cuda_stream.handle(), cudaEventRecordExternal));
-    } else {
-        CUDA_CHECK(cudaEventRecord(event_, cuda_stream.handle()));
+class CudaEvent final : public Event {
+  public:
+    CudaEvent(EventUse use, std::shared_ptr<const WaitPolicy> policy)
+        : use_(use), policy_(std::move(policy)) {
+        // Ordering-only events skip the timestamp, which makes record and wait cheaper.
+        CUDA_CHECK(cudaEventCreateWithFlags(
+            &event_, use == EventUse::timing ? cudaEventDefault : cudaEventDisableTiming));
     }
-}
+    ~CudaEvent() override {
+        if (event_ != nullptr) cudaEventDestroy(event_);
+    }
+    CudaEvent(const CudaEvent&) = delete;
+    CudaEvent& operator=(const CudaEvent&) = delete;
 
-void CudaEvent::synchronize() {
-    wait_for_gpu([this] { return cudaEventQuery(event_); }, *policy_, "work before a CUDA event");
-}
+    // Inside a capture, a timing event becomes an event node (the host reads it at each replay);
+    // an ordering event only an edge between the graph's own nodes, which costs a replay nothing.
+    void record(Stream& stream) override {
+        auto& cuda_stream = dynamic_cast<CudaStream&>(stream);
+        if (cuda_stream.capturing() && use_ == EventUse::timing) {
+            CUDA_CHECK(
+                cudaEventRecordWithFlags(event_, cuda_stream.handle(), cudaEventRecordExternal));
+        } else {
+            CUDA_CHECK(cudaEventRecord(event_, cuda_stream.handle()));
+        }
+    }
+    void synchronize() override {
+        wait_for_gpu([this] { return cudaEventQuery(event_); }, *policy_,
+                     "work before a CUDA event");
+    }
+    double elapsed_ms_since(Event& start) override {
+        float ms = 0.0f;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, dynamic_cast<CudaEvent&>(start).event_, event_));
+        return ms;
+    }
+    cudaEvent_t handle() const { return event_; }
 
-double CudaEvent::elapsed_ms_since(Event& start) {
-    float ms = 0.0f;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, dynamic_cast<CudaEvent&>(start).handle(), event_));
-    return ms;
-}
-
-cudaStream_t cuda_handle(Stream& stream) { return dynamic_cast<CudaStream&>(stream).handle(); }
-
-namespace {
+  private:
+    cudaEvent_t event_ = nullptr;
+    EventUse use_;
+    std::shared_ptr<const WaitPolicy> policy_;
+};
 
 void free_device(void* p) noexcept { cudaFree(p); }
 void free_pinned(void* p) noexcept { cudaFreeHost(p); }
@@ -157,21 +140,25 @@ class CudaDevice final : public Device {
             },
             heap_fn));
     }
+    // With unified addressing (which copy_async's cudaMemcpyDefault relies on too), pinned host
+    // memory and device memory, this process's or a peer's mapped here, have one address on the
+    // GPU and the host. GEQ compares cyclically, as reached (slot_flags.hpp) does. A stuck hold is
+    // caught where the host waits on the stream, and whoever should set the word has its own bound.
     void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                    const char*) override {
-        // GEQ compares cyclically, as reached (slot_flags.hpp) does. A stuck hold is caught where
-        // the host waits on the stream, and whoever should have set the word has its own bound
-        // (timeout_s).
-        driver_check(StreamMemOps::get("a stream's sequence word")
-                         .wait(cu_stream(stream), address(word), value, CU_STREAM_WAIT_VALUE_GEQ),
-                     "cuStreamWaitValue32");
-    }
-    void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
-        // The default flags fence the stream's earlier writes (a copy) before the word: whoever
-        // sees the value sees the bytes.
         driver_check(
             StreamMemOps::get("a stream's sequence word")
-                .write(cu_stream(stream), address(word), value, CU_STREAM_WRITE_VALUE_DEFAULT),
+                .wait(reinterpret_cast<CUstream>(cuda_handle(stream)),
+                      reinterpret_cast<CUdeviceptr>(word), value, CU_STREAM_WAIT_VALUE_GEQ),
+            "cuStreamWaitValue32");
+    }
+    // The default flags fence the stream's earlier writes (a copy) before the word: whoever sees
+    // the value sees the bytes.
+    void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
+        driver_check(
+            StreamMemOps::get("a stream's sequence word")
+                .write(reinterpret_cast<CUstream>(cuda_handle(stream)),
+                       reinterpret_cast<CUdeviceptr>(word), value, CU_STREAM_WRITE_VALUE_DEFAULT),
             "cuStreamWriteValue32");
     }
     std::unique_ptr<GraphCapture> begin_capture(Stream& origin,
@@ -182,21 +169,35 @@ class CudaDevice final : public Device {
     }
 
   private:
-    static CUstream cu_stream(Stream& stream) {
-        return reinterpret_cast<CUstream>(cuda_handle(stream));
-    }
-    // With unified addressing (which copy_async's cudaMemcpyDefault relies on too), pinned host
-    // memory and device memory, this process's or a peer's mapped here, have one address on
-    // the GPU and the host.
-    static CUdeviceptr address(const std::uint32_t* word) {
-        return reinterpret_cast<CUdeviceptr>(word);
-    }
-
     int ordinal_;
     std::shared_ptr<const WaitPolicy> policy_ = std::make_shared<const WaitPolicy>();
 };
 
 }  // namespace
+
+CudaStream::CudaStream(bool high_priority, std::shared_ptr<const WaitPolicy> policy)
+    : policy_(std::move(policy)) {
+    int least = 0, greatest = 0;
+    CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking,
+                                            high_priority ? greatest : least));
+}
+
+CudaStream::~CudaStream() {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+// Inside a capture a wait is an edge from the record of the same event in that capture (see
+// graph.hpp): a plain wait, as outside one.
+void CudaStream::wait(Event& event) {
+    CUDA_CHECK(cudaStreamWaitEvent(stream_, dynamic_cast<CudaEvent&>(event).handle(), 0));
+}
+
+void CudaStream::synchronize() {
+    wait_for_gpu([this] { return cudaStreamQuery(stream_); }, *policy_, "work on a CUDA stream");
+}
+
+cudaStream_t cuda_handle(Stream& stream) { return dynamic_cast<CudaStream&>(stream).handle(); }
 
 std::unique_ptr<Device> make_cuda_device(int ordinal) {
     return std::make_unique<CudaDevice>(ordinal);
@@ -242,6 +243,13 @@ std::string describe_peer_link(const std::string& mine, const std::string& peer)
     if (!access) return "no peer access (through host memory)";
     // PCIe peer links do not carry native atomics; NVLink does.
     return atomics ? "peer access with native atomics (NVLink)" : "peer access over PCIe";
+}
+
+void profiler_start(Backend backend) {
+    if (backend == Backend::cuda) CUDA_CHECK(cudaProfilerStart());
+}
+void profiler_stop(Backend backend) {
+    if (backend == Backend::cuda) CUDA_CHECK(cudaProfilerStop());
 }
 
 std::string cuda_version_string() {

@@ -1,6 +1,5 @@
 // CUDA driver functions found through the runtime, so that the program does not link libcuda
-// (CPU-only machines run this build too), and the check of what they return. CUDA builds only:
-// the CUDA device's sequence words, and in transport/ the ipc transport's memory.
+// (CPU-only machines run this build too), and the check of what they return. CUDA builds only.
 #pragma once
 
 #include <cuda.h>

@@ -1,7 +1,6 @@
-#include "runtime/cuda_graph.hpp"
-
 #include <utility>
 
+#include "runtime/cuda_stream.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {
@@ -10,8 +9,7 @@ namespace {
 class CudaGraph final : public Graph {
   public:
     explicit CudaGraph(cudaGraph_t graph) {
-        // The executable graph keeps what it needs (NCCL's resources included), so the graph it
-        // was made from can go at once.
+        // The executable graph keeps what it needs (NCCL's resources too): the graph can go.
         const cudaError_t status = cudaGraphInstantiate(&exec_, graph, 0);
         cudaGraphDestroy(graph);
         CUDA_CHECK(status);

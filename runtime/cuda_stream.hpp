@@ -1,11 +1,14 @@
-// CUDA streams and events behind the Stream/Event interface. Only CUDA builds include this.
+// CUDA streams and graph captures behind the Stream/GraphCapture interfaces (CUDA events are
+// cuda_device.cpp's alone). Only CUDA builds include this.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <vector>
 
 #include "runtime/device.hpp"
+#include "runtime/graph.hpp"
 #include "runtime/stream.hpp"
 
 namespace gpurelay {
@@ -31,30 +34,13 @@ class CudaStream final : public Stream {
     std::shared_ptr<const WaitPolicy> policy_;
 };
 
-class CudaEvent final : public Event {
-  public:
-    CudaEvent(EventUse use, std::shared_ptr<const WaitPolicy> policy);
-    ~CudaEvent() override;
-    CudaEvent(const CudaEvent&) = delete;
-    CudaEvent& operator=(const CudaEvent&) = delete;
-
-    void record(Stream& stream) override;
-    void synchronize() override;
-    double elapsed_ms_since(Event& start) override;
-    cudaEvent_t handle() const { return event_; }
-
-  private:
-    cudaEvent_t event_ = nullptr;
-    EventUse use_;
-    std::shared_ptr<const WaitPolicy> policy_;
-};
-
-// Waits until `query` stops answering cudaErrorNotReady, polling `policy` while it waits; throws
-// after the policy's timeout, naming `what`.
-void wait_for_gpu(const std::function<cudaError_t()>& query, const WaitPolicy& policy,
-                  const char* what);
-
 // The CUDA stream behind `stream`; throws if it is a host stream.
 cudaStream_t cuda_handle(Stream& stream);
+
+// Starts a capture of `origin`'s work (and of each of `joined`'s, forked from `origin` at the
+// start and joined back at the end), in thread-local mode: other threads (the writer, NCCL's
+// proxy) keep calling CUDA while this one captures (cuda_graph.cpp).
+std::unique_ptr<GraphCapture> begin_cuda_capture(CudaStream& origin,
+                                                 std::vector<CudaStream*> joined);
 
 }  // namespace gpurelay

@@ -1,7 +1,8 @@
-// The answers that do not depend on a CUDA build being present.
+// The answers that do not depend on a CUDA build being present, and a build without CUDA's.
 #include "runtime/device.hpp"
 
 #include "runtime/error.hpp"
+#include "runtime/profiler.hpp"
 
 namespace gpurelay {
 
@@ -19,6 +20,8 @@ std::string cuda_version_string() { return "none"; }
 std::string describe_peer_link(const std::string&, const std::string&) {
     return "host memory (CPU path)";
 }
+void profiler_start(Backend) {}
+void profiler_stop(Backend) {}
 #endif
 
 }  // namespace gpurelay

@@ -27,8 +27,8 @@ struct DeviceInfo {
 };
 
 // How long the host may wait on device work (past `timeout`, a runtime error), and what it checks
-// meanwhile. It does not abort the NCCL communicator: that frees device memory, which waits for
-// the very work that is stuck; ending the process does not.
+// meanwhile. It does not abort the NCCL communicator, which would wait for the very work that is
+// stuck to free device memory; ending the process does not.
 struct WaitPolicy {
     std::chrono::milliseconds timeout = kDefaultTimeout;
     std::function<void()> poll;  // may throw (e.g. NCCL reports an asynchronous error)
@@ -53,14 +53,12 @@ class Device {
     // Queue a copy (either side device or host memory) and a byte fill on `stream`.
     virtual void copy_async(void* dst, const void* src, std::size_t bytes, Stream& stream) = 0;
     virtual void fill_async(void* dst, int byte, std::size_t bytes, Stream& stream) = 0;
-    // Queues a host function on `stream`, after earlier work and before later; it must not call
-    // CUDA.
+    // Queues a host function on `stream`, in stream order; it must not call CUDA.
     virtual void enqueue_host(std::function<void()> fn, Stream& stream) = 0;
-    // Queues on `stream` a hold until the sequence word `word` (slot_flags.hpp) reaches `value`:
-    // in allocate_host memory (a host thread sets it) or, on a GPU, device memory (a stream sets
-    // it). On a GPU the stream's front end waits (cuStreamWaitValue32), where a blocking host
-    // function would hold the one thread that runs every stream's host functions. `what` names
-    // the wait past the timeout.
+    // Queues on `stream` a hold until the sequence word `word` (slot_flags.hpp), in allocate_host
+    // memory or a GPU's, reaches `value`. On a GPU the stream's front end waits
+    // (cuStreamWaitValue32), where a blocking host function would hold the one thread that runs
+    // every stream's host functions. `what` names the wait past the timeout.
     virtual void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                            const char* what) = 0;
     // Queues on `stream` setting the word to `value` once everything before it is done and its
@@ -79,9 +77,7 @@ std::unique_ptr<Device> make_cuda_device(int ordinal);
 // How many GPUs this process can see: 0 when built without CUDA or when there are none.
 int cuda_device_count();
 // How this process's GPU (bus id `mine`) reaches `peer`'s on the node, as `nvidia-smi topo -m`
-// would say: "same GPU, time-sliced" (or ", shared through MPS"), "peer access with native
-// atomics (NVLink)", "peer access over PCIe", "no peer access (through host memory)", or why it
-// is unknown (the peer's GPU not visible, or no CUDA).
+// would say ("same GPU, time-sliced", "peer access over PCIe"...), or why it is unknown.
 std::string describe_peer_link(const std::string& mine, const std::string& peer);
 // Whether this build has the CUDA path.
 bool cuda_built();

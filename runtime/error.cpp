@@ -20,19 +20,9 @@ Error timeout_error(const std::string& what, std::chrono::milliseconds timeout) 
 }
 
 namespace {
+
 std::atomic<FatalHandler> installed_handler{nullptr};
 std::atomic<bool> process_ending{false};
-}  // namespace
-
-void claim_process_end() noexcept {
-    if (!process_ending.exchange(true)) return;
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-}
-
-void set_fatal_handler(FatalHandler handler) { installed_handler.store(handler); }
-FatalHandler fatal_handler() { return installed_handler.load(); }
-
-namespace {
 
 // Without a handler there is no job to end yet: this process says why and exits.
 [[noreturn]] void exit_with(const Error& error) noexcept {
@@ -43,6 +33,14 @@ namespace {
 }
 
 }  // namespace
+
+void claim_process_end() noexcept {
+    if (!process_ending.exchange(true)) return;
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+void set_fatal_handler(FatalHandler handler) { installed_handler.store(handler); }
+FatalHandler fatal_handler() { return installed_handler.load(); }
 
 void fail_fatally(std::exception_ptr error) noexcept {
     FatalHandler handler = installed_handler.load();

@@ -1,6 +1,5 @@
-// The one error module: exception types that carry the documented exit code, and the
-// CUDA_CHECK / NCCL_CHECK macros that turn a failed library call into one (MPI_CHECK, built on
-// the same GPURELAY_CHECK_IMPL, is in mpi/error.hpp: runtime/ does not link MPI).
+// The one error module: exception types that carry the documented exit code, and CUDA_CHECK /
+// NCCL_CHECK, which turn a failed call into one (MPI_CHECK is mpi/error.hpp's: no MPI here).
 #pragma once
 
 #include <chrono>
@@ -49,9 +48,8 @@ using FatalHandler = void (*)(const Error& error) noexcept;
 void set_fatal_handler(FatalHandler handler);
 // The installed handler, or nullptr.
 FatalHandler fatal_handler();
-// Calls the handler with `error` (converted to a runtime error when it is not an Error); without a
-// handler (before MPI is up), prints "gpurelay: MESSAGE" on stderr and ends this process with the
-// error's exit code, which the launcher turns into the job's end.
+// Calls the handler with `error` (a runtime error when it is not an Error); without one (before
+// MPI is up), prints "gpurelay: MESSAGE" on stderr and exits with the error's code.
 [[noreturn]] void fail_fatally(std::exception_ptr error) noexcept;
 // Whoever ends the process calls this first. It returns in the first thread to call it; any other
 // thread (several waits of one rank may run out together) sleeps until that one has ended the

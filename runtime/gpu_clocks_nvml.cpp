@@ -2,34 +2,23 @@
 // leaves the figure unmeasured rather than failing the run.
 #include <nvml.h>
 
+#include <cstdlib>
+
 #include "runtime/gpu_clocks.hpp"
 
 namespace gpurelay {
-namespace {
-
-class NvmlSession {
-  public:
-    NvmlSession() : open_(nvmlInit_v2() == NVML_SUCCESS) {}
-    ~NvmlSession() {
-        if (open_) nvmlShutdown();
-    }
-    NvmlSession(const NvmlSession&) = delete;
-    NvmlSession& operator=(const NvmlSession&) = delete;
-    bool open() const { return open_; }
-
-  private:
-    bool open_;
-};
-
-}  // namespace
 
 ClockSample sample_gpu_clocks(const std::string& pci_bus_id) {
     ClockSample sample;
     if (pci_bus_id.empty()) return sample;
-    static NvmlSession session;  // nvmlInit costs milliseconds: once, not per sample
+    // nvmlInit costs milliseconds: once, not per sample, shut down at exit.
+    static const bool open = [] {
+        if (nvmlInit_v2() != NVML_SUCCESS) return false;
+        std::atexit([] { nvmlShutdown(); });
+        return true;
+    }();
     nvmlDevice_t device{};
-    if (!session.open() ||
-        nvmlDeviceGetHandleByPciBusId_v2(pci_bus_id.c_str(), &device) != NVML_SUCCESS) {
+    if (!open || nvmlDeviceGetHandleByPciBusId_v2(pci_bus_id.c_str(), &device) != NVML_SUCCESS) {
         return sample;
     }
     unsigned int mhz = 0;

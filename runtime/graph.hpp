@@ -17,10 +17,9 @@ class Graph {
 };
 
 // While one lives, work queued on its streams is recorded, not run. An ordering event recorded
-// on one of its streams and waited on by another becomes an edge of the graph: it orders the
-// graph's own nodes and marks nothing outside it, so a wait in the capture must name an event
-// recorded in the same capture. A timing event recorded in it becomes an event node, recorded
-// again by every replay, for the host to read (and for work outside the graph to wait on).
+// on one of its streams and waited on by another becomes an edge between the graph's own nodes,
+// so a wait in the capture must name an event recorded in the same capture. A timing event
+// becomes an event node, recorded again by every replay, for the host to read.
 class GraphCapture {
   public:
     virtual ~GraphCapture() = default;

@@ -49,8 +49,7 @@ class HostDevice final : public Device {
     }
     void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                    const char* what) override {
-        // On the CPU path a thread of this process stores every such word, which ends the
-        // wait's pause at once.
+        // A thread of this process stores every such word, which ends the wait's pause at once.
         host_stream(stream).enqueue([word, value, what, timeout = wait_timeout_] {
             wait_until(word, value, timeout, what, std::chrono::microseconds(100));
         });

@@ -114,17 +114,12 @@ void HostEvent::wait_for(std::uint64_t generation) {
 void HostEvent::synchronize() { wait_for(recorded_generation()); }
 
 double HostEvent::elapsed_ms_since(Event& start) {
-    auto& other = dynamic_cast<HostEvent&>(start);
-    std::chrono::steady_clock::time_point begin, end;
-    {
-        std::lock_guard lock(other.mutex_);
-        begin = other.completed_at_;
-    }
-    {
-        std::lock_guard lock(mutex_);
-        end = completed_at_;
-    }
-    return std::chrono::duration<double, std::milli>(end - begin).count();
+    const auto completed_at = [](HostEvent& event) {
+        std::lock_guard lock(event.mutex_);
+        return event.completed_at_;
+    };
+    const auto begin = completed_at(dynamic_cast<HostEvent&>(start));
+    return std::chrono::duration<double, std::milli>(completed_at(*this) - begin).count();
 }
 
 }  // namespace gpurelay

@@ -31,12 +31,11 @@ class HostStream final : public Stream {
     void wait(Event& event) override;
     void synchronize() override;
 
-    // Queues `op`; it runs on this stream's thread after everything queued before it. An exception
-    // from `op` is kept, later operations are skipped, and synchronize() rethrows it.
+    // Queues `op` for this stream's thread. An exception from `op` is kept, later operations are
+    // skipped, and synchronize() rethrows it.
     void enqueue(std::function<void()> op);
 
-    // How many host streams (each a worker thread) this process has now: on the CPU path, the
-    // threads that run the work besides the main one, which the report holds against the cores.
+    // How many host streams (worker threads) this process has now, held against the cores.
     static int live_count();
 
   private:

@@ -1,9 +1,8 @@
 // A mergeable histogram of times in log-spaced buckets, DDSketch's design: bucket i holds the
 // values in (lowest x gamma^(i-1), lowest x gamma^i] and stands for 2 lowest gamma^i / (gamma + 1),
-// which is within kRelativeError of every value it holds. So any order statistic, and any
-// quantile interpolated between two, is read within kRelativeError of the exact one; memory is
-// constant however many values are added; and two histograms merge by adding their counts (an
-// MPI sum). Beside the counts it keeps the exact count, sum, sum of squares, least and largest.
+// within kRelativeError of each of them, and so is any order statistic or quantile read back.
+// Memory is constant however many values are added, and two histograms merge by adding their
+// counts (an MPI sum). Beside the counts: the exact count, sum, sum of squares, least, largest.
 #pragma once
 
 #include <cstddef>
@@ -30,8 +29,7 @@ class LogHistogram {
     // least and largest value added.
     static double bucket_value(std::size_t bucket);
 
-    // The exact figures beside the counts, as they reduce over ranks: sums add, extremes take
-    // the least and the largest.
+    // The exact figures beside the counts: over ranks, sums add and extremes take the extreme.
     struct Sums {
         double sum = 0, squares = 0;
         double least = std::numeric_limits<double>::infinity();
@@ -57,8 +55,8 @@ class LogHistogram {
     double cv() const;
     // The k-th least value (k from 0), within kRelativeError; the least and the largest exact.
     double at_rank(std::uint64_t k) const;
-    // numpy.percentile's default ("linear") at q in [0, 1]: between the values at ranks
-    // floor((n - 1) q) and the next, each read by at_rank.
+    // numpy.percentile's default ("linear") at q in [0, 1], between at_rank(floor((n - 1) q))
+    // and the next.
     double quantile(double q) const;
     // How many values lie above `bound`, counted by bucket (a bucket whose value is above it).
     std::uint64_t count_above(double bound) const;

@@ -8,8 +8,7 @@
 namespace gpurelay::nvtx {
 namespace {
 
-// Created on first use, so a run without ranges never touches NVTX; the tool, if any, is
-// loaded here.
+// Created on first use (loading the tool, if any): a run without ranges never touches NVTX.
 nvtxDomainHandle_t domain() {
     static const nvtxDomainHandle_t handle = [] {
         const nvtxDomainHandle_t created = nvtxDomainCreateA("gpurelay");

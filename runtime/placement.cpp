@@ -30,19 +30,15 @@ int numa_node_of_core(int core) {
     return -1;
 }
 
+// The GPU's NUMA node from sysfs; "" when unknown (-1 means the platform has no NUMA to say).
 // sysfs names PCI devices "0000:01:00.0" in lower case; CUDA may give an 8-digit domain.
-std::string sysfs_pci_name(std::string bus_id) {
+std::string gpu_numa_node(std::string bus_id) {
+    if (bus_id.empty()) return "";
     std::transform(bus_id.begin(), bus_id.end(), bus_id.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     const std::size_t colon = bus_id.find(':');
     if (colon != std::string::npos && colon > 4) bus_id.erase(0, colon - 4);
-    return bus_id;
-}
-
-// The GPU's NUMA node from sysfs; "" when unknown (-1 means the platform has no NUMA to say).
-std::string gpu_numa_node(const std::string& pci_bus_id) {
-    if (pci_bus_id.empty()) return "";
-    std::ifstream file("/sys/bus/pci/devices/" + sysfs_pci_name(pci_bus_id) + "/numa_node");
+    std::ifstream file("/sys/bus/pci/devices/" + bus_id + "/numa_node");
     int node = -1;
     if (!(file >> node) || node < 0) return "";
     return std::to_string(node);

@@ -1,10 +1,9 @@
 // How a host thread waits on another thread, process or the GPU: it looks, and between looks
-// yields its core (most waits end within microseconds), then sleeps in doubling pauses, as long
-// as the host-wait policy allows: `prompt` keeps each at the shortest sleep (~50 us, the timer
-// slack), so a wait ends at most that late; `sparing` lets them grow to the caller's longest (up
-// to 1 ms), so where threads outnumber cores a waiting thread leaves the working ones a core.
-// Late wake-ups compound: a relay stage that wakes late finds its next wait, and its pauses,
-// longer (docs/PERFORMANCE.md's relay section, the staged relay before and after `host_wait`).
+// yields its core (most waits end within microseconds), then sleeps in doubling pauses: `prompt`
+// keeps each at the shortest sleep (~50 us, the timer slack); `sparing` lets them grow to the
+// caller's longest (up to 1 ms), so where threads outnumber cores a waiting one leaves the working
+// ones a core. Late wake-ups compound: a relay stage that wakes late finds its next wait longer
+// (docs/PERFORMANCE.md's relay section, the staged relay before and after `host_wait`).
 #pragma once
 
 #include <chrono>
@@ -18,8 +17,7 @@ enum class HostWait { prompt, sparing };
 // The longest pause of a wait under `prompt`.
 inline constexpr std::chrono::microseconds kPromptPause{50};
 
-// The policy and why it was chosen, for the report; set once before the timed steps (until then
-// `sparing`).
+// The policy and why, for the report; set once before the timed steps (until then `sparing`).
 struct HostWaitChoice {
     HostWait wait = HostWait::sparing;
     std::string reason;

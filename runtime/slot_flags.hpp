@@ -1,19 +1,15 @@
-// The slot protocol, described once here, and the flags it is made of: 32-bit words in memory
-// that two sides share (another thread, another process, a GPU), with the memory ordering every
-// side uses on them, written once over cuda::atomic_ref (CUDA code) or std::atomic_ref.
-//
-// Slot k of a ring (step mod depth, the same on both sides) holds one tensor in flight. Its two
-// flags only grow and count the slot's uses: the producer raises arrived[k] to n once its n-th
-// tensor is in the slot, the consumer raises released[k] to n once its n-th reader is done:
+// The slot protocol, described once here, and its flags: 32-bit words two sides share (another
+// thread, process or GPU), with the memory ordering every side uses on them, written once over
+// cuda::atomic_ref (CUDA code) or std::atomic_ref. Slot k of a ring (step mod depth) holds one
+// tensor in flight; its two flags only grow, counting the slot's uses:
 //   producer, use n of slot k:  wait released[k] >= n - 1; write the slot; arrived[k] = n
 //   consumer, use n of slot k:  wait arrived[k] >= n; read the slot; released[k] = n
 // So a slot is written again only once everything that read it has finished, across processes
-// too. Each side counts its uses of each slot beside the flags (SlotFlags, as MSCCL++'s semaphore
-// keeps its expected value beside its flag): no caller does sequence arithmetic, and no driver
-// hands counts to another. A wait compares in the wrap-around order of 32-bit counts, so it is
-// right whenever it is taken: neither side needs to know how far the other has got. The same
-// flags are driven from streams (the ipc transport queues each wait and signal) and from kernels
-// and host threads (the roles of launch = "device", kernels/handoff.hpp).
+// too. Each side counts its uses beside the flags (SlotFlags, as MSCCL++'s semaphore keeps its
+// expected value beside its flag): no caller does sequence arithmetic. A wait compares in the
+// wrap-around order of 32-bit counts, so it is right whenever it is taken. Streams drive the
+// flags (the ipc transport queues each wait and signal), and so do kernels and host threads (the
+// roles of launch = "device", kernels/handoff.hpp).
 #pragma once
 
 #include <chrono>
@@ -51,11 +47,10 @@ using std::memory_order_acquire, std::memory_order_relaxed, std::memory_order_re
 
 // Host only: wakes this process's threads waiting in wait_until, after a store to a word.
 void wake_host_waiters();
-// Host only: blocks until `*word` has reached `value` (true), or `deadline` passes (false). It
-// polls (runtime/poll.hpp): a spin of 100 us, as the writer is usually about to store, then pauses
-// up to `longest_pause` under the `sparing` policy. A store of this process ends a pause at once;
-// a word that another process or a GPU writes wakes no one and is seen at the next look, so the
-// longest pause is how late that can be, traded against the cores a long wait's looks take.
+// Host only: until `*word` has reached `value` (true) or `deadline` passes (false), polling
+// (runtime/poll.hpp): a spin of 100 us, as the writer is usually about to store, then pauses up to
+// `longest_pause` under `sparing`. A store of this process ends a pause at once; one by another
+// process or a GPU is seen at the next look, so the longest pause is how late that can be.
 bool wait_on_host(const std::uint32_t* word, std::uint32_t value,
                   std::chrono::steady_clock::time_point deadline,
                   std::chrono::microseconds longest_pause);
@@ -123,8 +118,7 @@ GPURELAY_HD inline std::uint64_t now_ns() {
 
 // Until `*word` has reached `value` (true), or now_ns() passes `deadline_ns` (false). On a GPU a
 // tight loop of acquire loads (a hand-off's latency is the look after the store); on the host
-// wait_on_host's, with pauses up to 1 ms, so that a long wait does not take a core from the
-// peer it waits for.
+// wait_on_host's, pausing up to 1 ms so that a long wait leaves a core to the peer it waits for.
 GPURELAY_HD inline bool wait_until(const std::uint32_t* word, std::uint32_t value,
                                    std::uint64_t deadline_ns) {
 #if defined(__CUDA_ARCH__)
@@ -146,10 +140,9 @@ inline constexpr std::uint32_t kMaxSlots = 64;
 // before that use: the consumer, waiting for the use, finds the mark and ends there instead.
 inline constexpr std::uint32_t kStopMark = 1u << 30;
 
-// One side's flags over a ring of slots (the protocol above): per slot, the word the other side
-// raises (`inbound`: released[k] on the producer's side, arrived[k] on the consumer's), the one
-// this side raises (`outbound`), and this side's uses of the slot so far. Trivially copyable, so
-// a kernel takes it by value.
+// One side's flags over a ring of slots: per slot, the word the other side raises (`inbound`:
+// released[k] on the producer's side, arrived[k] on the consumer's), the one this side raises
+// (`outbound`), and this side's uses so far. Trivially copyable: a kernel takes it by value.
 struct SlotFlags {
     void* slot[kMaxSlots];  // the consumer's slot k, as this process addresses it
     const std::uint32_t* inbound[kMaxSlots];
@@ -159,9 +152,7 @@ struct SlotFlags {
     // How far the inbound word must be past this side's uses for its next use: the consumer's
     // waits for that use's tensor (1), the producer's for the release of its last use (0).
     std::uint32_t ahead;
-    // Whether the producer waits for a slot's release before it writes the slot again (false:
-    // tests only, debug_skip_reuse_wait).
-    bool reuse_wait;
+    bool reuse_wait;  // the producer's wait for a slot's release (false: debug_skip_reuse_wait)
 
     // The inbound value this side's next use of slot k waits for, and the count it signals.
     GPURELAY_HD std::uint32_t expected(std::size_t k) const { return uses[k] + ahead; }

@@ -1,7 +1,6 @@
-// timeout_s's default: how long a rank waits on a peer when no deck says otherwise. Written once
-// here, below every library: Config takes it as the key's default (so the key table, --help and
-// CONFIG.md show it), and every wait that has no deck to read (before the deck is read, in the
-// benchmarks and the unit tests) is bounded by it.
+// timeout_s's default, written once below every library: the key's default in Config (so the key
+// table, --help and CONFIG.md show it), and the bound of every wait with no deck to read (before
+// the deck is read, in the benchmarks and the unit tests).
 #pragma once
 
 #include <chrono>

@@ -1,6 +1,5 @@
-// The slot protocol over a collective call: what a rank contributes goes from its send slots, the
-// result lands in its receive slots, and the collective runs once the rank's last side is queued
-// (the root of a broadcast that keeps no copy: at publish; every other rank: at await).
+// The slot protocol over a collective call, run once the rank's last side is queued (the root of
+// a broadcast that keeps no copy: at publish; every other rank: at await).
 #include "transport/slot_ring.hpp"
 
 namespace gpurelay {
@@ -22,27 +21,27 @@ class CollectiveTransport final : public SlotRingTransport {
     // send slot there: A may write it again once that has.
     void* acquire(std::size_t k, Stream& stream) override {
         if (both()) read_.wait(k, stream);
-        return slots_.send[k].data();
+        return send_[k].data();
     }
 
     void publish(std::size_t k, Stream& stream) override {
         if (both()) {
             published_.record(k, stream);
         } else {
-            call_->run(slots_.send[k].data(), nullptr, bytes_, stream);
+            call_->run(send_[k].data(), nullptr, bytes_, stream);
         }
     }
 
     const void* await(std::size_t k, Stream& stream) override {
-        slots_.wait_free(k, stream);
+        wait_free(k, stream);
         if (both()) {
             published_.wait(k, stream);
-            call_->run(slots_.send[k].data(), slots_.recv[k].data(), bytes_, stream);
+            call_->run(send_[k].data(), recv_[k].data(), bytes_, stream);
             read_.record(k, stream);
         } else {
-            call_->run(nullptr, slots_.recv[k].data(), bytes_, stream);
+            call_->run(nullptr, recv_[k].data(), bytes_, stream);
         }
-        return slots_.recv[k].data();
+        return recv_[k].data();
     }
 
     void streams_idle() override {

@@ -71,11 +71,11 @@ bool VmmMemory::supported(int device) {
     // One granule made and released: the only sure test that this GPU exports descriptors.
     const CUmemAllocationProp prop = properties(device);
     std::size_t g = 0;
-    if (calls.granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS) {
+    CUmemGenericAllocationHandle handle{};
+    if (calls.granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS ||
+        calls.create(&handle, g, &prop, 0) != CUDA_SUCCESS) {
         return false;
     }
-    CUmemGenericAllocationHandle handle{};
-    if (calls.create(&handle, g, &prop, 0) != CUDA_SUCCESS) return false;
     calls.release(handle);
     return true;
 }

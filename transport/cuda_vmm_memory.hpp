@@ -1,8 +1,7 @@
-// Device memory that another process of the node maps through a file descriptor: CUDA's virtual
-// memory management (cuMemCreate, cuMemExportToShareableHandle, cuMemMap). The ipc transport
-// shares its slots so where the driver can: on an H200, cudaIpcOpenMemHandle's mapping of the
-// peer's memory lost 27% of a copy engine's rate once a producer cycled through 1 GiB of it (four
-// 256 MiB slots), and this mapping did not. CUDA builds only.
+// Device memory that another process of the node maps through a file descriptor (cuMemCreate,
+// cuMemExportToShareableHandle, cuMemMap), which the ipc transport uses where the driver can: on
+// an H200, cudaIpcOpenMemHandle's mapping lost 27% of a copy engine's rate once a producer cycled
+// through 1 GiB of the peer's memory (four 256 MiB slots), and this one did not. CUDA builds only.
 #pragma once
 
 #include <cstddef>

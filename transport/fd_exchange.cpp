@@ -1,6 +1,5 @@
-// exchange_fd: the rank of the pair with the lower number listens on a socket named after its
-// process id, tells the other the name over MPI, and the other connects; then each sends its
-// descriptor and receives the other's on the one connection.
+// exchange_fd: the lower rank of the pair listens on a socket named after its process id and
+// tells the other the name over MPI; the other connects, and each sends the other its descriptor.
 #include "transport/fd_exchange.hpp"
 
 #include <poll.h>
@@ -46,14 +45,15 @@ class Socket {
     int fd_;
 };
 
-// The abstract-namespace address for `name` (a leading NUL: no file, gone with the socket).
-sockaddr_un address_of(const char* name, socklen_t& length) {
+// Calls `op` (bind or connect) on `fd` with the abstract-namespace address `name` (a leading
+// NUL: no file, gone with the socket).
+int with_address(int (*op)(int, const sockaddr*, socklen_t), int fd, const char* name) {
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
     const std::size_t n = std::min(std::strlen(name), sizeof address.sun_path - 2);
     std::memcpy(address.sun_path + 1, name, n);
-    length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
-    return address;
+    const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
+    return op(fd, reinterpret_cast<const sockaddr*>(&address), length);
 }
 
 // Waits until `fd` is ready for `events`, at most `timeout`.
@@ -123,47 +123,36 @@ int exchange_fd(MPI_Comm comm, int peer, int mine, std::chrono::milliseconds tim
     MPI_CHECK(MPI_Comm_rank(comm, &me));
     const bool listens = me < peer;
     char name[kNameBytes] = {};
+    // The listener is ready before the other learns the name.
+    std::optional<Socket> listener;
     if (listens) {
         // Unique on this node for as long as this process lives.
         static int count = 0;
         std::snprintf(name, sizeof name, "gpurelay-fd-%ld-%d", static_cast<long>(getpid()),
                       count++);
-    }
-    // The listener is ready before the other learns the name.
-    std::optional<Socket> listener;
-    if (listens) {
         listener.emplace(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        socklen_t length = 0;
-        const sockaddr_un address = address_of(name, length);
-        if (bind(listener->get(), reinterpret_cast<const sockaddr*>(&address), length) != 0) {
-            fail("bind()");
-        }
+        if (with_address(::bind, listener->get(), name) != 0) fail("bind()");
         if (listen(listener->get(), 1) != 0) fail("listen()");
     }
     char peer_name[kNameBytes] = {};
     MPI_CHECK(MPI_Sendrecv(name, kNameBytes, MPI_CHAR, peer, kNameTag, peer_name, kNameBytes,
                            MPI_CHAR, peer, kNameTag, comm, MPI_STATUS_IGNORE));
-    int connection_fd = -1;
+    std::optional<Socket> connection;
     if (listens) {
         await(listener->get(), POLLIN, timeout, "the peer did not connect");
-        connection_fd = accept4(listener->get(), nullptr, nullptr, SOCK_CLOEXEC);
-        if (connection_fd < 0) fail("accept()");
+        const int fd = accept4(listener->get(), nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) fail("accept()");
+        connection.emplace(fd);
     } else {
-        connection_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (connection_fd < 0) fail("socket()");
-        socklen_t length = 0;
-        const sockaddr_un address = address_of(peer_name, length);
-        if (connect(connection_fd, reinterpret_cast<const sockaddr*>(&address), length) != 0) {
-            const int error = errno;
-            close(connection_fd);
-            errno = error;
+        connection.emplace(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        // fail() reads errno before the socket closes.
+        if (with_address(::connect, connection->get(), peer_name) != 0) {
             fail(std::string("connect() to ") + peer_name);
         }
     }
-    const Socket connection(connection_fd);
     // Each sends first: one byte and a descriptor fit the socket's buffer, so neither blocks.
-    send_descriptor(connection.get(), mine);
-    return receive_descriptor(connection.get(), timeout);
+    send_descriptor(connection->get(), mine);
+    return receive_descriptor(connection->get(), timeout);
 }
 
 }  // namespace gpurelay

@@ -1,17 +1,11 @@
 // The ipc transport's memory on the GPU: CUDA IPC. The consumer's receive slots and the words it
-// waits on (arrived) are one allocation it exports; the words its producer waits on (released)
-// one of the producer's, exported the other way: each side waits only on its own memory and
-// writes the peer's, and no wait polls across NVLink.
-//
-// Where both sides' driver and GPU can, the allocations are made with cuMemCreate and cross as
-// file descriptors (VmmMemory, exchange_fd: cuda_vmm_memory.hpp says why), and each side maps
-// the other's with cuMemMap; otherwise cudaIpcGetMemHandle / cudaIpcOpenMemHandle.
-//
-// Ordering is by the slots' flags and stream memory operations, not interprocess events: a
-// cudaStreamWaitEvent binds to the event's latest record when called, so the waiting host would
-// need to know the peer's host had queued it (a per-step host handshake, which the design
-// forbids). A flag that only grows has no such race: "until released[k] >= n" is right whenever
-// queued, and the GPU's front end waits (cuStreamWaitValue32), so no wait or copy takes an SM.
+// waits on (arrived) are one allocation it exports, the words its producer waits on (released)
+// one of the producer's: each side waits only on its own memory, so no wait polls across NVLink.
+// Shared as file descriptors (cuMemCreate: cuda_vmm_memory.hpp says why) where both sides can,
+// else with cudaIpcGetMemHandle. Ordering is by flags and stream memory operations, not
+// interprocess events: cudaStreamWaitEvent binds to the latest record when called, which would
+// need a per-step host handshake; a flag that only grows is right whenever the wait is queued,
+// and the GPU's front end waits (cuStreamWaitValue32), so no wait or copy takes an SM.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <unistd.h>
@@ -34,7 +28,11 @@ namespace {
 constexpr std::size_t kAlign = 4096;
 constexpr int kHandleTag = 7301;
 
-std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+// A descriptor this process owns, closed when it goes out of scope.
+struct Descriptor {
+    int fd;
+    ~Descriptor() { close(fd); }
+};
 
 // What one side tells the other at set-up: first whether it can share memory as a file
 // descriptor (both must, or neither uses it), then its memory.
@@ -49,12 +47,12 @@ struct Export {
 
 class CudaIpcMemory final : public IpcMemory {
   public:
-    CudaIpcMemory(MPI_Comm comm, const PairPlacement& placement, const IpcShape& shape,
+    CudaIpcMemory(MPI_Comm comm, const PairPlacement& placement, const TransportOptions& options,
                   Device& device)
         : device_(device),
-          slots_(shape.slots),
-          words_bytes_(round_up(2 * shape.slots * sizeof(std::uint32_t), kAlign)),
-          slot_stride_(round_up(std::max<std::size_t>(shape.slot_bytes, 1), kAlign)) {
+          slots_(options.slots),
+          words_bytes_(round_up(2 * options.slots * sizeof(std::uint32_t), kAlign)),
+          slot_stride_(round_up(std::max<std::size_t>(options.slot_bytes, 1), kAlign)) {
         StreamMemOps::get("ipc");  // fails here, at set-up, if the driver lacks them
         const bool producer = placement.role != Role::consumer;
         const bool consumer = placement.role != Role::producer;
@@ -62,7 +60,8 @@ class CudaIpcMemory final : public IpcMemory {
         const std::size_t bytes = words_bytes_ + (consumer ? slots_ * slot_stride_ : 0);
         const std::string my_bus = device.info().pci_bus_id;
         if (placement.role == Role::both) {
-            allocate_plain(bytes);
+            mine_ = device.allocate(bytes);
+            zero_words();
             consumer_base_ = producer_base_ = static_cast<char*>(mine());
             link_ = "one process";
             return;
@@ -76,30 +75,27 @@ class CudaIpcMemory final : public IpcMemory {
                                comm, MPI_STATUS_IGNORE));
         link_ = describe_link(my_bus, std::string(hello_in.pci_bus_id));
         const bool vmm = hello_out.vmm != 0 && hello_in.vmm != 0;
+        Export out{};
         if (vmm) {
             mine_vmm_ = VmmMemory::create(bytes, ordinal);
             zero_words();
-        } else {
-            allocate_plain(bytes);
-        }
-        Export out{};
-        if (vmm) {
             out.bytes = mine_vmm_->size();
         } else {
+            mine_ = device.allocate(bytes);
+            zero_words();
             CUDA_CHECK(cudaIpcGetMemHandle(&out.memory, mine()));
         }
         Export in{};
         MPI_CHECK(MPI_Sendrecv(&out, sizeof out, MPI_BYTE, placement.peer, kHandleTag, &in,
                                sizeof in, MPI_BYTE, placement.peer, kHandleTag, comm,
                                MPI_STATUS_IGNORE));
-        map_theirs(comm, placement.peer, in, vmm, ordinal, shape.timeout);
+        map_theirs(comm, placement.peer, in, vmm, ordinal, options.timeout);
         consumer_base_ = static_cast<char*>(consumer ? mine() : theirs_);
         producer_base_ = static_cast<char*>(producer ? mine() : theirs_);
     }
 
-    // Maps the peer's memory into this process: its descriptor (VMM, over a Unix socket), each
-    // side mapping the other's for its own GPU (peer access where the two GPUs differ), or its
-    // IPC handle.
+    // Maps the peer's memory here, for this side's GPU: its descriptor (VMM, over a Unix socket)
+    // or its IPC handle.
     void map_theirs(MPI_Comm comm, int peer, const Export& in, bool vmm, int ordinal,
                     std::chrono::milliseconds timeout) {
         if (!vmm) {
@@ -108,29 +104,14 @@ class CudaIpcMemory final : public IpcMemory {
             theirs_opened_ = true;
             return;
         }
-        const int fd = mine_vmm_->export_fd();
-        int peer_fd = -1;
-        try {
-            peer_fd = exchange_fd(comm, peer, fd, timeout);
-        } catch (...) {
-            close(fd);
-            throw;
-        }
-        close(fd);
-        try {
-            theirs_vmm_ = VmmMemory::import(peer_fd, in.bytes, ordinal);
-        } catch (...) {
-            close(peer_fd);
-            throw;
-        }
-        close(peer_fd);
+        const Descriptor fd{mine_vmm_->export_fd()};
+        const Descriptor peer_fd{exchange_fd(comm, peer, fd.fd, timeout)};
+        theirs_vmm_ = VmmMemory::import(peer_fd.fd, in.bytes, ordinal);
         theirs_ = theirs_vmm_->data();
     }
 
-    // No handshake with the peer first: a destructor that waited for it would hang when the
-    // peer's set-up had failed. Each pass ends with both sides idle (the pipeline synchronises
-    // and meets at a barrier), and the driver keeps an exported allocation until its last
-    // mapping is closed.
+    // No handshake with the peer, which would hang where the peer's set-up failed: each pass
+    // ends with both sides idle, and the driver keeps an allocation until its last mapping goes.
     ~CudaIpcMemory() override {
         if (theirs_opened_) cudaIpcCloseMemHandle(theirs_);
     }
@@ -151,13 +132,11 @@ class CudaIpcMemory final : public IpcMemory {
     }
 
     void copy(void* dst, const void* src, std::size_t bytes, Stream& stream) override {
-        // A device-to-device copy: the copy engine moves it, over NVLink or PCIe when the slot
-        // is on another GPU.
+        // The copy engine moves it, over NVLink or PCIe when the slot is on another GPU.
         CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cuda_handle(stream)));
     }
 
-    // The words are device memory (this process's, or the peer's mapped here); the device's
-    // stream memory operations wait on them, the front end doing the waiting.
+    // The words are device memory, this process's or the peer's: the GPU's front end waits.
     void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                    const char* what) override {
         device_.wait_word(word, value, stream, what);
@@ -165,14 +144,7 @@ class CudaIpcMemory final : public IpcMemory {
 
   private:
     // This process's own memory: the plain allocation, or the one made for descriptors.
-    void* mine() const { return mine_vmm_ ? mine_vmm_->data() : mine_.get(); }
-
-    void allocate_plain(std::size_t bytes) {
-        void* allocation = nullptr;
-        CUDA_CHECK(cudaMalloc(&allocation, bytes));
-        mine_.reset(allocation);
-        zero_words();
-    }
+    void* mine() const { return mine_vmm_ ? mine_vmm_->data() : mine_.data(); }
 
     // Before the peer can map them: its first wait or write comes after the set-up.
     void zero_words() {
@@ -180,8 +152,7 @@ class CudaIpcMemory final : public IpcMemory {
         CUDA_CHECK(cudaDeviceSynchronize());
     }
 
-    // "same GPU, time-sliced" (or ", shared through MPS"), "NVLink" or "PCIe", as the report's
-    // link line says it.
+    // "same GPU, time-sliced" (or ", shared through MPS"), "NVLink" or "PCIe", as reported.
     static std::string describe_link(const std::string& mine, const std::string& peer) {
         const std::string link = describe_peer_link(mine, peer);
         if (link.rfind("same GPU", 0) == 0) return link;
@@ -198,12 +169,9 @@ class CudaIpcMemory final : public IpcMemory {
     std::size_t slots_;
     std::size_t words_bytes_;
     std::size_t slot_stride_;
-    struct DeviceFree {
-        void operator()(void* p) const noexcept { cudaFree(p); }
-    };
-    std::unique_ptr<void, DeviceFree> mine_;  // without descriptors
-    std::unique_ptr<VmmMemory> mine_vmm_;     // with them
-    std::unique_ptr<VmmMemory> theirs_vmm_;   // the peer's, mapped from its descriptor
+    Buffer mine_;                            // without descriptors
+    std::unique_ptr<VmmMemory> mine_vmm_;    // with them
+    std::unique_ptr<VmmMemory> theirs_vmm_;  // the peer's, mapped from its descriptor
     void* theirs_ = nullptr;
     bool theirs_opened_ = false;  // theirs_ from cudaIpcOpenMemHandle
     char* consumer_base_ = nullptr;
@@ -214,8 +182,8 @@ class CudaIpcMemory final : public IpcMemory {
 }  // namespace
 
 std::unique_ptr<IpcMemory> open_cuda_ipc_memory(MPI_Comm comm, const PairPlacement& placement,
-                                                const IpcShape& shape, Device& device) {
-    return std::make_unique<CudaIpcMemory>(comm, placement, shape, device);
+                                                const TransportOptions& options, Device& device) {
+    return std::make_unique<CudaIpcMemory>(comm, placement, options, device);
 }
 
 }  // namespace gpurelay

@@ -1,7 +1,6 @@
-// The ipc transport's memory on the CPU path: each consumer's slots and their flags live in
-// its segment of one MPI-3 shared-memory window over the node's ranks, which its producer maps
-// too, so the producer's host stream copies straight into the consumer's slot (one copy, as a
-// copy engine does on a GPU) and the flags order it, instead of MPI moving the bytes.
+// The ipc transport's memory on the CPU path: each consumer's slots and flags live in its segment
+// of one MPI-3 shared-memory window over the node's ranks, which its producer maps too, so the
+// producer's host stream copies straight into the consumer's slot (one copy, as on a GPU).
 #include <algorithm>
 #include <cstring>
 
@@ -21,19 +20,17 @@ constexpr std::size_t kWordStride = 64;
 // Slots start on a page: the window's segments are mapped page by page.
 constexpr std::size_t kSlotAlign = 4096;
 
-std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
-
 class HostIpcMemory final : public IpcMemory {
   public:
-    HostIpcMemory(MPI_Comm comm, const PairPlacement& placement, const IpcShape& shape)
-        : shape_(shape),
-          words_bytes_(round_up(2 * shape.slots * kWordStride, kSlotAlign)),
-          slot_stride_(round_up(std::max<std::size_t>(shape.slot_bytes, 1), kSlotAlign)) {
+    HostIpcMemory(MPI_Comm comm, const PairPlacement& placement, const TransportOptions& options)
+        : timeout_(options.timeout),
+          words_bytes_(round_up(2 * options.slots * kWordStride, kSlotAlign)),
+          slot_stride_(round_up(std::max<std::size_t>(options.slot_bytes, 1), kSlotAlign)) {
         const Deadline bound("making the ipc shared-memory window");
         MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_));
         // Only consumers hold slots; producers join the window with an empty segment.
         const auto size = static_cast<MPI_Aint>(
-            placement.role != Role::producer ? words_bytes_ + shape.slots * slot_stride_ : 0);
+            placement.role != Role::producer ? words_bytes_ + options.slots * slot_stride_ : 0);
         MPI_Info info = MPI_INFO_NULL;
         MPI_CHECK(MPI_Info_create(&info));
         // Each segment apart and page-aligned, rather than all of them packed end to end.
@@ -78,10 +75,9 @@ class HostIpcMemory final : public IpcMemory {
 
     void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                    const char* what) override {
-        // After 100 us the wait sleeps in pauses up to 1 ms, leaving a core to the peer it waits
-        // for (its C takes milliseconds; yields and short naps cost minutes of system time over
-        // the sanitize tier on two cores). The peer is another process: its store wakes no one.
-        host(stream).enqueue([word, value, what, timeout = shape_.timeout] {
+        // Pauses up to 1 ms leave a core to the peer (its C takes milliseconds; short naps cost
+        // minutes of system time over the sanitize tier on two cores), whose store wakes no one.
+        host(stream).enqueue([word, value, what, timeout = timeout_] {
             wait_until(word, value, timeout, what, std::chrono::microseconds(1000));
         });
     }
@@ -93,7 +89,7 @@ class HostIpcMemory final : public IpcMemory {
         return reinterpret_cast<std::uint32_t*>(static_cast<char*>(base_) + index * kWordStride);
     }
 
-    IpcShape shape_;
+    std::chrono::milliseconds timeout_;
     std::size_t words_bytes_;
     std::size_t slot_stride_;
     MPI_Comm node_ = MPI_COMM_NULL;
@@ -104,8 +100,8 @@ class HostIpcMemory final : public IpcMemory {
 }  // namespace
 
 std::unique_ptr<IpcMemory> open_host_ipc_memory(MPI_Comm comm, const PairPlacement& placement,
-                                                const IpcShape& shape) {
-    return std::make_unique<HostIpcMemory>(comm, placement, shape);
+                                                const TransportOptions& options) {
+    return std::make_unique<HostIpcMemory>(comm, placement, options);
 }
 
 }  // namespace gpurelay

@@ -1,60 +1,45 @@
-// The memory of the ipc transport: the consumer's receive slots, mapped into its producer's
-// process, and their flags (arrived, released: runtime/slot_flags.hpp), with the copy and the wait
-// the protocol queues (a flag is set with the device's write_word, which fences what came before).
-// Two kinds: an MPI-3 shared-memory window on the CPU path, CUDA IPC on the GPU. Private to
-// transport/: the transport (ipc_transport.cpp) is the only user.
+// The ipc transport's memory (private to transport/): the consumer's receive slots, mapped into
+// its producer's process, their flags (runtime/slot_flags.hpp), and the copy and the wait the
+// protocol queues. An MPI-3 shared-memory window on the CPU path, CUDA IPC on the GPU.
 #pragma once
 
-#include <mpi.h>
-
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 
-#include "mpi/pairing.hpp"
-#include "runtime/device.hpp"
-#include "runtime/stream.hpp"
-#include "runtime/timeout.hpp"
+#include "transport/transport.hpp"
 
 namespace gpurelay {
 
 class IpcMemory {
   public:
     virtual ~IpcMemory() = default;
-    // How the copy travels: "shared memory", "same GPU, time-sliced" (or ", shared through
-    // MPS"), "NVLink", "PCIe".
+    // How the copy travels: "shared memory", "same GPU, time-sliced", "NVLink", "PCIe"...
     virtual std::string link() const = 0;
-    // The consumer's receive slot k, as this process addresses it (the producer writes it, the
-    // consumer reads it).
+    // The consumer's receive slot k, as this process addresses it.
     virtual void* slot(std::size_t k) const = 0;
     virtual std::uint32_t* arrived(std::size_t k) const = 0;
     virtual std::uint32_t* released(std::size_t k) const = 0;
 
     // Queues a copy of `bytes` from this process's `src` into a slot on `stream`.
     virtual void copy(void* dst, const void* src, std::size_t bytes, Stream& stream) = 0;
-    // Queues, on `stream`, a hold until `word` has reached `value`; `what` names the wait in a
-    // timeout.
+    // Queues on `stream` a hold until `word` has reached `value`; `what` names it in a timeout.
     virtual void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                            const char* what) = 0;
 };
 
-struct IpcShape {
-    std::size_t slots = 1;       // receive slots (the pipeline's depth)
-    std::size_t slot_bytes = 0;  // the largest message
-    std::chrono::milliseconds timeout = kDefaultTimeout;
-};
+inline std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
 // The CPU path: the consumers' slots and words in one MPI-3 shared-memory window over the node's
 // ranks (collective over `comm`; every rank's pair must be on its node).
 std::unique_ptr<IpcMemory> open_host_ipc_memory(MPI_Comm comm, const PairPlacement& placement,
-                                                const IpcShape& shape);
+                                                const TransportOptions& options);
 // The GPU path: the consumer's slots and its arrived words in its device memory, the producer's
 // released words in its own, each shared with the other as a file descriptor (cuMemCreate) or,
 // where either side's driver cannot, with cudaIpcGetMemHandle (collective over `comm`). Throws a
 // usage error when built without CUDA.
 std::unique_ptr<IpcMemory> open_cuda_ipc_memory(MPI_Comm comm, const PairPlacement& placement,
-                                                const IpcShape& shape, Device& device);
+                                                const TransportOptions& options, Device& device);
 
 }  // namespace gpurelay

@@ -1,17 +1,14 @@
 // The ipc transport: the producer writes straight into its consumer's receive slot, in one copy
-// (a GPU's copy engine; memcpy on the CPU path), or with ipc_engine = "sm" A itself writes it, and
-// the slots' flags (runtime/slot_flags.hpp) order each slot's uses across the two processes. Every
-// wait and signal is queued on a stream, so the host never waits for the peer. The memory
-// (IpcMemory) decides where the slots and flags live and how the copy and the wait run.
+// (a GPU's copy engine; memcpy on the CPU path), or A itself does (ipc_engine = "sm"), and the
+// slots' flags order each slot's uses across the two processes, every wait and signal queued on a
+// stream: the host never waits for the peer. IpcMemory says where the slots and flags live.
 #include <new>
 #include <vector>
 
 #include "mpi/error.hpp"
 #include "mpi/wait.hpp"
-#include "runtime/error.hpp"
 #include "transport/ipc_memory.hpp"
 #include "transport/slot_ring.hpp"
-#include "transport/transport.hpp"
 
 namespace gpurelay {
 namespace {
@@ -69,8 +66,7 @@ class IpcTransport final : public Transport {
         device_.write_word(consumer_->outbound[k], consumer_->next(k), stream);
     }
 
-    // A writes the consumer's slot in place, so persistent kernels can run every step of the
-    // protocol with these flags; a copy is the host's to queue.
+    // Only in place can kernels run every step of the protocol; a copy is the host's to queue.
     SlotFlags* slot_flags(Role side) override {
         if (!options_.produce_in_place) return nullptr;
         return side == Role::producer ? producer_ : consumer_;
@@ -79,8 +75,7 @@ class IpcTransport final : public Transport {
     bool receive_waits() const override { return true; }
     // The flags count each slot's uses, so no wait depends on what was recorded before.
     void streams_idle() override {}
-    // Between passes: the producer writes again only after the pass's opening barrier, once the
-    // consumer's slots are poisoned.
+    // Between passes: the producer writes again only after the next pass's opening barrier.
     void set_tensor_bytes(std::size_t bytes) override {
         check_tensor_bytes(bytes, options_.slot_bytes);
         poison(device_, landing_, bytes);
@@ -124,10 +119,9 @@ class IpcTransport final : public Transport {
 
 std::unique_ptr<Transport> make_ipc_transport(MPI_Comm comm, const PairPlacement& placement,
                                               Device& device, const TransportOptions& options) {
-    const IpcShape shape{options.slots, options.slot_bytes, options.timeout};
     auto memory = device.backend() == Backend::cuda
-                      ? open_cuda_ipc_memory(comm, placement, shape, device)
-                      : open_host_ipc_memory(comm, placement, shape);
+                      ? open_cuda_ipc_memory(comm, placement, options, device)
+                      : open_host_ipc_memory(comm, placement, options);
     auto transport = std::make_unique<IpcTransport>(std::move(memory), placement, device, options);
     // The consumer's slots are poisoned before any producer may copy into them.
     const Deadline bound("the barrier after poisoning the ipc slots");

@@ -1,6 +1,5 @@
-// The collectives over MPI: MPI_Ibcast and MPI_Iallreduce between host buffers, run on a host
-// stream's thread (the CPU path) or on a proxy thread behind a pinned staging buffer (device
-// buffers). Both run the collective in pieces of at most `chunk` bytes, all in flight at once.
+// The collectives over MPI (MPI_Ibcast, MPI_Iallreduce) between host buffers, on a host stream's
+// thread or a proxy's behind a pinned staging buffer, in `chunk`-byte pieces all in flight.
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -10,34 +9,27 @@
 #include "mpi/wait.hpp"
 #include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
-#include "transport/collective_sides.hpp"
 #include "transport/piece_board.hpp"
-#include "transport/transport.hpp"
+#include "transport/slot_ring.hpp"
 
 namespace gpurelay {
 namespace {
 
-// A private communicator: the collectives never match the application's messages.
-MPI_Comm duplicate(MPI_Comm group) {
-    MPI_Comm comm = MPI_COMM_NULL;
-    const Deadline bound("duplicating the collective's communicator");
-    MPI_CHECK(MPI_Comm_dup(group, &comm));
-    return comm;
-}
-
 std::size_t element_bytes(ReduceType type) { return type == ReduceType::float32 ? 4 : 8; }
 
-// Runs one collective now, on the calling thread, over `comm`. Broadcast: the root's `send`
-// reaches every rank's `recv` (the root's own too, when it passes one other than `send`).
-// All-reduce: the sum of every rank's `send` lands in `recv` (in place when they are one).
+// One collective now, on the calling thread, over a private duplicate of `group`. Broadcast: the
+// root's `send` reaches every rank's `recv` (the root's own too, when it passes one other than
+// `send`). All-reduce: the sum of every rank's `send` lands in `recv` (in place if they are one).
 class MpiCollectiveCall {
   public:
-    MpiCollectiveCall(MPI_Comm comm, Collective op, ReduceType type,
+    MpiCollectiveCall(MPI_Comm group, Collective op, ReduceType type,
                       const TransportOptions& options)
-        : comm_(comm), op_(op), type_(type), options_(options) {
+        : op_(op), type_(type), options_(options) {
+        const Deadline bound("duplicating the collective's communicator");
+        MPI_CHECK(MPI_Comm_dup(group, &comm_));
         int rank = 0, size = 1;
-        MPI_CHECK(MPI_Comm_rank(comm, &rank));
-        MPI_CHECK(MPI_Comm_size(comm, &size));
+        MPI_CHECK(MPI_Comm_rank(comm_, &rank));
+        MPI_CHECK(MPI_Comm_size(comm_, &size));
         root_ = rank == 0;
         what_ = std::string(op == Collective::broadcast ? "MPI_Ibcast" : "MPI_Iallreduce") +
                 " in a group of " + std::to_string(size) + " ranks";
@@ -46,8 +38,16 @@ class MpiCollectiveCall {
         const std::size_t most = std::min<std::size_t>(options.chunk_bytes, INT_MAX);
         piece_bytes_ = std::max(element, most / element * element);
     }
+    ~MpiCollectiveCall() { MPI_Comm_free(&comm_); }
+    MpiCollectiveCall(const MpiCollectiveCall&) = delete;
+    MpiCollectiveCall& operator=(const MpiCollectiveCall&) = delete;
 
-    bool root() const { return root_; }
+    std::string name(const char* memory) const {
+        return std::string("mpi ") + std::string(to_string(op_)) + " (" + memory + ")";
+    }
+    void check_sides(const void* send, const void* recv) const {
+        check_collective_sides(op_, root_, send, recv);
+    }
 
     void operator()(const void* send, void* recv, std::size_t bytes) const {
         auto* buffer = static_cast<char*>(
@@ -78,7 +78,7 @@ class MpiCollectiveCall {
     }
 
   private:
-    MPI_Comm comm_;
+    MPI_Comm comm_ = MPI_COMM_NULL;
     Collective op_;
     ReduceType type_;
     TransportOptions options_;
@@ -87,62 +87,45 @@ class MpiCollectiveCall {
     std::string what_;
 };
 
-std::string collective_name(Collective op, const char* memory) {
-    return std::string("mpi ") + std::string(to_string(op)) + " (" + memory + ")";
-}
-
 // The CPU path: the collective runs on the thread of the host stream it was queued on.
 class MpiHostCollective final : public CollectiveCall {
   public:
     MpiHostCollective(MPI_Comm group, Collective op, ReduceType type,
                       const TransportOptions& options)
-        : op_(op), comm_(duplicate(group)), call_(comm_, op, type, options) {}
-    ~MpiHostCollective() override { MPI_Comm_free(&comm_); }
-    MpiHostCollective(const MpiHostCollective&) = delete;
-    MpiHostCollective& operator=(const MpiHostCollective&) = delete;
+        : call_(group, op, type, options) {}
 
-    std::string name() const override { return collective_name(op_, "host memory"); }
+    std::string name() const override { return call_.name("host memory"); }
 
     void run(const void* send, void* recv, std::size_t bytes, Stream& stream) override {
-        check_collective_sides(op_, call_.root(), send, recv);
+        call_.check_sides(send, recv);
         dynamic_cast<HostStream&>(stream).enqueue(
             [this, send, recv, bytes] { call_(send, recv, bytes); });
     }
 
   private:
-    Collective op_;
-    MPI_Comm comm_;
     MpiCollectiveCall call_;
 };
 
-// Device buffers: each call copies the tensor into one pinned staging buffer on the stream, a
-// proxy thread runs MPI on it in place, and the stream copies the result out, waiting for the
-// proxy through sequence words (PieceBoard) so the ordering stays on the stream. The next call's
-// copy in is queued after this one's copy out, so one buffer serves every step.
+// Device buffers: the stream copies the tensor into one pinned staging buffer, a proxy thread
+// runs MPI on it in place, and the stream, waiting for the proxy through sequence words
+// (PieceBoard), copies the result out; the next call's copy in follows, so one buffer serves all.
 class MpiStagedCollective final : public CollectiveCall {
   public:
     MpiStagedCollective(MPI_Comm group, Collective op, ReduceType type, Device& device,
                         const TransportOptions& options)
         : device_(device),
-          op_(op),
           options_(options),
-          comm_(duplicate(group)),
-          call_(comm_, op, type, options),
+          call_(group, op, type, options),
           staging_(device.allocate_host(options.slot_bytes)),
           copied_in_(device, 1),
           reduced_(device, 1),
           proxy_(options.timeout) {}
-    ~MpiStagedCollective() override {
-        proxy_.synchronize();  // idle before the communicator goes away
-        MPI_Comm_free(&comm_);
-    }
-    MpiStagedCollective(const MpiStagedCollective&) = delete;
-    MpiStagedCollective& operator=(const MpiStagedCollective&) = delete;
+    ~MpiStagedCollective() override { proxy_.synchronize(); }  // idle before call_ frees comm
 
-    std::string name() const override { return collective_name(op_, "host-staged"); }
+    std::string name() const override { return call_.name("host-staged"); }
 
     void run(const void* send, void* recv, std::size_t bytes, Stream& stream) override {
-        check_collective_sides(op_, call_.root(), send, recv);
+        call_.check_sides(send, recv);
         if (bytes > options_.slot_bytes) {
             throw runtime_error("message of " + std::to_string(bytes) +
                                 " bytes exceeds the staging buffer");
@@ -162,9 +145,7 @@ class MpiStagedCollective final : public CollectiveCall {
 
   private:
     Device& device_;
-    Collective op_;
     TransportOptions options_;
-    MPI_Comm comm_;
     MpiCollectiveCall call_;
     Buffer staging_;
     PieceBoard copied_in_;

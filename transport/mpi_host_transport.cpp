@@ -2,7 +2,6 @@
 // queued on, so it starts only when the stream reaches it, like a CUDA stream operation.
 #include "mpi/error.hpp"
 #include "mpi/wait.hpp"
-#include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
 #include "transport/slot_ring.hpp"
 
@@ -13,7 +12,7 @@ class MpiHostTransport final : public SlotRingTransport {
   public:
     MpiHostTransport(MPI_Comm comm, const PairPlacement& placement, Device& device,
                      const TransportOptions& options)
-        : SlotRingTransport(device, placement, options), options_(options), peer_(placement.peer) {
+        : SlotRingTransport(device, placement, options) {
         // A private communicator: the transport's messages never match the application's.
         const Deadline bound("duplicating the MPI transport's communicator");
         MPI_CHECK(MPI_Comm_dup(comm, &comm_));
@@ -22,27 +21,23 @@ class MpiHostTransport final : public SlotRingTransport {
 
     std::string name() const override { return "mpi (host memory)"; }
 
-    void publish(std::size_t k, Stream& stream) override {
-        dynamic_cast<HostStream&>(stream).enqueue(
-            [this, data = slots_.send[k].data()] { transfer(data, true); });
-    }
+    void publish(std::size_t k, Stream& stream) override { queue(send_[k].data(), true, stream); }
 
     const void* await(std::size_t k, Stream& stream) override {
-        slots_.wait_free(k, stream);
-        void* data = slots_.recv[k].data();
-        dynamic_cast<HostStream&>(stream).enqueue([this, data] { transfer(data, false); });
-        return data;
+        wait_free(k, stream);
+        queue(recv_[k].data(), false, stream);
+        return recv_[k].data();
     }
 
   private:
-    // The tensor in `chunk` pieces, all of them in flight at once.
-    void transfer(void* data, bool sending) {
-        transfer_pieces(data, bytes_, options_.chunk_bytes, peer_, sending, comm_,
-                        options_.timeout);
+    // The tensor in `chunk` pieces, all of them in flight at once, once the stream reaches it.
+    void queue(void* data, bool sending, Stream& stream) {
+        dynamic_cast<HostStream&>(stream).enqueue([this, data, sending] {
+            transfer_pieces(data, bytes_, options_.chunk_bytes, peer_, sending, comm_,
+                            options_.timeout);
+        });
     }
 
-    TransportOptions options_;
-    int peer_;
     MPI_Comm comm_ = MPI_COMM_NULL;
 };
 

@@ -1,16 +1,14 @@
-// MPI for device buffers through pinned host buffers. A message goes in pieces: on the sender
-// the device-to-host copy of piece p+1 overlaps the MPI send of piece p, and on the receiver the
-// MPI receive of piece p+1 overlaps the host-to-device copy of piece p. MPI runs on proxy threads,
-// one per direction; the streams and the proxies tell each other of each piece through sequence
-// words in host memory (PieceBoard), so the ordering stays on the streams, the host thread that
-// queues the work never blocks, and no stream's wait holds another's (a relay stage has both).
+// MPI for device buffers through pinned host buffers, in pieces: the copy of piece p+1 overlaps
+// the MPI transfer of piece p. MPI runs on proxy threads, one per direction, which the streams tell
+// of each piece through sequence words (PieceBoard): the ordering stays on the streams, the host
+// thread that queues the work never blocks, and no stream's wait holds another's (a relay stage
+// has both).
 #include <algorithm>
 #include <climits>
 #include <vector>
 
 #include "mpi/error.hpp"
 #include "mpi/wait.hpp"
-#include "runtime/error.hpp"
 #include "runtime/host_stream.hpp"
 #include "transport/piece_board.hpp"
 #include "transport/slot_ring.hpp"
@@ -26,12 +24,9 @@ class MpiStagedTransport final : public SlotRingTransport {
     MpiStagedTransport(MPI_Comm comm, const PairPlacement& placement, Device& device,
                        const TransportOptions& options)
         : SlotRingTransport(device, placement, options),
-          device_(device),
-          options_(options),
-          peer_(placement.peer),
           piece_bytes_(
               std::min<std::size_t>(std::max<std::size_t>(options.chunk_bytes, 1), INT_MAX)),
-          pieces_(std::max<std::size_t>(1, (options.slot_bytes + piece_bytes_ - 1) / piece_bytes_)),
+          pieces_(piece_count(options.slot_bytes)),
           send_staging_(device.allocate_host(options.slot_bytes)),
           recv_staging_(device.allocate_host(options.slot_bytes)),
           send_copied_(device, pieces_),
@@ -55,19 +50,9 @@ class MpiStagedTransport final : public SlotRingTransport {
     std::string name() const override { return "mpi (host-staged)"; }
 
     void publish(std::size_t k, Stream& stream) override {
-        queue_send(slots_.send[k].data(), bytes_, peer_, stream);
-    }
-
-    const void* await(std::size_t k, Stream& stream) override {
-        slots_.wait_free(k, stream);
-        queue_recv(slots_.recv[k].data(), bytes_, peer_, stream);
-        return slots_.recv[k].data();
-    }
-
-  private:
-    void queue_send(const void* data, std::size_t bytes, int peer, Stream& stream) {
+        const void* data = send_[k].data();
         const std::uint64_t ticket = ++send_tickets_;
-        const std::size_t pieces = piece_count(bytes);
+        const std::size_t bytes = bytes_, pieces = piece_count(bytes);
         auto* staging = static_cast<char*>(send_staging_.data());
         for (std::size_t p = 0; p < pieces; ++p) {
             const std::size_t offset = p * piece_bytes_;
@@ -75,7 +60,7 @@ class MpiStagedTransport final : public SlotRingTransport {
                                piece_length(bytes, p), stream);
             send_copied_.mark_on(ticket, p, stream);
         }
-        send_proxy_.enqueue([this, ticket, pieces, bytes, peer, staging] {
+        send_proxy_.enqueue([this, ticket, pieces, bytes, peer = peer_, staging] {
             std::vector<MPI_Request> requests(pieces, MPI_REQUEST_NULL);
             for (std::size_t p = 0; p < pieces; ++p) {
                 send_copied_.wait(ticket, p, options_.timeout, "staging copy of a send");
@@ -92,9 +77,11 @@ class MpiStagedTransport final : public SlotRingTransport {
         send_done_.wait_on(ticket, 0, stream, "MPI send");
     }
 
-    void queue_recv(void* data, std::size_t bytes, int peer, Stream& stream) {
+    const void* await(std::size_t k, Stream& stream) override {
+        wait_free(k, stream);
+        void* data = recv_[k].data();
         const std::uint64_t ticket = ++recv_tickets_;
-        const std::size_t pieces = piece_count(bytes);
+        const std::size_t bytes = bytes_, pieces = piece_count(bytes);
         auto* staging = static_cast<char*>(recv_staging_.data());
         // Which earlier message last used each staging piece: the proxy may overwrite a piece
         // only after that message's host-to-device copy of it has finished.
@@ -102,7 +89,7 @@ class MpiStagedTransport final : public SlotRingTransport {
             recv_piece_last_user_.begin(),
             recv_piece_last_user_.begin() + static_cast<std::ptrdiff_t>(pieces));
         for (std::size_t p = 0; p < pieces; ++p) recv_piece_last_user_[p] = ticket;
-        recv_proxy_.enqueue([this, ticket, pieces, bytes, peer, staging, previous_users] {
+        recv_proxy_.enqueue([this, ticket, pieces, bytes, peer = peer_, staging, previous_users] {
             std::vector<MPI_Request> requests(pieces, MPI_REQUEST_NULL);
             for (std::size_t p = 0; p < pieces; ++p) {
                 recv_consumed_.wait(previous_users[p], p, options_.timeout,
@@ -124,8 +111,10 @@ class MpiStagedTransport final : public SlotRingTransport {
                                piece_length(bytes, p), stream);
             recv_consumed_.mark_on(ticket, p, stream);
         }
+        return data;
     }
 
+  private:
     std::size_t piece_count(std::size_t bytes) const {
         return std::max<std::size_t>(1, (bytes + piece_bytes_ - 1) / piece_bytes_);
     }
@@ -133,9 +122,6 @@ class MpiStagedTransport final : public SlotRingTransport {
         return std::min(piece_bytes_, bytes - std::min(bytes, p * piece_bytes_));
     }
 
-    Device& device_;
-    TransportOptions options_;
-    int peer_;
     std::size_t piece_bytes_;
     std::size_t pieces_;
     Buffer send_staging_;

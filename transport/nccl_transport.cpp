@@ -1,6 +1,5 @@
 // NCCL on the caller's CUDA streams: point-to-point for pairs, or one collective per call
-// (broadcast from the group's rank 0, or a sum). The communicator spans the MPI communicator's
-// ranks, from an id made on its rank 0 and broadcast over MPI.
+// (broadcast from the group's rank 0, or a sum), over a communicator of the MPI one's ranks.
 #include <nccl.h>
 
 #include <atomic>
@@ -11,7 +10,6 @@
 #include "mpi/wait.hpp"
 #include "runtime/cuda_stream.hpp"
 #include "runtime/error.hpp"
-#include "transport/collective_sides.hpp"
 #include "transport/slot_ring.hpp"
 
 namespace gpurelay {
@@ -21,10 +19,9 @@ namespace {
 class NcclComm {
   public:
     explicit NcclComm(MPI_Comm comm) {
-        // Graph mixing off, before NCCL reads its parameters: a captured NCCL call then adds no
-        // event nodes of its own (3 nodes instead of 5), a cheaper launch. gpurelay never runs an
-        // eager NCCL call beside a graph on the communicator, nor two graphs on parallel streams,
-        // which mixing is for. NCCL 2.28's ncclConfig_t has no such field; a value set is kept.
+        // Graph mixing off (not in 2.28's ncclConfig_t; a value set is kept): a captured call
+        // then adds no event nodes (3 instead of 5). gpurelay runs no eager call beside a graph,
+        // nor graphs on parallel streams, which mixing is for.
         setenv("NCCL_GRAPH_MIXING_SUPPORT", "0", 0);
         int size = 1;
         MPI_CHECK(MPI_Comm_rank(comm, &rank_));
@@ -54,9 +51,8 @@ class NcclComm {
         throw runtime_error(failure_.empty() ? "NCCL communicator already destroyed" : failure_);
     }
 
-    // Any thread that waits on the GPU calls this (the main thread, the result writer's): one
-    // at a time, so the communicator is aborted once, and every later call (on any thread)
-    // reports the same failure instead of finding no communicator and calling it healthy.
+    // Any thread that waits on the GPU calls this, one at a time: the communicator is aborted
+    // once, and every later call reports the same failure rather than finding none and passing.
     void check_health() {
         std::lock_guard lock(health_mutex_);
         const ncclComm_t comm = comm_.load();
@@ -93,7 +89,6 @@ class NcclTransport final : public SlotRingTransport {
                   const TransportOptions& options)
         : SlotRingTransport(device, placement, options),
           comm_(comm),
-          peer_(placement.peer),
           to_itself_(placement.role == Role::both),
           arrived_(device, to_itself_ ? options.slots : 0) {}
 
@@ -101,13 +96,12 @@ class NcclTransport final : public SlotRingTransport {
 
     void publish(std::size_t k, Stream& stream) override {
         const ncclComm_t comm = comm_.get();
-        if (to_itself_) slots_.wait_free(k, stream);
+        if (to_itself_) wait_free(k, stream);
         NCCL_CHECK(ncclGroupStart());
-        NCCL_CHECK(
-            ncclSend(slots_.send[k].data(), bytes_, ncclChar, peer_, comm, cuda_handle(stream)));
+        NCCL_CHECK(ncclSend(send_[k].data(), bytes_, ncclChar, peer_, comm, cuda_handle(stream)));
         if (to_itself_) {
-            NCCL_CHECK(ncclRecv(slots_.recv[k].data(), bytes_, ncclChar, peer_, comm,
-                                cuda_handle(stream)));
+            NCCL_CHECK(
+                ncclRecv(recv_[k].data(), bytes_, ncclChar, peer_, comm, cuda_handle(stream)));
         }
         NCCL_CHECK(ncclGroupEnd());
         if (to_itself_) arrived_.record(k, stream);
@@ -117,11 +111,11 @@ class NcclTransport final : public SlotRingTransport {
         if (to_itself_) {
             arrived_.wait(k, stream);
         } else {
-            slots_.wait_free(k, stream);
-            NCCL_CHECK(ncclRecv(slots_.recv[k].data(), bytes_, ncclChar, peer_, comm_.get(),
+            wait_free(k, stream);
+            NCCL_CHECK(ncclRecv(recv_[k].data(), bytes_, ncclChar, peer_, comm_.get(),
                                 cuda_handle(stream)));
         }
-        return slots_.recv[k].data();
+        return recv_[k].data();
     }
 
     bool receive_waits() const override { return to_itself_; }
@@ -133,7 +127,6 @@ class NcclTransport final : public SlotRingTransport {
 
   private:
     NcclComm comm_;
-    int peer_;
     bool to_itself_;
     SlotEvents arrived_;  // to itself: the group that moved slot k is done
 };

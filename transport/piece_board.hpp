@@ -7,32 +7,54 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 
 #include "runtime/buffer.hpp"
 #include "runtime/device.hpp"
+#include "runtime/slot_flags.hpp"
 #include "runtime/stream.hpp"
 
 namespace gpurelay {
 
 class PieceBoard {
   public:
-    PieceBoard(Device& device, std::size_t pieces);
+    PieceBoard(Device& device, std::size_t pieces)
+        : device_(device), words_(device.allocate_host(pieces * sizeof(std::uint32_t))) {
+        // Before any stream or thread can look: every piece is done for ticket 0.
+        std::memset(words_.data(), 0, pieces * sizeof(std::uint32_t));
+    }
 
     // From a host thread: piece `piece` of message `ticket` is done (tickets start at 1 and only
-    // grow; the words keep their low 32 bits, compared in wrap-around order).
-    void mark(std::uint64_t ticket, std::size_t piece);
+    // grow; the words keep their low 32 bits, compared in wrap-around order). Marks only grow: a
+    // late mark of an older message does not take the piece back.
+    void mark(std::uint64_t ticket, std::size_t piece) {
+        if (reached(*word(piece), static_cast<std::uint32_t>(ticket))) return;
+        store_release(word(piece), static_cast<std::uint32_t>(ticket));
+    }
     // Blocks the calling thread until piece `piece` of message `ticket` is done; ticket 0 is
-    // always done. Throws a runtime error naming `what` after `timeout`.
+    // always done. Throws a runtime error naming `what` after `timeout`. On a GPU the stream
+    // writes the words, and its store wakes no thread: a look comes at most 100 us late.
     void wait(std::uint64_t ticket, std::size_t piece, std::chrono::milliseconds timeout,
-              const char* what) const;
+              const char* what) const {
+        if (ticket == 0) return;
+        wait_until(word(piece), static_cast<std::uint32_t>(ticket), timeout, what,
+                   std::chrono::microseconds(100));
+    }
 
     // The same, queued on `stream`: the mark once the work before it is done, the hold before
     // the work after it.
-    void mark_on(std::uint64_t ticket, std::size_t piece, Stream& stream);
-    void wait_on(std::uint64_t ticket, std::size_t piece, Stream& stream, const char* what);
+    void mark_on(std::uint64_t ticket, std::size_t piece, Stream& stream) {
+        device_.write_word(word(piece), static_cast<std::uint32_t>(ticket), stream);
+    }
+    void wait_on(std::uint64_t ticket, std::size_t piece, Stream& stream, const char* what) {
+        if (ticket == 0) return;
+        device_.wait_word(word(piece), static_cast<std::uint32_t>(ticket), stream, what);
+    }
 
   private:
-    std::uint32_t* word(std::size_t piece) const;
+    std::uint32_t* word(std::size_t piece) const {
+        return static_cast<std::uint32_t*>(words_.data()) + piece;
+    }
 
     Device& device_;
     Buffer words_;

@@ -1,11 +1,7 @@
 // A relay's middle stage: the consumer of the link before it and the producer on the link after
-// it, behind one slot protocol. Each link is a pair transport of its own, over a communicator of
-// just its two ranks, so every transport keeps its own reuse rule on its own link; what the middle
-// stage adds is that B writes the outgoing slot on one stream and the send reads it on another.
-#include "mpi/error.hpp"
-#include "mpi/wait.hpp"
+// it. Each link is a pair transport of its own, keeping its own reuse rule; what the middle stage
+// adds is that B writes the outgoing slot on one stream and the send reads it on another.
 #include "transport/slot_ring.hpp"
-#include "transport/transport.hpp"
 
 namespace gpurelay {
 namespace {
@@ -47,9 +43,8 @@ class RelayTransport final : public Transport {
     }
 
   private:
-    // Declared in link order, so the outbound link is torn down first: every stage tears its
-    // links down from the last to the first, and a teardown that is collective over a link's two
-    // ranks (ipc's window) never waits on a stage busy with a link further up the line.
+    // In link order, so every stage tears its outbound link down first: a teardown collective
+    // over a link's two ranks (ipc's window) never waits on a stage busy further up the line.
     std::unique_ptr<Transport> inbound_, outbound_;
     SlotEvents sent_;  // recorded after each send of a slot
 };

@@ -1,5 +1,6 @@
-// What the transports that move bytes between their own buffers share (private to transport/): the
-// send and receive slots of a rank's role(s), and the ordering events between its streams.
+// What transport/'s files share (private to it): the send and receive slots of the transports
+// that move bytes between their own buffers, the ordering events between a rank's streams, and
+// the check of a collective's sides.
 #pragma once
 
 #include <cstddef>
@@ -15,9 +16,8 @@
 namespace gpurelay {
 
 // One ordering event per slot, recorded on one stream and waited on by another. A wait names only
-// a record made since the streams were last idle (streams_idle), as a capture may wait only on
-// its own records and its records mark nothing outside it; without one, every earlier record has
-// been reached and there is nothing to wait for.
+// a record made since the streams were last idle (streams_idle), as a capture may wait only on its
+// own records; before it, every record has been reached and there is nothing to wait for.
 class SlotEvents {
   public:
     SlotEvents() = default;
@@ -57,63 +57,65 @@ inline void check_tensor_bytes(std::size_t bytes, std::size_t capacity) {
     }
 }
 
-// A rank's slots: `slots` send buffers when it produces, as many receive buffers when it
-// consumes, and the consumer's reuse rule: a receive into slot k is queued after the release of
-// its previous use (`free`).
-struct SlotRing {
-    SlotRing(Device& device, Role role, std::size_t slots, std::size_t bytes, bool skip_reuse_wait)
-        : free(device, slots),
-          device_(device),
-          capacity_(bytes),
-          skip_reuse_wait_(skip_reuse_wait) {
-        for (std::size_t k = 0; k < slots; ++k) {
-            if (role != Role::consumer) send.push_back(device.allocate(bytes));
-            if (role != Role::producer) recv.push_back(device.allocate(bytes));
-        }
-        resize(bytes);
+// The sides a collective is given (transport.hpp says what they mean) must suit `op` and this rank
+// (`root`: rank 0 of the group), or a runtime error: the MPI and NCCL collectives refuse alike.
+inline void check_collective_sides(Collective op, bool root, const void* send, const void* recv) {
+    const bool sides_fit = op == Collective::allreduce
+                               ? send != nullptr && recv != nullptr
+                               : (root ? send != nullptr : send == nullptr && recv != nullptr);
+    if (!sides_fit) {
+        throw runtime_error("a " + std::string(to_string(op)) +
+                            " call got the wrong sides for this rank");
     }
-    // The tensors from now on are `bytes` long (at most a slot's), and the receive slots are
-    // poisoned again: a step of a new size cannot pass on what a step of the last size left.
-    std::size_t resize(std::size_t bytes) {
-        check_tensor_bytes(bytes, capacity_);
-        std::vector<void*> landing;
-        for (const Buffer& slot : recv) landing.push_back(slot.data());
-        poison(device_, landing, bytes);
-        return bytes;
-    }
-    // Queued on `stream` before slot k is written again: its last reader is done.
-    void wait_free(std::size_t k, Stream& stream) {
-        if (!skip_reuse_wait_) free.wait(k, stream);
-    }
+}
 
-    std::vector<Buffer> send, recv;
-    SlotEvents free;  // recorded by release, after the slot's last reader
-
-  private:
-    Device& device_;
-    std::size_t capacity_;  // bytes a slot holds
-    bool skip_reuse_wait_;
-};
-
-// A transport that moves each tensor (`bytes_` long) between its own slots, what such transports
-// do alike: A writes the send slot, a release lets the receive slot be written again.
+// A transport that moves each tensor (`bytes_` long) between its own slots: `slots` send buffers
+// when the rank produces, which A writes, as many receive buffers when it consumes, and the
+// consumer's reuse rule: a receive into slot k is queued after the release of its previous use.
 class SlotRingTransport : public Transport {
   public:
     SlotRingTransport(Device& device, const PairPlacement& placement,
                       const TransportOptions& options)
         : bytes_(options.slot_bytes),
-          slots_(device, placement.role, options.slots, options.slot_bytes,
-                 options.debug_skip_reuse_wait) {}
+          options_(options),
+          peer_(placement.peer),
+          device_(device),
+          free_(device, options.slots) {
+        for (std::size_t k = 0; k < options.slots; ++k) {
+            if (placement.role != Role::consumer) send_.push_back(device.allocate(bytes_));
+            if (placement.role != Role::producer) recv_.push_back(device.allocate(bytes_));
+        }
+        SlotRingTransport::set_tensor_bytes(bytes_);
+    }
 
-    void* acquire(std::size_t k, Stream&) override { return slots_.send[k].data(); }
-    void release(std::size_t k, Stream& stream) override { slots_.free.record(k, stream); }
+    void* acquire(std::size_t k, Stream&) override { return send_[k].data(); }
+    void release(std::size_t k, Stream& stream) override { free_.record(k, stream); }
     bool receive_waits() const override { return false; }
-    void streams_idle() override { slots_.free.streams_idle(); }
-    void set_tensor_bytes(std::size_t bytes) override { bytes_ = slots_.resize(bytes); }
+    void streams_idle() override { free_.streams_idle(); }
+    // The receive slots are poisoned again: a step of a new size cannot pass on what a step of the
+    // last size left.
+    void set_tensor_bytes(std::size_t bytes) override {
+        check_tensor_bytes(bytes, options_.slot_bytes);
+        std::vector<void*> landing;
+        for (const Buffer& slot : recv_) landing.push_back(slot.data());
+        poison(device_, landing, bytes);
+        bytes_ = bytes;
+    }
 
   protected:
+    // Queued on `stream` before receive slot k is written again: its last reader is done.
+    void wait_free(std::size_t k, Stream& stream) {
+        if (!options_.debug_skip_reuse_wait) free_.wait(k, stream);
+    }
+
     std::size_t bytes_;  // each tensor's (stream threads read it only while queued work runs)
-    SlotRing slots_;
+    TransportOptions options_;
+    int peer_;
+    Device& device_;
+    std::vector<Buffer> send_, recv_;
+
+  private:
+    SlotEvents free_;  // recorded by release, after the slot's last reader
 };
 
 }  // namespace gpurelay

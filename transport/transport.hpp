@@ -19,18 +19,11 @@
 
 namespace gpurelay {
 
-// The slot protocol (runtime/slot_flags.hpp), which every transport implements alike. Per step,
-// slot k = step mod slots, on the producer:
-//   x = acquire(k, stream)   where A writes, once the slot's reuse allows it
-//   ... A writes x on `stream` ...
-//   publish(k, stream)       send it
-// and on the consumer:
-//   x = await(k, stream)     where it lands; there once `stream` is past the call
-//   ... B reads x ...
-//   release(k, stream)       after the slot's last reader: it may be written again
-// A slot is written again only after its release, across processes too: each transport queues
-// that wait where its writes happen (on the consumer's receive stream, or the producer's stream
-// when the producer writes the consumer's memory). A rank that plays both roles makes both calls.
+// The slot protocol (described in runtime/slot_flags.hpp), which every transport implements
+// alike. Per step, slot k = step mod slots: the producer calls acquire (where A writes x), then
+// publish; the consumer calls await (where x lands), then release after the slot's last reader.
+// Each transport queues the reuse wait where its writes happen (the consumer's receive stream,
+// or the producer's stream when it writes the consumer's memory). A rank of both roles calls all.
 class Transport {
   public:
     virtual ~Transport() = default;
@@ -44,8 +37,8 @@ class Transport {
     virtual const void* await(std::size_t k, Stream& stream) = 0;
     // Consumer: queued on `stream` after the last reader of slot k.
     virtual void release(std::size_t k, Stream& stream) = 0;
-    // Whether await only waits, on the stream, for what the producer's side has written (ipc; a
-    // rank sending to itself): then the consumer has nothing to run beside C.
+    // Whether await only waits for what the producer's side has written (ipc; a rank sending to
+    // itself): then the consumer has nothing to run beside C.
     virtual bool receive_waits() const = 0;
     // Every stream of this rank is idle: the orderings queued so far are met, and the next work
     // may be a graph capture (whose waits may name only events recorded in the same capture).
@@ -56,14 +49,10 @@ class Transport {
     // Throws if the transport has failed in the background (NCCL's asynchronous errors; the
     // communicator is aborted first, which unblocks this rank's NCCL kernels).
     virtual void check_health() {}
-    // launch = "device": this rank's flags of `side` (producer or consumer), for kernels that
-    // run the protocol themselves, in memory a kernel may write (their counts live there between
-    // passes); null where the transport moves the bytes itself (all but ipc with
-    // produce_in_place) or the rank plays no such side.
-    virtual SlotFlags* slot_flags(Role side) {
-        (void)side;
-        return nullptr;
-    }
+    // launch = "device": this rank's flags of one side, for kernels that run the protocol
+    // themselves, in memory they may write (their counts stay there between passes); null where
+    // the transport moves the bytes itself (all but ipc in place) or the rank plays no such side.
+    virtual SlotFlags* slot_flags(Role) { return nullptr; }
 };
 
 struct TransportOptions {
@@ -71,32 +60,26 @@ struct TransportOptions {
     std::size_t chunk_bytes = 4u << 20;  // pieces of a staged message, pipelined
     std::chrono::milliseconds timeout = kDefaultTimeout;  // longest wait on a peer
     std::size_t slots = 1;                                // the pipeline's depth
-    // Tests only: drop the wait for a slot's release before it is written again, to show that
-    // verification catches the overwrite.
+    // Tests only: no wait for a slot's release, to show that verification catches the overwrite.
     bool debug_skip_reuse_wait = false;
-    // ipc only (ipc_engine = "sm"): A writes straight into the consumer's slot, and publish only
-    // says it has arrived: no copy.
-    bool produce_in_place = false;
+    bool produce_in_place = false;  // ipc_engine = "sm": A writes the consumer's slot, no copy
 };
 
-// Each factory is collective over `comm` and allocates the slots of `placement`'s role(s).
-// MPI between host buffers (the CPU path): MPI runs on the stream's own thread.
-std::unique_ptr<Transport> make_mpi_host_transport(MPI_Comm comm, const PairPlacement& placement,
-                                                   Device& device, const TransportOptions& options);
-// MPI for device buffers through pinned staging buffers, copies and MPI pipelined piece by piece.
-std::unique_ptr<Transport> make_mpi_staged_transport(MPI_Comm comm, const PairPlacement& placement,
-                                                     Device& device,
-                                                     const TransportOptions& options);
-// NCCL point-to-point (the id is broadcast from `comm`'s rank 0). Throws a usage error when built
-// without NCCL.
-std::unique_ptr<Transport> make_nccl_transport(MPI_Comm comm, const PairPlacement& placement,
+// A pair transport between the ranks of `comm` that `placement` names: collective over `comm`,
+// it allocates the slots of `placement`'s role(s). Each is a row's of transport_table.hpp.
+using PairFactory = std::unique_ptr<Transport>(MPI_Comm comm, const PairPlacement& placement,
                                                Device& device, const TransportOptions& options);
+// MPI between host buffers (the CPU path): MPI runs on the stream's own thread.
+PairFactory make_mpi_host_transport;
+// MPI for device buffers through pinned staging buffers, copies and MPI pipelined piece by piece.
+PairFactory make_mpi_staged_transport;
+// NCCL point-to-point (the id is broadcast from `comm`'s rank 0). A usage error without NCCL.
+PairFactory make_nccl_transport;
 // The consumer's slots in memory its producer maps (same node only): CUDA IPC on the GPU, an
 // MPI-3 shared-memory window on the CPU path; the producer copies into them (a copy engine on the
 // GPU), or A writes into them (produce_in_place), and the slots' flags order the uses. A usage
 // error when a pair spans two nodes.
-std::unique_ptr<Transport> make_ipc_transport(MPI_Comm comm, const PairPlacement& placement,
-                                              Device& device, const TransportOptions& options);
+PairFactory make_ipc_transport;
 
 // A relay's middle stage's slot protocol: await and release on the inbound link's transport,
 // acquire and publish on the outbound link's, with `slots` slots each. acquire may be queued on
@@ -121,23 +104,19 @@ class CollectiveCall {
     virtual void check_health() {}
 };
 
-// Each collective factory takes the same arguments (transport_table.hpp's CollectiveFactory),
-// and uses what it needs of them.
+// One collective over `group` per call; each factory uses what it needs of the arguments.
+using CollectiveFactory = std::unique_ptr<CollectiveCall>(MPI_Comm group, Collective op,
+                                                          ReduceType type, Device& device,
+                                                          const TransportOptions& options);
 // MPI_Ibcast / MPI_Iallreduce between host buffers (the CPU path), on the stream's own thread, in
 // `chunk_bytes` pieces.
-std::unique_ptr<CollectiveCall> make_mpi_host_collective(MPI_Comm group, Collective op,
-                                                         ReduceType type, Device& device,
-                                                         const TransportOptions& options);
+CollectiveFactory make_mpi_host_collective;
 // The same collective for device buffers, through one pinned staging buffer: copied out on the
 // stream, MPI on a proxy thread, copied back in on the stream.
-std::unique_ptr<CollectiveCall> make_mpi_staged_collective(MPI_Comm group, Collective op,
-                                                           ReduceType type, Device& device,
-                                                           const TransportOptions& options);
-// ncclBroadcast / ncclAllReduce on a communicator of the group's ranks. Builds without NCCL throw
-// a usage error.
-std::unique_ptr<CollectiveCall> make_nccl_collective(MPI_Comm group, Collective op, ReduceType type,
-                                                     Device& device,
-                                                     const TransportOptions& options);
+CollectiveFactory make_mpi_staged_collective;
+// ncclBroadcast / ncclAllReduce on a communicator of the group's ranks. A usage error without
+// NCCL.
+CollectiveFactory make_nccl_collective;
 
 // The slot protocol over a collective: the producer's slots are what the rank contributes, the
 // consumer's where the result lands; the collective runs when the rank's last side is queued.

@@ -4,25 +4,12 @@
 // was opened (Transport::name): no other code tells one transport from another.
 #pragma once
 
-#include <mpi.h>
-
-#include <memory>
 #include <span>
 #include <string_view>
 
-#include "mpi/pairing.hpp"
-#include "runtime/device.hpp"
 #include "transport/transport.hpp"
 
 namespace gpurelay {
-
-// A pair transport between the ranks of `comm` that `placement` names (collective over `comm`).
-using PairFactory = std::unique_ptr<Transport> (*)(MPI_Comm comm, const PairPlacement& placement,
-                                                   Device& device, const TransportOptions& options);
-// One collective over `group` per call (transport.hpp's CollectiveCall).
-using CollectiveFactory = std::unique_ptr<CollectiveCall> (*)(MPI_Comm group, Collective op,
-                                                              ReduceType type, Device& device,
-                                                              const TransportOptions& options);
 
 // What a transport needs and allows.
 struct TransportAllows {
@@ -34,8 +21,7 @@ struct TransportAllows {
     bool graphs = false;            // its work can be captured in a CUDA graph
     bool to_itself_on_gpu = false;  // one rank may send to itself on the CUDA path
     bool in_place = false;          // A may write into the consumer's slots (ipc_engine = "sm")
-    // Its slots and sequence words are memory both roles address, so persistent kernels can run
-    // its protocol themselves (launch = "device").
+    // Both roles address its slots and flags, so kernels can run its protocol (launch = device).
     bool device_launch = false;
 };
 
@@ -53,8 +39,8 @@ struct TransportRow {
     std::string_view name;  // as a deck names it (MPI's two forms share "mpi": staging picks)
     TransportAllows allows;
     TransportWhyNot why_not;
-    PairFactory make_pair = nullptr;              // pairs, and each link of a relay
-    CollectiveFactory make_collective = nullptr;  // broadcast and all-reduce; nullptr: none
+    PairFactory* make_pair = nullptr;              // pairs, and each link of a relay
+    CollectiveFactory* make_collective = nullptr;  // broadcast and all-reduce; nullptr: none
 };
 
 // Every transport, most preferred first: auto takes the first whose needs the run meets.

@@ -1,6 +1,7 @@
-// Builds without CUDA have no NCCL: asking for it is a usage error.
+// Builds without CUDA have no NCCL and no CUDA IPC (and no CUDA device to ask for it): asking for
+// either is a usage error.
 #include "runtime/error.hpp"
-#include "transport/transport.hpp"
+#include "transport/ipc_memory.hpp"
 
 namespace gpurelay {
 
@@ -14,5 +15,11 @@ std::unique_ptr<CollectiveCall> make_nccl_collective(MPI_Comm, Collective, Reduc
 }
 bool nccl_built() { return false; }
 std::string nccl_version_string() { return "none"; }
+
+std::unique_ptr<IpcMemory> open_cuda_ipc_memory(MPI_Comm, const PairPlacement&,
+                                                const TransportOptions&, Device&) {
+    throw usage_error(
+        "transport = \"ipc\" on a GPU needs CUDA, but this gpurelay was built without");
+}
 
 }  // namespace gpurelay
