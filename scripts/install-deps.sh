@@ -15,6 +15,11 @@ while (($#)); do
     esac
     shift
 done
+# What this script cannot do here, said in one line (exit 4).
+fail() {
+    echo "install-deps.sh: $*" >&2
+    exit 4
+}
 
 packages=(
     build-essential cmake git
@@ -45,8 +50,10 @@ candidate_of() {
     apt-cache policy "$1" 2>/dev/null | sed -n 's/^ *Candidate: *//p'
 }
 
-has_candidate() {
-    [[ ! "$(candidate_of "$1")" =~ ^(|\(none\))$ ]]
+# Whether apt has a candidate for every package named.
+has_candidates() {
+    local p
+    for p; do [[ ! "$(candidate_of "$p")" =~ ^(|\(none\))$ ]] || return 1; done
 }
 
 nsys_works() {
@@ -77,18 +84,12 @@ if ((check_only)); then
     exit 1
 fi
 
-if ! command -v apt-get >/dev/null 2>&1; then
-    echo "install-deps.sh: apt-get not found; install these by hand: ${missing[*]}" >&2
-    exit 4
-fi
+command -v apt-get >/dev/null 2>&1 || fail "apt-get not found; install these by hand: ${missing[*]}"
 
 as_root=()
 if ((EUID != 0)); then
-    if ! command -v sudo >/dev/null 2>&1; then
-        echo "install-deps.sh: not root and sudo not found; as root run:" \
-            "apt-get install ${missing[*]}" >&2
-        exit 4
-    fi
+    command -v sudo >/dev/null 2>&1 ||
+        fail "not root and sudo not found; as root run: apt-get install ${missing[*]}"
     as_root=(sudo)
 fi
 
@@ -98,10 +99,8 @@ enable_non_free() {
     local id codename uri keyring source=/etc/apt/sources.list.d/gpurelay-non-free.sources
     # shellcheck disable=SC1091  # the system's own file
     read -r id codename < <(. /etc/os-release && echo "${ID:-} ${VERSION_CODENAME:-}")
-    if [[ "$id" != debian || -z "$codename" ]]; then
-        echo "install-deps.sh: --nsys needs Debian (its non-free nsight-systems packages)" >&2
-        exit 4
-    fi
+    [[ "$id" == debian && -n "$codename" ]] ||
+        fail "--nsys needs Debian (its non-free nsight-systems packages)"
     # The first Debian archive URI in the sources (one-line or deb822 form).
     uri="$({ cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
         /etc/apt/sources.list.d/*.sources 2>/dev/null || true; } |
@@ -120,14 +119,10 @@ enable_non_free() {
 # beside the real target-linux-x64, where nsys looks, and libssh.so.4 for host-linux-x64.
 install_nsys() {
     local deb_packages=(nsight-systems nsight-systems-target) p tmp
-    for p in "${deb_packages[@]}"; do
-        has_candidate "$p" || { "${as_root[@]}" apt-get update; break; }
-    done
-    has_candidate nsight-systems || enable_non_free
-    if ! has_candidate nsight-systems || ! has_candidate nsight-systems-target; then
-        echo "install-deps.sh: apt has no nsight-systems even with non-free enabled" >&2
-        exit 4
-    fi
+    has_candidates "${deb_packages[@]}" || "${as_root[@]}" apt-get update
+    has_candidates nsight-systems || enable_non_free
+    has_candidates "${deb_packages[@]}" ||
+        fail "apt has no nsight-systems even with non-free enabled"
     tmp="$(mktemp -d)"
     # apt fetches as user _apt where it can write (else it warns and fetches as root).
     chmod 755 "$tmp"
@@ -142,22 +137,16 @@ install_nsys() {
     ln -s ../../nsight-systems/host-linux-x64 "$lib/x86_64-linux-gnu/nsight-systems/host-linux-x64"
     ln -s /usr/lib/x86_64-linux-gnu/libssh.so.4 "$lib/x86_64-linux-gnu/libssh.so.4"
     ln -s ../root/usr/lib/nsight-systems/bin/nsys "$nsys_dir/bin/nsys"
-    if ! nsys_works; then
-        echo "install-deps.sh: the unpacked Nsight Systems in $nsys_dir does not start" >&2
-        exit 4
-    fi
+    nsys_works || fail "the unpacked Nsight Systems in $nsys_dir does not start"
     echo "Nsight Systems: $("$nsys_dir/bin/nsys" --version) in $nsys_dir/bin/nsys"
 }
 
 if ((${#missing[@]})); then
     # A package apt has no candidate for means stale or empty lists: only then an update.
-    for p in "${missing[@]}"; do
-        if ! has_candidate "$p"; then
-            echo "Running apt-get update (apt has no candidate for some missing packages)."
-            "${as_root[@]}" apt-get update
-            break
-        fi
-    done
+    if ! has_candidates "${missing[@]}"; then
+        echo "Running apt-get update (apt has no candidate for some missing packages)."
+        "${as_root[@]}" apt-get update
+    fi
     echo "Installing: ${missing[*]}"
     "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
         apt-get install -y --no-install-recommends "${missing[@]}"
