@@ -54,7 +54,6 @@ constexpr int kBatch = 64;
 constexpr std::size_t kIpcSlots = 2;
 constexpr std::size_t kIpcWideSlots = 4;
 
-using Body = std::function<void(benchmark::State&, std::size_t bytes)>;
 using Benchmarks = std::vector<std::pair<std::string, Body>>;
 
 struct TransportBench {
@@ -260,7 +259,7 @@ void ipc_copy_only(benchmark::State& state, TransportBench& tb, std::size_t byte
 // A ceiling on a GPU: rank 0 copies `src` to `dst` in its own process, `batch` copies an
 // iteration between events; rank 1 only keeps in step.
 void rank0_copy(benchmark::State& state, TransportBench& tb, Buffer& dst, const Buffer& src,
-                std::size_t bytes, int batch) {
+                int batch, std::size_t bytes) {
     barrier();
     if (tb.rank != kSender) {
         for (auto _ : state) state.SetIterationTime(0.0);
@@ -283,26 +282,20 @@ void rank0_copy(benchmark::State& state, TransportBench& tb, Buffer& dst, const 
 }
 
 Benchmarks transport_benchmarks(TransportBench& tb) {
-    using Fn = void (*)(benchmark::State&, TransportBench&, std::size_t);
-    const auto on = [&tb](Fn fn) -> Body {
-        return [&tb, fn](benchmark::State& s, std::size_t bytes) { fn(s, tb, bytes); };
-    };
     const std::string ipc = tb.on_gpu ? "transport/ipc_gpu" : "transport/ipc_host";
     Benchmarks list = {
         {tb.on_gpu ? "transport/mpi_staged_gpu" : "transport/mpi_staged_host",
-         on(transport_staged)},
-        {ipc, on(transport_ipc<kIpcSlots>)},
-        {ipc + "_4slots", on(transport_ipc<kIpcWideSlots>)},
-        {ipc + "_copy_only", on(ipc_copy_only)},
+         on(tb, transport_staged)},
+        {ipc, on(tb, transport_ipc<kIpcSlots>)},
+        {ipc + "_4slots", on(tb, transport_ipc<kIpcWideSlots>)},
+        {ipc + "_copy_only", on(tb, ipc_copy_only)},
     };
     if (!tb.on_gpu) return list;
-    const auto copy = [&tb](Buffer& dst, const Buffer& src, int batch) -> Body {
-        return [&tb, &dst, &src, batch](benchmark::State& s, std::size_t bytes) {
-            rank0_copy(s, tb, dst, src, bytes, batch);
-        };
+    const auto copy = [&tb](Buffer& dst, const Buffer& src, int batch) {
+        return on(tb, rank0_copy, std::ref(dst), std::cref(src), batch);
     };
     list.emplace_back("gpu/copy_d2d", copy(tb.copy_target, tb.message, kBatch));
-    list.emplace_back("transport/mpi_plain_pinned", on(transport_mpi_pinned));
+    list.emplace_back("transport/mpi_plain_pinned", on(tb, transport_mpi_pinned));
     list.emplace_back("gpu/copy_d2h", copy(tb.pinned, tb.message, 1));
     list.emplace_back("gpu/copy_h2d", copy(tb.message, tb.pinned, 1));
     return list;
@@ -394,9 +387,7 @@ void add_collectives(Benchmarks& list, CollectiveBench& cb) {
     for (const auto collective : {Collective::broadcast, Collective::allreduce}) {
         list.emplace_back(collective == Collective::broadcast ? "transport/nccl_broadcast_plain"
                                                               : "transport/nccl_allreduce_plain",
-                          [&cb, collective](benchmark::State& s, std::size_t bytes) {
-                              collective_plain(s, cb, collective, bytes);
-                          });
+                          on(cb, collective_plain, collective));
     }
 }
 #endif
@@ -457,9 +448,7 @@ int run(MpiSession& session) {
     std::unique_ptr<CollectiveBench> collectives;
     if (distinct) {
         nccl = std::make_unique<PlainNcclComm>(session.world_size(), session.world_rank());
-        list.emplace_back("transport/nccl_plain", [&tb, &nccl](benchmark::State& s, std::size_t b) {
-            transport_nccl_plain(s, tb, *nccl, b);
-        });
+        list.emplace_back("transport/nccl_plain", on(tb, transport_nccl_plain, std::cref(*nccl)));
         collectives = std::make_unique<CollectiveBench>(session.world_size(), session.world_rank(),
                                                         *tb.device, max_bytes);
         add_collectives(list, *collectives);

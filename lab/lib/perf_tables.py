@@ -269,6 +269,10 @@ def blocks(folder, commit):
             for maker in MAKERS for name, header, rows, dates, hashes in maker(folder) if rows}
 
 
+def fenced(name, text):
+    return f"<!-- table {name} -->\n{text}\n<!-- end table {name} -->"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dir")
@@ -285,20 +289,14 @@ def main():
         return 2
     if not args.update:
         for name, text in made.items():
-            print(f"<!-- table {name} -->\n{text}\n<!-- end table {name} -->\n")
+            print(fenced(name, text) + "\n")
         return 0
     with open(args.update) as f:
         doc = f.read()
-    replaced = []
-
-    def swap(match):
-        name = match.group(1)
-        if name not in made:
-            return match.group(0)
-        replaced.append(name)
-        return f"<!-- table {name} -->\n{made[name]}\n<!-- end table {name} -->"
-
-    doc = re.sub(r"<!-- table ([\w-]+) -->\n.*?<!-- end table \1 -->", swap, doc, flags=re.S)
+    block = r"<!-- table ([\w-]+) -->\n.*?<!-- end table \1 -->"
+    replaced = [name for name in re.findall(block, doc, flags=re.S) if name in made]
+    doc = re.sub(block, lambda m: fenced(m[1], made[m[1]]) if m[1] in made else m[0], doc,
+                 flags=re.S)
     with open(args.update, "w") as f:
         f.write(doc)
     print(f"perf_tables: updated {', '.join(replaced) or 'nothing'} in {args.update}")
