@@ -263,11 +263,9 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
     try {
         return gpurelay::bench::run(argc, argv);
-    } catch (const gpurelay::Error& error) {
-        std::fprintf(stderr, "bench_kernels: %s\n", error.what());
-        return static_cast<int>(error.code());
     } catch (const std::exception& error) {
         std::fprintf(stderr, "bench_kernels: %s\n", error.what());
-        return static_cast<int>(gpurelay::ExitCode::runtime);
+        const auto* known = dynamic_cast<const gpurelay::Error*>(&error);
+        return static_cast<int>(known != nullptr ? known->code() : gpurelay::ExitCode::runtime);
     }
 }

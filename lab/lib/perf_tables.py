@@ -92,13 +92,12 @@ def runs_in(folder):
             "tag": name, "timestamp": s.get("timestamp", ""), "git_hash": s.get("git_hash", ""),
             "world_size": s["world_size"], "transport": s["transport"],
             "tensor_bytes": int(c["elements"]) * (4 if c["dtype"] == "float32" else 8),
-            "depth": c["depth"], "graphs": str(c["graphs"]).lower(),
-            "graph_steps": c.get("graph_steps", 1), "c_elements": c["c_elements"],
-            "c_iterations": c["c_iterations"], "overlap": c["overlap"],
+            **{key: c[key] for key in ("depth", "c_elements", "c_iterations", "overlap")},
+            "graphs": str(c["graphs"]).lower(), "graph_steps": c.get("graph_steps", 1),
             "time_per_step_ms": last["time_per_step_ms"],
+            "overlap_speedup": s.get("overlap_speedup"),
+            **{key: last.get(key) for key in ("step_bound_ms", "transfer_gbps", "algbw_gbps")},
             "time_per_step_no_overlap_ms": off[0]["time_per_step_ms"] if off else None,
-            "overlap_speedup": s.get("overlap_speedup"), "step_bound_ms": last.get("step_bound_ms"),
-            "transfer_gbps": last.get("transfer_gbps"), "algbw_gbps": last.get("algbw_gbps"),
             "algbw_no_overlap_gbps": off[0].get("algbw_gbps") if off else None,
             "timing": last.get("timing", {}).get("used", ""),
             "verified": "ok" if s["verified"] else "FAILED",
@@ -177,9 +176,8 @@ IPC = ("transport/ipc_gpu", "transport/ipc_gpu_4slots", "transport/ipc_gpu_copy_
 
 
 def ipc(folder):
-    legs = [(folder, "time-sliced")] + [(os.path.join(folder, "mps"), "MPS")]
     rows, step_rows, dates, hashes = [], [], [], []
-    for where, leg in legs:
+    for where, leg in ((folder, "time-sliced"), (os.path.join(folder, "mps"), "MPS")):
         runs, ctx = bench(os.path.join(where, "bench-transport-ipc.json"))
         for size in (64 * MIB, 256 * MIB):
             rate = {fam: runs[(fam, size)]["bytes_per_second"] for fam in IPC + ("gpu/copy_d2d",)
