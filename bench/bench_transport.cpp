@@ -130,15 +130,17 @@ const void* pass_slot(TransportBench& tb, Transport& t, std::size_t k) {
     return landed;
 }
 
-// Rank 1's zero-byte acknowledgement that a message landed, which rank 0 waits for.
-void acknowledge(const TransportBench& tb) {
-    if (tb.rank == kSender) {
-        MPI_CHECK(
-            MPI_Recv(nullptr, 0, MPI_BYTE, kReceiver, kAckTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+// `count` bytes at `data` from rank `from` to the other, with plain MPI.
+void one_way(const TransportBench& tb, int from, void* data, int count, int tag) {
+    if (tb.rank == from) {
+        MPI_CHECK(MPI_Send(data, count, MPI_BYTE, 1 - from, tag, MPI_COMM_WORLD));
     } else {
-        MPI_CHECK(MPI_Send(nullptr, 0, MPI_BYTE, kSender, kAckTag, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Recv(data, count, MPI_BYTE, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     }
 }
+
+// Rank 1's zero-byte acknowledgement that a message landed, which rank 0 waits for.
+void acknowledge(const TransportBench& tb) { one_way(tb, kReceiver, nullptr, 0, kAckTag); }
 
 // Rank 1 checks the last message that arrived (at `received`, by default its message buffer)
 // against A's values, and both ranks learn the count; then the bytes.
@@ -208,12 +210,7 @@ void transport_staged(benchmark::State& state, TransportBench& tb, std::size_t b
 void transport_mpi_pinned(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
     const auto count = static_cast<int>(bytes);
     auto one = [&] {
-        if (tb.rank == kSender) {
-            MPI_CHECK(MPI_Send(tb.pinned.data(), count, MPI_BYTE, kReceiver, 0, MPI_COMM_WORLD));
-        } else {
-            MPI_CHECK(MPI_Recv(tb.pinned.data(), count, MPI_BYTE, kSender, 0, MPI_COMM_WORLD,
-                               MPI_STATUS_IGNORE));
-        }
+        one_way(tb, kSender, tb.pinned.data(), count, 0);
         acknowledge(tb);
     };
     // Poisoned where the message lands, so an earlier benchmark's data cannot pass the check.

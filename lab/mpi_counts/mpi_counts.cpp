@@ -203,7 +203,7 @@ void write_counts() {
     }
 // The parameters that families of calls share, and the arguments that pass them on: a
 // reduction's; a gather's, scatter's or all-to-all's two sides (the v forms' counts and
-// displacements apart); a collective read's or write's.
+// displacements apart); a collective read's or write's; a window's allocation.
 #define REDUCE(...) (const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, __VA_ARGS__)
 #define REDUCE_ARGS(...) (send, recv, n, type, op, __VA_ARGS__)
 #define SIDES(...)                                                                 \
@@ -212,6 +212,9 @@ void write_counts() {
 #define SIDES_ARGS(...) (send, send_n, send_type, recv, recv_n, recv_type, __VA_ARGS__)
 #define IO(...) (MPI_File file, __VA_ARGS__, int n, MPI_Datatype type, MPI_Status* status)
 #define IO_ARGS(...) (file, __VA_ARGS__, n, type, status)
+#define ALLOCATE \
+    (MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm, void* base, MPI_Win* window)
+#define ALLOCATE_ARGS (size, unit, info, comm, base, window)
 
 // --- Blocking collectives
 COUNTED(MPI_Barrier, comm, (MPI_Comm comm), (comm))
@@ -282,12 +285,8 @@ COUNTED(MPI_Comm_free, comm, (MPI_Comm * comm), (comm))
 COUNTED(MPI_Win_create, comm,
         (void* base, MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm, MPI_Win* window),
         (base, size, unit, info, comm, window))
-COUNTED(MPI_Win_allocate, comm,
-        (MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm, void* base, MPI_Win* window),
-        (size, unit, info, comm, base, window))
-COUNTED(MPI_Win_allocate_shared, comm,
-        (MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm, void* base, MPI_Win* window),
-        (size, unit, info, comm, base, window))
+COUNTED(MPI_Win_allocate, comm, ALLOCATE, ALLOCATE_ARGS)
+COUNTED(MPI_Win_allocate_shared, comm, ALLOCATE, ALLOCATE_ARGS)
 COUNTED(MPI_Win_fence, window, (int assertion, MPI_Win window), (assertion, window))
 COUNTED(MPI_Win_free, window, (MPI_Win * window), (window))
 
