@@ -116,9 +116,8 @@ struct TransportBench {
     std::map<std::tuple<int, std::size_t, std::size_t>, std::unique_ptr<Transport>> transports;
 };
 
-// One message through `t`'s slot `k`, queued as the pipeline drives it: rank 0 sends it, rank 1
-// receives and releases it (no kernel reads it in between: the transport alone). Returns where
-// it landed (rank 1).
+// One message through `t`'s slot `k` as the pipeline queues it, the transport alone (no kernel
+// reads it): rank 0 sends it; rank 1 receives and releases it, and gets where it landed.
 const void* pass_slot(TransportBench& tb, Transport& t, std::size_t k) {
     if (tb.rank == kSender) {
         t.acquire(k, *tb.stream);
