@@ -51,12 +51,9 @@ def bench(path):
         data = json.load(f)
     runs = {}
     for run in data["benchmarks"]:
-        if run.get("run_type") == "aggregate" or run.get("error_occurred"):
-            continue
-        parts = run["name"].split("/")
-        sized = [i for i, p in enumerate(parts) if p.isdigit()]
-        if sized:
-            runs[("/".join(parts[:sized[0]]), int(parts[sized[0]]))] = run
+        sized = re.match(r"(.*?)/(\d+)(/|$)", run["name"])
+        if sized and run.get("run_type") != "aggregate" and not run.get("error_occurred"):
+            runs[(sized[1], int(sized[2]))] = run
     return runs, data.get("context", {})
 
 
@@ -235,13 +232,10 @@ def collectives(folder):
 def two_gpus(folder):
     runs, ctx = bench(os.path.join(folder, "bench-transport-pair.json"))
     sweep = runs_in(folder)
-    by = {}
-    for tag, r in sweep.items():
-        # The sweep's runs; pair_* are the calibrated-C runs, whose transfer C slows.
-        if tag.startswith("pair_") or r["transport"] != "nccl" or int(r["world_size"]) != 2:
-            continue
-        if r.get("transfer_gbps"):
-            by[(int(r["tensor_bytes"]), int(r["depth"]))] = num(r["transfer_gbps"])
+    # The sweep's runs; pair_* are the calibrated-C runs, whose transfer C slows.
+    by = {(int(r["tensor_bytes"]), int(r["depth"])): num(r["transfer_gbps"])
+          for tag, r in sweep.items() if not tag.startswith("pair_") and r["transport"] == "nccl"
+          and int(r["world_size"]) == 2 and r.get("transfer_gbps")}
     rows = []
     for (fam, size), run in sorted(runs.items()):
         if fam == "transport/nccl_plain" and size >= 64 * KIB:
