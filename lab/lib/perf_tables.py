@@ -128,19 +128,14 @@ def kernels(folder):
 def run_rows(runs, tags):
     """The compare-mode table of the runs named in `tags` that the folder has: header, rows,
     dates and hashes."""
-    rows, dates, hashes = [], [], []
-    for tag in (t for t in tags if t in runs):
-        r = runs[tag]
-        rows.append([tag, r["world_size"], r["transport"], size_name(int(r["tensor_bytes"])),
-                     fmt(num(r["time_per_step_no_overlap_ms"]), 4),
-                     fmt(num(r["time_per_step_ms"]), 4),
-                     fmt(num(r["overlap_speedup"]), 2), fmt(num(r["transfer_gbps"]), 0),
-                     r["verified"]])
-        dates.append(r["timestamp"])
-        hashes.append(r["git_hash"])
+    used = [(tag, runs[tag]) for tag in tags if tag in runs]
+    rows = [[tag, r["world_size"], r["transport"], size_name(int(r["tensor_bytes"])),
+             fmt(num(r["time_per_step_no_overlap_ms"]), 4), fmt(num(r["time_per_step_ms"]), 4),
+             fmt(num(r["overlap_speedup"]), 2), fmt(num(r["transfer_gbps"]), 0), r["verified"]]
+            for tag, r in used]
     header = ["run", "ranks", "transport", "tensor", "ms/step, overlap off", "ms/step, on",
               "speedup", "transfer GB/s (on)", "verified"]
-    return header, rows, dates, hashes
+    return header, rows, [r["timestamp"] for _, r in used], [r["git_hash"] for _, r in used]
 
 
 def small_steps(folder):
