@@ -64,8 +64,7 @@ struct FloorRank {
         if (consumer) {
             comm_stream = device->make_stream(true, "floor comm");
             compute_stream = device->make_stream(false, "floor B");
-            streams.push_back(comm_stream.get());
-            streams.push_back(compute_stream.get());
+            streams.insert(streams.end(), {comm_stream.get(), compute_stream.get()});
             recv_done = device->make_event(EventUse::ordering);
         }
     }

@@ -196,8 +196,6 @@ void host_b(benchmark::State& state, std::size_t bytes) {
     state.SetBytesProcessed(2 * per_run(state, bytes));
 }
 
-using Body = std::function<void(benchmark::State&, std::size_t bytes)>;
-
 void register_sized(const char* name, const std::vector<std::size_t>& sizes, std::size_t max_bytes,
                     bool manual_time, const Body& body) {
     for (const std::size_t bytes : sizes) {
@@ -210,25 +208,19 @@ void register_sized(const char* name, const std::vector<std::size_t>& sizes, std
 }
 
 void register_gpu(GpuBench& gpu, const std::vector<std::size_t>& sizes) {
-    using Fn = void (*)(benchmark::State&, GpuBench&, std::size_t);
-    const auto on = [&gpu](Fn fn) -> Body {
-        return [&gpu, fn](benchmark::State& state, std::size_t bytes) { fn(state, gpu, bytes); };
-    };
-    const auto copy = [&gpu](Buffer& dst, const Buffer& src, int sides) -> Body {
-        return [&gpu, &dst, &src, sides](benchmark::State& state, std::size_t bytes) {
-            gpu_copy(state, gpu, dst, src, sides, bytes);
-        };
+    const auto copy = [&gpu](Buffer& dst, const Buffer& src, int sides) {
+        return on(gpu, gpu_copy, std::ref(dst), std::cref(src), sides);
     };
     const std::pair<const char*, Body> benchmarks[] = {
-        {"gpu/a", on(gpu_a)},
-        {"gpu/b", on(gpu_b)},
-        {"gpu/verify_c", on(gpu_verify_c)},
-        {"gpu/c", on(gpu_c)},
+        {"gpu/a", on(gpu, gpu_a)},
+        {"gpu/b", on(gpu, gpu_b)},
+        {"gpu/verify_c", on(gpu, gpu_verify_c)},
+        {"gpu/c", on(gpu, gpu_c)},
         {"gpu/copy_d2d", copy(gpu.y, gpu.x, 2)},
         {"gpu/copy_h2d", copy(gpu.x, gpu.pinned, 1)},
         {"gpu/copy_d2h", copy(gpu.pinned, gpu.x, 1)},
 #if defined(GPURELAY_HAVE_CUDA)
-        {"gpu/nccl_self", on(gpu_nccl_self)},
+        {"gpu/nccl_self", on(gpu, gpu_nccl_self)},
 #endif
     };
     for (const auto& [name, body] : benchmarks)
@@ -271,11 +263,9 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
     try {
         return gpurelay::bench::run(argc, argv);
-    } catch (const gpurelay::Error& error) {
-        std::fprintf(stderr, "bench_kernels: %s\n", error.what());
-        return static_cast<int>(error.code());
     } catch (const std::exception& error) {
         std::fprintf(stderr, "bench_kernels: %s\n", error.what());
-        return static_cast<int>(gpurelay::ExitCode::runtime);
+        const auto* known = dynamic_cast<const gpurelay::Error*>(&error);
+        return static_cast<int>(known != nullptr ? known->code() : gpurelay::ExitCode::runtime);
     }
 }

@@ -34,6 +34,17 @@ std::vector<std::size_t> bench_sizes(std::size_t max_bytes);
 // about 1 GiB moved per benchmark, 5 to 200 iterations.
 benchmark::IterationCount iterations_for(std::size_t bytes);
 
+// A benchmark's body at one size.
+using Body = std::function<void(benchmark::State&, std::size_t bytes)>;
+
+// `fn(state, bench, extra..., bytes)` as a Body; `extra` by value (std::ref passes a buffer).
+template <typename Bench, typename Fn, typename... Extra>
+Body on(Bench& bench, Fn fn, Extra... extra) {
+    return [&bench, fn, extra...](benchmark::State& state, std::size_t bytes) {
+        fn(state, bench, extra..., bytes);
+    };
+}
+
 // Registers `body` as NAME/BYTES with a fixed iteration count (the same on every rank), timed by
 // the body (manual time), reported in µs.
 void register_timed(const std::string& name, std::size_t bytes,

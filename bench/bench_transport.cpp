@@ -54,7 +54,6 @@ constexpr int kBatch = 64;
 constexpr std::size_t kIpcSlots = 2;
 constexpr std::size_t kIpcWideSlots = 4;
 
-using Body = std::function<void(benchmark::State&, std::size_t bytes)>;
 using Benchmarks = std::vector<std::pair<std::string, Body>>;
 
 struct TransportBench {
@@ -117,9 +116,8 @@ struct TransportBench {
     std::map<std::tuple<int, std::size_t, std::size_t>, std::unique_ptr<Transport>> transports;
 };
 
-// One message through `t`'s slot `k`, queued as the pipeline drives it: rank 0 sends it, rank 1
-// receives and releases it (no kernel reads it in between: the transport alone). Returns where
-// it landed (rank 1).
+// One message through `t`'s slot `k` as the pipeline queues it, the transport alone (no kernel
+// reads it): rank 0 sends it; rank 1 receives and releases it, and gets where it landed.
 const void* pass_slot(TransportBench& tb, Transport& t, std::size_t k) {
     if (tb.rank == kSender) {
         t.acquire(k, *tb.stream);
@@ -131,15 +129,17 @@ const void* pass_slot(TransportBench& tb, Transport& t, std::size_t k) {
     return landed;
 }
 
-// Rank 1's zero-byte acknowledgement that a message landed, which rank 0 waits for.
-void acknowledge(const TransportBench& tb) {
-    if (tb.rank == kSender) {
-        MPI_CHECK(
-            MPI_Recv(nullptr, 0, MPI_BYTE, kReceiver, kAckTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+// `count` bytes at `data` from rank `from` to the other, with plain MPI.
+void one_way(const TransportBench& tb, int from, void* data, int count, int tag) {
+    if (tb.rank == from) {
+        MPI_CHECK(MPI_Send(data, count, MPI_BYTE, 1 - from, tag, MPI_COMM_WORLD));
     } else {
-        MPI_CHECK(MPI_Send(nullptr, 0, MPI_BYTE, kSender, kAckTag, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Recv(data, count, MPI_BYTE, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     }
 }
+
+// Rank 1's zero-byte acknowledgement that a message landed, which rank 0 waits for.
+void acknowledge(const TransportBench& tb) { one_way(tb, kReceiver, nullptr, 0, kAckTag); }
 
 // Rank 1 checks the last message that arrived (at `received`, by default its message buffer)
 // against A's values, and both ranks learn the count; then the bytes.
@@ -209,12 +209,7 @@ void transport_staged(benchmark::State& state, TransportBench& tb, std::size_t b
 void transport_mpi_pinned(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
     const auto count = static_cast<int>(bytes);
     auto one = [&] {
-        if (tb.rank == kSender) {
-            MPI_CHECK(MPI_Send(tb.pinned.data(), count, MPI_BYTE, kReceiver, 0, MPI_COMM_WORLD));
-        } else {
-            MPI_CHECK(MPI_Recv(tb.pinned.data(), count, MPI_BYTE, kSender, 0, MPI_COMM_WORLD,
-                               MPI_STATUS_IGNORE));
-        }
+        one_way(tb, kSender, tb.pinned.data(), count, 0);
         acknowledge(tb);
     };
     // Poisoned where the message lands, so an earlier benchmark's data cannot pass the check.
@@ -260,7 +255,7 @@ void ipc_copy_only(benchmark::State& state, TransportBench& tb, std::size_t byte
 // A ceiling on a GPU: rank 0 copies `src` to `dst` in its own process, `batch` copies an
 // iteration between events; rank 1 only keeps in step.
 void rank0_copy(benchmark::State& state, TransportBench& tb, Buffer& dst, const Buffer& src,
-                std::size_t bytes, int batch) {
+                int batch, std::size_t bytes) {
     barrier();
     if (tb.rank != kSender) {
         for (auto _ : state) state.SetIterationTime(0.0);
@@ -283,26 +278,20 @@ void rank0_copy(benchmark::State& state, TransportBench& tb, Buffer& dst, const 
 }
 
 Benchmarks transport_benchmarks(TransportBench& tb) {
-    using Fn = void (*)(benchmark::State&, TransportBench&, std::size_t);
-    const auto on = [&tb](Fn fn) -> Body {
-        return [&tb, fn](benchmark::State& s, std::size_t bytes) { fn(s, tb, bytes); };
-    };
     const std::string ipc = tb.on_gpu ? "transport/ipc_gpu" : "transport/ipc_host";
     Benchmarks list = {
         {tb.on_gpu ? "transport/mpi_staged_gpu" : "transport/mpi_staged_host",
-         on(transport_staged)},
-        {ipc, on(transport_ipc<kIpcSlots>)},
-        {ipc + "_4slots", on(transport_ipc<kIpcWideSlots>)},
-        {ipc + "_copy_only", on(ipc_copy_only)},
+         on(tb, transport_staged)},
+        {ipc, on(tb, transport_ipc<kIpcSlots>)},
+        {ipc + "_4slots", on(tb, transport_ipc<kIpcWideSlots>)},
+        {ipc + "_copy_only", on(tb, ipc_copy_only)},
     };
     if (!tb.on_gpu) return list;
-    const auto copy = [&tb](Buffer& dst, const Buffer& src, int batch) -> Body {
-        return [&tb, &dst, &src, batch](benchmark::State& s, std::size_t bytes) {
-            rank0_copy(s, tb, dst, src, bytes, batch);
-        };
+    const auto copy = [&tb](Buffer& dst, const Buffer& src, int batch) {
+        return on(tb, rank0_copy, std::ref(dst), std::cref(src), batch);
     };
     list.emplace_back("gpu/copy_d2d", copy(tb.copy_target, tb.message, kBatch));
-    list.emplace_back("transport/mpi_plain_pinned", on(transport_mpi_pinned));
+    list.emplace_back("transport/mpi_plain_pinned", on(tb, transport_mpi_pinned));
     list.emplace_back("gpu/copy_d2h", copy(tb.pinned, tb.message, 1));
     list.emplace_back("gpu/copy_h2d", copy(tb.message, tb.pinned, 1));
     return list;
@@ -394,9 +383,7 @@ void add_collectives(Benchmarks& list, CollectiveBench& cb) {
     for (const auto collective : {Collective::broadcast, Collective::allreduce}) {
         list.emplace_back(collective == Collective::broadcast ? "transport/nccl_broadcast_plain"
                                                               : "transport/nccl_allreduce_plain",
-                          [&cb, collective](benchmark::State& s, std::size_t bytes) {
-                              collective_plain(s, cb, collective, bytes);
-                          });
+                          on(cb, collective_plain, collective));
     }
 }
 #endif
@@ -457,9 +444,7 @@ int run(MpiSession& session) {
     std::unique_ptr<CollectiveBench> collectives;
     if (distinct) {
         nccl = std::make_unique<PlainNcclComm>(session.world_size(), session.world_rank());
-        list.emplace_back("transport/nccl_plain", [&tb, &nccl](benchmark::State& s, std::size_t b) {
-            transport_nccl_plain(s, tb, *nccl, b);
-        });
+        list.emplace_back("transport/nccl_plain", on(tb, transport_nccl_plain, std::cref(*nccl)));
         collectives = std::make_unique<CollectiveBench>(session.world_size(), session.world_rank(),
                                                         *tb.device, max_bytes);
         add_collectives(list, *collectives);

@@ -2,7 +2,7 @@
 """gpurelay's pipeline as a PyTorch user would write it: one process, one GPU, the transfer a
 device copy (the analogue of `mpirun -np 1 gpurelay --transport nccl`), every element checked.
 
-Per step s, slot k = s % depth, three streams ordered by events (pipeline/step_schedule.cpp):
+Per step s, slot k = s % depth, three streams ordered by events (pipeline/step.cpp):
   producer: wait copy_done[k] (step s-depth's copy has read x_send[k]); A into x_send[k]
   comm (higher priority): wait a_done[k] and x_free[k] (B of step s-depth has read x_recv[k]);
             x_recv[k].copy_(x_send[k]); record copy_done[k] (also the "received" event)

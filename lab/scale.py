@@ -90,8 +90,7 @@ def growth(values):
     ("unclear" under 0.8: noise, the scheduler's on an oversubscribed machine)."""
     points = [(n, v) for n, v in values.items() if n >= 8] or list(values.items())
     ys = [v for _, v in points]
-    mean = sum(ys) / len(ys)
-    if len(points) < 2 or max(ys) - min(ys) <= 0.5 * abs(mean):
+    if len(points) < 2 or max(ys) - min(ys) <= 0.5 * abs(sum(ys) / len(ys)):
         return "constant"
     fits = {law: fit(points, law) for law in LAWS}
     law = max((name for name in fits if fits[name][1] > 0), key=lambda name: fits[name][2],

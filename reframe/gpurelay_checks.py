@@ -13,11 +13,6 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
 
-def _last_pass(summary):
-    """The pass the figures are of: overlap on (the last of overlap = "compare")."""
-    return summary["passes"][-1]
-
-
 def _shown(figure, part=None):
     """A judged figure of the summary (schema 3: value, ci95, verdict): its value, or one end of
     its 95% interval; NaN where gpurelay withheld it."""
@@ -27,15 +22,16 @@ def _shown(figure, part=None):
 
 
 # The performance variables and where the JSON summary (--summary-json) holds them: the one
-# place that knows its layout (docs/OUTPUT.md). A figure gpurelay withheld is left out of the log,
-# unless a reference names it: then it is NaN, which no reference passes.
+# place that knows its layout (docs/OUTPUT.md); a pass's figures are the last pass's (overlap on,
+# the last of overlap = "compare"). A figure gpurelay withheld is left out of the log, unless a
+# reference names it: then it is NaN, which no reference passes.
 PERF_VARIABLES = {
-    "time_per_step": ("ms", lambda s: _shown(_last_pass(s)["figures"]["time_per_step_ms"])),
-    "transfer_bw": ("GB/s", lambda s: _shown(_last_pass(s)["figures"]["transfer_gbps"])),
+    "time_per_step": ("ms", lambda s: _shown(s["passes"][-1]["figures"]["time_per_step_ms"])),
+    "transfer_bw": ("GB/s", lambda s: _shown(s["passes"][-1]["figures"]["transfer_gbps"])),
     "overlap_speedup": ("x", lambda s: _shown(s["figures"]["overlap_speedup"])),
     "overlap_speedup_lo": ("x", lambda s: _shown(s["figures"]["overlap_speedup"], 0)),
     "overlap_speedup_hi": ("x", lambda s: _shown(s["figures"]["overlap_speedup"], 1)),
-    "slowest_pair_step": ("ms", lambda s: max(p["step_ms"] for p in _last_pass(s)["pairs"])),
+    "slowest_pair_step": ("ms", lambda s: max(p["step_ms"] for p in s["passes"][-1]["pairs"])),
 }
 
 # References per system:partition and check ("PATTERN TRANSPORT SIZE"): {variable: (value,

@@ -51,12 +51,9 @@ def bench(path):
         data = json.load(f)
     runs = {}
     for run in data["benchmarks"]:
-        if run.get("run_type") == "aggregate" or run.get("error_occurred"):
-            continue
-        parts = run["name"].split("/")
-        sized = [i for i, p in enumerate(parts) if p.isdigit()]
-        if sized:
-            runs[("/".join(parts[:sized[0]]), int(parts[sized[0]]))] = run
+        sized = re.match(r"(.*?)/(\d+)(/|$)", run["name"])
+        if sized and run.get("run_type") != "aggregate" and not run.get("error_occurred"):
+            runs[(sized[1], int(sized[2]))] = run
     return runs, data.get("context", {})
 
 
@@ -92,13 +89,12 @@ def runs_in(folder):
             "tag": name, "timestamp": s.get("timestamp", ""), "git_hash": s.get("git_hash", ""),
             "world_size": s["world_size"], "transport": s["transport"],
             "tensor_bytes": int(c["elements"]) * (4 if c["dtype"] == "float32" else 8),
-            "depth": c["depth"], "graphs": str(c["graphs"]).lower(),
-            "graph_steps": c.get("graph_steps", 1), "c_elements": c["c_elements"],
-            "c_iterations": c["c_iterations"], "overlap": c["overlap"],
+            **{key: c[key] for key in ("depth", "c_elements", "c_iterations", "overlap")},
+            "graphs": str(c["graphs"]).lower(), "graph_steps": c.get("graph_steps", 1),
             "time_per_step_ms": last["time_per_step_ms"],
+            "overlap_speedup": s.get("overlap_speedup"),
+            **{key: last.get(key) for key in ("step_bound_ms", "transfer_gbps", "algbw_gbps")},
             "time_per_step_no_overlap_ms": off[0]["time_per_step_ms"] if off else None,
-            "overlap_speedup": s.get("overlap_speedup"), "step_bound_ms": last.get("step_bound_ms"),
-            "transfer_gbps": last.get("transfer_gbps"), "algbw_gbps": last.get("algbw_gbps"),
             "algbw_no_overlap_gbps": off[0].get("algbw_gbps") if off else None,
             "timing": last.get("timing", {}).get("used", ""),
             "verified": "ok" if s["verified"] else "FAILED",
@@ -132,19 +128,14 @@ def kernels(folder):
 def run_rows(runs, tags):
     """The compare-mode table of the runs named in `tags` that the folder has: header, rows,
     dates and hashes."""
-    rows, dates, hashes = [], [], []
-    for tag in (t for t in tags if t in runs):
-        r = runs[tag]
-        rows.append([tag, r["world_size"], r["transport"], size_name(int(r["tensor_bytes"])),
-                     fmt(num(r["time_per_step_no_overlap_ms"]), 4),
-                     fmt(num(r["time_per_step_ms"]), 4),
-                     fmt(num(r["overlap_speedup"]), 2), fmt(num(r["transfer_gbps"]), 0),
-                     r["verified"]])
-        dates.append(r["timestamp"])
-        hashes.append(r["git_hash"])
+    used = [(tag, runs[tag]) for tag in tags if tag in runs]
+    rows = [[tag, r["world_size"], r["transport"], size_name(int(r["tensor_bytes"])),
+             fmt(num(r["time_per_step_no_overlap_ms"]), 4), fmt(num(r["time_per_step_ms"]), 4),
+             fmt(num(r["overlap_speedup"]), 2), fmt(num(r["transfer_gbps"]), 0), r["verified"]]
+            for tag, r in used]
     header = ["run", "ranks", "transport", "tensor", "ms/step, overlap off", "ms/step, on",
               "speedup", "transfer GB/s (on)", "verified"]
-    return header, rows, dates, hashes
+    return header, rows, [r["timestamp"] for _, r in used], [r["git_hash"] for _, r in used]
 
 
 def small_steps(folder):
@@ -177,9 +168,8 @@ IPC = ("transport/ipc_gpu", "transport/ipc_gpu_4slots", "transport/ipc_gpu_copy_
 
 
 def ipc(folder):
-    legs = [(folder, "time-sliced")] + [(os.path.join(folder, "mps"), "MPS")]
     rows, step_rows, dates, hashes = [], [], [], []
-    for where, leg in legs:
+    for where, leg in ((folder, "time-sliced"), (os.path.join(folder, "mps"), "MPS")):
         runs, ctx = bench(os.path.join(where, "bench-transport-ipc.json"))
         for size in (64 * MIB, 256 * MIB):
             rate = {fam: runs[(fam, size)]["bytes_per_second"] for fam in IPC + ("gpu/copy_d2d",)
@@ -237,13 +227,10 @@ def collectives(folder):
 def two_gpus(folder):
     runs, ctx = bench(os.path.join(folder, "bench-transport-pair.json"))
     sweep = runs_in(folder)
-    by = {}
-    for tag, r in sweep.items():
-        # The sweep's runs; pair_* are the calibrated-C runs, whose transfer C slows.
-        if tag.startswith("pair_") or r["transport"] != "nccl" or int(r["world_size"]) != 2:
-            continue
-        if r.get("transfer_gbps"):
-            by[(int(r["tensor_bytes"]), int(r["depth"]))] = num(r["transfer_gbps"])
+    # The sweep's runs; pair_* are the calibrated-C runs, whose transfer C slows.
+    by = {(int(r["tensor_bytes"]), int(r["depth"])): num(r["transfer_gbps"])
+          for tag, r in sweep.items() if not tag.startswith("pair_") and r["transport"] == "nccl"
+          and int(r["world_size"]) == 2 and r.get("transfer_gbps")}
     rows = []
     for (fam, size), run in sorted(runs.items()):
         if fam == "transport/nccl_plain" and size >= 64 * KIB:
@@ -269,6 +256,10 @@ def blocks(folder, commit):
             for maker in MAKERS for name, header, rows, dates, hashes in maker(folder) if rows}
 
 
+def fenced(name, text):
+    return f"<!-- table {name} -->\n{text}\n<!-- end table {name} -->"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dir")
@@ -285,20 +276,14 @@ def main():
         return 2
     if not args.update:
         for name, text in made.items():
-            print(f"<!-- table {name} -->\n{text}\n<!-- end table {name} -->\n")
+            print(fenced(name, text) + "\n")
         return 0
     with open(args.update) as f:
         doc = f.read()
-    replaced = []
-
-    def swap(match):
-        name = match.group(1)
-        if name not in made:
-            return match.group(0)
-        replaced.append(name)
-        return f"<!-- table {name} -->\n{made[name]}\n<!-- end table {name} -->"
-
-    doc = re.sub(r"<!-- table ([\w-]+) -->\n.*?<!-- end table \1 -->", swap, doc, flags=re.S)
+    block = r"<!-- table ([\w-]+) -->\n.*?<!-- end table \1 -->"
+    replaced = [name for name in re.findall(block, doc, flags=re.S) if name in made]
+    doc = re.sub(block, lambda m: fenced(m[1], made[m[1]]) if m[1] in made else m[0], doc,
+                 flags=re.S)
     with open(args.update, "w") as f:
         f.write(doc)
     print(f"perf_tables: updated {', '.join(replaced) or 'nothing'} in {args.update}")

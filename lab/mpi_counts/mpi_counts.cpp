@@ -50,13 +50,6 @@ double since(Clock::time_point start) {
 // here, and freed), or a handle's being freed (0 for none).
 int ranks_of(int ranks) { return ranks; }
 
-int ranks_of(MPI_Group group) {
-    int size = 0;
-    PMPI_Group_size(group, &size);
-    PMPI_Group_free(&group);
-    return size;
-}
-
 int ranks_of(MPI_Comm comm) {
     if (comm == MPI_COMM_NULL) return 0;
     int size = 0;
@@ -64,17 +57,18 @@ int ranks_of(MPI_Comm comm) {
     return size;
 }
 
-int ranks_of(MPI_File file) {
+template <typename Handle>
+int group_size(int (*get_group)(Handle, MPI_Group*), Handle handle) {
     MPI_Group group = MPI_GROUP_NULL;
-    PMPI_File_get_group(file, &group);
-    return ranks_of(group);
+    get_group(handle, &group);
+    int size = 0;
+    PMPI_Group_size(group, &size);
+    PMPI_Group_free(&group);
+    return size;
 }
 
-int ranks_of(MPI_Win window) {
-    MPI_Group group = MPI_GROUP_NULL;
-    PMPI_Win_get_group(window, &group);
-    return ranks_of(group);
-}
+int ranks_of(MPI_File file) { return group_size(PMPI_File_get_group, file); }
+int ranks_of(MPI_Win window) { return group_size(PMPI_Win_get_group, window); }
 
 template <typename Handle>
 int ranks_of(Handle* handle) {
@@ -207,52 +201,46 @@ void write_counts() {
         add_gathered(receives, comm, counts, per_rank, recv_type); \
         return P##name args;                                       \
     }
+// The parameters that families of calls share, and the arguments that pass them on: a
+// reduction's; a gather's, scatter's or all-to-all's two sides (the v forms' counts and
+// displacements apart); a collective read's or write's; a window's allocation.
+#define REDUCE(...) (const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, __VA_ARGS__)
+#define REDUCE_ARGS(...) (send, recv, n, type, op, __VA_ARGS__)
+#define SIDES(...)                                                                 \
+    (const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n, \
+     MPI_Datatype recv_type, __VA_ARGS__)
+#define SIDES_ARGS(...) (send, send_n, send_type, recv, recv_n, recv_type, __VA_ARGS__)
+#define IO(...) (MPI_File file, __VA_ARGS__, int n, MPI_Datatype type, MPI_Status* status)
+#define IO_ARGS(...) (file, __VA_ARGS__, n, type, status)
+#define ALLOCATE \
+    (MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm, void* base, MPI_Win* window)
+#define ALLOCATE_ARGS (size, unit, info, comm, base, window)
 
 // --- Blocking collectives
 COUNTED(MPI_Barrier, comm, (MPI_Comm comm), (comm))
 COUNTED(MPI_Bcast, comm, (void* buffer, int n, MPI_Datatype type, int root, MPI_Comm comm),
         (buffer, n, type, root, comm))
-COUNTED(MPI_Reduce, comm,
-        (const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, int root,
-         MPI_Comm comm),
-        (send, recv, n, type, op, root, comm))
-COUNTED(MPI_Allreduce, comm,
-        (const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, MPI_Comm comm),
-        (send, recv, n, type, op, comm))
-COUNTED(MPI_Scan, comm,
-        (const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, MPI_Comm comm),
-        (send, recv, n, type, op, comm))
-COUNTED(MPI_Exscan, comm,
-        (const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, MPI_Comm comm),
-        (send, recv, n, type, op, comm))
-GATHERED(MPI_Gather, is_root(root, comm), nullptr, recv_n,
-         (const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
-          MPI_Datatype recv_type, int root, MPI_Comm comm),
-         (send, send_n, send_type, recv, recv_n, recv_type, root, comm))
+COUNTED(MPI_Reduce, comm, REDUCE(int root, MPI_Comm comm), REDUCE_ARGS(root, comm))
+COUNTED(MPI_Allreduce, comm, REDUCE(MPI_Comm comm), REDUCE_ARGS(comm))
+COUNTED(MPI_Scan, comm, REDUCE(MPI_Comm comm), REDUCE_ARGS(comm))
+COUNTED(MPI_Exscan, comm, REDUCE(MPI_Comm comm), REDUCE_ARGS(comm))
+GATHERED(MPI_Gather, is_root(root, comm), nullptr, recv_n, SIDES(int root, MPI_Comm comm),
+         SIDES_ARGS(root, comm))
 GATHERED(MPI_Gatherv, is_root(root, comm), recv_n, 0,
          (const void* send, int send_n, MPI_Datatype send_type, void* recv, const int recv_n[],
           const int displs[], MPI_Datatype recv_type, int root, MPI_Comm comm),
          (send, send_n, send_type, recv, recv_n, displs, recv_type, root, comm))
-GATHERED(MPI_Allgather, true, nullptr, recv_n,
-         (const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
-          MPI_Datatype recv_type, MPI_Comm comm),
-         (send, send_n, send_type, recv, recv_n, recv_type, comm))
+GATHERED(MPI_Allgather, true, nullptr, recv_n, SIDES(MPI_Comm comm), SIDES_ARGS(comm))
 GATHERED(MPI_Allgatherv, true, recv_n, 0,
          (const void* send, int send_n, MPI_Datatype send_type, void* recv, const int recv_n[],
           const int displs[], MPI_Datatype recv_type, MPI_Comm comm),
          (send, send_n, send_type, recv, recv_n, displs, recv_type, comm))
-COUNTED(MPI_Scatter, comm,
-        (const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
-         MPI_Datatype recv_type, int root, MPI_Comm comm),
-        (send, send_n, send_type, recv, recv_n, recv_type, root, comm))
+COUNTED(MPI_Scatter, comm, SIDES(int root, MPI_Comm comm), SIDES_ARGS(root, comm))
 COUNTED(MPI_Scatterv, comm,
         (const void* send, const int send_n[], const int displs[], MPI_Datatype send_type,
          void* recv, int recv_n, MPI_Datatype recv_type, int root, MPI_Comm comm),
         (send, send_n, displs, send_type, recv, recv_n, recv_type, root, comm))
-COUNTED(MPI_Alltoall, comm,
-        (const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
-         MPI_Datatype recv_type, MPI_Comm comm),
-        (send, send_n, send_type, recv, recv_n, recv_type, comm))
+COUNTED(MPI_Alltoall, comm, SIDES(MPI_Comm comm), SIDES_ARGS(comm))
 COUNTED(MPI_Alltoallv, comm,
         (const void* send, const int send_n[], const int send_displs[], MPI_Datatype send_type,
          void* recv, const int recv_n[], const int recv_displs[], MPI_Datatype recv_type,
@@ -262,35 +250,22 @@ COUNTED(MPI_Reduce_scatter, comm,
         (const void* send, void* recv, const int recv_n[], MPI_Datatype type, MPI_Op op,
          MPI_Comm comm),
         (send, recv, recv_n, type, op, comm))
-COUNTED(MPI_Reduce_scatter_block, comm,
-        (const void* send, void* recv, int recv_n, MPI_Datatype type, MPI_Op op, MPI_Comm comm),
-        (send, recv, recv_n, type, op, comm))
+COUNTED(MPI_Reduce_scatter_block, comm, REDUCE(MPI_Comm comm), REDUCE_ARGS(comm))
 
 // --- Non-blocking collectives: counted when posted
 COUNTED(MPI_Ibarrier, comm, (MPI_Comm comm, MPI_Request* request), (comm, request))
 COUNTED(MPI_Ibcast, comm,
         (void* buffer, int n, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* request),
         (buffer, n, type, root, comm, request))
-COUNTED(MPI_Ireduce, comm,
-        (const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
-         MPI_Request* request),
-        (send, recv, n, type, op, root, comm, request))
-COUNTED(MPI_Iallreduce, comm,
-        (const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-         MPI_Request* request),
-        (send, recv, n, type, op, comm, request))
+COUNTED(MPI_Ireduce, comm, REDUCE(int root, MPI_Comm comm, MPI_Request* request),
+        REDUCE_ARGS(root, comm, request))
+COUNTED(MPI_Iallreduce, comm, REDUCE(MPI_Comm comm, MPI_Request* request),
+        REDUCE_ARGS(comm, request))
 GATHERED(MPI_Igather, is_root(root, comm), nullptr, recv_n,
-         (const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
-          MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request* request),
-         (send, send_n, send_type, recv, recv_n, recv_type, root, comm, request))
-GATHERED(MPI_Iallgather, true, nullptr, recv_n,
-         (const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
-          MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request),
-         (send, send_n, send_type, recv, recv_n, recv_type, comm, request))
-COUNTED(MPI_Ialltoall, comm,
-        (const void* send, int send_n, MPI_Datatype send_type, void* recv, int recv_n,
-         MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request),
-        (send, send_n, send_type, recv, recv_n, recv_type, comm, request))
+         SIDES(int root, MPI_Comm comm, MPI_Request* request), SIDES_ARGS(root, comm, request))
+GATHERED(MPI_Iallgather, true, nullptr, recv_n, SIDES(MPI_Comm comm, MPI_Request* request),
+         SIDES_ARGS(comm, request))
+COUNTED(MPI_Ialltoall, comm, SIDES(MPI_Comm comm, MPI_Request* request), SIDES_ARGS(comm, request))
 
 // --- Communicators and windows: collective over the communicator they are made from
 COUNTED(MPI_Comm_split, comm, (MPI_Comm comm, int color, int key, MPI_Comm* out),
@@ -310,12 +285,8 @@ COUNTED(MPI_Comm_free, comm, (MPI_Comm * comm), (comm))
 COUNTED(MPI_Win_create, comm,
         (void* base, MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm, MPI_Win* window),
         (base, size, unit, info, comm, window))
-COUNTED(MPI_Win_allocate, comm,
-        (MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm, void* base, MPI_Win* window),
-        (size, unit, info, comm, base, window))
-COUNTED(MPI_Win_allocate_shared, comm,
-        (MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm, void* base, MPI_Win* window),
-        (size, unit, info, comm, base, window))
+COUNTED(MPI_Win_allocate, comm, ALLOCATE, ALLOCATE_ARGS)
+COUNTED(MPI_Win_allocate_shared, comm, ALLOCATE, ALLOCATE_ARGS)
 COUNTED(MPI_Win_fence, window, (int assertion, MPI_Win window), (assertion, window))
 COUNTED(MPI_Win_free, window, (MPI_Win * window), (window))
 
@@ -332,20 +303,11 @@ COUNTED(MPI_File_set_view, file,
          const char* representation, MPI_Info info),
         (file, disp, etype, filetype, representation, info))
 COUNTED(MPI_File_set_atomicity, file, (MPI_File file, int flag), (file, flag))
-COUNTED(MPI_File_write_all, file,
-        (MPI_File file, const void* buffer, int n, MPI_Datatype type, MPI_Status* status),
-        (file, buffer, n, type, status))
-COUNTED(MPI_File_write_at_all, file,
-        (MPI_File file, MPI_Offset offset, const void* buffer, int n, MPI_Datatype type,
-         MPI_Status* status),
-        (file, offset, buffer, n, type, status))
-COUNTED(MPI_File_read_all, file,
-        (MPI_File file, void* buffer, int n, MPI_Datatype type, MPI_Status* status),
-        (file, buffer, n, type, status))
-COUNTED(MPI_File_read_at_all, file,
-        (MPI_File file, MPI_Offset offset, void* buffer, int n, MPI_Datatype type,
-         MPI_Status* status),
-        (file, offset, buffer, n, type, status))
+COUNTED(MPI_File_write_all, file, IO(const void* buffer), IO_ARGS(buffer))
+COUNTED(MPI_File_write_at_all, file, IO(MPI_Offset offset, const void* buffer),
+        IO_ARGS(offset, buffer))
+COUNTED(MPI_File_read_all, file, IO(void* buffer), IO_ARGS(buffer))
+COUNTED(MPI_File_read_at_all, file, IO(MPI_Offset offset, void* buffer), IO_ARGS(offset, buffer))
 
 int MPI_Init(int* argc, char*** argv) {
     return timed_init([&] { return PMPI_Init(argc, argv); });
