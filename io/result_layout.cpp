@@ -1,14 +1,22 @@
-// The datasets a layout declares, by name, type and shape, and the checks on a layout.
+// The serial side of a result file (rank 0 alone): the datasets a layout declares, by name, type
+// and shape, made in a new file or found again in one to resume, and the checks on a layout.
 #include "io/result_layout.hpp"
 
-#include <algorithm>
+#include <hdf5_hl.h>
 
-#include "io/h5_call.hpp"
-#include "io/h5_types.hpp"
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+#include <system_error>
+
+#include "io/h5.hpp"
+#include "io/output_path.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {
 namespace {
+
+namespace fs = std::filesystem;
 
 // "[2, 3, 1000]".
 std::string shape_text(const std::vector<hsize_t>& dims) {
@@ -31,6 +39,90 @@ bool link_exists(hid_t file, const std::string& name) {
         }
     } while (end != std::string::npos);
     return true;
+}
+
+// NaN for floats, 0 for integers (of either sign: the same bytes).
+void set_fill_value(hid_t dataset_create, ElementType type, const std::string& path) {
+    static const float nan32 = std::numeric_limits<float>::quiet_NaN();
+    static const double nan64 = std::numeric_limits<double>::quiet_NaN();
+    static const std::int64_t zero = 0;
+    const void* value = type == ElementType::float32   ? static_cast<const void*>(&nan32)
+                        : type == ElementType::float64 ? static_cast<const void*>(&nan64)
+                                                       : &zero;
+    h5_check(H5Pset_fill_value(dataset_create, memory_type(type), value), "H5Pset_fill_value",
+             path);
+}
+
+// Contiguous storage allocated at creation: rows are then plain offsets in the file, and
+// independent writes never have to allocate (allocation is collective in parallel HDF5).
+H5PropertyList contiguous_early(const std::string& path, H5D_fill_time_t fill_time) {
+    H5PropertyList dataset_create(
+        h5_check(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate(dataset create, " + path + ")"));
+    h5_check(H5Pset_layout(dataset_create.get(), H5D_CONTIGUOUS), "H5Pset_layout", path);
+    h5_check(H5Pset_alloc_time(dataset_create.get(), H5D_ALLOC_TIME_EARLY), "H5Pset_alloc_time",
+             path);
+    h5_check(H5Pset_fill_time(dataset_create.get(), fill_time), "H5Pset_fill_time", path);
+    return dataset_create;
+}
+
+H5Dataset create_dataset(hid_t file, const std::string& path, ElementType type, int rank,
+                         const hsize_t* dims, hid_t link_create, hid_t dataset_create) {
+    H5Dataspace space(h5_check(H5Screate_simple(rank, dims, nullptr), "H5Screate_simple", path));
+    return H5Dataset(h5_check(H5Dcreate2(file, path.c_str(), file_type(type), space.get(),
+                                         link_create, dataset_create, H5P_DEFAULT),
+                              "H5Dcreate2", path));
+}
+
+// One set's /y and its /step, under `group` (made first when it is not the root).
+void create_rows(hid_t file, const ResultFileLayout& layout, const RowSet& set, hid_t link_create) {
+    const std::string y_name = set.group + "/y", step_name = set.group + "/step";
+    const hsize_t rows = layout.written_steps.size();
+    // Every element of /y gets written (or the run is incomplete): filling it first would
+    // write the whole tensor twice.
+    H5PropertyList y_create = contiguous_early(y_name, H5D_FILL_TIME_NEVER);
+    const hsize_t y_dims[3] = {layout.pairs, rows, set.elements};
+    H5Dataset y =
+        create_dataset(file, y_name, layout.y_type, 3, y_dims, link_create, y_create.get());
+    write_notes(y.get(), layout.y_notes, y_name);
+    H5PropertyList step_create = contiguous_early(step_name, H5D_FILL_TIME_NEVER);
+    H5Dataset step = create_dataset(file, step_name, ElementType::int64, 1, &rows, link_create,
+                                    step_create.get());
+    const hsize_t start = 0;
+    write_hyperslab(step.get(), &start, &rows, rows, H5T_NATIVE_INT64, H5P_DEFAULT,
+                    layout.written_steps.data(), step_name);
+    write_notes(step.get(), layout.step_notes, step_name);
+    // /step is the coordinate of /y's rows: a dimension scale attached to its dimension 1.
+    h5_check(H5DSset_scale(step.get(), "step"), "H5DSset_scale", step_name);
+    h5_check(H5DSattach_scale(y.get(), step.get(), 1),
+             "H5DSattach_scale(" + y_name + ", " + step_name + ")");
+}
+
+// Rank 0 only: every dataset of `layout` (allocated, matrices filled), /step and the root
+// attributes with complete = 0, in `file` opened serially.
+void create_structure(hid_t file, const ResultFileLayout& layout, const Attributes& attributes) {
+    H5PropertyList link_create(h5_check(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate(link create)"));
+    h5_check(H5Pset_create_intermediate_group(link_create.get(), 1),
+             "H5Pset_create_intermediate_group");
+    if (!layout.written_steps.empty()) {
+        for (const RowSet& set : row_sets(layout))
+            create_rows(file, layout, set, link_create.get());
+    }
+    for (const MatrixSpec& spec : layout.matrices) {
+        const std::string name = matrix_name(spec);
+        H5PropertyList matrix_create = contiguous_early(name, H5D_FILL_TIME_ALLOC);
+        set_fill_value(matrix_create.get(), spec.type, name);
+        const hsize_t dims[2] = {spec.rows, spec.cols};
+        H5Dataset dataset =
+            create_dataset(file, name, spec.type, 2, dims, link_create.get(), matrix_create.get());
+        DatasetNotes notes{spec.units, spec.description, {}};
+        if (!spec.row_label.empty() || !spec.col_label.empty()) {
+            notes.dims = {spec.row_label, spec.col_label};
+        }
+        write_notes(dataset.get(), notes, name);
+    }
+    write_group_attributes(file, layout.group_attributes);
+    for (const auto& [name, value] : attributes) write_attribute(file, name, value);
+    write_attribute(file, std::string(complete_attribute), std::int64_t{0});
 }
 
 }  // namespace
@@ -124,6 +216,65 @@ H5Dataset open_declared_dataset(hid_t file, const std::string& file_path,
                           shape_text(declared.dims));
     }
     return dataset;
+}
+
+void make_partial(const std::string& partial_path, const ResultFileLayout& layout,
+                  const Attributes& attributes) {
+    std::error_code error;
+    fs::remove(partial_path, error);
+    if (error) {
+        throw runtime_error("cannot remove stale '" + partial_path + "': " + error.message());
+    }
+    const std::string temporary = partial_path + ".tmp";
+    // Left by a creation that was killed; the caller holds the output's lock.
+    check_output_target("output", temporary, {}, "");
+    fs::remove(temporary, error);
+    try {
+        H5File file(h5_check(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                             "H5Fcreate('" + temporary + "')"));
+        create_structure(file.get(), layout, attributes);
+        h5_check(file.close(), "H5Fclose('" + temporary + "')");
+    } catch (...) {
+        fs::remove(temporary, error);
+        throw;
+    }
+    fs::rename(temporary, partial_path, error);
+    if (error) {
+        fs::remove(temporary, error);
+        throw runtime_error("cannot rename '" + temporary + "' to '" + partial_path +
+                            "': " + error.message());
+    }
+}
+
+void check_resumable(const std::string& partial_path, const ResultFileLayout& layout) {
+    H5File file = open_serial_read_only(partial_path, "resume");
+    const std::string prefix = "cannot resume '" + partial_path + "': ";
+    const std::optional<AttributeValue> complete =
+        read_attribute(file.get(), std::string(complete_attribute),
+                       "attribute 'complete' of '" + partial_path + "'");
+    if (!complete) throw usage_error(prefix + "it has no 'complete' attribute");
+    const auto* complete_value = std::get_if<std::int64_t>(&*complete);
+    if (complete_value == nullptr) {
+        throw usage_error(prefix + "attribute 'complete' is not an integer");
+    }
+    if (*complete_value != 0) {
+        throw usage_error("nothing to resume: '" + partial_path + "' is complete");
+    }
+    for (const DeclaredDataset& declared : declared_datasets(layout)) {
+        H5Dataset dataset = open_declared_dataset(file.get(), partial_path, declared);
+        // Rows are placed by their index into written_steps, so the steps must be the same.
+        // (Each /step is the one 1-D dataset of its set; matrices are 2-D.)
+        if (declared.dims.size() == 1) {
+            std::vector<std::int64_t> steps(layout.written_steps.size());
+            h5_check(H5Dread(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                             steps.data()),
+                     "H5Dread", declared.name);
+            if (steps != layout.written_steps) {
+                throw usage_error(prefix + declared.name +
+                                  " holds other steps than this run writes");
+            }
+        }
+    }
 }
 
 }  // namespace gpurelay

@@ -1,7 +1,5 @@
 // The rule for the output's names (PATH, PATH.partial and the working names beside them), what
 // a fresh run may replace, and the rename that publishes a finished file.
-#include "io/result_target.hpp"
-
 #include <hdf5.h>
 
 #include <filesystem>
@@ -9,10 +7,8 @@
 #include <system_error>
 #include <variant>
 
-#include "io/h5_call.hpp"
-#include "io/h5_data.hpp"
+#include "io/h5.hpp"
 #include "io/output_path.hpp"
-#include "io/result_file.hpp"
 #include "io/result_layout.hpp"
 #include "runtime/error.hpp"
 
