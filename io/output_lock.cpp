@@ -69,8 +69,7 @@ std::optional<OutputLock> OutputLock::take(const std::string& path, std::string&
             ::close(fd);
             throw usage_error("output: cannot lock '" + name + "': " + std::strerror(error));
         }
-        struct stat held {
-        }, named{};
+        struct stat held = {}, named = {};
         if (::fstat(fd, &held) == 0 && ::stat(name.c_str(), &named) == 0 &&
             held.st_ino == named.st_ino && held.st_dev == named.st_dev) {
             const std::string mine = holder_text() + "\n";

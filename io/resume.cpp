@@ -24,20 +24,17 @@ constexpr std::size_t kMostPartialsLookedAt = 16;
 
 // The root attributes of a .partial, read one by one (rank 0, before any rank opens the file);
 // each refusal says how to start afresh instead, as a fresh run would take it.
-class PartialAttributes {
-  public:
-    explicit PartialAttributes(const std::string& output)
-        : output_(output), partial_(output + ".partial") {}
-    const std::string& path() const { return partial_; }
-    const std::string& output() const { return output_; }
+struct PartialAttributes {
+    explicit PartialAttributes(const std::string& of) : output(of), path(of + ".partial") {}
+    std::string output, path;
 
     Error damaged(const std::string& what) const {
-        return usage_error("damaged .partial '" + partial_ + "': " + what + ": " +
-                           ResultFile::fresh_start_advice(output_));
+        return usage_error("damaged .partial '" + path + "': " + what + ": " +
+                           ResultFile::fresh_start_advice(output));
     }
     std::optional<AttributeValue> read(const char* name) const {
         try {
-            return ResultFile::read_root_attribute(partial_, name);
+            return ResultFile::read_root_attribute(path, name);
         } catch (const Error& e) {
             throw damaged(e.what());
         }
@@ -57,10 +54,6 @@ class PartialAttributes {
     std::optional<std::string> text(const char* name) const {
         return typed<std::string>(name, "text");
     }
-
-  private:
-    std::string output_;
-    std::string partial_;
 };
 
 // The deck the file was started with (its config_toml), for its own output.
@@ -75,7 +68,7 @@ Config stored_deck(const PartialAttributes& file) {
     } catch (const Error& e) {
         throw file.damaged(e.what());
     }
-    before.output = file.output();
+    before.output = file.output;
     return before;
 }
 
@@ -97,7 +90,7 @@ std::string differences(const Config& stored, const Config& run) {
 void check_same_deck(const Config& config, const PartialAttributes& file) {
     const Config before = stored_deck(file);
     if (const std::string differ = differences(before, config); !differ.empty()) {
-        throw usage_error("resume: '" + file.path() + "' was started with " + differ +
+        throw usage_error("resume: '" + file.path + "' was started with " + differ +
                           "; the command that continues it: " + resume_command(before));
     }
 }
@@ -118,11 +111,11 @@ ResumePoint stop_point(const Config& config, const PartialAttributes& file) {
     if (!step || !pass) {
         // Its ranks were killed, or ended by an mpirun that exited (Open MPI's mpirun exits at
         // once on a second SIGINT or SIGTERM, and kills the ranks a second after its first).
-        throw usage_error("resume: '" + file.path() +
+        throw usage_error("resume: '" + file.path +
                           "' was not stopped cleanly (no stopped_at_step: its ranks were killed "
                           "mid-run; under mpirun, SIGUSR1 to mpirun stops a run so it can "
                           "resume): " +
-                          ResultFile::fresh_start_advice(file.output()));
+                          ResultFile::fresh_start_advice(file.output));
     }
     // Files of one size, and of versions before several sizes, have neither: 0.
     const std::int64_t size = file.integer("stopped_size").value_or(0);
@@ -143,12 +136,7 @@ ResumePoint stop_point(const Config& config, const PartialAttributes& file) {
         throw file.damaged("stopped_at_step " + std::to_string(*step) + " is outside 1.." +
                            std::to_string(config.steps - 1));
     }
-    ResumePoint point;
-    point.pass = *pass;
-    point.step = *step;
-    point.size = size;
-    point.sizes_failed = sizes_failed;
-    return point;
+    return {.pass = *pass, .step = *step, .size = size, .sizes_failed = sizes_failed};
 }
 
 // How far a .partial's run got, as the stop line says it.
@@ -227,8 +215,8 @@ std::string shell_quoted(std::string_view text) {
 ResumePoint find_resume_point(const Config& config) {
     const PartialAttributes file(config.output);
     std::error_code missing;
-    if (!std::filesystem::exists(std::filesystem::symlink_status(file.path(), missing))) {
-        throw usage_error("resume: nothing to resume: '" + file.path() + "' does not exist");
+    if (!std::filesystem::exists(std::filesystem::symlink_status(file.path, missing))) {
+        throw usage_error("resume: nothing to resume: '" + file.path + "' does not exist");
     }
     const auto complete = file.integer("complete");
     if (!complete || (*complete != 0 && *complete != 1)) {
