@@ -41,52 +41,46 @@ bool link_exists(hid_t file, const std::string& name) {
     return true;
 }
 
+// Contiguous storage allocated at creation: rows are then plain offsets in the file, and
+// independent writes never have to allocate (allocation is collective in parallel HDF5). `fill`:
 // NaN for floats, 0 for integers (of either sign: the same bytes).
-void set_fill_value(hid_t dataset_create, ElementType type, const std::string& path) {
+H5Dataset create_dataset(hid_t file, const std::string& path, ElementType type,
+                         const std::vector<hsize_t>& dims, bool fill, hid_t link_create) {
     static const float nan32 = std::numeric_limits<float>::quiet_NaN();
     static const double nan64 = std::numeric_limits<double>::quiet_NaN();
     static const std::int64_t zero = 0;
+    H5PropertyList create(
+        h5_check(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate(dataset create, " + path + ")"));
+    h5_check(H5Pset_layout(create.get(), H5D_CONTIGUOUS), "H5Pset_layout", path);
+    h5_check(H5Pset_alloc_time(create.get(), H5D_ALLOC_TIME_EARLY), "H5Pset_alloc_time", path);
+    h5_check(H5Pset_fill_time(create.get(), fill ? H5D_FILL_TIME_ALLOC : H5D_FILL_TIME_NEVER),
+             "H5Pset_fill_time", path);
     const void* value = type == ElementType::float32   ? static_cast<const void*>(&nan32)
                         : type == ElementType::float64 ? static_cast<const void*>(&nan64)
                                                        : &zero;
-    h5_check(H5Pset_fill_value(dataset_create, memory_type(type), value), "H5Pset_fill_value",
-             path);
-}
-
-// Contiguous storage allocated at creation: rows are then plain offsets in the file, and
-// independent writes never have to allocate (allocation is collective in parallel HDF5).
-H5PropertyList contiguous_early(const std::string& path, H5D_fill_time_t fill_time) {
-    H5PropertyList dataset_create(
-        h5_check(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate(dataset create, " + path + ")"));
-    h5_check(H5Pset_layout(dataset_create.get(), H5D_CONTIGUOUS), "H5Pset_layout", path);
-    h5_check(H5Pset_alloc_time(dataset_create.get(), H5D_ALLOC_TIME_EARLY), "H5Pset_alloc_time",
-             path);
-    h5_check(H5Pset_fill_time(dataset_create.get(), fill_time), "H5Pset_fill_time", path);
-    return dataset_create;
-}
-
-H5Dataset create_dataset(hid_t file, const std::string& path, ElementType type, int rank,
-                         const hsize_t* dims, hid_t link_create, hid_t dataset_create) {
-    H5Dataspace space(h5_check(H5Screate_simple(rank, dims, nullptr), "H5Screate_simple", path));
+    if (fill) {
+        h5_check(H5Pset_fill_value(create.get(), memory_type(type), value), "H5Pset_fill_value",
+                 path);
+    }
+    H5Dataspace space(
+        h5_check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                 "H5Screate_simple", path));
     return H5Dataset(h5_check(H5Dcreate2(file, path.c_str(), file_type(type), space.get(),
-                                         link_create, dataset_create, H5P_DEFAULT),
+                                         link_create, create.get(), H5P_DEFAULT),
                               "H5Dcreate2", path));
 }
 
-// One set's /y and its /step, under `group` (made first when it is not the root).
+// One set's /y and its /step, under `group` (made first when it is not the root). Neither is
+// filled: every element gets written (or the run is incomplete), and filling first would write
+// the whole tensor twice.
 void create_rows(hid_t file, const ResultFileLayout& layout, const RowSet& set, hid_t link_create) {
     const std::string y_name = set.group + "/y", step_name = set.group + "/step";
     const hsize_t rows = layout.written_steps.size();
-    // Every element of /y gets written (or the run is incomplete): filling it first would
-    // write the whole tensor twice.
-    H5PropertyList y_create = contiguous_early(y_name, H5D_FILL_TIME_NEVER);
-    const hsize_t y_dims[3] = {layout.pairs, rows, set.elements};
-    H5Dataset y =
-        create_dataset(file, y_name, layout.y_type, 3, y_dims, link_create, y_create.get());
+    H5Dataset y = create_dataset(file, y_name, layout.y_type, {layout.pairs, rows, set.elements},
+                                 false, link_create);
     write_notes(y.get(), layout.y_notes, y_name);
-    H5PropertyList step_create = contiguous_early(step_name, H5D_FILL_TIME_NEVER);
-    H5Dataset step = create_dataset(file, step_name, ElementType::int64, 1, &rows, link_create,
-                                    step_create.get());
+    H5Dataset step =
+        create_dataset(file, step_name, ElementType::int64, {rows}, false, link_create);
     const hsize_t start = 0;
     write_hyperslab(step.get(), &start, &rows, rows, H5T_NATIVE_INT64, H5P_DEFAULT,
                     layout.written_steps.data(), step_name);
@@ -109,11 +103,8 @@ void create_structure(hid_t file, const ResultFileLayout& layout, const Attribut
     }
     for (const MatrixSpec& spec : layout.matrices) {
         const std::string name = matrix_name(spec);
-        H5PropertyList matrix_create = contiguous_early(name, H5D_FILL_TIME_ALLOC);
-        set_fill_value(matrix_create.get(), spec.type, name);
-        const hsize_t dims[2] = {spec.rows, spec.cols};
         H5Dataset dataset =
-            create_dataset(file, name, spec.type, 2, dims, link_create.get(), matrix_create.get());
+            create_dataset(file, name, spec.type, {spec.rows, spec.cols}, true, link_create.get());
         DatasetNotes notes{spec.units, spec.description, {}};
         if (!spec.row_label.empty() || !spec.col_label.empty()) {
             notes.dims = {spec.row_label, spec.col_label};
