@@ -45,17 +45,6 @@ std::string finishable_contents(const std::string& partial_path) {
     return "";
 }
 
-// Rank 0 only, before a fresh run makes PATH.partial: what stands there must be a regular file,
-// and one that --resume could finish is kept unless `overwrite`.
-void check_partial_for_fresh_run(const std::string& partial_path, bool overwrite) {
-    check_output_target("output", partial_path, {}, "");
-    if (overwrite) return;
-    if (const std::string kept = finishable_contents(partial_path); !kept.empty()) {
-        throw usage_error("'" + partial_path + "' " + kept +
-                          ": use --resume, or --overwrite to discard it");
-    }
-}
-
 }  // namespace
 
 void check_final_path(const std::string& path, bool overwrite) {
@@ -101,7 +90,15 @@ std::string ResultFile::fresh_start_advice(const std::string& path) {
 void ResultFile::check_target(const std::string& path, bool overwrite) {
     QuietHdf5Errors quiet;
     check_final_path(path, overwrite);
-    check_partial_for_fresh_run(path + ".partial", overwrite);
+    // What stands at PATH.partial must be a regular file, and one that --resume could finish is
+    // kept unless `overwrite`.
+    const std::string partial_path = path + ".partial";
+    check_output_target("output", partial_path, {}, "");
+    if (overwrite) return;
+    if (const std::string kept = finishable_contents(partial_path); !kept.empty()) {
+        throw usage_error("'" + partial_path + "' " + kept +
+                          ": use --resume, or --overwrite to discard it");
+    }
 }
 
 }  // namespace gpurelay

@@ -86,24 +86,6 @@ std::string differences(const Config& stored, const Config& run) {
     return text;
 }
 
-// Every key that can change a result must be the stored deck's.
-void check_same_deck(const Config& config, const PartialAttributes& file) {
-    const Config before = stored_deck(file);
-    if (const std::string differ = differences(before, config); !differ.empty()) {
-        throw usage_error("resume: '" + file.path + "' was started with " + differ +
-                          "; the command that continues it: " + resume_command(before));
-    }
-}
-
-// The launches the file records (a JSON array), "[]" where it records none.
-std::string launches_of(const PartialAttributes& file) {
-    const std::string launches = file.text("launches").value_or("[]");
-    if (launches.size() < 2 || launches.front() != '[' || launches.back() != ']') {
-        throw file.damaged("attribute launches is not a JSON array");
-    }
-    return launches;
-}
-
 // Where a stopped run stopped: the size, the pass and the step, each inside the run.
 ResumePoint stop_point(const Config& config, const PartialAttributes& file) {
     const auto step = file.integer("stopped_at_step");
@@ -222,7 +204,12 @@ ResumePoint find_resume_point(const Config& config) {
     if (!complete || (*complete != 0 && *complete != 1)) {
         throw file.damaged("attribute complete is missing or not 0 or 1");
     }
-    check_same_deck(config, file);
+    // Every key that can change a result must be the stored deck's.
+    const Config before = stored_deck(file);
+    if (const std::string differ = differences(before, config); !differ.empty()) {
+        throw usage_error("resume: '" + file.path + "' was started with " + differ +
+                          "; the command that continues it: " + resume_command(before));
+    }
     ResumePoint point;
     if (*complete == 0) {
         point = stop_point(config, file);
@@ -237,7 +224,12 @@ ResumePoint find_resume_point(const Config& config) {
         point.complete = 1;
         point.verified = flag ? std::int64_t{*flag} : *number;
     }
-    point.launches = launches_of(file);
+    // The launches the file records (a JSON array), "[]" where it records none.
+    point.launches = file.text("launches").value_or("[]");
+    if (point.launches.size() < 2 || point.launches.front() != '[' ||
+        point.launches.back() != ']') {
+        throw file.damaged("attribute launches is not a JSON array");
+    }
     return point;
 }
 
