@@ -32,23 +32,6 @@ const StopSignal& stop_signal_of(int signal) {
     return kStopSignals[0];
 }
 
-}  // namespace
-
-void install_stop_handlers() {
-    struct sigaction action {};
-    action.sa_handler = record_signal;
-    sigemptyset(&action.sa_mask);
-    // SA_RESTART: a signal must not turn the MPI or file call it interrupts into an error.
-    action.sa_flags = SA_RESTART;
-    for (const StopSignal& s : kStopSignals) sigaction(s.signal, &action, nullptr);
-}
-
-int stop_signal() { return received_signal; }
-const char* stop_signal_name(int signal) { return stop_signal_of(signal).name; }
-ExitCode stopped_exit_code(int signal) { return stop_signal_of(signal).code; }
-
-namespace {
-
 // The cadence's rule (stop_request.hpp): at least this many steps, at least this long, and no
 // longer than this, so that a stop lands within about a second however long the steps are.
 constexpr std::int64_t kMinVoteSteps = 128;
@@ -66,6 +49,19 @@ std::int64_t steps_lasting(double ms, double step_ms) {
 }
 
 }  // namespace
+
+void install_stop_handlers() {
+    struct sigaction action {};
+    action.sa_handler = record_signal;
+    sigemptyset(&action.sa_mask);
+    // SA_RESTART: a signal must not turn the MPI or file call it interrupts into an error.
+    action.sa_flags = SA_RESTART;
+    for (const StopSignal& s : kStopSignals) sigaction(s.signal, &action, nullptr);
+}
+
+int stop_signal() { return received_signal; }
+const char* stop_signal_name(int signal) { return stop_signal_of(signal).name; }
+ExitCode stopped_exit_code(int signal) { return stop_signal_of(signal).code; }
 
 std::int64_t StopVote::cadence_for(double step_ms, int lag) {
     step_ms = std::max(step_ms, 1e-6);
