@@ -1,6 +1,6 @@
 // Inside io/: a ResultFileLayout's datasets, named once for making the file and for opening it
 // again, the checks a layout and its attributes pass before any file work, and the rule for the
-// output's names (result_target.cpp).
+// output's names.
 #pragma once
 
 #include <hdf5.h>
