@@ -160,6 +160,10 @@ std::optional<AttributeValue> read_attribute(hid_t object, const std::string& na
         throw usage_error(what + " is not a scalar");
     }
     H5Datatype type(h5_check(H5Aget_type(attribute.get()), "H5Aget_type", what));
+    const auto read = [&](hid_t memory, auto value) -> AttributeValue {
+        h5_check(H5Aread(attribute.get(), memory, &value), "H5Aread", what);
+        return value;
+    };
     switch (H5Tget_class(type.get())) {
         case H5T_STRING: {
             H5Datatype memory(h5_check(H5Tcopy(H5T_C_S1), "H5Tcopy(string)"));
@@ -182,11 +186,8 @@ std::optional<AttributeValue> read_attribute(hid_t object, const std::string& na
             value.resize(std::min(value.find('\0'), value.size()));
             return value;
         }
-        case H5T_INTEGER: {
-            std::int64_t value = 0;
-            h5_check(H5Aread(attribute.get(), H5T_NATIVE_INT64, &value), "H5Aread", what);
-            return value;
-        }
+        case H5T_INTEGER:
+            return read(H5T_NATIVE_INT64, std::int64_t{0});
         case H5T_ENUM: {
             // Only h5py's boolean: {FALSE = 0, TRUE = 1}; the conversion fails on other names.
             H5Datatype memory = bool_type();
@@ -197,11 +198,8 @@ std::optional<AttributeValue> read_attribute(hid_t object, const std::string& na
             }
             return value != 0;
         }
-        case H5T_FLOAT: {
-            double value = 0;
-            h5_check(H5Aread(attribute.get(), H5T_NATIVE_DOUBLE, &value), "H5Aread", what);
-            return value;
-        }
+        case H5T_FLOAT:
+            return read(H5T_NATIVE_DOUBLE, 0.0);
         default:
             throw usage_error(what + " is neither a string, an integer nor a float");
     }
