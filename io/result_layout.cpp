@@ -309,17 +309,14 @@ void publish_partial(const std::string& partial_path, const std::string& path, b
     std::error_code error;
     // The check at create time does not cover a file that appeared during the run.
     const fs::file_status status = fs::symlink_status(path, error);
+    const std::string kept = "; the results stay in '" + partial_path + "'";
     if (fs::exists(status) && !fs::is_regular_file(status)) {
         throw usage_error("output '" + path +
-                          "' became something other than a regular file "
-                          "during the run; the results stay in '" +
-                          partial_path + "'");
+                          "' became something other than a regular file during the run" + kept);
     }
     if (!overwrite && fs::exists(status)) {
         throw usage_error("output file '" + path +
-                          "' appeared during the run (use --overwrite to replace it); the "
-                          "results stay in '" +
-                          partial_path + "'");
+                          "' appeared during the run (use --overwrite to replace it)" + kept);
     }
     fs::rename(partial_path, path, error);
     if (error) {

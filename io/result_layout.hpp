@@ -36,8 +36,7 @@ struct DeclaredDataset {
 // The layout's /y sets: its row_sets, or the root's alone.
 std::vector<RowSet> row_sets(const ResultFileLayout& layout);
 
-// Each set's y and step (when the layout has written steps), then the matrices in declaration
-// order.
+// Each set's y and step (when the layout has written steps), then the matrices as declared.
 std::vector<DeclaredDataset> declared_datasets(const ResultFileLayout& layout);
 
 // Opens the declared dataset in `file` (named `file_path` in messages); a usage error naming the
