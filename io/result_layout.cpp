@@ -59,10 +59,10 @@ H5Dataset create_dataset(hid_t file, const std::string& path, ElementType type,
     h5_check(H5Pset_alloc_time(create.get(), H5D_ALLOC_TIME_EARLY), "H5Pset_alloc_time", path);
     h5_check(H5Pset_fill_time(create.get(), fill ? H5D_FILL_TIME_ALLOC : H5D_FILL_TIME_NEVER),
              "H5Pset_fill_time", path);
-    const void* value = type == ElementType::float32   ? static_cast<const void*>(&nan32)
-                        : type == ElementType::float64 ? static_cast<const void*>(&nan64)
-                                                       : &zero;
     if (fill) {
+        const void* value = type == ElementType::float32   ? static_cast<const void*>(&nan32)
+                            : type == ElementType::float64 ? static_cast<const void*>(&nan64)
+                                                           : &zero;
         h5_check(H5Pset_fill_value(create.get(), memory_type(type), value), "H5Pset_fill_value",
                  path);
     }
