@@ -36,7 +36,7 @@ std::string read_holder(int fd) {
 
 OutputLock OutputLock::acquire(const std::string& path) {
     std::string holder;
-    std::optional<OutputLock> lock = take(path, holder);
+    std::optional<OutputLock> lock = try_acquire(path, &holder);
     if (!lock) {
         throw usage_error("output '" + path + "' is in use by another gpurelay job (" + holder +
                           "); wait for it to end or choose another --output");
@@ -44,12 +44,7 @@ OutputLock OutputLock::acquire(const std::string& path) {
     return std::move(*lock);
 }
 
-std::optional<OutputLock> OutputLock::try_acquire(const std::string& path) {
-    std::string holder;
-    return take(path, holder);
-}
-
-std::optional<OutputLock> OutputLock::take(const std::string& path, std::string& holder) {
+std::optional<OutputLock> OutputLock::try_acquire(const std::string& path, std::string* holder) {
     const std::string name = path + ".lock";
     // The holder removes the file as it lets go: a file opened just before that removal is
     // locked in vain, so the lock counts only if the name still leads to the locked file.
@@ -62,15 +57,14 @@ std::optional<OutputLock> OutputLock::take(const std::string& path, std::string&
         if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
             const int error = errno;
             if (error == EWOULDBLOCK) {
-                holder = read_holder(fd);
+                if (holder != nullptr) *holder = read_holder(fd);
                 ::close(fd);
                 return std::nullopt;
             }
             ::close(fd);
             throw usage_error("output: cannot lock '" + name + "': " + std::strerror(error));
         }
-        struct stat held {
-        }, named{};
+        struct stat held = {}, named = {};
         if (::fstat(fd, &held) == 0 && ::stat(name.c_str(), &named) == 0 &&
             held.st_ino == named.st_ino && held.st_dev == named.st_dev) {
             const std::string mine = holder_text() + "\n";

@@ -16,8 +16,10 @@ class OutputLock {
     // by another gpurelay job (host H, pid P, since T)", or the system's reason when PATH.lock
     // cannot be made.
     static OutputLock acquire(const std::string& path);
-    // The same, but nothing when another job holds the lock (a name taken meanwhile).
-    static std::optional<OutputLock> try_acquire(const std::string& path);
+    // The same, but nothing when another job holds the lock (a name taken meanwhile), with
+    // `holder` (when given) set to who holds it.
+    static std::optional<OutputLock> try_acquire(const std::string& path,
+                                                 std::string* holder = nullptr);
     // Removes PATH.lock while still holding it, then lets go.
     ~OutputLock();
     OutputLock(OutputLock&& other) noexcept;
@@ -29,8 +31,6 @@ class OutputLock {
     bool held() const noexcept { return fd_ >= 0; }
 
   private:
-    // The lock, or nothing with `holder` set to who holds it; throws on the system's refusals.
-    static std::optional<OutputLock> take(const std::string& path, std::string& holder);
     OutputLock(int fd, std::string lock_path) noexcept
         : fd_(fd), lock_path_(std::move(lock_path)) {}
     void release() noexcept;

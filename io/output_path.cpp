@@ -105,15 +105,14 @@ void check_output_target(const std::string& key, const std::string& path,
         throw usage_error(key + ": '" + folder + "' is not a folder");
     }
     // AT_EACCESS: the rights this process writes with; a read-only file system refuses even root.
-    if (::faccessat(AT_FDCWD, folder.c_str(), W_OK | X_OK, AT_EACCESS) != 0) {
+    // The rights say yes to root even where the file system itself says no (/proc, sysfs, a FUSE
+    // mount): only making a file there tells.
+    const int refused = ::faccessat(AT_FDCWD, folder.c_str(), W_OK | X_OK, AT_EACCESS) != 0
+                            ? errno
+                            : try_making_file_in(folder);
+    if (refused != 0) {
         throw usage_error(key + ": folder '" + folder +
-                          "' does not take new files: " + reason(errno));
-    }
-    // The rights say yes to root even where the file system itself says no (/proc, sysfs, a
-    // FUSE mount): only making a file there tells.
-    if (const int error = try_making_file_in(folder); error != 0) {
-        throw usage_error(key + ": folder '" + folder +
-                          "' does not take new files: " + reason(error));
+                          "' does not take new files: " + reason(refused));
     }
     const long name_max = ::pathconf(folder.c_str(), _PC_NAME_MAX);
     const std::string name = fs::path(path).filename().string();
@@ -143,8 +142,7 @@ void check_output_target(const std::string& key, const std::string& path,
 }
 
 bool same_file(const std::string& a, const std::string& b) {
-    struct stat first {
-    }, second{};
+    struct stat first = {}, second = {};
     if (::stat(a.c_str(), &first) == 0 && ::stat(b.c_str(), &second) == 0) {
         return first.st_dev == second.st_dev && first.st_ino == second.st_ino;
     }

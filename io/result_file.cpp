@@ -1,24 +1,28 @@
-// An open result file: its rows written independently by each rank, flushes, and the close
-// that marks it complete and gives it its final name.
+// An open result file, collective over its ranks: made (rank 0 makes the whole PATH.partial
+// serially, then every rank opens it) or reopened to resume, its rows written independently by
+// each rank, flushes, and the close that marks it complete and gives it its final name.
 #include "io/result_file.hpp"
 
 #include <hdf5.h>
 
 #include <exception>
+#include <filesystem>
+#include <map>
+#include <system_error>
 
-#include "io/h5_call.hpp"
-#include "io/h5_data.hpp"
-#include "io/h5_types.hpp"
-#include "io/result_file_state.hpp"
+#include "io/h5.hpp"
 #include "io/result_layout.hpp"
-#include "io/result_target.hpp"
 #include "mpi/agreement.hpp"
 #include "mpi/error.hpp"
 #include "mpi/wait.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {
+namespace {
 
+namespace fs = std::filesystem;
+
+// File access for every rank of `comm` through MPI-IO.
 H5PropertyList parallel_file_access(MPI_Comm comm) {
     H5PropertyList file_access(h5_check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)"));
     h5_check(H5Pset_fapl_mpio(file_access.get(), comm, MPI_INFO_NULL), "H5Pset_fapl_mpio");
@@ -29,17 +33,179 @@ H5PropertyList parallel_file_access(MPI_Comm comm) {
     return file_access;
 }
 
-H5PropertyList independent_transfer_list() {
-    H5PropertyList transfer(h5_check(H5Pcreate(H5P_DATASET_XFER), "H5Pcreate(dataset transfer)"));
-    h5_check(H5Pset_dxpl_mpio(transfer.get(), H5FD_MPIO_INDEPENDENT),
-             "H5Pset_dxpl_mpio(independent)");
-    return transfer;
-}
+}  // namespace
+
+struct ResultFile::State {
+    struct Matrix {
+        H5Dataset dataset;
+        ElementType type;
+        std::uint64_t rows;
+        std::uint64_t cols;
+    };
+    // A row set's /y and /step, and its rows' length.
+    struct Rows {
+        H5Dataset y, step;
+        std::uint64_t elements = 0;
+        std::string group;
+    };
+
+    std::string path;
+    std::string partial_path;
+    bool overwrite = false;
+    // Our own duplicate, so that agreeing on outcomes never meets the caller's collectives.
+    MPI_Comm comm = MPI_COMM_NULL;
+    int rank = 0;
+    std::uint64_t pairs = 0;
+    std::uint64_t rows = 0;
+    ElementType y_type = ElementType::float32;
+
+    // Declared first, so destroyed last: the file closes only after its datasets.
+    H5File file;
+    H5PropertyList independent_transfer;
+    std::vector<Rows> row_sets;  // none without written steps
+    std::map<std::string, Matrix> matrices;
+    bool closed = false;
+
+    // Not collective: checks the layout and the attributes (the same on every rank, so they fail
+    // everywhere or nowhere, before any collective), then duplicates `comm`.
+    State(MPI_Comm caller, const std::string& output, bool replace, const ResultFileLayout& layout,
+          const Attributes& attributes)
+        : path(output),
+          partial_path(output + ".partial"),
+          overwrite(replace),
+          pairs(layout.pairs),
+          rows(layout.written_steps.size()),
+          y_type(layout.y_type) {
+        validate_layout(layout);
+        validate_attributes(attributes);
+        MPI_CHECK(MPI_Comm_dup(caller, &comm));
+        MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    }
+
+    ~State() {
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (finalized != 0) {
+            // MPI_Finalize already shut HDF5 down (and closed its files); touching either library
+            // now would fail. Forget the ids.
+            each_object([](auto& id) { id.release(); });
+            file.release();
+            return;
+        }
+        // Collective (a close that close() did not make, on a failure's way out).
+        const Deadline bound("HDF5 close of '" + partial_path + "' after a failure");
+        QuietHdf5Errors quiet;
+        close_objects();
+        file.reset();
+        if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    }
+
+    // `f` on every id but the file's.
+    template <typename F>
+    void each_object(F f) {
+        for (auto& entry : matrices) f(entry.second.dataset);
+        for (Rows& set : row_sets) {
+            f(set.y);
+            f(set.step);
+        }
+        f(independent_transfer);
+    }
+    void close_objects() noexcept {
+        each_object([](auto& id) { id.reset(); });
+    }
+
+    // Collective: what is written so far reaches the disk, so a job that dies later leaves a
+    // readable .partial; every rank learns whether it worked.
+    void flush_everywhere() {
+        agree(comm, [&] {
+            h5_check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "H5Fflush('" + partial_path + "')");
+        });
+    }
+
+    // Collective: opens the existing .partial (checked on rank 0 already) and every dataset of
+    // `layout`, and writes `attributes`; `complete` stays 0 and /step as it is.
+    void open_objects(const ResultFileLayout& layout, const Attributes& attributes) {
+        file = H5File(
+            h5_check(H5Fopen(partial_path.c_str(), H5F_ACC_RDWR, parallel_file_access(comm).get()),
+                     "H5Fopen('" + partial_path + "')"));
+        // Rows are written by one rank at its own pace, so raw data goes independently.
+        independent_transfer =
+            H5PropertyList(h5_check(H5Pcreate(H5P_DATASET_XFER), "H5Pcreate(dataset transfer)"));
+        h5_check(H5Pset_dxpl_mpio(independent_transfer.get(), H5FD_MPIO_INDEPENDENT),
+                 "H5Pset_dxpl_mpio(independent)");
+        // The declared order: each set's y and step, then the matrices as listed.
+        const std::vector<DeclaredDataset> declared = declared_datasets(layout);
+        std::size_t next = 0;
+        const auto open_next = [&] {
+            return open_declared_dataset(file.get(), partial_path, declared[next++]);
+        };
+        if (!layout.written_steps.empty()) {
+            for (const RowSet& set : gpurelay::row_sets(layout)) {
+                row_sets.push_back({open_next(), open_next(), set.elements, set.group});
+            }
+        }
+        for (const MatrixSpec& spec : layout.matrices) {
+            matrices.emplace(matrix_key(spec.path),
+                             Matrix{open_next(), spec.type, spec.rows, spec.cols});
+        }
+        write_root_attributes(attributes);
+    }
+
+    void write_root_attributes(const Attributes& attributes) {
+        for (const auto& [name, value] : attributes) write_attribute(file.get(), name, value);
+    }
+};
 
 ResultFile::ResultFile(std::unique_ptr<State> state) noexcept : state_(std::move(state)) {}
 ResultFile::ResultFile(ResultFile&&) noexcept = default;
 ResultFile& ResultFile::operator=(ResultFile&&) noexcept = default;
 ResultFile::~ResultFile() = default;
+
+ResultFile ResultFile::create(MPI_Comm comm, const std::string& path, bool overwrite,
+                              const ResultFileLayout& layout, const Attributes& attributes) {
+    QuietHdf5Errors quiet;
+    auto state = std::make_unique<State>(comm, path, overwrite, layout, attributes);
+    // One rank looks at the file system and makes the file, so every rank reports the same thing
+    // and no rank waits in a collective call that failed on another.
+    agree(state->comm, [&] {
+        if (state->rank != 0) return;
+        check_target(state->path, overwrite);
+        make_partial(state->partial_path, layout, attributes);
+    });
+    agree(state->comm, [&] { state->open_objects(layout, {}); });
+    return ResultFile(std::move(state));
+}
+
+ResultFile ResultFile::reopen(MPI_Comm comm, const std::string& path, bool overwrite,
+                              const ResultFileLayout& layout, const Attributes& attributes) {
+    QuietHdf5Errors quiet;
+    auto state = std::make_unique<State>(comm, path, overwrite, layout, attributes);
+    // Rank 0 reads the .partial serially and closes it again before the collective open, so every
+    // rank gets the same usage error and nobody writes to a file that does not fit.
+    agree(state->comm, [&] {
+        if (state->rank != 0) return;
+        // (An empty path is reported as such by check_final_path.)
+        std::error_code error;
+        if (!path.empty() && !fs::exists(fs::status(state->partial_path, error))) {
+            throw usage_error("nothing to resume: '" + state->partial_path + "' does not exist");
+        }
+        check_final_path(state->path, overwrite);
+        check_resumable(state->partial_path, layout);
+    });
+    agree(state->comm, [&] { state->open_objects(layout, attributes); });
+    // The new attributes reach the disk before the first row is written.
+    state->flush_everywhere();
+    return ResultFile(std::move(state));
+}
+
+std::optional<AttributeValue> ResultFile::read_root_attribute(const std::string& file_path,
+                                                              const std::string& name) {
+    QuietHdf5Errors quiet;
+    std::error_code error;
+    if (!fs::exists(fs::status(file_path, error))) return std::nullopt;
+    H5File file = open_serial_read_only(file_path, "read");
+    return read_attribute(file.get(), name, "attribute '" + name + "' of '" + file_path + "'");
+}
 
 ResultFile::State& ResultFile::open_state(const char* call) {
     if (!state_) throw runtime_error(std::string("result file: ") + call + " on a moved-from file");

@@ -1,11 +1,8 @@
 // The run's HDF5 result file, written with parallel HDF5 (MPI-IO) by every rank of a communicator:
 // /y [pairs, rows, elements], /step [rows], 2-D matrices that ranks fill row by row, and root
-// attributes (provenance and `complete`). It is written as PATH.partial and renamed to PATH only
-// when the run completes, so PATH never names a half-written file.
-//
-// Collective calls (create, reopen, flush, close, the destructor) must be made by every rank of the
-// communicator, in the same order, with the same arguments. HDF5 here is not thread-safe: make all
-// calls on one file from one thread at a time.
+// attributes (provenance and `complete`). It is written as PATH.partial, renamed to PATH only when
+// the run completes. Collective calls (create, reopen, flush, close, the destructor) are made by
+// every rank, in the same order, with the same arguments; HDF5 here is not thread-safe.
 #pragma once
 
 #include <mpi.h>
@@ -86,11 +83,10 @@ struct ResultFileLayout {
 class ResultFile {
   public:
     // Collective over `comm`; the caller holds the output's lock (OutputLock). Rank 0 applies
-    // check_target() (a stale PATH.partial nothing could finish is replaced) and makes the whole
-    // file serially as PATH.partial.tmp, renamed PATH.partial: /y (contiguous, not filled), /step,
-    // every matrix (NaN for floats, 0 for integers), the root `attributes` and `complete` = 0. So
-    // a .partial is readable from the moment it exists, and a failure there (a full disk) is one
-    // error on every rank. Then every rank opens it (MPI-IO).
+    // check_target() and makes the whole file serially as PATH.partial.tmp, renamed PATH.partial:
+    // /y (contiguous, not filled), /step, every matrix (NaN for floats, 0 for integers), the root
+    // `attributes` and `complete` = 0, so a failure there is one error on every rank. Then every
+    // rank opens it (MPI-IO).
     static ResultFile create(MPI_Comm comm, const std::string& path, bool overwrite,
                              const ResultFileLayout& layout, const Attributes& attributes);
 
@@ -109,12 +105,11 @@ class ResultFile {
     // the close and the rename) its final name, under check_target()'s rule.
     static void publish_complete_partial(const std::string& path, bool overwrite);
 
-    // Collective over `comm`: reopens PATH.partial, left by a stopped run, so that a resumed run
-    // fills in the remaining rows. Every rank leaves with rank 0's usage error when PATH.partial
-    // does not exist, when PATH exists without `overwrite`, when the .partial is not HDF5 or has
-    // `complete` != 0, or when a dataset of `layout` is missing or of another shape or type (/step
-    // must hold `written_steps`). Writes `attributes` on the root and flushes; the rows already
-    // written are kept. The result behaves like one from create().
+    // Collective over `comm`: reopens PATH.partial, left by a stopped run, for a resumed run to
+    // fill in the remaining rows. Every rank leaves with rank 0's usage error when PATH.partial
+    // does not exist, PATH exists without `overwrite`, the .partial is not HDF5 or has `complete`
+    // != 0, or a dataset of `layout` is missing or of another shape or type (/step must hold
+    // `written_steps`). Writes `attributes` on the root and flushes, keeping the rows written.
     static ResultFile reopen(MPI_Comm comm, const std::string& path, bool overwrite,
                              const ResultFileLayout& layout, const Attributes& attributes);
 
@@ -143,9 +138,8 @@ class ResultFile {
     void write_attributes(const GroupAttributes& group_attributes);
 
     // Collective: writes `attributes` on the root and `group_attributes` on their groups, sets
-    // `complete` to 1 when `complete` (0 otherwise), closes the file and, when `complete`, renames
-    // PATH.partial to PATH once every rank has closed it. Every rank throws the same error when
-    // any step failed on any rank; the file is closed either way.
+    // `complete` to 1 or 0, closes the file (whatever failed) and, when complete, renames
+    // PATH.partial to PATH once every rank has closed it; any rank's failure is every rank's error.
     void close(bool complete, const Attributes& attributes,
                const GroupAttributes& group_attributes = {});
 

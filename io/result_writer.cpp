@@ -105,25 +105,4 @@ void ResultWriter::run() {
     }
 }
 
-double ResultWriter::waited_ms() const {
-    std::lock_guard lock(mutex_);
-    return waited_ms_;
-}
-double ResultWriter::write_seconds() const {
-    std::lock_guard lock(mutex_);
-    return write_seconds_;
-}
-std::uint64_t ResultWriter::bytes_written() const {
-    std::lock_guard lock(mutex_);
-    return bytes_written_;
-}
-std::uint64_t ResultWriter::checked() const {
-    std::lock_guard lock(mutex_);
-    return checked_;
-}
-std::uint64_t ResultWriter::mismatches() const {
-    std::lock_guard lock(mutex_);
-    return mismatches_;
-}
-
 }  // namespace gpurelay

@@ -51,13 +51,19 @@ class ResultWriter {
     void switch_rows(std::size_t set, std::size_t row_bytes, RowCheck check);
 
     // Totals since the writer was made (it serves every pass of a run).
-    double waited_ms() const;
-    double write_seconds() const;
-    std::uint64_t bytes_written() const;
-    std::uint64_t checked() const;  // elements sampled by the row checks (not rows)
-    std::uint64_t mismatches() const;
+    double waited_ms() const { return locked(waited_ms_); }
+    double write_seconds() const { return locked(write_seconds_); }
+    std::uint64_t bytes_written() const { return locked(bytes_written_); }
+    // Elements sampled by the row checks (not rows).
+    std::uint64_t checked() const { return locked(checked_); }
+    std::uint64_t mismatches() const { return locked(mismatches_); }
 
   private:
+    template <typename T>
+    T locked(const T& total) const {
+        std::lock_guard lock(mutex_);
+        return total;
+    }
     struct Job {
         int index;
         std::uint64_t row;

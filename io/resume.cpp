@@ -24,20 +24,17 @@ constexpr std::size_t kMostPartialsLookedAt = 16;
 
 // The root attributes of a .partial, read one by one (rank 0, before any rank opens the file);
 // each refusal says how to start afresh instead, as a fresh run would take it.
-class PartialAttributes {
-  public:
-    explicit PartialAttributes(const std::string& output)
-        : output_(output), partial_(output + ".partial") {}
-    const std::string& path() const { return partial_; }
-    const std::string& output() const { return output_; }
+struct PartialAttributes {
+    explicit PartialAttributes(const std::string& of) : output(of), path(of + ".partial") {}
+    std::string output, path;
 
     Error damaged(const std::string& what) const {
-        return usage_error("damaged .partial '" + partial_ + "': " + what + ": " +
-                           ResultFile::fresh_start_advice(output_));
+        return usage_error("damaged .partial '" + path + "': " + what + ": " +
+                           ResultFile::fresh_start_advice(output));
     }
     std::optional<AttributeValue> read(const char* name) const {
         try {
-            return ResultFile::read_root_attribute(partial_, name);
+            return ResultFile::read_root_attribute(path, name);
         } catch (const Error& e) {
             throw damaged(e.what());
         }
@@ -57,10 +54,6 @@ class PartialAttributes {
     std::optional<std::string> text(const char* name) const {
         return typed<std::string>(name, "text");
     }
-
-  private:
-    std::string output_;
-    std::string partial_;
 };
 
 // The deck the file was started with (its config_toml), for its own output.
@@ -75,7 +68,7 @@ Config stored_deck(const PartialAttributes& file) {
     } catch (const Error& e) {
         throw file.damaged(e.what());
     }
-    before.output = file.output();
+    before.output = file.output;
     return before;
 }
 
@@ -93,24 +86,6 @@ std::string differences(const Config& stored, const Config& run) {
     return text;
 }
 
-// Every key that can change a result must be the stored deck's.
-void check_same_deck(const Config& config, const PartialAttributes& file) {
-    const Config before = stored_deck(file);
-    if (const std::string differ = differences(before, config); !differ.empty()) {
-        throw usage_error("resume: '" + file.path() + "' was started with " + differ +
-                          "; the command that continues it: " + resume_command(before));
-    }
-}
-
-// The launches the file records (a JSON array), "[]" where it records none.
-std::string launches_of(const PartialAttributes& file) {
-    const std::string launches = file.text("launches").value_or("[]");
-    if (launches.size() < 2 || launches.front() != '[' || launches.back() != ']') {
-        throw file.damaged("attribute launches is not a JSON array");
-    }
-    return launches;
-}
-
 // Where a stopped run stopped: the size, the pass and the step, each inside the run.
 ResumePoint stop_point(const Config& config, const PartialAttributes& file) {
     const auto step = file.integer("stopped_at_step");
@@ -118,11 +93,11 @@ ResumePoint stop_point(const Config& config, const PartialAttributes& file) {
     if (!step || !pass) {
         // Its ranks were killed, or ended by an mpirun that exited (Open MPI's mpirun exits at
         // once on a second SIGINT or SIGTERM, and kills the ranks a second after its first).
-        throw usage_error("resume: '" + file.path() +
+        throw usage_error("resume: '" + file.path +
                           "' was not stopped cleanly (no stopped_at_step: its ranks were killed "
                           "mid-run; under mpirun, SIGUSR1 to mpirun stops a run so it can "
                           "resume): " +
-                          ResultFile::fresh_start_advice(file.output()));
+                          ResultFile::fresh_start_advice(file.output));
     }
     // Files of one size, and of versions before several sizes, have neither: 0.
     const std::int64_t size = file.integer("stopped_size").value_or(0);
@@ -143,12 +118,7 @@ ResumePoint stop_point(const Config& config, const PartialAttributes& file) {
         throw file.damaged("stopped_at_step " + std::to_string(*step) + " is outside 1.." +
                            std::to_string(config.steps - 1));
     }
-    ResumePoint point;
-    point.pass = *pass;
-    point.step = *step;
-    point.size = size;
-    point.sizes_failed = sizes_failed;
-    return point;
+    return {.pass = *pass, .step = *step, .size = size, .sizes_failed = sizes_failed};
 }
 
 // How far a .partial's run got, as the stop line says it.
@@ -227,14 +197,19 @@ std::string shell_quoted(std::string_view text) {
 ResumePoint find_resume_point(const Config& config) {
     const PartialAttributes file(config.output);
     std::error_code missing;
-    if (!std::filesystem::exists(std::filesystem::symlink_status(file.path(), missing))) {
-        throw usage_error("resume: nothing to resume: '" + file.path() + "' does not exist");
+    if (!std::filesystem::exists(std::filesystem::symlink_status(file.path, missing))) {
+        throw usage_error("resume: nothing to resume: '" + file.path + "' does not exist");
     }
     const auto complete = file.integer("complete");
     if (!complete || (*complete != 0 && *complete != 1)) {
         throw file.damaged("attribute complete is missing or not 0 or 1");
     }
-    check_same_deck(config, file);
+    // Every key that can change a result must be the stored deck's.
+    const Config before = stored_deck(file);
+    if (const std::string differ = differences(before, config); !differ.empty()) {
+        throw usage_error("resume: '" + file.path + "' was started with " + differ +
+                          "; the command that continues it: " + resume_command(before));
+    }
     ResumePoint point;
     if (*complete == 0) {
         point = stop_point(config, file);
@@ -249,7 +224,12 @@ ResumePoint find_resume_point(const Config& config) {
         point.complete = 1;
         point.verified = flag ? std::int64_t{*flag} : *number;
     }
-    point.launches = launches_of(file);
+    // The launches the file records (a JSON array), "[]" where it records none.
+    point.launches = file.text("launches").value_or("[]");
+    if (point.launches.size() < 2 || point.launches.front() != '[' ||
+        point.launches.back() != ']') {
+        throw file.damaged("attribute launches is not a JSON array");
+    }
     return point;
 }
 

@@ -25,7 +25,7 @@ struct ResumePoint {
     // Rank 0 only: when this launch read its command line, and the file's launches before it
     // (its `launches` attribute, a JSON array; "[]" for a new file), so that the close adds this
     // launch to them.
-    std::string started_utc;
+    std::string started_utc = {};
     std::string launches = "[]";
 };
 

@@ -7,9 +7,8 @@
 namespace gpurelay {
 
 void agree(MPI_Comm comm, const std::function<void()>& step) {
-    int rank = 0, size = 1;
+    int rank = 0;
     MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
     int code = 0;
     std::string message;
     try {
@@ -23,20 +22,16 @@ void agree(MPI_Comm comm, const std::function<void()>& step) {
     }
     // A rank that stopped answering must not hold the others here.
     const Deadline bound("the ranks' agreement on a step's outcome");
-    int worst = 0;
-    MPI_Allreduce(&code, &worst, 1, MPI_INT, MPI_MAX, comm);
-    if (worst == 0) return;
-    // The lowest failing rank speaks for everyone.
-    int candidate = code != 0 ? rank : size;
-    int speaker = size;
-    MPI_Allreduce(&candidate, &speaker, 1, MPI_INT, MPI_MIN, comm);
-    int length = static_cast<int>(message.size());
-    MPI_Bcast(&length, 1, MPI_INT, speaker, comm);
-    message.resize(static_cast<std::size_t>(length));
-    MPI_Bcast(message.data(), length, MPI_CHAR, speaker, comm);
-    int speaker_code = code;
-    MPI_Bcast(&speaker_code, 1, MPI_INT, speaker, comm);
-    throw AgreedError(static_cast<ExitCode>(speaker_code), message);
+    // The lowest failing rank speaks for everyone: MINLOC over (passed, rank) keeps the least rank
+    // of equal values.
+    int mine[2] = {code == 0 ? 1 : 0, rank}, first[2] = {1, 0};
+    MPI_Allreduce(mine, first, 1, MPI_2INT, MPI_MINLOC, comm);
+    if (first[0] == 1) return;
+    int said[2] = {code, static_cast<int>(message.size())};
+    MPI_Bcast(said, 2, MPI_INT, first[1], comm);
+    message.resize(static_cast<std::size_t>(said[1]));
+    MPI_Bcast(message.data(), said[1], MPI_CHAR, first[1], comm);
+    throw AgreedError(static_cast<ExitCode>(said[0]), message);
 }
 
 }  // namespace gpurelay

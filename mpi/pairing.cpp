@@ -14,12 +14,10 @@ PairPlacement in_groups(int world_rank, int world_size, int group_size, const ch
         throw usage_error("group_size = " + std::to_string(group_size) + " does not divide the " +
                           std::to_string(world_size) + " ranks into " + groups);
     }
-    PairPlacement p;
-    p.group_size = group_size;
-    p.groups = world_size / group_size;
-    p.group = world_rank / group_size;
-    p.group_rank = world_rank % group_size;
-    return p;
+    return {.groups = world_size / group_size,
+            .group = world_rank / group_size,
+            .group_rank = world_rank % group_size,
+            .group_size = group_size};
 }
 
 }  // namespace
@@ -90,12 +88,10 @@ PairPlacement place_relay(int world_rank, int world_size, int group_size) {
 }
 
 PairPlacement relay_link(bool outbound) {
-    PairPlacement link;
-    link.producer = 0;
-    link.consumer = 1;
-    link.role = outbound ? Role::producer : Role::consumer;
-    link.peer = outbound ? 1 : 0;
-    return link;
+    return {.role = outbound ? Role::producer : Role::consumer,
+            .peer = outbound ? 1 : 0,
+            .producer = 0,
+            .consumer = 1};
 }
 
 double bus_factor(Collective op, int ranks) {
@@ -106,17 +102,8 @@ double bus_factor(Collective op, int ranks) {
 int select_gpu(int local_rank, int visible) { return visible <= 0 ? -1 : local_rank % visible; }
 
 std::string_view to_string(Role role) {
-    switch (role) {
-        case Role::producer:
-            return "producer";
-        case Role::consumer:
-            return "consumer";
-        case Role::both:
-            return "producer+consumer";
-        case Role::relay:
-            return "relay";
-    }
-    return "?";
+    constexpr std::string_view kNames[] = {"producer", "consumer", "producer+consumer", "relay"};
+    return kNames[static_cast<int>(role)];
 }
 
 std::string_view to_string(Collective op) {

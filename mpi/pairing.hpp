@@ -4,8 +4,7 @@
 
 #include <mpi.h>
 
-#include <string>
-#include <vector>
+#include <string_view>
 
 namespace gpurelay {
 

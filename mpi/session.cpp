@@ -40,22 +40,12 @@ MpiSession::~MpiSession() {
 
 NodeComm::NodeComm(MPI_Comm comm) {
     MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_));
+    MPI_CHECK(MPI_Comm_rank(node_, &rank_));
+    MPI_CHECK(MPI_Comm_size(node_, &size_));
 }
 
 NodeComm::~NodeComm() {
     if (node_ != MPI_COMM_NULL && std::uncaught_exceptions() == 0) MPI_Comm_free(&node_);
-}
-
-int NodeComm::rank() const {
-    int rank = 0;
-    MPI_CHECK(MPI_Comm_rank(node_, &rank));
-    return rank;
-}
-
-int NodeComm::size() const {
-    int size = 1;
-    MPI_CHECK(MPI_Comm_size(node_, &size));
-    return size;
 }
 
 bool every_pair_on_one_node(MPI_Comm comm, int peer) {

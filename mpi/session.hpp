@@ -43,11 +43,12 @@ class NodeComm {
     NodeComm(const NodeComm&) = delete;
     NodeComm& operator=(const NodeComm&) = delete;
     MPI_Comm get() const { return node_; }
-    int rank() const;
-    int size() const;
+    int rank() const { return rank_; }
+    int size() const { return size_; }
 
   private:
     MPI_Comm node_ = MPI_COMM_NULL;
+    int rank_ = 0, size_ = 1;
 };
 
 // Rank `rank` of communicator `from` in communicator `to`, or MPI_UNDEFINED.

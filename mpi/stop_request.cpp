@@ -32,23 +32,6 @@ const StopSignal& stop_signal_of(int signal) {
     return kStopSignals[0];
 }
 
-}  // namespace
-
-void install_stop_handlers() {
-    struct sigaction action {};
-    action.sa_handler = record_signal;
-    sigemptyset(&action.sa_mask);
-    // SA_RESTART: a signal must not turn the MPI or file call it interrupts into an error.
-    action.sa_flags = SA_RESTART;
-    for (const StopSignal& s : kStopSignals) sigaction(s.signal, &action, nullptr);
-}
-
-int stop_signal() { return received_signal; }
-const char* stop_signal_name(int signal) { return stop_signal_of(signal).name; }
-ExitCode stopped_exit_code(int signal) { return stop_signal_of(signal).code; }
-
-namespace {
-
 // The cadence's rule (stop_request.hpp): at least this many steps, at least this long, and no
 // longer than this, so that a stop lands within about a second however long the steps are.
 constexpr std::int64_t kMinVoteSteps = 128;
@@ -67,6 +50,19 @@ std::int64_t steps_lasting(double ms, double step_ms) {
 
 }  // namespace
 
+void install_stop_handlers() {
+    struct sigaction action {};
+    action.sa_handler = record_signal;
+    sigemptyset(&action.sa_mask);
+    // SA_RESTART: a signal must not turn the MPI or file call it interrupts into an error.
+    action.sa_flags = SA_RESTART;
+    for (const StopSignal& s : kStopSignals) sigaction(s.signal, &action, nullptr);
+}
+
+int stop_signal() { return received_signal; }
+const char* stop_signal_name(int signal) { return stop_signal_of(signal).name; }
+ExitCode stopped_exit_code(int signal) { return stop_signal_of(signal).code; }
+
 std::int64_t StopVote::cadence_for(double step_ms, int lag) {
     step_ms = std::max(step_ms, 1e-6);
     const std::int64_t often = std::max(kMinVoteSteps, steps_lasting(kMinVoteMs, step_ms));
@@ -80,10 +76,8 @@ StopVote::StopVote(MPI_Comm comm, std::chrono::milliseconds timeout, int lag)
 }
 
 StopVote::~StopVote() {
-    // The vote in flight must complete on every rank before the communicator goes. Not MPI_Wait,
-    // as in after_step: a thread blocked in MPI starves the other threads' MPI calls, and a rank
-    // that never votes again must end the job, not hang it. A destructor cannot throw, so a
-    // failure here ends the job through the fatal handler.
+    // The vote in flight must complete on every rank before the communicator goes; bounded as in
+    // after_step, and a failure ends the job through the fatal handler (no throw here).
     try {
         if (request_ != MPI_REQUEST_NULL) {
             wait_all(&request_, 1, timeout_, "the last stop vote (another rank's step loop)");
@@ -113,9 +107,7 @@ int StopVote::after_step() {
         stop_ = static_cast<int>(agreed_[0]);
         deadlines_passed_ = std::max(deadlines_passed_, static_cast<std::int64_t>(agreed_[2]));
         if (stop_ != 0) return stop_;
-        // From what every rank received alike: the same cadence on every rank. At most twice
-        // the last, so that a short cadence's few steps, which the host queues ahead of the
-        // device faster than they run, cannot set a long one.
+        // The rule in stop_request.hpp, from what every rank received alike: one cadence.
         cadence_ = std::min(cadence_for(agreed_[1], lag_), 2 * cadence_);
     }
     sent_[0] = stop_signal();

@@ -22,7 +22,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "io/h5_handle.hpp"
+#include "io/h5.hpp"
 #include "runtime/error.hpp"
 
 namespace gpurelay {
