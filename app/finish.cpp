@@ -71,11 +71,14 @@ void close_file(Run& run, bool complete, const std::function<Closing()>& closing
 Closing complete_attributes(const Run& run, const std::vector<RunSummary>& sizes, bool verified) {
     const Config& config = run.setup.config;
     Closing closing;
-    closing.root = {
-        {"verified", verified},
-        {"stopped_at_step", static_cast<std::int64_t>(-1)},
-        {"resumed_from_step", config.resume ? run.resume.step : static_cast<std::int64_t>(-1)},
-        {"finished_utc", utc_timestamp()}};
+    // For one size, its verdict and figures.
+    closing.root = config.several_sizes() ? Attributes{{"verified", verified}}
+                                          : verdict_attributes(sizes.front(), verified);
+    closing.root.insert(
+        closing.root.end(),
+        {{"stopped_at_step", static_cast<std::int64_t>(-1)},
+         {"resumed_from_step", config.resume ? run.resume.step : static_cast<std::int64_t>(-1)},
+         {"finished_utc", utc_timestamp()}});
     // The launch ended at the last step of the run's last size and pass.
     const Stop end{0, static_cast<std::int64_t>(config.size_list().size()) - 1,
                    static_cast<std::int64_t>(run.passes.size()) - 1, config.steps};
@@ -85,14 +88,7 @@ Closing complete_attributes(const Run& run, const std::vector<RunSummary>& sizes
         closing.root.push_back({"ranks", from_root(ranks_json(sizes.front()))});
     }
     if (!config.several_sizes()) {
-        const RunSummary& summary = sizes.front();
-        const PassSummary& main_pass = summary.main_pass();
-        closing.root.insert(closing.root.begin() + 1,
-                            {{"x_mismatches", static_cast<std::int64_t>(main_pass.x_mismatches)},
-                             {"c_mismatches", static_cast<std::int64_t>(main_pass.c_mismatches)},
-                             {"overlap_speedup", summary.overlap_speedup},
-                             {"cold_step_ms", summary.passes.front().cold_step_ms}});
-        closing.groups = pass_attributes(MPI_COMM_WORLD, summary);
+        closing.groups = pass_attributes(MPI_COMM_WORLD, sizes.front());
     } else {
         closing.root.push_back(
             {"resumed_from_size", config.resume ? run.resume.size : static_cast<std::int64_t>(-1)});

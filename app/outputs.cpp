@@ -183,13 +183,7 @@ void Outputs::file_histograms(const std::string& group, const PassSummary& pass,
 void Outputs::file_size(std::size_t index, const std::string& group, const RunSummary& summary,
                         std::int64_t sizes_failed) {
     GroupAttributes groups = pass_attributes(MPI_COMM_WORLD, summary, group);
-    const PassSummary& main_pass = summary.main_pass();
-    groups.push_back({group,
-                      {{"verified", summary.verified()},
-                       {"x_mismatches", static_cast<std::int64_t>(main_pass.x_mismatches)},
-                       {"c_mismatches", static_cast<std::int64_t>(main_pass.c_mismatches)},
-                       {"overlap_speedup", summary.overlap_speedup},
-                       {"cold_step_ms", summary.passes.front().cold_step_ms}}});
+    groups.push_back({group, verdict_attributes(summary, summary.verified())});
     groups.push_back(
         {"/",
          {{"sizes_done", static_cast<std::int64_t>(index + 1)}, {"sizes_failed", sizes_failed}}});

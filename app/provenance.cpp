@@ -143,6 +143,15 @@ Attributes root_attributes(const Setup& setup, const std::vector<std::string>& h
     return attrs;
 }
 
+Attributes verdict_attributes(const RunSummary& summary, bool verified) {
+    const PassSummary& main_pass = summary.main_pass();
+    return {{"verified", verified},
+            {"x_mismatches", static_cast<std::int64_t>(main_pass.x_mismatches)},
+            {"c_mismatches", static_cast<std::int64_t>(main_pass.c_mismatches)},
+            {"overlap_speedup", summary.overlap_speedup},
+            {"cold_step_ms", summary.passes.front().cold_step_ms}};
+}
+
 namespace {
 
 using Run = const RunSummary&;
@@ -173,16 +182,6 @@ const PassMeasure kPassMeasures[] = {
     {"sm_clock_end_mhz", [](Run, Pass p) { return p.sm_clock_end_mhz; }},
     {"sm_clock_max_mhz", [](Run, Pass p) { return p.sm_clock_max_mhz; }},
     {"cold_step_ms", [](Run, Pass p) { return p.cold_step_ms; }},
-};
-
-// The pass's yes/no judgements, as booleans.
-struct PassFlag {
-    const char* name;
-    bool (*value)(Pass);
-};
-const PassFlag kPassFlags[] = {
-    {"step_unstable", [](Pass p) { return step_stability(p).unstable; }},
-    {"clocks_measured", [](Pass p) { return p.clocks_measured; }},
 };
 
 // One line per pair (group), as the JSON's pairs: its ranks, median step and transfer, its rate
@@ -271,7 +270,8 @@ Attributes timing_attributes(Run s, const Judgement& judged, std::size_t pass) {
         const double value = measure.value(s, p);
         if (!std::isnan(value)) timings.emplace_back(measure.name, value);
     }
-    for (const PassFlag& flag : kPassFlags) timings.emplace_back(flag.name, flag.value(p));
+    timings.emplace_back("step_unstable", step_stability(p).unstable);
+    timings.emplace_back("clocks_measured", p.clocks_measured);
     // The run's judgement, on each pass: the figures above are kept whether or not they read.
     timings.emplace_back("phase_times_readable", judged.readable());
     if (p.clocks_measured)

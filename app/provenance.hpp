@@ -36,6 +36,9 @@ Attributes root_attributes(const Setup& setup, const std::vector<std::string>& h
 // how it ended: "complete", or the signal).
 std::string launches_json(const ResumePoint& resume, const Stop& end);
 
+// A size's verdict (`verified`) and headline figures, for its group or, of one size, the root.
+Attributes verdict_attributes(const RunSummary& summary, bool verified);
+
 // Collective: each pass's summary as attributes of /timings/PASS (names end in their unit) and
 // /verification/PASS (the counts and the verdict) under `group`, rank 0's figures on every rank.
 GroupAttributes pass_attributes(MPI_Comm comm, const RunSummary& summary,

@@ -211,13 +211,11 @@ KeySpec transport_key() {
     return {{.name = "transport", .value_hint = hint, .type = "choice", .details = details},
             TomlForm::quoted,
             [](Config& c, std::string_view text, std::string_view label) {
-                for (const std::string_view name : transport_names()) {
-                    if (name == text) {
-                        c.transport = name;
-                        return;
-                    }
+                const std::vector<std::string_view> names = transport_names();
+                if (std::find(names.begin(), names.end(), text) == names.end()) {
+                    throw_expected(label, "one of " + hint, text);
                 }
-                throw_expected(label, "one of " + hint, text);
+                c.transport = text;
             },
             [](const Config& c) { return c.transport; }};
 }
@@ -351,14 +349,6 @@ KeySpec may_differ_on_resume(KeySpec spec) {
     return spec;
 }
 
-std::string unknown_key_message(std::string_view key) {
-    std::string message = "unknown key " + quote_for_message(key);
-    if (const std::string hint = closest_key(key); !hint.empty()) {
-        message += " (did you mean '" + hint + "'?)";
-    }
-    return message;
-}
-
 // The one table of keys, in deck order.
 const std::vector<KeySpec>& key_table() {
     using DK = DeviceKind;
@@ -452,7 +442,11 @@ const KeySpec& find_key(std::string_view key) {
     for (const KeySpec& spec : key_table()) {
         if (spec.key.name == key) return spec;
     }
-    throw usage_error(unknown_key_message(key));
+    std::string message = "unknown key " + quote_for_message(key);
+    if (const std::string hint = closest_key(key); !hint.empty()) {
+        message += " (did you mean '" + hint + "'?)";
+    }
+    throw usage_error(message);
 }
 
 }  // namespace
@@ -483,19 +477,11 @@ std::string config_value_text(const Config& config, std::string_view key) {
 
 std::string config_value_toml(const Config& config, std::string_view key) {
     const KeySpec& spec = find_key(key);
-    std::string text = spec.get(config);
-    switch (spec.toml_form) {
-        case TomlForm::bare:
-            return text;
-        case TomlForm::quoted:
-            return toml_quote(text);
-        case TomlForm::size: {
-            // TOML integers are signed 64-bit; a larger size goes as a string, which the size
-            // parser reads just the same.
-            return read_whole<std::int64_t>(text) ? text : toml_quote(text);
-        }
-    }
-    return text;
+    const std::string text = spec.get(config);
+    // TOML integers are signed 64-bit: a larger size goes as a string, which parse_size reads.
+    const bool bare = spec.toml_form == TomlForm::bare ||
+                      (spec.toml_form == TomlForm::size && read_whole<std::int64_t>(text));
+    return bare ? text : toml_quote(text);
 }
 
 std::string closest_key(std::string_view unknown) {
