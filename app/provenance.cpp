@@ -5,8 +5,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <iterator>
 #include <limits>
+#include <system_error>
 #include <type_traits>
 #include <variant>
 
@@ -20,6 +22,33 @@
 #include "runtime/gpu_clocks.hpp"
 
 namespace gpurelay {
+
+namespace {
+
+// Where this binary is installed, found from its own path, never from a prefix compiled in, so
+// that a prefix moved elsewhere (a relocated Spack install) still names its own decks and batch
+// templates; only the layout below the prefix, relative to the binary's folder, is compiled in.
+std::string install_text() {
+    namespace fs = std::filesystem;
+    std::error_code error;
+    // canonical: a link to the binary (a Spack view's bin/) names the prefix that holds it.
+    const fs::path bin = fs::canonical("/proc/self/exe", error).parent_path();
+    if (error) return "installed: unknown (/proc/self/exe cannot be read)\n";
+    // bin/.. normalises to "prefix/": the last, empty name is dropped.
+    const auto below_bin = [&](const char* relative) {
+        const fs::path path = (bin / relative).lexically_normal();
+        return path.has_filename() ? path : path.parent_path();
+    };
+    const fs::path data = below_bin(GPURELAY_BIN_TO_DATA);
+    if (!fs::is_directory(data / "inputs", error)) {
+        return "not installed: run from " + bin.string() +
+               " (cmake --install puts it in a prefix)\n";
+    }
+    return "installed in " + below_bin(GPURELAY_BIN_TO_PREFIX).string() + ": decks in " +
+           (data / "inputs").string() + ", batch templates in " + (data / "slurm").string() + "\n";
+}
+
+}  // namespace
 
 std::string version_text() {
     return std::string("gpurelay ") + kVersion + " (git " + kGitHash + ")\nCUDA " +

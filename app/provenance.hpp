@@ -13,10 +13,9 @@
 
 namespace gpurelay {
 
-// --version: a line each for gpurelay (and its git hash), CUDA, NCCL, MPI, HDF5, install_text().
+// --version: a line each for gpurelay (and its git hash), CUDA, NCCL, MPI, HDF5, and where the
+// binary, its decks and batch templates are installed (or that it is not).
 std::string version_text();
-// One line: where the binary, its decks and batch templates are installed, or that it is not.
-std::string install_text();
 // The source tree's commit when this binary was built ("1a2b3c4d5e6f", with "-dirty" when
 // tracked files had changes), or "unknown" when the tree was not a git repository of its own.
 std::string git_hash();
