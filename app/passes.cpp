@@ -65,9 +65,8 @@ PassResult run_pass(Run& run, std::size_t pass, std::int64_t first_step, bool ca
     };
     run.watch.start_pass(run.passes[pass], first_step);
     try {
-        // Only the last pass writes /y: file I/O in both would differ anyway (the first writes
-        // into fresh extents), so the overlap-off pass stays free of it and the report says when
-        // the writer held up the other one.
+        // Only the last pass writes /y: the overlap-off pass stays free of file I/O, and the
+        // report says when the writer held up the other.
         const bool last = pass + 1 == run.passes.size();
         return run.pipeline.run(run.passes[pass], last ? run.outputs.sink.get() : nullptr, on_step,
                                 first_step, calibrate);
@@ -78,8 +77,7 @@ PassResult run_pass(Run& run, std::size_t pass, std::int64_t first_step, bool ca
     }
 }
 
-// Runs the passes of one size from where a resumed run stopped, files each pass's rows and
-// summarises it.
+// One size's passes from where a resumed run stopped, each filed and summarised.
 Stop run_passes(Run& run, const SizeCase& size, std::vector<PassSummary>& summaries) {
     const bool resumed_size = static_cast<std::int64_t>(size.index) == run.resume.size;
     const std::size_t first_pass = resumed_size ? static_cast<std::size_t>(run.resume.pass) : 0;

@@ -65,10 +65,8 @@ void name_default_output(Config& config, OutputLock& lock) {
                       "' on are taken: name the output with --output");
 }
 
-// Every file the run writes, before any GPU or file work (rank 0): each path resolved (a link in
-// the last place followed), the output checked by the result file's own rule, the side outputs by
-// the same rule of what may be replaced, and no two of them one file. `resume`: the output is
-// continued from PATH.partial instead of made afresh.
+// Rank 0, before any GPU or file work: every file the run writes resolved (a link in the last
+// place followed) and checked by the rule of what may be replaced, and no two of them one file.
 void check_output_paths(Config& config) {
     config.output = resolve_output_path("output", config.output);
     if (!config.resume) ResultFile::check_target(config.output, config.overwrite);
@@ -99,9 +97,8 @@ void check_output_paths(Config& config) {
     }
 }
 
-// Rank 0: what the command line asks; for a run, its outputs checked, locked and, resumed, where
-// it starts. `deck` gets the resolved deck, `help` the help text (or the sizes --print-sizes
-// prints, one a line).
+// Rank 0: what the command line asks; for a run, its outputs checked and locked, and where it
+// starts. `deck` gets the resolved deck, `help` the text --help or --print-sizes prints.
 Action read_command_line(int argc, char** argv, Request& request, std::string& deck,
                          std::string& help) {
     CommandLine line = parse_command_line(argc, argv);

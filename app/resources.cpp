@@ -29,10 +29,9 @@ RankNeeds rank_needs(const Config& config, const MemoryPlan& plan, Role role, bo
     const double passes = config.overlap == OverlapMode::compare ? 2 : 1;
     const bool writes = role != Role::producer && config.written_rows() > 0;
     RankNeeds needs;
-    // Kept for the report and the file: a pass's kept steps at a time (times, counts and step
-    // numbers, and one row in the file's order on its way there), each pass's histograms (rank 0
-    // also the sums of every rank's), and the list of written steps. None grows with the steps
-    // past step_record's columns.
+    // A pass's kept steps (times, counts, step numbers, and a row on its way to the file), each
+    // pass's histograms (rank 0's also their sums) and the written steps: none grows with the
+    // steps.
     const double histograms =
         3.0 * kPhaseCount * static_cast<double>(LogHistogram::bucket_count()) * 8;
     needs.records = columns * static_cast<double>(sizeof(StepTimes) + 4 * sizeof(Counter)) +

@@ -1,6 +1,5 @@
 // Set-up that every rank agrees on before any timed work: pairs, the device, its memory and the
-// transport. Each step either succeeds on every rank or fails on every rank with
-// one message (mpi/agreement.hpp).
+// transport; each step succeeds on every rank or fails on every rank with one message.
 #pragma once
 
 #include <memory>
