@@ -248,9 +248,6 @@ template <class Enum, std::size_t P, std::size_t C>
 KeySpec counted_choice_key(std::string_view name, std::string_view hint, std::string_view what,
                            std::type_identity_t<Enum Config::*> field, std::int64_t Config::*count,
                            std::array<Enum, P> plain, std::array<Enum, C> counted) {
-    const auto is_counted = [counted](Enum choice) {
-        return std::find(counted.begin(), counted.end(), choice) != counted.end();
-    };
     return {{.name = name, .value_hint = hint, .type = "choice"},
             TomlForm::quoted,
             [=](Config& c, std::string_view text, std::string_view label) {
@@ -271,7 +268,9 @@ KeySpec counted_choice_key(std::string_view name, std::string_view hint, std::st
             [=](const Config& c) {
                 std::string text(to_string(c.*field));
                 // Appended in two steps: GCC 12 warns falsely (-Wrestrict) on ":" + a temporary.
-                if (is_counted(c.*field)) (text += ':') += std::to_string(c.*count);
+                if (std::find(counted.begin(), counted.end(), c.*field) != counted.end()) {
+                    (text += ':') += std::to_string(c.*count);
+                }
                 return text;
             }};
 }

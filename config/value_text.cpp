@@ -263,10 +263,9 @@ std::vector<std::uint64_t> parse_size_list(std::string_view key, std::string_vie
                           std::to_string(kMaxSizes) + " sizes (at most " +
                           std::to_string(kMaxSizes) + " in one run)");
     }
-    for (std::size_t i = 0; i < sizes.size(); ++i) {
-        if (std::find(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(i), sizes[i]) !=
-            sizes.begin() + static_cast<std::ptrdiff_t>(i)) {
-            throw usage_error(std::string(key) + ": the size " + std::to_string(sizes[i]) +
+    for (auto size = sizes.begin(); size != sizes.end(); ++size) {
+        if (std::find(sizes.begin(), size, *size) != size) {
+            throw usage_error(std::string(key) + ": the size " + std::to_string(*size) +
                               " is given twice in " + quote_for_message(text));
         }
     }
