@@ -82,11 +82,9 @@ std::vector<Placement> gather_placements(const Setup& setup, int size) {
     std::vector<Placement> placements;
     for (const std::string& text : joined) {
         const std::size_t first = text.find('|'), second = text.find('|', first + 1);
-        Placement p;
-        p.cores = text.substr(0, first);
-        p.core_numa = text.substr(first + 1, second - first - 1);
-        p.gpu_numa = text.substr(second + 1);
-        placements.push_back(p);
+        placements.push_back({.cores = text.substr(0, first),
+                              .core_numa = text.substr(first + 1, second - first - 1),
+                              .gpu_numa = text.substr(second + 1)});
     }
     return placements;
 }

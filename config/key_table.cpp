@@ -18,11 +18,6 @@
 #include "runtime/error.hpp"
 
 namespace gpurelay {
-namespace config_detail {
-// config/keys.md, embedded at build time (config/CMakeLists.txt).
-extern const std::string_view kKeysMarkdown;
-}  // namespace config_detail
-
 namespace {
 
 using namespace config_detail;
