@@ -17,9 +17,6 @@
 namespace gpurelay {
 namespace {
 
-// Whether Open MPI's mpirun started this process (it sets OMPI_COMM_WORLD_SIZE; srun does not).
-bool launched_by_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
-
 // Rank 0, once the file is closed: the report (for several sizes, their table), the JSON summary
 // and the CSV rows, of the sizes this launch ran to their end.
 void report_sizes(const Config& config, const std::vector<RunSummary>& sizes,
@@ -129,8 +126,9 @@ int finish_stopped(Run& run, const Stop& stop) {
                  "steps are in %s.partial (complete = 0); to finish it, run under the same "
                  "launcher: %s\n",
                  stop_signal_name(stop.signal),
-                 // Open MPI's mpirun turns a Ctrl-C into SIGTERM for its ranks.
-                 stop.signal == SIGTERM && launched_by_mpirun()
+                 // Open MPI's mpirun (which sets OMPI_COMM_WORLD_SIZE; srun does not) turns a
+                 // Ctrl-C into SIGTERM for its ranks.
+                 stop.signal == SIGTERM && std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr
                      ? " (if mpirun was signalled: it sends SIGTERM for SIGINT too, and "
                        "SIGKILL a second later; SIGUSR1 to mpirun stops without that)"
                      : "",

@@ -182,9 +182,7 @@ Stop run_sizes(Run& run, std::vector<RunSummary>& done) {
             run.outputs.file_size(size.index, size.group, done.back(), sizes_failed);
         }
     }
-    Stop end;
-    end.sizes_failed = sizes_failed;
-    return end;
+    return {.sizes_failed = sizes_failed};
 }
 
 RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Config& config,

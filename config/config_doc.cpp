@@ -58,19 +58,16 @@ std::string default_text(const ConfigKey& key) {
     return key.type.starts_with("size") ? size_text(text) : code(text);
 }
 
-std::string range_text(const ConfigKey& key) {
-    if (!key.range.empty()) return std::string(key.range);
-    return choices_text(key.value_hint);
-}
-
 }  // namespace
 
 std::string config_doc_markdown() {
     const std::vector<ConfigKey>& keys = config_keys();
     std::string doc(doc_head());
     for (const ConfigKey& key : keys) {
-        for (const std::string& cell : {code(key.name), std::string(key.type), default_text(key),
-                                        range_text(key), std::string(key.help)}) {
+        for (const std::string& cell :
+             {code(key.name), std::string(key.type), default_text(key),
+              key.range.empty() ? choices_text(key.value_hint) : std::string(key.range),
+              std::string(key.help)}) {
             (doc += "| ") += cell;
             doc += ' ';
         }
