@@ -13,7 +13,6 @@
 #include <variant>
 
 #include "app/git_hash.hpp"
-#include "app/version.hpp"
 #include "io/result_schema.hpp"
 #include "mpi/error.hpp"
 #include "mpi/session.hpp"
@@ -51,7 +50,7 @@ std::string install_text() {
 }  // namespace
 
 std::string version_text() {
-    return std::string("gpurelay ") + kVersion + " (git " + kGitHash + ")\nCUDA " +
+    return std::string("gpurelay " GPURELAY_VERSION " (git ") + kGitHash + ")\nCUDA " +
            cuda_version_string() + "\nNCCL " + nccl_version_string() + "\nMPI " +
            mpi_version_string() + "\nHDF5 " + hdf5_version() + "\n" + install_text();
 }
@@ -59,7 +58,7 @@ std::string version_text() {
 std::string git_hash() { return kGitHash; }
 
 std::string versions_line() {
-    return std::string("gpurelay ") + kVersion + " (git " + kGitHash + "), CUDA " +
+    return std::string("gpurelay " GPURELAY_VERSION " (git ") + kGitHash + "), CUDA " +
            cuda_version_string() + ", NCCL " + nccl_version_string() + ", " + mpi_version_string() +
            ", HDF5 " + hdf5_version();
 }
@@ -142,7 +141,7 @@ Attributes root_attributes(const Setup& setup, const std::vector<std::string>& h
     const Config& config = setup.config;
     for (const auto& key : config_keys()) attrs.push_back(key_attribute(config, key.name));
     attrs.emplace_back("config_toml", config_to_toml(config));
-    attrs.emplace_back("gpurelay_version", std::string(kVersion));
+    attrs.emplace_back("gpurelay_version", std::string(GPURELAY_VERSION));
     attrs.emplace_back("git_hash", std::string(kGitHash));
     attrs.emplace_back("cuda_version", cuda_version_string());
     attrs.emplace_back("nccl_version", nccl_version_string());
