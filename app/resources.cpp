@@ -42,21 +42,6 @@ RankNeeds rank_needs(const Config& config, const MemoryPlan& plan, Role role, bo
     return needs;
 }
 
-// The result file's size for one tensor size: /y, /step, the kept steps' times, step numbers and
-// counts, the histograms, and room for metadata.
-double result_file_bytes(const Config& config, int world_size, int pairs) {
-    const double columns = static_cast<double>(config.recorded().columns);
-    const double rows = static_cast<double>(config.written_rows());
-    const double passes = config.overlap == OverlapMode::compare ? 2 : 1;
-    const double element = config.dtype == DType::float32 ? 4 : 8;
-    const double histograms =
-        kPhaseCount *
-        static_cast<double>(LogHistogram::bucket_count() + ResultSchema::kHistogramSums) * 8;
-    return pairs * rows * static_cast<double>(config.elements) * element + rows * 8 +
-           passes * (columns * 8 * ((kPhaseCount + 1.0) * world_size + 2.0 * pairs) + histograms) +
-           (1 << 20);
-}
-
 // The memory this node offers (MemAvailable), in bytes; 0 when it cannot be read.
 double available_host_memory() {
     std::FILE* meminfo = std::fopen("/proc/meminfo", "r");
@@ -76,10 +61,21 @@ std::string mib(double bytes) {
 
 }  // namespace
 
+// Each size's /y, /step, kept steps' times, step numbers and counts, histograms and metadata.
 double output_file_bytes(const Config& config, int world_size, int pairs) {
+    const double columns = static_cast<double>(config.recorded().columns);
+    const double rows = static_cast<double>(config.written_rows());
+    const double passes = config.overlap == OverlapMode::compare ? 2 : 1;
+    const double element = config.dtype == DType::float32 ? 4 : 8;
+    const double histograms =
+        kPhaseCount *
+        static_cast<double>(LogHistogram::bucket_count() + ResultSchema::kHistogramSums) * 8;
     double bytes = 0;
     for (const std::uint64_t elements : config.size_list()) {
-        bytes += result_file_bytes(config.sized(elements), world_size, pairs);
+        bytes +=
+            pairs * rows * static_cast<double>(elements) * element + rows * 8 +
+            passes * (columns * 8 * ((kPhaseCount + 1.0) * world_size + 2.0 * pairs) + histograms) +
+            (1 << 20);
     }
     return bytes;
 }
