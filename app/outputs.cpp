@@ -142,14 +142,11 @@ void Outputs::file_pass(const Setup& setup, const std::string& group, bool overl
     const RecordedSteps::Columns& kept = result.recorded.columns();
     const std::size_t n = kept.steps.size(), oldest = result.recorded.oldest();
     if (n == 0) return;
-    // A row in the file's order: the oldest kept step first.
-    const auto in_order = [&](const auto& column) {
-        std::vector<std::remove_cvref_t<decltype(column(0))>> row(n);
-        for (std::size_t i = 0; i < n; ++i) row[i] = column((oldest + i) % n);
-        return row;
-    };
+    // Each row in the file's order: the oldest kept step first.
     const auto file_row = [&](const std::string& path, std::uint64_t row, const auto& column) {
-        file->write_matrix_row(path, row, in_order(column).data());
+        std::vector<std::remove_cvref_t<decltype(column(0))>> values(n);
+        for (std::size_t i = 0; i < n; ++i) values[i] = column((oldest + i) % n);
+        file->write_matrix_row(path, row, values.data());
     };
     const auto rank_row = static_cast<std::uint64_t>(rank);
     for (const PhaseInfo& phase : kPhases) {

@@ -104,11 +104,9 @@ std::pair<std::string, AttributeValue> key_attribute(const Config& config, std::
     if (text == "true" || text == "false") return {name, text == "true"};
     char* end = nullptr;
     const long long integer = std::strtoll(text.c_str(), &end, 10);
-    if (end != nullptr && *end == '\0' && !text.empty()) {
-        return {name, static_cast<std::int64_t>(integer)};
-    }
+    if (!text.empty() && *end == '\0') return {name, static_cast<std::int64_t>(integer)};
     const double real = std::strtod(text.c_str(), &end);
-    if (end != nullptr && *end == '\0' && !text.empty()) return {name, real};
+    if (!text.empty() && *end == '\0') return {name, real};
     return {name, text};
 }
 
