@@ -22,16 +22,6 @@ struct SizeCase {
     std::string group;  // "" for a run of one size (today's layout); "/cases/i" for several
 };
 
-std::vector<SizeCase> cases_of(const Config& config) {
-    std::vector<SizeCase> cases;
-    const std::vector<std::uint64_t> sizes = config.size_list();
-    for (std::size_t i = 0; i < sizes.size(); ++i) {
-        cases.push_back({i, config.sized(sizes[i]),
-                         config.several_sizes() ? ResultSchema::case_group(i) : std::string()});
-    }
-    return cases;
-}
-
 // Pass `pass` of the size the pipeline is set to, from `first_step`; `stop` gets the signal
 // every rank agreed to stop on.
 PassResult run_pass(Run& run, std::size_t pass, std::int64_t first_step, bool calibrate,
@@ -165,8 +155,11 @@ std::vector<bool> passes_of(const Config& config) {
 Stop run_sizes(Run& run, std::vector<RunSummary>& done) {
     const Config& config = run.setup.config;
     std::int64_t sizes_failed = run.resume.sizes_failed;
-    for (const SizeCase& size : cases_of(config)) {
-        if (static_cast<std::int64_t>(size.index) < run.resume.size) continue;
+    const std::vector<std::uint64_t> sizes = config.size_list();
+    // From the size a resumed run stopped in.
+    for (auto i = static_cast<std::size_t>(run.resume.size); i < sizes.size(); ++i) {
+        const SizeCase size{i, config.sized(sizes[i]),
+                            config.several_sizes() ? ResultSchema::case_group(i) : std::string()};
         run.pipeline.resize(size.config.elements);
         run.outputs.start_size(size.index, size.config, run.setup.placement);
         std::vector<PassSummary> passes;
