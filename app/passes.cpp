@@ -81,10 +81,8 @@ Stop run_passes(Run& run, const SizeCase& size, std::vector<PassSummary>& summar
         if (result.complete) stop.signal = 0;
         run.outputs.file_pass(run.setup, size.group, run.passes[i], result, run.rank);
         if (stop.signal != 0) {
-            stop.size = static_cast<std::int64_t>(size.index);
-            stop.pass = static_cast<std::int64_t>(i);
-            stop.step = result.end_step;
-            break;
+            return {stop.signal, static_cast<std::int64_t>(size.index),
+                    static_cast<std::int64_t>(i), result.end_step};
         }
         // The last pass ended by its duration wrote its last step where write = "last" writes.
         const bool last = i + 1 == run.passes.size();
