@@ -336,6 +336,12 @@ struct AttributeBytes {
             std::visit([&](const auto& held) { put(held); }, value);
         } else if constexpr (std::is_trivially_copyable_v<T>) {
             bytes.append(reinterpret_cast<const char*>(&value), sizeof value);
+        } else if constexpr (requires { value[0].second; }) {  // names (or paths) with their values
+            put(value.size());
+            for (const auto& [name, held] : value) {
+                put(name);
+                put(held);
+            }
         } else {  // a std::string or a std::vector<std::int64_t>
             put(value.size());
             bytes.append(reinterpret_cast<const char*>(value.data()),
@@ -345,9 +351,17 @@ struct AttributeBytes {
     template <typename T>
     T take() {
         T value{};
-        if constexpr (std::is_trivially_copyable_v<T>) {
+        if constexpr (std::is_same_v<T, AttributeValue>) {
+            return take_value();
+        } else if constexpr (std::is_trivially_copyable_v<T>) {
             std::memcpy(&value, bytes.data() + at, sizeof value);
             at += sizeof value;
+        } else if constexpr (requires { value[0].second; }) {
+            value.resize(take<std::size_t>());
+            for (auto& [name, held] : value) {
+                name = take<std::string>();
+                held = take<std::remove_cvref_t<decltype(held)>>();
+            }
         } else {
             value.resize(take<std::size_t>());
             const std::size_t length = value.size() * sizeof value[0];
@@ -376,26 +390,8 @@ struct AttributeBytes {
 GroupAttributes attributes_from_root(MPI_Comm comm, const GroupAttributes& groups,
                                      const std::string& what) {
     AttributeBytes out;
-    out.put(groups.size());
-    for (const auto& [path, attributes] : groups) {
-        out.put(path);
-        out.put(attributes.size());
-        for (const auto& [name, value] : attributes) {
-            out.put(name);
-            out.put(value);
-        }
-    }
-    AttributeBytes in{broadcast_text(comm, out.bytes, what)};
-    GroupAttributes received(in.take<std::size_t>());
-    for (auto& [path, attributes] : received) {
-        path = in.take<std::string>();
-        attributes.resize(in.take<std::size_t>());
-        for (auto& [name, value] : attributes) {
-            name = in.take<std::string>();
-            value = in.take_value();
-        }
-    }
-    return received;
+    out.put(groups);
+    return AttributeBytes{broadcast_text(comm, out.bytes, what)}.take<GroupAttributes>();
 }
 
 }  // namespace
