@@ -11,12 +11,10 @@
 
 namespace gpurelay {
 
-// Passes every call to `inner`; await() first sleeps `delay` on the host. The sleep falls inside
-// the step's receive (the pipeline has marked its start on the receive stream, which then idles
-// until the receive is queued), and a large message's send waits for that receive, so both ends
-// of this pair's transfer take longer, as over a slow link. A sleep between steps would not do:
-// the stop vote keeps every rank's step loop within a step of the others', so it would slow
-// every pair alike.
+// Passes every call to `inner`; await() first sleeps `delay` on the host, inside the step's
+// receive, which a large message's send waits for: both ends of this pair's transfer take longer,
+// as over a slow link. (A sleep between steps would slow every pair alike: the stop vote keeps
+// the ranks' step loops within a step of each other.)
 class DelayedTransport final : public Transport {
   public:
     DelayedTransport(Transport& inner, std::chrono::microseconds delay)

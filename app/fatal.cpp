@@ -13,12 +13,6 @@ namespace {
 // The run's watch while it exists; a handler may read it from any thread.
 std::atomic<const StepWatch*> watched{nullptr};
 
-int world_rank() {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    return rank;
-}
-
 }  // namespace
 
 StepWatch::StepWatch() noexcept { watched = this; }
@@ -34,7 +28,9 @@ void abort_job(const Error& error) noexcept {
         std::snprintf(where, sizeof where, " at step %lld (overlap %s pass)",
                       static_cast<long long>(step), watch->overlap() ? "on" : "off");
     }
-    std::fprintf(stderr, "gpurelay: error on rank %d%s: %s\n", world_rank(), where, error.what());
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::fprintf(stderr, "gpurelay: error on rank %d%s: %s\n", rank, where, error.what());
     std::fflush(stderr);
     // MPI_Abort may run exit handlers, and the CUDA runtime's can wait for a kernel that never
     // ends; this rank ends regardless after a grace period.

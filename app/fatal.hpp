@@ -9,9 +9,8 @@
 
 namespace gpurelay {
 
-// The step this rank's host is working on (queueing, or waiting for) and the pass it is in, as the
-// fatal handler names them. While one exists the handler reads it, from whichever thread fails;
-// the program holds one for the whole run.
+// The step this rank's host is queueing or waiting for, and its pass, which the fatal handler
+// (from whichever thread fails) names while this exists: the program holds one for the whole run.
 class StepWatch {
   public:
     StepWatch() noexcept;
@@ -36,9 +35,8 @@ class StepWatch {
     std::atomic<int> overlap_{-1};
 };
 
-// The handler (set_fatal_handler): "gpurelay: error on rank R[ at step S (overlap on|off pass)]:
-// MESSAGE", then MPI_Abort with the error's exit code, and this rank's end after a grace period
-// whatever MPI_Abort does.
+// The handler: "gpurelay: error on rank R[ at step S (overlap on|off pass)]: MESSAGE", then
+// MPI_Abort with the error's exit code, and this rank's end after a grace period regardless.
 [[noreturn]] void abort_job(const Error& error) noexcept;
 
 }  // namespace gpurelay

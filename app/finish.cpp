@@ -17,9 +17,6 @@
 namespace gpurelay {
 namespace {
 
-// Whether Open MPI's mpirun started this process (it sets OMPI_COMM_WORLD_SIZE; srun does not).
-bool launched_by_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
-
 // Rank 0, once the file is closed: the report (for several sizes, their table), the JSON summary
 // and the CSV rows, of the sizes this launch ran to their end.
 void report_sizes(const Config& config, const std::vector<RunSummary>& sizes,
@@ -71,11 +68,14 @@ void close_file(Run& run, bool complete, const std::function<Closing()>& closing
 Closing complete_attributes(const Run& run, const std::vector<RunSummary>& sizes, bool verified) {
     const Config& config = run.setup.config;
     Closing closing;
-    closing.root = {
-        {"verified", verified},
-        {"stopped_at_step", static_cast<std::int64_t>(-1)},
-        {"resumed_from_step", config.resume ? run.resume.step : static_cast<std::int64_t>(-1)},
-        {"finished_utc", utc_timestamp()}};
+    // For one size, its verdict and figures.
+    closing.root = config.several_sizes() ? Attributes{{"verified", verified}}
+                                          : verdict_attributes(sizes.front(), verified);
+    closing.root.insert(
+        closing.root.end(),
+        {{"stopped_at_step", static_cast<std::int64_t>(-1)},
+         {"resumed_from_step", config.resume ? run.resume.step : static_cast<std::int64_t>(-1)},
+         {"finished_utc", utc_timestamp()}});
     // The launch ended at the last step of the run's last size and pass.
     const Stop end{0, static_cast<std::int64_t>(config.size_list().size()) - 1,
                    static_cast<std::int64_t>(run.passes.size()) - 1, config.steps};
@@ -85,14 +85,7 @@ Closing complete_attributes(const Run& run, const std::vector<RunSummary>& sizes
         closing.root.push_back({"ranks", from_root(ranks_json(sizes.front()))});
     }
     if (!config.several_sizes()) {
-        const RunSummary& summary = sizes.front();
-        const PassSummary& main_pass = summary.main_pass();
-        closing.root.insert(closing.root.begin() + 1,
-                            {{"x_mismatches", static_cast<std::int64_t>(main_pass.x_mismatches)},
-                             {"c_mismatches", static_cast<std::int64_t>(main_pass.c_mismatches)},
-                             {"overlap_speedup", summary.overlap_speedup},
-                             {"cold_step_ms", summary.passes.front().cold_step_ms}});
-        closing.groups = pass_attributes(MPI_COMM_WORLD, summary);
+        closing.groups = pass_attributes(MPI_COMM_WORLD, sizes.front());
     } else {
         closing.root.push_back(
             {"resumed_from_size", config.resume ? run.resume.size : static_cast<std::int64_t>(-1)});
@@ -133,8 +126,9 @@ int finish_stopped(Run& run, const Stop& stop) {
                  "steps are in %s.partial (complete = 0); to finish it, run under the same "
                  "launcher: %s\n",
                  stop_signal_name(stop.signal),
-                 // Open MPI's mpirun turns a Ctrl-C into SIGTERM for its ranks.
-                 stop.signal == SIGTERM && launched_by_mpirun()
+                 // Open MPI's mpirun (which sets OMPI_COMM_WORLD_SIZE; srun does not) turns a
+                 // Ctrl-C into SIGTERM for its ranks.
+                 stop.signal == SIGTERM && std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr
                      ? " (if mpirun was signalled: it sends SIGTERM for SIGINT too, and "
                        "SIGKILL a second later; SIGUSR1 to mpirun stops without that)"
                      : "",

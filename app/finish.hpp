@@ -10,9 +10,8 @@
 
 namespace gpurelay {
 
-// Collective: closes the file as complete, and on rank 0 prints the report and writes the JSON
-// and CSV of the sizes this launch ran to their end (`sizes`): for one size its report, for
-// several the table of sizes, a case per size and a row per size. Returns the exit code.
+// Collective: closes the file as complete, and on rank 0 reports the sizes this launch ran to
+// their end (the report or the table of sizes, the JSON and the CSV). Returns the exit code.
 int finish(Run& run, const std::vector<RunSummary>& sizes, std::int64_t sizes_failed);
 
 // Collective, stopped by SIGTERM/SIGINT/SIGUSR1: every completed step is in the file, which stays

@@ -1,8 +1,6 @@
-# Run at every build (cmake -P), not at configure time: writes OUTPUT, a header that holds the
-# commit of the source tree SOURCE_DIR, with "-dirty" when its tracked files have changes, or
-# "unknown" when SOURCE_DIR is not the top of a git repository (a tarball unpacked inside another
-# repository must not report that repository's commit). OUTPUT is rewritten only when the text
-# changes, so an unchanged hash rebuilds nothing.
+# Run at every build (cmake -P): writes OUTPUT, a header that holds the commit of SOURCE_DIR
+# ("-dirty" with changed tracked files), or "unknown" where SOURCE_DIR is not the top of a git
+# repository (a tarball unpacked inside another); rewritten only when the text changes.
 #   cmake -DSOURCE_DIR=<tree> -DOUTPUT=<header> [-DGIT_EXECUTABLE=git] -P git_hash.cmake
 if(NOT SOURCE_DIR OR NOT OUTPUT)
   message(FATAL_ERROR "git_hash.cmake needs -DSOURCE_DIR=... and -DOUTPUT=...")
@@ -19,8 +17,7 @@ if(status EQUAL 0)
   file(REAL_PATH "${SOURCE_DIR}" source_real)
   file(REAL_PATH "${top}" top_real)
   if(source_real STREQUAL top_real)
-    # --exclude '*': the commit itself, never a tag's name; describe refreshes the index in
-    # memory, so a file merely touched is not "dirty".
+    # --exclude '*': the commit, never a tag; a file merely touched is not "dirty".
     execute_process(COMMAND ${GIT_EXECUTABLE} -C ${SOURCE_DIR} describe --always --dirty
                             --abbrev=12 --exclude *
       RESULT_VARIABLE status OUTPUT_VARIABLE described OUTPUT_STRIP_TRAILING_WHITESPACE

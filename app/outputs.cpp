@@ -82,11 +82,9 @@ std::vector<Placement> gather_placements(const Setup& setup, int size) {
     std::vector<Placement> placements;
     for (const std::string& text : joined) {
         const std::size_t first = text.find('|'), second = text.find('|', first + 1);
-        Placement p;
-        p.cores = text.substr(0, first);
-        p.core_numa = text.substr(first + 1, second - first - 1);
-        p.gpu_numa = text.substr(second + 1);
-        placements.push_back(p);
+        placements.push_back({.cores = text.substr(0, first),
+                              .core_numa = text.substr(first + 1, second - first - 1),
+                              .gpu_numa = text.substr(second + 1)});
     }
     return placements;
 }
@@ -144,14 +142,11 @@ void Outputs::file_pass(const Setup& setup, const std::string& group, bool overl
     const RecordedSteps::Columns& kept = result.recorded.columns();
     const std::size_t n = kept.steps.size(), oldest = result.recorded.oldest();
     if (n == 0) return;
-    // A row in the file's order: the oldest kept step first.
-    const auto in_order = [&](const auto& column) {
-        std::vector<std::remove_cvref_t<decltype(column(0))>> row(n);
-        for (std::size_t i = 0; i < n; ++i) row[i] = column((oldest + i) % n);
-        return row;
-    };
+    // Each row in the file's order: the oldest kept step first.
     const auto file_row = [&](const std::string& path, std::uint64_t row, const auto& column) {
-        file->write_matrix_row(path, row, in_order(column).data());
+        std::vector<std::remove_cvref_t<decltype(column(0))>> values(n);
+        for (std::size_t i = 0; i < n; ++i) values[i] = column((oldest + i) % n);
+        file->write_matrix_row(path, row, values.data());
     };
     const auto rank_row = static_cast<std::uint64_t>(rank);
     for (const PhaseInfo& phase : kPhases) {
@@ -183,13 +178,7 @@ void Outputs::file_histograms(const std::string& group, const PassSummary& pass,
 void Outputs::file_size(std::size_t index, const std::string& group, const RunSummary& summary,
                         std::int64_t sizes_failed) {
     GroupAttributes groups = pass_attributes(MPI_COMM_WORLD, summary, group);
-    const PassSummary& main_pass = summary.main_pass();
-    groups.push_back({group,
-                      {{"verified", summary.verified()},
-                       {"x_mismatches", static_cast<std::int64_t>(main_pass.x_mismatches)},
-                       {"c_mismatches", static_cast<std::int64_t>(main_pass.c_mismatches)},
-                       {"overlap_speedup", summary.overlap_speedup},
-                       {"cold_step_ms", summary.passes.front().cold_step_ms}}});
+    groups.push_back({group, verdict_attributes(summary, summary.verified())});
     groups.push_back(
         {"/",
          {{"sizes_done", static_cast<std::int64_t>(index + 1)}, {"sizes_failed", sizes_failed}}});

@@ -22,16 +22,6 @@ struct SizeCase {
     std::string group;  // "" for a run of one size (today's layout); "/cases/i" for several
 };
 
-std::vector<SizeCase> cases_of(const Config& config) {
-    std::vector<SizeCase> cases;
-    const std::vector<std::uint64_t> sizes = config.size_list();
-    for (std::size_t i = 0; i < sizes.size(); ++i) {
-        cases.push_back({i, config.sized(sizes[i]),
-                         config.several_sizes() ? ResultSchema::case_group(i) : std::string()});
-    }
-    return cases;
-}
-
 // Pass `pass` of the size the pipeline is set to, from `first_step`; `stop` gets the signal
 // every rank agreed to stop on.
 PassResult run_pass(Run& run, std::size_t pass, std::int64_t first_step, bool calibrate,
@@ -65,9 +55,8 @@ PassResult run_pass(Run& run, std::size_t pass, std::int64_t first_step, bool ca
     };
     run.watch.start_pass(run.passes[pass], first_step);
     try {
-        // Only the last pass writes /y: file I/O in both would differ anyway (the first writes
-        // into fresh extents), so the overlap-off pass stays free of it and the report says when
-        // the writer held up the other one.
+        // Only the last pass writes /y: the overlap-off pass stays free of file I/O, and the
+        // report says when the writer held up the other.
         const bool last = pass + 1 == run.passes.size();
         return run.pipeline.run(run.passes[pass], last ? run.outputs.sink.get() : nullptr, on_step,
                                 first_step, calibrate);
@@ -78,8 +67,7 @@ PassResult run_pass(Run& run, std::size_t pass, std::int64_t first_step, bool ca
     }
 }
 
-// Runs the passes of one size from where a resumed run stopped, files each pass's rows and
-// summarises it.
+// One size's passes from where a resumed run stopped, each filed and summarised.
 Stop run_passes(Run& run, const SizeCase& size, std::vector<PassSummary>& summaries) {
     const bool resumed_size = static_cast<std::int64_t>(size.index) == run.resume.size;
     const std::size_t first_pass = resumed_size ? static_cast<std::size_t>(run.resume.pass) : 0;
@@ -93,10 +81,8 @@ Stop run_passes(Run& run, const SizeCase& size, std::vector<PassSummary>& summar
         if (result.complete) stop.signal = 0;
         run.outputs.file_pass(run.setup, size.group, run.passes[i], result, run.rank);
         if (stop.signal != 0) {
-            stop.size = static_cast<std::int64_t>(size.index);
-            stop.pass = static_cast<std::int64_t>(i);
-            stop.step = result.end_step;
-            break;
+            return {stop.signal, static_cast<std::int64_t>(size.index),
+                    static_cast<std::int64_t>(i), result.end_step};
         }
         // The last pass ended by its duration wrote its last step where write = "last" writes.
         const bool last = i + 1 == run.passes.size();
@@ -167,8 +153,11 @@ std::vector<bool> passes_of(const Config& config) {
 Stop run_sizes(Run& run, std::vector<RunSummary>& done) {
     const Config& config = run.setup.config;
     std::int64_t sizes_failed = run.resume.sizes_failed;
-    for (const SizeCase& size : cases_of(config)) {
-        if (static_cast<std::int64_t>(size.index) < run.resume.size) continue;
+    const std::vector<std::uint64_t> sizes = config.size_list();
+    // From the size a resumed run stopped in.
+    for (auto i = static_cast<std::size_t>(run.resume.size); i < sizes.size(); ++i) {
+        const SizeCase size{i, config.sized(sizes[i]),
+                            config.several_sizes() ? ResultSchema::case_group(i) : std::string()};
         run.pipeline.resize(size.config.elements);
         run.outputs.start_size(size.index, size.config, run.setup.placement);
         std::vector<PassSummary> passes;
@@ -184,9 +173,7 @@ Stop run_sizes(Run& run, std::vector<RunSummary>& done) {
             run.outputs.file_size(size.index, size.group, done.back(), sizes_failed);
         }
     }
-    Stop end;
-    end.sizes_failed = sizes_failed;
-    return end;
+    return {.sizes_failed = sizes_failed};
 }
 
 RunSummary summarize(const MpiSession& mpi, const Setup& setup, const Config& config,

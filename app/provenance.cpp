@@ -5,13 +5,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <iterator>
 #include <limits>
+#include <system_error>
 #include <type_traits>
 #include <variant>
 
 #include "app/git_hash.hpp"
-#include "app/version.hpp"
 #include "io/result_schema.hpp"
 #include "mpi/error.hpp"
 #include "mpi/session.hpp"
@@ -21,8 +22,35 @@
 
 namespace gpurelay {
 
+namespace {
+
+// Where this binary is installed, found from its own path, never from a prefix compiled in, so
+// that a prefix moved elsewhere (a relocated Spack install) still names its own decks and batch
+// templates; only the layout below the prefix, relative to the binary's folder, is compiled in.
+std::string install_text() {
+    namespace fs = std::filesystem;
+    std::error_code error;
+    // canonical: a link to the binary (a Spack view's bin/) names the prefix that holds it.
+    const fs::path bin = fs::canonical("/proc/self/exe", error).parent_path();
+    if (error) return "installed: unknown (/proc/self/exe cannot be read)\n";
+    // bin/.. normalises to "prefix/": the last, empty name is dropped.
+    const auto below_bin = [&](const char* relative) {
+        const fs::path path = (bin / relative).lexically_normal();
+        return path.has_filename() ? path : path.parent_path();
+    };
+    const fs::path data = below_bin(GPURELAY_BIN_TO_DATA);
+    if (!fs::is_directory(data / "inputs", error)) {
+        return "not installed: run from " + bin.string() +
+               " (cmake --install puts it in a prefix)\n";
+    }
+    return "installed in " + below_bin(GPURELAY_BIN_TO_PREFIX).string() + ": decks in " +
+           (data / "inputs").string() + ", batch templates in " + (data / "slurm").string() + "\n";
+}
+
+}  // namespace
+
 std::string version_text() {
-    return std::string("gpurelay ") + kVersion + " (git " + kGitHash + ")\nCUDA " +
+    return std::string("gpurelay " GPURELAY_VERSION " (git ") + kGitHash + ")\nCUDA " +
            cuda_version_string() + "\nNCCL " + nccl_version_string() + "\nMPI " +
            mpi_version_string() + "\nHDF5 " + hdf5_version() + "\n" + install_text();
 }
@@ -30,7 +58,7 @@ std::string version_text() {
 std::string git_hash() { return kGitHash; }
 
 std::string versions_line() {
-    return std::string("gpurelay ") + kVersion + " (git " + kGitHash + "), CUDA " +
+    return std::string("gpurelay " GPURELAY_VERSION " (git ") + kGitHash + "), CUDA " +
            cuda_version_string() + ", NCCL " + nccl_version_string() + ", " + mpi_version_string() +
            ", HDF5 " + hdf5_version();
 }
@@ -76,11 +104,9 @@ std::pair<std::string, AttributeValue> key_attribute(const Config& config, std::
     if (text == "true" || text == "false") return {name, text == "true"};
     char* end = nullptr;
     const long long integer = std::strtoll(text.c_str(), &end, 10);
-    if (end != nullptr && *end == '\0' && !text.empty()) {
-        return {name, static_cast<std::int64_t>(integer)};
-    }
+    if (!text.empty() && *end == '\0') return {name, static_cast<std::int64_t>(integer)};
     const double real = std::strtod(text.c_str(), &end);
-    if (end != nullptr && *end == '\0' && !text.empty()) return {name, real};
+    if (!text.empty() && *end == '\0') return {name, real};
     return {name, text};
 }
 
@@ -113,7 +139,7 @@ Attributes root_attributes(const Setup& setup, const std::vector<std::string>& h
     const Config& config = setup.config;
     for (const auto& key : config_keys()) attrs.push_back(key_attribute(config, key.name));
     attrs.emplace_back("config_toml", config_to_toml(config));
-    attrs.emplace_back("gpurelay_version", std::string(kVersion));
+    attrs.emplace_back("gpurelay_version", std::string(GPURELAY_VERSION));
     attrs.emplace_back("git_hash", std::string(kGitHash));
     attrs.emplace_back("cuda_version", cuda_version_string());
     attrs.emplace_back("nccl_version", nccl_version_string());
@@ -141,6 +167,15 @@ Attributes root_attributes(const Setup& setup, const std::vector<std::string>& h
                                    "the signal's number (15 SIGTERM, 2 SIGINT, 10 SIGUSR1); NaN in "
                                    "/timings: a phase not this rank's, or not timed"));
     return attrs;
+}
+
+Attributes verdict_attributes(const RunSummary& summary, bool verified) {
+    const PassSummary& main_pass = summary.main_pass();
+    return {{"verified", verified},
+            {"x_mismatches", static_cast<std::int64_t>(main_pass.x_mismatches)},
+            {"c_mismatches", static_cast<std::int64_t>(main_pass.c_mismatches)},
+            {"overlap_speedup", summary.overlap_speedup},
+            {"cold_step_ms", summary.passes.front().cold_step_ms}};
 }
 
 namespace {
@@ -173,16 +208,6 @@ const PassMeasure kPassMeasures[] = {
     {"sm_clock_end_mhz", [](Run, Pass p) { return p.sm_clock_end_mhz; }},
     {"sm_clock_max_mhz", [](Run, Pass p) { return p.sm_clock_max_mhz; }},
     {"cold_step_ms", [](Run, Pass p) { return p.cold_step_ms; }},
-};
-
-// The pass's yes/no judgements, as booleans.
-struct PassFlag {
-    const char* name;
-    bool (*value)(Pass);
-};
-const PassFlag kPassFlags[] = {
-    {"step_unstable", [](Pass p) { return step_stability(p).unstable; }},
-    {"clocks_measured", [](Pass p) { return p.clocks_measured; }},
 };
 
 // One line per pair (group), as the JSON's pairs: its ranks, median step and transfer, its rate
@@ -271,7 +296,8 @@ Attributes timing_attributes(Run s, const Judgement& judged, std::size_t pass) {
         const double value = measure.value(s, p);
         if (!std::isnan(value)) timings.emplace_back(measure.name, value);
     }
-    for (const PassFlag& flag : kPassFlags) timings.emplace_back(flag.name, flag.value(p));
+    timings.emplace_back("step_unstable", step_stability(p).unstable);
+    timings.emplace_back("clocks_measured", p.clocks_measured);
     // The run's judgement, on each pass: the figures above are kept whether or not they read.
     timings.emplace_back("phase_times_readable", judged.readable());
     if (p.clocks_measured)
@@ -310,6 +336,12 @@ struct AttributeBytes {
             std::visit([&](const auto& held) { put(held); }, value);
         } else if constexpr (std::is_trivially_copyable_v<T>) {
             bytes.append(reinterpret_cast<const char*>(&value), sizeof value);
+        } else if constexpr (requires { value[0].second; }) {  // names (or paths) with their values
+            put(value.size());
+            for (const auto& [name, held] : value) {
+                put(name);
+                put(held);
+            }
         } else {  // a std::string or a std::vector<std::int64_t>
             put(value.size());
             bytes.append(reinterpret_cast<const char*>(value.data()),
@@ -319,9 +351,17 @@ struct AttributeBytes {
     template <typename T>
     T take() {
         T value{};
-        if constexpr (std::is_trivially_copyable_v<T>) {
+        if constexpr (std::is_same_v<T, AttributeValue>) {
+            return take_value();
+        } else if constexpr (std::is_trivially_copyable_v<T>) {
             std::memcpy(&value, bytes.data() + at, sizeof value);
             at += sizeof value;
+        } else if constexpr (requires { value[0].second; }) {
+            value.resize(take<std::size_t>());
+            for (auto& [name, held] : value) {
+                name = take<std::string>();
+                held = take<std::remove_cvref_t<decltype(held)>>();
+            }
         } else {
             value.resize(take<std::size_t>());
             const std::size_t length = value.size() * sizeof value[0];
@@ -350,26 +390,8 @@ struct AttributeBytes {
 GroupAttributes attributes_from_root(MPI_Comm comm, const GroupAttributes& groups,
                                      const std::string& what) {
     AttributeBytes out;
-    out.put(groups.size());
-    for (const auto& [path, attributes] : groups) {
-        out.put(path);
-        out.put(attributes.size());
-        for (const auto& [name, value] : attributes) {
-            out.put(name);
-            out.put(value);
-        }
-    }
-    AttributeBytes in{broadcast_text(comm, out.bytes, what)};
-    GroupAttributes received(in.take<std::size_t>());
-    for (auto& [path, attributes] : received) {
-        path = in.take<std::string>();
-        attributes.resize(in.take<std::size_t>());
-        for (auto& [name, value] : attributes) {
-            name = in.take<std::string>();
-            value = in.take_value();
-        }
-    }
-    return received;
+    out.put(groups);
+    return AttributeBytes{broadcast_text(comm, out.bytes, what)}.take<GroupAttributes>();
 }
 
 }  // namespace

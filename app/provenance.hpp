@@ -13,10 +13,9 @@
 
 namespace gpurelay {
 
-// --version: a line each for gpurelay (and its git hash), CUDA, NCCL, MPI, HDF5, install_text().
+// --version: a line each for gpurelay (and its git hash), CUDA, NCCL, MPI, HDF5, and where the
+// binary, its decks and batch templates are installed (or that it is not).
 std::string version_text();
-// One line: where the binary, its decks and batch templates are installed, or that it is not.
-std::string install_text();
 // The source tree's commit when this binary was built ("1a2b3c4d5e6f", with "-dirty" when
 // tracked files had changes), or "unknown" when the tree was not a git repository of its own.
 std::string git_hash();
@@ -24,17 +23,18 @@ std::string git_hash();
 std::string versions_line();
 // Now, as "2026-12-01T09:00:00Z".
 std::string utc_timestamp();
-// The result file's root attributes: every resolved key (typed; `elements` a 1-D int64 array of
-// the sizes), the deck, the versions, the backend and transport, and every rank's host, device
-// and placement (its allowed cores, their NUMA nodes, its GPU's).
+// The result file's root attributes: every resolved key (typed), the deck, the versions, the
+// backend and transport, and every rank's host, device and placement.
 Attributes root_attributes(const Setup& setup, const std::vector<std::string>& hosts,
                            const std::vector<std::string>& gpus,
                            const std::vector<Placement>& placements);
 
-// Rank 0: the file's `launches` attribute once this launch ends, a JSON array: resume.launches
-// and this one (its start, end, git hash, the size, pass and step it started from and `end`, and
-// how it ended: "complete", or the signal).
+// Rank 0: the file's `launches` attribute, a JSON array: resume.launches and this launch (its
+// start, end, git hash, where it started and ended, and how: "complete", or the signal).
 std::string launches_json(const ResumePoint& resume, const Stop& end);
+
+// A size's verdict (`verified`) and headline figures, for its group or, of one size, the root.
+Attributes verdict_attributes(const RunSummary& summary, bool verified);
 
 // Collective: each pass's summary as attributes of /timings/PASS (names end in their unit) and
 // /verification/PASS (the counts and the verdict) under `group`, rank 0's figures on every rank.

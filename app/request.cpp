@@ -22,7 +22,7 @@
 namespace gpurelay {
 namespace {
 
-enum Action : int { kRun = 0, kPrintConfig, kVersion, kHelp, kPrintSizes };
+enum Action : int { kRun = 0, kPrintConfig, kPrintText };
 
 // Names tried for a run that names no output and starts in the second of another's.
 constexpr int kDefaultNamesPerSecond = 100;
@@ -65,10 +65,8 @@ void name_default_output(Config& config, OutputLock& lock) {
                       "' on are taken: name the output with --output");
 }
 
-// Every file the run writes, before any GPU or file work (rank 0): each path resolved (a link in
-// the last place followed), the output checked by the result file's own rule, the side outputs by
-// the same rule of what may be replaced, and no two of them one file. `resume`: the output is
-// continued from PATH.partial instead of made afresh.
+// Rank 0, before any GPU or file work: every file the run writes resolved (a link in the last
+// place followed) and checked by the rule of what may be replaced, and no two of them one file.
 void check_output_paths(Config& config) {
     config.output = resolve_output_path("output", config.output);
     if (!config.resume) ResultFile::check_target(config.output, config.overwrite);
@@ -99,20 +97,15 @@ void check_output_paths(Config& config) {
     }
 }
 
-// Rank 0: what the command line asks; for a run, its outputs checked, locked and, resumed, where
-// it starts. `deck` gets the resolved deck, `help` the help text (or the sizes --print-sizes
-// prints, one a line).
+// Rank 0: what the command line asks; for a run, its outputs checked and locked, and where it
+// starts. `deck` gets the resolved deck, `help` what --help, --version or --print-sizes prints.
 Action read_command_line(int argc, char** argv, Request& request, std::string& deck,
                          std::string& help) {
     CommandLine line = parse_command_line(argc, argv);
-    if (line.show_help) {
-        help = line.help_text;
-        return kHelp;
-    }
-    if (line.show_version) return kVersion;
-    if (!line.sizes_to_print.empty()) {
+    if (line.show_help || line.show_version || !line.sizes_to_print.empty()) {
+        help = line.show_help ? line.help_text : line.show_version ? version_text() : "";
         for (const std::uint64_t size : line.sizes_to_print) help += std::to_string(size) + '\n';
-        return kPrintSizes;
+        return kPrintText;
     }
     validate_config(line.config);
     int world_size = 1;
@@ -156,9 +149,8 @@ Request read_request(int rank, int argc, char** argv) {
         std::tie(at.pass, at.step, at.complete, at.verified, at.size, at.sizes_failed) =
             std::tie(point[0], point[1], point[2], point[3], point[4], point[5]);
     }
-    if (action == kHelp || action == kVersion || action == kPrintSizes) {
-        if (rank == 0)
-            std::fputs(action == kVersion ? version_text().c_str() : help.c_str(), stdout);
+    if (action == kPrintText) {
+        if (rank == 0) std::fputs(help.c_str(), stdout);
         return request;
     }
     deck = broadcast_text(MPI_COMM_WORLD, deck, "the broadcast of the deck");

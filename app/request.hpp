@@ -11,17 +11,15 @@
 namespace gpurelay {
 
 struct Request {
-    // The deck to run; none when the request is answered already (--help, --version,
-    // --print-config, --print-sizes).
+    // The deck to run; none when the request is answered already (--help, --print-config, ...).
     std::optional<Config> config;
     ResumePoint resume;  // where a resumed run starts (every rank)
     // Held by rank 0 from the path checks to the end of the run: no second job on this output.
     OutputLock lock;
 };
 
-// Collective: rank 0 alone reads the deck and flags, checks every output path, takes the lock and
-// reads the resume point; every rank agrees on the outcome, and answers --help, --version,
-// --print-config and --print-sizes (rank 0 prints them).
+// Collective: rank 0 alone reads the deck and flags, checks the outputs, takes the lock and reads
+// the resume point; every rank gets the outcome, and rank 0 answers --help and the like.
 Request read_request(int rank, int argc, char** argv);
 
 // Collective: --resume of a .partial that is already complete only gives it the name its run did

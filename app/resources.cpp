@@ -29,10 +29,9 @@ RankNeeds rank_needs(const Config& config, const MemoryPlan& plan, Role role, bo
     const double passes = config.overlap == OverlapMode::compare ? 2 : 1;
     const bool writes = role != Role::producer && config.written_rows() > 0;
     RankNeeds needs;
-    // Kept for the report and the file: a pass's kept steps at a time (times, counts and step
-    // numbers, and one row in the file's order on its way there), each pass's histograms (rank 0
-    // also the sums of every rank's), and the list of written steps. None grows with the steps
-    // past step_record's columns.
+    // A pass's kept steps (times, counts, step numbers, and a row on its way to the file), each
+    // pass's histograms (rank 0's also their sums) and the written steps: none grows with the
+    // steps.
     const double histograms =
         3.0 * kPhaseCount * static_cast<double>(LogHistogram::bucket_count()) * 8;
     needs.records = columns * static_cast<double>(sizeof(StepTimes) + 4 * sizeof(Counter)) +
@@ -41,21 +40,6 @@ RankNeeds rank_needs(const Config& config, const MemoryPlan& plan, Role role, bo
                  (writes ? kWriterBuffers * static_cast<double>(config.tensor_bytes()) : 0);
     (cpu_path ? needs.host : needs.device) += static_cast<double>(plan.device_bytes());
     return needs;
-}
-
-// The result file's size for one tensor size: /y, /step, the kept steps' times, step numbers and
-// counts, the histograms, and room for metadata.
-double result_file_bytes(const Config& config, int world_size, int pairs) {
-    const double columns = static_cast<double>(config.recorded().columns);
-    const double rows = static_cast<double>(config.written_rows());
-    const double passes = config.overlap == OverlapMode::compare ? 2 : 1;
-    const double element = config.dtype == DType::float32 ? 4 : 8;
-    const double histograms =
-        kPhaseCount *
-        static_cast<double>(LogHistogram::bucket_count() + ResultSchema::kHistogramSums) * 8;
-    return pairs * rows * static_cast<double>(config.elements) * element + rows * 8 +
-           passes * (columns * 8 * ((kPhaseCount + 1.0) * world_size + 2.0 * pairs) + histograms) +
-           (1 << 20);
 }
 
 // The memory this node offers (MemAvailable), in bytes; 0 when it cannot be read.
@@ -77,10 +61,21 @@ std::string mib(double bytes) {
 
 }  // namespace
 
+// Each size's /y, /step, kept steps' times, step numbers and counts, histograms and metadata.
 double output_file_bytes(const Config& config, int world_size, int pairs) {
+    const double columns = static_cast<double>(config.recorded().columns);
+    const double rows = static_cast<double>(config.written_rows());
+    const double passes = config.overlap == OverlapMode::compare ? 2 : 1;
+    const double element = config.dtype == DType::float32 ? 4 : 8;
+    const double histograms =
+        kPhaseCount *
+        static_cast<double>(LogHistogram::bucket_count() + ResultSchema::kHistogramSums) * 8;
     double bytes = 0;
     for (const std::uint64_t elements : config.size_list()) {
-        bytes += result_file_bytes(config.sized(elements), world_size, pairs);
+        bytes +=
+            pairs * rows * static_cast<double>(elements) * element + rows * 8 +
+            passes * (columns * 8 * ((kPhaseCount + 1.0) * world_size + 2.0 * pairs) + histograms) +
+            (1 << 20);
     }
     return bytes;
 }

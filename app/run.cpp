@@ -1,7 +1,5 @@
 // The run, as the algorithm reads: read the request, set up, open the outputs, run the passes,
-// finish. The steps themselves live beside it: request.cpp (the command line, the output lock and
-// resume), setup.cpp, outputs.cpp (the writing), passes.cpp (the sizes and passes), finish.cpp
-// (the close and the report) and fatal.cpp (the handler of errors no caller can catch).
+// finish; each step in a file of its own beside this one.
 #include "app/run.hpp"
 
 #include <chrono>
@@ -30,8 +28,7 @@
 namespace gpurelay {
 namespace {
 
-// duration: pass k of the P this launch runs ends once (k + 1) / P of it has passed since the
-// launch started.
+// duration: pass k of the P this launch runs ends once (k + 1) / P of it has passed.
 std::vector<std::chrono::steady_clock::time_point> pass_deadlines(
     const Config& config, const ResumePoint& resume, std::chrono::steady_clock::time_point start) {
     if (config.duration_s <= 0) return {};

@@ -4,8 +4,7 @@
 
 namespace gpurelay {
 
-// Returns the process exit code (see ExitCode); ends the job with MPI_Abort on errors that only
-// some ranks see.
+// The exit code (ExitCode); an error only some ranks see ends the job with MPI_Abort.
 int run_gpurelay(int argc, char** argv);
 
 }  // namespace gpurelay

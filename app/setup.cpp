@@ -70,13 +70,11 @@ RunFacts gather_facts(const Setup& setup, int size) {
     facts.one_node = every_pair_on_one_node(MPI_COMM_WORLD, p.peer);
     facts.world_size = size;
     if (!*facts.cuda_path) return facts;
-    if (setup.config.pattern == Pattern::pairs) {
-        facts.shared_gpu = shared_gpu(setup.gpu_keys, 0, size);
-        return facts;
-    }
+    const bool pairs = setup.config.pattern == Pattern::pairs;
+    const int groups = pairs ? 1 : p.groups, span = pairs ? size : p.group_size;
     facts.shared_gpu = "";
-    for (int g = 0; g < p.groups && facts.shared_gpu->empty(); ++g) {
-        facts.shared_gpu = shared_gpu(setup.gpu_keys, g * p.group_size, (g + 1) * p.group_size);
+    for (int g = 0; g < groups && facts.shared_gpu->empty(); ++g) {
+        facts.shared_gpu = shared_gpu(setup.gpu_keys, g * span, (g + 1) * span);
     }
     return facts;
 }
@@ -106,10 +104,8 @@ std::unique_ptr<Transport> open_collective(const Setup& setup, const TransportRo
     return make_collective_transport(std::move(call), p, *setup.device, options);
 }
 
-// A pair transport between world ranks `sender` and `receiver` (this rank the sender's side when
-// `outbound`), over a communicator of just the two (MPI_Comm_create_group): what the transport
-// sets up (NCCL's ncclCommInitRank, ipc's shared window, MPI's duplicate) then involves two ranks,
-// not the world, and costs the same at any size (ncclCommSplit would first init the world's).
+// A pair transport between world ranks `sender` and `receiver` (this rank the sender when
+// `outbound`), over a communicator of just the two: its set-up costs the same at any world size.
 std::unique_ptr<Transport> open_link(const TransportRow& row, int sender, int receiver,
                                      bool outbound, Device& device,
                                      const TransportOptions& options) {
@@ -132,8 +128,8 @@ std::unique_ptr<Transport> open_relay(const Setup& setup, const TransportRow& ro
     return make_relay_transport(std::move(inbound), std::move(outbound), device, options.slots);
 }
 
-// Opens the transport of the chosen row: each pair and relay hop over a communicator of its two
-// ranks, each collective group over its own (collective over the world only in the split).
+// The chosen row's transport: each pair and relay hop over a communicator of its two ranks,
+// each collective group over its own (collective over the world only in the split).
 std::unique_ptr<Transport> open_transport(const Setup& setup, const TransportRow& row) {
     // Slots for the largest of the run's sizes; each size moves through them in turn.
     const Config config = setup.config.largest();
@@ -176,10 +172,9 @@ Setup set_up(const MpiSession& mpi, const Config& config) {
         setup.device_info = setup.device->info();
     });
     check_same_path(setup, size);
-    const std::string gpu_key = setup.device_info.pci_bus_id.empty()
-                                    ? mpi.host_name() + " cpu"
-                                    : mpi.host_name() + " " + setup.device_info.pci_bus_id;
-    setup.gpu_keys = allgather_strings(gpu_key, size);
+    const std::string& bus_id = setup.device_info.pci_bus_id;
+    setup.gpu_keys =
+        allgather_strings(mpi.host_name() + " " + (bus_id.empty() ? "cpu" : bus_id), size);
     const RunFacts facts = gather_facts(setup, size);
     TransportChoice choice;
     agree(MPI_COMM_WORLD, [&] { choice = choose_transport(config, facts); });
@@ -214,17 +209,14 @@ void choose_host_wait(const Config& config, bool cuda_path) {
     MPI_CHECK(MPI_Allreduce(local, busiest, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     const std::string load = std::to_string(busiest[0]) + " working thread(s) on a node, " +
                              std::to_string(-busiest[1]) + " core(s)";
-    if (config.host_wait != HostWaitMode::auto_select) {
-        set_host_wait(
-            {config.host_wait == HostWaitMode::prompt ? HostWait::prompt : HostWait::sparing,
-             "set by host_wait; " + load});
-        return;
-    }
-    const HostWait wait = host_wait_for(cuda_path, busiest[0], -busiest[1]);
-    set_host_wait({wait, std::string("auto: ") +
-                             (cuda_path                  ? "GPU path, "
-                              : wait == HostWait::prompt ? "a core for each thread, "
-                                                         : "more threads than cores, ") +
+    const bool chosen = config.host_wait != HostWaitMode::auto_select;
+    const HostWait wait = !chosen ? host_wait_for(cuda_path, busiest[0], -busiest[1])
+                          : config.host_wait == HostWaitMode::prompt ? HostWait::prompt
+                                                                     : HostWait::sparing;
+    set_host_wait({wait, (chosen                     ? "set by host_wait; "
+                          : cuda_path                ? "auto: GPU path, "
+                          : wait == HostWait::prompt ? "auto: a core for each thread, "
+                                                     : "auto: more threads than cores, ") +
                              load});
 }
 

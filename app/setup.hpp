@@ -1,6 +1,5 @@
 // Set-up that every rank agrees on before any timed work: pairs, the device, its memory and the
-// transport. Each step either succeeds on every rank or fails on every rank with
-// one message (mpi/agreement.hpp).
+// transport; each step succeeds on every rank or fails on every rank with one message.
 #pragma once
 
 #include <memory>
@@ -32,17 +31,13 @@ struct Setup {
     double output_bytes = 0;            // the result file's size once complete (an upper bound)
 };
 
-// Collective over MPI_COMM_WORLD: places the pairs, opens the device, checks that every rank is
-// on the same path and that what each will hold fits its device, its node's host memory and the
-// file system (exit 2 with the figures), and opens the transport; from then on every wait on the
-// GPU is bounded by timeout_s and watches the transport. Throws AgreedError, the same on every
-// rank, when a step fails anywhere.
+// Collective: places the pairs, opens the device, checks the path and the resources (exit 2 with
+// the figures) and opens the transport, which every wait on the GPU then watches. Throws
+// AgreedError, the same on every rank, when a step fails anywhere.
 Setup set_up(const MpiSession& mpi, const Config& config);
 
-// Collective over MPI_COMM_WORLD, once the pipeline's host streams exist: sets the process's
-// host-wait policy (runtime/poll.hpp) from config.host_wait, for `auto` by host_wait_for from
-// the path and each node's working threads (every rank's main thread and host streams) against
-// the cores its ranks may use.
+// Collective, once the pipeline's host streams exist: the host-wait policy (runtime/poll.hpp) from
+// host_wait, for `auto` from the path and each node's working threads against its cores.
 void choose_host_wait(const Config& config, bool cuda_path);
 
 }  // namespace gpurelay

@@ -62,16 +62,11 @@ Error unexpected_argument(const std::string& argument) {
     return usage_error(message);
 }
 
-// The options gpurelay takes: its own, and one per deck key.
-struct Options {
-    CLI::Option* input = nullptr;
-    CLI::Option* print_config = nullptr;
-    CLI::Option* print_sizes = nullptr;
-    CLI::Option* version = nullptr;
-    std::vector<std::pair<const CLI::Option*, std::string_view>> keys;  // and each one's key
-};
+// Each deck key's option, with its key.
+using KeyOptions = std::vector<std::pair<const CLI::Option*, std::string_view>>;
 
-Options add_options(CLI::App& app) {
+// The options gpurelay takes: its own, and one per deck key (returned).
+KeyOptions add_options(CLI::App& app) {
     app.set_help_flag("-h,--help", "print this help and exit");
     app.footer(
         "Every key of the input deck is also a flag: key foo_bar is --foo-bar VALUE, and flags "
@@ -82,19 +77,18 @@ Options add_options(CLI::App& app) {
     app.allow_extras();
     // Every option keeps all its occurrences; a repeat is reported below, by name.
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-    Options options;
-    options.input = app.add_option("--input")
-                        ->description("input deck (TOML); flags override its keys")
-                        ->option_text("DECK");
-    options.print_config =
-        app.add_flag("--print-config")->description("print the resolved deck as TOML and exit");
+    app.add_option("--input")
+        ->description("input deck (TOML); flags override its keys")
+        ->option_text("DECK");
+    app.add_flag("--print-config")->description("print the resolved deck as TOML and exit");
     // The scripts (scripts/sweep) ask it what a spec of sizes means rather than parse it again.
-    options.print_sizes = app.add_option("--print-sizes")
-                              ->description(
-                                  "print the sizes SPEC expands to, as --elements "
-                                  "reads it, one a line, and exit")
-                              ->option_text("SPEC");
-    options.version = app.add_flag("--version")->description("print the version and exit");
+    app.add_option("--print-sizes")
+        ->description(
+            "print the sizes SPEC expands to, as --elements "
+            "reads it, one a line, and exit")
+        ->option_text("SPEC");
+    app.add_flag("--version")->description("print the version and exit");
+    KeyOptions keys;
     const Config defaults;
     for (const ConfigKey& key : config_keys()) {
         const std::string default_text = config_value_text(defaults, key.name);
@@ -107,9 +101,9 @@ Options add_options(CLI::App& app) {
             // left out, so a bare --overwrite reads as "true".
             option->expected(0, 1)->default_str("true");
         }
-        options.keys.emplace_back(option, key.name);
+        keys.emplace_back(option, key.name);
     }
-    return options;
+    return keys;
 }
 
 // CLI11's "--depth: 1 required <type> missing", said in words.
@@ -124,9 +118,9 @@ Error argument_mismatch(const CLI::ArgumentMismatch& e) {
 
 // What CLI11 lets through: a flag taken as a key's value, an argument no option took, an option
 // given twice.
-void check_arguments(const CLI::App& app, const Options& options) {
+void check_arguments(const CLI::App& app, const KeyOptions& keys) {
     // CLI11 lets "--depth --steps 5" give --depth the value "--steps", and then finds 5 unused.
-    for (const auto& [option, key] : options.keys) {
+    for (const auto& [option, key] : keys) {
         if (option->count() > 0 && !option->results().empty() &&
             option->results().front().starts_with("--")) {
             throw usage_error("option " + option->get_name() + " needs a value (got the flag " +
@@ -151,7 +145,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
         "gpurelay: a GPU relay mini-app that times a ring of tensor exchanges between "
         "MPI ranks, overlapped with compute, and checks every result.",
         "gpurelay");
-    const Options options = add_options(app);
+    const KeyOptions keys = add_options(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
@@ -163,32 +157,31 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     } catch (const CLI::ParseError& e) {
         throw usage_error(e.what());
     }
-    if (options.version->count() > 0) {
+    if (app.count("--version") > 0) {
         result.show_version = true;
         return result;
     }
-    if (options.print_sizes->count() > 0) {
+    if (app.count("--print-sizes") > 0) {
         result.sizes_to_print =
-            parse_size_list("--print-sizes", options.print_sizes->results().front());
+            parse_size_list("--print-sizes", app.get_option("--print-sizes")->results().front());
         return result;
     }
-    check_arguments(app, options);
-    result.print_config = options.print_config->count() > 0;
+    check_arguments(app, keys);
+    result.print_config = app.count("--print-config") > 0;
     // steps = 0 until the deck or a flag sets it: its default depends on duration (below).
     result.config.steps = 0;
     // The deck first, whatever the position of --input: flags override it.
-    if (options.input->count() > 0) {
-        result.deck_path = options.input->results().front();
+    if (app.count("--input") > 0) {
+        result.deck_path = app.get_option("--input")->results().front();
         if (result.deck_path.empty()) throw usage_error("--input needs a file name");
         result.config =
             config_from_toml(read_deck(result.deck_path), result.deck_path, result.config);
     }
     // Flags in the order typed, so that the first bad one is the one reported.
     for (const CLI::Option* option : app.parse_order()) {
-        const auto key_option =
-            std::find_if(options.keys.begin(), options.keys.end(),
-                         [&](const auto& entry) { return entry.first == option; });
-        if (key_option == options.keys.end()) continue;
+        const auto key_option = std::find_if(
+            keys.begin(), keys.end(), [&](const auto& entry) { return entry.first == option; });
+        if (key_option == keys.end()) continue;
         set_config_value(result.config, key_option->second, option->results().front(),
                          option->get_name());
     }

@@ -16,17 +16,13 @@ struct CommandLine {
     bool show_help = false;     // --help / -h
     std::string help_text;      // filled when show_help
     std::string deck_path;      // --input, empty when none
-    // --print-sizes SPEC: the sizes SPEC expands to, as `elements` reads it (print them and exit
-    // 0); empty when not asked.
+    // --print-sizes SPEC: the sizes SPEC expands to (printed, exit 0); empty when not asked.
     std::vector<std::uint64_t> sizes_to_print;
 };
 
-// Reads --input DECK first, then every key as a flag (key foo_bar is --foo-bar VALUE), flags
-// override the deck; boolean keys also accept the bare flag (--overwrite means true).
-// Throws usage_error on anything wrong: an unknown flag (with a did-you-mean), a missing or
-// unreadable deck, a flag given twice, a positional argument or a bad value. Does not call
-// validate_config: the caller does, once. With --help, --version or --print-sizes nothing else
-// is read.
+// Reads --input DECK, then every key as a flag over it (a bare boolean flag means true); a
+// usage_error on anything wrong, with a did-you-mean for an unknown flag. The caller validates.
+// With --help, --version or --print-sizes nothing else is read.
 CommandLine parse_command_line(int argc, const char* const* argv);
 
 }  // namespace gpurelay

@@ -50,8 +50,7 @@ PipelineKeys::Recorded PipelineKeys::recorded() const {
 }
 
 std::vector<std::int64_t> PipelineKeys::written_steps() const {
-    // Row by row, not step by step: with every:K a loop over the steps would take long for
-    // nothing before a large run starts.
+    // Row by row: with every:K a loop over the steps would hold up the start of a large run.
     std::vector<std::int64_t> written(static_cast<std::size_t>(written_rows()));
     for (std::size_t row = 0; row < written.size(); ++row) {
         const auto r = static_cast<std::int64_t>(row);

@@ -23,8 +23,7 @@ enum class IpcEngine { copy, sm };
 // How host threads wait (runtime/poll.hpp; auto: host_wait_for).
 enum class HostWaitMode { auto_select, prompt, sparing };
 enum class WriteMode { all, last, none, every };
-// Which steps' times and wrong-element counts the file keeps; auto: every step up to
-// kAutoRecordSteps, the last kAutoRecordSteps beyond. Histograms keep every timed step regardless.
+// auto: every step up to kAutoRecordSteps, the last kAutoRecordSteps beyond.
 enum class StepRecord { auto_select, all, every, last, none };
 inline constexpr std::int64_t kAutoRecordSteps = 10'000;
 // `steps` of a run with a duration and no steps: no limit in practice (31 years of 1 us steps).
@@ -40,13 +39,10 @@ inline constexpr std::int64_t kMaxDepth = 64;
 enum class Launch { host, device };
 inline constexpr std::int64_t kMaxDeviceBlocks = 4096;
 
-// transport = "auto": the first of the transports' table whose needs the run meets
-// (config/transport_choice.hpp).
+// transport = "auto": the first row of the transports' table that suits (transport_choice.hpp).
 inline constexpr std::string_view kAutoTransport = "auto";
 
-// The keys the pipeline takes as the deck gives them: PipelineSpec takes them whole
-// (pipeline_spec), with no copy of its own on the way. Each field's meaning is its key's line of
-// config/keys.md.
+// The keys the pipeline takes whole (pipeline_spec); each field is the key of its name.
 struct PipelineKeys {
     DType dtype = DType::float32;
     std::uint64_t elements = 1ull << 20;  // of a run of several sizes: the first's
@@ -61,8 +57,7 @@ struct PipelineKeys {
     Timing timing = Timing::auto_select;
     std::int64_t timing_every = 0;  // K of timing = "sampled:K"
     std::uint64_t c_elements = 1ull << 20;
-    // C's default is light (1 Mi x 8 takes a few ms a step on a CPU core, a fraction of a µs of
-    // an H200's SMs): a first run finishes in seconds; studies size C to the transfer.
+    // Light (a few ms a step on a CPU core), so that a first run ends in seconds.
     std::int64_t c_iterations = 8;
     double alpha = 2.0;
     std::uint32_t seed = 12345;
@@ -71,13 +66,11 @@ struct PipelineKeys {
     StepRecord step_record = StepRecord::auto_select;
     std::int64_t step_record_count = 0;  // K of every:K, N of last:N
     double timeout_s = std::chrono::duration<double>(kDefaultTimeout).count();
-    // profile_steps = "A:B" (-1: no capture range).
-    std::int64_t profile_first = -1;
+    std::int64_t profile_first = -1;  // profile_steps = "A:B" (-1: no capture range)
     std::int64_t profile_last = -1;
 
     bool operator==(const PipelineKeys&) const = default;
 
-    // Bytes of one tensor of `elements` values of `dtype`.
     std::uint64_t tensor_bytes() const;
     // timeout_s as a duration, for every wait that honours it (validate_config bounds it).
     std::chrono::milliseconds timeout() const {
@@ -89,8 +82,7 @@ struct PipelineKeys {
     bool writes_step(std::int64_t step) const;
     // The steps kept in /y, in order.
     std::vector<std::int64_t> written_steps() const;
-    // written_steps().size(), without making it.
-    std::int64_t written_rows() const;
+    std::int64_t written_rows() const;  // written_steps().size(), without making it
     // step_record resolved (auto becomes all or last:kAutoRecordSteps), its K or N, and the
     // columns of /timings: the steps it keeps at most.
     struct Recorded {
@@ -100,8 +92,7 @@ struct PipelineKeys {
     Recorded recorded() const;
 };
 
-// One run's settings (the pipeline's own in PipelineKeys). Field names are the deck keys (each also
-// the flag --key-name); each field's meaning is its key's line of config/keys.md.
+// One run's settings (the pipeline's own in PipelineKeys); each field is the key of its name.
 struct Config : PipelineKeys {
     DeviceKind device = DeviceKind::auto_select;
     std::string transport{kAutoTransport};
@@ -115,12 +106,12 @@ struct Config : PipelineKeys {
     std::uint64_t chunk = 4ull << 20;
     Staging staging = Staging::auto_select;
     IpcEngine ipc_engine = IpcEngine::copy;
-    std::string output;  // empty: outputs/gpurelay-DATE-TIME.h5 (io/output_path.hpp)
+    std::string output;
     bool overwrite = false;
     bool resume = false;
     std::int64_t flush_every = 0;
-    std::string summary_json;  // empty: none
-    std::string results_csv;   // empty: none
+    std::string summary_json;
+    std::string results_csv;
     HostWaitMode host_wait = HostWaitMode::auto_select;
     bool quiet = false;
     bool debug_skip_reuse_wait = false;
@@ -129,8 +120,7 @@ struct Config : PipelineKeys {
     std::int64_t debug_stop_flush = 0;
     bool debug_stop_close = false;
     std::int64_t debug_stop_rank = 1;
-    // The key duration; pass k of the P a launch runs ends once (k + 1) / P of it has passed.
-    double duration_s = 0;
+    double duration_s = 0;  // the key duration
     std::string tag;
     std::int64_t repeat = 0;
 
@@ -161,8 +151,7 @@ struct ConfigKey {
 };
 const std::vector<ConfigKey>& config_keys();
 
-// docs/CONFIG.md: every key's type, default, range and meaning as one Markdown table, then a
-// paragraph per key that has one. The test config.doc_current compares the committed file.
+// docs/CONFIG.md: every key's type, default, range and meaning in a table, then the details.
 std::string config_doc_markdown();
 
 // The flag of a key: key foo_bar is --foo-bar.
@@ -187,11 +176,9 @@ std::string config_to_toml(const Config& config);
 // Reads a deck from TOML text on top of `base`; `origin` names the source in errors.
 Config config_from_toml(std::string_view toml_text, std::string_view origin, Config base = {});
 
-// Parses "64Mi", "1G", "4096", "1e9" (exponent form: only a whole number) into a count; throws a
-// usage error naming `key`.
+// "64Mi", "1G", "4096", "1e9" (exponent form: a whole number) as a count; errors name `key`.
 std::uint64_t parse_size(std::string_view key, std::string_view text);
-// At most this many sizes in one run.
-inline constexpr std::size_t kMaxSizes = 64;
+inline constexpr std::size_t kMaxSizes = 64;  // sizes in one run, at most
 // Parses one size, a list "4Ki,64Ki,1Mi", or a range "4Ki:256Mi:x4" (geometric, a factor >= 2) or
 // "1Ki:8Ki:+1Ki" (arithmetic), into the sizes in order; a usage error naming `key` for an empty
 // list or item, a range that does not grow, more than kMaxSizes sizes or a size given twice.
@@ -215,8 +202,7 @@ std::string_view to_string(StepRecord v);  // "every" and "last" without their c
 std::string_view to_string(Timing v);      // "sampled" without its K
 std::size_t dtype_size(DType v);
 
-// Numbers as "a,b,c" (the text form of a list of sizes). Appended piece by piece: GCC 12 warns
-// (-Wrestrict, a false positive) on "," + to_string().
+// Numbers as "a,b,c" (appended piece by piece: GCC 12 warns falsely on "," + a temporary).
 template <typename Numbers>
 std::string comma_list(const Numbers& numbers) {
     std::string text;
@@ -224,9 +210,8 @@ std::string comma_list(const Numbers& numbers) {
     return text;
 }
 
-// Calls `f.template operator()<T>()` with T the element type of `dtype` (float or double) and
-// returns what it returns: the one place a dtype becomes a C++ type, e.g.
-//   with_dtype(config.dtype, [&]<typename T>() { return run<T>(); });
+// f.template operator()<T>() with T the element type of `dtype` (float or double): the one place
+// a dtype becomes a C++ type, as in with_dtype(dtype, [&]<typename T>() { return run<T>(); }).
 template <typename F>
 decltype(auto) with_dtype(DType dtype, F&& f) {
     if (dtype == DType::float32) return f.template operator()<float>();

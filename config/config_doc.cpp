@@ -6,9 +6,18 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "config/value_text.hpp"
 
 namespace gpurelay {
 namespace {
+
+// CONFIG.md's head: keys.md's fenced block.
+std::string_view doc_head() {
+    constexpr std::string_view kFence = "~~~markdown\n";
+    const std::string_view md = config_detail::kKeysMarkdown;
+    const std::size_t begin = md.find(kFence) + kFence.size();
+    return md.substr(begin, md.find("\n~~~", begin) + 1 - begin);
+}
 
 // `text` in backticks. Built by appends: GCC 12 warns falsely (-Wrestrict) on "`" + a temporary.
 std::string code(std::string_view text) {
@@ -49,34 +58,16 @@ std::string default_text(const ConfigKey& key) {
     return key.type.starts_with("size") ? size_text(text) : code(text);
 }
 
-std::string range_text(const ConfigKey& key) {
-    if (!key.range.empty()) return std::string(key.range);
-    return choices_text(key.value_hint);
-}
-
 }  // namespace
 
 std::string config_doc_markdown() {
     const std::vector<ConfigKey>& keys = config_keys();
-    std::string doc =
-        "# Configuration keys\n"
-        "\n"
-        "<!-- Generated from config/key_table.cpp by build/config/gpurelay_config_doc; do not "
-        "edit.\n"
-        "     After changing the key table: build/config/gpurelay_config_doc > docs/CONFIG.md\n"
-        "     (the test config.doc_current fails while the two differ). -->\n"
-        "\n"
-        "Every key can be set in an input deck (TOML, `--input deck.toml`) and as a flag: key "
-        "`foo_bar` is `--foo-bar VALUE`, and flags override the deck. A boolean flag alone means "
-        "`true`. Unknown keys and bad values are refused before anything runs (exit 2), with a "
-        "did-you-mean hint. `gpurelay --help` lists the same keys; `gpurelay --print-config` "
-        "prints the resolved deck, which read back gives the same run.\n"
-        "\n"
-        "| key | type | default | range | meaning |\n"
-        "| --- | --- | --- | --- | --- |\n";
+    std::string doc(doc_head());
     for (const ConfigKey& key : keys) {
-        for (const std::string& cell : {code(key.name), std::string(key.type), default_text(key),
-                                        range_text(key), std::string(key.help)}) {
+        for (const std::string& cell :
+             {code(key.name), std::string(key.type), default_text(key),
+              key.range.empty() ? choices_text(key.value_hint) : std::string(key.range),
+              std::string(key.help)}) {
             (doc += "| ") += cell;
             doc += ' ';
         }

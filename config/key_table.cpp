@@ -18,11 +18,6 @@
 #include "runtime/error.hpp"
 
 namespace gpurelay {
-namespace config_detail {
-// config/keys.md, embedded at build time (config/CMakeLists.txt).
-extern const std::string_view kKeysMarkdown;
-}  // namespace config_detail
-
 namespace {
 
 using namespace config_detail;
@@ -211,13 +206,11 @@ KeySpec transport_key() {
     return {{.name = "transport", .value_hint = hint, .type = "choice", .details = details},
             TomlForm::quoted,
             [](Config& c, std::string_view text, std::string_view label) {
-                for (const std::string_view name : transport_names()) {
-                    if (name == text) {
-                        c.transport = name;
-                        return;
-                    }
+                const std::vector<std::string_view> names = transport_names();
+                if (std::find(names.begin(), names.end(), text) == names.end()) {
+                    throw_expected(label, "one of " + hint, text);
                 }
-                throw_expected(label, "one of " + hint, text);
+                c.transport = text;
             },
             [](const Config& c) { return c.transport; }};
 }
@@ -250,9 +243,6 @@ template <class Enum, std::size_t P, std::size_t C>
 KeySpec counted_choice_key(std::string_view name, std::string_view hint, std::string_view what,
                            std::type_identity_t<Enum Config::*> field, std::int64_t Config::*count,
                            std::array<Enum, P> plain, std::array<Enum, C> counted) {
-    const auto is_counted = [counted](Enum choice) {
-        return std::find(counted.begin(), counted.end(), choice) != counted.end();
-    };
     return {{.name = name, .value_hint = hint, .type = "choice"},
             TomlForm::quoted,
             [=](Config& c, std::string_view text, std::string_view label) {
@@ -273,7 +263,9 @@ KeySpec counted_choice_key(std::string_view name, std::string_view hint, std::st
             [=](const Config& c) {
                 std::string text(to_string(c.*field));
                 // Appended in two steps: GCC 12 warns falsely (-Wrestrict) on ":" + a temporary.
-                if (is_counted(c.*field)) (text += ':') += std::to_string(c.*count);
+                if (std::find(counted.begin(), counted.end(), c.*field) != counted.end()) {
+                    (text += ':') += std::to_string(c.*count);
+                }
                 return text;
             }};
 }
@@ -349,14 +341,6 @@ KeySpec profile_steps_key() {
 KeySpec may_differ_on_resume(KeySpec spec) {
     spec.key.may_differ_on_resume = true;
     return spec;
-}
-
-std::string unknown_key_message(std::string_view key) {
-    std::string message = "unknown key " + quote_for_message(key);
-    if (const std::string hint = closest_key(key); !hint.empty()) {
-        message += " (did you mean '" + hint + "'?)";
-    }
-    return message;
 }
 
 // The one table of keys, in deck order.
@@ -452,7 +436,11 @@ const KeySpec& find_key(std::string_view key) {
     for (const KeySpec& spec : key_table()) {
         if (spec.key.name == key) return spec;
     }
-    throw usage_error(unknown_key_message(key));
+    std::string message = "unknown key " + quote_for_message(key);
+    if (const std::string hint = closest_key(key); !hint.empty()) {
+        message += " (did you mean '" + hint + "'?)";
+    }
+    throw usage_error(message);
 }
 
 }  // namespace
@@ -483,19 +471,11 @@ std::string config_value_text(const Config& config, std::string_view key) {
 
 std::string config_value_toml(const Config& config, std::string_view key) {
     const KeySpec& spec = find_key(key);
-    std::string text = spec.get(config);
-    switch (spec.toml_form) {
-        case TomlForm::bare:
-            return text;
-        case TomlForm::quoted:
-            return toml_quote(text);
-        case TomlForm::size: {
-            // TOML integers are signed 64-bit; a larger size goes as a string, which the size
-            // parser reads just the same.
-            return read_whole<std::int64_t>(text) ? text : toml_quote(text);
-        }
-    }
-    return text;
+    const std::string text = spec.get(config);
+    // TOML integers are signed 64-bit: a larger size goes as a string, which parse_size reads.
+    const bool bare = spec.toml_form == TomlForm::bare ||
+                      (spec.toml_form == TomlForm::size && read_whole<std::int64_t>(text));
+    return bare ? text : toml_quote(text);
 }
 
 std::string closest_key(std::string_view unknown) {

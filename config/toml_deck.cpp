@@ -18,33 +18,18 @@ using config_detail::quote_for_message;
 
 // A deck value as the text a flag would give; containers and dates are errors.
 std::string node_text(const toml::node& node, std::string_view origin, std::string_view key) {
-    const auto wrong = [&](std::string_view what) {
-        return usage_error(std::string(origin) + ": " + quote_for_message(key) +
-                           " must be a plain value, not " + std::string(what));
-    };
-    switch (node.type()) {
-        case toml::node_type::string:
-            return std::string(*node.value<std::string_view>());
-        case toml::node_type::integer:
-            return std::to_string(*node.value<std::int64_t>());
-        case toml::node_type::floating_point:
-            return format_real(*node.value<double>());
-        case toml::node_type::boolean:
-            return *node.value<bool>() ? "true" : "false";
-        case toml::node_type::table:
-            throw wrong("a table");
-        case toml::node_type::array:
-            throw wrong("an array");
-        case toml::node_type::date:
-            throw wrong("a date");
-        case toml::node_type::time:
-            throw wrong("a time");
-        case toml::node_type::date_time:
-            throw wrong("a date-time");
-        case toml::node_type::none:
-            break;
-    }
-    throw wrong("an empty node");
+    if (node.is_string()) return std::string(*node.value<std::string_view>());
+    if (node.is_integer()) return std::to_string(*node.value<std::int64_t>());
+    if (node.is_floating_point()) return format_real(*node.value<double>());
+    if (node.is_boolean()) return *node.value<bool>() ? "true" : "false";
+    const std::string_view what = node.is_table()       ? "a table"
+                                  : node.is_array()     ? "an array"
+                                  : node.is_date()      ? "a date"
+                                  : node.is_time()      ? "a time"
+                                  : node.is_date_time() ? "a date-time"
+                                                        : "an empty node";
+    throw usage_error(std::string(origin) + ": " + quote_for_message(key) +
+                      " must be a plain value, not " + std::string(what));
 }
 
 }  // namespace

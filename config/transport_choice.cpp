@@ -51,12 +51,6 @@ std::vector<std::string_view> names_where(Keep keep) {
     return names;
 }
 
-// The first of `names` (the most preferred), or none.
-std::vector<std::string_view> first_of(std::vector<std::string_view> names) {
-    names.resize(std::min<std::size_t>(names.size(), 1));
-    return names;
-}
-
 // `transport = "a"`, `transport = "a" or "b"`, `transport = "a", "b" or "c"`.
 std::string request_for(const std::vector<std::string_view>& names) {
     std::string text = "transport = ";
@@ -133,9 +127,10 @@ Refusal refusal(const TransportRow& t, const Config& c, const RunFacts& f) {
     }
     if (f.shared_gpu && !f.shared_gpu->empty() && !t.allows.shared_gpu) {
         const bool pairs = c.pattern == Pattern::pairs;
+        std::vector<std::string_view> first = serving(&TransportAllows::shared_gpu);
+        first.resize(std::min<std::size_t>(first.size(), 1));  // the most preferred
         return {named + " cannot run two ranks " + (pairs ? "" : "of a group ") + "on one GPU (" +
-                    *f.shared_gpu + "); give each rank its own GPU or use " +
-                    request_for(first_of(serving(&TransportAllows::shared_gpu))),
+                    *f.shared_gpu + "); give each rank its own GPU or use " + request_for(first),
                 std::string(pairs ? "ranks" : "ranks of a group") + " share a GPU, which " +
                     std::string(t.name) + " refuses"};
     }

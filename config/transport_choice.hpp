@@ -1,6 +1,5 @@
-// Which transport a run uses: the transports' table (transport/transport_table.hpp) held against
-// what the deck asks and what the ranks found. Validation asks with what the deck alone says (the
-// path may still be unknown); set-up asks again with what the ranks found.
+// Which transport a run uses: the transports' table held against what the deck asks (validation)
+// and then what the ranks found (set-up).
 #pragma once
 
 #include <optional>
@@ -34,8 +33,7 @@ struct TransportChoice {
     bool a_writes_in_place = false;
 };
 
-// The transport for `config` given `facts`, or a usage error naming the key and the need that
-// refuses the request.
+// The transport for `config` given `facts`, or a usage error naming the need that refuses it.
 TransportChoice choose_transport(const Config& config, const RunFacts& facts);
 
 // What the key transport accepts: "auto", then each name of the table once, in its order.

@@ -47,164 +47,138 @@ bool is_utf8(std::string_view text) {
     return true;
 }
 
-// Throws the usage error `message`: each check below says what it refuses.
-[[noreturn]] void fail(const std::string& message) { throw usage_error(message); }
+// Refuses the run with `message` where `refused`: each check below says what it refuses.
+void refuse_if(bool refused, const std::string& message) {
+    if (refused) throw usage_error(message);
+}
+
+// "key (value)", as every message names the value it refuses.
+template <typename T>
+std::string given(std::string_view key, T value) {
+    return std::string(key) + " (" + std::to_string(value) + ")";
+}
 
 // The counts of steps, slots and elements, and C's size.
 void check_counts(const Config& c) {
-    if (c.steps < 1) fail("steps (" + std::to_string(c.steps) + ") must be at least 1");
-    if (c.warmup < 0) fail("warmup (" + std::to_string(c.warmup) + ") must not be negative");
-    if (c.warmup >= c.steps) {
-        fail("warmup (" + std::to_string(c.warmup) + ") must be less than steps (" +
-             std::to_string(c.steps) + "): no step would be timed");
-    }
-    if (c.depth < 1 || c.depth > kMaxDepth) {
-        fail("depth (" + std::to_string(c.depth) + ") must be from 1 to " +
-             std::to_string(kMaxDepth));
-    }
+    refuse_if(c.steps < 1, given("steps", c.steps) + " must be at least 1");
+    refuse_if(c.warmup < 0, given("warmup", c.warmup) + " must not be negative");
+    refuse_if(c.warmup >= c.steps, given("warmup", c.warmup) + " must be less than steps (" +
+                                       std::to_string(c.steps) + "): no step would be timed");
+    refuse_if(c.depth < 1 || c.depth > kMaxDepth,
+              given("depth", c.depth) + " must be from 1 to " + std::to_string(kMaxDepth));
     // The kernels index with 32-bit unsigned integers.
     for (const std::uint64_t elements : c.size_list()) {
-        if (elements < 1 || elements > kMax32) {
-            fail("elements (" + std::to_string(elements) +
-                 ") must be from 1 to 4294967295: kernels index with 32-bit integers");
-        }
+        refuse_if(elements < 1 || elements > kMax32,
+                  given("elements", elements) +
+                      " must be from 1 to 4294967295: kernels index with 32-bit integers");
     }
-    if (c.c_elements > kMax32) {
-        fail("c_elements (" + std::to_string(c.c_elements) +
-             ") must be at most 4294967295 (0 disables C): kernels index with 32-bit integers");
-    }
-    if (c.c_iterations < 0 || c.c_iterations > 4294967295LL) {
-        // Kernel C counts its iterations in 32 bits.
-        fail("c_iterations (" + std::to_string(c.c_iterations) + ") must be from 0 to 4294967295");
-    }
+    refuse_if(c.c_elements > kMax32,
+              given("c_elements", c.c_elements) +
+                  " must be at most 4294967295 (0 disables C): kernels index with 32-bit integers");
+    // Kernel C counts its iterations in 32 bits.
+    refuse_if(c.c_iterations < 0 || c.c_iterations > 4294967295LL,
+              given("c_iterations", c.c_iterations) + " must be from 0 to 4294967295");
 }
 
 // alpha, in the tensor's type.
 void check_alpha(const Config& c) {
-    if (!std::isfinite(c.alpha)) fail("alpha (" + format_real(c.alpha) + ") must be finite");
+    const std::string alpha = "alpha (" + format_real(c.alpha) + ")";
+    refuse_if(!std::isfinite(c.alpha), alpha + " must be finite");
     // B computes in the tensor's type: a float32 alpha must be a normal float32 (or 0), so it is
     // neither infinite nor flushed to 0 there; alpha x x then stays finite, as 0 <= x < 1.
     const double magnitude = std::fabs(c.alpha);
-    if (c.dtype == DType::float32 && magnitude != 0 &&
-        (magnitude > std::numeric_limits<float>::max() ||
-         magnitude < std::numeric_limits<float>::min())) {
-        fail("alpha (" + format_real(c.alpha) +
-             ") is outside float32's range: with dtype = \"float32\" its magnitude must be 0 or "
-             "from 1.17549e-38 to 3.40282e+38");
-    }
+    refuse_if(c.dtype == DType::float32 && magnitude != 0 &&
+                  (magnitude > std::numeric_limits<float>::max() ||
+                   magnitude < std::numeric_limits<float>::min()),
+              alpha +
+                  " is outside float32's range: with dtype = \"float32\" its magnitude must be 0 "
+                  "or from 1.17549e-38 to 3.40282e+38");
 }
 
 // The K of every:K and sampled:K, and the graphs' length against depth and what is written.
 void check_modes(const Config& c) {
-    if (c.write == WriteMode::every && c.write_every < 1) {
-        fail("write (every:" + std::to_string(c.write_every) + ") needs K of every:K >= 1");
-    }
-    if (c.timing == Timing::sampled && c.timing_every < 1) {
-        fail("timing (sampled:" + std::to_string(c.timing_every) + ") needs K of sampled:K >= 1");
-    }
-    if (c.graph_steps < 1) {
-        fail("graph_steps (" + std::to_string(c.graph_steps) + ") must be at least 1");
-    }
-    if (c.graph_steps > 1 && !c.graphs) {
-        fail("graph_steps (" + std::to_string(c.graph_steps) +
-             ") needs graphs = true: it says how many steps one graph holds");
-    }
-    if (c.graph_steps > 1 && c.graph_steps % c.depth != 0) {
-        // Every graph then uses the slots in the same order, so one capture serves each launch.
-        fail("graph_steps (" + std::to_string(c.graph_steps) +
-             ") must be 1 or a multiple of depth (" + std::to_string(c.depth) + ")");
-    }
-    if (c.graph_steps > 1 && c.write != WriteMode::last && c.write != WriteMode::none) {
-        // Only the last step of a graph could be copied out before the graph overwrites it.
-        fail("graph_steps (" + std::to_string(c.graph_steps) +
-             ") needs write = \"last\" or \"none\": a graph of several steps reuses each y slot "
-             "before the writer could copy it out");
-    }
-    if (c.flush_every < 0) {
-        fail("flush_every (" + std::to_string(c.flush_every) + ") must not be negative");
-    }
+    refuse_if(c.write == WriteMode::every && c.write_every < 1,
+              "write (every:" + std::to_string(c.write_every) + ") needs K of every:K >= 1");
+    refuse_if(c.timing == Timing::sampled && c.timing_every < 1,
+              "timing (sampled:" + std::to_string(c.timing_every) + ") needs K of sampled:K >= 1");
+    const std::string graph_steps = given("graph_steps", c.graph_steps);
+    refuse_if(c.graph_steps < 1, graph_steps + " must be at least 1");
+    refuse_if(c.graph_steps > 1 && !c.graphs,
+              graph_steps + " needs graphs = true: it says how many steps one graph holds");
+    // Every graph then uses the slots in the same order, so one capture serves each launch.
+    refuse_if(c.graph_steps > 1 && c.graph_steps % c.depth != 0,
+              graph_steps + " must be 1 or a multiple of depth (" + std::to_string(c.depth) + ")");
+    // Only the last step of a graph could be copied out before the graph overwrites it.
+    refuse_if(c.graph_steps > 1 && c.write != WriteMode::last && c.write != WriteMode::none,
+              graph_steps +
+                  " needs write = \"last\" or \"none\": a graph of several steps reuses each y "
+                  "slot before the writer could copy it out");
+    refuse_if(c.flush_every < 0, given("flush_every", c.flush_every) + " must not be negative");
 }
 
 // The pattern's groups against pairing, group_size and graphs.
 void check_pattern(const Config& c) {
-    if (c.pattern == Pattern::pairs && c.group_size != 0) {
-        fail("group_size (" + std::to_string(c.group_size) +
-             ") is for pattern = \"broadcast\", \"allreduce\" or \"relay\"; pairs form no "
-             "groups");
-    }
-    if (c.pattern == Pattern::relay && c.group_size == 1) {
-        fail("group_size = 1 makes a relay of 1 rank: a relay needs at least 2 stages");
-    }
-    if (c.pattern != Pattern::pairs) {
-        const std::string pattern = "pattern = \"" + std::string(to_string(c.pattern)) + "\"";
-        if (c.pairing == Pairing::split) {
-            fail(pattern +
-                 " forms groups of consecutive ranks (group_size); pairing = \"split\" "
-                 "is for pattern = \"pairs\"");
-        }
-        if (c.graphs && c.pattern != Pattern::relay) {
-            fail(pattern + " runs eagerly: graphs = true is for pattern = \"pairs\" or \"relay\"");
-        }
-    }
+    refuse_if(c.pattern == Pattern::pairs && c.group_size != 0,
+              given("group_size", c.group_size) +
+                  " is for pattern = \"broadcast\", \"allreduce\" or \"relay\"; pairs form no "
+                  "groups");
+    refuse_if(c.pattern == Pattern::relay && c.group_size == 1,
+              "group_size = 1 makes a relay of 1 rank: a relay needs at least 2 stages");
+    if (c.pattern == Pattern::pairs) return;
+    const std::string pattern = "pattern = \"" + std::string(to_string(c.pattern)) + "\"";
+    refuse_if(c.pairing == Pairing::split,
+              pattern +
+                  " forms groups of consecutive ranks (group_size); pairing = \"split\" is for "
+                  "pattern = \"pairs\"");
+    refuse_if(c.graphs && c.pattern != Pattern::relay,
+              pattern + " runs eagerly: graphs = true is for pattern = \"pairs\" or \"relay\"");
 }
 
 // launch = "device": one launch of persistent kernels runs a pair's whole pass, which leaves no
 // host step to capture, block on or time by events.
 void check_launch(const Config& c) {
-    if (c.device_blocks > kMaxDeviceBlocks) {
-        fail("device_blocks (" + std::to_string(c.device_blocks) + ") must be at most " +
-             std::to_string(kMaxDeviceBlocks));
-    }
-    if (c.launch != Launch::device) {
-        if (c.device_blocks != 0) {
-            fail("device_blocks (" + std::to_string(c.device_blocks) +
-                 ") needs launch = \"device\": it caps the blocks of its persistent kernels");
-        }
-        return;
-    }
+    const std::string blocks = given("device_blocks", c.device_blocks);
+    refuse_if(c.device_blocks > kMaxDeviceBlocks,
+              blocks + " must be at most " + std::to_string(kMaxDeviceBlocks));
+    refuse_if(c.launch != Launch::device && c.device_blocks != 0,
+              blocks + " needs launch = \"device\": it caps the blocks of its persistent kernels");
+    if (c.launch != Launch::device) return;
     const std::string device =
-        "launch = \"device\" runs each pass as one launch of persistent "
-        "kernels, ";
-    if (c.graphs) fail(device + "with nothing for graphs = true to capture; use launch = \"host\"");
-    if (c.blocking) {
-        fail(device +
-             "so the host has no step to block on: blocking = true is for launch = "
-             "\"host\"");
-    }
-    if (c.pattern != Pattern::pairs) {
-        fail(device + "of one producer and one consumer: pattern = \"" +
-             std::string(to_string(c.pattern)) + "\" is for launch = \"host\"");
-    }
-    if (c.timing == Timing::sampled || c.timing == Timing::steps) {
-        fail(device + "which stamp every phase of every step on the device's clock: timing = \"" +
-             std::string(to_string(c.timing)) + "\" is for launch = \"host\"");
-    }
+        "launch = \"device\" runs each pass as one launch of persistent kernels, ";
+    refuse_if(c.graphs,
+              device + "with nothing for graphs = true to capture; use launch = \"host\"");
+    refuse_if(c.blocking, device +
+                              "so the host has no step to block on: blocking = true is for "
+                              "launch = \"host\"");
+    refuse_if(c.pattern != Pattern::pairs,
+              device + "of one producer and one consumer: pattern = \"" +
+                  std::string(to_string(c.pattern)) + "\" is for launch = \"host\"");
+    refuse_if(c.timing == Timing::sampled || c.timing == Timing::steps,
+              device + "which stamp every phase of every step on the device's clock: timing = \"" +
+                  std::string(to_string(c.timing)) + "\" is for launch = \"host\"");
 }
 
 // duration, and what a run of no step limit can lay out in its file before it starts.
 void check_duration(const Config& c) {
     const bool unlimited = c.steps == kNoStepLimit;
-    if (unlimited && c.duration_s == 0) {
-        fail("steps (" + std::to_string(c.steps) + ") has no end without duration");
-    }
+    refuse_if(unlimited && c.duration_s == 0,
+              given("steps", c.steps) + " has no end without duration");
     if (c.duration_s == 0) return;
     const std::string duration = "duration (" + config_value_text(c, "duration") + ")";
-    if (c.launch == Launch::device) {
-        fail(duration +
-             " is for launch = \"host\": launch = \"device\" decides where its pass ends on "
-             "the device");
-    }
-    if (c.write != WriteMode::last && c.write != WriteMode::none) {
-        fail(duration + " needs write = \"last\" or \"none\": the rows of write = \"" +
-             config_value_text(c, "write") +
-             "\" are laid out before the run, and a run its duration ends would leave the later "
-             "ones unwritten");
-    }
-    if (unlimited && (c.step_record == StepRecord::all || c.step_record == StepRecord::every)) {
-        fail(duration + " without steps has no step limit: step_record = \"" +
-             config_value_text(c, "step_record") +
-             "\" would keep a column per step of it; give steps, or keep auto, last:N or none");
-    }
+    refuse_if(c.launch == Launch::device,
+              duration +
+                  " is for launch = \"host\": launch = \"device\" decides where its pass ends "
+                  "on the device");
+    refuse_if(c.write != WriteMode::last && c.write != WriteMode::none,
+              duration + " needs write = \"last\" or \"none\": the rows of write = \"" +
+                  config_value_text(c, "write") +
+                  "\" are laid out before the run, and a run its duration ends would leave the "
+                  "later ones unwritten");
+    refuse_if(
+        unlimited && (c.step_record == StepRecord::all || c.step_record == StepRecord::every),
+        duration + " without steps has no step limit: step_record = \"" +
+            config_value_text(c, "step_record") +
+            "\" would keep a column per step of it; give steps, or keep auto, last:N or none");
 }
 
 // The texts that travel as TOML and land in the CSV and the report.
@@ -213,24 +187,22 @@ void check_texts(const Config& c) {
                                     {"summary_json", c.summary_json},
                                     {"results_csv", c.results_csv},
                                     {"tag", c.tag}}) {
-        if (!is_utf8(text)) fail(std::string(key) + " is not valid UTF-8 text");
+        refuse_if(!is_utf8(text), std::string(key) + " is not valid UTF-8 text");
     }
     // The tag is one CSV field and one line of the report.
-    if (std::any_of(c.tag.begin(), c.tag.end(),
-                    [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F; })) {
-        fail("tag must not hold control characters (a line break would split its CSV row)");
-    }
+    refuse_if(
+        std::any_of(c.tag.begin(), c.tag.end(),
+                    [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F; }),
+        "tag must not hold control characters (a line break would split its CSV row)");
 }
 
 // A key that names a rank, where it acts (`used`): the rank must be one of the world's, or
 // `effect` (what the key's partner would then do) silently never happens.
 void check_rank_key(const char* key, std::int64_t rank, bool used, const char* effect,
                     int world_size) {
-    if (used && rank >= world_size) {
-        fail(std::string(key) + " (" + std::to_string(rank) + ") names no rank of this run's " +
-             std::to_string(world_size) + " (0 to " + std::to_string(world_size - 1) +
-             "): " + effect);
-    }
+    refuse_if(used && rank >= world_size, given(key, rank) + " names no rank of this run's " +
+                                              std::to_string(world_size) + " (0 to " +
+                                              std::to_string(world_size - 1) + "): " + effect);
 }
 
 }  // namespace
@@ -249,18 +221,15 @@ void validate_for_world(const Config& c, int world_size) {
 void validate_config(const Config& c) {
     check_counts(c);
     check_alpha(c);
-    if (c.chunk < 4096) {
-        fail("chunk (" + std::to_string(c.chunk) + ") must be at least 4096 bytes");
-    }
+    refuse_if(c.chunk < 4096, given("chunk", c.chunk) + " must be at least 4096 bytes");
     check_modes(c);
     check_duration(c);
     // Waits count milliseconds: below 1 ms a timeout would be 0, and above a year it means none
     // (and far above, the count overflows).
-    if (!(c.timeout_s >= kMinTimeoutSeconds && c.timeout_s <= kMaxTimeoutSeconds)) {
-        fail("timeout_s (" + format_real(c.timeout_s) + ") must be between " +
-             format_real(kMinTimeoutSeconds) + " and " + format_real(kMaxTimeoutSeconds) +
-             " seconds");
-    }
+    refuse_if(!(c.timeout_s >= kMinTimeoutSeconds && c.timeout_s <= kMaxTimeoutSeconds),
+              "timeout_s (" + format_real(c.timeout_s) + ") must be between " +
+                  format_real(kMinTimeoutSeconds) + " and " + format_real(kMaxTimeoutSeconds) +
+                  " seconds");
     // Before the transports: what a device-driven pass cannot be, whichever transport runs it.
     check_launch(c);
     // What the transport table refuses from the deck alone; what auto picks is checked again
@@ -268,12 +237,11 @@ void validate_config(const Config& c) {
     choose_transport(c, facts_from_config(c));
     check_pattern(c);
     check_texts(c);
-    if ((c.profile_first != -1 || c.profile_last != -1) &&
-        (c.profile_first < 0 || c.profile_first > c.profile_last || c.profile_last >= c.steps)) {
-        fail("profile_steps (" + std::to_string(c.profile_first) + ":" +
-             std::to_string(c.profile_last) + ") must satisfy 0 <= A <= B < steps (" +
-             std::to_string(c.steps) + ")");
-    }
+    refuse_if(
+        (c.profile_first != -1 || c.profile_last != -1) &&
+            (c.profile_first < 0 || c.profile_first > c.profile_last || c.profile_last >= c.steps),
+        "profile_steps (" + std::to_string(c.profile_first) + ":" + std::to_string(c.profile_last) +
+            ") must satisfy 0 <= A <= B < steps (" + std::to_string(c.steps) + ")");
 }
 
 }  // namespace gpurelay

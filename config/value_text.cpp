@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include "config/config.hpp"
 #include "runtime/error.hpp"
@@ -169,19 +170,13 @@ std::uint64_t parse_size(std::string_view key, std::string_view text) {
     if (text.find_first_of("eE") != std::string_view::npos) {
         return parse_exponent_size(key, text);
     }
-    const auto bad = [&] { throw_bad_size(key, text); };
     std::uint64_t count = 0;
-    const char* const first = text.data();
     const char* const last = text.data() + text.size();
     // from_chars takes no sign, so "-4" and "+4" fail here as they should.
-    const auto [digits_end, ec] = std::from_chars(first, last, count);
-    if (ec == std::errc::invalid_argument) bad();
+    const auto [digits_end, ec] = std::from_chars(text.data(), last, count);
+    if (ec == std::errc::invalid_argument) throw_bad_size(key, text);
     const std::string_view suffix(digits_end, static_cast<std::size_t>(last - digits_end));
-    struct Multiplier {
-        std::string_view suffix;
-        std::uint64_t factor;
-    };
-    static constexpr std::array<Multiplier, 10> kMultipliers = {{
+    static constexpr std::pair<std::string_view, std::uint64_t> kMultipliers[] = {
         {"", 1},
         {"k", 1000},
         {"K", 1000},
@@ -192,14 +187,14 @@ std::uint64_t parse_size(std::string_view key, std::string_view text) {
         {"Gi", 1ull << 30},
         {"T", 1000'000'000'000},
         {"Ti", 1ull << 40},
-    }};
-    const auto multiplier = std::find_if(kMultipliers.begin(), kMultipliers.end(),
-                                         [&](const Multiplier& m) { return m.suffix == suffix; });
-    if (multiplier == kMultipliers.end()) bad();
-    if (ec == std::errc::result_out_of_range || count > kMaxSize / multiplier->factor) {
+    };
+    const auto* multiplier = std::find_if(std::begin(kMultipliers), std::end(kMultipliers),
+                                          [&](const auto& m) { return m.first == suffix; });
+    if (multiplier == std::end(kMultipliers)) throw_bad_size(key, text);
+    if (ec == std::errc::result_out_of_range || count > kMaxSize / multiplier->second) {
         throw_huge_size(key, text);
     }
-    return count * multiplier->factor;
+    return count * multiplier->second;
 }
 
 namespace {
@@ -263,10 +258,9 @@ std::vector<std::uint64_t> parse_size_list(std::string_view key, std::string_vie
                           std::to_string(kMaxSizes) + " sizes (at most " +
                           std::to_string(kMaxSizes) + " in one run)");
     }
-    for (std::size_t i = 0; i < sizes.size(); ++i) {
-        if (std::find(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(i), sizes[i]) !=
-            sizes.begin() + static_cast<std::ptrdiff_t>(i)) {
-            throw usage_error(std::string(key) + ": the size " + std::to_string(sizes[i]) +
+    for (auto size = sizes.begin(); size != sizes.end(); ++size) {
+        if (std::find(sizes.begin(), size, *size) != size) {
+            throw usage_error(std::string(key) + ": the size " + std::to_string(*size) +
                               " is given twice in " + quote_for_message(text));
         }
     }

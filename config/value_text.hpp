@@ -12,6 +12,9 @@
 
 namespace gpurelay::config_detail {
 
+// config/keys.md, embedded at build time (config/CMakeLists.txt).
+extern const std::string_view kKeysMarkdown;
+
 inline constexpr std::uint64_t kMax32 = std::numeric_limits<std::uint32_t>::max();
 
 // The value as it appears in an error message: quoted, with control characters escaped so
