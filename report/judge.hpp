@@ -55,23 +55,24 @@ int slowest_hop(const PassSummary& pass);
 double slowest_hop_ms(const PassSummary& pass);
 
 // A rule that withholds figures (or is said beside the speedup): its code (the JSON's, the CSV's,
-// the file's), what it withholds, what it means; for the rules that make the phase times
-// unreadable, `finding`: what the run shows ("" when it does not).
+// the file's), what it withholds; for the rules that make the phase times unreadable, `finding`:
+// what the run shows ("" when it does not).
 struct Rule {
     const char* code;
     const char* withholds;
-    const char* words;
     std::string (*finding)(const RunSummary&) = nullptr;
 };
 // Every rule, one table (docs/OUTPUT.md lists them).
 std::span<const Rule> judgement_rules();
 const Rule& rule(const char* code);
 
+// A figure as measured, and its 95% interval where the samples give one.
+struct Measured {
+    double value = kNaN, lo = kNaN, hi = kNaN;
+};
 // One judged figure, its value as measured whatever the verdict; NaN where the run did not
 // measure it (no ceilings or phase times, another pattern's or launch's figure).
-struct Figure {
-    double value = kNaN;
-    double lo = kNaN, hi = kNaN;  // its 95% interval, where the samples give one
+struct Figure : Measured {
     const Rule* withheld_by = nullptr;
     std::string why;  // what this run showed, where withheld
     bool measured() const { return !std::isnan(value); }
