@@ -1,6 +1,5 @@
 // The results CSV: one {column, cell} table makes both the header and the row; beside it the side
-// tables, a row per rank and per link, so that every rank and link the report summarises is there
-// at any rank count, each one table that makes its header and its rows.
+// tables, a row per rank and per link, so that every rank and link is there at any rank count.
 #include <string>
 #include <vector>
 
@@ -62,11 +61,8 @@ struct ColumnSpec {
 };
 constexpr std::string (*kDeckKey)(R) = nullptr;
 
-// A relay's cell from its main pass's figures; empty for other patterns.
-std::string relay_cell(R r, std::string (*cell)(R, const RelayFigures&)) {
-    const auto& relay = main_pass(r).relay;
-    return relay ? cell(r, *relay) : std::string();
-}
+// The main pass's relay figures; nullptr for other patterns (their relay cells are empty).
+const RelayFigures* relay(R r) { return main_pass(r).relay ? &*main_pass(r).relay : nullptr; }
 
 // The columns before the phase medians.
 const ColumnSpec kRunColumns[] = {
@@ -152,22 +148,12 @@ const ColumnSpec kJudgedColumns[] = {
     {"repeat", kDeckKey},
     // A relay's (empty for other patterns): its stages, its slowest hop's median transfer, the
     // period over that, and the fill latency (the JSON's passes[].relay).
-    {"relay_stages",
-     [](R r) {
-         return relay_cell(r, [](R, const RelayFigures& f) { return std::to_string(f.stages); });
-     }},
+    {"relay_stages", [](R r) { return relay(r) ? std::to_string(relay(r)->stages) : ""; }},
     {"relay_slowest_hop_ms",
-     [](R r) {
-         return relay_cell(r, [](R row, const RelayFigures&) {
-             return phase_cell(row, Phase::recv, slowest_hop_ms(main_pass(row)));
-         });
-     }},
+     [](R r) { return relay(r) ? phase_cell(r, Phase::recv, slowest_hop_ms(main_pass(r))) : ""; }},
     {"relay_period_over_slowest_hop",
      [](R r) { return shown_cell(r, PassFig::relay_period_over_hop); }},
-    {"relay_fill_ms",
-     [](R r) {
-         return relay_cell(r, [](R, const RelayFigures& f) { return csv_number(f.fill_ms); });
-     }},
+    {"relay_fill_ms", [](R r) { return relay(r) ? csv_number(relay(r)->fill_ms) : ""; }},
     // Who queued the steps: the host, or the device's persistent roles.
     {"launch", kDeckKey},
     // Whether the run's phase times can be read, and where not, the reasons' codes joined by ';':
@@ -301,12 +287,10 @@ void append_side_tables(const std::string& results_csv, const std::vector<RunSum
         const CsvRow joined{run, judged};
         for (std::size_t r = 0; r < run.ranks.size(); ++r) {
             std::string cells = std::to_string(r) + ',';
-            for (const RankField& f : kRankFields) {
-                const RankInfo& info = run.ranks[r];
+            for (const auto& [name, text, count] : kRankFields)
                 cells +=
-                    (f.text != nullptr ? csv_text(info.*f.text) : std::to_string(info.*f.count)) +
+                    (text ? csv_text(run.ranks[r].*text) : std::to_string(run.ranks[r].*count)) +
                     ',';
-            }
             ranks += row_of(joined, cells);
         }
         for (std::size_t p = 0; p < run.passes.size(); ++p) {

@@ -1,9 +1,11 @@
-// The cross-rank summary (reduce.hpp): a pass, a relay's stages, the ceilings, the run.
+// The cross-rank summary (reduce.hpp).
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -55,23 +57,18 @@ std::size_t interval_rank(std::size_t n, const Coverage& c) {
 // The median's 95% and 97.5% intervals of `st`, from `at(k)`, the k-th least of n values (from 0).
 template <typename AtRank>
 void add_median_intervals(PhaseStats& st, std::size_t n, AtRank at) {
-    if (const std::size_t k = interval_rank(n, k95); k > 0) {
-        st.median_lo = at(k - 1);
-        st.median_hi = at(n - k);
-    }
-    if (const std::size_t k = interval_rank(n, k975); k > 0) {
-        st.median_lo_975 = at(k - 1);
-        st.median_hi_975 = at(n - k);
-    }
+    if (const std::size_t k = interval_rank(n, k95); k > 0)
+        std::tie(st.median_lo, st.median_hi) = std::pair(at(k - 1), at(n - k));
+    if (const std::size_t k = interval_rank(n, k975); k > 0)
+        std::tie(st.median_lo_975, st.median_hi_975) = std::pair(at(k - 1), at(n - k));
 }
 
 double coefficient_of_variation(const std::vector<double>& values) {
-    double sum = 0;
-    for (double v : values) sum += v;
-    const double mean = sum / static_cast<double>(values.size());
+    const auto n = static_cast<double>(values.size());
+    const double mean = std::accumulate(values.begin(), values.end(), 0.0) / n;
     double squares = 0;
     for (double v : values) squares += (v - mean) * (v - mean);
-    return std::sqrt(squares / static_cast<double>(values.size())) / mean;
+    return std::sqrt(squares / n) / mean;
 }
 
 // What summarize_pass takes the largest of over the ranks (a least negated): the slowest rank's
