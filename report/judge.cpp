@@ -311,33 +311,27 @@ const PassFigureRow kPassFigureRows[] = {
 // clang-format on
 static_assert(std::size(kPassFigureRows) == kPassFigCount, "a row per PassFig, in its order");
 
-// The run's figures but the speedup (speedup()): perfect overlap, the attribution's terms, the
-// writer's rate, each built on phase times (the writer's thread waits for a core as theirs do).
-double attributed(Run s, double OverlapAttribution::*term) {
-    const OverlapAttribution a = attribute_overlap(s);
-    return a.measured ? a.*term : kNaN;
-}
+// The run's figures but the speedup: perfect overlap, the attribution's terms (withheld where it
+// explains nothing), the writer's rate; each built on phase times (the writer waits for a core
+// too).
+using A = OverlapAttribution;
 struct RunFigureRow {
     FigureName name;
     double (*measure)(Run);
+    double A::*term;
 };
 // clang-format off
 const RunFigureRow kRunFigureRows[] = {
-    {{"overlap_speedup", "x"}, nullptr},
+    {{"overlap_speedup", "x"}, nullptr, nullptr},
     {{"overlap_ideal_ms", "ms"},
-     [](Run s) { return s.overlap_speedup > 0 ? perfect_overlap_ms(s) : kNaN; }},
-    {{"overlap_attribution_step_ms", "ms"},
-     [](Run s) { return attributed(s, &OverlapAttribution::step_ms); }},
-    {{"overlap_attribution_perfect_overlap_ms", "ms"},
-     [](Run s) { return attributed(s, &OverlapAttribution::perfect_ms); }},
-    {{"overlap_attribution_c_slowdown_ms", "ms"},
-     [](Run s) { return attributed(s, &OverlapAttribution::c_slowdown_ms); }},
-    {{"overlap_attribution_transfer_slowdown_ms", "ms"},
-     [](Run s) { return attributed(s, &OverlapAttribution::transfer_slowdown_ms); }},
-    {{"overlap_attribution_rest_ms", "ms"},
-     [](Run s) { return attributed(s, &OverlapAttribution::rest_ms); }},
+     [](Run s) { return s.overlap_speedup > 0 ? perfect_overlap_ms(s) : kNaN; }, nullptr},
+    {{"overlap_attribution_step_ms", "ms"}, nullptr, &A::step_ms},
+    {{"overlap_attribution_perfect_overlap_ms", "ms"}, nullptr, &A::perfect_ms},
+    {{"overlap_attribution_c_slowdown_ms", "ms"}, nullptr, &A::c_slowdown_ms},
+    {{"overlap_attribution_transfer_slowdown_ms", "ms"}, nullptr, &A::transfer_slowdown_ms},
+    {{"overlap_attribution_rest_ms", "ms"}, nullptr, &A::rest_ms},
     {{"write_gbps", "GB/s"},
-     [](Run s) { return s.config.write != WriteMode::none ? s.write_gbps : kNaN; }},
+     [](Run s) { return s.config.write != WriteMode::none ? s.write_gbps : kNaN; }, nullptr},
 };
 // clang-format on
 static_assert(std::size(kRunFigureRows) == kRunFigCount, "a row per RunFig, in its order");
@@ -438,12 +432,11 @@ void judge_run(Run s, Judgement& j) {
     j.run[static_cast<std::size_t>(RunFig::speedup)] = speedup(s);
     const OverlapAttribution a = attribute_overlap(s);
     for (std::size_t i = 1; i < kRunFigCount; ++i) {
+        const RunFigureRow& row = kRunFigureRows[i];
         Figure& f = j.run[i];
-        f.value = kRunFigureRows[i].measure(s);
+        f.value = row.term == nullptr ? row.measure(s) : a.measured ? a.*row.term : kNaN;
         judge_basis(f, Basis::phases, s, j);
-        const bool term = i >= static_cast<std::size_t>(RunFig::attributed_step) &&
-                          i <= static_cast<std::size_t>(RunFig::rest);
-        if (term && a.measured && !a.explains) withhold(f, rule("not_explained"), a.why_not);
+        if (row.term && a.measured && !a.explains) withhold(f, rule("not_explained"), a.why_not);
     }
     j.speedup_notes = speedup_notes(s, j[RunFig::speedup], j);
 }

@@ -1,6 +1,4 @@
-// The report rank 0 prints after the run, the judgement rendered: whether its phase times can be
-// read, each pass's phases, rates and stability, the overlap speedup, verification, the output;
-// for several sizes, their table.
+// The report rank 0 prints after the run, the judgement rendered; for several sizes, their table.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -16,9 +14,6 @@
 namespace gpurelay {
 namespace {
 
-// What settles a figure one launch cannot: said where the speedup is unstable or unreadable.
-constexpr const char* kSettleIt = "scripts/sweep --repeat 6, then scripts/compare";
-
 // Why auto chose the pass's timing: " (auto: warm-up steps took 0.046 ms each, under 0.25 ms)".
 std::string timing_reason(const PassSummary& p) {
     if (!p.timing_auto) return "";
@@ -33,7 +28,7 @@ std::string shown(const Figure& f, double scale = 1) {
     return interval_text(scale * f.value, scale * f.lo, scale * f.hi);
 }
 
-// The pass's heading; its phase table only where the phase times can be read.
+// The pass's heading; its phase table where the phase times can be read.
 void print_phase_table(std::FILE* out, const PassSummary& p, bool readable) {
     fmt::print(out, "\n{}: {} timed steps from step {}{}\n", pass_name(p.overlap), p.timed_steps,
                p.timed_from,
@@ -53,7 +48,7 @@ void print_phase_table(std::FILE* out, const PassSummary& p, bool readable) {
 }
 
 // A rate as the rates' line gives it: "B 6.9 [6.7, 7.0] GB/s"; where a rule of its own withholds
-// it, why ("B: no rate (...)"); nothing where the phase times cannot be read (said once above).
+// it, why; nothing where the phase times cannot be read (said once above).
 void add_rate(std::vector<std::string>& parts, const std::string& label, const Figure& f,
               const char* unit) {
     if (f.shown()) parts.push_back(label + " " + shown(f) + " " + unit);
@@ -92,8 +87,8 @@ void print_rates(std::FILE* out, const RunSummary& s, const PassJudgement& j) {
     }
 }
 
-// The time per step (the median period, with its interval; the mean beside it), the aggregate
-// where shown, the cold step, and the host's time per step.
+// The time per step (the median period; the mean beside it), the aggregate where shown, the cold
+// step, and the host's time per step.
 void print_step(std::FILE* out, const RunSummary& s, const PassSummary& p, const PassJudgement& j) {
     const Figure& aggregate = j[PassFig::aggregate_rate];
     fmt::print(out,
@@ -197,8 +192,7 @@ void print_attribution(std::FILE* out, const RunSummary& s, const Judgement& j) 
     }
 }
 
-// The overlap speedup with its interval and what it means; perfect overlap and its attribution
-// where shown.
+// The overlap speedup with its interval and what it means; perfect overlap and its attribution.
 void print_overlap(std::FILE* out, const RunSummary& s, const Judgement& j) {
     const Figure& speedup = j[RunFig::speedup];
     if (!speedup.measured()) return;
@@ -217,8 +211,10 @@ void print_overlap(std::FILE* out, const RunSummary& s, const Judgement& j) {
         if (note.rule != &rule("no_difference")) unsettled.push_back(note.text);
     }
     if (!unsettled.empty()) {
-        fmt::print(out, "  {}: one launch cannot settle it; {}\n", fmt::join(unsettled, ", and "),
-                   kSettleIt);
+        fmt::print(out,
+                   "  {}: one launch cannot settle it; scripts/sweep --repeat 6, then "
+                   "scripts/compare\n",
+                   fmt::join(unsettled, ", and "));
     }
     if (const Figure& perfect = j[RunFig::perfect_overlap]; perfect.shown()) {
         const double step = s.passes.back().time_per_step_ms;
