@@ -159,21 +159,16 @@ std::vector<RankMedians> gather_rank_medians(MPI_Comm comm, const PassResult& re
         const PhaseStats st = phase_stats(result.phases[index_of(p)]);
         return Median{st.median, st.median_lo, st.median_hi};
     };
-    RankMedians mine{of(Phase::send),
-                     of(Phase::recv),
-                     result.phases[index_of(Phase::step)].quantile(0.5),
-                     0,
-                     {}};
+    const LogHistogram& periods = result.phases[index_of(Phase::step)];
+    RankMedians mine{of(Phase::send), of(Phase::recv), periods.quantile(0.5), 0, {}};
     mine.slow.fill(kNaN);
     MPI_CHECK(MPI_Bcast(&median, 1, MPI_DOUBLE, 0, comm));
     if (median > 0) {
         const double bound = kSlowStepFactor * median;
-        mine.slow_steps =
-            static_cast<double>(result.phases[index_of(Phase::step)].count_above(bound));
+        mine.slow_steps = static_cast<double>(periods.count_above(bound));
         std::vector<double> numbers;
-        for (const auto& [period, step] : result.slowest.slowest()) {
+        for (const auto& [period, step] : result.slowest.slowest())
             if (period > bound) numbers.push_back(static_cast<double>(step));
-        }
         std::sort(numbers.begin(), numbers.end());
         std::copy_n(numbers.begin(), std::min(numbers.size(), kSlowStepsKept), mine.slow.begin());
     }
@@ -191,9 +186,8 @@ void summarize_slow_steps(const std::vector<RankMedians>& medians, PassSummary& 
     std::vector<std::int64_t> numbers;
     for (const RankMedians& m : medians) {
         most = std::max(most, m.slow_steps);
-        for (const double step : m.slow) {
+        for (const double step : m.slow)
             if (!std::isnan(step)) numbers.push_back(static_cast<std::int64_t>(step));
-        }
     }
     std::sort(numbers.begin(), numbers.end());
     numbers.erase(std::unique(numbers.begin(), numbers.end()), numbers.end());
@@ -207,12 +201,9 @@ void summarize_slow_steps(const std::vector<RankMedians>& medians, PassSummary& 
 void reduce_verification(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                          const PassResult& result, PassSummary& summary) {
     const bool consumer = placement.role != Role::producer;
-    const VerificationTotals mine{0,
-                                  consumer ? result.x_mismatches : 0,
-                                  0,
-                                  consumer ? result.c_mismatches : 0,
-                                  result.spot_checked,
-                                  result.spot_mismatches};
+    const std::uint64_t x = consumer ? result.x_mismatches : 0;
+    const std::uint64_t c = consumer ? result.c_mismatches : 0;
+    const VerificationTotals mine{0, x, 0, c, result.spot_checked, result.spot_mismatches};
     static_cast<VerificationTotals&>(summary) =
         reduce_fields<std::uint64_t>(mine, MPI_UINT64_T, MPI_SUM, comm);
     const auto ran = static_cast<std::uint64_t>(result.end_step - result.first_step);
@@ -466,9 +457,8 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     const bool link_end = std::any_of(links.begin(), links.end(),
                                       [&](const Link& link) { return link.last == rank; });
     summary.histograms = reduce_histograms(comm, result, link_end, rank);
-    for (std::size_t p = 0; p < kPhaseCount; ++p) {
+    for (std::size_t p = 0; p < kPhaseCount; ++p)
         summary.phases[p] = phase_stats(summary.histograms[p]);
-    }
     summary.time_per_step_ms = summary.phase(Phase::step).median;
     const std::vector<RankMedians> medians =
         gather_rank_medians(comm, result, summary.time_per_step_ms, rank, size);
