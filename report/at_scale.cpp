@@ -39,12 +39,9 @@ std::string counted(const std::vector<std::string>& values, std::size_t shown) {
 
 // "3" or "2 to 4": the range of a count over the hosts.
 std::string count_range(const std::map<std::string, std::size_t>& per_host) {
-    std::size_t least = SIZE_MAX, most = 0;
-    for (const auto& [host, n] : per_host) {
-        least = std::min(least, n);
-        most = std::max(most, n);
-    }
-    return least == most ? std::to_string(most) : fmt::format("{} to {}", least, most);
+    const auto [least, most] = std::minmax_element(
+        per_host.begin(), per_host.end(), [](auto& a, auto& b) { return a.second < b.second; });
+    return range_text(least->second, most->second);
 }
 
 std::string link_name(Pattern pattern) {

@@ -71,14 +71,10 @@ std::string shared_gpus_text(const std::vector<SharedGpu>& gpus) {
     const SharedGpu& first = gpus.front();
     const std::string one = "ranks " + rank_list(first.ranks) + " share GPU " + first.gpu;
     if (gpus.size() == 1) return one;
-    std::size_t least = first.ranks.size(), most = least;
-    for (const SharedGpu& gpu : gpus) {
-        least = std::min(least, gpu.ranks.size());
-        most = std::max(most, gpu.ranks.size());
-    }
-    return fmt::format(
-        "{} GPUs are each shared by {} ranks ({}, ...)", gpus.size(),
-        least == most ? fmt::format("{}", most) : fmt::format("{} to {}", least, most), one);
+    const auto [least, most] = std::minmax_element(
+        gpus.begin(), gpus.end(), [](auto& a, auto& b) { return a.ranks.size() < b.ranks.size(); });
+    return fmt::format("{} GPUs are each shared by {} ranks ({}, ...)", gpus.size(),
+                       range_text(least->ranks.size(), most->ranks.size()), one);
 }
 
 std::vector<int> ranks_away_from_gpu(const RunSummary& s) {
