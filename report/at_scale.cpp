@@ -1,5 +1,4 @@
-// The report's ranks, links and a relay's stages at any rank count (render.hpp's kLinksListed):
-// one a line while that is short, else a summary and the slowest.
+// The report's ranks, links and a relay's stages at any rank count (render.hpp's kLinksListed).
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,6 +1,5 @@
-// What the placement says (cores shared by more threads than they run, a GPU time-sliced, clocks
-// held down, ranks away from their GPU's memory), the likely causes of an unstable step and what
-// to do; judge.cpp reads the same facts to decide what the figures measure.
+// What the placement says, the likely causes of an unstable step and what to do; judge.cpp reads
+// the same facts to decide what the figures measure.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -1,5 +1,4 @@
-// The report's header, printed before the steps: what runs where, the keys set away from their
-// defaults, the versions, where a resumed run starts, and the memory the largest rank holds.
+// The report's header, printed before the steps (render.hpp's print_run_header).
 #include <fmt/format.h>
 
 #include <cstdio>

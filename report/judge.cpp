@@ -1,7 +1,5 @@
-// The judgement of every figure: whether the run's phase times can be read (the rules of one
-// table, each with what the run shows), each figure's value and interval from the summary, and
-// the rules that withhold a figure of their own (no transfer under launch = "device", a rate over
-// its ceiling, an attribution that explains nothing, a speedup without an interval).
+// The judgement of every figure (judge.hpp): whether the run's phase times can be read, each
+// figure's value and interval, and the rules that withhold a figure of their own.
 #include "report/judge.hpp"
 
 #include <fmt/format.h>
@@ -51,9 +49,8 @@ CeilingRatios against_ceilings(const PassSummary& pass, const Ceilings& c) {
             ratio(c.c_ms, pass.phase(Phase::c).median)};
 }
 
-// The transfer measured waiting rather than moving: longer than its own step, or, on an
-// oversubscribed CPU path (where its thread waits for a core), under kWaitingCeilingShare of its
-// bare transfer's speed. A device-driven step has no transfer to wait.
+// The transfer measured waiting rather than moving: longer than its own step, or on an
+// oversubscribed CPU path under kWaitingCeilingShare of its bare transfer's speed.
 std::string transfer_waits(const RunSummary& s, const PassSummary& p) {
     if (s.config.launch == Launch::device) return "";
     const double step = p.phase(Phase::step).median;
@@ -311,9 +308,8 @@ const PassFigureRow kPassFigureRows[] = {
 // clang-format on
 static_assert(std::size(kPassFigureRows) == kPassFigCount, "a row per PassFig, in its order");
 
-// The run's figures but the speedup: perfect overlap, the attribution's terms (withheld where it
-// explains nothing), the writer's rate; each built on phase times (the writer waits for a core
-// too).
+// The run's figures but the speedup, each built on phase times (the writer waits for a core too);
+// an attribution's term is withheld where the attribution explains nothing.
 using A = OverlapAttribution;
 struct RunFigureRow {
     FigureName name;

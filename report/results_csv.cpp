@@ -184,9 +184,8 @@ void append_columns(std::vector<CsvColumn>& columns, const ColumnSpec (&specs)[N
     }
 }
 
-// The columns in file order: the run's, each timed phase's median (the step's are among the
-// run's, as step_ms_*), the pass's, the distributions (each timed phase by percentile, then the
-// cvs), the judged columns and the intervals: older columns keep their places.
+// The columns in file order, older columns keeping their places: the run's, each timed phase's
+// median, the pass's, the distributions, the judged columns and the intervals.
 std::vector<CsvColumn> make_results_csv_columns() {
     std::vector<CsvColumn> columns;
     append_columns(columns, kRunColumns);

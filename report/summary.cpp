@@ -71,9 +71,8 @@ double coefficient_of_variation(const std::vector<double>& values) {
     return std::sqrt(squares / n) / mean;
 }
 
-// What summarize_pass takes the largest of over the ranks (a least negated): the slowest rank's
-// wall and host times, the fewest steps in retire groups (a consumer's written steps end its
-// groups), the slowest SM clocks at the start and end, and the highest maximum.
+// What summarize_pass takes the largest of over the ranks (a least negated), among them the fewest
+// steps in retire groups (a consumer's written steps end its groups).
 struct Worst {
     double timed_wall_ms, cold_step_ms, write_wait_ms, capture_ms, graphs_captured;
     double host_queue_ms, host_retire_ms, host_callback_ms, grouped_steps;
@@ -109,9 +108,8 @@ void flag_slow_pairs(std::vector<PairFigures>& pairs) {
     }
 }
 
-// Every rank's histograms summed on rank 0 (empty elsewhere): one reduction of every phase's
-// counts and exact sums, one of the extremes. The step's only from the ranks whose period is
-// their link's (`link_end`).
+// Every rank's histograms summed on rank 0 (empty elsewhere), the step's only from the ranks whose
+// period is their link's (`link_end`).
 std::array<LogHistogram, kPhaseCount> reduce_histograms(MPI_Comm comm, const PassResult& result,
                                                         bool link_end, int rank) {
     const std::size_t buckets = LogHistogram::bucket_count(), row = buckets + 2;
@@ -146,8 +144,8 @@ struct Median {
     double value, lo, hi;
 };
 // What rank 0 gathers of each rank, a few numbers whatever the steps: its medians of the phases
-// that time a link (with 95% intervals) and of its period; its slow steps (over kSlowStepFactor x
-// rank 0's median period): their count and the first kSlowStepsKept (NaN beyond; exact doubles).
+// that time a link and of its period; its slow steps' count and the first kSlowStepsKept (NaN
+// beyond).
 struct RankMedians {
     Median send, recv;
     double step, slow_steps;
@@ -292,10 +290,9 @@ std::vector<Link> links_of(const Config& config, const PairPlacement& placement,
     return links;
 }
 
-// Each link's median period (its last rank's) and transfer, and the pass's transfer, the median
-// link's. Either end's time also holds waiting for the other (a receiver still busy, a sender
-// whose A ran late): the shortest median measures the transfer best. Its interval is the median
-// of the links' intervals, which holds the median where each holds its link's (NaN without).
+// Each link's median period (its last rank's) and transfer, and the pass's, the median link's.
+// Either end's time also holds waiting for the other: the shortest median measures the transfer
+// best. The median of the links' intervals holds the median where each holds its link's.
 void summarize_links(const std::vector<RankMedians>& medians, const std::vector<Link>& links,
                      double bytes, PassSummary& summary) {
     std::vector<double> transfers, los, his;
@@ -357,8 +354,8 @@ std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
     return ranks;
 }
 
-// Collective: a relay's stages, each rank's figures gathered whole, and the slowest group's fill
-// latency, on every rank.
+// Collective: a relay's stages, gathered whole, and the slowest group's fill latency, on every
+// rank.
 RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
                              const PassResult& result) {
     const bool consumer = placement.role != Role::producer;

@@ -253,8 +253,7 @@ void print_verdict(std::FILE* out, const RunSummary& s, const Judgement& j) {
                number_text("{:.1f}", s.main_pass().write_wait_ms));
 }
 
-// Once, before the passes, where the phase times cannot be read: why, and where the raw figures
-// are.
+// Where the phase times cannot be read, once before the passes: why, and where the figures are.
 void print_reading(std::FILE* out, const RunSummary& s, const Judgement& j) {
     if (j.readable()) return;
     fmt::print(out,
