@@ -1,10 +1,14 @@
 // The report's header, printed before the steps (render.hpp's print_run_header).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "report/number_text.hpp"
 #include "report/render.hpp"
 
 namespace gpurelay {
@@ -66,6 +70,52 @@ std::string rank_part(const RunSummary& s, std::size_t r) {
             // A collective's `pair` is the rank's row of /y (its receivers, or every rank).
             return fmt::format("group {} {}, /y row {}", r / group_size, info.role, info.pair);
     }
+}
+
+// Each distinct value with how many times it occurs, the commonest first, the first `shown` of
+// them: "host memory (CPU path): 64", "a: 8, b: 8 and 2 others".
+std::string counted(const std::vector<std::string>& values, std::size_t shown) {
+    std::map<std::string, std::size_t> counts;
+    for (const std::string& value : values) ++counts[value];
+    std::vector<std::pair<std::string, std::size_t>> sorted(counts.begin(), counts.end());
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string text;
+    for (std::size_t i = 0; i < sorted.size() && i < shown; ++i) {
+        text += fmt::format("{}{} ({})", i == 0 ? "" : ", ", sorted[i].first, sorted[i].second);
+    }
+    if (sorted.size() > shown) text += fmt::format(" and {} others", sorted.size() - shown);
+    return text;
+}
+
+// "3" or "2 to 4": the range of a count over the hosts.
+std::string count_range(const std::map<std::string, std::size_t>& per_host) {
+    const auto [least, most] = std::minmax_element(
+        per_host.begin(), per_host.end(), [](auto& a, auto& b) { return a.second < b.second; });
+    return range_text(least->second, most->second);
+}
+
+// The ranks in two lines, each distinct value with its count, the commonest first.
+std::vector<std::string> rank_summary_lines(const RunSummary& s) {
+    std::map<std::string, std::size_t> ranks_per_host, gpus_per_host;
+    std::set<std::string> gpu_seen;
+    std::vector<std::string> hosts, roles, links, placements;
+    for (const RankInfo& rank : s.ranks) {
+        ++ranks_per_host[rank.host];
+        if (!rank.bus_id.empty() && gpu_seen.insert(rank.host + " " + rank.bus_id).second)
+            ++gpus_per_host[rank.host];
+        hosts.push_back(rank.host);
+        roles.push_back(rank.role);
+        links.push_back(rank.peer_link);
+        placements.push_back(placement_text(rank).empty() ? "not known" : placement_text(rank));
+    }
+    const std::string gpus = gpus_per_host.empty() ? ", no GPU (" + s.backend + " path)"
+                                                   : " x " + count_range(gpus_per_host) + " GPU(s)";
+    return {fmt::format("ranks: {} = {} host(s) x {} rank(s){}; hosts (ranks): {}; roles: {}",
+                        s.ranks.size(), ranks_per_host.size(), count_range(ranks_per_host), gpus,
+                        counted(hosts, 4), counted(roles, 4)),
+            fmt::format("  to their peers: {}; placement: {}", counted(links, 3),
+                        counted(placements, 3))};
 }
 
 void print_rank_lines(std::FILE* out, const RunSummary& s) {

@@ -51,8 +51,6 @@ std::string results_csv_row(const RunSummary& run);  // one line, without newlin
 inline constexpr std::size_t kSlowestNamed = 5;
 inline constexpr std::size_t kRanksListed = 4;
 inline constexpr std::size_t kLinksListed = 2 + kSlowestNamed;
-// The ranks in two lines, each distinct value with its count, the commonest first.
-std::vector<std::string> rank_summary_lines(const RunSummary& summary);
 // A pass's links summarised: the transfers' and steps' distributions, how many are flagged slow,
 // and the kSlowestNamed slowest (indices).
 struct LinkSpread {
@@ -61,12 +59,6 @@ struct LinkSpread {
     std::vector<std::size_t> slowest;
 };
 LinkSpread link_spread(const std::vector<PairFigures>& links);
-// A pass's links: one a line up to kLinksListed, else the summary and the slowest.
-std::vector<std::string> link_lines(const RunSummary& summary, const PassSummary& pass,
-                                    const PassJudgement& judged);
-// A relay's headline (the period, the slowest hop, the fill latency); its hops and stages.
-void print_relay(std::FILE* out, const PassSummary& pass, const PassJudgement& judged);
-void print_relay_stages(std::FILE* out, const PassSummary& pass, const PassJudgement& judged);
 // A pass's stability line; when unstable the likely causes and what to do, once (`causes_said`).
 void print_stability(std::FILE* out, const RunSummary& summary, const PassSummary& pass,
                      bool& causes_said);

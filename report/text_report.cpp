@@ -2,8 +2,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,8 @@
 
 namespace gpurelay {
 namespace {
+
+std::string ms(double value) { return number_text("{:.4f}", value); }
 
 // Why auto chose the pass's timing: " (auto: warm-up steps took 0.046 ms each, under 0.25 ms)".
 std::string timing_reason(const PassSummary& p) {
@@ -40,10 +44,8 @@ void print_phase_table(std::FILE* out, const PassSummary& p, bool readable) {
     fmt::print(out, kPhaseRow, "phase", "median", "min", "max", "p90", "p99", "cv");
     for (const PhaseInfo& phase : kPhases) {
         const PhaseStats& st = p.phase(phase.phase);
-        fmt::print(out, kPhaseRow, phase.name, number_text("{:.4f}", st.median),
-                   number_text("{:.4f}", st.min), number_text("{:.4f}", st.max),
-                   number_text("{:.4f}", st.p90), number_text("{:.4f}", st.p99),
-                   number_text("{:.3f}", st.cv));
+        fmt::print(out, kPhaseRow, phase.name, ms(st.median), ms(st.min), ms(st.max), ms(st.p90),
+                   ms(st.p99), number_text("{:.3f}", st.cv));
     }
 }
 
@@ -121,12 +123,11 @@ void print_ceilings(std::FILE* out, const RunSummary& s, const PassJudgement& j)
         const char* phase;
         std::string against;
     };
-    const Ratio ratios[] = {
-        {PassFig::transfer_vs_ceiling, "transfer",
-         "the bare transfer (" + number_text("{:.4f}", c.transfer_ms) + " ms)"},
-        {PassFig::a_vs_copy, "A", "a copy"},
-        {PassFig::b_vs_copy, "B", "a copy"},
-        {PassFig::c_vs_alone, "C", "C alone (" + number_text("{:.4f}", c.c_ms) + " ms)"}};
+    const Ratio ratios[] = {{PassFig::transfer_vs_ceiling, "transfer",
+                             "the bare transfer (" + ms(c.transfer_ms) + " ms)"},
+                            {PassFig::a_vs_copy, "A", "a copy"},
+                            {PassFig::b_vs_copy, "B", "a copy"},
+                            {PassFig::c_vs_alone, "C", "C alone (" + ms(c.c_ms) + " ms)"}};
     std::vector<std::string> parts;
     for (const Ratio& r : ratios) {
         if (j[r.figure].shown()) {
@@ -162,7 +163,7 @@ void print_timing(std::FILE* out, const RunSummary& s, const PassSummary& p,
                    "  step model {} ms = {} of the phase medians (an estimate: phases that "
                    "run together slow each other, so a step may beat it); time per step {}x "
                    "that\n",
-                   number_text("{:.4f}", model.value), step_bound_formula(c.depth, p.overlap),
+                   ms(model.value), step_bound_formula(c.depth, p.overlap),
                    number_text("{:.2f}", p.time_per_step_ms / model.value));
     }
     if (c.graphs) {
@@ -221,7 +222,7 @@ void print_overlap(std::FILE* out, const RunSummary& s, const Judgement& j) {
         fmt::print(out,
                    "  perfect overlap: {} ms per step = {} of the overlap=off medians{}; "
                    "overlapped step {}x that\n",
-                   number_text("{:.4f}", perfect.value), step_bound_formula(s.config.depth, true),
+                   ms(perfect.value), step_bound_formula(s.config.depth, true),
                    s.ceilings.measured ? ", the transfer and C at their ceilings" : "",
                    number_text("{:.2f}", step / perfect.value));
     }
@@ -298,6 +299,191 @@ void print_unreadable_sizes(std::FILE* out, const std::vector<Judgement>& judged
                range_list_text(rows), rows.front(), why);
 }
 
+// --- The links and a relay's stages at any rank count (render.hpp's kLinksListed) ----------
+
+std::string link_name(Pattern pattern) {
+    return pattern == Pattern::pairs ? "pair" : pattern == Pattern::relay ? "hop" : "group";
+}
+
+// A link's place: "rank 2 (vm host CPU) -> rank 3 (vm host CPU) over host memory (CPU path)".
+std::string link_place(const RunSummary& s, const PairFigures& f) {
+    auto place = [&](int r) {
+        if (r < 0 || static_cast<std::size_t>(r) >= s.ranks.size()) return std::string("?");
+        const RankInfo& info = s.ranks[static_cast<std::size_t>(r)];
+        return info.host + " " + info.device + (info.bus_id.empty() ? "" : " " + info.bus_id);
+    };
+    const bool point_to_point =
+        s.config.pattern == Pattern::pairs || s.config.pattern == Pattern::relay;
+    const std::string link =
+        f.producer >= 0 && static_cast<std::size_t>(f.producer) < s.ranks.size()
+            ? s.ranks[static_cast<std::size_t>(f.producer)].peer_link
+            : "?";
+    return fmt::format("rank {} ({}) {} rank {} ({}) over {}", f.producer, place(f.producer),
+                       point_to_point ? "->" : "to", f.consumer, place(f.consumer), link);
+}
+
+// A relay's hop names the stages it joins: "hop 2 (stage 2 -> 3 of group 0)".
+std::string link_label(const RunSummary& s, const PairFigures& f) {
+    const std::string name = link_name(s.config.pattern) + " " + std::to_string(f.pair);
+    if (s.config.pattern != Pattern::relay || s.group_size < 2) return name;
+    const int hops = s.group_size - 1;
+    return fmt::format("{} (stage {} -> {} of group {})", name, f.pair % hops, f.pair % hops + 1,
+                       f.pair / hops);
+}
+
+// Each hop's transfer against its bare transfer, measured alone in the same launch, where the
+// judgement shows it: one a line up to kLinksListed hops, else their median and extremes.
+void print_hop_ceilings(std::FILE* out, const PassSummary& pass, const PassJudgement& judged) {
+    std::vector<double> ratios;
+    for (const Figure& hop : judged.hops) {
+        if (!hop.shown()) return;
+        ratios.push_back(hop.value);
+    }
+    if (ratios.size() > kLinksListed) {
+        const PhaseStats st = phase_stats(ratios);
+        auto hop_of = [&](double ratio) {
+            const auto at = std::find(ratios.begin(), ratios.end(), ratio);
+            return pass.pairs[static_cast<std::size_t>(at - ratios.begin())].pair;
+        };
+        fmt::print(out,
+                   "  {} hops against their bare transfers: median {:.2f} of their speed, min "
+                   "{:.2f} (hop {}), max {:.2f} (hop {})\n",
+                   ratios.size(), st.median, st.min, hop_of(st.min), st.max, hop_of(st.max));
+        return;
+    }
+    for (std::size_t h = 0; h < ratios.size(); ++h) {
+        const PairFigures& f = pass.pairs[h];
+        fmt::print(out,
+                   "  hop {} against its ceiling: transfer {} ms, bare {} ms ({:.2f} of its "
+                   "speed)\n",
+                   f.pair, ms(f.transfer_ms), ms(f.transfer_ms * ratios[h]), ratios[h]);
+    }
+}
+
+// A stage's line; its phases' medians only where they can be read (`phases`).
+std::string stage_line(const StageFigures& f, bool phases) {
+    return fmt::format(
+        "  stage {} of group {} (rank {}): step {} ms; {}host per step: queueing {}, reading back "
+        "{}, stop vote {}; wrong: {} in x, {} in C",
+        f.stage, f.group, f.rank, ms(f.median(Phase::step)),
+        phases ? fmt::format("A {}, recv {}, C {}, wait {}, B {}, send {} ms; ",
+                             ms(f.median(Phase::a)), ms(f.median(Phase::recv)),
+                             ms(f.median(Phase::c)), ms(f.median(Phase::wait)),
+                             ms(f.median(Phase::b)), ms(f.median(Phase::send)))
+               : "",
+        duration_text_us(f.host_queue_us), duration_text_us(f.host_retire_us),
+        duration_text_us(f.host_callback_us), f.x_mismatches, f.c_mismatches);
+}
+
+// Every stage one a line up to kLinksListed, else the stages' periods summarised, the
+// kSlowestNamed slowest, and every stage that counted a wrong element (up to kSlowestNamed).
+void print_stages(std::FILE* out, const RelayFigures& relay, bool phases) {
+    const std::vector<StageFigures>& stages = relay.stage_figures;
+    if (stages.size() <= kLinksListed) {
+        for (const StageFigures& f : stages) fmt::print(out, "{}\n", stage_line(f, phases));
+        return;
+    }
+    std::vector<double> steps;
+    for (const StageFigures& f : stages) steps.push_back(f.median(Phase::step));
+    const PhaseStats st = phase_stats(steps);
+    std::vector<const StageFigures*> slowest, wrong;
+    for (const StageFigures& f : stages) {
+        slowest.push_back(&f);
+        if (f.x_mismatches + f.c_mismatches > 0) wrong.push_back(&f);
+    }
+    std::stable_sort(slowest.begin(), slowest.end(), [](const auto* a, const auto* b) {
+        return a->median(Phase::step) > b->median(Phase::step);
+    });
+    slowest.resize(std::min(slowest.size(), kSlowestNamed));
+    fmt::print(out,
+               "  {} stages (one a line up to {}): step median {} ms, min {}, max {}; the {} "
+               "slowest:\n",
+               stages.size(), kLinksListed, ms(st.median), ms(st.min), ms(st.max), slowest.size());
+    for (const StageFigures* f : slowest) fmt::print(out, "  {}\n", stage_line(*f, phases));
+    if (wrong.empty()) return;
+    fmt::print(out, "  {} stage(s) counted wrong elements{}:\n", wrong.size(),
+               wrong.size() > kSlowestNamed ? fmt::format(", the first {}", kSlowestNamed) : "");
+    wrong.resize(std::min(wrong.size(), kSlowestNamed));
+    for (const StageFigures* f : wrong) fmt::print(out, "  {}\n", stage_line(*f, phases));
+}
+
+// A pass's links: one a line up to kLinksListed, else the summary and the slowest.
+std::vector<std::string> link_lines(const RunSummary& s, const PassSummary& p,
+                                    const PassJudgement& judged) {
+    const std::string name = link_name(s.config.pattern);
+    const std::string slow_note =
+        fmt::format("  SLOW: over {:g}% slower than the median {}", 100 * kSlowPairMargin, name);
+    // The transfer is a phase time, its rate a judged figure: each where shown.
+    const bool transfers = judged[PassFig::transfer].shown();
+    auto line = [&](std::size_t i, const std::string& flag) {
+        const PairFigures& f = p.pairs[i];
+        const Figure& rate = judged.links[i];
+        return fmt::format(
+            "  {}: {}: {}step {} ms{}{}", link_label(s, f), link_place(s, f),
+            rate.shown() ? number_text("{:.2f}", rate.value) + " GB/s, " : "", ms(f.step_ms),
+            transfers ? " (transfer " + ms(f.transfer_ms) + " ms)" : "", f.slow ? flag : "");
+    };
+    std::vector<std::string> lines;
+    if (p.pairs.size() <= 1) return lines;
+    if (p.pairs.size() <= kLinksListed) {
+        for (std::size_t i = 0; i < p.pairs.size(); ++i) lines.push_back(line(i, slow_note));
+        return lines;
+    }
+    const LinkSpread spread = link_spread(p.pairs);
+    // The value and the first link that has it: "0.0011 (pair 3)".
+    auto extreme = [&](double value, double PairFigures::*field) {
+        const auto at = std::find_if(p.pairs.begin(), p.pairs.end(),
+                                     [&](const PairFigures& f) { return f.*field == value; });
+        return fmt::format("{} ({} {})", ms(value), name, at == p.pairs.end() ? -1 : at->pair);
+    };
+    lines.push_back(fmt::format(
+        "  {} {}s (one a line up to {}): {}step median {} ms, min {}, max {}", spread.count, name,
+        kLinksListed,
+        transfers
+            ? fmt::format("transfer median {} ms, min {}, max {}; ", ms(spread.transfer.median),
+                          extreme(spread.transfer.min, &PairFigures::transfer_ms),
+                          extreme(spread.transfer.max, &PairFigures::transfer_ms))
+            : "",
+        ms(spread.step.median), extreme(spread.step.min, &PairFigures::step_ms),
+        extreme(spread.step.max, &PairFigures::step_ms)));
+    lines.push_back(fmt::format(
+        "  the {} slowest; {} of {} flagged SLOW (over {:g}% slower than "
+        "the median {}):",
+        spread.slowest.size(), spread.flagged, spread.count, 100 * kSlowPairMargin, name));
+    for (const std::size_t i : spread.slowest) lines.push_back("  " + line(i, "  SLOW"));
+    return lines;
+}
+
+// A relay's headline: the period, the slowest hop, the fill latency.
+void print_relay(std::FILE* out, const PassSummary& pass, const PassJudgement& judged) {
+    if (!pass.relay) return;
+    const RelayFigures& relay = *pass.relay;
+    const int hop = slowest_hop(pass);
+    std::string slowest = "no hop timed";
+    if (hop >= 0) {
+        const PairFigures& h = pass.pairs[static_cast<std::size_t>(hop)];
+        const int hops = std::max(relay.stages - 1, 1);
+        // The hop's transfer is a phase time, the period over it a ratio of them: each where
+        // the judgement shows it.
+        const Figure& over = judged[PassFig::relay_period_over_hop];
+        slowest = fmt::format(
+            "hop {}, stage {} -> {} of group {} (ranks {} -> {}){}{}", h.pair, h.pair % hops,
+            h.pair % hops + 1, h.pair / hops, h.producer, h.consumer,
+            judged[PassFig::transfer].shown() ? ": transfer " + ms(h.transfer_ms) + " ms" : "",
+            over.shown() ? fmt::format(", the period {:.2f}x that", over.value) : "");
+    }
+    fmt::print(out,
+               "  relay of {} stages: period {} ms; slowest hop: {}; fill latency {} ms (the first "
+               "timed tensor, from every rank idle to the last stage's B)\n",
+               relay.stages, ms(pass.time_per_step_ms), slowest, ms(relay.fill_ms));
+}
+
+void print_relay_stages(std::FILE* out, const PassSummary& pass, const PassJudgement& judged) {
+    if (!pass.relay) return;
+    print_hop_ceilings(out, pass, judged);
+    print_stages(out, *pass.relay, judged.phases_shown);
+}
+
 }  // namespace
 
 void print_report(std::FILE* out, const RunSummary& s) {
@@ -357,6 +543,33 @@ void print_size_table(std::FILE* out, const std::vector<RunSummary>& sizes, std:
                first + sizes.size() - 1);
     fmt::print(out, "verification of the sizes above: {}\n", verified ? "PASSED" : "FAILED");
     std::fflush(out);
+}
+
+LinkSpread link_spread(const std::vector<PairFigures>& links) {
+    LinkSpread spread;
+    spread.count = links.size();
+    if (links.empty()) return spread;
+    std::vector<double> transfers, steps;
+    for (const PairFigures& f : links) {
+        transfers.push_back(f.transfer_ms);
+        steps.push_back(f.step_ms);
+        spread.flagged += f.slow ? 1 : 0;
+    }
+    spread.transfer = phase_stats(transfers);
+    spread.step = phase_stats(steps);
+    // How much slower than the median link, the larger of its transfer's and its step's: the
+    // measure kSlowPairMargin flags by, so the flagged links come first.
+    auto slowness = [&](const PairFigures& f) {
+        return std::fmax(f.transfer_ms / spread.transfer.median, f.step_ms / spread.step.median);
+    };
+    std::vector<std::size_t> order(links.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return slowness(links[a]) > slowness(links[b]);
+    });
+    order.resize(std::min(order.size(), kSlowestNamed));
+    spread.slowest = order;
+    return spread;
 }
 
 }  // namespace gpurelay
