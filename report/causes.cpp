@@ -113,19 +113,16 @@ std::string placement_remedy(const RunSummary& s, bool misplaced) {
 // The likely causes of an unstable step on this run, and what to do about each.
 void causes_and_remedies(const RunSummary& s, const PassSummary& p,
                          std::vector<std::string>& causes, std::vector<std::string>& remedies) {
-    for (const HostLoad& load : oversubscribed_hosts(s)) {
-        causes.push_back(
-            fmt::format("{} threads of {} rank(s) on {} cores of {} (CPU path): "
-                        "steps wait for a core",
-                        load.threads, load.ranks, load.cores, load.host));
-    }
+    for (const HostLoad& load : oversubscribed_hosts(s))
+        causes.push_back(fmt::format(
+            "{} threads of {} rank(s) on {} cores of {} (CPU path): steps wait for a core",
+            load.threads, load.ranks, load.cores, load.host));
     if (const std::vector<SharedGpu> gpus = time_sliced_gpus(s); !gpus.empty()) {
         causes.push_back(shared_gpus_text(gpus) + " time-sliced");
         remedies.push_back("run under MPS (scripts/with-mps mpirun ...)");
     }
-    if (const CrowdedRanks crowded = crowded_ranks(s); !crowded.ranks.empty()) {
+    if (const CrowdedRanks crowded = crowded_ranks(s); !crowded.ranks.empty())
         causes.push_back(crowded_text(crowded));
-    }
     // The clocks moved or were held down over the timed steps.
     const std::string names = clock_slowdown_names(p.clock_reasons);
     if (p.clocks_measured && ((p.clock_reasons != 0 && !names.empty()) ||
@@ -137,13 +134,12 @@ void causes_and_remedies(const RunSummary& s, const PassSummary& p,
     // Away from its GPU's node, or free to run on several nodes.
     const std::vector<int> away = ranks_away_from_gpu(s);
     if (!away.empty()) causes.push_back(away_text(s, away));
-    bool misplaced = !away.empty();
-    for (const RankInfo& rank : s.ranks) {
-        misplaced = misplaced || rank.core_numa.find_first_of(",-") != std::string::npos;
-    }
-    if (const std::string remedy = placement_remedy(s, misplaced); !remedy.empty()) {
+    const bool misplaced =
+        !away.empty() || std::any_of(s.ranks.begin(), s.ranks.end(), [](auto& r) {
+            return r.core_numa.find_first_of(",-") != std::string::npos;
+        });
+    if (const std::string remedy = placement_remedy(s, misplaced); !remedy.empty())
         remedies.insert(remedies.begin(), remedy);
-    }
     if (causes.empty()) causes.push_back("none seen here (other work on the node, interrupts)");
     remedies.push_back("more steps");
     remedies.push_back("for A/B: scripts/sweep --repeat N, then scripts/compare");
@@ -293,8 +289,7 @@ void print_placement_notes(std::FILE* out, const RunSummary& s) {
                    binding_command(s));
     }
     // Bound to one core each (mpirun's default for 2 ranks), a staged MPI rank's three threads
-    // take turns, and its small steps wait for them (docs/PERFORMANCE.md: "A core for each
-    // working thread").
+    // take turns (docs/PERFORMANCE.md: "A core for each working thread").
     if (const CrowdedRanks crowded = crowded_ranks(s); !crowded.ranks.empty()) {
         fmt::print(out,
                    "note: {} (main thread and host streams): they take turns, and the "

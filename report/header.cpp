@@ -60,16 +60,11 @@ std::string wrapped_config(const Config& config) {
 std::string rank_part(const RunSummary& s, std::size_t r) {
     const RankInfo& info = s.ranks[r];
     const auto group_size = static_cast<std::size_t>(s.group_size > 0 ? s.group_size : 1);
-    switch (s.config.pattern) {
-        case Pattern::pairs:
-            return fmt::format("pair {} {}", info.pair, info.role);
-        case Pattern::relay:
-            return fmt::format("stage {} of group {} ({})", r % group_size, r / group_size,
-                               info.role);
-        default:
-            // A collective's `pair` is the rank's row of /y (its receivers, or every rank).
-            return fmt::format("group {} {}, /y row {}", r / group_size, info.role, info.pair);
-    }
+    if (s.config.pattern == Pattern::pairs) return fmt::format("pair {} {}", info.pair, info.role);
+    if (s.config.pattern == Pattern::relay)
+        return fmt::format("stage {} of group {} ({})", r % group_size, r / group_size, info.role);
+    // A collective's `pair` is the rank's row of /y (its receivers, or every rank).
+    return fmt::format("group {} {}, /y row {}", r / group_size, info.role, info.pair);
 }
 
 // Each distinct value with how many times it occurs, the commonest first, the first `shown` of

@@ -53,12 +53,15 @@ constexpr DistributionColumn kDistributionColumns[] = {{"_ms_p50", &PhaseStats::
                                                        {"_ms_p99", &PhaseStats::p99},
                                                        {"_cv", &PhaseStats::cv}};
 
+// A column of a table whose rows are `Row`s.
+template <typename Row>
+struct Column {
+    const char* name;
+    std::string (*cell)(const Row&);
+};
 // A column of its own cell; or, where `cell` is kDeckKey, the deck key of the column's name, as
 // the key table writes it.
-struct ColumnSpec {
-    const char* name;
-    std::string (*cell)(R);
-};
+using ColumnSpec = Column<CsvRow>;
 constexpr std::string (*kDeckKey)(R) = nullptr;
 
 // The main pass's relay figures; nullptr for other patterns (their relay cells are empty).
@@ -232,11 +235,7 @@ std::string rank_cell(const RunSummary& run, int rank, std::string RankInfo::*fi
                : "";
 }
 using L = const LinkRow&;
-struct LinkColumn {
-    const char* name;
-    std::string (*cell)(L);
-};
-const LinkColumn kLinkColumns[] = {
+const Column<LinkRow> kLinkColumns[] = {
     {"pass", [](L l) { return std::string(l.pass.overlap ? "on" : "off"); }},
     // The pair, a relay's hop or a collective's group, numbered as the report and the JSON do.
     {"link", [](L l) { return std::to_string(l.link.pair); }},
@@ -297,7 +296,7 @@ void append_side_tables(const std::string& results_csv, const std::vector<RunSum
             for (std::size_t i = 0; i < pass.pairs.size(); ++i) {
                 const LinkRow row{run, pass, pass.pairs[i], judged.passes[p].links[i]};
                 std::string cells;
-                for (const LinkColumn& column : kLinkColumns) cells += column.cell(row) + ',';
+                for (const auto& column : kLinkColumns) cells += column.cell(row) + ',';
                 links += row_of(joined, cells);
             }
         }

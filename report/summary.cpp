@@ -483,9 +483,8 @@ Ceilings summarize_ceilings(MPI_Comm comm, const Config& config, const PairPlace
     ceilings.c_ms = s.phase(Phase::c).median;
     for (std::size_t h = 0; config.pattern == Pattern::relay && h < s.pairs.size(); ++h)
         ceilings.hop_transfer_ms.push_back(s.pairs[h].transfer_ms);
-    double cost = measured.timed_wall_ms;
-    MPI_Allreduce(MPI_IN_PLACE, &cost, 1, MPI_DOUBLE, MPI_MAX, comm);
-    ceilings.cost_ms = cost;
+    ceilings.cost_ms = measured.timed_wall_ms;
+    MPI_Allreduce(MPI_IN_PLACE, &ceilings.cost_ms, 1, MPI_DOUBLE, MPI_MAX, comm);
     return ceilings;
 }
 

@@ -384,13 +384,13 @@ void print_stages(std::FILE* out, const RelayFigures& relay, bool phases) {
         return;
     }
     std::vector<double> steps;
-    for (const StageFigures& f : stages) steps.push_back(f.median(Phase::step));
-    const PhaseStats st = phase_stats(steps);
     std::vector<const StageFigures*> slowest, wrong;
     for (const StageFigures& f : stages) {
+        steps.push_back(f.median(Phase::step));
         slowest.push_back(&f);
         if (f.x_mismatches + f.c_mismatches > 0) wrong.push_back(&f);
     }
+    const PhaseStats st = phase_stats(steps);
     std::stable_sort(slowest.begin(), slowest.end(), [](const auto* a, const auto* b) {
         return a->median(Phase::step) > b->median(Phase::step);
     });
