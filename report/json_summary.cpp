@@ -57,18 +57,14 @@ void add_pass_figures(const PassJudgement& judged, nlohmann::json& j) {
 }
 
 nlohmann::json pass_json(const PassSummary& p, const PassJudgement& judged) {
-    nlohmann::json j;
-    j["overlap"] = p.overlap;
     // The steps the figures are over: timed_from to timed_from + timed_steps - 1.
-    j["timed_from"] = p.timed_from;
-    j["timed_steps"] = p.timed_steps;
-    j["phases_ms"] = phases_json(p);
+    nlohmann::json j = {{"overlap", p.overlap},           {"timed_from", p.timed_from},
+                        {"timed_steps", p.timed_steps},   {"phases_ms", phases_json(p)},
+                        {"cold_step_ms", p.cold_step_ms}, {"write_wait_ms", p.write_wait_ms}};
     j["slow_steps"] = {{"count", p.slow_steps},
                        {"first", p.slow_step_numbers},
                        {"over_median_x", kSlowStepFactor}};
     add_pass_figures(judged, j);
-    j["cold_step_ms"] = p.cold_step_ms;
-    j["write_wait_ms"] = p.write_wait_ms;
     j["host_us_per_step"] = {
         {"queue", p.host_queue_us}, {"retire", p.host_retire_us}, {"callback", p.host_callback_us}};
     j["timing"] = {{"used", p.timing},
@@ -206,24 +202,23 @@ std::string ranks_json(const RunSummary& s) {
 }
 
 std::string summary_json(const RunSummary& s) {
-    nlohmann::json j;
-    j["schema_version"] = kSummarySchemaVersion;
-    j["gpurelay_version"] = s.versions;
-    j["git_hash"] = s.git_hash;
-    j["timestamp"] = s.timestamp;
-    j["world_size"] = s.world_size;
-    j["pairs"] = s.pairs;
-    j["pattern"] = std::string(to_string(s.config.pattern));
+    nlohmann::json j = {{"schema_version", kSummarySchemaVersion},
+                        {"gpurelay_version", s.versions},
+                        {"git_hash", s.git_hash},
+                        {"timestamp", s.timestamp},
+                        {"world_size", s.world_size},
+                        {"pairs", s.pairs},
+                        {"pattern", std::string(to_string(s.config.pattern))},
+                        {"backend", s.backend},
+                        {"transport", s.transport},
+                        {"transport_note", s.transport_note},
+                        {"host_wait", s.host_wait},
+                        {"host_wait_reason", s.host_wait_reason}};
     if (s.config.pattern != Pattern::pairs) {
         j["groups"] = s.groups;
         j["group_size"] = s.group_size;
         j["bus_factor"] = bus_factor(s.config.pattern, s.group_size);
     }
-    j["backend"] = s.backend;
-    j["transport"] = s.transport;
-    j["transport_note"] = s.transport_note;
-    j["host_wait"] = s.host_wait;
-    j["host_wait_reason"] = s.host_wait_reason;
     for (const auto& key : config_keys()) {
         j["config"][std::string(key.name)] = typed_value(config_value_toml(s.config, key.name));
     }

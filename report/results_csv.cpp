@@ -1,6 +1,7 @@
 // The results CSV: one {column, cell} table makes both the header and the row; beside it the side
 // tables, a row per rank and per link, so that every rank and link is there at any rank count.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "report/render.hpp"
@@ -16,9 +17,7 @@ std::string csv_bool(bool value) { return value ? "true" : "false"; }
 const PassSummary& main_pass(R r) { return r.run.main_pass(); }
 const PassJudgement& main_judged(R r) { return r.judged.passes.back(); }
 // A judged figure as the CSV renders it: empty where withheld or not measured.
-std::string shown_cell(R r, PassFig figure) {
-    return csv_number(main_judged(r)[figure].rendered());
-}
+std::string shown_cell(R r, PassFig f) { return csv_number(main_judged(r)[f].rendered()); }
 std::string run_cell(R r, RunFig figure) { return csv_number(r.judged[figure].rendered()); }
 // A phase's figure: empty where the phase times cannot be read (the step's period stands).
 std::string phase_cell(R r, Phase phase, double value) {
@@ -43,15 +42,12 @@ std::string withheld_cell(R r) {
     return cell;
 }
 
-struct DistributionColumn {
-    const char* suffix;
-    double PhaseStats::*field;
-};
 // Named PHASE + suffix: step_ms_p99, b_cv (a ratio, without unit).
-constexpr DistributionColumn kDistributionColumns[] = {{"_ms_p50", &PhaseStats::p50},
-                                                       {"_ms_p90", &PhaseStats::p90},
-                                                       {"_ms_p99", &PhaseStats::p99},
-                                                       {"_cv", &PhaseStats::cv}};
+constexpr std::pair<const char*, double PhaseStats::*> kDistributionColumns[] = {
+    {"_ms_p50", &PhaseStats::p50},
+    {"_ms_p90", &PhaseStats::p90},
+    {"_ms_p99", &PhaseStats::p99},
+    {"_cv", &PhaseStats::cv}};
 
 // A column of a table whose rows are `Row`s.
 template <typename Row>
