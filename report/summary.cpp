@@ -507,21 +507,14 @@ void summarize_run(MPI_Comm comm, const RankFigures& mine, RunSummary& summary) 
         summary.overlap_ideal_ms =
             step_bound_ms(phase_medians(summary.passes[0]), summary.config.depth, /*overlap=*/true);
     }
-    struct Memory {
-        std::uint64_t device_bytes, host_bytes, total_bytes;
-    };
-    const Memory largest = reduce_fields<std::uint64_t>(
-        Memory{mine.device_bytes, mine.host_bytes, mine.device_bytes + mine.host_bytes},
+    const auto [device, host, both] = reduce_fields<std::uint64_t>(
+        std::array{mine.device_bytes, mine.host_bytes, mine.device_bytes + mine.host_bytes},
         MPI_UINT64_T, MPI_MAX, comm);
-    summary.device_bytes = largest.device_bytes;
-    summary.host_bytes = largest.host_bytes;
-    summary.total_bytes = largest.total_bytes;
-    struct Writes {
-        double bytes, seconds;
-    };
-    const Writes total = reduce_fields<double>(Writes{mine.bytes_written, mine.write_seconds},
-                                               MPI_DOUBLE, MPI_SUM, comm);
-    summary.write_gbps = total.seconds > 0 ? total.bytes / total.seconds / 1e9 : 0.0;
+    std::tie(summary.device_bytes, summary.host_bytes, summary.total_bytes) =
+        std::tie(device, host, both);
+    const auto [bytes, seconds] = reduce_fields<double>(
+        std::array{mine.bytes_written, mine.write_seconds}, MPI_DOUBLE, MPI_SUM, comm);
+    summary.write_gbps = seconds > 0 ? bytes / seconds / 1e9 : 0.0;
 }
 
 }  // namespace gpurelay
