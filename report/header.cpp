@@ -145,31 +145,31 @@ void print_resume(std::FILE* out, const RunSummary& s) {
 std::string memory_text(const RunSummary& s) {
     const Config& c = s.config;
     // A run of several sizes makes its slots for the largest.
-    const std::string slots = "tensor slots of " + human_bytes(c.largest().tensor_bytes()) +
-                              (c.several_sizes() ? " (the largest size)" : "") + ", 2 x " +
-                              std::to_string(c.depth) + " on a consumer and " +
-                              std::to_string(c.depth) + " on a producer";
-    const bool c_runs = c.c_elements > 0 && c.c_iterations > 0;
-    const std::string c_buffer = c_runs ? "; C's " + human_bytes(c.c_elements * 4) : "";
+    const std::string slots = fmt::format(
+        "tensor slots of {}{}, 2 x {} on a consumer and {} on a producer{}",
+        human_bytes(c.largest().tensor_bytes()), c.several_sizes() ? " (the largest size)" : "",
+        c.depth, c.depth,
+        c.c_elements > 0 && c.c_iterations > 0 ? "; C's " + human_bytes(c.c_elements * 4) : "");
     if (s.backend == "cuda") {
-        return "memory per rank (largest): device " + human_bytes(s.device_bytes) + " (" + slots +
-               c_buffer + "); pinned host " + human_bytes(s.host_bytes) +
-               " (the writer's buffers and the mismatch counters)";
+        return fmt::format(
+            "memory per rank (largest): device {} ({}); pinned host {} (the writer's buffers and "
+            "the mismatch counters)",
+            human_bytes(s.device_bytes), slots, human_bytes(s.host_bytes));
     }
     // The CPU path holds everything in host memory: one figure, the largest rank's whole.
-    return "memory per rank (largest): host " + human_bytes(s.total_bytes) + " (" + slots +
-           c_buffer + "; the writer's buffers and the mismatch counters)";
+    return fmt::format(
+        "memory per rank (largest): host {} ({}; the writer's buffers and the mismatch counters)",
+        human_bytes(s.total_bytes), slots);
 }
 
 }  // namespace
 
 void print_run_header(std::FILE* out, const RunSummary& s) {
     const Config& c = s.config;
-    const std::string layout = c.pattern == Pattern::pairs
-                                   ? std::to_string(s.pairs) + " pair(s)"
-                                   : std::string(to_string(c.pattern)) + " in " +
-                                         std::to_string(s.groups) + " group(s) of " +
-                                         std::to_string(s.group_size);
+    const std::string layout =
+        c.pattern == Pattern::pairs
+            ? fmt::format("{} pair(s)", s.pairs)
+            : fmt::format("{} in {} group(s) of {}", to_string(c.pattern), s.groups, s.group_size);
     fmt::print(out, "gpurelay: {} rank(s), {}, {} path, transport {}{}{}\n", s.world_size, layout,
                s.backend, s.transport,
                s.transport_note.empty() ? "" : (" (" + s.transport_note + ")"),
@@ -178,9 +178,8 @@ void print_run_header(std::FILE* out, const RunSummary& s) {
     fmt::print(out, "versions: {}\n", s.versions);
     print_rank_lines(out, s);
     print_placement_notes(out, s);
-    if (!s.host_wait.empty()) {
+    if (!s.host_wait.empty())
         fmt::print(out, "host waits: {} ({})\n", s.host_wait, s.host_wait_reason);
-    }
     fmt::print(out, "{}\n", memory_text(s));
     fmt::print(out, "output: {} (up to {})\n", c.output, human_bytes(s.output_bytes));
     print_resume(out, s);
