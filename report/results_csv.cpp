@@ -264,11 +264,9 @@ std::string link_header() { return side_header("", kLinkColumns); }
 // A side table's line: the run's join cells, then `cells` (each followed by a comma).
 std::string row_of(const CsvRow& run, const std::string& cells) {
     std::string line;
-    for (const char* name : kJoinColumns) {
-        for (const CsvColumn& column : results_csv_columns()) {
+    for (const char* name : kJoinColumns)
+        for (const CsvColumn& column : results_csv_columns())
             if (column.name == name) line += column.cell(run) + ',';
-        }
-    }
     line += cells;
     line.back() = '\n';
     return line;
@@ -310,10 +308,8 @@ const std::vector<CsvColumn>& results_csv_columns() {
 
 std::string results_csv_header() {
     std::string header;
-    for (const CsvColumn& column : results_csv_columns()) {
-        if (!header.empty()) header += ',';
-        header += column.name;
-    }
+    for (const CsvColumn& column : results_csv_columns()) header += column.name + ',';
+    header.pop_back();
     return header;
 }
 
@@ -321,11 +317,8 @@ std::string results_csv_row(const RunSummary& run) {
     const Judgement judged = judge(run);
     const CsvRow row{run, judged};
     std::string line;
-    // Joined by position, not by whether the line is still empty: the tag (first) may be empty.
-    for (const CsvColumn& column : results_csv_columns()) {
-        if (&column != &results_csv_columns().front()) line += ',';
-        line += column.cell(row);
-    }
+    for (const CsvColumn& column : results_csv_columns()) line += column.cell(row) + ',';
+    line.pop_back();
     return line;
 }
 
