@@ -407,9 +407,9 @@ void print_stages(std::FILE* out, const RelayFigures& relay, bool phases) {
     for (const StageFigures* f : wrong) fmt::print(out, "  {}\n", stage_line(*f, phases));
 }
 
-// A pass's links: one a line up to kLinksListed, else the summary and the slowest.
-std::vector<std::string> link_lines(const RunSummary& s, const PassSummary& p,
-                                    const PassJudgement& judged) {
+// A pass's links: one a line up to kLinksListed, else their summary and the slowest.
+void print_links(std::FILE* out, const RunSummary& s, const PassSummary& p,
+                 const PassJudgement& judged) {
     const std::string name = link_name(s.config.pattern);
     const std::string slow_note =
         fmt::format("  SLOW: over {:g}% slower than the median {}", 100 * kSlowPairMargin, name);
@@ -423,11 +423,11 @@ std::vector<std::string> link_lines(const RunSummary& s, const PassSummary& p,
             rate.shown() ? number_text("{:.2f}", rate.value) + " GB/s, " : "", ms(f.step_ms),
             transfers ? " (transfer " + ms(f.transfer_ms) + " ms)" : "", f.slow ? flag : "");
     };
-    std::vector<std::string> lines;
-    if (p.pairs.size() <= 1) return lines;
+    if (p.pairs.size() <= 1) return;
     if (p.pairs.size() <= kLinksListed) {
-        for (std::size_t i = 0; i < p.pairs.size(); ++i) lines.push_back(line(i, slow_note));
-        return lines;
+        for (std::size_t i = 0; i < p.pairs.size(); ++i)
+            fmt::print(out, "{}\n", line(i, slow_note));
+        return;
     }
     const LinkSpread spread = link_spread(p.pairs);
     // The value and the first link that has it: "0.0011 (pair 3)".
@@ -436,22 +436,19 @@ std::vector<std::string> link_lines(const RunSummary& s, const PassSummary& p,
                                      [&](const PairFigures& f) { return f.*field == value; });
         return fmt::format("{} ({} {})", ms(value), name, at == p.pairs.end() ? -1 : at->pair);
     };
-    lines.push_back(fmt::format(
-        "  {} {}s (one a line up to {}): {}step median {} ms, min {}, max {}", spread.count, name,
-        kLinksListed,
-        transfers
-            ? fmt::format("transfer median {} ms, min {}, max {}; ", ms(spread.transfer.median),
-                          extreme(spread.transfer.min, &PairFigures::transfer_ms),
-                          extreme(spread.transfer.max, &PairFigures::transfer_ms))
-            : "",
-        ms(spread.step.median), extreme(spread.step.min, &PairFigures::step_ms),
-        extreme(spread.step.max, &PairFigures::step_ms)));
-    lines.push_back(fmt::format(
-        "  the {} slowest; {} of {} flagged SLOW (over {:g}% slower than "
-        "the median {}):",
-        spread.slowest.size(), spread.flagged, spread.count, 100 * kSlowPairMargin, name));
-    for (const std::size_t i : spread.slowest) lines.push_back("  " + line(i, "  SLOW"));
-    return lines;
+    fmt::print(out, "  {} {}s (one a line up to {}): {}step median {} ms, min {}, max {}\n",
+               spread.count, name, kLinksListed,
+               transfers ? fmt::format("transfer median {} ms, min {}, max {}; ",
+                                       ms(spread.transfer.median),
+                                       extreme(spread.transfer.min, &PairFigures::transfer_ms),
+                                       extreme(spread.transfer.max, &PairFigures::transfer_ms))
+                         : "",
+               ms(spread.step.median), extreme(spread.step.min, &PairFigures::step_ms),
+               extreme(spread.step.max, &PairFigures::step_ms));
+    fmt::print(out,
+               "  the {} slowest; {} of {} flagged SLOW (over {:g}% slower than the median {}):\n",
+               spread.slowest.size(), spread.flagged, spread.count, 100 * kSlowPairMargin, name);
+    for (const std::size_t i : spread.slowest) fmt::print(out, "  {}\n", line(i, "  SLOW"));
 }
 
 // A relay's headline: the period, the slowest hop, the fill latency.
@@ -502,7 +499,7 @@ void print_report(std::FILE* out, const RunSummary& s) {
         print_relay(out, p, pj);
         // The links (and a relay's stages) of the main pass only: the JSON has every pass's.
         if (&p != &s.main_pass()) continue;
-        for (const std::string& line : link_lines(s, p, pj)) fmt::print(out, "{}\n", line);
+        print_links(out, s, p, pj);
         print_relay_stages(out, p, pj);
     }
     print_overlap(out, s, j);
