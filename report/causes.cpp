@@ -32,9 +32,8 @@ std::vector<SharedGpu> time_sliced_gpus(const RunSummary& s) {
             gpus[rank.host + " " + rank.bus_id].push_back(static_cast<int>(r));
     }
     std::vector<SharedGpu> shared;
-    for (auto& [gpu, ranks] : gpus) {
+    for (auto& [gpu, ranks] : gpus)
         if (ranks.size() > 1) shared.push_back({gpu, ranks});
-    }
     return shared;
 }
 
@@ -78,9 +77,8 @@ std::string shared_gpus_text(const std::vector<SharedGpu>& gpus) {
 
 std::vector<int> ranks_away_from_gpu(const RunSummary& s) {
     std::vector<int> away;
-    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+    for (std::size_t r = 0; r < s.ranks.size(); ++r)
         if (away_from_gpu(s.ranks[r])) away.push_back(static_cast<int>(r));
-    }
     return away;
 }
 
@@ -237,9 +235,8 @@ void print_stability(std::FILE* out, const RunSummary& s, const PassSummary& p, 
     const Stability st = step_stability(p);
     if (std::isnan(st.p90_over_median)) return;
     std::string numbers;
-    for (const std::int64_t step : p.slow_step_numbers) {
+    for (const std::int64_t step : p.slow_step_numbers)
         numbers += (numbers.empty() ? " (steps " : ", ") + std::to_string(step);
-    }
     if (p.slow_steps > static_cast<std::int64_t>(p.slow_step_numbers.size())) numbers += ", ...";
     // The verdict with the one figure it is judged by (the cv and the max are the table's).
     fmt::print(out,

@@ -34,9 +34,8 @@ std::vector<std::string> changed_keys(const Config& config) {
     for (const auto& key : config_keys()) {
         if (key.name.substr(0, 6) == "debug_") continue;
         const std::string value = config_value_toml(config, key.name);
-        if (value != config_value_toml(defaults, key.name)) {
+        if (value != config_value_toml(defaults, key.name))
             items.push_back(std::string(key.name) + '=' + value);
-        }
     }
     return items;
 }
@@ -76,9 +75,8 @@ std::string counted(const std::vector<std::string>& values, std::size_t shown) {
     std::stable_sort(sorted.begin(), sorted.end(),
                      [](const auto& a, const auto& b) { return a.second > b.second; });
     std::string text;
-    for (std::size_t i = 0; i < sorted.size() && i < shown; ++i) {
+    for (std::size_t i = 0; i < sorted.size() && i < shown; ++i)
         text += fmt::format("{}{} ({})", i == 0 ? "" : ", ", sorted[i].first, sorted[i].second);
-    }
     if (sorted.size() > shown) text += fmt::format(" and {} others", sorted.size() - shown);
     return text;
 }

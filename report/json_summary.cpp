@@ -128,9 +128,8 @@ void add_overlap_figures(const RunSummary& s, const Judgement& judged, nlohmann:
         if (judged.run[i].measured()) j["figures"][name.name] = figure_json(judged.run[i], name);
     }
     if (const Figure& speedup = judged[RunFig::speedup]; speedup.measured()) {
-        for (const Finding& note : judged.speedup_notes) {
+        for (const Finding& note : judged.speedup_notes)
             j["figures"]["overlap_speedup"]["notes"].push_back(note.rule->code);
-        }
         j["overlap_speedup"] = speedup.rendered();
         j["overlap_speedup_includes_io"] = s.speedup_includes_io();
         j["overlap_ideal_ms"] = judged[RunFig::perfect_overlap].rendered();
@@ -219,15 +218,13 @@ std::string summary_json(const RunSummary& s) {
         j["group_size"] = s.group_size;
         j["bus_factor"] = bus_factor(s.config.pattern, s.group_size);
     }
-    for (const auto& key : config_keys()) {
+    for (const auto& key : config_keys())
         j["config"][std::string(key.name)] = typed_value(config_value_toml(s.config, key.name));
-    }
     j["config_toml"] = config_to_toml(s.config);
     for (const RankInfo& r : s.ranks) j["ranks"].push_back(rank_json(r));
     const Judgement judged = judge(s);
-    for (std::size_t i = 0; i < s.passes.size(); ++i) {
+    for (std::size_t i = 0; i < s.passes.size(); ++i)
         j["passes"].push_back(pass_json(s.passes[i], judged.passes[i]));
-    }
     add_overlap_figures(s, judged, j);
     j["waiting_cause"] = waiting_cause(s);
     j["phase_times"] = reading_json(judged);

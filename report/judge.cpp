@@ -114,9 +114,8 @@ std::string beats_model(const RunSummary& s) {
         }
     }
     const double perfect = perfect_overlap_ms(s), step = s.main_pass().time_per_step_ms;
-    if (s.overlap_speedup > 0 && kModelBeatenFactor * step <= perfect) {
+    if (s.overlap_speedup > 0 && kModelBeatenFactor * step <= perfect)
         return fmt::format("the overlapped step beats perfect overlap {:.2f}x", perfect / step);
-    }
     return "";
 }
 
@@ -354,9 +353,8 @@ void judge_basis(Figure& f, Basis basis, Run s, const Judgement& j) {
             "transfer to time or rate; the hand-off is a latency, A's rate the rate the tensor "
             "reaches the peer");
     }
-    if (basis != Basis::step && !j.readable()) {
+    if (basis != Basis::step && !j.readable())
         withhold(f, *j.unreadable.front().rule, j.unreadable.front().text);
-    }
 }
 
 PassJudgement judge_pass(Run s, Pass p, const Judgement& j) {
@@ -407,20 +405,17 @@ std::vector<Finding> speedup_notes(Run s, const Figure& f, const Judgement& j) {
     std::vector<Finding> notes;
     if (!f.shown()) return notes;
     std::vector<std::string> unstable;
-    for (const PassSummary& p : s.passes) {
+    for (const PassSummary& p : s.passes)
         if (step_stability(p).unstable) unstable.push_back(pass_name(p.overlap));
-    }
     if (!unstable.empty()) {
         notes.push_back({&rule("unstable_pass"), unstable.size() == 1
                                                      ? "the " + unstable[0] + " pass is UNSTABLE"
                                                      : "both passes are UNSTABLE"});
     }
-    if (!j.readable()) {
+    if (!j.readable())
         notes.push_back({&rule("phases_unreadable"), "the phase times cannot be read"});
-    }
-    if (f.lo <= 1.0 && 1.0 <= f.hi) {
+    if (f.lo <= 1.0 && 1.0 <= f.hi)
         notes.push_back({&rule("no_difference"), "no measurable difference"});
-    }
     return notes;
 }
 
@@ -439,9 +434,8 @@ void judge_run(Run s, Judgement& j) {
 
 std::string joined(const std::vector<Finding>& findings, bool codes, const char* separator) {
     std::string text;
-    for (const Finding& f : findings) {
+    for (const Finding& f : findings)
         text += (text.empty() ? "" : separator) + (codes ? std::string(f.rule->code) : f.text);
-    }
     return text;
 }
 
@@ -474,9 +468,8 @@ std::string attribution_flaw(const OverlapAttribution& a) {
 std::span<const Rule> judgement_rules() { return kRules; }
 
 const Rule& rule(const char* code) {
-    for (const Rule& r : kRules) {
+    for (const Rule& r : kRules)
         if (std::strcmp(r.code, code) == 0) return r;
-    }
     throw std::logic_error(std::string("no judgement rule ") + code);
 }
 

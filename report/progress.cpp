@@ -13,9 +13,8 @@ namespace gpurelay {
 
 bool progress_in_place(bool stdout_is_terminal) {
     if (!stdout_is_terminal) return false;
-    for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "SLURM_JOB_ID"}) {
+    for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "SLURM_JOB_ID"})
         if (std::getenv(variable) != nullptr) return false;
-    }
     return true;
 }
 

@@ -200,17 +200,15 @@ void print_overlap(std::FILE* out, const RunSummary& s, const Judgement& j) {
     std::string verdict = "withheld (" + speedup.why + ": " + speedup.reason() + ")";
     if (speedup.shown()) {
         verdict = fmt::format("{:.2f}× [{:.2f}, {:.2f}]", speedup.value, speedup.lo, speedup.hi);
-        for (const Finding& note : j.speedup_notes) {
+        for (const Finding& note : j.speedup_notes)
             if (note.rule == &rule("no_difference")) verdict += ", " + note.text;
-        }
     }
     fmt::print(out, "\noverlap speedup: {} (time per step {} ms without overlap, {} ms with)\n",
                verdict, shown(j.passes.front()[PassFig::time_per_step]),
                shown(j.passes.back()[PassFig::time_per_step]));
     std::vector<std::string> unsettled;
-    for (const Finding& note : j.speedup_notes) {
+    for (const Finding& note : j.speedup_notes)
         if (note.rule != &rule("no_difference")) unsettled.push_back(note.text);
-    }
     if (!unsettled.empty()) {
         fmt::print(out,
                    "  {}: one launch cannot settle it; scripts/sweep --repeat 6, then "
