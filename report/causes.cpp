@@ -91,8 +91,7 @@ std::string away_text(const RunSummary& s, const std::vector<int>& away) {
                            first.core_numa, first.gpu_numa);
     }
     return fmt::format(
-        "ranks {} run on other NUMA nodes than their GPUs' (rank {} on node {}, "
-        "its GPU on {})",
+        "ranks {} run on other NUMA nodes than their GPUs' (rank {} on node {}, its GPU on {})",
         rank_list(away), away.front(), first.core_numa, first.gpu_numa);
 }
 

@@ -174,8 +174,7 @@ std::string phase_above_step(const RunSummary& s) {
                 std::isnan(st.median_lo) ? st.median / kCeilingTolerance : st.median_lo;
             if (!(phase_lo > step_hi)) continue;
             return fmt::format(
-                "the {} pass's {} median, {} ms, is above its step's, {} ms, which "
-                "holds it",
+                "the {} pass's {} median, {} ms, is above its step's, {} ms, which holds it",
                 pass_name(p.overlap), phase_word(phase), number_text("{:.4g}", st.median),
                 number_text("{:.4g}", step.median));
         }

@@ -161,8 +161,7 @@ void print_timing(std::FILE* out, const RunSummary& s, const PassSummary& p,
     if (const Figure& model = j[PassFig::step_model]; model.shown() && model.value > 0) {
         fmt::print(out,
                    "  step model {} ms = {} of the phase medians (an estimate: phases that "
-                   "run together slow each other, so a step may beat it); time per step {}x "
-                   "that\n",
+                   "run together slow each other, so a step may beat it); time per step {}x that\n",
                    ms(model.value), step_bound_formula(c.depth, p.overlap),
                    number_text("{:.2f}", p.time_per_step_ms / model.value));
     }
@@ -228,8 +227,7 @@ void print_overlap(std::FILE* out, const RunSummary& s, const Judgement& j) {
     if (s.speedup_includes_io()) {
         fmt::print(out,
                    "  note: only the overlap-on pass writes /y, and it waited {:.1f} ms on the "
-                   "file writer, so this speedup includes I/O; compare with --write last or "
-                   "none\n",
+                   "file writer, so this speedup includes I/O; compare with --write last or none\n",
                    s.passes.back().write_wait_ms);
     }
 }
