@@ -105,7 +105,7 @@ class Progress {
     std::int64_t steps_;
     std::vector<bool> passes_;
     std::int64_t sizes_, total_, first_, done_;
-    std::chrono::steady_clock::time_point start_, last_;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_ = start_;
     double duration_s_ = 0;
 };
 

@@ -409,25 +409,20 @@ PhaseStats phase_stats(std::vector<double> values) {
     std::sort(values.begin(), values.end());
     const std::size_t n = values.size();
     const double median = n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-    PhaseStats st{median,
-                  values.front(),
-                  values.back(),
-                  percentile_of_sorted(values, 0.50),
-                  percentile_of_sorted(values, 0.90),
-                  percentile_of_sorted(values, 0.99),
-                  coefficient_of_variation(values)};
+    auto at = [&](double q) { return percentile_of_sorted(values, q); };
+    const double cv = coefficient_of_variation(values);
+    PhaseStats st{median, values.front(), values.back(), at(0.50), at(0.90), at(0.99), cv};
     add_median_intervals(st, n, [&](std::size_t k) { return values[k]; });
     return st;
 }
 
 VerificationTotals RunSummary::verification_totals() const {
-    VerificationTotals t;
-    for (const VerificationTotals& p : passes) {
-        for (auto field : {&VerificationTotals::x_checked, &VerificationTotals::x_mismatches,
-                           &VerificationTotals::c_checked, &VerificationTotals::c_mismatches,
-                           &VerificationTotals::spot_checked, &VerificationTotals::spot_mismatches})
+    using V = VerificationTotals;
+    V t;
+    for (const V& p : passes)
+        for (auto field : {&V::x_checked, &V::x_mismatches, &V::c_checked, &V::c_mismatches,
+                           &V::spot_checked, &V::spot_mismatches})
             t.*field += p.*field;
-    }
     return t;
 }
 
