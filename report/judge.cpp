@@ -358,7 +358,6 @@ void judge_basis(Figure& f, Basis basis, Run s, const Judgement& j) {
 
 PassJudgement judge_pass(Run s, Pass p, const Judgement& j) {
     PassJudgement pj;
-    pj.phases_shown = j.readable();
     for (std::size_t i = 0; i < kPassFigCount; ++i) {
         const PassFigureRow& row = kPassFigureRows[i];
         Figure& f = pj.figures[i];

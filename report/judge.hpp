@@ -126,7 +126,6 @@ struct Finding {
 };
 
 struct PassJudgement {
-    bool phases_shown = true;  // the phase times can be read: its phase figures are shown
     std::array<Figure, kPassFigCount> figures;
     std::vector<Figure> links;  // each link's transfer rate (GB/s), as the pass's pairs
     std::vector<Figure> hops;   // a relay's: each hop's transfer against its bare transfer

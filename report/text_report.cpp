@@ -471,10 +471,11 @@ void print_relay(std::FILE* out, const PassSummary& pass, const PassJudgement& j
                relay.stages, ms(pass.time_per_step_ms), slowest, ms(relay.fill_ms));
 }
 
-void print_relay_stages(std::FILE* out, const PassSummary& pass, const PassJudgement& judged) {
+void print_relay_stages(std::FILE* out, const PassSummary& pass, const PassJudgement& judged,
+                        bool readable) {
     if (!pass.relay) return;
     print_hop_ceilings(out, pass, judged);
-    print_stages(out, *pass.relay, judged.phases_shown);
+    print_stages(out, *pass.relay, readable);
 }
 
 }  // namespace
@@ -496,7 +497,7 @@ void print_report(std::FILE* out, const RunSummary& s) {
         // The links (and a relay's stages) of the main pass only: the JSON has every pass's.
         if (&p != &s.main_pass()) continue;
         print_links(out, s, p, pj);
-        print_relay_stages(out, p, pj);
+        print_relay_stages(out, p, pj, j.readable());
     }
     print_overlap(out, s, j);
     print_verdict(out, s, j);
