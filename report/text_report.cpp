@@ -129,12 +129,9 @@ void print_ceilings(std::FILE* out, const RunSummary& s, const PassJudgement& j)
                             {PassFig::b_vs_copy, "B", "a copy"},
                             {PassFig::c_vs_alone, "C", "C alone (" + ms(c.c_ms) + " ms)"}};
     std::vector<std::string> parts;
-    for (const Ratio& r : ratios) {
-        if (j[r.figure].shown()) {
-            parts.push_back(fmt::format("{} {} of {}", r.phase,
-                                        number_text("{:.2f}", j[r.figure].value), r.against));
-        }
-    }
+    for (const Ratio& r : ratios)
+        if (j[r.figure].shown())
+            parts.push_back(fmt::format("{} {:.2f} of {}", r.phase, j[r.figure].value, r.against));
     if (!c.measured || parts.empty()) return;
     fmt::print(out, "  against this launch's ceilings (measured alone, {:.1f} ms): {}\n", c.cost_ms,
                fmt::join(parts, "; "));
@@ -517,13 +514,11 @@ void print_size_table(std::FILE* out, const std::vector<RunSummary>& sizes, std:
         const Figure& speedup = judged.back()[RunFig::speedup];
         verified = verified && s.verified();
         fmt::print(out, fmt::runtime(kRow), first + i, s.config.tensor_bytes(), s.config.elements,
-                   interval_text(1e3 * step.value, 1e3 * step.lo, 1e3 * step.hi),
-                   number_text("{:.2f}", 1e3 * j[PassFig::transfer].rendered()),
+                   shown(step, 1e3), number_text("{:.2f}", 1e3 * j[PassFig::transfer].rendered()),
                    number_text("{:.2f}", j[PassFig::transfer_rate].rendered()),
                    number_text("{:.2f}", j[PassFig::bus_rate].rendered()),
                    number_text("{:.3f}", j[PassFig::transfer_vs_ceiling].rendered()),
-                   speedup.shown() ? interval_text(speedup.value, speedup.lo, speedup.hi) : "-",
-                   s.verified() ? "PASSED" : "FAILED");
+                   speedup.shown() ? shown(speedup) : "-", s.verified() ? "PASSED" : "FAILED");
     }
     print_unreadable_sizes(out, judged, first);
     if (first > 0) {
