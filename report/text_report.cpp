@@ -100,19 +100,17 @@ void print_step(std::FILE* out, const RunSummary& s, const PassSummary& p, const
                number_text("{:.1f}", j[PassFig::steps_per_s].value),
                aggregate.shown() ? "; aggregate " + shown(aggregate) + " GB/s" : "",
                number_text("{:.3f}", p.cold_step_ms));
-    if (s.config.launch == Launch::device) {
-        // The roles run every step; the host only feeds C, copies y out and votes.
-        fmt::print(out,
-                   "  host per step (the longest rank for each): nothing queued (launch = "
-                   "device), stop vote {} (waits for the other ranks)\n",
-                   duration_text_us(p.host_callback_us));
-        return;
-    }
+    // With launch = device the roles run every step; the host only feeds C, copies y out and votes.
+    const std::string queued =
+        s.config.launch == Launch::device
+            ? "nothing queued (launch = device)"
+            : fmt::format("queueing {}, reading back {} (waits for the {})",
+                          duration_text_us(p.host_queue_us), duration_text_us(p.host_retire_us),
+                          s.backend == "cuda" ? "GPU" : "host streams");
     fmt::print(out,
-               "  host per step (the longest rank for each): queueing {}, reading back {} "
-               "(waits for the {}), stop vote {} (waits for the other ranks)\n",
-               duration_text_us(p.host_queue_us), duration_text_us(p.host_retire_us),
-               s.backend == "cuda" ? "GPU" : "host streams", duration_text_us(p.host_callback_us));
+               "  host per step (the longest rank for each): {}, stop vote {} (waits for the "
+               "other ranks)\n",
+               queued, duration_text_us(p.host_callback_us));
 }
 
 // The pass against this launch's ceilings, each ratio the judgement shows.
