@@ -89,7 +89,7 @@ std::string count_range(const std::map<std::string, std::size_t>& per_host) {
 }
 
 // The ranks in two lines, each distinct value with its count, the commonest first.
-std::vector<std::string> rank_summary_lines(const RunSummary& s) {
+void print_rank_summary(std::FILE* out, const RunSummary& s) {
     std::map<std::string, std::size_t> ranks_per_host, gpus_per_host;
     std::set<std::string> gpu_seen;
     std::vector<std::string> hosts, roles, links, placements;
@@ -104,18 +104,15 @@ std::vector<std::string> rank_summary_lines(const RunSummary& s) {
     }
     const std::string gpus = gpus_per_host.empty() ? ", no GPU (" + s.backend + " path)"
                                                    : " x " + count_range(gpus_per_host) + " GPU(s)";
-    return {fmt::format("ranks: {} = {} host(s) x {} rank(s){}; hosts (ranks): {}; roles: {}",
-                        s.ranks.size(), ranks_per_host.size(), count_range(ranks_per_host), gpus,
-                        counted(hosts, 4), counted(roles, 4)),
-            fmt::format("  to their peers: {}; placement: {}", counted(links, 3),
-                        counted(placements, 3))};
+    fmt::print(out,
+               "ranks: {} = {} host(s) x {} rank(s){}; hosts (ranks): {}; roles: {}\n  to their "
+               "peers: {}; placement: {}\n",
+               s.ranks.size(), ranks_per_host.size(), count_range(ranks_per_host), gpus,
+               counted(hosts, 4), counted(roles, 4), counted(links, 3), counted(placements, 3));
 }
 
 void print_rank_lines(std::FILE* out, const RunSummary& s) {
-    if (s.ranks.size() > kRanksListed) {
-        for (const std::string& line : rank_summary_lines(s)) fmt::print(out, "{}\n", line);
-        return;
-    }
+    if (s.ranks.size() > kRanksListed) return print_rank_summary(out, s);
     for (std::size_t r = 0; r < s.ranks.size(); ++r) {
         const RankInfo& info = s.ranks[r];
         const std::string placement = placement_text(info);
