@@ -118,8 +118,7 @@ const ColumnSpec kPassColumns[] = {
     {"group_size", [](R r) { return std::to_string(r.run.group_size); }},
     {"algbw_gbps", [](R r) { return shown_cell(r, PassFig::transfer_rate); }},
     {"busbw_gbps", [](R r) { return shown_cell(r, PassFig::bus_rate); }},
-    // How the main pass was timed ("sampled:16"), and how many of its timed steps carry phase
-    // times (the phase columns are medians over those).
+    // How the main pass was timed ("sampled:16"); its timed steps the phase medians are over.
     {"timing", [](R r) { return main_pass(r).timing; }},
     {"phase_timed_steps", [](R r) { return std::to_string(main_pass(r).phase_timed_steps); }},
     // The main pass against this launch's ceilings (calibrate = true; empty otherwise).
@@ -145,8 +144,7 @@ const ColumnSpec kJudgedColumns[] = {
      [](R r) { return csv_text(clock_slowdown_names(main_pass(r).clock_reasons)); }},
     // Which launch of a repeated configuration the row is (scripts/sweep --repeat).
     {"repeat", kDeckKey},
-    // A relay's (empty for other patterns): its stages, its slowest hop's median transfer, the
-    // period over that, and the fill latency (the JSON's passes[].relay).
+    // A relay's (empty for other patterns), as the JSON's passes[].relay.
     {"relay_stages", [](R r) { return relay(r) ? std::to_string(relay(r)->stages) : ""; }},
     {"relay_slowest_hop_ms",
      [](R r) { return relay(r) ? phase_cell(r, Phase::recv, slowest_hop_ms(main_pass(r))) : ""; }},
@@ -155,8 +153,7 @@ const ColumnSpec kJudgedColumns[] = {
     {"relay_fill_ms", [](R r) { return relay(r) ? csv_number(relay(r)->fill_ms) : ""; }},
     // Who queued the steps: the host, or the device's persistent roles.
     {"launch", kDeckKey},
-    // Whether the run's phase times can be read, and where not, the reasons' codes joined by ';':
-    // every figure built on them is then empty.
+    // Whether the phase times can be read; where not, the reasons' codes joined by ';'.
     {"phase_times_readable", [](R r) { return csv_bool(r.judged.readable()); }},
     {"phase_times_unreadable_because", [](R r) { return csv_text(r.judged.codes()); }},
     {"mean_step_ms", [](R r) { return shown_cell(r, PassFig::mean_step); }},

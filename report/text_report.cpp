@@ -451,8 +451,7 @@ void print_relay(std::FILE* out, const PassSummary& pass, const PassJudgement& j
     if (hop >= 0) {
         const PairFigures& h = pass.pairs[static_cast<std::size_t>(hop)];
         const int hops = std::max(relay.stages - 1, 1);
-        // The hop's transfer is a phase time, the period over it a ratio of them: each where
-        // the judgement shows it.
+        // The hop's transfer and the period over it, each where the judgement shows it.
         const Figure& over = judged[PassFig::relay_period_over_hop];
         slowest = fmt::format(
             "hop {}, stage {} -> {} of group {} (ranks {} -> {}){}{}", h.pair, h.pair % hops,
