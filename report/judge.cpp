@@ -471,12 +471,10 @@ const Rule& rule(const char* code) {
     throw std::logic_error(std::string("no judgement rule ") + code);
 }
 
-const FigureName& figure_name(PassFig figure) {
-    return kPassFigureRows[static_cast<std::size_t>(figure)].name;
+const FigureName& figure_name(PassFig f) {
+    return kPassFigureRows[static_cast<std::size_t>(f)].name;
 }
-const FigureName& figure_name(RunFig figure) {
-    return kRunFigureRows[static_cast<std::size_t>(figure)].name;
-}
+const FigureName& figure_name(RunFig f) { return kRunFigureRows[static_cast<std::size_t>(f)].name; }
 
 std::string Judgement::codes() const { return joined(unreadable, true, ";"); }
 std::string Judgement::text() const { return joined(unreadable, false, "; "); }
