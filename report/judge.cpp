@@ -182,10 +182,7 @@ std::string phase_above_step(const RunSummary& s) {
     return "";
 }
 
-constexpr const char* kPhaseFigures =
-    "every figure built on phase times: the phase table, the transfer, every rate (aggregate "
-    "included), the step model, the ceiling ratios, perfect overlap, its attribution, each "
-    "link's and hop's rate";
+constexpr const char* kPhaseFigures = "every figure built on phase times (OUTPUT.md lists them)";
 constexpr const char* kNothing = "nothing: said beside the speedup";
 
 // What each rule means is OUTPUT.md's table of rules (a test holds the two together).
