@@ -290,7 +290,7 @@ void print_unreadable_sizes(std::FILE* out, const std::vector<Judgement>& judged
                range_list_text(rows), rows.front(), why);
 }
 
-// --- The links and a relay's stages at any rank count (render.hpp's kLinksListed) ----------
+// --- The links and a relay's stages at any rank count (render.hpp's kLinksListed) ----------------
 
 std::string link_name(Pattern pattern) {
     return pattern == Pattern::pairs ? "pair" : pattern == Pattern::relay ? "hop" : "group";
