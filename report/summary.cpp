@@ -144,8 +144,7 @@ struct Median {
     double value, lo, hi;
 };
 // What rank 0 gathers of each rank, a few numbers whatever the steps: its medians of the phases
-// that time a link and of its period; its slow steps' count and the first kSlowStepsKept (NaN
-// beyond).
+// that time a link and of its period; its slow steps' count and the first kSlowStepsKept.
 struct RankMedians {
     Median send, recv;
     double step, slow_steps;
@@ -354,8 +353,7 @@ std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
     return ranks;
 }
 
-// Collective: a relay's stages, gathered whole, and the slowest group's fill latency, on every
-// rank.
+// Collective: a relay's stages, gathered whole, and the slowest group's fill latency (every rank).
 RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
                              const PassResult& result) {
     const bool consumer = placement.role != Role::producer;
