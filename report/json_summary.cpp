@@ -28,10 +28,7 @@ nlohmann::json figure_json(const Figure& f, const FigureName& name) {
                         {"unit", name.unit},
                         {"verdict", f.withheld_by == nullptr ? "shown" : "withheld"}};
     if (f.has_interval()) j["ci95"] = {f.lo, f.hi};
-    if (f.withheld_by != nullptr) {
-        j["reason"] = f.reason();
-        j["why"] = f.why;
-    }
+    if (f.withheld_by != nullptr) j.update({{"reason", f.reason()}, {"why", f.why}});
     return j;
 }
 
