@@ -1,6 +1,5 @@
-// What the placement says (cores shared by more threads than they run, a GPU time-sliced, clocks
-// held down, ranks away from their GPU's memory), the likely causes of an unstable step and what
-// to do; judge.cpp reads the same facts to decide what the figures measure.
+// What the placement says, the likely causes of an unstable step and what to do; judge.cpp reads
+// the same facts to decide what the figures measure.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -33,9 +32,8 @@ std::vector<SharedGpu> time_sliced_gpus(const RunSummary& s) {
             gpus[rank.host + " " + rank.bus_id].push_back(static_cast<int>(r));
     }
     std::vector<SharedGpu> shared;
-    for (auto& [gpu, ranks] : gpus) {
+    for (auto& [gpu, ranks] : gpus)
         if (ranks.size() > 1) shared.push_back({gpu, ranks});
-    }
     return shared;
 }
 
@@ -71,21 +69,16 @@ std::string shared_gpus_text(const std::vector<SharedGpu>& gpus) {
     const SharedGpu& first = gpus.front();
     const std::string one = "ranks " + rank_list(first.ranks) + " share GPU " + first.gpu;
     if (gpus.size() == 1) return one;
-    std::size_t least = first.ranks.size(), most = least;
-    for (const SharedGpu& gpu : gpus) {
-        least = std::min(least, gpu.ranks.size());
-        most = std::max(most, gpu.ranks.size());
-    }
-    return fmt::format(
-        "{} GPUs are each shared by {} ranks ({}, ...)", gpus.size(),
-        least == most ? fmt::format("{}", most) : fmt::format("{} to {}", least, most), one);
+    const auto [least, most] = std::minmax_element(
+        gpus.begin(), gpus.end(), [](auto& a, auto& b) { return a.ranks.size() < b.ranks.size(); });
+    return fmt::format("{} GPUs are each shared by {} ranks ({}, ...)", gpus.size(),
+                       range_text(least->ranks.size(), most->ranks.size()), one);
 }
 
 std::vector<int> ranks_away_from_gpu(const RunSummary& s) {
     std::vector<int> away;
-    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+    for (std::size_t r = 0; r < s.ranks.size(); ++r)
         if (away_from_gpu(s.ranks[r])) away.push_back(static_cast<int>(r));
-    }
     return away;
 }
 
@@ -98,8 +91,7 @@ std::string away_text(const RunSummary& s, const std::vector<int>& away) {
                            first.core_numa, first.gpu_numa);
     }
     return fmt::format(
-        "ranks {} run on other NUMA nodes than their GPUs' (rank {} on node {}, "
-        "its GPU on {})",
+        "ranks {} run on other NUMA nodes than their GPUs' (rank {} on node {}, its GPU on {})",
         rank_list(away), away.front(), first.core_numa, first.gpu_numa);
 }
 
@@ -118,19 +110,16 @@ std::string placement_remedy(const RunSummary& s, bool misplaced) {
 // The likely causes of an unstable step on this run, and what to do about each.
 void causes_and_remedies(const RunSummary& s, const PassSummary& p,
                          std::vector<std::string>& causes, std::vector<std::string>& remedies) {
-    for (const HostLoad& load : oversubscribed_hosts(s)) {
-        causes.push_back(
-            fmt::format("{} threads of {} rank(s) on {} cores of {} (CPU path): "
-                        "steps wait for a core",
-                        load.threads, load.ranks, load.cores, load.host));
-    }
+    for (const HostLoad& load : oversubscribed_hosts(s))
+        causes.push_back(fmt::format(
+            "{} threads of {} rank(s) on {} cores of {} (CPU path): steps wait for a core",
+            load.threads, load.ranks, load.cores, load.host));
     if (const std::vector<SharedGpu> gpus = time_sliced_gpus(s); !gpus.empty()) {
         causes.push_back(shared_gpus_text(gpus) + " time-sliced");
         remedies.push_back("run under MPS (scripts/with-mps mpirun ...)");
     }
-    if (const CrowdedRanks crowded = crowded_ranks(s); !crowded.ranks.empty()) {
+    if (const CrowdedRanks crowded = crowded_ranks(s); !crowded.ranks.empty())
         causes.push_back(crowded_text(crowded));
-    }
     // The clocks moved or were held down over the timed steps.
     const std::string names = clock_slowdown_names(p.clock_reasons);
     if (p.clocks_measured && ((p.clock_reasons != 0 && !names.empty()) ||
@@ -142,13 +131,12 @@ void causes_and_remedies(const RunSummary& s, const PassSummary& p,
     // Away from its GPU's node, or free to run on several nodes.
     const std::vector<int> away = ranks_away_from_gpu(s);
     if (!away.empty()) causes.push_back(away_text(s, away));
-    bool misplaced = !away.empty();
-    for (const RankInfo& rank : s.ranks) {
-        misplaced = misplaced || rank.core_numa.find_first_of(",-") != std::string::npos;
-    }
-    if (const std::string remedy = placement_remedy(s, misplaced); !remedy.empty()) {
+    const bool misplaced =
+        !away.empty() || std::any_of(s.ranks.begin(), s.ranks.end(), [](auto& r) {
+            return r.core_numa.find_first_of(",-") != std::string::npos;
+        });
+    if (const std::string remedy = placement_remedy(s, misplaced); !remedy.empty())
         remedies.insert(remedies.begin(), remedy);
-    }
     if (causes.empty()) causes.push_back("none seen here (other work on the node, interrupts)");
     remedies.push_back("more steps");
     remedies.push_back("for A/B: scripts/sweep --repeat N, then scripts/compare");
@@ -246,9 +234,8 @@ void print_stability(std::FILE* out, const RunSummary& s, const PassSummary& p, 
     const Stability st = step_stability(p);
     if (std::isnan(st.p90_over_median)) return;
     std::string numbers;
-    for (const std::int64_t step : p.slow_step_numbers) {
+    for (const std::int64_t step : p.slow_step_numbers)
         numbers += (numbers.empty() ? " (steps " : ", ") + std::to_string(step);
-    }
     if (p.slow_steps > static_cast<std::int64_t>(p.slow_step_numbers.size())) numbers += ", ...";
     // The verdict with the one figure it is judged by (the cv and the max are the table's).
     fmt::print(out,
@@ -298,8 +285,7 @@ void print_placement_notes(std::FILE* out, const RunSummary& s) {
                    binding_command(s));
     }
     // Bound to one core each (mpirun's default for 2 ranks), a staged MPI rank's three threads
-    // take turns, and its small steps wait for them (docs/PERFORMANCE.md: "A core for each
-    // working thread").
+    // take turns (docs/PERFORMANCE.md: "A core for each working thread").
     if (const CrowdedRanks crowded = crowded_ranks(s); !crowded.ranks.empty()) {
         fmt::print(out,
                    "note: {} (main thread and host streams): they take turns, and the "

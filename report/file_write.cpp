@@ -48,9 +48,7 @@ bool write_all(int fd, const std::string& text) {
 void write_file_atomically(const std::string& path, const std::string& text) {
     const std::string temporary = path + ".tmp";
     const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        throw runtime_error("cannot create '" + temporary + "': " + std::strerror(errno));
-    }
+    if (fd < 0) throw runtime_error("cannot create '" + temporary + "': " + std::strerror(errno));
     bool written = write_all(fd, text) && ::fsync(fd) == 0;
     int error = errno;
     if (::close(fd) != 0 && written) {

@@ -28,10 +28,7 @@ nlohmann::json figure_json(const Figure& f, const FigureName& name) {
                         {"unit", name.unit},
                         {"verdict", f.withheld_by == nullptr ? "shown" : "withheld"}};
     if (f.has_interval()) j["ci95"] = {f.lo, f.hi};
-    if (f.withheld_by != nullptr) {
-        j["reason"] = f.reason();
-        j["why"] = f.why;
-    }
+    if (f.withheld_by != nullptr) j.update({{"reason", f.reason()}, {"why", f.why}});
     return j;
 }
 
@@ -57,18 +54,14 @@ void add_pass_figures(const PassJudgement& judged, nlohmann::json& j) {
 }
 
 nlohmann::json pass_json(const PassSummary& p, const PassJudgement& judged) {
-    nlohmann::json j;
-    j["overlap"] = p.overlap;
     // The steps the figures are over: timed_from to timed_from + timed_steps - 1.
-    j["timed_from"] = p.timed_from;
-    j["timed_steps"] = p.timed_steps;
-    j["phases_ms"] = phases_json(p);
+    nlohmann::json j = {{"overlap", p.overlap},           {"timed_from", p.timed_from},
+                        {"timed_steps", p.timed_steps},   {"phases_ms", phases_json(p)},
+                        {"cold_step_ms", p.cold_step_ms}, {"write_wait_ms", p.write_wait_ms}};
     j["slow_steps"] = {{"count", p.slow_steps},
                        {"first", p.slow_step_numbers},
                        {"over_median_x", kSlowStepFactor}};
     add_pass_figures(judged, j);
-    j["cold_step_ms"] = p.cold_step_ms;
-    j["write_wait_ms"] = p.write_wait_ms;
     j["host_us_per_step"] = {
         {"queue", p.host_queue_us}, {"retire", p.host_retire_us}, {"callback", p.host_callback_us}};
     j["timing"] = {{"used", p.timing},
@@ -132,9 +125,8 @@ void add_overlap_figures(const RunSummary& s, const Judgement& judged, nlohmann:
         if (judged.run[i].measured()) j["figures"][name.name] = figure_json(judged.run[i], name);
     }
     if (const Figure& speedup = judged[RunFig::speedup]; speedup.measured()) {
-        for (const Finding& note : judged.speedup_notes) {
+        for (const Finding& note : judged.speedup_notes)
             j["figures"]["overlap_speedup"]["notes"].push_back(note.rule->code);
-        }
         j["overlap_speedup"] = speedup.rendered();
         j["overlap_speedup_includes_io"] = s.speedup_includes_io();
         j["overlap_ideal_ms"] = judged[RunFig::perfect_overlap].rendered();
@@ -206,33 +198,30 @@ std::string ranks_json(const RunSummary& s) {
 }
 
 std::string summary_json(const RunSummary& s) {
-    nlohmann::json j;
-    j["schema_version"] = kSummarySchemaVersion;
-    j["gpurelay_version"] = s.versions;
-    j["git_hash"] = s.git_hash;
-    j["timestamp"] = s.timestamp;
-    j["world_size"] = s.world_size;
-    j["pairs"] = s.pairs;
-    j["pattern"] = std::string(to_string(s.config.pattern));
+    nlohmann::json j = {{"schema_version", kSummarySchemaVersion},
+                        {"gpurelay_version", s.versions},
+                        {"git_hash", s.git_hash},
+                        {"timestamp", s.timestamp},
+                        {"world_size", s.world_size},
+                        {"pairs", s.pairs},
+                        {"pattern", std::string(to_string(s.config.pattern))},
+                        {"backend", s.backend},
+                        {"transport", s.transport},
+                        {"transport_note", s.transport_note},
+                        {"host_wait", s.host_wait},
+                        {"host_wait_reason", s.host_wait_reason}};
     if (s.config.pattern != Pattern::pairs) {
         j["groups"] = s.groups;
         j["group_size"] = s.group_size;
         j["bus_factor"] = bus_factor(s.config.pattern, s.group_size);
     }
-    j["backend"] = s.backend;
-    j["transport"] = s.transport;
-    j["transport_note"] = s.transport_note;
-    j["host_wait"] = s.host_wait;
-    j["host_wait_reason"] = s.host_wait_reason;
-    for (const auto& key : config_keys()) {
+    for (const auto& key : config_keys())
         j["config"][std::string(key.name)] = typed_value(config_value_toml(s.config, key.name));
-    }
     j["config_toml"] = config_to_toml(s.config);
     for (const RankInfo& r : s.ranks) j["ranks"].push_back(rank_json(r));
     const Judgement judged = judge(s);
-    for (std::size_t i = 0; i < s.passes.size(); ++i) {
+    for (std::size_t i = 0; i < s.passes.size(); ++i)
         j["passes"].push_back(pass_json(s.passes[i], judged.passes[i]));
-    }
     add_overlap_figures(s, judged, j);
     j["waiting_cause"] = waiting_cause(s);
     j["phase_times"] = reading_json(judged);

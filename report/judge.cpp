@@ -1,10 +1,9 @@
-// The judgement of every figure: whether the run's phase times can be read (the rules of one
-// table, each with what the run shows), each figure's value and interval from the summary, and
-// the rules that withhold a figure of their own (no transfer under launch = "device", a rate over
-// its ceiling, an attribution that explains nothing, a speedup without an interval).
+// The judgement of every figure (judge.hpp): whether the run's phase times can be read, each
+// figure's value and interval, and the rules that withhold a figure of their own.
 #include "report/judge.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -50,9 +49,8 @@ CeilingRatios against_ceilings(const PassSummary& pass, const Ceilings& c) {
             ratio(c.c_ms, pass.phase(Phase::c).median)};
 }
 
-// The transfer measured waiting rather than moving: longer than its own step, or, on an
-// oversubscribed CPU path (where its thread waits for a core), under kWaitingCeilingShare of its
-// bare transfer's speed. A device-driven step has no transfer to wait.
+// The transfer measured waiting rather than moving: longer than its own step, or on an
+// oversubscribed CPU path under kWaitingCeilingShare of its bare transfer's speed.
 std::string transfer_waits(const RunSummary& s, const PassSummary& p) {
     if (s.config.launch == Launch::device) return "";
     const double step = p.phase(Phase::step).median;
@@ -116,9 +114,8 @@ std::string beats_model(const RunSummary& s) {
         }
     }
     const double perfect = perfect_overlap_ms(s), step = s.main_pass().time_per_step_ms;
-    if (s.overlap_speedup > 0 && kModelBeatenFactor * step <= perfect) {
+    if (s.overlap_speedup > 0 && kModelBeatenFactor * step <= perfect)
         return fmt::format("the overlapped step beats perfect overlap {:.2f}x", perfect / step);
-    }
     return "";
 }
 
@@ -177,8 +174,7 @@ std::string phase_above_step(const RunSummary& s) {
                 std::isnan(st.median_lo) ? st.median / kCeilingTolerance : st.median_lo;
             if (!(phase_lo > step_hi)) continue;
             return fmt::format(
-                "the {} pass's {} median, {} ms, is above its step's, {} ms, which "
-                "holds it",
+                "the {} pass's {} median, {} ms, is above its step's, {} ms, which holds it",
                 pass_name(p.overlap), phase_word(phase), number_text("{:.4g}", st.median),
                 number_text("{:.4g}", step.median));
         }
@@ -186,68 +182,38 @@ std::string phase_above_step(const RunSummary& s) {
     return "";
 }
 
-constexpr const char* kPhaseFigures =
-    "every figure built on phase times: the phase table, the transfer, every rate (aggregate "
-    "included), the step model, the ceiling ratios, perfect overlap, its attribution, each "
-    "link's and hop's rate";
+constexpr const char* kPhaseFigures = "every figure built on phase times (OUTPUT.md lists them)";
 constexpr const char* kNothing = "nothing: said beside the speedup";
 
+// What each rule means is OUTPUT.md's table of rules (a test holds the two together).
 const Rule kRules[] = {
-    {"oversubscribed", kPhaseFigures,
-     "more busy threads than a host's cores (CPU path): the phase times measure the scheduler",
-     oversubscription},
-    {"beats_ceiling", kPhaseFigures,
-     "a phase (or a relay's hop) over 5% faster than its ceiling measured alone: its events timed "
-     "something else",
-     beats_ceiling},
-    {"beats_model", kPhaseFigures,
-     "a step 2x or more faster than its step model, or the overlapped step than perfect overlap: "
-     "the phase medians are not the step's",
-     beats_model},
-    {"transfer_waiting", kPhaseFigures,
-     "a transfer longer than its step's median period, or on an oversubscribed CPU path under a "
-     "tenth of its bare transfer's speed: it measured waiting, not moving",
-     waiting_transfer},
-    {"overlap_contradiction", kPhaseFigures,
-     "overlap made the step slower, yet the overlapped step beats perfect overlap",
-     overlap_contradiction},
-    {"step_below_phase", kPhaseFigures,
-     "a step's shortest period over 5% below the shortest of a phase it holds in series (the "
-     "consumer's stream; with retire groups, their average periods)",
-     step_below_phase},
-    {"phase_above_step", kPhaseFigures,
-     "the median of a phase the step holds in series above the step's median (their 95% "
-     "intervals apart)",
-     phase_above_step},
-    {"no_transfer", "the transfer's time and rate, algbw, busbw and each link's rate",
-     "launch = \"device\": A writes straight into the peer's slot, so there is no transfer to "
-     "time or rate; the hand-off is a latency, A's rate the rate the tensor reaches the peer"},
-    {"above_ceiling", "that rate",
-     "a rate above the path's physical ceiling: a copy of the tensor measured in this launch "
-     "(calibrate), or without one 20,000 GB/s"},
-    {"not_explained", "the attribution",
-     "its terms cannot explain the overlapped step (the rest over a quarter of it, a slowdown "
-     "negative by as much, or the step 2x faster than perfect overlap)"},
-    {"few_steps", "the overlap speedup",
-     "a pass of fewer than 7 timed steps gives its median no 97.5% interval, so the speedup has "
-     "no 95% interval"},
-    {"unstable_pass", kNothing, "a pass's step is UNSTABLE: one launch cannot settle the speedup"},
-    {"phases_unreadable", kNothing,
-     "the phase times cannot be read: the speedup is the steps', but no phase can say why"},
-    {"no_difference", kNothing, "the speedup's 95% interval holds 1.0: no measurable difference"},
+    {"oversubscribed", kPhaseFigures, oversubscription},
+    {"beats_ceiling", kPhaseFigures, beats_ceiling},
+    {"beats_model", kPhaseFigures, beats_model},
+    {"transfer_waiting", kPhaseFigures, waiting_transfer},
+    {"overlap_contradiction", kPhaseFigures, overlap_contradiction},
+    {"step_below_phase", kPhaseFigures, step_below_phase},
+    {"phase_above_step", kPhaseFigures, phase_above_step},
+    {"no_transfer", "the transfer's time and rate, algbw, busbw and each link's rate"},
+    {"above_ceiling", "that rate"},
+    {"not_explained", "the attribution"},
+    {"few_steps", "the overlap speedup"},
+    {"unstable_pass", kNothing},
+    {"phases_unreadable", kNothing},
+    {"no_difference", kNothing},
 };
 
 // --- The figures -------------------------------------------------------------------------------
 
-struct Measured {
-    double value = kNaN, lo = kNaN, hi = kNaN;
-};
 using Run = const RunSummary&;
 using Pass = const PassSummary&;
 
 double tensor_bytes(Run s) { return static_cast<double>(s.config.tensor_bytes()); }
 
-Measured of_median(const PhaseStats& st) { return {st.median, st.median_lo, st.median_hi}; }
+Measured median_of(Pass p, Phase phase) {
+    const PhaseStats& st = p.phase(phase);
+    return {st.median, st.median_lo, st.median_hi};
+}
 
 // `bytes` over a time and its interval, in GB/s (the interval's ends swap).
 Measured rate(double bytes, const Measured& ms) {
@@ -257,9 +223,7 @@ Measured rate(double bytes, const Measured& ms) {
 
 Measured transfer(Run, Pass p) { return {p.transfer_ms, p.transfer_lo_ms, p.transfer_hi_ms}; }
 
-Measured scaled(const Measured& m, double factor) {
-    return {factor * m.value, factor * m.lo, factor * m.hi};
-}
+Measured scaled(const Measured& m, double f) { return {f * m.value, f * m.lo, f * m.hi}; }
 
 Measured handoff(Run s, Pass p) {
     return s.config.launch == Launch::device ? scaled(transfer(s, p), 1e3) : Measured{};
@@ -274,7 +238,7 @@ Measured bus_rate(Run s, Pass p) {
 Measured c_rate(Run s, Pass p) {
     const double iterations =
         static_cast<double>(s.config.c_elements) * static_cast<double>(s.config.c_iterations);
-    return iterations > 0 ? rate(iterations, of_median(p.phase(Phase::c))) : Measured{};
+    return iterations > 0 ? rate(iterations, median_of(p, Phase::c)) : Measured{};
 }
 
 Measured relay_period(Run, Pass p) {
@@ -307,7 +271,6 @@ struct PassFigureRow {
     double (*ceiling)(Run);  // GB/s no value may pass; nullptr: not a rate of bytes
     Measured (*measure)(Run, Pass);
 };
-Measured median_of(Pass p, Phase phase) { return of_median(p.phase(phase)); }
 Measured one(double value) { return {value}; }
 // clang-format off
 const PassFigureRow kPassFigureRows[] = {
@@ -340,33 +303,26 @@ const PassFigureRow kPassFigureRows[] = {
 // clang-format on
 static_assert(std::size(kPassFigureRows) == kPassFigCount, "a row per PassFig, in its order");
 
-// The run's figures but the speedup (speedup()): perfect overlap, the attribution's terms, the
-// writer's rate, each built on phase times (the writer's thread waits for a core as theirs do).
-double attributed(Run s, double OverlapAttribution::*term) {
-    const OverlapAttribution a = attribute_overlap(s);
-    return a.measured ? a.*term : kNaN;
-}
+// The run's figures but the speedup, each built on phase times (the writer waits for a core too);
+// an attribution's term is withheld where the attribution explains nothing.
+using A = OverlapAttribution;
 struct RunFigureRow {
     FigureName name;
     double (*measure)(Run);
+    double A::*term;
 };
 // clang-format off
 const RunFigureRow kRunFigureRows[] = {
-    {{"overlap_speedup", "x"}, nullptr},
+    {{"overlap_speedup", "x"}, nullptr, nullptr},
     {{"overlap_ideal_ms", "ms"},
-     [](Run s) { return s.overlap_speedup > 0 ? perfect_overlap_ms(s) : kNaN; }},
-    {{"overlap_attribution_step_ms", "ms"},
-     [](Run s) { return attributed(s, &OverlapAttribution::step_ms); }},
-    {{"overlap_attribution_perfect_overlap_ms", "ms"},
-     [](Run s) { return attributed(s, &OverlapAttribution::perfect_ms); }},
-    {{"overlap_attribution_c_slowdown_ms", "ms"},
-     [](Run s) { return attributed(s, &OverlapAttribution::c_slowdown_ms); }},
-    {{"overlap_attribution_transfer_slowdown_ms", "ms"},
-     [](Run s) { return attributed(s, &OverlapAttribution::transfer_slowdown_ms); }},
-    {{"overlap_attribution_rest_ms", "ms"},
-     [](Run s) { return attributed(s, &OverlapAttribution::rest_ms); }},
+     [](Run s) { return s.overlap_speedup > 0 ? perfect_overlap_ms(s) : kNaN; }, nullptr},
+    {{"overlap_attribution_step_ms", "ms"}, nullptr, &A::step_ms},
+    {{"overlap_attribution_perfect_overlap_ms", "ms"}, nullptr, &A::perfect_ms},
+    {{"overlap_attribution_c_slowdown_ms", "ms"}, nullptr, &A::c_slowdown_ms},
+    {{"overlap_attribution_transfer_slowdown_ms", "ms"}, nullptr, &A::transfer_slowdown_ms},
+    {{"overlap_attribution_rest_ms", "ms"}, nullptr, &A::rest_ms},
     {{"write_gbps", "GB/s"},
-     [](Run s) { return s.config.write != WriteMode::none ? s.write_gbps : kNaN; }},
+     [](Run s) { return s.config.write != WriteMode::none ? s.write_gbps : kNaN; }, nullptr},
 };
 // clang-format on
 static_assert(std::size(kRunFigureRows) == kRunFigCount, "a row per RunFig, in its order");
@@ -387,23 +343,22 @@ void hold_to_ceiling(Figure& f, double ceiling, const std::string& what) {
 
 void judge_basis(Figure& f, Basis basis, Run s, const Judgement& j) {
     if (basis == Basis::transfer && s.config.launch == Launch::device) {
-        withhold(f, rule("no_transfer"), rule("no_transfer").words);
+        withhold(
+            f, rule("no_transfer"),
+            "launch = \"device\": A writes straight into the peer's slot, so there is no "
+            "transfer to time or rate; the hand-off is a latency, A's rate the rate the tensor "
+            "reaches the peer");
     }
-    if (basis != Basis::step && !j.readable()) {
+    if (basis != Basis::step && !j.readable())
         withhold(f, *j.unreadable.front().rule, j.unreadable.front().text);
-    }
 }
 
 PassJudgement judge_pass(Run s, Pass p, const Judgement& j) {
     PassJudgement pj;
-    pj.phases_shown = j.readable();
     for (std::size_t i = 0; i < kPassFigCount; ++i) {
         const PassFigureRow& row = kPassFigureRows[i];
-        const Measured m = row.measure(s, p);
         Figure& f = pj.figures[i];
-        f.value = m.value;
-        f.lo = m.lo;
-        f.hi = m.hi;
+        static_cast<Measured&>(f) = row.measure(s, p);
         judge_basis(f, row.basis, s, j);
         if (row.ceiling != nullptr) hold_to_ceiling(f, row.ceiling(s), row.name.name);
     }
@@ -445,20 +400,17 @@ std::vector<Finding> speedup_notes(Run s, const Figure& f, const Judgement& j) {
     std::vector<Finding> notes;
     if (!f.shown()) return notes;
     std::vector<std::string> unstable;
-    for (const PassSummary& p : s.passes) {
+    for (const PassSummary& p : s.passes)
         if (step_stability(p).unstable) unstable.push_back(pass_name(p.overlap));
-    }
     if (!unstable.empty()) {
         notes.push_back({&rule("unstable_pass"), unstable.size() == 1
                                                      ? "the " + unstable[0] + " pass is UNSTABLE"
                                                      : "both passes are UNSTABLE"});
     }
-    if (!j.readable()) {
+    if (!j.readable())
         notes.push_back({&rule("phases_unreadable"), "the phase times cannot be read"});
-    }
-    if (f.lo <= 1.0 && 1.0 <= f.hi) {
+    if (f.lo <= 1.0 && 1.0 <= f.hi)
         notes.push_back({&rule("no_difference"), "no measurable difference"});
-    }
     return notes;
 }
 
@@ -466,51 +418,44 @@ void judge_run(Run s, Judgement& j) {
     j.run[static_cast<std::size_t>(RunFig::speedup)] = speedup(s);
     const OverlapAttribution a = attribute_overlap(s);
     for (std::size_t i = 1; i < kRunFigCount; ++i) {
+        const RunFigureRow& row = kRunFigureRows[i];
         Figure& f = j.run[i];
-        f.value = kRunFigureRows[i].measure(s);
+        f.value = row.term == nullptr ? row.measure(s) : a.measured ? a.*row.term : kNaN;
         judge_basis(f, Basis::phases, s, j);
-        const bool term = i >= static_cast<std::size_t>(RunFig::attributed_step) &&
-                          i <= static_cast<std::size_t>(RunFig::rest);
-        if (term && a.measured && !a.explains) withhold(f, rule("not_explained"), a.why_not);
+        if (row.term && a.measured && !a.explains) withhold(f, rule("not_explained"), a.why_not);
     }
     j.speedup_notes = speedup_notes(s, j[RunFig::speedup], j);
 }
 
 std::string joined(const std::vector<Finding>& findings, bool codes, const char* separator) {
     std::string text;
-    for (const Finding& f : findings) {
+    for (const Finding& f : findings)
         text += (text.empty() ? "" : separator) + (codes ? std::string(f.rule->code) : f.text);
-    }
     return text;
 }
 
 // What keeps an attribution's terms from explaining the step ("" when they do).
 std::string attribution_flaw(const OverlapAttribution& a) {
     const double share = kAttributionRestShare * a.step_ms;
-    std::string flaw;
-    auto add = [&](const std::string& part) { flaw += (flaw.empty() ? "" : "; ") + part; };
+    std::vector<std::string> flaws;
     // Said without a negative time: terms that overshoot the step add up to more than it.
-    if (a.rest_ms > share) {
-        add("they leave " + number_text("{:.4f}", a.rest_ms) +
-            " ms to the rest, over a quarter of the step");
-    } else if (a.rest_ms < -share) {
-        add("they add up to " + number_text("{:.4f}", -a.rest_ms) +
-            " ms more than the step, over a quarter of it");
-    }
-    if (a.c_slowdown_ms < -share) {
-        add("C would run " + number_text("{:.4f}", -a.c_slowdown_ms) +
-            " ms faster beside the transfer "
-            "than alone");
-    }
-    if (a.transfer_slowdown_ms < -share) {
-        add("the transfer would run " + number_text("{:.4f}", -a.transfer_slowdown_ms) +
-            " ms faster beside C, A and B than bare");
-    }
-    if (kModelBeatenFactor * a.step_ms <= a.perfect_ms) {
-        add("the step beats perfect overlap " + number_text("{:.2f}", a.perfect_ms / a.step_ms) +
-            "x");
-    }
-    return flaw;
+    if (a.rest_ms > share)
+        flaws.push_back(
+            fmt::format("they leave {:.4f} ms to the rest, over a quarter of the step", a.rest_ms));
+    else if (a.rest_ms < -share)
+        flaws.push_back(fmt::format(
+            "they add up to {:.4f} ms more than the step, over a quarter of it", -a.rest_ms));
+    if (a.c_slowdown_ms < -share)
+        flaws.push_back(fmt::format("C would run {:.4f} ms faster beside the transfer than alone",
+                                    -a.c_slowdown_ms));
+    if (a.transfer_slowdown_ms < -share)
+        flaws.push_back(
+            fmt::format("the transfer would run {:.4f} ms faster beside C, A and B than bare",
+                        -a.transfer_slowdown_ms));
+    if (kModelBeatenFactor * a.step_ms <= a.perfect_ms)
+        flaws.push_back(
+            fmt::format("the step beats perfect overlap {:.2f}x", a.perfect_ms / a.step_ms));
+    return fmt::format("{}", fmt::join(flaws, "; "));
 }
 
 }  // namespace
@@ -518,18 +463,15 @@ std::string attribution_flaw(const OverlapAttribution& a) {
 std::span<const Rule> judgement_rules() { return kRules; }
 
 const Rule& rule(const char* code) {
-    for (const Rule& r : kRules) {
+    for (const Rule& r : kRules)
         if (std::strcmp(r.code, code) == 0) return r;
-    }
     throw std::logic_error(std::string("no judgement rule ") + code);
 }
 
-const FigureName& figure_name(PassFig figure) {
-    return kPassFigureRows[static_cast<std::size_t>(figure)].name;
+const FigureName& figure_name(PassFig f) {
+    return kPassFigureRows[static_cast<std::size_t>(f)].name;
 }
-const FigureName& figure_name(RunFig figure) {
-    return kRunFigureRows[static_cast<std::size_t>(figure)].name;
-}
+const FigureName& figure_name(RunFig f) { return kRunFigureRows[static_cast<std::size_t>(f)].name; }
 
 std::string Judgement::codes() const { return joined(unreadable, true, ";"); }
 std::string Judgement::text() const { return joined(unreadable, false, "; "); }

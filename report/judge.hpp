@@ -1,8 +1,6 @@
 // Every figure gpurelay shows, judged once: a value with its unit, its 95% interval where samples
-// give one, and a verdict: shown, or withheld by a rule of one table (judgement_rules()) with what
-// this run showed. The report, the JSON, the CSV and the file render a Judgement and never decide
-// again. Beside it, the facts it reads: the ceilings' ratios, the attribution, the hosts' load,
-// the step's stability, a relay's slowest hop.
+// give one, and a verdict, shown or withheld by a rule of one table; the outputs render it and
+// never decide again. Beside it, the facts it reads.
 #pragma once
 
 #include <array>
@@ -15,13 +13,11 @@
 
 namespace gpurelay {
 
-// A compare run's overlapped step (ms) as perfect overlap (the overlap=off medians' step model with
-// the transfer and C at their ceilings) + C's slowdown beside the transfer (its overlapped median
-// less C alone) + the transfer's beside C, A and B (less the bare transfer) + the rest (ordering,
-// launches, the host). Needs the ceilings and compare. `explains` is false (`why_not` says why)
-// where the rest is over kAttributionRestShare of the step, a term negative by as much (a phase
-// faster beside the others than alone measured waiting, and two such cancel), or the step
-// kModelBeatenFactor or more faster than perfect overlap.
+// A compare run's overlapped step (ms) as perfect overlap (the off medians' step model with the
+// transfer and C at their ceilings) + C's slowdown beside the transfer + the transfer's beside C,
+// A and B + the rest. `explains` is false (`why_not` says why) where the rest is over
+// kAttributionRestShare of the step, a term negative by as much (a phase faster beside the others
+// than alone measured waiting), or the step kModelBeatenFactor or more faster than perfect overlap.
 struct OverlapAttribution {
     bool measured = false;
     double step_ms = 0, perfect_ms = 0, c_slowdown_ms = 0, transfer_slowdown_ms = 0, rest_ms = 0;
@@ -29,7 +25,6 @@ struct OverlapAttribution {
     std::string why_not;
 };
 inline constexpr double kAttributionRestShare = 0.25;
-// A step model (or perfect overlap) the step beats by this factor is no explanation of it.
 inline constexpr double kModelBeatenFactor = 2.0;
 OverlapAttribution attribute_overlap(const RunSummary& summary);
 
@@ -40,8 +35,8 @@ struct HostLoad {
 };
 std::vector<HostLoad> oversubscribed_hosts(const RunSummary& summary);
 
-// Unstable: one step in ten over kUnstableStepSpread longer than the median (p90 / median). Not
-// the cv, which one slow step (a flush, a preemption) makes large; slow steps are counted apart.
+// Unstable: p90 over kUnstableStepSpread above the median. Not the cv, which one slow step (a
+// flush, a preemption) makes large; slow steps are counted apart.
 inline constexpr double kUnstableStepSpread = 0.10;
 struct Stability {
     double p90_over_median, cv, max_over_median;
@@ -49,29 +44,29 @@ struct Stability {
 };
 Stability step_stability(const PassSummary& pass);
 
-// A relay's hop (index into pass.pairs) whose transfer takes longest, -1 without hops; its
-// median transfer (NaN without).
+// A relay's slowest hop (index into pass.pairs; -1 without) and its median transfer (NaN).
 int slowest_hop(const PassSummary& pass);
 double slowest_hop_ms(const PassSummary& pass);
 
 // A rule that withholds figures (or is said beside the speedup): its code (the JSON's, the CSV's,
-// the file's), what it withholds, what it means; for the rules that make the phase times
-// unreadable, `finding`: what the run shows ("" when it does not).
+// the file's), what it withholds; for the rules that make the phase times unreadable, `finding`:
+// what the run shows ("" when it does not).
 struct Rule {
     const char* code;
     const char* withholds;
-    const char* words;
     std::string (*finding)(const RunSummary&) = nullptr;
 };
-// Every rule, one table (docs/OUTPUT.md lists them).
+// Every rule, one table (docs/OUTPUT.md says what each means).
 std::span<const Rule> judgement_rules();
 const Rule& rule(const char* code);
 
+// A figure as measured, and its 95% interval where the samples give one.
+struct Measured {
+    double value = kNaN, lo = kNaN, hi = kNaN;
+};
 // One judged figure, its value as measured whatever the verdict; NaN where the run did not
 // measure it (no ceilings or phase times, another pattern's or launch's figure).
-struct Figure {
-    double value = kNaN;
-    double lo = kNaN, hi = kNaN;  // its 95% interval, where the samples give one
+struct Figure : Measured {
     const Rule* withheld_by = nullptr;
     std::string why;  // what this run showed, where withheld
     bool measured() const { return !std::isnan(value); }
@@ -81,7 +76,7 @@ struct Figure {
     const char* reason() const { return withheld_by == nullptr ? "" : withheld_by->code; }
 };
 
-// A pass's figures, in the order of their table (pass_figure()).
+// A pass's figures, in the order of their table.
 enum class PassFig : std::size_t {
     time_per_step,  // the median of the step periods: the one time per step
     mean_step,      // the timed steps' wall time over their count, labelled as a mean
@@ -116,7 +111,7 @@ enum class RunFig : std::size_t {
     count
 };
 inline constexpr std::size_t kRunFigCount = static_cast<std::size_t>(RunFig::count);
-// A figure's name (the JSON's and the CSV's, the file's attribute) and its unit.
+// A figure's name (the JSON's, the CSV's, the file's) and its unit.
 struct FigureName {
     const char* name;
     const char* unit;
@@ -131,7 +126,6 @@ struct Finding {
 };
 
 struct PassJudgement {
-    bool phases_shown = true;  // the phase times can be read: its phase figures are shown
     std::array<Figure, kPassFigCount> figures;
     std::vector<Figure> links;  // each link's transfer rate (GB/s), as the pass's pairs
     std::vector<Figure> hops;   // a relay's: each hop's transfer against its bare transfer
@@ -139,9 +133,7 @@ struct PassJudgement {
 };
 
 struct Judgement {
-    // Why the phase times cannot be read (none: they can); the first withholds every figure
-    // built on them.
-    std::vector<Finding> unreadable;
+    std::vector<Finding> unreadable;    // why the phase times cannot be read (none: they can)
     std::vector<PassJudgement> passes;  // as the summary's
     std::array<Figure, kRunFigCount> run;
     // Beside a shown speedup: a pass UNSTABLE, the phase times unreadable, no difference.

@@ -30,6 +30,11 @@ inline std::string interval_text(double value, double lo, double hi) {
     return text;
 }
 
+// "3" or "2 to 4": the range of a count.
+inline std::string range_text(std::size_t least, std::size_t most) {
+    return least == most ? std::to_string(most) : fmt::format("{} to {}", least, most);
+}
+
 // A duration in microseconds in the unit that reads: "82.5 µs", "1.95 ms", "1.95 s".
 inline std::string duration_text_us(double us) {
     if (std::isnan(us)) return "-";

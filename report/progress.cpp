@@ -13,9 +13,8 @@ namespace gpurelay {
 
 bool progress_in_place(bool stdout_is_terminal) {
     if (!stdout_is_terminal) return false;
-    for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "SLURM_JOB_ID"}) {
+    for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "SLURM_JOB_ID"})
         if (std::getenv(variable) != nullptr) return false;
-    }
     return true;
 }
 
@@ -42,9 +41,7 @@ Progress::Progress(bool enabled, std::int64_t steps, std::vector<bool> passes, s
       sizes_(sizes),
       total_(steps * static_cast<std::int64_t>(passes_.size()) * sizes),
       first_(already_done),
-      done_(already_done),
-      start_(std::chrono::steady_clock::now()),
-      last_(start_) {}
+      done_(already_done) {}
 
 void Progress::step_done() {
     ++done_;

@@ -1,6 +1,5 @@
-// Every rank's measurements reduced to one summary, collectively: each pass's phases from the
-// ranks' histograms, its links, a relay's stages, the ceilings, the ranks, the memory and the
-// overlap speedup. The summary is whole on rank 0; the verification totals are on every rank.
+// Every rank's measurements reduced to one summary, collectively: whole on rank 0, the
+// verification totals on every rank.
 #pragma once
 
 #include <mpi.h>
@@ -22,12 +21,10 @@ namespace gpurelay {
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// A phase's distribution over every rank's timed steps (NaN steps left out). Percentiles are
-// numpy.percentile's (linear), read from the histograms within 0.5% (checkable against the file's
-// /histograms and /timings); cv is the population standard deviation over the mean. The median's
-// intervals are benchstat's order statistics: the k-th least to the k-th largest of n for the
-// largest k with 1 - 2 P(Binomial(n, 1/2) < k) at least the confidence (NaN where n is too small).
-// The 97.5% one is for a ratio of two medians: two such hold both with 0.975^2 > 95%.
+// A phase's distribution over every rank's timed steps (NaN steps left out): numpy.percentile's
+// percentiles, read from the histograms within 0.5%; cv the population std over the mean. The
+// median's intervals are benchstat's order statistics (NaN where n is too small); the 97.5% one is
+// for a ratio of two medians, two such holding both with 0.975^2 > 95%.
 struct PhaseStats {
     double median, min, max;
     double p50, p90, p99, cv;
@@ -35,9 +32,8 @@ struct PhaseStats {
     double median_lo_975 = kNaN, median_hi_975 = kNaN;
 };
 
-// Slow steps: a period over kSlowStepFactor times the median. A pass counts them on the rank
-// that counted most (from its histogram; at least as many as it names) and names the first
-// kSlowStepsKept among every rank's 64 slowest (to find them on a profile's timeline).
+// Slow steps: a period over kSlowStepFactor times the median, counted on the rank that counted
+// most; the first kSlowStepsKept are named, to find them on a profile's timeline.
 inline constexpr double kSlowStepFactor = 3.0;
 inline constexpr std::size_t kSlowStepsKept = 8;
 
@@ -52,8 +48,8 @@ struct PairFigures {
 };
 inline constexpr double kSlowPairMargin = 0.10;
 
-// A relay's stage on its rank: each phase's median over the timed steps (NaN where it has no such
-// phase), the wrong elements it counted, and the host's time per timed step (µs).
+// A relay's stage on its rank: each phase's median (NaN where it has none), the wrong elements it
+// counted, and the host's time per timed step (µs).
 struct StageFigures {
     int group = 0, stage = 0, rank = 0;
     std::array<double, kPhaseCount> ms{};  // as kPhases
@@ -61,19 +57,16 @@ struct StageFigures {
     std::uint64_t x_mismatches = 0, c_mismatches = 0;
     double host_queue_us = 0, host_retire_us = 0, host_callback_us = 0;
 };
-// A relay's stages (every rank, in rank order) and its fill latency: the slowest group's time
-// from the timed steps' start (every rank idle past a barrier) to its last stage's B of the
-// first timed step.
+// A relay's stages (every rank, in rank order) and its fill latency, the slowest group's.
 struct RelayFigures {
     int stages = 0;  // per group
     std::vector<StageFigures> stage_figures;
     double fill_ms = kNaN;
 };
 
-// A pass as the report and the progress line name it.
 inline const char* pass_name(bool overlap) { return overlap ? "overlap=on" : "overlap=off"; }
 
-// Elements checked and found wrong: a pass's, or the run's over its passes.
+// Elements checked and found wrong: a pass's, or the run's.
 struct VerificationTotals {
     std::uint64_t x_checked = 0, x_mismatches = 0, c_checked = 0, c_mismatches = 0;
     std::uint64_t spot_checked = 0, spot_mismatches = 0;
@@ -85,37 +78,32 @@ struct PassSummary : VerificationTotals {
     std::int64_t timed_steps = 0, timed_from = 0;
     std::array<PhaseStats, kPhaseCount> phases{};  // as kPhases
     const PhaseStats& phase(Phase p) const { return phases[index_of(p)]; }
-    // `phases`' source: every rank's histograms summed on rank 0 (the step's over link ends).
-    std::array<LogHistogram, kPhaseCount> histograms{};
-    // The median link's transfer (each link's the shorter of its ends' medians), and its 95%
-    // interval: the median of the links' intervals.
+    std::array<LogHistogram, kPhaseCount> histograms{};  // every rank's, summed on rank 0
+    // The median link's transfer and its 95% interval, the median of the links' intervals.
     double transfer_ms = 0, transfer_lo_ms = kNaN, transfer_hi_ms = kNaN;
-    // The time per step is the median period; the mean (wall time over the timed steps) only
-    // beside it; steps_per_s is 1000 / the mean.
+    // The median period; the mean (wall time over the timed steps), and 1000 / the mean.
     double time_per_step_ms = 0, mean_step_ms = 0, steps_per_s = 0;
     double cold_step_ms = 0, write_wait_ms = 0;
     double step_bound_ms = 0;  // the step model: the time per step these medians give
-    // graphs = true: graphs captured, the capture's host time and the steps replayed.
-    int graphs_captured = 0;
+    int graphs_captured = 0;   // graphs = true: graphs captured, their host time, steps replayed
     double capture_ms = 0;
     std::int64_t graph_steps = 0;
     // Host time per timed step (µs) on the rank where it is longest (see PassResult).
     double host_queue_us = 0, host_retire_us = 0, host_callback_us = 0;
-    // The timing ("sampled:16"), whether auto chose it and from what (the slowest rank's warm-up
-    // step, NaN without one), and the timed steps with phase times.
+    // The timing ("sampled:16"), whether auto chose it and from what warm-up step (NaN: none),
+    // and the timed steps with phase times.
     std::string timing;
     bool timing_auto = false;
     double timing_judged_ms = 0;
     std::int64_t phase_timed_steps = 0;
-    // Timed steps that share their end event (each gets its group's period over its steps), and
-    // the most steps one end event retires.
+    // Timed steps that share their end event, and the most steps one end event retires.
     std::int64_t grouped_steps = 0, retire_group_steps = 1;
     std::vector<PairFigures> pairs;  // the links; a relay's hops
     std::optional<RelayFigures> relay;
     std::int64_t slow_steps = 0;
     std::vector<std::int64_t> slow_step_numbers;
     // The SM clock (NVML): the slowest rank's at the timed steps' start and end, the highest
-    // maximum, every slowdown reason seen (NVML's mask); NaN and 0 where no rank measured them.
+    // maximum, every slowdown reason seen; NaN and 0 where no rank measured them.
     bool clocks_measured = false;
     double sm_clock_start_mhz = kNaN, sm_clock_end_mhz = kNaN, sm_clock_max_mhz = kNaN;
     std::uint64_t clock_reasons = 0;
@@ -125,8 +113,8 @@ struct RankInfo {
     std::string host, device, bus_id, role;
     std::string peer_link;  // how this rank's GPU reaches its peer's
     int pair = 0;           // its pair, or in a relay or a collective its row of /y
-    // Where it may run (runtime/placement.hpp): cores ("0-7,16"), their NUMA nodes, its GPU's
-    // ("" where unknown), the core count, and its working threads on the CPU path.
+    // Where it may run: cores ("0-7,16"), their NUMA nodes, its GPU's ("": unknown), the core
+    // count, and its working threads on the CPU path.
     std::string cores, core_numa, gpu_numa;
     int core_count = 0, host_threads = 0;
 };
@@ -148,9 +136,8 @@ inline constexpr RankField kRankFields[] = {{"host", &RankInfo::host, nullptr},
                                             {"core_count", nullptr, &RankInfo::core_count},
                                             {"host_threads", nullptr, &RankInfo::host_threads}};
 
-// The phases' ceilings, measured alone in the same launch (calibrate = true), in ms: the bare
-// transfer (same transport, slots and streams; no A, B or C), a device copy of the tensor on the
-// producer and on the consumer (A's and B's), C alone; and what measuring them took.
+// The phases' ceilings measured alone in the same launch (calibrate = true), in ms: the bare
+// transfer, a device copy of the tensor (A's and B's), C alone; and what measuring them took.
 struct Ceilings {
     bool measured = false;
     double transfer_ms = 0, a_copy_ms = 0, b_copy_ms = 0, c_ms = 0, cost_ms = 0;
@@ -168,12 +155,9 @@ struct RunSummary {
     std::vector<RankInfo> ranks;
     std::vector<PassSummary> passes;  // in run order
     Ceilings ceilings;
-    double overlap_speedup = 0;  // compare only: time per step off / on (0 otherwise)
-    // Compare only: perfect overlap, the overlapped step model of the overlap=off medians (which
-    // ran without the two streams contending).
-    double overlap_ideal_ms = 0;
-    // The largest rank's memory: device (host on the CPU path), pinned host (the writer's buffers
-    // and the counters), and both.
+    double overlap_speedup = 0;   // compare only: time per step off / on (0 otherwise)
+    double overlap_ideal_ms = 0;  // compare only: the overlapped step model of the off medians
+    // The largest rank's memory: device (host on the CPU path), pinned host, and both.
     std::uint64_t device_bytes = 0, host_bytes = 0, total_bytes = 0;
     double write_gbps = 0;
     double output_bytes = 0;  // the result file once complete, at most; checked to fit at start
@@ -202,21 +186,17 @@ struct RankFigures {
 // the steps travels).
 PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                            const PassResult& result);
-// Collective: the ceilings Pipeline::ceilings() measured, reduced as a pass is; not measured
-// when any rank measured none.
+// Collective: the ceilings Pipeline::ceilings() measured, reduced as a pass is.
 Ceilings summarize_ceilings(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                             const PassResult& measured);
-// Collective, once `summary.passes` holds every pass: the ranks, the largest rank's memory, the
-// write bandwidth, and with two passes (compare) the overlap speedup and perfect overlap.
+// Collective, once `summary.passes` holds every pass: the ranks, the memory, the write
+// bandwidth, and with two passes the overlap speedup and perfect overlap.
 void summarize_run(MPI_Comm comm, const RankFigures& mine, RunSummary& summary);
 
-// The distribution of `values` (NaN left out; all NaN without any), as PhaseStats says.
+// The distribution of `values` (NaN left out; all NaN without any), or of a histogram.
 PhaseStats phase_stats(std::vector<double> values);
-// The same from a histogram: each order statistic within its relative error, the extremes and
-// cv exact.
 PhaseStats phase_stats(const LogHistogram& histogram);
-// nccl-tests' bus bandwidth factor, what each rank's link carries per byte of the tensor:
-// point-to-point and broadcast 1, all-reduce 2(n-1)/n for a group of n.
+// nccl-tests' bus bandwidth factor: point-to-point and broadcast 1, all-reduce 2(n-1)/n.
 double bus_factor(Pattern pattern, int group_size);
 // The medians step_bound_ms() takes.
 PhaseMedians phase_medians(const PassSummary& pass);

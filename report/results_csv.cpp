@@ -1,7 +1,7 @@
 // The results CSV: one {column, cell} table makes both the header and the row; beside it the side
-// tables, a row per rank and per link, so that every rank and link the report summarises is there
-// at any rank count, each one table that makes its header and its rows.
+// tables, a row per rank and per link, so that every rank and link is there at any rank count.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "report/render.hpp"
@@ -17,9 +17,7 @@ std::string csv_bool(bool value) { return value ? "true" : "false"; }
 const PassSummary& main_pass(R r) { return r.run.main_pass(); }
 const PassJudgement& main_judged(R r) { return r.judged.passes.back(); }
 // A judged figure as the CSV renders it: empty where withheld or not measured.
-std::string shown_cell(R r, PassFig figure) {
-    return csv_number(main_judged(r)[figure].rendered());
-}
+std::string shown_cell(R r, PassFig f) { return csv_number(main_judged(r)[f].rendered()); }
 std::string run_cell(R r, RunFig figure) { return csv_number(r.judged[figure].rendered()); }
 // A phase's figure: empty where the phase times cannot be read (the step's period stands).
 std::string phase_cell(R r, Phase phase, double value) {
@@ -44,29 +42,26 @@ std::string withheld_cell(R r) {
     return cell;
 }
 
-struct DistributionColumn {
-    const char* suffix;
-    double PhaseStats::*field;
-};
 // Named PHASE + suffix: step_ms_p99, b_cv (a ratio, without unit).
-constexpr DistributionColumn kDistributionColumns[] = {{"_ms_p50", &PhaseStats::p50},
-                                                       {"_ms_p90", &PhaseStats::p90},
-                                                       {"_ms_p99", &PhaseStats::p99},
-                                                       {"_cv", &PhaseStats::cv}};
+constexpr std::pair<const char*, double PhaseStats::*> kDistributionColumns[] = {
+    {"_ms_p50", &PhaseStats::p50},
+    {"_ms_p90", &PhaseStats::p90},
+    {"_ms_p99", &PhaseStats::p99},
+    {"_cv", &PhaseStats::cv}};
 
+// A column of a table whose rows are `Row`s.
+template <typename Row>
+struct Column {
+    const char* name;
+    std::string (*cell)(const Row&);
+};
 // A column of its own cell; or, where `cell` is kDeckKey, the deck key of the column's name, as
 // the key table writes it.
-struct ColumnSpec {
-    const char* name;
-    std::string (*cell)(R);
-};
+using ColumnSpec = Column<CsvRow>;
 constexpr std::string (*kDeckKey)(R) = nullptr;
 
-// A relay's cell from its main pass's figures; empty for other patterns.
-std::string relay_cell(R r, std::string (*cell)(R, const RelayFigures&)) {
-    const auto& relay = main_pass(r).relay;
-    return relay ? cell(r, *relay) : std::string();
-}
+// The main pass's relay figures; nullptr for other patterns (their relay cells are empty).
+const RelayFigures* relay(R r) { return main_pass(r).relay ? &*main_pass(r).relay : nullptr; }
 
 // The columns before the phase medians.
 const ColumnSpec kRunColumns[] = {
@@ -123,8 +118,7 @@ const ColumnSpec kPassColumns[] = {
     {"group_size", [](R r) { return std::to_string(r.run.group_size); }},
     {"algbw_gbps", [](R r) { return shown_cell(r, PassFig::transfer_rate); }},
     {"busbw_gbps", [](R r) { return shown_cell(r, PassFig::bus_rate); }},
-    // How the main pass was timed ("sampled:16"), and how many of its timed steps carry phase
-    // times (the phase columns are medians over those).
+    // How the main pass was timed ("sampled:16"); its timed steps the phase medians are over.
     {"timing", [](R r) { return main_pass(r).timing; }},
     {"phase_timed_steps", [](R r) { return std::to_string(main_pass(r).phase_timed_steps); }},
     // The main pass against this launch's ceilings (calibrate = true; empty otherwise).
@@ -150,28 +144,16 @@ const ColumnSpec kJudgedColumns[] = {
      [](R r) { return csv_text(clock_slowdown_names(main_pass(r).clock_reasons)); }},
     // Which launch of a repeated configuration the row is (scripts/sweep --repeat).
     {"repeat", kDeckKey},
-    // A relay's (empty for other patterns): its stages, its slowest hop's median transfer, the
-    // period over that, and the fill latency (the JSON's passes[].relay).
-    {"relay_stages",
-     [](R r) {
-         return relay_cell(r, [](R, const RelayFigures& f) { return std::to_string(f.stages); });
-     }},
+    // A relay's (empty for other patterns), as the JSON's passes[].relay.
+    {"relay_stages", [](R r) { return relay(r) ? std::to_string(relay(r)->stages) : ""; }},
     {"relay_slowest_hop_ms",
-     [](R r) {
-         return relay_cell(r, [](R row, const RelayFigures&) {
-             return phase_cell(row, Phase::recv, slowest_hop_ms(main_pass(row)));
-         });
-     }},
+     [](R r) { return relay(r) ? phase_cell(r, Phase::recv, slowest_hop_ms(main_pass(r))) : ""; }},
     {"relay_period_over_slowest_hop",
      [](R r) { return shown_cell(r, PassFig::relay_period_over_hop); }},
-    {"relay_fill_ms",
-     [](R r) {
-         return relay_cell(r, [](R, const RelayFigures& f) { return csv_number(f.fill_ms); });
-     }},
+    {"relay_fill_ms", [](R r) { return relay(r) ? csv_number(relay(r)->fill_ms) : ""; }},
     // Who queued the steps: the host, or the device's persistent roles.
     {"launch", kDeckKey},
-    // Whether the run's phase times can be read, and where not, the reasons' codes joined by ';':
-    // every figure built on them is then empty.
+    // Whether the phase times can be read; where not, the reasons' codes joined by ';'.
     {"phase_times_readable", [](R r) { return csv_bool(r.judged.readable()); }},
     {"phase_times_unreadable_because", [](R r) { return csv_text(r.judged.codes()); }},
     {"mean_step_ms", [](R r) { return shown_cell(r, PassFig::mean_step); }},
@@ -198,9 +180,8 @@ void append_columns(std::vector<CsvColumn>& columns, const ColumnSpec (&specs)[N
     }
 }
 
-// The columns in file order: the run's, each timed phase's median (the step's are among the
-// run's, as step_ms_*), the pass's, the distributions (each timed phase by percentile, then the
-// cvs), the judged columns and the intervals: older columns keep their places.
+// The columns in file order, older columns keeping their places: the run's, each timed phase's
+// median, the pass's, the distributions, the judged columns and the intervals.
 std::vector<CsvColumn> make_results_csv_columns() {
     std::vector<CsvColumn> columns;
     append_columns(columns, kRunColumns);
@@ -247,11 +228,7 @@ std::string rank_cell(const RunSummary& run, int rank, std::string RankInfo::*fi
                : "";
 }
 using L = const LinkRow&;
-struct LinkColumn {
-    const char* name;
-    std::string (*cell)(L);
-};
-const LinkColumn kLinkColumns[] = {
+const Column<LinkRow> kLinkColumns[] = {
     {"pass", [](L l) { return std::string(l.pass.overlap ? "on" : "off"); }},
     // The pair, a relay's hop or a collective's group, numbered as the report and the JSON do.
     {"link", [](L l) { return std::to_string(l.link.pair); }},
@@ -284,11 +261,9 @@ std::string link_header() { return side_header("", kLinkColumns); }
 // A side table's line: the run's join cells, then `cells` (each followed by a comma).
 std::string row_of(const CsvRow& run, const std::string& cells) {
     std::string line;
-    for (const char* name : kJoinColumns) {
-        for (const CsvColumn& column : results_csv_columns()) {
+    for (const char* name : kJoinColumns)
+        for (const CsvColumn& column : results_csv_columns())
             if (column.name == name) line += column.cell(run) + ',';
-        }
-    }
     line += cells;
     line.back() = '\n';
     return line;
@@ -301,12 +276,10 @@ void append_side_tables(const std::string& results_csv, const std::vector<RunSum
         const CsvRow joined{run, judged};
         for (std::size_t r = 0; r < run.ranks.size(); ++r) {
             std::string cells = std::to_string(r) + ',';
-            for (const RankField& f : kRankFields) {
-                const RankInfo& info = run.ranks[r];
+            for (const auto& [name, text, count] : kRankFields)
                 cells +=
-                    (f.text != nullptr ? csv_text(info.*f.text) : std::to_string(info.*f.count)) +
+                    (text ? csv_text(run.ranks[r].*text) : std::to_string(run.ranks[r].*count)) +
                     ',';
-            }
             ranks += row_of(joined, cells);
         }
         for (std::size_t p = 0; p < run.passes.size(); ++p) {
@@ -314,7 +287,7 @@ void append_side_tables(const std::string& results_csv, const std::vector<RunSum
             for (std::size_t i = 0; i < pass.pairs.size(); ++i) {
                 const LinkRow row{run, pass, pass.pairs[i], judged.passes[p].links[i]};
                 std::string cells;
-                for (const LinkColumn& column : kLinkColumns) cells += column.cell(row) + ',';
+                for (const auto& column : kLinkColumns) cells += column.cell(row) + ',';
                 links += row_of(joined, cells);
             }
         }
@@ -332,10 +305,8 @@ const std::vector<CsvColumn>& results_csv_columns() {
 
 std::string results_csv_header() {
     std::string header;
-    for (const CsvColumn& column : results_csv_columns()) {
-        if (!header.empty()) header += ',';
-        header += column.name;
-    }
+    for (const CsvColumn& column : results_csv_columns()) header += column.name + ',';
+    header.pop_back();
     return header;
 }
 
@@ -343,11 +314,8 @@ std::string results_csv_row(const RunSummary& run) {
     const Judgement judged = judge(run);
     const CsvRow row{run, judged};
     std::string line;
-    // Joined by position, not by whether the line is still empty: the tag (first) may be empty.
-    for (const CsvColumn& column : results_csv_columns()) {
-        if (&column != &results_csv_columns().front()) line += ',';
-        line += column.cell(row);
-    }
+    for (const CsvColumn& column : results_csv_columns()) line += column.cell(row) + ',';
+    line.pop_back();
     return line;
 }
 

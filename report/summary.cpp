@@ -1,9 +1,11 @@
-// The cross-rank summary (reduce.hpp): a pass, a relay's stages, the ceilings, the run.
+// The cross-rank summary (reduce.hpp).
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -55,28 +57,22 @@ std::size_t interval_rank(std::size_t n, const Coverage& c) {
 // The median's 95% and 97.5% intervals of `st`, from `at(k)`, the k-th least of n values (from 0).
 template <typename AtRank>
 void add_median_intervals(PhaseStats& st, std::size_t n, AtRank at) {
-    if (const std::size_t k = interval_rank(n, k95); k > 0) {
-        st.median_lo = at(k - 1);
-        st.median_hi = at(n - k);
-    }
-    if (const std::size_t k = interval_rank(n, k975); k > 0) {
-        st.median_lo_975 = at(k - 1);
-        st.median_hi_975 = at(n - k);
-    }
+    if (const std::size_t k = interval_rank(n, k95); k > 0)
+        std::tie(st.median_lo, st.median_hi) = std::pair(at(k - 1), at(n - k));
+    if (const std::size_t k = interval_rank(n, k975); k > 0)
+        std::tie(st.median_lo_975, st.median_hi_975) = std::pair(at(k - 1), at(n - k));
 }
 
 double coefficient_of_variation(const std::vector<double>& values) {
-    double sum = 0;
-    for (double v : values) sum += v;
-    const double mean = sum / static_cast<double>(values.size());
+    const auto n = static_cast<double>(values.size());
+    const double mean = std::accumulate(values.begin(), values.end(), 0.0) / n;
     double squares = 0;
     for (double v : values) squares += (v - mean) * (v - mean);
-    return std::sqrt(squares / static_cast<double>(values.size())) / mean;
+    return std::sqrt(squares / n) / mean;
 }
 
-// What summarize_pass takes the largest of over the ranks (a least negated): the slowest rank's
-// wall and host times, the fewest steps in retire groups (a consumer's written steps end its
-// groups), the slowest SM clocks at the start and end, and the highest maximum.
+// What summarize_pass takes the largest of over the ranks (a least negated), among them the fewest
+// steps in retire groups (a consumer's written steps end its groups).
 struct Worst {
     double timed_wall_ms, cold_step_ms, write_wait_ms, capture_ms, graphs_captured;
     double host_queue_ms, host_retire_ms, host_callback_ms, grouped_steps;
@@ -112,9 +108,8 @@ void flag_slow_pairs(std::vector<PairFigures>& pairs) {
     }
 }
 
-// Every rank's histograms summed on rank 0 (empty elsewhere): one reduction of every phase's
-// counts and exact sums, one of the extremes. The step's only from the ranks whose period is
-// their link's (`link_end`).
+// Every rank's histograms summed on rank 0 (empty elsewhere), the step's only from the ranks whose
+// period is their link's (`link_end`).
 std::array<LogHistogram, kPhaseCount> reduce_histograms(MPI_Comm comm, const PassResult& result,
                                                         bool link_end, int rank) {
     const std::size_t buckets = LogHistogram::bucket_count(), row = buckets + 2;
@@ -149,8 +144,7 @@ struct Median {
     double value, lo, hi;
 };
 // What rank 0 gathers of each rank, a few numbers whatever the steps: its medians of the phases
-// that time a link (with 95% intervals) and of its period; its slow steps (over kSlowStepFactor x
-// rank 0's median period): their count and the first kSlowStepsKept (NaN beyond; exact doubles).
+// that time a link and of its period; its slow steps' count and the first kSlowStepsKept.
 struct RankMedians {
     Median send, recv;
     double step, slow_steps;
@@ -162,21 +156,16 @@ std::vector<RankMedians> gather_rank_medians(MPI_Comm comm, const PassResult& re
         const PhaseStats st = phase_stats(result.phases[index_of(p)]);
         return Median{st.median, st.median_lo, st.median_hi};
     };
-    RankMedians mine{of(Phase::send),
-                     of(Phase::recv),
-                     result.phases[index_of(Phase::step)].quantile(0.5),
-                     0,
-                     {}};
+    const LogHistogram& periods = result.phases[index_of(Phase::step)];
+    RankMedians mine{of(Phase::send), of(Phase::recv), periods.quantile(0.5), 0, {}};
     mine.slow.fill(kNaN);
     MPI_CHECK(MPI_Bcast(&median, 1, MPI_DOUBLE, 0, comm));
     if (median > 0) {
         const double bound = kSlowStepFactor * median;
-        mine.slow_steps =
-            static_cast<double>(result.phases[index_of(Phase::step)].count_above(bound));
+        mine.slow_steps = static_cast<double>(periods.count_above(bound));
         std::vector<double> numbers;
-        for (const auto& [period, step] : result.slowest.slowest()) {
+        for (const auto& [period, step] : result.slowest.slowest())
             if (period > bound) numbers.push_back(static_cast<double>(step));
-        }
         std::sort(numbers.begin(), numbers.end());
         std::copy_n(numbers.begin(), std::min(numbers.size(), kSlowStepsKept), mine.slow.begin());
     }
@@ -194,9 +183,8 @@ void summarize_slow_steps(const std::vector<RankMedians>& medians, PassSummary& 
     std::vector<std::int64_t> numbers;
     for (const RankMedians& m : medians) {
         most = std::max(most, m.slow_steps);
-        for (const double step : m.slow) {
+        for (const double step : m.slow)
             if (!std::isnan(step)) numbers.push_back(static_cast<std::int64_t>(step));
-        }
     }
     std::sort(numbers.begin(), numbers.end());
     numbers.erase(std::unique(numbers.begin(), numbers.end()), numbers.end());
@@ -210,12 +198,9 @@ void summarize_slow_steps(const std::vector<RankMedians>& medians, PassSummary& 
 void reduce_verification(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                          const PassResult& result, PassSummary& summary) {
     const bool consumer = placement.role != Role::producer;
-    const VerificationTotals mine{0,
-                                  consumer ? result.x_mismatches : 0,
-                                  0,
-                                  consumer ? result.c_mismatches : 0,
-                                  result.spot_checked,
-                                  result.spot_mismatches};
+    const std::uint64_t x = consumer ? result.x_mismatches : 0;
+    const std::uint64_t c = consumer ? result.c_mismatches : 0;
+    const VerificationTotals mine{0, x, 0, c, result.spot_checked, result.spot_mismatches};
     static_cast<VerificationTotals&>(summary) =
         reduce_fields<std::uint64_t>(mine, MPI_UINT64_T, MPI_SUM, comm);
     const auto ran = static_cast<std::uint64_t>(result.end_step - result.first_step);
@@ -304,10 +289,9 @@ std::vector<Link> links_of(const Config& config, const PairPlacement& placement,
     return links;
 }
 
-// Each link's median period (its last rank's) and transfer, and the pass's transfer, the median
-// link's. Either end's time also holds waiting for the other (a receiver still busy, a sender
-// whose A ran late): the shortest median measures the transfer best. Its interval is the median
-// of the links' intervals, which holds the median where each holds its link's (NaN without).
+// Each link's median period (its last rank's) and transfer, and the pass's, the median link's.
+// Either end's time also holds waiting for the other: the shortest median measures the transfer
+// best. The median of the links' intervals holds the median where each holds its link's.
 void summarize_links(const std::vector<RankMedians>& medians, const std::vector<Link>& links,
                      double bytes, PassSummary& summary) {
     std::vector<double> transfers, los, his;
@@ -369,8 +353,7 @@ std::vector<RankInfo> gather_rank_info(MPI_Comm comm, const RankInfo& mine) {
     return ranks;
 }
 
-// Collective: a relay's stages, each rank's figures gathered whole, and the slowest group's fill
-// latency, on every rank.
+// Collective: a relay's stages, gathered whole, and the slowest group's fill latency (every rank).
 RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
                              const PassResult& result) {
     const bool consumer = placement.role != Role::producer;
@@ -424,25 +407,20 @@ PhaseStats phase_stats(std::vector<double> values) {
     std::sort(values.begin(), values.end());
     const std::size_t n = values.size();
     const double median = n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-    PhaseStats st{median,
-                  values.front(),
-                  values.back(),
-                  percentile_of_sorted(values, 0.50),
-                  percentile_of_sorted(values, 0.90),
-                  percentile_of_sorted(values, 0.99),
-                  coefficient_of_variation(values)};
+    auto at = [&](double q) { return percentile_of_sorted(values, q); };
+    const double cv = coefficient_of_variation(values);
+    PhaseStats st{median, values.front(), values.back(), at(0.50), at(0.90), at(0.99), cv};
     add_median_intervals(st, n, [&](std::size_t k) { return values[k]; });
     return st;
 }
 
 VerificationTotals RunSummary::verification_totals() const {
-    VerificationTotals t;
-    for (const VerificationTotals& p : passes) {
-        for (auto field : {&VerificationTotals::x_checked, &VerificationTotals::x_mismatches,
-                           &VerificationTotals::c_checked, &VerificationTotals::c_mismatches,
-                           &VerificationTotals::spot_checked, &VerificationTotals::spot_mismatches})
+    using V = VerificationTotals;
+    V t;
+    for (const V& p : passes)
+        for (auto field : {&V::x_checked, &V::x_mismatches, &V::c_checked, &V::c_mismatches,
+                           &V::spot_checked, &V::spot_mismatches})
             t.*field += p.*field;
-    }
     return t;
 }
 
@@ -469,9 +447,8 @@ PassSummary summarize_pass(MPI_Comm comm, const Config& config, const PairPlacem
     const bool link_end = std::any_of(links.begin(), links.end(),
                                       [&](const Link& link) { return link.last == rank; });
     summary.histograms = reduce_histograms(comm, result, link_end, rank);
-    for (std::size_t p = 0; p < kPhaseCount; ++p) {
+    for (std::size_t p = 0; p < kPhaseCount; ++p)
         summary.phases[p] = phase_stats(summary.histograms[p]);
-    }
     summary.time_per_step_ms = summary.phase(Phase::step).median;
     const std::vector<RankMedians> medians =
         gather_rank_medians(comm, result, summary.time_per_step_ms, rank, size);
@@ -499,9 +476,8 @@ Ceilings summarize_ceilings(MPI_Comm comm, const Config& config, const PairPlace
     ceilings.c_ms = s.phase(Phase::c).median;
     for (std::size_t h = 0; config.pattern == Pattern::relay && h < s.pairs.size(); ++h)
         ceilings.hop_transfer_ms.push_back(s.pairs[h].transfer_ms);
-    double cost = measured.timed_wall_ms;
-    MPI_Allreduce(MPI_IN_PLACE, &cost, 1, MPI_DOUBLE, MPI_MAX, comm);
-    ceilings.cost_ms = cost;
+    ceilings.cost_ms = measured.timed_wall_ms;
+    MPI_Allreduce(MPI_IN_PLACE, &ceilings.cost_ms, 1, MPI_DOUBLE, MPI_MAX, comm);
     return ceilings;
 }
 
@@ -524,21 +500,14 @@ void summarize_run(MPI_Comm comm, const RankFigures& mine, RunSummary& summary) 
         summary.overlap_ideal_ms =
             step_bound_ms(phase_medians(summary.passes[0]), summary.config.depth, /*overlap=*/true);
     }
-    struct Memory {
-        std::uint64_t device_bytes, host_bytes, total_bytes;
-    };
-    const Memory largest = reduce_fields<std::uint64_t>(
-        Memory{mine.device_bytes, mine.host_bytes, mine.device_bytes + mine.host_bytes},
+    const auto [device, host, both] = reduce_fields<std::uint64_t>(
+        std::array{mine.device_bytes, mine.host_bytes, mine.device_bytes + mine.host_bytes},
         MPI_UINT64_T, MPI_MAX, comm);
-    summary.device_bytes = largest.device_bytes;
-    summary.host_bytes = largest.host_bytes;
-    summary.total_bytes = largest.total_bytes;
-    struct Writes {
-        double bytes, seconds;
-    };
-    const Writes total = reduce_fields<double>(Writes{mine.bytes_written, mine.write_seconds},
-                                               MPI_DOUBLE, MPI_SUM, comm);
-    summary.write_gbps = total.seconds > 0 ? total.bytes / total.seconds / 1e9 : 0.0;
+    std::tie(summary.device_bytes, summary.host_bytes, summary.total_bytes) =
+        std::tie(device, host, both);
+    const auto [bytes, seconds] = reduce_fields<double>(
+        std::array{mine.bytes_written, mine.write_seconds}, MPI_DOUBLE, MPI_SUM, comm);
+    summary.write_gbps = seconds > 0 ? bytes / seconds / 1e9 : 0.0;
 }
 
 }  // namespace gpurelay

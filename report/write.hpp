@@ -1,6 +1,5 @@
-// The outputs written to files a full disk may refuse: every byte or a clear error. The JSON
-// summary replaces its file only once whole; the results CSV's rows, and its side tables', are
-// appended under a lock (the tasks of a job array share one file), whole or not at all.
+// The outputs written to files a full disk may refuse: every byte or a clear error. The CSVs'
+// rows are appended under a lock (the tasks of a job array share one file), whole or not at all.
 #pragma once
 
 #include <string>
@@ -14,17 +13,14 @@ namespace gpurelay {
 void write_file_atomically(const std::string& path, const std::string& text);
 // A row per run (the header first when the file is new or empty), and the side tables' rows.
 void append_results_csv(const std::string& path, const std::vector<RunSummary>& runs);
-// Throws a usage error if `path`, or a side table of it, holds rows under another header
-// (another gpurelay version's columns): appending would put values under the wrong names.
+// Throws a usage error if `path`, or a side table of it, holds rows under another header.
 void check_results_csv_header(const std::string& path);
-// The side tables beside the results CSV: a row per rank (`links` false: NAME.ranks.csv) and a
-// row per link of each pass (NAME.links.csv), each led by the results CSV's columns that join it
-// to its run (tag, timestamp, git_hash, elements, repeat).
+// The side tables beside the results CSV: NAME.ranks.csv (`links` false) and NAME.links.csv,
+// each led by the results CSV's columns that join it to its run.
 std::string side_table_path(const std::string& results_csv, bool links);
 
 // --- Inside report/ -----------------------------------------------------------------------------
-// A CSV cell of a number ("%.6g" as {fmt} writes it; "" for NaN, "0" for 0) and of a text
-// (quoted where it holds a comma, a quote or a newline).
+// A CSV cell of a number ("%.6g"; "" for NaN) and of a text (quoted where it must be).
 std::string csv_number(double value);
 std::string csv_text(const std::string& text);
 // Throws a usage error when the CSV at `path` has another header (none, or empty, is fine).
