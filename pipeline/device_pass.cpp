@@ -1,10 +1,7 @@
 // The device's roles (launch = "device"): a pass the device drives itself. One persistent role per
 // side runs every step (kernels/handoff.hpp); the host only launches them, feeds C beside them,
-// copies y out, votes on a stop and waits, bounded, for them to end; each step's times come from
-// the roles' own stamps. DeviceRoles::run_pass reads top to bottom: the pass's words reset, the
-// ranks meet, the roles are launched (from here every step is stamped on the device's clock), the
-// host watches them until they end, and the stamps are read back: the clock's start and stop are
-// the roles' own stamps, of the warm-up's last step and the pass's last.
+// copies y out, votes on a stop and waits, bounded, for them to end; each step's times, and the
+// clock's start and stop, come from the roles' own stamps.
 //
 //   producer role    wait released[k] ─ A into slot k ─ arrived[k] ───────────────┐
 //   consumer role                              wait arrived[k], c_done ─ B ─ released[k], gate
@@ -53,8 +50,8 @@ class DeviceRoles final : public PassFrame {
     DeviceRoles(const PipelineSpec& spec, Device& device, Transport& transport, Role role,
                 MPI_Comm comm);
 
-    // `on_step` is called for each step once this rank's last role has done it, and its stop
-    // reaches the roles a few steps later. No ceilings: they are the host-launched phases'.
+    // `on_step` is asked once this rank's last role has done a step, so a stop reaches the roles
+    // a few steps later. No ceilings: they are the host-launched phases'.
     PassResult run(bool overlap, RowSink* sink, const StepCallback& on_step,
                    std::int64_t first_step, bool) override {
         return with_dtype(spec_.dtype, [&]<typename T>() {
@@ -63,7 +60,6 @@ class DeviceRoles final : public PassFrame {
     }
 
   private:
-    // Where the host stands within a pass.
     struct Pass : FramedPass {
         std::int64_t end = 0;  // one past the last step, once the roles have ended
         std::int64_t c_queued = 0, c_retired = 0, copied = 0;  // the next step for each
@@ -105,8 +101,8 @@ class DeviceRoles final : public PassFrame {
     std::unique_ptr<Stream> producer_role_, consumer_role_, compute_, io_;
 };
 
-// One pass: the words reset and the ranks met, the roles launched (the clock is theirs from
-// here), watched until they end, their stamps read back.
+// One pass: the words reset and the ranks met, the roles launched (every step is stamped on the
+// device's clock from there), watched until they end, their stamps read back.
 template <typename T>
 PassResult DeviceRoles::run_pass(bool overlap, RowSink* sink, const StepCallback& on_step,
                                  std::int64_t first_step) {
@@ -117,13 +113,11 @@ PassResult DeviceRoles::run_pass(bool overlap, RowSink* sink, const StepCallback
     // The profiler's range, if any, holds the whole pass: its steps are one launch.
     const bool profiled = spec_.profile_first >= 0;
     if (profiled) profiler_start(device_.backend());
-    launch_roles<T>(pass);  // every step is stamped on the device's clock from here
-    watch(pass, on_step);   // until both roles have ended, bounded
+    launch_roles<T>(pass);
+    watch(pass, on_step);
     end_streams();
     if (profiled) profiler_stop(device_.backend());
     pass.result.clocks_end = sample_gpu_clocks(gpu_bus_id_);
-    // Where the clock started and stopped: the roles' stamps of the warm-up's last step (or
-    // their start) and of the pass's last step.
     read_stamps(pass);
     return close_pass<T>(pass, pass.end, consumer_ ? y(pass.end - 1) : nullptr, io_.get());
 }
@@ -159,18 +153,17 @@ DeviceRoles::Pass DeviceRoles::begin(bool overlap, RowSink* sink, std::int64_t f
 
 // A role's side of the slots starts from the transport's flags, where it stores its counts back.
 RoleArgs DeviceRoles::role_args(const Pass& pass, bool consumer) const {
-    RoleArgs role;
-    role.home = transport_.slot_flags(consumer ? Role::consumer : Role::producer);
-    role.flags = *role.home;
-    role.first = pass.result.first_step;
-    role.steps = spec_.steps;
-    role.elements = spec_.elements;
-    role.seed = spec_.seed;
-    role.blocks = pass.blocks;
-    role.timeout_ns = static_cast<std::uint64_t>(spec_.timeout().count()) * 1000000u;
-    role.status = status(consumer);
-    role.workspace = consumer ? words()->consumer_workspace : words()->producer_workspace;
-    return role;
+    SlotFlags* home = transport_.slot_flags(consumer ? Role::consumer : Role::producer);
+    return {.flags = *home,
+            .home = home,
+            .first = pass.result.first_step,
+            .steps = spec_.steps,
+            .elements = spec_.elements,
+            .seed = spec_.seed,
+            .blocks = pass.blocks,
+            .timeout_ns = static_cast<std::uint64_t>(spec_.timeout().count()) * 1000000u,
+            .status = status(consumer),
+            .workspace = consumer ? words()->consumer_workspace : words()->producer_workspace};
 }
 
 template <typename T>
@@ -317,21 +310,19 @@ void DeviceRoles::copy_rows(Pass& pass, std::int64_t done) {
 
 // Each step's phases from the roles' stamps: A and the publish (producer), the wait for the
 // tensor and C, and B (consumer); a step's end is the consumer's release (the producer's publish
-// on a rank that only produces), its period the time since the step before's end.
+// on a rank that only produces), its period the time since the step before's end. The clock
+// starts at the warm-up's last step's end (or the roles' start) and stops at the pass's last.
 void DeviceRoles::read_stamps(Pass& pass) {
     PassResult& r = pass.result;
     const std::int64_t first = r.first_step;
     const auto n = static_cast<std::size_t>(pass.end - first);
     std::vector<ProducerStamps> produced(producer_ ? n : 0);
     std::vector<ConsumerStamps> consumed(consumer_ ? n : 0);
-    if (!produced.empty()) {
-        device_.copy_async(produced.data(), producer_stamps_.data(), n * sizeof(ProducerStamps),
-                           *io_);
-    }
-    if (!consumed.empty()) {
-        device_.copy_async(consumed.data(), consumer_stamps_.data(), n * sizeof(ConsumerStamps),
-                           *io_);
-    }
+    const auto fetch = [&](auto& to, const Buffer& from) {
+        if (!to.empty()) device_.copy_async(to.data(), from.data(), n * sizeof(to[0]), *io_);
+    };
+    fetch(produced, producer_stamps_);
+    fetch(consumed, consumer_stamps_);
     io_->synchronize();
     std::uint64_t previous = load_acquire(&status(consumer_)->started_ns);
     std::uint64_t clock_start = previous;

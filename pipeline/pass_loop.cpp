@@ -1,7 +1,5 @@
-// The host's pass loop (launch = "host"): HostLoop::run_pass reads top to bottom (the warm-up,
-// where the clock starts, the timed steps and where it stops); the steps are queued one after
-// another (or G at a time as graphs) and retired about depth + 1 steps later (the ring rule,
-// step_timer.cpp).
+// The host's pass loop (launch = "host"): the steps are queued one after another (or G at a time
+// as graphs) and retired about depth + 1 steps later (the ring rule, step_timer.cpp).
 #include <limits>
 
 #include "kernels/handoff.hpp"
@@ -21,8 +19,8 @@ bool in_unit(std::int64_t step, std::int64_t s, std::int64_t n) {
     return s <= step && step < s + n;
 }
 
-// The host's driver of a pass: it queues every step on this rank's streams (step.cpp), or G at a
-// time as graphs, and times them with the step timer's events.
+// The host's driver of a pass: it queues every step on this rank's streams (step.cpp) and times
+// them with the step timer's events.
 class HostLoop final : public PassFrame {
   public:
     HostLoop(const PipelineSpec& spec, Device& device, Transport& transport, Role role,
@@ -41,7 +39,6 @@ class HostLoop final : public PassFrame {
     }
 
   private:
-    // Where the loop stands within a pass.
     struct Pass : FramedPass {
         const PassPlan* plan = nullptr;
         std::int64_t retired = 0;  // the next step to retire
@@ -54,7 +51,6 @@ class HostLoop final : public PassFrame {
     Pass begin(bool overlap, RowSink* sink, std::int64_t first_step);
     void make_room(Pass& pass, std::int64_t s, bool unit);
     void decide_timing(Pass& pass);
-    void measure_ceilings();
     template <typename T>
     void queue_unit(Pass& pass, std::int64_t s, bool unit, double queued_at);
     void end_profile();
@@ -87,7 +83,10 @@ PassResult HostLoop::run_pass(bool overlap, RowSink* sink, const StepCallback& o
             // The warm-up is over: the timed steps start with every rank idle and in step.
             schedule_.synchronize_all();
             decide_timing(pass);
-            if (calibrate) measure_ceilings();
+            if (calibrate) {
+                ceilings_ = schedule_.measure_ceilings(comm_);
+                transport_.streams_idle();
+            }
             result.clocks_start = sample_gpu_clocks(gpu_bus_id_);  // before the clock starts
             // Each rank ends its ceilings at its own time; the fill starts once all have.
             meet("the barrier where a pass's timed steps start");
@@ -169,12 +168,6 @@ void HostLoop::decide_timing(Pass& pass) {
                          comm_, result);
 }
 
-// The ceilings, after the cold step and the warm-up, with every stream idle; not timed.
-void HostLoop::measure_ceilings() {
-    ceilings_ = schedule_.measure_ceilings(comm_);
-    transport_.streams_idle();
-}
-
 // Queues the unit of steps from s (`queued_at`: when its queueing started).
 template <typename T>
 void HostLoop::queue_unit(Pass& pass, std::int64_t s, bool unit, double queued_at) {
@@ -237,7 +230,10 @@ PassResult HostLoop::finish(Pass& pass, std::int64_t end) {
 }  // namespace
 
 PipelineSpec pipeline_spec(const Config& config, const PairPlacement& placement) {
-    return {config, produced_form(config, placement), received_form(config, placement)};
+    // A makes one tensor, or for an all-reduce this rank's share (its group rank folded in).
+    const TensorForm made =
+        config.pattern == Pattern::allreduce ? allreduce_share(placement.group_rank) : TensorForm{};
+    return {config, made, received_form(config, placement)};
 }
 
 MemoryPlan plan_memory(const PipelineSpec& spec, Role role, bool producer_slots) {

@@ -14,10 +14,9 @@
 
 namespace gpurelay {
 
-// Ring slots of timing events and host counters: the fewest that meet the ring rule (step_timer.cpp
-// holds it, clause by clause), checked with check_timing_ring.
+// Ring slots of timing events and host counters: the fewest that meet the ring rule
+// (step_timer.cpp), and the check that throws, naming the clause that `ring` slots break.
 std::size_t timing_ring_size(const PipelineSpec& spec);
-// Throws a runtime error naming the clause of the ring rule that `ring` slots break.
 void check_timing_ring(const PipelineSpec& spec, std::size_t ring);
 // The most steps one end event retires.
 std::int64_t retire_group_steps(const PipelineSpec& spec);
@@ -41,21 +40,20 @@ class StepTimer {
 
     // Where the timed steps' clock starts (every stream idle): the first timed period's start.
     void start_clock();
-    // Eager step s, about to be queued: whether it times its phases and records its end event.
+    // Before eager step s, or the unit of graph steps from s (the timed or untimed graph), is
+    // queued: which of its steps time their phases and record their end event.
     void begin_step(std::int64_t s);
-    // The unit of graph steps from s, about to be launched as the timed or untimed graph.
     void begin_unit(std::int64_t s, bool timed);
     // After an untimed unit's launch on `stream`: its end event, where its retire group ends.
     void end_unit(std::int64_t s, Stream& stream);
-    // Whether the graph of the steps from `first` is the timed one.
     bool unit_timed(std::int64_t first) const;
     // While capturing the graph of the steps from `first`: what its steps record.
     void begin_capture(std::int64_t first, bool timed);
     void end_capture();
 
-    // After step s's last work on `stream` (the rank's last): its end event, if it records one.
+    // After step s's last work on `stream` (the rank's last): its end event, if it records one,
+    // which the io stream waits on before copying y out.
     void end_step(std::int64_t s, Stream& stream);
-    // Step s's end event (the io stream waits on it before copying y out).
     Event& end_event(std::int64_t s) { return *marks_[slot(s)].end; }
     // A stop after step `last` inside a retire group: the group's end, recorded now on `stream`.
     void stop_after(std::int64_t last, Stream& stream);
@@ -81,7 +79,6 @@ class StepTimer {
         bool recorded_at_stop = false;
     };
     std::size_t slot(std::int64_t s) const { return static_cast<std::size_t>(s) % marks_.size(); }
-    // Whether step s records its end event, closing its retire group.
     bool records_end(std::int64_t s) const { return marks_[slot(s)].group_steps != 0; }
     bool phase_timed(std::int64_t s) const;
     bool needs_own_end(std::int64_t s, bool unit) const;
@@ -97,8 +94,7 @@ class StepTimer {
     const PassPlan* plan_ = nullptr;
     Timing timing_ = Timing::phases;
     std::int64_t every_ = 0;
-    // The last step queued that records its end event: the next retire group starts after it.
-    std::int64_t last_group_end_ = 0;
+    std::int64_t last_group_end_ = 0;  // the last step queued that records its end event
     struct {
         bool active = false, timed = false;
         std::int64_t first = 0;
@@ -126,7 +122,7 @@ class PhaseScope {
     bool ranged_;
 };
 
-// The host's clock, in milliseconds: what the pass loop times its own work with.
+// The host's clock, in milliseconds, that the pass loop times its own work with.
 inline double now_ms() {
     return std::chrono::duration<double, std::milli>(
                std::chrono::steady_clock::now().time_since_epoch())
