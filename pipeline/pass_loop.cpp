@@ -84,7 +84,7 @@ PassResult HostLoop::run_pass(bool overlap, RowSink* sink, const StepCallback& o
             schedule_.synchronize_all();
             decide_timing(pass);
             if (calibrate) {
-                ceilings_ = schedule_.measure_ceilings(comm_);
+                ceilings_ = schedule_.measure_ceilings();
                 transport_.streams_idle();
             }
             result.clocks_start = sample_gpu_clocks(gpu_bus_id_);  // before the clock starts
