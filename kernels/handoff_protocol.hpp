@@ -104,8 +104,8 @@ GPURELAY_HD bool gather_step(Hands& h, const RoleArgs& r, std::int64_t s) {
 // and its flag says so. Asked to stop, it ends the pass before s instead: the stop mark, which
 // the consumer reads as the pass's end.
 template <typename T, class Hands>
-GPURELAY_HD Verdict producer_step(Hands& h, const ProducerArgs<T>& p, SlotFlags& flags,
-                                  std::int64_t s) {
+GPURELAY_HD Verdict role_step(Hands& h, const ProducerArgs<T>& p, SlotFlags& flags,
+                              std::int64_t s) {
     const RoleArgs& r = p.role;
     const std::uint32_t k = slot_of(r, s);
     ProducerStamps& stamps = p.stamps[s - r.first];
@@ -168,8 +168,8 @@ GPURELAY_HD Verdict consumer_ready(const ConsumerArgs<T>& c, const SlotFlags& fl
 // The consumer's step s: B reads the slot (counting wrong values) into y slot k, and the slot's
 // flag gives it back to the producer; with overlap, C of the next step may start.
 template <typename T, class Hands>
-GPURELAY_HD Verdict consumer_step(Hands& h, const ConsumerArgs<T>& c, SlotFlags& flags,
-                                  std::int64_t s) {
+GPURELAY_HD Verdict role_step(Hands& h, const ConsumerArgs<T>& c, SlotFlags& flags,
+                              std::int64_t s) {
     const RoleArgs& r = c.role;
     const std::uint32_t k = slot_of(r, s);
     ConsumerStamps& stamps = c.stamps[s - r.first];
@@ -191,18 +191,20 @@ GPURELAY_HD Verdict consumer_step(Hands& h, const ConsumerArgs<T>& c, SlotFlags&
     return kGo;
 }
 
-// A role's whole pass: `step` for each step until one does not go. The first block's leader
-// works on `flags`, its own copy of the side's flags (a driver puts it where its leader is quick
-// to reach), stores their counts back home and then says where the role ended.
-template <class Hands, class Step>
-GPURELAY_HD void run_role(Hands& h, const RoleArgs& r, SlotFlags& flags, Step&& step) {
+// A role's whole pass (ProducerArgs or ConsumerArgs): its step for each step until one does not
+// go. The first block's leader works on `flags`, its own copy of the side's flags (a driver puts
+// it where its leader is quick to reach), stores their counts back home and then says where the
+// role ended.
+template <class Hands, class Args>
+GPURELAY_HD void run_role(Hands& h, const Args& args, SlotFlags& flags) {
+    const RoleArgs& r = args.role;
     const bool first = first_leader(h);
     if (first) {
         flags = r.flags;
         store_release(&r.status->started_ns, now_ns());
     }
     std::int64_t s = r.first;
-    while (s < r.steps && step(s) == kGo) ++s;
+    while (s < r.steps && role_step(h, args, flags, s) == kGo) ++s;
     if (first) {
         for (std::uint32_t k = 0; k < flags.slots; ++k) r.home->uses[k] = flags.uses[k];
         store_release(&r.status->end_step, s);

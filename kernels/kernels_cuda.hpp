@@ -21,11 +21,9 @@ void run_c(Span<std::uint32_t> z, StepArg step, std::uint32_t seed, std::uint32_
 void run_verify_c(Span<const std::uint32_t> z, StepArg step, std::uint32_t seed,
                   std::uint32_t iterations, Counter* z_mismatches, cudaStream_t stream);
 
-// The roles of launch = "device" (handoff_cuda.cu).
-template <typename T>
-void run_producer_role(const ProducerArgs<T>& args, cudaStream_t stream);
-template <typename T>
-void run_consumer_role(const ConsumerArgs<T>& args, cudaStream_t stream);
+// A role of launch = "device" (ProducerArgs or ConsumerArgs; handoff_cuda.cu).
+template <class Args>
+void run_role(const Args& args, cudaStream_t stream);
 // This process's GPU's SMs.
 std::uint32_t sm_count();
 // The most blocks of the role kernels that are resident at once (the fewer per SM of the two

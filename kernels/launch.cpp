@@ -66,14 +66,14 @@ void launch_verify_c(Span<const std::uint32_t> z, StepArg step, std::uint32_t se
 
 template <typename T>
 void launch_producer_role(const ProducerArgs<T>& args, Stream& stream) {
-    if (on_host(stream)) return as_host(stream).enqueue([args] { host::run_producer_role(args); });
-    ON_CUDA(cuda::run_producer_role(args, cuda_handle(stream)));
+    if (on_host(stream)) return as_host(stream).enqueue([args] { host::run_role(args); });
+    ON_CUDA(cuda::run_role(args, cuda_handle(stream)));
 }
 
 template <typename T>
 void launch_consumer_role(const ConsumerArgs<T>& args, Stream& stream) {
-    if (on_host(stream)) return as_host(stream).enqueue([args] { host::run_consumer_role(args); });
-    ON_CUDA(cuda::run_consumer_role(args, cuda_handle(stream)));
+    if (on_host(stream)) return as_host(stream).enqueue([args] { host::run_role(args); });
+    ON_CUDA(cuda::run_role(args, cuda_handle(stream)));
 }
 
 std::uint32_t handoff_blocks(Backend backend, std::uint64_t elements, std::size_t value_bytes,
