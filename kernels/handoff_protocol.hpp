@@ -1,16 +1,14 @@
 // Inside kernels/: the role steps of the device-driven hand-off (handoff.hpp), which the CUDA
-// kernels (handoff_cuda.cu) and their host twins (kernels_host.cpp) both run, so the two drivers
-// cannot drift apart. The steps are made of three parts:
-//   the team, the driver's "hands":  is_leader() (this thread waits and counts for its block),
-//       block() (0 to blocks - 1; block 0 leads the role), sync_block(), broadcast_from_leader(v)
+// kernels (handoff_cuda.cu) and their host twins (kernels_host.cpp) both run, made of three parts:
+//   the team, the driver's "hands": is_leader() (this thread waits and counts for its block),
+//       block() (block 0 leads the role), sync_block(), broadcast_from_leader(v)
 //   the memory ordering and the clock, the same for both (runtime/slot_flags.hpp): load_acquire,
-//       store_release, load_relaxed, store_relaxed, fetch_add_release, wait_until, now_ns, and
-//       the side's SlotFlags
+//       store_release, load_relaxed, store_relaxed, fetch_add_release, wait_until, now_ns,
+//       SlotFlags
 //   the work, the driver's too: run_a(...), run_b(...), this block's share of A's and B's values
-// A step's waits are its first block's leader's, on its own copy of the side's flags (`flags`);
-// it tells the other blocks through `go` whether the step goes (the role's blocks then all stop
-// at the same step), and they tell it through `gathered` that their share is done, before it
-// signals the step to the peer.
+// A step's waits are its first block's leader's, on its own copy of the side's flags; it tells the
+// other blocks through `go` whether the step goes (so that all stop at the same step), and they
+// tell it through `gathered` that their share is done, before it signals the step to the peer.
 #pragma once
 
 #include <cstdint>

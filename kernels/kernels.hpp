@@ -14,18 +14,15 @@ namespace gpurelay {
 using Counter = unsigned long long;
 
 // The step a launch works on: the value itself, or a word in device memory plus an offset, read
-// when the kernel runs, not when it is queued (a captured graph replays one launch for many steps:
-// the word holds the first step of the current cycle of graphs, the offset the launch's place in
-// it; on a host stream the twin reads it when the stream runs it). Made implicitly from a value or
-// a word, so a call passes the step or its word alike; the kernels take it by value and read() it
-// on the device.
+// when the kernel (or on a host stream its twin) runs, not when it is queued: a captured graph
+// replays one launch for many steps, the word holding the first step of the current cycle of
+// graphs and the offset the launch's place in it.
 class StepArg {
   public:
     StepArg(std::uint64_t value) : value_(value) {}      // NOLINT(google-explicit-constructor)
     StepArg(const std::uint64_t* word) : word_(word) {}  // NOLINT(google-explicit-constructor)
     StepArg(const std::uint64_t* word, std::uint64_t offset) : value_(offset), word_(word) {}
 
-    // The step now: the word's content plus the offset if there is a word, else the value.
     GPURELAY_HD std::uint64_t read() const { return word_ != nullptr ? *word_ + value_ : value_; }
 
   private:

@@ -43,8 +43,7 @@ __global__ void b_kernel(Span<const T> x, Span<T> y, T alpha, StepArg step_arg, 
 __global__ void c_kernel(Span<std::uint32_t> z, StepArg step_arg, std::uint32_t seed,
                          std::uint32_t iterations) {
     const std::uint64_t step = step_arg.read();
-    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-    for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < z.size(); i += stride) {
+    for (std::size_t i = grid_thread(); i < z.size(); i += grid_threads()) {
         z[i] = c_iterate(c_start(step, static_cast<std::uint32_t>(i), seed), iterations);
     }
 }
@@ -52,9 +51,8 @@ __global__ void c_kernel(Span<std::uint32_t> z, StepArg step_arg, std::uint32_t 
 __global__ void verify_c_kernel(Span<const std::uint32_t> z, StepArg step_arg, std::uint32_t seed,
                                 AffineMap jump, Counter* z_mismatches) {
     const std::uint64_t step = step_arg.read();
-    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
     Counter bad = 0;
-    for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < z.size(); i += stride) {
+    for (std::size_t i = grid_thread(); i < z.size(); i += grid_threads()) {
         bad += z[i] != c_expected(jump, step, static_cast<std::uint32_t>(i), seed);
     }
     if (bad != 0) atomicAdd(z_mismatches, bad);

@@ -26,6 +26,15 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// On a host stream, by the stream's thread in queue order; on a CUDA stream, now on this thread,
+// around the calls that queue the phase (Nsight Systems projects them onto the GPU work they
+// launch).
+template <class Mark>
+void in_stream_order(Device& device, Stream& stream, Mark mark) {
+    if (stream.backend() == Backend::host) return device.enqueue_host(mark, stream);
+    mark();
+}
+
 // In a timed graph every step records its phase events with timing = phases, else only the
 // graph's first: a phase-timed step costs a graph twelve event nodes, so sampling one step of a
 // sampled graph keeps sampling as cheap per step as it is for eager steps.
@@ -284,24 +293,11 @@ PhaseScope::PhaseScope(StepTimer& timer, Phase phase, std::int64_t step, Stream&
         bool warmup;
         void push() const { nvtx::push_step(info(phase).range, info(phase).colour, step, warmup); }
     } const range{step_, phase_, step_ < timer_.spec_.warmup};
-    if (stream_.backend() == Backend::host) {
-        // On a host stream, by the stream's thread in queue order; on a CUDA stream, on this
-        // thread around the calls that queue the phase (Nsight Systems projects them onto the
-        // GPU work those calls launch).
-        timer_.device_.enqueue_host([range] { range.push(); }, stream_);
-    } else {
-        range.push();
-    }
+    in_stream_order(timer_.device_, stream_, [range] { range.push(); });
 }
 
 PhaseScope::~PhaseScope() {
-    if (ranged_) {
-        if (stream_.backend() == Backend::host) {
-            timer_.device_.enqueue_host([] { nvtx::pop(); }, stream_);
-        } else {
-            nvtx::pop();
-        }
-    }
+    if (ranged_) in_stream_order(timer_.device_, stream_, [] { nvtx::pop(); });
     if (Event* end = timer_.phase_event(phase_, step_, true)) end->record(stream_);
 }
 
