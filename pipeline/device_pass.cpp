@@ -38,7 +38,6 @@ struct PassWords {
     alignas(64) unsigned char consumer_workspace[kHandOffWorkspaceBytes];
 };
 
-// Nanosecond stamps of one clock to milliseconds.
 double ms_between(std::uint64_t from, std::uint64_t to) {
     return static_cast<double>(static_cast<std::int64_t>(to - from)) / 1e6;
 }
@@ -95,8 +94,7 @@ class DeviceRoles final : public PassFrame {
     }
 
     Buffer c_, words_, status_, producer_stamps_, consumer_stamps_, written_, c_counts_;
-    // C's ring of kDeviceCWindow steps: its times, and its check done.
-    std::vector<std::unique_ptr<Event>> c_start_, c_end_, c_checked_;
+    std::vector<std::unique_ptr<Event>> c_start_, c_end_, c_checked_;  // C's ring of steps
     // After the buffers: destroyed first, so no stream's queued work outlives what it uses.
     std::unique_ptr<Stream> producer_role_, consumer_role_, compute_, io_;
 };
@@ -151,7 +149,6 @@ DeviceRoles::Pass DeviceRoles::begin(bool overlap, RowSink* sink, std::int64_t f
     return pass;
 }
 
-// A role's side of the slots starts from the transport's flags, where it stores its counts back.
 RoleArgs DeviceRoles::role_args(const Pass& pass, bool consumer) const {
     SlotFlags* home = transport_.slot_flags(consumer ? Role::consumer : Role::producer);
     return {.flags = *home,
@@ -193,10 +190,9 @@ void DeviceRoles::launch_roles(Pass& pass) {
     }
 }
 
-// The host's part while the roles run: C fed, written steps' y copied out, and the stop vote
-// asked after each step this rank's last role has done (a stop it agrees on reaches the producer
-// through the stop word, a few steps later). Bounded: each role's own waits run out after
-// timeout_s and say which; this watch gives up after twice that without a step done.
+// The host's part while the roles run: C fed, written steps' y copied out, the stop vote asked
+// after each step done (an agreed stop reaches the producer through the stop word). Bounded: each
+// role's own waits run out after timeout_s and say which; this gives up after twice that.
 void DeviceRoles::watch(Pass& pass, const StepCallback& on_step) {
     std::int64_t voted = pass.result.first_step;  // the next step to vote on
     bool stopping = false;
@@ -218,8 +214,8 @@ void DeviceRoles::watch(Pass& pass, const StepCallback& on_step) {
             pass.end = now.end_step;
             return;
         }
-        // Until the roles have done another step, or ended: pauses from 10 us up to the host
-        // wait's longest, no spin (the roles' steps take longer than a spin would save).
+        // Until the roles have done another step, or ended: no spin (the roles' steps take
+        // longer than a spin would save).
         const auto moved = [&] {
             const Progress next = look(pass);
             return next.done != now.done || next.ended != now.ended;
@@ -255,8 +251,8 @@ DeviceRoles::Progress DeviceRoles::look(const Pass& pass) const {
     return p;
 }
 
-// C of the steps whose B is done retired (its time and check), and C queued up to
-// kDeviceCWindow steps ahead of them, each behind its gate.
+// C of the steps whose B is done retired, and C queued up to kDeviceCWindow steps ahead of
+// them, each behind its gate.
 void DeviceRoles::feed_c(Pass& pass, std::int64_t done) {
     if (spec_.c_elements == 0) return;
     for (; pass.c_retired < done; ++pass.c_retired) retire_c(pass, pass.c_retired);
@@ -281,7 +277,7 @@ void DeviceRoles::queue_c(std::int64_t s) {
     c_checked_[r]->record(*compute_);
 }
 
-// C of step s, whose B is done: its time, and its check once that has run.
+// C of step s: its time, and its check once that has run.
 void DeviceRoles::retire_c(Pass& pass, std::int64_t s) {
     const auto r = static_cast<std::size_t>(s % kDeviceCWindow);
     c_checked_[r]->synchronize();
@@ -292,8 +288,7 @@ void DeviceRoles::retire_c(Pass& pass, std::int64_t s) {
     count = 0;
 }
 
-// The written steps the consumer has done, copied out on the io stream; its y_copied word lets
-// the consumer write the slot again.
+// The written steps the consumer has done, copied out; y_copied lets it write the slot again.
 void DeviceRoles::copy_rows(Pass& pass, std::int64_t done) {
     if (pass.sink == nullptr) return;
     const std::int64_t first = pass.result.first_step;

@@ -53,11 +53,8 @@ class HostLoop final : public PassFrame {
     void decide_timing(Pass& pass);
     template <typename T>
     void queue_unit(Pass& pass, std::int64_t s, bool unit, double queued_at);
-    void end_profile();
     bool stops_after(Pass& pass, const StepCallback& on_step, std::int64_t s, bool unit);
     void retire_through(Pass& pass, std::int64_t last);
-    template <typename T>
-    PassResult finish(Pass& pass, std::int64_t end);
 
     std::size_t ring_;
     StepTimer timer_;
@@ -98,7 +95,10 @@ PassResult HostLoop::run_pass(bool overlap, RowSink* sink, const StepCallback& o
         if (in_unit(spec_.profile_first, s, n)) profiler_start(device_.backend());
         const double queued_at = now_ms();
         queue_unit<T>(pass, s, unit, queued_at);
-        if (in_unit(spec_.profile_last, s, n)) end_profile();
+        if (in_unit(spec_.profile_last, s, n)) {
+            schedule_.synchronize_all();  // the capture ends once the last profiled step has run
+            profiler_stop(device_.backend());
+        }
         if (s == first_step) {
             // The cold step: the first transfer between two peers sets up its connections.
             schedule_.synchronize_all();
@@ -118,7 +118,13 @@ PassResult HostLoop::run_pass(bool overlap, RowSink* sink, const StepCallback& o
     const double steps_done = now_ms();
     result.clocks_end = sample_gpu_clocks(gpu_bus_id_);
     result.timed_wall_ms = s > result.timed_from ? steps_done - pass.timed_start : 0.0;
-    return finish<T>(pass, s);
+    schedule_.synchronize_all();
+    result.timing = timer_.timing();
+    result.timing_every = timer_.timing_every();
+    schedule_.read_fill(result);
+    // The ranks meet, the writer drains, and a consumer checks the last y on its compute stream.
+    Stream* compute = schedule_.plan().compute;
+    return close_pass<T>(pass, s, compute ? schedule_.y_of(s - 1) : nullptr, compute);
 }
 
 HostLoop::Pass HostLoop::begin(bool overlap, RowSink* sink, std::int64_t first_step) {
@@ -190,12 +196,6 @@ void HostLoop::queue_unit(Pass& pass, std::int64_t s, bool unit, double queued_a
     }
 }
 
-// The profiler's capture ends once the last profiled step has run, not when it was queued.
-void HostLoop::end_profile() {
-    schedule_.synchronize_all();
-    profiler_stop(device_.backend());
-}
-
 // The ranks' answer after each step of the unit from s (alike on every rank): whether the pass
 // ends after the unit. Every step of a graph has run when it stops, so a stop ends the pass after
 // it; a stop inside a retire group ends the group there.
@@ -212,19 +212,6 @@ bool HostLoop::stops_after(Pass& pass, const StepCallback& on_step, std::int64_t
     timer_.stop_after(last, unit ? graphs_.launch_stream(*pass.plan) : *pass.plan->last);
     if (after == AfterStep::end) schedule_.write_step(last, pass.next_row, /*last=*/true);
     return true;
-}
-
-// After the clock has stopped: every rank's streams idle and the ranks met, the writer drained,
-// and the host's own check of the last y.
-template <typename T>
-PassResult HostLoop::finish(Pass& pass, std::int64_t end) {
-    PassResult& result = pass.result;
-    schedule_.synchronize_all();
-    result.timing = timer_.timing();
-    result.timing_every = timer_.timing_every();
-    schedule_.read_fill(result);
-    Stream* compute = schedule_.plan().compute;  // a consumer's: it checks the last y there
-    return close_pass<T>(pass, end, compute ? schedule_.y_of(end - 1) : nullptr, compute);
 }
 
 }  // namespace
