@@ -1,9 +1,8 @@
 // A step the device drives itself (launch = "device"): one persistent worker per role runs every
 // step of a pass and hands each tensor over through the consumer's slots and their flags
 // (runtime/slot_flags.hpp's protocol, the ipc transport's with A in place), with no host in the
-// loop. On a GPU each role is a persistent kernel of a few blocks; on the CPU path a host stream's
-// thread (and a thread for each further block). Both drivers run the same role steps
-// (handoff_protocol.hpp); each call here queues a role's whole pass on `stream` and returns.
+// loop: on a GPU a persistent kernel of a few blocks, on the CPU path a host stream's thread (and
+// one for each further block), both running the role steps of handoff_protocol.hpp.
 #pragma once
 
 #include <cstddef>
@@ -110,9 +109,9 @@ struct ConsumerArgs {
     ConsumerStamps* stamps = nullptr;       // [steps - first]
 };
 
-// The blocks of a role's kernel for tensors of `elements` values of `value_bytes` each: as many
-// as the tensor fills (kHandOffThreads threads, each a 16-byte vector), at most `cap`, which
-// 0 makes one per SM; on the CPU path (host threads) at most `cap`, which 0 makes 1.
+// The blocks of a role for tensors of `elements` values of `value_bytes` each: as many as the
+// tensor fills (kHandOffThreads threads, each a 16-byte vector), at most `cap` (0: one per SM, or
+// on the CPU path 1).
 std::uint32_t handoff_blocks(Backend backend, std::uint64_t elements, std::size_t value_bytes,
                              std::int64_t cap);
 // Throws a usage error when a producer's and a consumer's kernels of these blocks cannot be
@@ -122,8 +121,7 @@ std::uint32_t handoff_blocks(Backend backend, std::uint64_t elements, std::size_
 void check_handoff_fits(Backend backend, std::uint32_t producer_blocks,
                         std::uint32_t consumer_blocks);
 
-// Queues the role's whole pass on `stream` (a persistent kernel, or the host twin on the host
-// stream's thread). The role writes its status as it goes.
+// Queues the role's whole pass on `stream`; the role writes its status as it goes.
 template <typename T>
 void launch_producer_role(const ProducerArgs<T>& args, Stream& stream);
 template <typename T>

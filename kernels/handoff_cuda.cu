@@ -54,13 +54,6 @@ __global__ void __launch_bounds__(kHandOffThreads) role_kernel(Args args) {
     handoff::run_role(hands, args, flags);
 }
 
-int device_attribute(cudaDeviceAttr attribute) {
-    int device = 0, value = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
-    return value;
-}
-
 // How many blocks of `kernel` one SM holds at once.
 template <typename Kernel>
 int blocks_per_sm(Kernel kernel) {
@@ -89,7 +82,10 @@ void load_pass_kernels() {
 }  // namespace
 
 std::uint32_t sm_count() {
-    return static_cast<std::uint32_t>(device_attribute(cudaDevAttrMultiProcessorCount));
+    int device = 0, sms = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    return static_cast<std::uint32_t>(sms);
 }
 
 // The fewer of the two kernels' per-SM occupancy, for both types: a producer's and a consumer's

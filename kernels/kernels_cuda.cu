@@ -14,12 +14,7 @@ constexpr int kThreads = 256;
 
 // Enough blocks to cover `work` items, capped at a few waves so a grid-stride loop takes the rest.
 int grid_for(std::size_t work) {
-    static const int cap = [] {
-        int device = 0, sms = 0;
-        CUDA_CHECK(cudaGetDevice(&device));
-        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-        return sms * 8;
-    }();
+    static const int cap = static_cast<int>(sm_count()) * 8;
     const std::size_t blocks = (work + kThreads - 1) / kThreads;
     return static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(blocks, cap)));
 }

@@ -76,22 +76,20 @@ void launch_consumer_role(const ConsumerArgs<T>& args, Stream& stream) {
     ON_CUDA(cuda::run_role(args, cuda_handle(stream)));
 }
 
-std::uint32_t handoff_blocks(Backend backend, std::uint64_t elements, std::size_t value_bytes,
-                             std::int64_t cap) {
+std::uint32_t handoff_blocks([[maybe_unused]] Backend backend, std::uint64_t elements,
+                             std::size_t value_bytes, std::int64_t cap) {
     const std::uint64_t vectors = (elements * value_bytes + 15) / 16;
     const std::uint64_t filled =
         std::max<std::uint64_t>(1, (vectors + kHandOffThreads - 1) / kHandOffThreads);
     std::uint64_t most = cap > 0 ? static_cast<std::uint64_t>(cap) : 1;
 #if defined(GPURELAY_HAVE_CUDA)
     if (backend == Backend::cuda && cap == 0) most = cuda::sm_count();
-#else
-    (void)backend;
 #endif
     return static_cast<std::uint32_t>(std::min(filled, most));
 }
 
-void check_handoff_fits(Backend backend, std::uint32_t producer_blocks,
-                        std::uint32_t consumer_blocks) {
+void check_handoff_fits(Backend backend, [[maybe_unused]] std::uint32_t producer_blocks,
+                        [[maybe_unused]] std::uint32_t consumer_blocks) {
     if (backend != Backend::cuda) return;
 #if defined(GPURELAY_HAVE_CUDA)
     const std::uint64_t capacity = cuda::handoff_capacity();
@@ -101,9 +99,6 @@ void check_handoff_fits(Backend backend, std::uint32_t producer_blocks,
                           " blocks cannot all be resident on this GPU, which holds " +
                           std::to_string(capacity) + " of them at once (lower device_blocks)");
     }
-#else
-    (void)producer_blocks;
-    (void)consumer_blocks;
 #endif
 }
 
