@@ -229,9 +229,7 @@ void DeviceRoles::watch(Pass& pass, const StepCallback& on_step) {
 
 // The roles' status now; a wait that ran out in either ends the rank, naming the wait and step.
 DeviceRoles::Progress DeviceRoles::look(const Pass& pass) const {
-    Progress p;
-    p.done = spec_.steps;
-    p.ended = true;
+    Progress p{.done = spec_.steps, .ended = true};
     for (const bool consumer : {false, true}) {
         if (!(consumer ? consumer_ : producer_)) continue;
         const RoleStatus& st = *status(consumer);

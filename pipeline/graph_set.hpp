@@ -15,7 +15,7 @@ class GraphSet {
   public:
     GraphSet(const PipelineSpec& spec, Device& device, std::size_t ring);
 
-    // Captures every graph the pass can launch, while every stream is idle.
+    // Captures every graph the pass can launch, every stream idle.
     template <typename T>
     void capture(StepSchedule& schedule, StepTimer& timer, Transport& transport,
                  PassResult& result);

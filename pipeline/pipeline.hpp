@@ -5,13 +5,10 @@
 #include <mpi.h>
 
 #include <array>
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <memory>
-#include <string>
-#include <vector>
 
 #include "config/config.hpp"
 #include "kernels/kernels.hpp"
@@ -20,7 +17,6 @@
 #include "pipeline/step_record.hpp"
 #include "runtime/device.hpp"
 #include "runtime/gpu_clocks.hpp"
-#include "runtime/graph.hpp"
 #include "runtime/log_histogram.hpp"
 #include "transport/transport.hpp"
 

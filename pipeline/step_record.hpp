@@ -22,9 +22,8 @@ class RecordedSteps {
     void keep(std::int64_t s, const StepTimes& times);
     void keep_counts(std::int64_t s, Counter x, Counter c);
 
-    // Each column's step (-1 where none ran), its times and its counts.
     struct Columns {
-        std::vector<std::int64_t> steps;
+        std::vector<std::int64_t> steps;  // each column's (-1 where none ran)
         std::vector<StepTimes> times;
         std::vector<Counter> x_mismatches, c_mismatches;
     };
@@ -40,12 +39,11 @@ class RecordedSteps {
     Columns columns_;
 };
 
-// A rank's kSlowestKept slowest timed steps by period.
+// A rank's kSlowestKept slowest timed steps by period: (period, step), the slowest first.
 class SlowestSteps {
   public:
     static constexpr std::size_t kSlowestKept = 64;
     void offer(std::int64_t s, double period);
-    // (period, step), the slowest first.
     std::vector<std::pair<double, std::int64_t>> slowest() const;
 
   private:

@@ -128,8 +128,6 @@ StepTimer::StepTimer(Device& device, const PipelineSpec& spec, Role role, std::s
     clock_start_ = device.make_event(EventUse::timing);
 }
 
-void StepTimer::start_clock() { clock_start_->record(*plan_->last); }
-
 void StepTimer::begin_pass(const PassPlan& plan) {
     plan_ = &plan;
     timing_ = spec_.timing == Timing::auto_select ? Timing::phases : spec_.timing;
@@ -214,9 +212,6 @@ void StepTimer::end_unit(std::int64_t s, Stream& stream) {
     const std::int64_t last = s + spec_.graph_steps - 1;
     if (!unit_timed(s) && records_end(last)) marks_[slot(last)].end->record(stream);
 }
-
-void StepTimer::begin_capture(std::int64_t first, bool timed) { capture_ = {true, timed, first}; }
-void StepTimer::end_capture() { capture_.active = false; }
 
 void StepTimer::end_step(std::int64_t s, Stream& stream) {
     const bool records = capture_.active ? capture_.timed : records_end(s);

@@ -39,7 +39,7 @@ class StepTimer {
     std::int64_t timing_every() const { return timing_ == Timing::sampled ? every_ : 0; }
 
     // Where the timed steps' clock starts (every stream idle): the first timed period's start.
-    void start_clock();
+    void start_clock() { clock_start_->record(*plan_->last); }
     // Before eager step s, or the unit of graph steps from s (the timed or untimed graph), is
     // queued: which of its steps time their phases and record their end event.
     void begin_step(std::int64_t s);
@@ -48,8 +48,8 @@ class StepTimer {
     void end_unit(std::int64_t s, Stream& stream);
     bool unit_timed(std::int64_t first) const;
     // While capturing the graph of the steps from `first`: what its steps record.
-    void begin_capture(std::int64_t first, bool timed);
-    void end_capture();
+    void begin_capture(std::int64_t first, bool timed) { capture_ = {true, timed, first}; }
+    void end_capture() { capture_.active = false; }
 
     // After step s's last work on `stream` (the rank's last): its end event, if it records one,
     // which the io stream waits on before copying y out.
