@@ -46,7 +46,7 @@ struct PassResult {
     // first timed step's B, a tensor's time through every stage (NaN elsewhere, or in a graph).
     double fill_ms = std::numeric_limits<double>::quiet_NaN();
     int graphs_captured = 0;       // graphs = true: CUDA graphs captured after the cold step
-    double capture_ms = 0;         // ... and the host time capturing and instantiating them took
+    double capture_ms = 0;         // ... and the host time capturing and instantiating them
     std::int64_t graph_steps = 0;  // steps run as graph launches
     // The timing used (auto resolved), K when sampled, what auto judged from (the slowest rank's
     // warm-up step; NaN otherwise), and the timed steps with phase times.
@@ -151,12 +151,10 @@ class Pipeline {
     // `calibrate`: measure the ceilings where the timed steps start (outside the timings).
     virtual PassResult run(bool overlap, RowSink* sink, const StepCallback& on_step,
                            std::int64_t first_step = 0, bool calibrate = false) = 0;
-    // From the next pass on, tensors of `elements` values, in the buffers made for the largest
-    // size (a run of several sizes). Between passes.
+    // Between passes: tensors of `elements` values from the next on, in the largest's buffers.
     virtual void resize(std::uint64_t elements) = 0;
-    // The last calibrating pass's ceilings as a pass: send and recv the bare transfer, a and b a
-    // device copy on the producer and the consumer, c C alone (no steps where none was measured,
-    // as under launch = "device").
+    // The last calibrating pass's ceilings as a pass (no steps where none was measured): send and
+    // recv the bare transfer, a and b a device copy on each side, c C alone.
     virtual const PassResult& ceilings() const = 0;
 };
 

@@ -85,11 +85,6 @@ void StepSchedule::forward(std::int64_t s) {
     transport_.publish(k, out);
 }
 
-void* StepSchedule::y_of(std::int64_t s) const {
-    const std::size_t k = slot_of(s);
-    return forwards_ ? forwarded_[k] : frame_.y(s);
-}
-
 // Step s's receive into slot k, as its recv phase.
 const void* StepSchedule::receive(std::int64_t s, std::size_t k, Stream& stream) {
     PhaseScope recv(timer_, Phase::recv, s, stream);

@@ -39,7 +39,7 @@ class StepSchedule {
     // next step).
     void read_counts(std::int64_t s, PassResult& result);
     // Where step s's y lies: the frame's y slot, or a middle stage's outgoing slot.
-    void* y_of(std::int64_t s) const;
+    void* y_of(std::int64_t s) const { return forwards_ ? forwarded_[slot_of(s)] : frame_.y(s); }
     // The phases' ceilings, each measured alone (ceilings.cpp), every stream idle before and
     // after; the ranks meet at each.
     PassResult measure_ceilings();
@@ -48,8 +48,6 @@ class StepSchedule {
     void start_fill(std::int64_t s);
     void read_fill(PassResult& result);
     void synchronize_all();  // until every stream of this rank is idle
-    bool producer() const { return producer_; }
-    bool consumer() const { return consumer_; }
 
   private:
     template <typename T>
@@ -76,12 +74,10 @@ class StepSchedule {
     std::size_t depth_, ring_;
     PassPlan plan_;
     Buffer c_, counts_;
-    // Per tensor slot: the receive is in (comm to compute stream), and the io stream has copied y
-    // out (with whether such a copy is pending).
+    // Per tensor slot: the receive is in (comm to compute stream), the io stream has copied y out.
     std::vector<std::unique_ptr<Event>> arrived_, y_free_;
     std::vector<bool> y_pending_;
-    // A middle stage: per tensor slot, where B last wrote (the outgoing slot acquire gave) and
-    // B's end, which the send waits for.
+    // A middle stage, per tensor slot: where B last wrote (the outgoing slot) and B's end.
     std::vector<void*> forwarded_;
     std::vector<std::unique_ptr<Event>> b_done_;
     std::array<std::unique_ptr<Event>, 4> ceiling_events_;  // two start/end pairs

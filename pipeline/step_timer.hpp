@@ -30,10 +30,9 @@ class StepTimer {
   public:
     StepTimer(Device& device, const PipelineSpec& spec, Role role, std::size_t ring);
 
-    // A new pass: its timing mode from the spec (auto times every phase until decide_timing).
+    // A new pass: its timing mode from the spec; auto times every phase until decide_timing, at
+    // the first timed step (collective over `comm`), samples if the slowest warm-up was short.
     void begin_pass(const PassPlan& plan);
-    // timing = auto, at the first timed step (every stream idle): sampled when the slowest
-    // rank's warm-up steps were short. Collective over `comm`.
     void decide_timing(double warm_ms, MPI_Comm comm, PassResult& result);
     Timing timing() const { return timing_; }
     std::int64_t timing_every() const { return timing_ == Timing::sampled ? every_ : 0; }
@@ -59,17 +58,15 @@ class StepTimer {
     void stop_after(std::int64_t last, Stream& stream);
     // Reads step s's times, when s ends a group (blocking until it has run): the steps retired.
     RetiredSteps retire(std::int64_t s, PassResult& result);
-    // Before the steps s .. s + n - 1 are queued, every step up to this one must be retired: then
-    // the ring slots they record into hold no step still to be read, nor the end event a group
-    // still to be read is read against.
+    // Before the steps s .. s + n - 1 are queued, every step up to this one is retired, so the
+    // ring slots they record into hold no step, nor group's previous end, still to be read.
     std::int64_t last_to_retire_before(std::int64_t s, std::int64_t n) const {
         return s + n - 1 - static_cast<std::int64_t>(marks_.size()) + retire_group_steps(spec_);
     }
 
   private:
     friend class PhaseScope;
-    // Per ring slot: a start and an end event per timed phase of this rank's roles, and the end.
-    struct Marks {
+    struct Marks {  // per ring slot: each timed phase's start and end events, and the step's end
         std::array<std::unique_ptr<Event>, 2 * kPhaseCount> phase;
         std::unique_ptr<Event> end;
         bool phases = false;  // the step in this slot records its phase events
@@ -84,7 +81,6 @@ class StepTimer {
     bool needs_own_end(std::int64_t s, bool unit) const;
     bool ends_group(std::int64_t s, bool unit) const;
     void mark_ends(std::int64_t s, std::int64_t n, bool each, bool last);
-    // Where a PhaseScope records: the phase's start or end event of step s, or null.
     Event* phase_event(Phase phase, std::int64_t s, bool end);
     bool ranges() const { return !capture_.active; }
 
