@@ -88,8 +88,6 @@ std::uint32_t sm_count() {
     return static_cast<std::uint32_t>(sms);
 }
 
-// The fewer of the two kernels' per-SM occupancy, for both types: a producer's and a consumer's
-// blocks then fit when their sum is at most this times the SMs.
 std::uint64_t handoff_capacity() {
     const int least = std::min({blocks_per_sm(role_kernel<ProducerArgs<float>>),
                                 blocks_per_sm(role_kernel<ProducerArgs<double>>),

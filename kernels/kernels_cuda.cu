@@ -19,8 +19,6 @@ int grid_for(std::size_t work) {
     return static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(blocks, cap)));
 }
 
-// Each kernel reads its step once, on the device (StepArg: an eager launch's value, or the word a
-// captured graph copies the step into before its kernels run).
 template <typename T>
 __global__ void a_kernel(Span<T> x, StepArg step_arg, std::uint32_t seed, TensorForm form) {
     fill_a(x, step_arg.read(), seed, form, grid_thread(), grid_threads());

@@ -26,8 +26,8 @@ template <class Args>
 void run_role(const Args& args, cudaStream_t stream);
 // This process's GPU's SMs.
 std::uint32_t sm_count();
-// The most blocks of the role kernels that are resident at once (the fewer per SM of the two
-// kernels, times the SMs).
+// The most blocks of the role kernels resident at once (the fewest per SM of the four, times the
+// SMs): a producer's and a consumer's blocks fit when their sum is at most this.
 std::uint64_t handoff_capacity();
 
 // Loads each of `kernels` (a __global__ function's address) into this process's context now

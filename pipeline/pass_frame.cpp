@@ -7,15 +7,6 @@
 #include "runtime/error.hpp"
 
 namespace gpurelay {
-namespace {
-
-std::string rank_label(MPI_Comm comm, Role role) {
-    int rank = 0;
-    MPI_CHECK(MPI_Comm_rank(comm, &rank));
-    return "rank " + std::to_string(rank) + " " + std::string(to_string(role));
-}
-
-}  // namespace
 
 PassFrame::PassFrame(const PipelineSpec& spec, Device& device, Transport& transport, Role role,
                      MPI_Comm comm)
@@ -27,8 +18,10 @@ PassFrame::PassFrame(const PipelineSpec& spec, Device& device, Transport& transp
       producer_(role != Role::consumer),
       consumer_(role != Role::producer),
       gpu_bus_id_(device.info().pci_bus_id),
-      capacity_(spec.tensor_bytes()),
-      rank_label_(rank_label(comm, role)) {
+      capacity_(spec.tensor_bytes()) {
+    int rank = 0;
+    MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    rank_label_ = "rank " + std::to_string(rank) + " " + std::string(to_string(role));
     if (!consumer_ || role == Role::relay) return;
     auto stream = device.make_stream(false, label("y poisoning"));
     for (std::int64_t k = 0; k < spec.depth; ++k) {

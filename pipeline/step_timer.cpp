@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <numeric>
 #include <ranges>
 #include <string>
@@ -24,11 +23,8 @@
 namespace gpurelay {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// On a host stream, by the stream's thread in queue order; on a CUDA stream, now on this thread,
-// around the calls that queue the phase (Nsight Systems projects them onto the GPU work they
-// launch).
+// On a host stream by its thread in queue order; on a CUDA stream now, around the calls that
+// queue the phase (Nsight Systems projects them onto the GPU work they launch).
 template <class Mark>
 void in_stream_order(Device& device, Stream& stream, Mark mark) {
     if (stream.backend() == Backend::host) return device.enqueue_host(mark, stream);
@@ -138,7 +134,7 @@ void StepTimer::begin_pass(const PassPlan& plan) {
 void StepTimer::decide_timing(double warm_ms, MPI_Comm comm, PassResult& result) {
     const Deadline bound("the reduction that decides the timing mode");
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &warm_ms, 1, MPI_DOUBLE, MPI_MAX, comm));
-    result.timing_judged_ms = std::isinf(warm_ms) ? kNaN : warm_ms;
+    result.timing_judged_ms = std::isinf(warm_ms) ? StepTimes::kNone : warm_ms;
     timing_ = warm_ms < kTimingAutoBelowMs ? Timing::sampled : Timing::phases;
     if (timing_ == Timing::sampled) every_ = kTimingAutoEvery;
 }
