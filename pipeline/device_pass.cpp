@@ -10,6 +10,7 @@
 //   host             launch ─ feed C, copy y, vote on a stop ─ wait for the end ◄──┘
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "config/transport_choice.hpp"
 #include "kernels/handoff.hpp"
@@ -84,7 +85,6 @@ class DeviceRoles final : public PassFrame {
     Progress look(const Pass& pass) const;
     void feed_c(Pass& pass, std::int64_t done);
     void queue_c(std::int64_t s);
-    void retire_c(Pass& pass, std::int64_t s);
     void copy_rows(Pass& pass, std::int64_t done);
     void end_streams();
     void read_stamps(Pass& pass);
@@ -249,11 +249,17 @@ DeviceRoles::Progress DeviceRoles::look(const Pass& pass) const {
     return p;
 }
 
-// C of the steps whose B is done retired, and C queued up to kDeviceCWindow steps ahead of
-// them, each behind its gate.
+// C of the steps whose B is done retired (its time, and its check once that has run), and C
+// queued up to kDeviceCWindow steps ahead of them, each behind its gate.
 void DeviceRoles::feed_c(Pass& pass, std::int64_t done) {
     if (spec_.c_elements == 0) return;
-    for (; pass.c_retired < done; ++pass.c_retired) retire_c(pass, pass.c_retired);
+    for (; pass.c_retired < done; ++pass.c_retired) {
+        const auto r = static_cast<std::size_t>(pass.c_retired % kDeviceCWindow);
+        c_checked_[r]->synchronize();
+        const auto i = static_cast<std::size_t>(pass.c_retired - pass.result.first_step);
+        pass.c_ms[i] = c_end_[r]->elapsed_ms_since(*c_start_[r]);
+        pass.c_mismatches[i] = std::exchange(c_counts_.as<Counter>()[r], 0);
+    }
     for (; pass.c_queued < spec_.steps && pass.c_queued < pass.c_retired + kDeviceCWindow;
          ++pass.c_queued) {
         queue_c(pass.c_queued);
@@ -273,17 +279,6 @@ void DeviceRoles::queue_c(std::int64_t s) {
     launch_verify_c(Span<const std::uint32_t>(z), static_cast<std::uint64_t>(s), spec_.seed,
                     iterations, c_counts_.as<Counter>().data() + r, *compute_);
     c_checked_[r]->record(*compute_);
-}
-
-// C of step s: its time, and its check once that has run.
-void DeviceRoles::retire_c(Pass& pass, std::int64_t s) {
-    const auto r = static_cast<std::size_t>(s % kDeviceCWindow);
-    c_checked_[r]->synchronize();
-    const auto i = static_cast<std::size_t>(s - pass.result.first_step);
-    pass.c_ms[i] = c_end_[r]->elapsed_ms_since(*c_start_[r]);
-    Counter& count = c_counts_.as<Counter>()[r];
-    pass.c_mismatches[i] = count;
-    count = 0;
 }
 
 // The written steps the consumer has done, copied out; y_copied lets it write the slot again.
