@@ -117,7 +117,7 @@ PassResult DeviceRoles::run_pass(bool overlap, RowSink* sink, const StepCallback
     if (profiled) profiler_stop(device_.backend());
     pass.result.clocks_end = sample_gpu_clocks(gpu_bus_id_);
     read_stamps(pass);
-    return close_pass<T>(pass, pass.end, consumer_ ? y(pass.end - 1) : nullptr, io_.get());
+    return close_pass(pass, pass.end, consumer_ ? y(pass.end - 1) : nullptr, io_.get());
 }
 
 DeviceRoles::Pass DeviceRoles::begin(bool overlap, RowSink* sink, std::int64_t first_step) {

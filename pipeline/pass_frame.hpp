@@ -59,7 +59,6 @@ class PassFrame : public Pipeline {
     // A pass's end after step end - 1, with every stream of the driver idle: the ranks met, the
     // writer drained, and the host's own check of the last y (`last_y`, copied on `stream`; both
     // null on a rank that consumes nothing).
-    template <typename T>
     PassResult close_pass(FramedPass& pass, std::int64_t end, const void* last_y,
                           Stream* stream) const;
 

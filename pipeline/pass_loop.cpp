@@ -124,7 +124,7 @@ PassResult HostLoop::run_pass(bool overlap, RowSink* sink, const StepCallback& o
     schedule_.read_fill(result);
     // The ranks meet, the writer drains, and a consumer checks the last y on its compute stream.
     Stream* compute = schedule_.plan().compute;
-    return close_pass<T>(pass, s, compute ? schedule_.y_of(s - 1) : nullptr, compute);
+    return close_pass(pass, s, compute ? schedule_.y_of(s - 1) : nullptr, compute);
 }
 
 HostLoop::Pass HostLoop::begin(bool overlap, RowSink* sink, std::int64_t first_step) {
