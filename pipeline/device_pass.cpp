@@ -53,11 +53,7 @@ class DeviceRoles final : public PassFrame {
     // `on_step` is asked once this rank's last role has done a step, so a stop reaches the roles
     // a few steps later. No ceilings: they are the host-launched phases'.
     PassResult run(bool overlap, RowSink* sink, const StepCallback& on_step,
-                   std::int64_t first_step, bool) override {
-        return with_dtype(spec_.dtype, [&]<typename T>() {
-            return run_pass<T>(overlap, sink, on_step, first_step);
-        });
-    }
+                   std::int64_t first_step, bool) override;
 
   private:
     struct Pass : FramedPass {
@@ -74,9 +70,6 @@ class DeviceRoles final : public PassFrame {
         bool ended = false;     // every role of this rank has ended
         std::int64_t end_step = 0;
     };
-    template <typename T>
-    PassResult run_pass(bool overlap, RowSink* sink, const StepCallback& on_step,
-                        std::int64_t first_step);
     Pass begin(bool overlap, RowSink* sink, std::int64_t first_step);
     RoleArgs role_args(const Pass& pass, bool consumer) const;
     template <typename T>
@@ -101,9 +94,8 @@ class DeviceRoles final : public PassFrame {
 
 // One pass: the words reset and the ranks met, the roles launched (every step is stamped on the
 // device's clock from there), watched until they end, their stamps read back.
-template <typename T>
-PassResult DeviceRoles::run_pass(bool overlap, RowSink* sink, const StepCallback& on_step,
-                                 std::int64_t first_step) {
+PassResult DeviceRoles::run(bool overlap, RowSink* sink, const StepCallback& on_step,
+                            std::int64_t first_step, bool) {
     const NvtxRange pass_range(overlap ? "pass overlap=on" : "pass overlap=off", kPassColour);
     Pass pass = begin(overlap, sink, first_step);
     meet("the barrier at a pass's start");
@@ -111,7 +103,7 @@ PassResult DeviceRoles::run_pass(bool overlap, RowSink* sink, const StepCallback
     // The profiler's range, if any, holds the whole pass: its steps are one launch.
     const bool profiled = spec_.profile_first >= 0;
     if (profiled) profiler_start(device_.backend());
-    launch_roles<T>(pass);
+    with_dtype(spec_.dtype, [&]<typename T>() { launch_roles<T>(pass); });
     watch(pass, on_step);
     end_streams();
     if (profiled) profiler_stop(device_.backend());

@@ -14,7 +14,6 @@
 namespace gpurelay {
 namespace {
 
-// Whether `step` is one of the n steps from s.
 bool in_unit(std::int64_t step, std::int64_t s, std::int64_t n) {
     return s <= step && step < s + n;
 }
@@ -196,9 +195,8 @@ void HostLoop::queue_unit(Pass& pass, std::int64_t s, bool unit, double queued_a
     }
 }
 
-// The ranks' answer after each step of the unit from s (alike on every rank): whether the pass
-// ends after the unit. Every step of a graph has run when it stops, so a stop ends the pass after
-// it; a stop inside a retire group ends the group there.
+// Whether the ranks' answers after the unit's steps (alike on every rank) end the pass after it
+// (every step of a graph has run when it stops); a stop inside a retire group ends the group.
 bool HostLoop::stops_after(Pass& pass, const StepCallback& on_step, std::int64_t s, bool unit) {
     const std::int64_t n = pass.plan->unit_steps(s);
     AfterStep after = AfterStep::go;

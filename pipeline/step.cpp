@@ -85,7 +85,6 @@ void StepSchedule::forward(std::int64_t s) {
     transport_.publish(k, out);
 }
 
-// Step s's receive into slot k, as its recv phase.
 const void* StepSchedule::receive(std::int64_t s, std::size_t k, Stream& stream) {
     PhaseScope recv(timer_, Phase::recv, s, stream);
     return transport_.await(k, stream);

@@ -78,8 +78,7 @@ std::int64_t retire_group_steps(const PipelineSpec& spec) {
     return (kRetireGroupSteps + g - 1) / g * g;
 }
 
-// The fewest slots that meet every clause: the largest lower bound, rounded up to a multiple of
-// every divisor.
+// The fewest slots that meet every clause: the largest bound, rounded up to every multiple.
 std::size_t timing_ring_size(const PipelineSpec& spec) {
     std::size_t least = 1, multiple = 1;
     for (const RingClause& clause : ring_rule(spec)) {
@@ -256,9 +255,8 @@ RetiredSteps StepTimer::retire(std::int64_t s, PassResult& result) {
             Event* start = phase_event(phase.phase, s, false);
             if (start == nullptr) continue;
             Event& end = *phase_event(phase.phase, s, true);
-            // The step's end is on the consumer's last stream, which the producer's send of a
-            // rank sending to itself may end after (an MPI send completes once the receiver has
-            // the data, not before).
+            // The step's end is on the consumer's stream, which a rank's send to itself may end
+            // after (an MPI send completes once the receiver has the data, not before).
             if (phase.phase == Phase::send && both_) end.synchronize();
             t.*phase.member = end.elapsed_ms_since(*start);
         }
