@@ -35,7 +35,6 @@ std::size_t GraphSet::index(std::int64_t first, bool timed) const {
     return static_cast<std::size_t>(first) % ring_ / g * 2 + (timed ? 1 : 0);
 }
 
-template <typename T>
 void GraphSet::capture(StepSchedule& schedule, StepTimer& timer, Transport& transport,
                        PassResult& result) {
     const NvtxRange range("capture step graphs", info(Phase::graph).colour);
@@ -52,7 +51,9 @@ void GraphSet::capture(StepSchedule& schedule, StepTimer& timer, Transport& tran
             auto capture = device_.begin_capture(*plan.graph_streams.front(), joined);
             schedule.set_capturing(true);
             timer.begin_capture(first, timed);
-            for (std::int64_t s = first; s < first + g; ++s) schedule.step<T>(s, step_arg(s));
+            with_dtype(spec_.dtype, [&]<typename T>() {
+                for (std::int64_t s = first; s < first + g; ++s) schedule.step<T>(s, step_arg(s));
+            });
             if (first + g == static_cast<std::int64_t>(ring_)) {
                 // The next cycle's first step, after every kernel of this one on the last stream.
                 device_.copy_async(device_word_.data(), host_word(true), sizeof(std::uint64_t),
@@ -95,8 +96,5 @@ void GraphSet::launch(std::int64_t s, bool entering, StepSchedule& schedule, Ste
     result.graph_steps += g;
     for (std::int64_t j = s; j < s + g; ++j) schedule.write_step(j, next_row);
 }
-
-template void GraphSet::capture<float>(StepSchedule&, StepTimer&, Transport&, PassResult&);
-template void GraphSet::capture<double>(StepSchedule&, StepTimer&, Transport&, PassResult&);
 
 }  // namespace gpurelay

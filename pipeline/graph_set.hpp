@@ -16,7 +16,6 @@ class GraphSet {
     GraphSet(const PipelineSpec& spec, Device& device, std::size_t ring);
 
     // Captures every graph the pass can launch, every stream idle.
-    template <typename T>
     void capture(StepSchedule& schedule, StepTimer& timer, Transport& transport,
                  PassResult& result);
     // Steps s .. s + G - 1 as one launch of their graph, then their writes (eager, on the io

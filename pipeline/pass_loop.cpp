@@ -31,11 +31,7 @@ class HostLoop final : public PassFrame {
           graphs_(spec_, device_, ring_) {}
 
     PassResult run(bool overlap, RowSink* sink, const StepCallback& on_step,
-                   std::int64_t first_step, bool calibrate) override {
-        return with_dtype(spec_.dtype, [&]<typename T>() {
-            return run_pass<T>(overlap, sink, on_step, first_step, calibrate);
-        });
-    }
+                   std::int64_t first_step, bool calibrate) override;
 
   private:
     struct Pass : FramedPass {
@@ -44,13 +40,9 @@ class HostLoop final : public PassFrame {
         bool in_graphs = false;    // whether the last steps queued were a graph
         double timed_start = 0, warm_start = 0;
     };
-    template <typename T>
-    PassResult run_pass(bool overlap, RowSink* sink, const StepCallback& on_step,
-                        std::int64_t first_step, bool calibrate);
     Pass begin(bool overlap, RowSink* sink, std::int64_t first_step);
     void make_room(Pass& pass, std::int64_t s, bool unit);
     void decide_timing(Pass& pass);
-    template <typename T>
     void queue_unit(Pass& pass, std::int64_t s, bool unit, double queued_at);
     bool stops_after(Pass& pass, const StepCallback& on_step, std::int64_t s, bool unit);
     void retire_through(Pass& pass, std::int64_t last);
@@ -63,9 +55,8 @@ class HostLoop final : public PassFrame {
 
 // One pass: the warm-up (the cold step first), where the clock starts, the timed steps, and where
 // it stops. A unit is one eager step, or G steps launched as one graph.
-template <typename T>
-PassResult HostLoop::run_pass(bool overlap, RowSink* sink, const StepCallback& on_step,
-                              std::int64_t first_step, bool calibrate) {
+PassResult HostLoop::run(bool overlap, RowSink* sink, const StepCallback& on_step,
+                         std::int64_t first_step, bool calibrate) {
     // The whole pass on the main thread's row, so passes of a compare run are easy to tell apart.
     const NvtxRange pass_range(overlap ? "pass overlap=on" : "pass overlap=off", kPassColour);
     Pass pass = begin(overlap, sink, first_step);
@@ -93,7 +84,7 @@ PassResult HostLoop::run_pass(bool overlap, RowSink* sink, const StepCallback& o
         const std::int64_t n = pass.plan->unit_steps(s);
         if (in_unit(spec_.profile_first, s, n)) profiler_start(device_.backend());
         const double queued_at = now_ms();
-        queue_unit<T>(pass, s, unit, queued_at);
+        queue_unit(pass, s, unit, queued_at);
         if (in_unit(spec_.profile_last, s, n)) {
             schedule_.synchronize_all();  // the capture ends once the last profiled step has run
             profiler_stop(device_.backend());
@@ -103,7 +94,7 @@ PassResult HostLoop::run_pass(bool overlap, RowSink* sink, const StepCallback& o
             schedule_.synchronize_all();
             result.cold_step_ms = now_ms() - queued_at;
             // The graphs, captured with the connections made and before the timed steps start.
-            if (spec_.graphs) graphs_.capture<T>(schedule_, timer_, transport_, result);
+            if (spec_.graphs) graphs_.capture(schedule_, timer_, transport_, result);
             pass.warm_start = now_ms();
         }
         const bool stop = stops_after(pass, on_step, s, unit);
@@ -174,7 +165,6 @@ void HostLoop::decide_timing(Pass& pass) {
 }
 
 // Queues the unit of steps from s (`queued_at`: when its queueing started).
-template <typename T>
 void HostLoop::queue_unit(Pass& pass, std::int64_t s, bool unit, double queued_at) {
     PassResult& result = pass.result;
     const PassPlan& plan = *pass.plan;
@@ -182,7 +172,8 @@ void HostLoop::queue_unit(Pass& pass, std::int64_t s, bool unit, double queued_a
         graphs_.launch(s, !pass.in_graphs, schedule_, timer_, pass.next_row, result);
     } else {
         timer_.begin_step(s);
-        schedule_.step<T>(s, static_cast<std::uint64_t>(s));
+        with_dtype(spec_.dtype,
+                   [&]<typename T>() { schedule_.step<T>(s, static_cast<std::uint64_t>(s)); });
         schedule_.write_step(s, pass.next_row);
     }
     pass.in_graphs = unit;
