@@ -1,8 +1,7 @@
-// The device-driven hand-off's persistent kernels: one per role, running the role steps of
-// handoff_protocol.hpp with a GPU's team and work. Each block's first thread waits and counts
-// while the block's other threads sit at a barrier (no issue slots taken from C), and every word
-// a peer process writes or reads is ordered at system scope (runtime/slot_flags.hpp): the peer
-// may be another process on this GPU (MPS) or another GPU.
+// The roles' persistent kernels, running handoff_protocol.hpp's steps with a GPU's team and work.
+// Each block's first thread waits and counts while its other threads sit at a barrier (no issue
+// slots taken from C); every word a peer process writes or reads is ordered at system scope
+// (runtime/slot_flags.hpp): the peer may be another process on this GPU (MPS) or another GPU.
 #include <algorithm>
 #include <mutex>
 
@@ -64,10 +63,9 @@ int blocks_per_sm(Kernel kernel) {
 }
 
 // CUDA loads a kernel at its first launch (lazy loading, the default since CUDA 12.2), and a load
-// may wait for the kernels already running in the context to finish. A persistent role runs
-// until its peer's kernel (or C, which a consumer waits for) has run: launched first, it would
-// hold that load, and the peer, for ever. So every kernel a pass runs beside a role is loaded
-// before the first role is queued.
+// may wait for the kernels running in the context to finish. A persistent role runs until its
+// peer's kernel (or C, which a consumer waits for) has run, so launched first it would hold that
+// load, and the peer, for ever: every kernel a pass runs beside a role is loaded before.
 void load_pass_kernels() {
     static std::once_flag loaded;
     std::call_once(loaded, [] {

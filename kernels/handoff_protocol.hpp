@@ -78,9 +78,8 @@ GPURELAY_HD Verdict agree_step(Hands& h, const RoleArgs& r, std::int64_t s, Deci
 }
 
 // Every block's share of step s is done: true on every thread once the first block has counted
-// the others' (each added after its block synced, so their writes are visible to whoever sees
-// the first block's release). If the count never comes, the others' next `go` says the role
-// failed.
+// the others' (each added after its block synced, so their writes are visible to whoever sees the
+// first block's release). If the count never comes, the others' next `go` says the role failed.
 template <class Hands>
 GPURELAY_HD bool gather_step(Hands& h, const RoleArgs& r, std::int64_t s) {
     h.sync_block();
@@ -189,10 +188,9 @@ GPURELAY_HD Verdict role_step(Hands& h, const ConsumerArgs<T>& c, SlotFlags& fla
     return kGo;
 }
 
-// A role's whole pass (ProducerArgs or ConsumerArgs): its step for each step until one does not
-// go. The first block's leader works on `flags`, its own copy of the side's flags (a driver puts
-// it where its leader is quick to reach), stores their counts back home and then says where the
-// role ended.
+// A role's whole pass (ProducerArgs or ConsumerArgs), step by step until one does not go. The
+// first block's leader works on `flags`, its own copy of the side's flags (a driver puts it where
+// its leader is quick to reach), stores their counts back home and says where the role ended.
 template <class Hands, class Args>
 GPURELAY_HD void run_role(Hands& h, const Args& args, SlotFlags& flags) {
     const RoleArgs& r = args.role;

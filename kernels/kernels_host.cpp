@@ -22,7 +22,7 @@ struct HostHands {
     std::uint32_t block() const { return index; }
     void sync_block() const {}
     std::uint32_t broadcast_from_leader(std::uint32_t value) const { return value; }
-    // Block b's share of n values: a contiguous range, as even as it gets.
+    // This block's share of n values: a contiguous range, as even as it gets.
     Share share(std::size_t n) const { return {n * index / blocks, n * (index + 1) / blocks}; }
     template <typename T>
     void run_a(Span<T> x, std::uint64_t step, std::uint32_t seed, TensorForm form) const {
