@@ -121,10 +121,9 @@ std::uint32_t handoff_blocks(Backend backend, std::uint64_t elements, std::size_
 void check_handoff_fits(Backend backend, std::uint32_t producer_blocks,
                         std::uint32_t consumer_blocks);
 
-// Queues the role's whole pass on `stream`; the role writes its status as it goes.
-template <typename T>
-void launch_producer_role(const ProducerArgs<T>& args, Stream& stream);
-template <typename T>
-void launch_consumer_role(const ConsumerArgs<T>& args, Stream& stream);
+// Queues a role's whole pass (ProducerArgs or ConsumerArgs) on `stream`; the role writes its
+// status as it goes.
+template <class Args>
+void launch_role(const Args& args, Stream& stream);
 
 }  // namespace gpurelay

@@ -64,14 +64,8 @@ void launch_verify_c(Span<const std::uint32_t> z, StepArg step, std::uint32_t se
     ON_CUDA(cuda::run_verify_c(z, step, seed, iterations, z_mismatches, cuda_handle(stream)));
 }
 
-template <typename T>
-void launch_producer_role(const ProducerArgs<T>& args, Stream& stream) {
-    if (on_host(stream)) return as_host(stream).enqueue([args] { host::run_role(args); });
-    ON_CUDA(cuda::run_role(args, cuda_handle(stream)));
-}
-
-template <typename T>
-void launch_consumer_role(const ConsumerArgs<T>& args, Stream& stream) {
+template <class Args>
+void launch_role(const Args& args, Stream& stream) {
     if (on_host(stream)) return as_host(stream).enqueue([args] { host::run_role(args); });
     ON_CUDA(cuda::run_role(args, cuda_handle(stream)));
 }
@@ -124,10 +118,10 @@ template void launch_b<float>(Span<const float>, Span<float>, float, StepArg, st
                               Counter*, Stream&, TensorForm);
 template void launch_b<double>(Span<const double>, Span<double>, double, StepArg, std::uint32_t,
                                Counter*, Stream&, TensorForm);
-template void launch_producer_role<float>(const ProducerArgs<float>&, Stream&);
-template void launch_producer_role<double>(const ProducerArgs<double>&, Stream&);
-template void launch_consumer_role<float>(const ConsumerArgs<float>&, Stream&);
-template void launch_consumer_role<double>(const ConsumerArgs<double>&, Stream&);
+template void launch_role(const ProducerArgs<float>&, Stream&);
+template void launch_role(const ProducerArgs<double>&, Stream&);
+template void launch_role(const ConsumerArgs<float>&, Stream&);
+template void launch_role(const ConsumerArgs<double>&, Stream&);
 template std::uint64_t spot_check_y<float>(Span<const float>, float, std::uint64_t, std::uint32_t,
                                            std::uint64_t, TensorForm);
 template std::uint64_t spot_check_y<double>(Span<const double>, double, std::uint64_t,

@@ -170,7 +170,7 @@ void DeviceRoles::launch_roles(Pass& pass) {
         c.y_copied = &words()->y_copied;
         c.written = static_cast<const std::uint8_t*>(written_.data());
         c.stamps = static_cast<ConsumerStamps*>(consumer_stamps_.data());
-        launch_consumer_role(c, *consumer_role_);
+        launch_role(c, *consumer_role_);
     }
     if (producer_) {
         ProducerArgs<T> p;
@@ -178,7 +178,7 @@ void DeviceRoles::launch_roles(Pass& pass) {
         p.form = spec_.a_form;
         p.stop = &words()->stop;
         p.stamps = static_cast<ProducerStamps*>(producer_stamps_.data());
-        launch_producer_role(p, *producer_role_);
+        launch_role(p, *producer_role_);
     }
 }
 
