@@ -30,10 +30,9 @@ std::uint32_t sm_count();
 // SMs): a producer's and a consumer's blocks fit when their sum is at most this.
 std::uint64_t handoff_capacity();
 
-// Loads each of `kernels` (a __global__ function's address) into this process's context now
-// rather than at its first launch (handoff_cuda.cu says why a persistent kernel needs it).
+// Loads each of `kernels` (a __global__ function's address), or A, B, C and C's check, into this
+// process's context now rather than at its first launch (handoff_cuda.cu says why).
 void load_kernels(std::initializer_list<const void*> kernels);
-// The same for A, B, C and C's check.
 void load_step_kernels();
 
 }  // namespace gpurelay::cuda

@@ -1,7 +1,6 @@
-// The ceilings, measured before the timed steps, each alone on the rank's streams: the transport
-// moving the same bytes through the same slots and streams (no A, B or C), a device copy of the
-// tensor on each side (A's and B's), C alone. They fill a PassResult as the phases they stand for
-// (send and recv, a, b, c), so the report reduces them as it reduces a pass.
+// The ceilings, each measured alone on the rank's streams before the timed steps: the bare transfer
+// (no A, B or C), a device copy of the tensor on each side (A's and B's), C alone, filling a
+// PassResult as the phases they stand for, so the report reduces them as it reduces a pass.
 #include "pipeline/step.hpp"
 
 namespace gpurelay {

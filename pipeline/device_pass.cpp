@@ -45,8 +45,7 @@ double ms_between(std::uint64_t from, std::uint64_t to) {
 
 class DeviceRoles final : public PassFrame {
   public:
-    // Allocates the pass's buffers, streams and words for the spec's (largest) size, and checks
-    // that both roles' blocks fit on the GPU together (a usage error otherwise).
+    // Allocates for the spec's (largest) size; a usage error if both roles' blocks cannot fit.
     DeviceRoles(const PipelineSpec& spec, Device& device, Transport& transport, Role role,
                 MPI_Comm comm);
 

@@ -2,9 +2,8 @@
 // from one graph to the next: one capture per ring position (R / G of them) serves every launch
 // there, timed and untimed (step_timer.cpp). All are launched on one stream, each whole after the
 // one before, so a wait on a slot's reader in an earlier graph is implied, and the ordering events
-// inside are the graph's edges (the transport, told the streams are idle before each capture,
-// names only those). Crossing a graph's edge: the timing events (the host reads them, the io
-// stream waits on them) and y_free, waited on the launch stream before the launch.
+// inside are the graph's edges (the transport is told the streams are idle before each capture).
+// Crossing an edge: the timing events and y_free, waited on the launch stream before the launch.
 //
 // Cycle words: a kernel reads its step as a word in device memory (the first step of the cycle
 // of R) plus its offset (StepArg); only the graph at the cycle's last ring position copies the

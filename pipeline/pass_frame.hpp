@@ -23,8 +23,8 @@ struct FramedPass {
     PassResult result;
     RowSink* sink = nullptr;     // where y goes: a consumer's that writes, else null
     std::uint64_t next_row = 0;  // the row of /y that the next written step fills
-    // The sink's totals where the pass started: it lives across passes, so the pass's share of
-    // its waits and checks is the difference at the end.
+    // The sink's totals where the pass started (it lives across passes: the pass's share is the
+    // difference at the end).
     double sink_waited_ms = 0;
     std::uint64_t sink_checked = 0, sink_mismatches = 0;
 };

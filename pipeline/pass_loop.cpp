@@ -6,7 +6,6 @@
 #include "pipeline/graph_set.hpp"
 #include "pipeline/pass_frame.hpp"
 #include "pipeline/step.hpp"
-#include "runtime/error.hpp"
 #include "runtime/gpu_clocks.hpp"
 #include "runtime/nvtx.hpp"
 #include "runtime/profiler.hpp"

@@ -7,8 +7,6 @@
 
 #include <cstring>
 
-#include "runtime/error.hpp"
-
 namespace gpurelay {
 
 template <typename T>

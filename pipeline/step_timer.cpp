@@ -1,12 +1,10 @@
 // The step timer. Step s records into ring slot s mod R and is read back about R steps later, so
 // the host never waits on work it has just queued and its memory does not grow with the steps.
 //
-// Retire groups: at small sizes a step's end event and its read-back are a sizeable share of the
-// step, so the steps that neither time their phases nor are written share one end event per group
-// of up to C = retire_group_steps (with graphs, whole graphs), recorded by its last step, and each
-// gets the group's period over its steps. A group never spans the cold step, the timed region's
-// start, eager steps and graphs meeting, or the pass's end. A timed graph records every step's
-// end; an untimed one its group's end, after the launch, on its stream.
+// Retire groups: a small step's end event and read-back are a sizeable share of it, so steps that
+// neither time their phases nor are written share one end event per group of up to C =
+// retire_group_steps (with graphs, whole graphs), each getting the group's period over its steps
+// (ends_group says where a group must end). A timed graph records every step's end.
 #include "pipeline/step_timer.hpp"
 
 #include <algorithm>
