@@ -95,10 +95,9 @@ struct ConsumerArgs {
     TensorForm expected;
     T* y[kMaxSlots];  // y slot k (depth of them)
     bool overlap = true;
-    // C's words, with the compute stream (none when has_c is false): the consumer waits for
-    // c_done >= s + 1 before B of step s, and lets C of a step start by raising `gate` (C of step
-    // s waits for gate >= s + 1): after B of the step before, or with overlap off once the step's
-    // tensor has arrived.
+    // C's words (none without has_c): B of step s waits for c_done >= s + 1, and C of step s for
+    // gate >= s + 1, which the consumer raises after B of the step before, or with overlap off
+    // once the step's tensor has arrived.
     bool has_c = false;
     const std::uint32_t* c_done = nullptr;
     std::uint32_t* gate = nullptr;

@@ -24,8 +24,7 @@ void run_verify_c(Span<const std::uint32_t> z, StepArg step, std::uint32_t seed,
 // A role of launch = "device" (ProducerArgs or ConsumerArgs; handoff_cuda.cu).
 template <class Args>
 void run_role(const Args& args, cudaStream_t stream);
-// This process's GPU's SMs.
-std::uint32_t sm_count();
+std::uint32_t sm_count();  // this process's GPU's SMs
 // The most blocks of the role kernels resident at once (the fewest per SM of the four, times the
 // SMs): a producer's and a consumer's blocks fit when their sum is at most this.
 std::uint64_t handoff_capacity();

@@ -13,8 +13,8 @@ namespace {
 
 std::size_t end_of(Share share, std::size_t n) { return std::min(share.end, n); }
 
-// The team of one host thread, which is a whole block (handoff_protocol.hpp), and its work: its
-// share of A's and B's values, through the loops every host twin runs.
+// One host thread's team, a whole block (handoff_protocol.hpp), and its share of A's and B's
+// values.
 struct HostHands {
     std::uint32_t index = 0, blocks = 1;
 

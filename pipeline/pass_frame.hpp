@@ -29,10 +29,9 @@ struct FramedPass {
     std::uint64_t sink_checked = 0, sink_mismatches = 0;
 };
 
-// What frames a pass, whichever driver runs its steps: the spec as it is now (each size of a run
-// in turn, in the buffers made for the largest), this rank's sides, the ranks' meetings, the
-// consumer's ring of y slots, a pass's result from its blank start to its settled end, the
-// streams' names, and the ceilings.
+// What frames a pass, whichever driver runs it: the spec at its current size (in the buffers made
+// for the largest), the ranks' meetings, the consumer's y ring, a pass's result from its blank
+// start to its settled end, the streams' names, and the ceilings.
 class PassFrame : public Pipeline {
   public:
     void resize(std::uint64_t elements) override;
@@ -43,8 +42,7 @@ class PassFrame : public Pipeline {
     Role role() const { return role_; }
     // A stream's name: "rank 1 consumer: comm stream".
     std::string label(const char* what) const { return rank_label_ + ": " + what; }
-    // Step s's y slot (a consumer that keeps y: not a relay's middle stage, whose B writes its
-    // outgoing slot).
+    // Step s's y slot (none on a relay's middle stage, whose B writes its outgoing slot).
     void* y(std::int64_t s) const { return y_[static_cast<std::size_t>(s) % y_.size()].data(); }
     // Every rank of the run at a barrier, bounded by timeout_s like every wait of a pass.
     void meet(const char* barrier) const;

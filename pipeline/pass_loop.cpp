@@ -1,5 +1,6 @@
-// The host's pass loop (launch = "host"): the steps are queued one after another (or G at a time
-// as graphs) and retired about depth + 1 steps later (the ring rule, step_timer.cpp).
+// The host's pass loop (launch = "host"): the steps are queued on this rank's streams (step.cpp)
+// one after another (or G at a time as graphs), timed by the step timer's events and retired
+// about depth + 1 steps later (the ring rule, step_timer.cpp).
 #include <limits>
 
 #include "kernels/handoff.hpp"
@@ -17,8 +18,6 @@ bool in_unit(std::int64_t step, std::int64_t s, std::int64_t n) {
     return s <= step && step < s + n;
 }
 
-// The host's driver of a pass: it queues every step on this rank's streams (step.cpp) and times
-// them with the step timer's events.
 class HostLoop final : public PassFrame {
   public:
     HostLoop(const PipelineSpec& spec, Device& device, Transport& transport, Role role,

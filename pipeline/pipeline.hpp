@@ -106,8 +106,7 @@ class RowSink {
     virtual std::uint64_t mismatches() const = 0;
 };
 
-// What a pipeline allocates on a rank of `role` (the transport's slots and its own), worked out
-// once for the up-front resource check.
+// What a pipeline allocates on a rank (the transport's slots and its own), for the resource check.
 struct MemoryPlan {
     std::uint64_t slot_bytes = 0;  // one tensor
     std::uint64_t slots = 0;       // tensor slots: depth send (producer), 2 x depth recv and y

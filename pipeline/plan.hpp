@@ -64,9 +64,8 @@ struct PassPlan {
     std::int64_t timed_from = 0;  // its first timed step
     RowSink* sink = nullptr;      // where y goes (consumers that write; else null)
 
-    // The streams. `produce`: A and the send (producers). `receive`: the stream the consumer
-    // receives on, as `receive_at` places it. `last`: where a step ends (the compute stream on a
-    // consumer). Null where the rank plays no such side.
+    // The streams, null where the rank plays no such side: A and the send; the receive, as
+    // `receive_at` places it; C and B; where a step ends (the compute stream on a consumer).
     Stream* produce = nullptr;
     Stream* receive = nullptr;
     Stream* compute = nullptr;

@@ -1,6 +1,5 @@
-// What a pass keeps of its steps besides the histograms: the steps' own values that the file
-// keeps (step_record: a column per kept step), and the rank's slowest steps with their numbers
-// (to name slow steps on a profile's timeline). Both bounded, however many steps run.
+// What a pass keeps of its steps besides the histograms, bounded however many run: the columns the
+// file keeps (step_record), and the rank's slowest steps (to name them on a profile's timeline).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // The step timer: the events that time a step's phases and its end, in a ring of R sets read back
-// about R steps later, and the NVTX ranges. The schedule opens one PhaseScope per phase; what the
-// timing mode, retire groups and graph captures change is decided here, never in the schedule.
+// about R steps later, and the NVTX ranges; what the timing mode, retire groups and graph
+// captures change is decided here, the schedule only opening one PhaseScope per phase.
 #pragma once
 
 #include <array>
