@@ -22,17 +22,14 @@ GPURELAY_HD inline T a_value(std::uint64_t step, std::uint32_t i, std::uint32_t 
 }
 
 // What A writes and B checks x against, in one shape:
-//   x[i] = (scale * (a_bits(s, i, seed) >> shift) + offset) * 2^-24.
+//   x[i] = (scale * (a_bits(s, i, seed) >> shift) + offset) * 2^-24, then `hops` times alpha * x.
 // One rank's tensor (pairs, broadcast) is {0, 1, 0}: x = a_value above. An all-reduce gives group
-// rank r the share {kShareShift, 1, r} (the rank folded into A), and the sum of a group of n
-// shares is {kShareShift, n, n(n-1)/2}. Every share, and every sum of shares in any order, is an
-// integer below 2^24 times 2^-24 (kMaxAllreduceGroup bounds n), so the sums NCCL or MPI form are
-// exact in float32 and float64 and the check stays bit for bit.
-//
-// A relay's stage k receives what k - 1 stages before it made of A's output, each y = alpha * x
-// in the tensor's type: `hops` = k - 1 such products, rounded one at a time as the stages
-// rounded them, so the check stays bit for bit for any alpha (with alpha a power of two each
-// product is exact, and x = alpha^(k-1) times A's output).
+// rank r the share {kShareShift, 1, r}, and the sum of a group of n shares is
+// {kShareShift, n, n(n-1)/2}: every share, and every sum of shares in any order, is an integer
+// below 2^24 times 2^-24 (kMaxAllreduceGroup bounds n), so the sums NCCL or MPI form are exact in
+// float32 and float64 and the check stays bit for bit. A relay's stage k receives k - 1 = `hops`
+// products y = alpha * x, rounded one at a time in the tensor's type as the stages rounded them,
+// so its check stays bit for bit for any alpha.
 struct TensorForm {
     std::uint32_t shift = 0;
     std::uint32_t scale = 1;
@@ -63,13 +60,13 @@ constexpr TensorForm allreduce_sum(int group_size) {
     return {kShareShift, n, n * (n - 1) / 2, 0, 1.0};
 }
 
-// Element i of step s in `form` (a_value for the default form).
 // Kernel B: one rounding of one product, so every IEEE machine gives the same bits.
 template <typename T>
 GPURELAY_HD inline T b_value(T alpha, T x) {
     return alpha * x;
 }
 
+// Element i of step s in `form` (a_value for the default form).
 template <typename T>
 GPURELAY_HD inline T form_value(std::uint64_t step, std::uint32_t i, std::uint32_t seed,
                                 TensorForm form) {

@@ -1,9 +1,8 @@
 // A step the device drives itself (launch = "device"): one persistent worker per role runs every
 // step of a pass and hands each tensor over through the consumer's slots and their flags
 // (runtime/slot_flags.hpp's protocol, the ipc transport's with A in place), with no host in the
-// loop. On a GPU each role is a persistent kernel of a few blocks; on the CPU path a host stream's
-// thread (and a thread for each further block). Both drivers run the same role steps
-// (handoff_protocol.hpp); each call here queues a role's whole pass on `stream` and returns.
+// loop: on a GPU a persistent kernel of a few blocks, on the CPU path a host stream's thread (and
+// one for each further block), both running the role steps of handoff_protocol.hpp.
 #pragma once
 
 #include <cstddef>
@@ -96,10 +95,9 @@ struct ConsumerArgs {
     TensorForm expected;
     T* y[kMaxSlots];  // y slot k (depth of them)
     bool overlap = true;
-    // C's words, with the compute stream (none when has_c is false): the consumer waits for
-    // c_done >= s + 1 before B of step s, and lets C of a step start by raising `gate` (C of step
-    // s waits for gate >= s + 1): after B of the step before, or with overlap off once the step's
-    // tensor has arrived.
+    // C's words (none without has_c): B of step s waits for c_done >= s + 1, and C of step s for
+    // gate >= s + 1, which the consumer raises after B of the step before, or with overlap off
+    // once the step's tensor has arrived.
     bool has_c = false;
     const std::uint32_t* c_done = nullptr;
     std::uint32_t* gate = nullptr;
@@ -110,9 +108,9 @@ struct ConsumerArgs {
     ConsumerStamps* stamps = nullptr;       // [steps - first]
 };
 
-// The blocks of a role's kernel for tensors of `elements` values of `value_bytes` each: as many
-// as the tensor fills (kHandOffThreads threads, each a 16-byte vector), at most `cap`, which
-// 0 makes one per SM; on the CPU path (host threads) at most `cap`, which 0 makes 1.
+// The blocks of a role for tensors of `elements` values of `value_bytes` each: as many as the
+// tensor fills (kHandOffThreads threads, each a 16-byte vector), at most `cap` (0: one per SM, or
+// on the CPU path 1).
 std::uint32_t handoff_blocks(Backend backend, std::uint64_t elements, std::size_t value_bytes,
                              std::int64_t cap);
 // Throws a usage error when a producer's and a consumer's kernels of these blocks cannot be
@@ -122,11 +120,9 @@ std::uint32_t handoff_blocks(Backend backend, std::uint64_t elements, std::size_
 void check_handoff_fits(Backend backend, std::uint32_t producer_blocks,
                         std::uint32_t consumer_blocks);
 
-// Queues the role's whole pass on `stream` (a persistent kernel, or the host twin on the host
-// stream's thread). The role writes its status as it goes.
-template <typename T>
-void launch_producer_role(const ProducerArgs<T>& args, Stream& stream);
-template <typename T>
-void launch_consumer_role(const ConsumerArgs<T>& args, Stream& stream);
+// Queues a role's whole pass (ProducerArgs or ConsumerArgs) on `stream`; the role writes its
+// status as it goes.
+template <class Args>
+void launch_role(const Args& args, Stream& stream);
 
 }  // namespace gpurelay

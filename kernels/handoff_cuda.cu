@@ -1,8 +1,7 @@
-// The device-driven hand-off's persistent kernels: one per role, running the role steps of
-// handoff_protocol.hpp with a GPU's team and work. Each block's first thread waits and counts
-// while the block's other threads sit at a barrier (no issue slots taken from C), and every word
-// a peer process writes or reads is ordered at system scope (runtime/slot_flags.hpp): the peer
-// may be another process on this GPU (MPS) or another GPU.
+// The roles' persistent kernels, running handoff_protocol.hpp's steps with a GPU's team and work.
+// Each block's first thread waits and counts while its other threads sit at a barrier (no issue
+// slots taken from C); every word a peer process writes or reads is ordered at system scope
+// (runtime/slot_flags.hpp): the peer may be another process on this GPU (MPS) or another GPU.
 #include <algorithm>
 #include <mutex>
 
@@ -45,31 +44,13 @@ struct CudaHands {
 static_assert(sizeof(ProducerArgs<double>) <= 4096 && sizeof(ConsumerArgs<double>) <= 4096,
               "a role's arguments must fit a kernel launch's parameters");
 
-// The first block's leader keeps its copy of the side's flags in shared memory, where a step's
-// counts are a few cycles away.
-template <typename T>
-__global__ void __launch_bounds__(kHandOffThreads) producer_kernel(ProducerArgs<T> args) {
+// A role's kernel (ProducerArgs or ConsumerArgs). The first block's leader keeps its copy of the
+// side's flags in shared memory, where a step's counts are a few cycles away.
+template <class Args>
+__global__ void __launch_bounds__(kHandOffThreads) role_kernel(Args args) {
     __shared__ SlotFlags flags;
     CudaHands hands;
-    handoff::run_role(hands, args.role, flags, [&](std::int64_t s) {
-        return handoff::producer_step(hands, args, flags, s);
-    });
-}
-
-template <typename T>
-__global__ void __launch_bounds__(kHandOffThreads) consumer_kernel(ConsumerArgs<T> args) {
-    __shared__ SlotFlags flags;
-    CudaHands hands;
-    handoff::run_role(hands, args.role, flags, [&](std::int64_t s) {
-        return handoff::consumer_step(hands, args, flags, s);
-    });
-}
-
-int device_attribute(cudaDeviceAttr attribute) {
-    int device = 0, value = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
-    return value;
+    handoff::run_role(hands, args, flags);
 }
 
 // How many blocks of `kernel` one SM holds at once.
@@ -82,17 +63,16 @@ int blocks_per_sm(Kernel kernel) {
 }
 
 // CUDA loads a kernel at its first launch (lazy loading, the default since CUDA 12.2), and a load
-// may wait for the kernels already running in the context to finish. A persistent role runs
-// until its peer's kernel (or C, which a consumer waits for) has run: launched first, it would
-// hold that load, and the peer, for ever. So every kernel a pass runs beside a role is loaded
-// before the first role is queued.
+// may wait for the kernels running in the context to finish. A persistent role runs until its
+// peer's kernel (or C, which a consumer waits for) has run, so launched first it would hold that
+// load, and the peer, for ever: every kernel a pass runs beside a role is loaded before.
 void load_pass_kernels() {
     static std::once_flag loaded;
     std::call_once(loaded, [] {
-        load_kernels({reinterpret_cast<const void*>(producer_kernel<float>),
-                      reinterpret_cast<const void*>(producer_kernel<double>),
-                      reinterpret_cast<const void*>(consumer_kernel<float>),
-                      reinterpret_cast<const void*>(consumer_kernel<double>)});
+        load_kernels({reinterpret_cast<const void*>(role_kernel<ProducerArgs<float>>),
+                      reinterpret_cast<const void*>(role_kernel<ProducerArgs<double>>),
+                      reinterpret_cast<const void*>(role_kernel<ConsumerArgs<float>>),
+                      reinterpret_cast<const void*>(role_kernel<ConsumerArgs<double>>)});
         load_step_kernels();
     });
 }
@@ -100,35 +80,30 @@ void load_pass_kernels() {
 }  // namespace
 
 std::uint32_t sm_count() {
-    return static_cast<std::uint32_t>(device_attribute(cudaDevAttrMultiProcessorCount));
+    int device = 0, sms = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    return static_cast<std::uint32_t>(sms);
 }
 
-// The fewer of the two kernels' per-SM occupancy, for both types: a producer's and a consumer's
-// blocks then fit when their sum is at most this times the SMs.
 std::uint64_t handoff_capacity() {
-    const int least =
-        std::min({blocks_per_sm(producer_kernel<float>), blocks_per_sm(producer_kernel<double>),
-                  blocks_per_sm(consumer_kernel<float>), blocks_per_sm(consumer_kernel<double>)});
+    const int least = std::min({blocks_per_sm(role_kernel<ProducerArgs<float>>),
+                                blocks_per_sm(role_kernel<ProducerArgs<double>>),
+                                blocks_per_sm(role_kernel<ConsumerArgs<float>>),
+                                blocks_per_sm(role_kernel<ConsumerArgs<double>>)});
     return static_cast<std::uint64_t>(least) * sm_count();
 }
 
-template <typename T>
-void run_producer_role(const ProducerArgs<T>& args, cudaStream_t stream) {
+template <class Args>
+void run_role(const Args& args, cudaStream_t stream) {
     load_pass_kernels();
-    producer_kernel<T><<<args.role.blocks, kHandOffThreads, 0, stream>>>(args);
+    role_kernel<Args><<<args.role.blocks, kHandOffThreads, 0, stream>>>(args);
     CUDA_CHECK(cudaGetLastError());
 }
 
-template <typename T>
-void run_consumer_role(const ConsumerArgs<T>& args, cudaStream_t stream) {
-    load_pass_kernels();
-    consumer_kernel<T><<<args.role.blocks, kHandOffThreads, 0, stream>>>(args);
-    CUDA_CHECK(cudaGetLastError());
-}
-
-template void run_producer_role<float>(const ProducerArgs<float>&, cudaStream_t);
-template void run_producer_role<double>(const ProducerArgs<double>&, cudaStream_t);
-template void run_consumer_role<float>(const ConsumerArgs<float>&, cudaStream_t);
-template void run_consumer_role<double>(const ConsumerArgs<double>&, cudaStream_t);
+template void run_role(const ProducerArgs<float>&, cudaStream_t);
+template void run_role(const ProducerArgs<double>&, cudaStream_t);
+template void run_role(const ConsumerArgs<float>&, cudaStream_t);
+template void run_role(const ConsumerArgs<double>&, cudaStream_t);
 
 }  // namespace gpurelay::cuda

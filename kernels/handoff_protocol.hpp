@@ -1,16 +1,14 @@
 // Inside kernels/: the role steps of the device-driven hand-off (handoff.hpp), which the CUDA
-// kernels (handoff_cuda.cu) and their host twins (kernels_host.cpp) both run, so the two drivers
-// cannot drift apart. The steps are made of three parts:
-//   the team, the driver's "hands":  is_leader() (this thread waits and counts for its block),
-//       block() (0 to blocks - 1; block 0 leads the role), sync_block(), broadcast_from_leader(v)
+// kernels (handoff_cuda.cu) and their host twins (kernels_host.cpp) both run, made of three parts:
+//   the team, the driver's "hands": is_leader() (this thread waits and counts for its block),
+//       block() (block 0 leads the role), sync_block(), broadcast_from_leader(v)
 //   the memory ordering and the clock, the same for both (runtime/slot_flags.hpp): load_acquire,
-//       store_release, load_relaxed, store_relaxed, fetch_add_release, wait_until, now_ns, and
-//       the side's SlotFlags
+//       store_release, load_relaxed, store_relaxed, fetch_add_release, wait_until, now_ns,
+//       SlotFlags
 //   the work, the driver's too: run_a(...), run_b(...), this block's share of A's and B's values
-// A step's waits are its first block's leader's, on its own copy of the side's flags (`flags`);
-// it tells the other blocks through `go` whether the step goes (the role's blocks then all stop
-// at the same step), and they tell it through `gathered` that their share is done, before it
-// signals the step to the peer.
+// A step's waits are its first block's leader's, on its own copy of the side's flags; it tells the
+// other blocks through `go` whether the step goes (so that all stop at the same step), and they
+// tell it through `gathered` that their share is done, before it signals the step to the peer.
 #pragma once
 
 #include <cstdint>
@@ -80,9 +78,8 @@ GPURELAY_HD Verdict agree_step(Hands& h, const RoleArgs& r, std::int64_t s, Deci
 }
 
 // Every block's share of step s is done: true on every thread once the first block has counted
-// the others' (each added after its block synced, so their writes are visible to whoever sees
-// the first block's release). If the count never comes, the others' next `go` says the role
-// failed.
+// the others' (each added after its block synced, so their writes are visible to whoever sees the
+// first block's release). If the count never comes, the others' next `go` says the role failed.
 template <class Hands>
 GPURELAY_HD bool gather_step(Hands& h, const RoleArgs& r, std::int64_t s) {
     h.sync_block();
@@ -104,8 +101,8 @@ GPURELAY_HD bool gather_step(Hands& h, const RoleArgs& r, std::int64_t s) {
 // and its flag says so. Asked to stop, it ends the pass before s instead: the stop mark, which
 // the consumer reads as the pass's end.
 template <typename T, class Hands>
-GPURELAY_HD Verdict producer_step(Hands& h, const ProducerArgs<T>& p, SlotFlags& flags,
-                                  std::int64_t s) {
+GPURELAY_HD Verdict role_step(Hands& h, const ProducerArgs<T>& p, SlotFlags& flags,
+                              std::int64_t s) {
     const RoleArgs& r = p.role;
     const std::uint32_t k = slot_of(r, s);
     ProducerStamps& stamps = p.stamps[s - r.first];
@@ -168,8 +165,8 @@ GPURELAY_HD Verdict consumer_ready(const ConsumerArgs<T>& c, const SlotFlags& fl
 // The consumer's step s: B reads the slot (counting wrong values) into y slot k, and the slot's
 // flag gives it back to the producer; with overlap, C of the next step may start.
 template <typename T, class Hands>
-GPURELAY_HD Verdict consumer_step(Hands& h, const ConsumerArgs<T>& c, SlotFlags& flags,
-                                  std::int64_t s) {
+GPURELAY_HD Verdict role_step(Hands& h, const ConsumerArgs<T>& c, SlotFlags& flags,
+                              std::int64_t s) {
     const RoleArgs& r = c.role;
     const std::uint32_t k = slot_of(r, s);
     ConsumerStamps& stamps = c.stamps[s - r.first];
@@ -191,18 +188,19 @@ GPURELAY_HD Verdict consumer_step(Hands& h, const ConsumerArgs<T>& c, SlotFlags&
     return kGo;
 }
 
-// A role's whole pass: `step` for each step until one does not go. The first block's leader
-// works on `flags`, its own copy of the side's flags (a driver puts it where its leader is quick
-// to reach), stores their counts back home and then says where the role ended.
-template <class Hands, class Step>
-GPURELAY_HD void run_role(Hands& h, const RoleArgs& r, SlotFlags& flags, Step&& step) {
+// A role's whole pass (ProducerArgs or ConsumerArgs), step by step until one does not go. The
+// first block's leader works on `flags`, its own copy of the side's flags (a driver puts it where
+// its leader is quick to reach), stores their counts back home and says where the role ended.
+template <class Hands, class Args>
+GPURELAY_HD void run_role(Hands& h, const Args& args, SlotFlags& flags) {
+    const RoleArgs& r = args.role;
     const bool first = first_leader(h);
     if (first) {
         flags = r.flags;
         store_release(&r.status->started_ns, now_ns());
     }
     std::int64_t s = r.first;
-    while (s < r.steps && step(s) == kGo) ++s;
+    while (s < r.steps && role_step(h, args, flags, s) == kGo) ++s;
     if (first) {
         for (std::uint32_t k = 0; k < flags.slots; ++k) r.home->uses[k] = flags.uses[k];
         store_release(&r.status->end_step, s);

@@ -14,18 +14,15 @@ namespace gpurelay {
 using Counter = unsigned long long;
 
 // The step a launch works on: the value itself, or a word in device memory plus an offset, read
-// when the kernel runs, not when it is queued (a captured graph replays one launch for many steps:
-// the word holds the first step of the current cycle of graphs, the offset the launch's place in
-// it; on a host stream the twin reads it when the stream runs it). Made implicitly from a value or
-// a word, so a call passes the step or its word alike; the kernels take it by value and read() it
-// on the device.
+// when the kernel (or on a host stream its twin) runs, not when it is queued: a captured graph
+// replays one launch for many steps, the word holding the first step of the current cycle of
+// graphs and the offset the launch's place in it.
 class StepArg {
   public:
     StepArg(std::uint64_t value) : value_(value) {}      // NOLINT(google-explicit-constructor)
     StepArg(const std::uint64_t* word) : word_(word) {}  // NOLINT(google-explicit-constructor)
     StepArg(const std::uint64_t* word, std::uint64_t offset) : value_(offset), word_(word) {}
 
-    // The step now: the word's content plus the offset if there is a word, else the value.
     GPURELAY_HD std::uint64_t read() const { return word_ != nullptr ? *word_ + value_ : value_; }
 
   private:
@@ -34,22 +31,18 @@ class StepArg {
 };
 static_assert(std::is_trivially_copyable_v<StepArg>, "passed by value to CUDA kernels");
 
-// A: x[i] = form_value(step, i, seed, form) (a_value for the default form; an all-reduce share
-// otherwise).
+// A: x[i] = form_value(step, i, seed, form).
 template <typename T>
 void launch_a(Span<T> x, StepArg step, std::uint32_t seed, Stream& stream, TensorForm form = {});
-
-// B: y[i] = alpha * x[i], and adds to *x_mismatches how many x[i] differ from A's formula for
-// `step` in form `expected` (verification fused into B: one read of x, one write of y).
+// B: y[i] = alpha * x[i], adding to *x_mismatches how many x[i] differ from A's formula in form
+// `expected` (verification fused into B: one read of x, one write of y).
 template <typename T>
 void launch_b(Span<const T> x, Span<T> y, T alpha, StepArg step, std::uint32_t seed,
               Counter* x_mismatches, Stream& stream, TensorForm expected = {});
-
-// C: z[i] = c_iterate(c_start(step, i, seed), iterations); independent of x and y.
+// C: z[i] = c_iterate(c_start(step, i, seed), iterations), independent of x and y; and its check,
+// adding to *z_mismatches how many z[i] differ from C's closed form.
 void launch_c(Span<std::uint32_t> z, StepArg step, std::uint32_t seed, std::uint32_t iterations,
               Stream& stream);
-
-// Adds to *z_mismatches how many z[i] differ from C's closed form (read-only pass over z).
 void launch_verify_c(Span<const std::uint32_t> z, StepArg step, std::uint32_t seed,
                      std::uint32_t iterations, Counter* z_mismatches, Stream& stream);
 

@@ -14,18 +14,11 @@ constexpr int kThreads = 256;
 
 // Enough blocks to cover `work` items, capped at a few waves so a grid-stride loop takes the rest.
 int grid_for(std::size_t work) {
-    static const int cap = [] {
-        int device = 0, sms = 0;
-        CUDA_CHECK(cudaGetDevice(&device));
-        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-        return sms * 8;
-    }();
+    static const int cap = static_cast<int>(sm_count()) * 8;
     const std::size_t blocks = (work + kThreads - 1) / kThreads;
     return static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(blocks, cap)));
 }
 
-// Each kernel reads its step once, on the device (StepArg: an eager launch's value, or the word a
-// captured graph copies the step into before its kernels run).
 template <typename T>
 __global__ void a_kernel(Span<T> x, StepArg step_arg, std::uint32_t seed, TensorForm form) {
     fill_a(x, step_arg.read(), seed, form, grid_thread(), grid_threads());
@@ -43,8 +36,7 @@ __global__ void b_kernel(Span<const T> x, Span<T> y, T alpha, StepArg step_arg, 
 __global__ void c_kernel(Span<std::uint32_t> z, StepArg step_arg, std::uint32_t seed,
                          std::uint32_t iterations) {
     const std::uint64_t step = step_arg.read();
-    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-    for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < z.size(); i += stride) {
+    for (std::size_t i = grid_thread(); i < z.size(); i += grid_threads()) {
         z[i] = c_iterate(c_start(step, static_cast<std::uint32_t>(i), seed), iterations);
     }
 }
@@ -52,9 +44,8 @@ __global__ void c_kernel(Span<std::uint32_t> z, StepArg step_arg, std::uint32_t 
 __global__ void verify_c_kernel(Span<const std::uint32_t> z, StepArg step_arg, std::uint32_t seed,
                                 AffineMap jump, Counter* z_mismatches) {
     const std::uint64_t step = step_arg.read();
-    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
     Counter bad = 0;
-    for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < z.size(); i += stride) {
+    for (std::size_t i = grid_thread(); i < z.size(); i += grid_threads()) {
         bad += z[i] != c_expected(jump, step, static_cast<std::uint32_t>(i), seed);
     }
     if (bad != 0) atomicAdd(z_mismatches, bad);

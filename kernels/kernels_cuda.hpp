@@ -21,21 +21,17 @@ void run_c(Span<std::uint32_t> z, StepArg step, std::uint32_t seed, std::uint32_
 void run_verify_c(Span<const std::uint32_t> z, StepArg step, std::uint32_t seed,
                   std::uint32_t iterations, Counter* z_mismatches, cudaStream_t stream);
 
-// The roles of launch = "device" (handoff_cuda.cu).
-template <typename T>
-void run_producer_role(const ProducerArgs<T>& args, cudaStream_t stream);
-template <typename T>
-void run_consumer_role(const ConsumerArgs<T>& args, cudaStream_t stream);
-// This process's GPU's SMs.
-std::uint32_t sm_count();
-// The most blocks of the role kernels that are resident at once (the fewer per SM of the two
-// kernels, times the SMs).
+// A role of launch = "device" (ProducerArgs or ConsumerArgs; handoff_cuda.cu).
+template <class Args>
+void run_role(const Args& args, cudaStream_t stream);
+std::uint32_t sm_count();  // this process's GPU's SMs
+// The most blocks of the role kernels resident at once (the fewest per SM of the four, times the
+// SMs): a producer's and a consumer's blocks fit when their sum is at most this.
 std::uint64_t handoff_capacity();
 
-// Loads each of `kernels` (a __global__ function's address) into this process's context now
-// rather than at its first launch (handoff_cuda.cu says why a persistent kernel needs it).
+// Loads each of `kernels` (a __global__ function's address), or A, B, C and C's check, into this
+// process's context now rather than at its first launch (handoff_cuda.cu says why).
 void load_kernels(std::initializer_list<const void*> kernels);
-// The same for A, B, C and C's check.
 void load_step_kernels();
 
 }  // namespace gpurelay::cuda

@@ -13,8 +13,8 @@ namespace {
 
 std::size_t end_of(Share share, std::size_t n) { return std::min(share.end, n); }
 
-// The team of one host thread, which is a whole block (handoff_protocol.hpp), and its work: its
-// share of A's and B's values, through the loops every host twin runs.
+// One host thread's team, a whole block (handoff_protocol.hpp), and its share of A's and B's
+// values.
 struct HostHands {
     std::uint32_t index = 0, blocks = 1;
 
@@ -22,7 +22,7 @@ struct HostHands {
     std::uint32_t block() const { return index; }
     void sync_block() const {}
     std::uint32_t broadcast_from_leader(std::uint32_t value) const { return value; }
-    // Block b's share of n values: a contiguous range, as even as it gets.
+    // This block's share of n values: a contiguous range, as even as it gets.
     Share share(std::size_t n) const { return {n * index / blocks, n * (index + 1) / blocks}; }
     template <typename T>
     void run_a(Span<T> x, std::uint64_t step, std::uint32_t seed, TensorForm form) const {
@@ -34,23 +34,6 @@ struct HostHands {
         host::run_b(x, y, alpha, step, seed, x_mismatches, expected, share(x.size()));
     }
 };
-
-// The role's pass on the calling thread (block 0) and a thread for each further block, joined
-// before it returns: every block's waits are bounded, so the join is too.
-template <class Args, class Step>
-void run_host_role(const Args& args, Step step) {
-    const std::uint32_t blocks = args.role.blocks;
-    const auto run_block = [&args, step, blocks](std::uint32_t b) {
-        HostHands hands{b, blocks};
-        SlotFlags flags{};  // the first block's own copy
-        handoff::run_role(hands, args.role, flags,
-                          [&](std::int64_t s) { return step(hands, args, flags, s); });
-    };
-    std::vector<std::thread> others;
-    for (std::uint32_t b = 1; b < blocks; ++b) others.emplace_back(run_block, b);
-    run_block(0);
-    for (std::thread& other : others) other.join();
-}
 
 }  // namespace
 
@@ -90,18 +73,19 @@ void run_verify_c(Span<const std::uint32_t> z, std::uint64_t step, std::uint32_t
     *z_mismatches += bad;
 }
 
-template <typename T>
-void run_producer_role(const ProducerArgs<T>& args) {
-    run_host_role(args, [](HostHands& h, const ProducerArgs<T>& a, SlotFlags& f, std::int64_t s) {
-        return handoff::producer_step(h, a, f, s);
-    });
-}
-
-template <typename T>
-void run_consumer_role(const ConsumerArgs<T>& args) {
-    run_host_role(args, [](HostHands& h, const ConsumerArgs<T>& c, SlotFlags& f, std::int64_t s) {
-        return handoff::consumer_step(h, c, f, s);
-    });
+// Every block's waits are bounded, so the join is too.
+template <class Args>
+void run_role(const Args& args) {
+    const std::uint32_t blocks = args.role.blocks;
+    const auto run_block = [&args, blocks](std::uint32_t b) {
+        HostHands hands{b, blocks};
+        SlotFlags flags{};  // the first block's own copy
+        handoff::run_role(hands, args, flags);
+    };
+    std::vector<std::thread> others;
+    for (std::uint32_t b = 1; b < blocks; ++b) others.emplace_back(run_block, b);
+    run_block(0);
+    for (std::thread& other : others) other.join();
 }
 
 template void run_a<float>(Span<float>, std::uint64_t, std::uint32_t, TensorForm, Share);
@@ -110,9 +94,9 @@ template void run_b<float>(Span<const float>, Span<float>, float, std::uint64_t,
                            Counter*, TensorForm, Share);
 template void run_b<double>(Span<const double>, Span<double>, double, std::uint64_t, std::uint32_t,
                             Counter*, TensorForm, Share);
-template void run_producer_role<float>(const ProducerArgs<float>&);
-template void run_producer_role<double>(const ProducerArgs<double>&);
-template void run_consumer_role<float>(const ConsumerArgs<float>&);
-template void run_consumer_role<double>(const ConsumerArgs<double>&);
+template void run_role(const ProducerArgs<float>&);
+template void run_role(const ProducerArgs<double>&);
+template void run_role(const ConsumerArgs<float>&);
+template void run_role(const ConsumerArgs<double>&);
 
 }  // namespace gpurelay::host

@@ -24,11 +24,9 @@ void run_b(Span<const T> x, Span<T> y, T alpha, std::uint64_t step, std::uint32_
 void run_c(Span<std::uint32_t> z, std::uint64_t step, std::uint32_t seed, std::uint32_t iterations);
 void run_verify_c(Span<const std::uint32_t> z, std::uint64_t step, std::uint32_t seed,
                   std::uint32_t iterations, Counter* z_mismatches);
-// A role's whole pass on the calling thread (its first block) and a thread for each further
-// block, joined before it returns.
-template <typename T>
-void run_producer_role(const ProducerArgs<T>& args);
-template <typename T>
-void run_consumer_role(const ConsumerArgs<T>& args);
+// A role's whole pass (ProducerArgs or ConsumerArgs) on the calling thread (its first block) and a
+// thread for each further block, joined before it returns.
+template <class Args>
+void run_role(const Args& args);
 
 }  // namespace gpurelay::host

@@ -64,34 +64,26 @@ void launch_verify_c(Span<const std::uint32_t> z, StepArg step, std::uint32_t se
     ON_CUDA(cuda::run_verify_c(z, step, seed, iterations, z_mismatches, cuda_handle(stream)));
 }
 
-template <typename T>
-void launch_producer_role(const ProducerArgs<T>& args, Stream& stream) {
-    if (on_host(stream)) return as_host(stream).enqueue([args] { host::run_producer_role(args); });
-    ON_CUDA(cuda::run_producer_role(args, cuda_handle(stream)));
+template <class Args>
+void launch_role(const Args& args, Stream& stream) {
+    if (on_host(stream)) return as_host(stream).enqueue([args] { host::run_role(args); });
+    ON_CUDA(cuda::run_role(args, cuda_handle(stream)));
 }
 
-template <typename T>
-void launch_consumer_role(const ConsumerArgs<T>& args, Stream& stream) {
-    if (on_host(stream)) return as_host(stream).enqueue([args] { host::run_consumer_role(args); });
-    ON_CUDA(cuda::run_consumer_role(args, cuda_handle(stream)));
-}
-
-std::uint32_t handoff_blocks(Backend backend, std::uint64_t elements, std::size_t value_bytes,
-                             std::int64_t cap) {
+std::uint32_t handoff_blocks([[maybe_unused]] Backend backend, std::uint64_t elements,
+                             std::size_t value_bytes, std::int64_t cap) {
     const std::uint64_t vectors = (elements * value_bytes + 15) / 16;
     const std::uint64_t filled =
         std::max<std::uint64_t>(1, (vectors + kHandOffThreads - 1) / kHandOffThreads);
     std::uint64_t most = cap > 0 ? static_cast<std::uint64_t>(cap) : 1;
 #if defined(GPURELAY_HAVE_CUDA)
     if (backend == Backend::cuda && cap == 0) most = cuda::sm_count();
-#else
-    (void)backend;
 #endif
     return static_cast<std::uint32_t>(std::min(filled, most));
 }
 
-void check_handoff_fits(Backend backend, std::uint32_t producer_blocks,
-                        std::uint32_t consumer_blocks) {
+void check_handoff_fits(Backend backend, [[maybe_unused]] std::uint32_t producer_blocks,
+                        [[maybe_unused]] std::uint32_t consumer_blocks) {
     if (backend != Backend::cuda) return;
 #if defined(GPURELAY_HAVE_CUDA)
     const std::uint64_t capacity = cuda::handoff_capacity();
@@ -101,9 +93,6 @@ void check_handoff_fits(Backend backend, std::uint32_t producer_blocks,
                           " blocks cannot all be resident on this GPU, which holds " +
                           std::to_string(capacity) + " of them at once (lower device_blocks)");
     }
-#else
-    (void)producer_blocks;
-    (void)consumer_blocks;
 #endif
 }
 
@@ -129,10 +118,10 @@ template void launch_b<float>(Span<const float>, Span<float>, float, StepArg, st
                               Counter*, Stream&, TensorForm);
 template void launch_b<double>(Span<const double>, Span<double>, double, StepArg, std::uint32_t,
                                Counter*, Stream&, TensorForm);
-template void launch_producer_role<float>(const ProducerArgs<float>&, Stream&);
-template void launch_producer_role<double>(const ProducerArgs<double>&, Stream&);
-template void launch_consumer_role<float>(const ConsumerArgs<float>&, Stream&);
-template void launch_consumer_role<double>(const ConsumerArgs<double>&, Stream&);
+template void launch_role(const ProducerArgs<float>&, Stream&);
+template void launch_role(const ProducerArgs<double>&, Stream&);
+template void launch_role(const ConsumerArgs<float>&, Stream&);
+template void launch_role(const ConsumerArgs<double>&, Stream&);
 template std::uint64_t spot_check_y<float>(Span<const float>, float, std::uint64_t, std::uint32_t,
                                            std::uint64_t, TensorForm);
 template std::uint64_t spot_check_y<double>(Span<const double>, double, std::uint64_t,

@@ -1,8 +1,7 @@
-// Inside kernels/ (CUDA only): the loops over a tensor's values that kernel A and kernel B run,
-// and the persistent hand-off kernels run for their share of a step (handoff_cuda.cu). Each
-// thread of `threads` takes 16-byte vectors `thread`, `thread + threads`, ..., coalesced across
-// the warp, then the values past the last whole vector; the values are the element functions'
-// (formula.hpp), as the host twins' are.
+// Inside kernels/ (CUDA only): the loops over a tensor's values that kernels A and B, and the
+// roles' kernels for their share of a step, run. Each thread of `threads` takes 16-byte vectors
+// `thread`, `thread + threads`, ..., coalesced across the warp, then the values past the last
+// whole vector, from the element functions (formula.hpp) as the host twins do.
 #pragma once
 
 #include <cstddef>
@@ -17,7 +16,6 @@ namespace gpurelay::cuda {
 // The loads of x each thread of B keeps in flight.
 inline constexpr int kLoadsInFlight = 4;
 
-// Values per 16-byte vector, and the vector type itself.
 template <typename T>
 struct alignas(16) Vec {
     static constexpr int kWidth = 16 / sizeof(T);
@@ -31,7 +29,7 @@ __device__ inline std::size_t grid_threads() {
     return static_cast<std::size_t>(gridDim.x) * blockDim.x;
 }
 
-// A: x[i] = form_value(step, i, seed, form), this thread's share.
+// A, this thread's share.
 template <typename T>
 __device__ void fill_a(Span<T> x, std::uint64_t step, std::uint32_t seed, TensorForm form,
                        std::size_t thread, std::size_t threads) {
@@ -51,8 +49,7 @@ __device__ void fill_a(Span<T> x, std::uint64_t step, std::uint32_t seed, Tensor
     }
 }
 
-// B: y[i] = alpha * x[i], this thread's share; returns how many of its x[i] differ from the
-// formula for `step` in form `expected` (verification fused into B: one read of x, one write of y).
+// B, this thread's share; returns how many of its x[i] differ from the formula (kernels.hpp).
 template <typename T>
 __device__ Counter scale_b(Span<const T> x, Span<T> y, T alpha, std::uint64_t step,
                            std::uint32_t seed, TensorForm expected, std::size_t thread,
@@ -62,7 +59,6 @@ __device__ Counter scale_b(Span<const T> x, Span<T> y, T alpha, std::uint64_t st
     const auto* xv = reinterpret_cast<const Vec<T>*>(x.data());
     auto* yv = reinterpret_cast<Vec<T>*>(y.data());
     Counter bad = 0;
-    // Each vector of x: checked against the formula, scaled into y.
     const auto scale = [&](std::size_t v, const Vec<T>& in) {
         Vec<T> out;
 #pragma unroll

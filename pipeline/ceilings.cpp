@@ -1,21 +1,13 @@
-// The ceilings, measured before the timed steps, each alone on the rank's streams: the transport
-// moving the same bytes through the same slots and streams (no A, B or C), a device copy of the
-// tensor on each side (A's and B's), C alone. They fill a PassResult as the phases they stand for
-// (send and recv, a, b, c), so the report reduces them as it reduces a pass.
-#include "mpi/error.hpp"
-#include "mpi/wait.hpp"
+// The ceilings, each measured alone on the rank's streams before the timed steps: the bare transfer
+// (no A, B or C), a device copy of the tensor on each side (A's and B's), C alone, filling a
+// PassResult as the phases they stand for, so the report reduces them as it reduces a pass.
 #include "pipeline/step.hpp"
 
 namespace gpurelay {
-namespace {
 
-// Calibration measurements taken of each kind, after the ones left out as warm-up.
-constexpr std::int64_t kCeilingWarmup = 2;
-constexpr std::int64_t kCeilingSamples = 10;
-
-}  // namespace
-
-PassResult StepSchedule::measure_ceilings(MPI_Comm comm) {
+PassResult StepSchedule::measure_ceilings() {
+    // Measurements of each kind, after those left out as warm-up.
+    constexpr std::int64_t kCeilingWarmup = 2, kCeilingSamples = 10;
     const std::int64_t total = kCeilingWarmup + kCeilingSamples;
     const double started = now_ms();
     PassResult result;
@@ -23,7 +15,7 @@ PassResult StepSchedule::measure_ceilings(MPI_Comm comm) {
     result.end_step = total;
     std::vector<StepTimes> times(static_cast<std::size_t>(total));
     for (std::int64_t s = 0; s < total; ++s)
-        measure_transfer(s, times[static_cast<std::size_t>(s)], comm);
+        measure_transfer(s, times[static_cast<std::size_t>(s)]);
     Buffer from = device_.allocate(spec_.tensor_bytes()),
            to = device_.allocate(spec_.tensor_bytes());
     for (std::int64_t s = 0; s < total; ++s) {
@@ -44,8 +36,7 @@ PassResult StepSchedule::measure_ceilings(MPI_Comm comm) {
         // peer's C runs at a time, as in a step, so timeout_s bounds each wait without ending a
         // loaded run that is only slow (12 runs of C outlasted 3 s under load), and a peer that
         // stops here is noticed after timeout_s, not 12 times it.
-        const Deadline bound("the barrier after a ceiling's copy and C");
-        MPI_CHECK(MPI_Barrier(comm));
+        frame_.meet("the barrier after a ceiling's copy and C");
         result.retire_step(s, t);
     }
     result.timed_wall_ms = now_ms() - started;
@@ -54,15 +45,12 @@ PassResult StepSchedule::measure_ceilings(MPI_Comm comm) {
 
 // One bare transfer through slot s mod depth, both sides started together; a receive that only
 // waits for the producer's side is not a transfer of its own and is not timed.
-void StepSchedule::measure_transfer(std::int64_t s, StepTimes& t, MPI_Comm comm) {
+void StepSchedule::measure_transfer(std::int64_t s, StepTimes& t) {
     const std::size_t k = slot_of(s);
     // The receive on the stream an overlapped step gives it.
     const bool waits = transport_.receive_waits();
     Stream* receive = receive_stream(receive_placement(waits, true));
-    {
-        const Deadline bound("the barrier before a ceiling's transfer");
-        MPI_CHECK(MPI_Barrier(comm));
-    }
+    frame_.meet("the barrier before a ceiling's transfer");
     // Both sides are queued before either is waited on: a rank sending to itself over MPI would
     // otherwise wait for a receive it has not posted.
     if (producer_) {

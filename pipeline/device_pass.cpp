@@ -1,10 +1,7 @@
 // The device's roles (launch = "device"): a pass the device drives itself. One persistent role per
 // side runs every step (kernels/handoff.hpp); the host only launches them, feeds C beside them,
-// copies y out, votes on a stop and waits, bounded, for them to end; each step's times come from
-// the roles' own stamps. DeviceRoles::run_pass reads top to bottom: the pass's words reset, the
-// ranks meet, the roles are launched (from here every step is stamped on the device's clock), the
-// host watches them until they end, and the stamps are read back: the clock's start and stop are
-// the roles' own stamps, of the warm-up's last step and the pass's last.
+// copies y out, votes on a stop and waits, bounded, for them to end; each step's times, and the
+// clock's start and stop, come from the roles' own stamps.
 //
 //   producer role    wait released[k] ─ A into slot k ─ arrived[k] ───────────────┐
 //   consumer role                              wait arrived[k], c_done ─ B ─ released[k], gate
@@ -13,6 +10,7 @@
 //   host             launch ─ feed C, copy y, vote on a stop ─ wait for the end ◄──┘
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "config/transport_choice.hpp"
 #include "kernels/handoff.hpp"
@@ -41,29 +39,22 @@ struct PassWords {
     alignas(64) unsigned char consumer_workspace[kHandOffWorkspaceBytes];
 };
 
-// Nanosecond stamps of one clock to milliseconds.
 double ms_between(std::uint64_t from, std::uint64_t to) {
     return static_cast<double>(static_cast<std::int64_t>(to - from)) / 1e6;
 }
 
 class DeviceRoles final : public PassFrame {
   public:
-    // Allocates the pass's buffers, streams and words for the spec's (largest) size, and checks
-    // that both roles' blocks fit on the GPU together (a usage error otherwise).
+    // Allocates for the spec's (largest) size; a usage error if both roles' blocks cannot fit.
     DeviceRoles(const PipelineSpec& spec, Device& device, Transport& transport, Role role,
                 MPI_Comm comm);
 
-    // `on_step` is called for each step once this rank's last role has done it, and its stop
-    // reaches the roles a few steps later. No ceilings: they are the host-launched phases'.
+    // `on_step` is asked once this rank's last role has done a step, so a stop reaches the roles
+    // a few steps later. No ceilings: they are the host-launched phases'.
     PassResult run(bool overlap, RowSink* sink, const StepCallback& on_step,
-                   std::int64_t first_step, bool) override {
-        return with_dtype(spec_.dtype, [&]<typename T>() {
-            return run_pass<T>(overlap, sink, on_step, first_step);
-        });
-    }
+                   std::int64_t first_step, bool) override;
 
   private:
-    // Where the host stands within a pass.
     struct Pass : FramedPass {
         std::int64_t end = 0;  // one past the last step, once the roles have ended
         std::int64_t c_queued = 0, c_retired = 0, copied = 0;  // the next step for each
@@ -78,9 +69,6 @@ class DeviceRoles final : public PassFrame {
         bool ended = false;     // every role of this rank has ended
         std::int64_t end_step = 0;
     };
-    template <typename T>
-    PassResult run_pass(bool overlap, RowSink* sink, const StepCallback& on_step,
-                        std::int64_t first_step);
     Pass begin(bool overlap, RowSink* sink, std::int64_t first_step);
     RoleArgs role_args(const Pass& pass, bool consumer) const;
     template <typename T>
@@ -89,7 +77,6 @@ class DeviceRoles final : public PassFrame {
     Progress look(const Pass& pass) const;
     void feed_c(Pass& pass, std::int64_t done);
     void queue_c(std::int64_t s);
-    void retire_c(Pass& pass, std::int64_t s);
     void copy_rows(Pass& pass, std::int64_t done);
     void end_streams();
     void read_stamps(Pass& pass);
@@ -99,17 +86,15 @@ class DeviceRoles final : public PassFrame {
     }
 
     Buffer c_, words_, status_, producer_stamps_, consumer_stamps_, written_, c_counts_;
-    // C's ring of kDeviceCWindow steps: its times, and its check done.
-    std::vector<std::unique_ptr<Event>> c_start_, c_end_, c_checked_;
+    std::vector<std::unique_ptr<Event>> c_start_, c_end_, c_checked_;  // C's ring of steps
     // After the buffers: destroyed first, so no stream's queued work outlives what it uses.
     std::unique_ptr<Stream> producer_role_, consumer_role_, compute_, io_;
 };
 
-// One pass: the words reset and the ranks met, the roles launched (the clock is theirs from
-// here), watched until they end, their stamps read back.
-template <typename T>
-PassResult DeviceRoles::run_pass(bool overlap, RowSink* sink, const StepCallback& on_step,
-                                 std::int64_t first_step) {
+// One pass: the words reset and the ranks met, the roles launched (every step is stamped on the
+// device's clock from there), watched until they end, their stamps read back.
+PassResult DeviceRoles::run(bool overlap, RowSink* sink, const StepCallback& on_step,
+                            std::int64_t first_step, bool) {
     const NvtxRange pass_range(overlap ? "pass overlap=on" : "pass overlap=off", kPassColour);
     Pass pass = begin(overlap, sink, first_step);
     meet("the barrier at a pass's start");
@@ -117,15 +102,13 @@ PassResult DeviceRoles::run_pass(bool overlap, RowSink* sink, const StepCallback
     // The profiler's range, if any, holds the whole pass: its steps are one launch.
     const bool profiled = spec_.profile_first >= 0;
     if (profiled) profiler_start(device_.backend());
-    launch_roles<T>(pass);  // every step is stamped on the device's clock from here
-    watch(pass, on_step);   // until both roles have ended, bounded
+    with_dtype(spec_.dtype, [&]<typename T>() { launch_roles<T>(pass); });
+    watch(pass, on_step);
     end_streams();
     if (profiled) profiler_stop(device_.backend());
     pass.result.clocks_end = sample_gpu_clocks(gpu_bus_id_);
-    // Where the clock started and stopped: the roles' stamps of the warm-up's last step (or
-    // their start) and of the pass's last step.
     read_stamps(pass);
-    return close_pass<T>(pass, pass.end, consumer_ ? y(pass.end - 1) : nullptr, io_.get());
+    return close_pass(pass, pass.end, consumer_ ? y(pass.end - 1) : nullptr, io_.get());
 }
 
 DeviceRoles::Pass DeviceRoles::begin(bool overlap, RowSink* sink, std::int64_t first_step) {
@@ -157,20 +140,18 @@ DeviceRoles::Pass DeviceRoles::begin(bool overlap, RowSink* sink, std::int64_t f
     return pass;
 }
 
-// A role's side of the slots starts from the transport's flags, where it stores its counts back.
 RoleArgs DeviceRoles::role_args(const Pass& pass, bool consumer) const {
-    RoleArgs role;
-    role.home = transport_.slot_flags(consumer ? Role::consumer : Role::producer);
-    role.flags = *role.home;
-    role.first = pass.result.first_step;
-    role.steps = spec_.steps;
-    role.elements = spec_.elements;
-    role.seed = spec_.seed;
-    role.blocks = pass.blocks;
-    role.timeout_ns = static_cast<std::uint64_t>(spec_.timeout().count()) * 1000000u;
-    role.status = status(consumer);
-    role.workspace = consumer ? words()->consumer_workspace : words()->producer_workspace;
-    return role;
+    SlotFlags* home = transport_.slot_flags(consumer ? Role::consumer : Role::producer);
+    return {.flags = *home,
+            .home = home,
+            .first = pass.result.first_step,
+            .steps = spec_.steps,
+            .elements = spec_.elements,
+            .seed = spec_.seed,
+            .blocks = pass.blocks,
+            .timeout_ns = static_cast<std::uint64_t>(spec_.timeout().count()) * 1000000u,
+            .status = status(consumer),
+            .workspace = consumer ? words()->consumer_workspace : words()->producer_workspace};
 }
 
 template <typename T>
@@ -188,7 +169,7 @@ void DeviceRoles::launch_roles(Pass& pass) {
         c.y_copied = &words()->y_copied;
         c.written = static_cast<const std::uint8_t*>(written_.data());
         c.stamps = static_cast<ConsumerStamps*>(consumer_stamps_.data());
-        launch_consumer_role(c, *consumer_role_);
+        launch_role(c, *consumer_role_);
     }
     if (producer_) {
         ProducerArgs<T> p;
@@ -196,14 +177,13 @@ void DeviceRoles::launch_roles(Pass& pass) {
         p.form = spec_.a_form;
         p.stop = &words()->stop;
         p.stamps = static_cast<ProducerStamps*>(producer_stamps_.data());
-        launch_producer_role(p, *producer_role_);
+        launch_role(p, *producer_role_);
     }
 }
 
-// The host's part while the roles run: C fed, written steps' y copied out, and the stop vote
-// asked after each step this rank's last role has done (a stop it agrees on reaches the producer
-// through the stop word, a few steps later). Bounded: each role's own waits run out after
-// timeout_s and say which; this watch gives up after twice that without a step done.
+// The host's part while the roles run: C fed, written steps' y copied out, the stop vote asked
+// after each step done (an agreed stop reaches the producer through the stop word). Bounded: each
+// role's own waits run out after timeout_s and say which; this gives up after twice that.
 void DeviceRoles::watch(Pass& pass, const StepCallback& on_step) {
     std::int64_t voted = pass.result.first_step;  // the next step to vote on
     bool stopping = false;
@@ -225,8 +205,8 @@ void DeviceRoles::watch(Pass& pass, const StepCallback& on_step) {
             pass.end = now.end_step;
             return;
         }
-        // Until the roles have done another step, or ended: pauses from 10 us up to the host
-        // wait's longest, no spin (the roles' steps take longer than a spin would save).
+        // Until the roles have done another step, or ended: no spin (the roles' steps take
+        // longer than a spin would save).
         const auto moved = [&] {
             const Progress next = look(pass);
             return next.done != now.done || next.ended != now.ended;
@@ -240,9 +220,7 @@ void DeviceRoles::watch(Pass& pass, const StepCallback& on_step) {
 
 // The roles' status now; a wait that ran out in either ends the rank, naming the wait and step.
 DeviceRoles::Progress DeviceRoles::look(const Pass& pass) const {
-    Progress p;
-    p.done = spec_.steps;
-    p.ended = true;
+    Progress p{.done = spec_.steps, .ended = true};
     for (const bool consumer : {false, true}) {
         if (!(consumer ? consumer_ : producer_)) continue;
         const RoleStatus& st = *status(consumer);
@@ -262,11 +240,17 @@ DeviceRoles::Progress DeviceRoles::look(const Pass& pass) const {
     return p;
 }
 
-// C of the steps whose B is done retired (its time and check), and C queued up to
-// kDeviceCWindow steps ahead of them, each behind its gate.
+// C of the steps whose B is done retired (its time, and its check once that has run), and C
+// queued up to kDeviceCWindow steps ahead of them, each behind its gate.
 void DeviceRoles::feed_c(Pass& pass, std::int64_t done) {
     if (spec_.c_elements == 0) return;
-    for (; pass.c_retired < done; ++pass.c_retired) retire_c(pass, pass.c_retired);
+    for (; pass.c_retired < done; ++pass.c_retired) {
+        const auto r = static_cast<std::size_t>(pass.c_retired % kDeviceCWindow);
+        c_checked_[r]->synchronize();
+        const auto i = static_cast<std::size_t>(pass.c_retired - pass.result.first_step);
+        pass.c_ms[i] = c_end_[r]->elapsed_ms_since(*c_start_[r]);
+        pass.c_mismatches[i] = std::exchange(c_counts_.as<Counter>()[r], 0);
+    }
     for (; pass.c_queued < spec_.steps && pass.c_queued < pass.c_retired + kDeviceCWindow;
          ++pass.c_queued) {
         queue_c(pass.c_queued);
@@ -288,19 +272,7 @@ void DeviceRoles::queue_c(std::int64_t s) {
     c_checked_[r]->record(*compute_);
 }
 
-// C of step s, whose B is done: its time, and its check once that has run.
-void DeviceRoles::retire_c(Pass& pass, std::int64_t s) {
-    const auto r = static_cast<std::size_t>(s % kDeviceCWindow);
-    c_checked_[r]->synchronize();
-    const auto i = static_cast<std::size_t>(s - pass.result.first_step);
-    pass.c_ms[i] = c_end_[r]->elapsed_ms_since(*c_start_[r]);
-    Counter& count = c_counts_.as<Counter>()[r];
-    pass.c_mismatches[i] = count;
-    count = 0;
-}
-
-// The written steps the consumer has done, copied out on the io stream; its y_copied word lets
-// the consumer write the slot again.
+// The written steps the consumer has done, copied out; y_copied lets it write the slot again.
 void DeviceRoles::copy_rows(Pass& pass, std::int64_t done) {
     if (pass.sink == nullptr) return;
     const std::int64_t first = pass.result.first_step;
@@ -317,21 +289,19 @@ void DeviceRoles::copy_rows(Pass& pass, std::int64_t done) {
 
 // Each step's phases from the roles' stamps: A and the publish (producer), the wait for the
 // tensor and C, and B (consumer); a step's end is the consumer's release (the producer's publish
-// on a rank that only produces), its period the time since the step before's end.
+// on a rank that only produces), its period the time since the step before's end. The clock
+// starts at the warm-up's last step's end (or the roles' start) and stops at the pass's last.
 void DeviceRoles::read_stamps(Pass& pass) {
     PassResult& r = pass.result;
     const std::int64_t first = r.first_step;
     const auto n = static_cast<std::size_t>(pass.end - first);
     std::vector<ProducerStamps> produced(producer_ ? n : 0);
     std::vector<ConsumerStamps> consumed(consumer_ ? n : 0);
-    if (!produced.empty()) {
-        device_.copy_async(produced.data(), producer_stamps_.data(), n * sizeof(ProducerStamps),
-                           *io_);
-    }
-    if (!consumed.empty()) {
-        device_.copy_async(consumed.data(), consumer_stamps_.data(), n * sizeof(ConsumerStamps),
-                           *io_);
-    }
+    const auto fetch = [&](auto& to, const Buffer& from) {
+        if (!to.empty()) device_.copy_async(to.data(), from.data(), n * sizeof(to[0]), *io_);
+    };
+    fetch(produced, producer_stamps_);
+    fetch(consumed, consumer_stamps_);
     io_->synchronize();
     std::uint64_t previous = load_acquire(&status(consumer_)->started_ns);
     std::uint64_t clock_start = previous;

@@ -1,16 +1,14 @@
 // Graphs. A graph holds G consecutive steps from a multiple of G, so ring and tensor slots repeat
 // from one graph to the next: one capture per ring position (R / G of them) serves every launch
 // there, timed and untimed (step_timer.cpp). All are launched on one stream, each whole after the
-// one before: a wait on a slot's reader in an earlier graph is implied, and the ordering events
-// inside are the graph's edges (the transport, told the streams are idle before each capture,
-// names only those). What crosses a graph's edge: the timing events (event nodes the host reads
-// and the io stream waits on) and y_free, waited on the launch stream before the launch.
+// one before, so a wait on a slot's reader in an earlier graph is implied, and the ordering events
+// inside are the graph's edges (the transport is told the streams are idle before each capture).
+// Crossing an edge: the timing events and y_free, waited on the launch stream before the launch.
 //
 // Cycle words: a kernel reads its step as a word in device memory (the first step of the cycle
-// of R) plus its offset (StepArg); the graph at the cycle's last ring position copies the next
-// cycle's word there, from where the host wrote it, after every kernel of the cycle has read it.
-// So only one graph a cycle has a node for its step: a copy node costs a small step's graph a fair
-// share of its time wherever it sits, and a word read from pinned host memory costs more.
+// of R) plus its offset (StepArg); only the graph at the cycle's last ring position copies the
+// next cycle's word there, after every kernel of the cycle has read it: a copy node costs a small
+// step's graph a fair share of its time, and a word read from pinned host memory costs more.
 #include "pipeline/graph_set.hpp"
 
 #include "runtime/nvtx.hpp"
@@ -32,12 +30,10 @@ StepArg GraphSet::step_arg(std::int64_t s) const {
 }
 
 std::size_t GraphSet::index(std::int64_t first, bool timed) const {
-    return static_cast<std::size_t>(first) % ring_ / static_cast<std::size_t>(spec_.graph_steps) *
-               2 +
-           (timed ? 1 : 0);
+    const auto g = static_cast<std::size_t>(spec_.graph_steps);
+    return static_cast<std::size_t>(first) % ring_ / g * 2 + (timed ? 1 : 0);
 }
 
-template <typename T>
 void GraphSet::capture(StepSchedule& schedule, StepTimer& timer, Transport& transport,
                        PassResult& result) {
     const NvtxRange range("capture step graphs", info(Phase::graph).colour);
@@ -54,7 +50,9 @@ void GraphSet::capture(StepSchedule& schedule, StepTimer& timer, Transport& tran
             auto capture = device_.begin_capture(*plan.graph_streams.front(), joined);
             schedule.set_capturing(true);
             timer.begin_capture(first, timed);
-            for (std::int64_t s = first; s < first + g; ++s) schedule.step<T>(s, step_arg(s));
+            with_dtype(spec_.dtype, [&]<typename T>() {
+                for (std::int64_t s = first; s < first + g; ++s) schedule.step<T>(s, step_arg(s));
+            });
             if (first + g == static_cast<std::int64_t>(ring_)) {
                 // The next cycle's first step, after every kernel of this one on the last stream.
                 device_.copy_async(device_word_.data(), host_word(true), sizeof(std::uint64_t),
@@ -97,8 +95,5 @@ void GraphSet::launch(std::int64_t s, bool entering, StepSchedule& schedule, Ste
     result.graph_steps += g;
     for (std::int64_t j = s; j < s + g; ++j) schedule.write_step(j, next_row);
 }
-
-template void GraphSet::capture<float>(StepSchedule&, StepTimer&, Transport&, PassResult&);
-template void GraphSet::capture<double>(StepSchedule&, StepTimer&, Transport&, PassResult&);
 
 }  // namespace gpurelay

@@ -15,8 +15,7 @@ class GraphSet {
   public:
     GraphSet(const PipelineSpec& spec, Device& device, std::size_t ring);
 
-    // Captures every graph the pass can launch, while every stream is idle.
-    template <typename T>
+    // Captures every graph the pass can launch, every stream idle.
     void capture(StepSchedule& schedule, StepTimer& timer, Transport& transport,
                  PassResult& result);
     // Steps s .. s + G - 1 as one launch of their graph, then their writes (eager, on the io
@@ -33,9 +32,8 @@ class GraphSet {
     const PipelineSpec& spec_;
     Device& device_;
     std::size_t ring_;
-    // The first step of the current cycle of R steps, which the kernels of a graph read (plus
-    // their offset in the cycle) on the device; and on the host, where the first graph after
-    // eager steps ([0]) and the cycle's last graph ([1]) copy it from.
+    // The current cycle's first step, which a graph's kernels read on the device, and on the host
+    // where the first graph after eager steps ([0]) and the cycle's last graph ([1]) copy it from.
     Buffer host_words_, device_word_;
     // Last: destroyed first, before the events and buffers their nodes name.
     std::vector<std::unique_ptr<Graph>> graphs_;

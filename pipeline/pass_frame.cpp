@@ -7,15 +7,6 @@
 #include "runtime/error.hpp"
 
 namespace gpurelay {
-namespace {
-
-std::string rank_label(MPI_Comm comm, Role role) {
-    int rank = 0;
-    MPI_CHECK(MPI_Comm_rank(comm, &rank));
-    return "rank " + std::to_string(rank) + " " + std::string(to_string(role));
-}
-
-}  // namespace
 
 PassFrame::PassFrame(const PipelineSpec& spec, Device& device, Transport& transport, Role role,
                      MPI_Comm comm)
@@ -27,8 +18,10 @@ PassFrame::PassFrame(const PipelineSpec& spec, Device& device, Transport& transp
       producer_(role != Role::consumer),
       consumer_(role != Role::producer),
       gpu_bus_id_(device.info().pci_bus_id),
-      capacity_(spec.tensor_bytes()),
-      rank_label_(rank_label(comm, role)) {
+      capacity_(spec.tensor_bytes()) {
+    int rank = 0;
+    MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    rank_label_ = "rank " + std::to_string(rank) + " " + std::string(to_string(role));
     if (!consumer_ || role == Role::relay) return;
     auto stream = device.make_stream(false, label("y poisoning"));
     for (std::int64_t k = 0; k < spec.depth; ++k) {
@@ -69,7 +62,6 @@ void PassFrame::open_pass(FramedPass& pass, bool overlap, RowSink* sink,
     pass.sink_mismatches = sink->mismatches();
 }
 
-template <typename T>
 PassResult PassFrame::close_pass(FramedPass& pass, std::int64_t end, const void* last_y,
                                  Stream* stream) const {
     PassResult& result = pass.result;
@@ -89,9 +81,11 @@ PassResult PassFrame::close_pass(FramedPass& pass, std::int64_t end, const void*
         device_.copy_async(host.data(), last_y, spec_.tensor_bytes(), *stream);
         stream->synchronize();
         result.spot_checked += std::min<std::uint64_t>(kSpotSamples, spec_.elements);
-        result.spot_mismatches += spot_check_y(
-            Span<const T>(host.as<T>()), static_cast<T>(spec_.alpha),
-            static_cast<std::uint64_t>(end - 1), spec_.seed, kSpotSamples, spec_.b_form);
+        result.spot_mismatches += with_dtype(spec_.dtype, [&]<typename T>() {
+            return spot_check_y(Span<const T>(host.as<T>()), static_cast<T>(spec_.alpha),
+                                static_cast<std::uint64_t>(end - 1), spec_.seed, kSpotSamples,
+                                spec_.b_form);
+        });
     }
     return std::move(result);
 }
@@ -114,10 +108,5 @@ std::unique_ptr<Pipeline> make_pipeline(const PipelineSpec& spec, Device& device
     return spec.launch == Launch::device ? make_device_roles(spec, device, transport, role, comm)
                                          : make_host_loop(spec, device, transport, role, comm);
 }
-
-template PassResult PassFrame::close_pass<float>(FramedPass&, std::int64_t, const void*,
-                                                 Stream*) const;
-template PassResult PassFrame::close_pass<double>(FramedPass&, std::int64_t, const void*,
-                                                  Stream*) const;
 
 }  // namespace gpurelay

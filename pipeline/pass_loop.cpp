@@ -1,14 +1,12 @@
-// The host's pass loop (launch = "host"): HostLoop::run_pass reads top to bottom (the warm-up,
-// where the clock starts, the timed steps and where it stops); the steps are queued one after
-// another (or G at a time as graphs) and retired about depth + 1 steps later (the ring rule,
-// step_timer.cpp).
+// The host's pass loop (launch = "host"): the steps are queued on this rank's streams (step.cpp)
+// one after another (or G at a time as graphs), timed by the step timer's events and retired
+// about depth + 1 steps later (the ring rule, step_timer.cpp).
 #include <limits>
 
 #include "kernels/handoff.hpp"
 #include "pipeline/graph_set.hpp"
 #include "pipeline/pass_frame.hpp"
 #include "pipeline/step.hpp"
-#include "runtime/error.hpp"
 #include "runtime/gpu_clocks.hpp"
 #include "runtime/nvtx.hpp"
 #include "runtime/profiler.hpp"
@@ -16,13 +14,10 @@
 namespace gpurelay {
 namespace {
 
-// Whether `step` is one of the n steps from s.
 bool in_unit(std::int64_t step, std::int64_t s, std::int64_t n) {
     return s <= step && step < s + n;
 }
 
-// The host's driver of a pass: it queues every step on this rank's streams (step.cpp), or G at a
-// time as graphs, and times them with the step timer's events.
 class HostLoop final : public PassFrame {
   public:
     HostLoop(const PipelineSpec& spec, Device& device, Transport& transport, Role role,
@@ -34,34 +29,21 @@ class HostLoop final : public PassFrame {
           graphs_(spec_, device_, ring_) {}
 
     PassResult run(bool overlap, RowSink* sink, const StepCallback& on_step,
-                   std::int64_t first_step, bool calibrate) override {
-        return with_dtype(spec_.dtype, [&]<typename T>() {
-            return run_pass<T>(overlap, sink, on_step, first_step, calibrate);
-        });
-    }
+                   std::int64_t first_step, bool calibrate) override;
 
   private:
-    // Where the loop stands within a pass.
     struct Pass : FramedPass {
         const PassPlan* plan = nullptr;
         std::int64_t retired = 0;  // the next step to retire
         bool in_graphs = false;    // whether the last steps queued were a graph
         double timed_start = 0, warm_start = 0;
     };
-    template <typename T>
-    PassResult run_pass(bool overlap, RowSink* sink, const StepCallback& on_step,
-                        std::int64_t first_step, bool calibrate);
     Pass begin(bool overlap, RowSink* sink, std::int64_t first_step);
     void make_room(Pass& pass, std::int64_t s, bool unit);
     void decide_timing(Pass& pass);
-    void measure_ceilings();
-    template <typename T>
     void queue_unit(Pass& pass, std::int64_t s, bool unit, double queued_at);
-    void end_profile();
     bool stops_after(Pass& pass, const StepCallback& on_step, std::int64_t s, bool unit);
     void retire_through(Pass& pass, std::int64_t last);
-    template <typename T>
-    PassResult finish(Pass& pass, std::int64_t end);
 
     std::size_t ring_;
     StepTimer timer_;
@@ -71,9 +53,8 @@ class HostLoop final : public PassFrame {
 
 // One pass: the warm-up (the cold step first), where the clock starts, the timed steps, and where
 // it stops. A unit is one eager step, or G steps launched as one graph.
-template <typename T>
-PassResult HostLoop::run_pass(bool overlap, RowSink* sink, const StepCallback& on_step,
-                              std::int64_t first_step, bool calibrate) {
+PassResult HostLoop::run(bool overlap, RowSink* sink, const StepCallback& on_step,
+                         std::int64_t first_step, bool calibrate) {
     // The whole pass on the main thread's row, so passes of a compare run are easy to tell apart.
     const NvtxRange pass_range(overlap ? "pass overlap=on" : "pass overlap=off", kPassColour);
     Pass pass = begin(overlap, sink, first_step);
@@ -87,7 +68,10 @@ PassResult HostLoop::run_pass(bool overlap, RowSink* sink, const StepCallback& o
             // The warm-up is over: the timed steps start with every rank idle and in step.
             schedule_.synchronize_all();
             decide_timing(pass);
-            if (calibrate) measure_ceilings();
+            if (calibrate) {
+                ceilings_ = schedule_.measure_ceilings();
+                transport_.streams_idle();
+            }
             result.clocks_start = sample_gpu_clocks(gpu_bus_id_);  // before the clock starts
             // Each rank ends its ceilings at its own time; the fill starts once all have.
             meet("the barrier where a pass's timed steps start");
@@ -98,14 +82,17 @@ PassResult HostLoop::run_pass(bool overlap, RowSink* sink, const StepCallback& o
         const std::int64_t n = pass.plan->unit_steps(s);
         if (in_unit(spec_.profile_first, s, n)) profiler_start(device_.backend());
         const double queued_at = now_ms();
-        queue_unit<T>(pass, s, unit, queued_at);
-        if (in_unit(spec_.profile_last, s, n)) end_profile();
+        queue_unit(pass, s, unit, queued_at);
+        if (in_unit(spec_.profile_last, s, n)) {
+            schedule_.synchronize_all();  // the capture ends once the last profiled step has run
+            profiler_stop(device_.backend());
+        }
         if (s == first_step) {
             // The cold step: the first transfer between two peers sets up its connections.
             schedule_.synchronize_all();
             result.cold_step_ms = now_ms() - queued_at;
             // The graphs, captured with the connections made and before the timed steps start.
-            if (spec_.graphs) graphs_.capture<T>(schedule_, timer_, transport_, result);
+            if (spec_.graphs) graphs_.capture(schedule_, timer_, transport_, result);
             pass.warm_start = now_ms();
         }
         const bool stop = stops_after(pass, on_step, s, unit);
@@ -119,7 +106,13 @@ PassResult HostLoop::run_pass(bool overlap, RowSink* sink, const StepCallback& o
     const double steps_done = now_ms();
     result.clocks_end = sample_gpu_clocks(gpu_bus_id_);
     result.timed_wall_ms = s > result.timed_from ? steps_done - pass.timed_start : 0.0;
-    return finish<T>(pass, s);
+    schedule_.synchronize_all();
+    result.timing = timer_.timing();
+    result.timing_every = timer_.timing_every();
+    schedule_.read_fill(result);
+    // The ranks meet, the writer drains, and a consumer checks the last y on its compute stream.
+    Stream* compute = schedule_.plan().compute;
+    return close_pass(pass, s, compute ? schedule_.y_of(s - 1) : nullptr, compute);
 }
 
 HostLoop::Pass HostLoop::begin(bool overlap, RowSink* sink, std::int64_t first_step) {
@@ -169,14 +162,7 @@ void HostLoop::decide_timing(Pass& pass) {
                          comm_, result);
 }
 
-// The ceilings, after the cold step and the warm-up, with every stream idle; not timed.
-void HostLoop::measure_ceilings() {
-    ceilings_ = schedule_.measure_ceilings(comm_);
-    transport_.streams_idle();
-}
-
 // Queues the unit of steps from s (`queued_at`: when its queueing started).
-template <typename T>
 void HostLoop::queue_unit(Pass& pass, std::int64_t s, bool unit, double queued_at) {
     PassResult& result = pass.result;
     const PassPlan& plan = *pass.plan;
@@ -184,7 +170,8 @@ void HostLoop::queue_unit(Pass& pass, std::int64_t s, bool unit, double queued_a
         graphs_.launch(s, !pass.in_graphs, schedule_, timer_, pass.next_row, result);
     } else {
         timer_.begin_step(s);
-        schedule_.step<T>(s, static_cast<std::uint64_t>(s));
+        with_dtype(spec_.dtype,
+                   [&]<typename T>() { schedule_.step<T>(s, static_cast<std::uint64_t>(s)); });
         schedule_.write_step(s, pass.next_row);
     }
     pass.in_graphs = unit;
@@ -197,15 +184,8 @@ void HostLoop::queue_unit(Pass& pass, std::int64_t s, bool unit, double queued_a
     }
 }
 
-// The profiler's capture ends once the last profiled step has run, not when it was queued.
-void HostLoop::end_profile() {
-    schedule_.synchronize_all();
-    profiler_stop(device_.backend());
-}
-
-// The ranks' answer after each step of the unit from s (alike on every rank): whether the pass
-// ends after the unit. Every step of a graph has run when it stops, so a stop ends the pass after
-// it; a stop inside a retire group ends the group there.
+// Whether the ranks' answers after the unit's steps (alike on every rank) end the pass after it
+// (every step of a graph has run when it stops); a stop inside a retire group ends the group.
 bool HostLoop::stops_after(Pass& pass, const StepCallback& on_step, std::int64_t s, bool unit) {
     const std::int64_t n = pass.plan->unit_steps(s);
     AfterStep after = AfterStep::go;
@@ -221,23 +201,13 @@ bool HostLoop::stops_after(Pass& pass, const StepCallback& on_step, std::int64_t
     return true;
 }
 
-// After the clock has stopped: every rank's streams idle and the ranks met, the writer drained,
-// and the host's own check of the last y.
-template <typename T>
-PassResult HostLoop::finish(Pass& pass, std::int64_t end) {
-    PassResult& result = pass.result;
-    schedule_.synchronize_all();
-    result.timing = timer_.timing();
-    result.timing_every = timer_.timing_every();
-    schedule_.read_fill(result);
-    Stream* compute = schedule_.plan().compute;  // a consumer's: it checks the last y there
-    return close_pass<T>(pass, end, compute ? schedule_.y_of(end - 1) : nullptr, compute);
-}
-
 }  // namespace
 
 PipelineSpec pipeline_spec(const Config& config, const PairPlacement& placement) {
-    return {config, produced_form(config, placement), received_form(config, placement)};
+    // A makes one tensor, or for an all-reduce this rank's share (its group rank folded in).
+    const TensorForm made =
+        config.pattern == Pattern::allreduce ? allreduce_share(placement.group_rank) : TensorForm{};
+    return {config, made, received_form(config, placement)};
 }
 
 MemoryPlan plan_memory(const PipelineSpec& spec, Role role, bool producer_slots) {

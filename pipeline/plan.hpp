@@ -12,13 +12,10 @@ namespace gpurelay {
 
 // Where a consumer's receive goes: three places, from two inputs (the table below).
 enum class ReceivePlacement : std::uint8_t {
-    // On the comm stream, before C: the transfer runs beside C, and B waits for it (arrived[k]).
-    comm_stream,
-    // On the compute stream, before C: C and B wait for it in stream order.
-    before_c,
-    // On the compute stream after C, as part of the wait phase: a receive that only waits for
-    // the producer's side has nothing to run beside C, and a comm stream would add a stream and
-    // two event hops a step.
+    comm_stream,  // on the comm stream before C: beside C, and B waits for it (arrived[k])
+    before_c,     // on the compute stream before C: C and B wait for it in stream order
+    // On the compute stream after C, in the wait phase: a receive that only waits has nothing to
+    // run beside C, and a comm stream would add a stream and two event hops a step.
     in_wait,
 };
 
@@ -67,9 +64,8 @@ struct PassPlan {
     std::int64_t timed_from = 0;  // its first timed step
     RowSink* sink = nullptr;      // where y goes (consumers that write; else null)
 
-    // The streams. `produce`: A and the send (producers). `receive`: the stream the consumer
-    // receives on, as `receive_at` places it. `last`: where a step ends (the compute stream on a
-    // consumer). Null where the rank plays no such side.
+    // The streams, null where the rank plays no such side: A and the send; the receive, as
+    // `receive_at` places it; C and B; where a step ends (the compute stream on a consumer).
     Stream* produce = nullptr;
     Stream* receive = nullptr;
     Stream* compute = nullptr;
@@ -79,8 +75,7 @@ struct PassPlan {
     bool times_receive = true;
     // The streams a graph covers, the one it is captured from and launched on first.
     std::vector<Stream*> graph_streams;
-    // While graphs are captured: waits that a graph's launch makes for it are left out.
-    bool capturing = false;
+    bool capturing = false;  // StepSchedule::set_capturing
 
     // Whether the steps s .. s + G - 1 run as one graph launch: after the cold step, the first a
     // multiple of G, all within the pass and all on one side of the timed region's start.

@@ -7,8 +7,6 @@
 
 #include <cstring>
 
-#include "runtime/error.hpp"
-
 namespace gpurelay {
 
 template <typename T>
@@ -85,12 +83,6 @@ void StepSchedule::forward(std::int64_t s) {
     transport_.publish(k, out);
 }
 
-void* StepSchedule::y_of(std::int64_t s) const {
-    const std::size_t k = slot_of(s);
-    return forwards_ ? forwarded_[k] : frame_.y(s);
-}
-
-// Step s's receive into slot k, as its recv phase.
 const void* StepSchedule::receive(std::int64_t s, std::size_t k, Stream& stream) {
     PhaseScope recv(timer_, Phase::recv, s, stream);
     return transport_.await(k, stream);
@@ -177,17 +169,15 @@ PassPlan& StepSchedule::begin_pass(bool overlap, RowSink* sink, std::int64_t fir
     plan_.produce = producer_stream_.get();
     plan_.compute = compute_.get();
     plan_.last = consumer_ ? compute_.get() : producer_stream_.get();
+    if (producer_) plan_.graph_streams.push_back(producer_stream_.get());
     if (consumer_) {
         const bool waits = transport_.receive_waits();
         plan_.receive_at = receive_placement(waits, overlap);
         plan_.receive = receive_stream(plan_.receive_at);
         plan_.times_receive = !waits;
+        if (plan_.receive != compute_.get()) plan_.graph_streams.push_back(plan_.receive);
+        plan_.graph_streams.push_back(compute_.get());
     }
-    if (producer_) plan_.graph_streams.push_back(producer_stream_.get());
-    if (consumer_ && plan_.receive_at == ReceivePlacement::comm_stream) {
-        plan_.graph_streams.push_back(comm_.get());
-    }
-    if (consumer_) plan_.graph_streams.push_back(compute_.get());
     return plan_;
 }
 

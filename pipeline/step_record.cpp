@@ -53,12 +53,9 @@ std::size_t RecordedSteps::oldest() const {
     if (plan_.mode != StepRecord::last) return 0;
     // Unsigned, so that -1 (no step) is never the oldest.
     const auto& steps = columns_.steps;
-    return static_cast<std::size_t>(std::min_element(steps.begin(), steps.end(),
-                                                     [](std::int64_t a, std::int64_t b) {
-                                                         return static_cast<std::uint64_t>(a) <
-                                                                static_cast<std::uint64_t>(b);
-                                                     }) -
-                                    steps.begin());
+    const auto oldest = std::ranges::min_element(
+        steps, {}, [](std::int64_t s) { return static_cast<std::uint64_t>(s); });
+    return static_cast<std::size_t>(oldest - steps.begin());
 }
 
 void SlowestSteps::offer(std::int64_t s, double period) {

@@ -1,6 +1,5 @@
-// What a pass keeps of its steps besides the histograms: the steps' own values that the file
-// keeps (step_record: a column per kept step), and the rank's slowest steps with their numbers
-// (to name slow steps on a profile's timeline). Both bounded, however many steps run.
+// What a pass keeps of its steps besides the histograms, bounded however many run: the columns the
+// file keeps (step_record), and the rank's slowest steps (to name them on a profile's timeline).
 #pragma once
 
 #include <cstdint>
@@ -22,9 +21,8 @@ class RecordedSteps {
     void keep(std::int64_t s, const StepTimes& times);
     void keep_counts(std::int64_t s, Counter x, Counter c);
 
-    // Each column's step (-1 where none ran), its times and its counts.
     struct Columns {
-        std::vector<std::int64_t> steps;
+        std::vector<std::int64_t> steps;  // each column's (-1 where none ran)
         std::vector<StepTimes> times;
         std::vector<Counter> x_mismatches, c_mismatches;
     };
@@ -40,12 +38,11 @@ class RecordedSteps {
     Columns columns_;
 };
 
-// A rank's kSlowestKept slowest timed steps by period.
+// A rank's kSlowestKept slowest timed steps by period: (period, step), the slowest first.
 class SlowestSteps {
   public:
     static constexpr std::size_t kSlowestKept = 64;
     void offer(std::int64_t s, double period);
-    // (period, step), the slowest first.
     std::vector<std::pair<double, std::int64_t>> slowest() const;
 
   private:

@@ -1,23 +1,16 @@
 // The step timer. Step s records into ring slot s mod R and is read back about R steps later, so
-// the host never waits on work it has just queued and its memory does not grow with the steps;
-// the ring rule below sizes R.
+// the host never waits on work it has just queued and its memory does not grow with the steps.
 //
-// Retire groups: a step that times its phases or is written records its own end event; the other
-// steps share one per group of up to C = retire_group_steps consecutive steps (with graphs, whole
-// graphs: one of C or more steps, or the fewest that hold C), recorded by the group's last step,
-// and each gets the group's period over its steps. A group never spans the cold step, the timed
-// region's start, eager steps and graphs meeting, or the pass's end. At small sizes a step's end
-// event and its read-back are a sizeable share of the step, and a group of four shares one.
-//
-// Graphs come in two variants: timed (every step records its end event, and the steps the timing
-// mode picks their phase events) and untimed (the unit's end, where its group ends, is recorded
-// after the launch, on its stream).
+// Retire groups: a small step's end event and read-back are a sizeable share of it, so steps that
+// neither time their phases nor are written share one end event per group of up to C =
+// retire_group_steps (with graphs, whole graphs), each getting the group's period over its steps
+// (ends_group says where a group must end). A timed graph records every step's end.
 #include "pipeline/step_timer.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <numeric>
+#include <ranges>
 #include <string>
 
 #include "mpi/error.hpp"
@@ -28,12 +21,12 @@
 namespace gpurelay {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-bool plays(Side side, Role role) {
-    if (side == Side::producer) return role != Role::consumer;
-    if (side == Side::consumer) return role != Role::producer;
-    return true;
+// On a host stream by its thread in queue order; on a CUDA stream now, around the calls that
+// queue the phase (Nsight Systems projects them onto the GPU work they launch).
+template <class Mark>
+void in_stream_order(Device& device, Stream& stream, Mark mark) {
+    if (stream.backend() == Backend::host) return device.enqueue_host(mark, stream);
+    mark();
 }
 
 // In a timed graph every step records its phase events with timing = phases, else only the
@@ -43,16 +36,7 @@ bool graph_step_phased(const PipelineSpec& spec, std::int64_t s, std::int64_t fi
     return spec.timing == Timing::phases || s == first;
 }
 
-}  // namespace
-
 // --- The ring rule ------------------------------------------------------------------------------
-
-std::int64_t retire_group_steps(const PipelineSpec& spec) {
-    const std::int64_t g = spec.graphs ? spec.graph_steps : 1;
-    return (kRetireGroupSteps + g - 1) / g * g;
-}
-
-namespace {
 
 // One clause of the ring rule: R is at least `bound`, or a multiple of it.
 struct RingClause {
@@ -61,17 +45,15 @@ struct RingClause {
     std::size_t bound;  // 1 (a multiple) or 0 (at least) where the clause does not apply
 };
 
-// The ring rule for a spec, C being retire_group_steps. Clauses 2 to 5 apply with graphs only.
-// 1. The host reads a step's times when its group has ended, C steps at most after it (a group's
-//    end is read against the previous group's end, C steps back), so before it queues step s it
-//    retires every step up to s - R + C (StepTimer::last_to_retire_before): R >= depth + 1 + C
+// The ring rule for a spec, C being retire_group_steps; clauses 2 to 5 apply with graphs only.
+// 1. A group's end is read against the one before, C steps back, so before queueing step s the
+//    host retires every step up to s - R + C (StepTimer::last_to_retire_before): R >= depth + 1 + C
 //    keeps that depth + 1 steps behind what it queues.
 // 2, 3. A multiple of depth and of G: a ring slot then fixes the tensor slot too, and one graph per
 //    ring position serves every launch there (graph_set.cpp).
 // 4. At least 3C: the host can still queue a group while the one before runs.
-// 5. At least 16: the host queues a graph step faster than the GPU runs it, so it waits when it
-//    retires, and a wait that sleeps lasts at least the timer slack (~50 us), during which fewer
-//    steps ahead would let the GPU run dry.
+// 5. At least 16: the host queues graph steps faster than the GPU runs them, and a wait that
+//    sleeps lasts at least the timer slack (~50 us), in which fewer steps ahead would run dry.
 std::array<RingClause, 5> ring_rule(const PipelineSpec& spec) {
     constexpr std::size_t kGraphRingSteps = 16;
     const auto d = static_cast<std::size_t>(spec.depth);
@@ -89,8 +71,12 @@ std::array<RingClause, 5> ring_rule(const PipelineSpec& spec) {
 
 }  // namespace
 
-// The fewest slots that meet every clause: the largest lower bound, rounded up to a multiple of
-// every divisor.
+std::int64_t retire_group_steps(const PipelineSpec& spec) {
+    const std::int64_t g = spec.graphs ? spec.graph_steps : 1;
+    return (kRetireGroupSteps + g - 1) / g * g;
+}
+
+// The fewest slots that meet every clause: the largest bound, rounded up to every multiple.
 std::size_t timing_ring_size(const PipelineSpec& spec) {
     std::size_t least = 1, multiple = 1;
     for (const RingClause& clause : ring_rule(spec)) {
@@ -118,10 +104,14 @@ void check_timing_ring(const PipelineSpec& spec, std::size_t ring) {
 
 StepTimer::StepTimer(Device& device, const PipelineSpec& spec, Role role, std::size_t ring)
     : device_(device), spec_(spec), both_(role == Role::both || role == Role::relay), marks_(ring) {
+    // The side this rank does not play (either: it plays both; a relay's middle stage runs no A).
+    const Side idle = role == Role::producer   ? Side::consumer
+                      : role == Role::consumer ? Side::producer
+                                               : Side::either;
     for (Marks& m : marks_) {
         for (const PhaseInfo& phase : kPhases) {
-            if (phase.phase == Phase::step || !plays(phase.side, role)) continue;
-            if (phase.phase == Phase::a && role == Role::relay) continue;  // it runs no A
+            if (phase.phase == Phase::step || phase.side == idle) continue;
+            if (phase.phase == Phase::a && role == Role::relay) continue;
             for (int edge = 0; edge < 2; ++edge) {
                 m.phase[2 * index_of(phase.phase) + edge] = device.make_event(EventUse::timing);
             }
@@ -130,8 +120,6 @@ StepTimer::StepTimer(Device& device, const PipelineSpec& spec, Role role, std::s
     }
     clock_start_ = device.make_event(EventUse::timing);
 }
-
-void StepTimer::start_clock() { clock_start_->record(*plan_->last); }
 
 void StepTimer::begin_pass(const PassPlan& plan) {
     plan_ = &plan;
@@ -143,7 +131,7 @@ void StepTimer::begin_pass(const PassPlan& plan) {
 void StepTimer::decide_timing(double warm_ms, MPI_Comm comm, PassResult& result) {
     const Deadline bound("the reduction that decides the timing mode");
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &warm_ms, 1, MPI_DOUBLE, MPI_MAX, comm));
-    result.timing_judged_ms = std::isinf(warm_ms) ? kNaN : warm_ms;
+    result.timing_judged_ms = std::isinf(warm_ms) ? StepTimes::kNone : warm_ms;
     timing_ = warm_ms < kTimingAutoBelowMs ? Timing::sampled : Timing::phases;
     if (timing_ == Timing::sampled) every_ = kTimingAutoEvery;
 }
@@ -163,21 +151,16 @@ bool StepTimer::unit_timed(std::int64_t first) const {
     if (timing_ == Timing::sampled && g > 1) {
         return first >= plan_->timed_from && (first - plan_->timed_from) / g % every_ == 0;
     }
-    for (std::int64_t s = first; s < first + g; ++s) {
-        if (phase_timed(s)) return true;
-    }
-    return false;
+    return std::ranges::any_of(std::views::iota(first, first + g),
+                               [&](std::int64_t s) { return phase_timed(s); });
 }
 
 // When the step (or the unit from s) times its phases, or the writer copies one of its steps out
 // (the copy waits for that step's end event).
 bool StepTimer::needs_own_end(std::int64_t s, bool unit) const {
     if (unit ? unit_timed(s) : phase_timed(s)) return true;
-    const std::int64_t n = unit ? spec_.graph_steps : 1;
-    for (std::int64_t j = s; j < s + n; ++j) {
-        if (plan_->writes(j)) return true;
-    }
-    return false;
+    return std::ranges::any_of(std::views::iota(s, s + (unit ? spec_.graph_steps : 1)),
+                               [&](std::int64_t j) { return plan_->writes(j); });
 }
 
 // Whether the retire group of the step (or unit) from s ends with it: full, or before what a
@@ -223,9 +206,6 @@ void StepTimer::end_unit(std::int64_t s, Stream& stream) {
     if (!unit_timed(s) && records_end(last)) marks_[slot(last)].end->record(stream);
 }
 
-void StepTimer::begin_capture(std::int64_t first, bool timed) { capture_ = {true, timed, first}; }
-void StepTimer::end_capture() { capture_.active = false; }
-
 void StepTimer::end_step(std::int64_t s, Stream& stream) {
     const bool records = capture_.active ? capture_.timed : records_end(s);
     if (records) marks_[slot(s)].end->record(stream);
@@ -244,8 +224,8 @@ Event* StepTimer::phase_event(Phase phase, std::int64_t s, bool end) {
     const bool phased = capture_.active
                             ? capture_.timed && graph_step_phased(spec_, s, capture_.first)
                             : marks_[slot(s)].phases;
-    if (!phased || (phase == Phase::recv && !plan_->times_receive)) return nullptr;
-    if (index_of(phase) >= kPhaseCount) return nullptr;
+    if (!phased || index_of(phase) >= kPhaseCount) return nullptr;
+    if (phase == Phase::recv && !plan_->times_receive) return nullptr;
     return marks_[slot(s)].phase[2 * index_of(phase) + (end ? 1 : 0)].get();
 }
 
@@ -273,9 +253,8 @@ RetiredSteps StepTimer::retire(std::int64_t s, PassResult& result) {
             Event* start = phase_event(phase.phase, s, false);
             if (start == nullptr) continue;
             Event& end = *phase_event(phase.phase, s, true);
-            // The step's end is on the consumer's last stream, which the producer's send of a
-            // rank sending to itself may end after (an MPI send completes once the receiver has
-            // the data, not before).
+            // The step's end is on the consumer's stream, which a rank's send to itself may end
+            // after (an MPI send completes once the receiver has the data, not before).
             if (phase.phase == Phase::send && both_) end.synchronize();
             t.*phase.member = end.elapsed_ms_since(*start);
         }
@@ -301,24 +280,11 @@ PhaseScope::PhaseScope(StepTimer& timer, Phase phase, std::int64_t step, Stream&
         bool warmup;
         void push() const { nvtx::push_step(info(phase).range, info(phase).colour, step, warmup); }
     } const range{step_, phase_, step_ < timer_.spec_.warmup};
-    if (stream_.backend() == Backend::host) {
-        // On a host stream, by the stream's thread in queue order; on a CUDA stream, on this
-        // thread around the calls that queue the phase (Nsight Systems projects them onto the
-        // GPU work those calls launch).
-        timer_.device_.enqueue_host([range] { range.push(); }, stream_);
-    } else {
-        range.push();
-    }
+    in_stream_order(timer_.device_, stream_, [range] { range.push(); });
 }
 
 PhaseScope::~PhaseScope() {
-    if (ranged_) {
-        if (stream_.backend() == Backend::host) {
-            timer_.device_.enqueue_host([] { nvtx::pop(); }, stream_);
-        } else {
-            nvtx::pop();
-        }
-    }
+    if (ranged_) in_stream_order(timer_.device_, stream_, [] { nvtx::pop(); });
     if (Event* end = timer_.phase_event(phase_, step_, true)) end->record(stream_);
 }
 

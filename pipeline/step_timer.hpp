@@ -1,6 +1,6 @@
 // The step timer: the events that time a step's phases and its end, in a ring of R sets read back
-// about R steps later, and the NVTX ranges. The schedule opens one PhaseScope per phase; what the
-// timing mode, retire groups and graph captures change is decided here, never in the schedule.
+// about R steps later, and the NVTX ranges; what the timing mode, retire groups and graph
+// captures change is decided here, the schedule only opening one PhaseScope per phase.
 #pragma once
 
 #include <array>
@@ -14,10 +14,9 @@
 
 namespace gpurelay {
 
-// Ring slots of timing events and host counters: the fewest that meet the ring rule (step_timer.cpp
-// holds it, clause by clause), checked with check_timing_ring.
+// Ring slots of timing events and host counters: the fewest that meet the ring rule
+// (step_timer.cpp), and the check that throws, naming the clause that `ring` slots break.
 std::size_t timing_ring_size(const PipelineSpec& spec);
-// Throws a runtime error naming the clause of the ring rule that `ring` slots break.
 void check_timing_ring(const PipelineSpec& spec, std::size_t ring);
 // The most steps one end event retires.
 std::int64_t retire_group_steps(const PipelineSpec& spec);
@@ -31,47 +30,43 @@ class StepTimer {
   public:
     StepTimer(Device& device, const PipelineSpec& spec, Role role, std::size_t ring);
 
-    // A new pass: its timing mode from the spec (auto times every phase until decide_timing).
+    // A new pass: its timing mode from the spec; auto times every phase until decide_timing, at
+    // the first timed step (collective over `comm`), samples if the slowest warm-up was short.
     void begin_pass(const PassPlan& plan);
-    // timing = auto, at the first timed step (every stream idle): sampled when the slowest
-    // rank's warm-up steps were short. Collective over `comm`.
     void decide_timing(double warm_ms, MPI_Comm comm, PassResult& result);
     Timing timing() const { return timing_; }
     std::int64_t timing_every() const { return timing_ == Timing::sampled ? every_ : 0; }
 
     // Where the timed steps' clock starts (every stream idle): the first timed period's start.
-    void start_clock();
-    // Eager step s, about to be queued: whether it times its phases and records its end event.
+    void start_clock() { clock_start_->record(*plan_->last); }
+    // Before eager step s, or the unit of graph steps from s (the timed or untimed graph), is
+    // queued: which of its steps time their phases and record their end event.
     void begin_step(std::int64_t s);
-    // The unit of graph steps from s, about to be launched as the timed or untimed graph.
     void begin_unit(std::int64_t s, bool timed);
     // After an untimed unit's launch on `stream`: its end event, where its retire group ends.
     void end_unit(std::int64_t s, Stream& stream);
-    // Whether the graph of the steps from `first` is the timed one.
     bool unit_timed(std::int64_t first) const;
     // While capturing the graph of the steps from `first`: what its steps record.
-    void begin_capture(std::int64_t first, bool timed);
-    void end_capture();
+    void begin_capture(std::int64_t first, bool timed) { capture_ = {true, timed, first}; }
+    void end_capture() { capture_.active = false; }
 
-    // After step s's last work on `stream` (the rank's last): its end event, if it records one.
+    // After step s's last work on `stream` (the rank's last): its end event, if it records one,
+    // which the io stream waits on before copying y out.
     void end_step(std::int64_t s, Stream& stream);
-    // Step s's end event (the io stream waits on it before copying y out).
     Event& end_event(std::int64_t s) { return *marks_[slot(s)].end; }
     // A stop after step `last` inside a retire group: the group's end, recorded now on `stream`.
     void stop_after(std::int64_t last, Stream& stream);
     // Reads step s's times, when s ends a group (blocking until it has run): the steps retired.
     RetiredSteps retire(std::int64_t s, PassResult& result);
-    // Before the steps s .. s + n - 1 are queued, every step up to this one must be retired: then
-    // the ring slots they record into hold no step still to be read, nor the end event a group
-    // still to be read is read against.
+    // Before the steps s .. s + n - 1 are queued, every step up to this one is retired, so the
+    // ring slots they record into hold no step, nor group's previous end, still to be read.
     std::int64_t last_to_retire_before(std::int64_t s, std::int64_t n) const {
         return s + n - 1 - static_cast<std::int64_t>(marks_.size()) + retire_group_steps(spec_);
     }
 
   private:
     friend class PhaseScope;
-    // Per ring slot: a start and an end event per timed phase of this rank's roles, and the end.
-    struct Marks {
+    struct Marks {  // per ring slot: each timed phase's start and end events, and the step's end
         std::array<std::unique_ptr<Event>, 2 * kPhaseCount> phase;
         std::unique_ptr<Event> end;
         bool phases = false;  // the step in this slot records its phase events
@@ -81,13 +76,11 @@ class StepTimer {
         bool recorded_at_stop = false;
     };
     std::size_t slot(std::int64_t s) const { return static_cast<std::size_t>(s) % marks_.size(); }
-    // Whether step s records its end event, closing its retire group.
     bool records_end(std::int64_t s) const { return marks_[slot(s)].group_steps != 0; }
     bool phase_timed(std::int64_t s) const;
     bool needs_own_end(std::int64_t s, bool unit) const;
     bool ends_group(std::int64_t s, bool unit) const;
     void mark_ends(std::int64_t s, std::int64_t n, bool each, bool last);
-    // Where a PhaseScope records: the phase's start or end event of step s, or null.
     Event* phase_event(Phase phase, std::int64_t s, bool end);
     bool ranges() const { return !capture_.active; }
 
@@ -97,8 +90,7 @@ class StepTimer {
     const PassPlan* plan_ = nullptr;
     Timing timing_ = Timing::phases;
     std::int64_t every_ = 0;
-    // The last step queued that records its end event: the next retire group starts after it.
-    std::int64_t last_group_end_ = 0;
+    std::int64_t last_group_end_ = 0;  // the last step queued that records its end event
     struct {
         bool active = false, timed = false;
         std::int64_t first = 0;
@@ -126,7 +118,7 @@ class PhaseScope {
     bool ranged_;
 };
 
-// The host's clock, in milliseconds: what the pass loop times its own work with.
+// The host's clock, in milliseconds, that the pass loop times its own work with.
 inline double now_ms() {
     return std::chrono::duration<double, std::milli>(
                std::chrono::steady_clock::now().time_since_epoch())

@@ -183,8 +183,8 @@ TEST_P(HandOff, EveryStepIsHandedOverAndChecked) {
     for (const std::uint32_t depth : {1u, 2u, 3u}) {
         for (const std::uint32_t blocks : {1u, 3u}) {
             Rig rig(*device_, depth, 3001, 23);
-            launch_consumer_role(rig.consumer(blocks), *rig.consumer_stream);
-            launch_producer_role(rig.producer(blocks), *rig.producer_stream);
+            launch_role(rig.consumer(blocks), *rig.consumer_stream);
+            launch_role(rig.producer(blocks), *rig.producer_stream);
             ASSERT_TRUE(rig.wait_ended(true, true)) << "depth " << depth << " blocks " << blocks;
             for (const bool consumer : {false, true}) {
                 const RoleStatus& st = rig.role_status(consumer);
@@ -225,8 +225,8 @@ TEST_P(HandOff, APassCountsOnFromTheFlagsItFinds) {
     Rig rig(*device_, 2, 1000, 12);
     rig.first = 5;
     rig.start_at(7);
-    launch_consumer_role(rig.consumer(1), *rig.consumer_stream);
-    launch_producer_role(rig.producer(1), *rig.producer_stream);
+    launch_role(rig.consumer(1), *rig.consumer_stream);
+    launch_role(rig.producer(1), *rig.producer_stream);
     ASSERT_TRUE(rig.wait_ended(true, true));
     EXPECT_EQ(rig.role_status(true).end_step, 12);
     const auto consumed = rig.read<ConsumerStamps>(rig.consumed, 7);
@@ -250,8 +250,8 @@ TEST_P(HandOff, AStopEndsBothRolesAfterTheSameStep) {
     ConsumerArgs<float> c = rig.consumer(1);
     c.has_c = true;
     c.overlap = true;
-    launch_consumer_role(c, *rig.consumer_stream);
-    launch_producer_role(rig.producer(1), *rig.producer_stream);
+    launch_role(c, *rig.consumer_stream);
+    launch_role(rig.producer(1), *rig.producer_stream);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (std::atomic_ref(rig.role_status(false).done).load() < 2) {
         ASSERT_LT(std::chrono::steady_clock::now(), deadline);
@@ -280,7 +280,7 @@ TEST_P(HandOff, AWaitThatRunsOutNamesItselfAndItsStep) {
         // A consumer with no producer: its first wait, for step 0's tensor.
         Rig rig(*device_, 2, 1000, 10);
         rig.timeout_ms = 100;
-        launch_consumer_role(rig.consumer(3), *rig.consumer_stream);
+        launch_role(rig.consumer(3), *rig.consumer_stream);
         ASSERT_TRUE(rig.wait_ended(false, true));
         const RoleStatus& st = rig.role_status(true);
         EXPECT_EQ(static_cast<HandOffWait>(st.failed_wait), HandOffWait::arrival);
@@ -291,7 +291,7 @@ TEST_P(HandOff, AWaitThatRunsOutNamesItselfAndItsStep) {
         // A producer with no consumer, depth 1: step 1 waits for step 0's release.
         Rig rig(*device_, 1, 1000, 10);
         rig.timeout_ms = 100;
-        launch_producer_role(rig.producer(1), *rig.producer_stream);
+        launch_role(rig.producer(1), *rig.producer_stream);
         ASSERT_TRUE(rig.wait_ended(true, false));
         const RoleStatus& st = rig.role_status(false);
         EXPECT_EQ(static_cast<HandOffWait>(st.failed_wait), HandOffWait::release);
@@ -311,8 +311,8 @@ TEST_P(HandOff, AWrittenStepsSlotWaitsForItsCopy) {
         rig.device.copy_async(rig.written.data(), &first_written, 1, *rig.io);
         rig.io->synchronize();
         if (copied) rig.put(rig.control_word(3), 1);
-        launch_consumer_role(rig.consumer(1), *rig.consumer_stream);
-        launch_producer_role(rig.producer(1), *rig.producer_stream);
+        launch_role(rig.consumer(1), *rig.consumer_stream);
+        launch_role(rig.producer(1), *rig.producer_stream);
         ASSERT_TRUE(rig.wait_ended(true, true));
         const RoleStatus& st = rig.role_status(true);
         if (copied) {
