@@ -3,13 +3,9 @@
 // an event recorded on the receiving stream, waited on by the compute stream; launch B (counting
 // wrong values of x). Queued eagerly, as one CUDA graph per step, and as K steps per graph. One
 // rank sends to itself on gpurelay's -np 1 streams; two ranks on two GPUs split it as a pair does.
-//
-//   mpirun -np 1 bench_floor --benchmark_out=floor.json --benchmark_out_format=json
-//
 // An iteration is kBatch steps on the host clock, from before the first is queued until every
 // stream (the slower rank's) is idle, over kBatch: the period, as gpurelay times its steps. Every
 // step moves A's values of one fixed step, so overlapping steps cannot make B count a stale value.
-// NCCL_GRAPH_MIXING_SUPPORT=0 unless the environment sets it, as in gpurelay.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -117,8 +113,7 @@ struct FloorRank {
     std::unique_ptr<PlainNcclComm> nccl;
 };
 
-// Times `queue` (`steps_per_call` steps a call) as the top says, after one untimed call; then
-// checks what B counted, on every rank.
+// Times `queue` (`steps_per_call` steps a call) as the top says, after one untimed call.
 template <typename Queue>
 void time_steps(benchmark::State& state, FloorRank& rank, std::size_t bytes, int steps_per_call,
                 Queue&& queue) {
@@ -154,7 +149,6 @@ void time_steps(benchmark::State& state, FloorRank& rank, std::size_t bytes, int
         1e6 * queue_s / static_cast<double>(state.iterations() * kBatch);
 }
 
-// The steps queued eagerly (k = 0) or as graphs of k steps.
 void floor_steps(benchmark::State& state, FloorRank& rank, std::size_t bytes, int k) {
     if (k == 0) return time_steps(state, rank, bytes, 1, [&] { rank.queue_step(bytes); });
     const auto graph = rank.capture(bytes, k);

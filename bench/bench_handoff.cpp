@@ -4,10 +4,6 @@
 // the other's) with a device-driven step's waits and signals (handoff_floor.hpp): a launch =
 // "device" step of A and B is held against A + B + this. One rank runs both kernels on two
 // streams of one GPU; two ranks one each, on one GPU under MPS (scripts/with-mps) or on two.
-//
-//   mpirun -np 1 bench_handoff --benchmark_out=handoff.json --benchmark_out_format=json
-//   scripts/with-mps mpirun -np 2 bench_handoff
-//
 // An iteration is one launch of kWarm round trips and kRounds timed ones, stamped on the GPU's
 // global timer by the side that starts them; us_per_handoff is their time over 2 x kRounds.
 #include <benchmark/benchmark.h>
@@ -41,8 +37,7 @@ constexpr std::uint32_t kWarm = 5;
 constexpr benchmark::IterationCount kIterations = 50;
 constexpr std::uint64_t kTimeoutNs = 10'000'000'000ull;
 
-// This rank's side (or both sides, with one rank): the ipc transport with its flags of one slot,
-// the streams the kernels run on, and where the starting side stamps.
+// This rank's side (or both, with one rank): the ipc transport of one slot, streams, the stamps.
 struct FloorRank {
     PairPlacement placement;
     std::unique_ptr<Device> device;

@@ -1,9 +1,6 @@
 // Single-process benchmarks of a step's parts: kernels A, B, C and C's check on the GPU beside
 // their ceilings (a device copy, pinned host copies, NCCL to itself), and A and B's host twins.
-//
-//   GPURELAY_BENCH_MAX_BYTES=16M bench_kernels --benchmark_filter=host
-//
-// GPU benchmarks need CUDA and a GPU. A GPU iteration is kGpuBatch launches between two events
+// A GPU iteration is kGpuBatch launches between two events
 // after an untimed warm-up: one launch alone would also time the host's launching, latency.
 #include <benchmark/benchmark.h>
 
@@ -73,8 +70,7 @@ struct GpuBench {
 
 constexpr int kGpuBatch = 8;
 
-// Times `work` (queued on gpu.stream, given a mismatch count zeroed), kGpuBatch an iteration
-// after a warm-up, per `work`. Returns the count.
+// Times `work` on gpu.stream (given a zeroed count), kGpuBatch an iteration; returns the count.
 template <typename Work>
 Counter time_on_gpu(benchmark::State& state, GpuBench& gpu, Work&& work) {
     Counter* mismatches = gpu.wrong.reset(*gpu.stream);

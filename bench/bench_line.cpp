@@ -4,10 +4,6 @@
 // the same hops as pairs (0, 1), (2, 3), ..., as --group-size 2. A message goes in 4 MiB pieces,
 // all in flight; each rank sends on a host stream while its main thread receives. An iteration
 // is the slowest rank's wall time from a barrier until every hop's message has arrived.
-//
-//   mpirun -np 4 bench_line --benchmark_out=line.json --benchmark_out_format=json
-//
-// Fixed iteration counts on every rank, rank 0 reporting; each receiver then checks its bytes.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

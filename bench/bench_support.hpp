@@ -1,6 +1,5 @@
-// What the benchmark programs share: the message sizes, the failure record that sets the exit
-// code, the count of wrong values, an MPI benchmark's start and end, and the provenance every
-// result file carries.
+// What the benchmark programs share: sizes, the failure record behind the exit code, the count
+// of wrong values, an MPI benchmark's start and end, and every result file's provenance.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -30,11 +29,9 @@ std::size_t max_bytes_from_env();
 // 4 KiB, 16 KiB, 64 KiB, ... (x4) up to `max_bytes`, ending with `max_bytes` itself.
 std::vector<std::size_t> bench_sizes(std::size_t max_bytes);
 
-// A fixed iteration count for `bytes`, the same on every rank (they must stay in lock-step):
-// about 1 GiB moved per benchmark, 5 to 200 iterations.
+// A fixed count for `bytes`, the same on every rank (lock-step): about 1 GiB moved, 5 to 200.
 benchmark::IterationCount iterations_for(std::size_t bytes);
 
-// A benchmark's body at one size.
 using Body = std::function<void(benchmark::State&, std::size_t bytes)>;
 
 // `fn(state, bench, extra..., bytes)` as a Body; `extra` by value (std::ref passes a buffer).
@@ -45,8 +42,7 @@ Body on(Bench& bench, Fn fn, Extra... extra) {
     };
 }
 
-// Registers `body` as NAME/BYTES with a fixed iteration count (the same on every rank), timed by
-// the body (manual time), reported in µs.
+// Registers `body` as NAME/BYTES: `iterations` on every rank, timed by the body, reported in µs.
 void register_timed(const std::string& name, std::size_t bytes,
                     benchmark::IterationCount iterations,
                     std::function<void(benchmark::State&)> body);
@@ -54,8 +50,7 @@ void register_timed(const std::string& name, std::size_t bytes,
 // `bytes` times the iterations run, for SetBytesProcessed and SetItemsProcessed.
 std::int64_t per_run(const benchmark::State& state, std::size_t bytes);
 
-// Marks the benchmark failed (a wrong result, a missing library): the run goes on, the program
-// then exits non-zero (any_failed()).
+// Marks it failed (a wrong result, a missing library): the run goes on, the exit is non-zero.
 void fail(benchmark::State& state, const std::string& message);
 bool any_failed();
 
@@ -68,7 +63,6 @@ class WrongCount {
     explicit WrongCount(Device& device);
     // Zeroes the count in `stream`'s order; the kernels add to what it returns.
     Counter* reset(Stream& stream);
-    // The count, once `stream` is done.
     Counter read(Stream& stream);
     Counter* counter() { return counter_.as<Counter>().data(); }
     // How many of `x` differ from A's values of `step` in form `expected`: B with alpha 1
@@ -82,12 +76,11 @@ class WrongCount {
     Buffer host_;
 };
 
-// The whole main of an MPI benchmark program: MPI up, Google Benchmark's flags parsed on every
-// rank (only rank 0 keeps --benchmark_out, which the others would truncate; exit 2 on an unknown
-// flag), then `run`. An error that escapes it or reaches the fatal handler prints one line naming
-// `program` and the rank and ends the whole job, which would otherwise wait for ever. The hosts'
-// waits are `prompt`, as gpurelay's on the GPU path: under Open MPI's shared memory a large
-// message moves only while both ranks look, so `sparing`'s pauses would slow what is measured.
+// An MPI benchmark's main: MPI up, Google Benchmark's flags parsed on every rank (only rank 0 keeps
+// --benchmark_out, which the others would truncate; exit 2 on an unknown flag), then `run`. An
+// escaping or fatal error prints one line naming `program` and the rank and ends the job, which
+// would otherwise wait for ever. Host waits are `prompt`, as on gpurelay's GPU path: under Open
+// MPI's shared memory a large message moves only while both ranks look (`sparing` would slow it).
 int mpi_benchmark_main(const char* program, int argc, char** argv, int (*run)(MpiSession& session));
 
 // Rank 0 prints "PROGRAM: TEXT" on stderr.
@@ -96,15 +89,13 @@ void say(const MpiSession& session, const std::string& text);
 // Collective: whether every rank sees a GPU (their benchmark lists must agree).
 bool gpu_on_every_rank();
 
-// Collective over MPI_COMM_WORLD, each bounded by timeout_s's default (a rank that never answers
-// ends the job): a barrier; the sum of every rank's `mine`; the slowest rank's seconds on the
-// host clock since `begin`.
+// Collective, each bounded by timeout_s's default (a rank that never answers ends the job): a
+// barrier; the sum of every rank's `mine`; the slowest rank's host-clock seconds since `begin`.
 void barrier();
 std::uint64_t summed(std::uint64_t mine);
 double slowest_since(std::chrono::steady_clock::time_point begin);
 
-// Collective over MPI_COMM_WORLD (two ranks): whether they drive different GPUs (another host,
-// or another PCI bus id on the same one). NCCL refuses two ranks on one GPU.
+// Collective (two ranks): whether they drive different GPUs (host, PCI bus id), as NCCL needs.
 bool on_distinct_gpus(const MpiSession& session, Device& device);
 
 // Runs the registered benchmarks on every rank, only rank 0 reporting. Where a check failed on

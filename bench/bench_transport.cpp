@@ -3,13 +3,9 @@
 // than its slowest leg); on two distinct GPUs, plain ncclSend/ncclRecv, ncclBroadcast and
 // ncclAllReduce loops (algbw and busbw as nccl-tests gives them); the ipc transport (CUDA IPC on
 // a GPU, a shared-memory window on the CPU) beside a device-to-device copy in rank 0's process.
-//
-//   mpirun -np 2 bench_transport --benchmark_out=transport.json --benchmark_out_format=json
-//
 // One rank runs only the broadcast and all-reduce loops (copies on its GPU), or without a GPU
-// says so and exits 0. Both ranks run fixed iteration counts in lock-step; rank 0 reports. A
-// staged iteration lasts until rank 1's zero-byte acknowledgement reaches rank 0 (delivery into
-// rank 1's buffer); an NCCL or ipc iteration is a batch queued back to back, as nccl-tests times.
+// says so and exits 0. A staged iteration lasts until rank 1's acknowledgement reaches rank 0; an
+// NCCL or ipc iteration is a batch queued back to back, as nccl-tests times.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -129,7 +125,6 @@ const void* pass_slot(TransportBench& tb, Transport& t, std::size_t k) {
     return landed;
 }
 
-// `count` bytes at `data` from rank `from` to the other, with plain MPI.
 void one_way(const TransportBench& tb, int from, void* data, int count, int tag) {
     if (tb.rank == from) {
         MPI_CHECK(MPI_Send(data, count, MPI_BYTE, 1 - from, tag, MPI_COMM_WORLD));
@@ -141,8 +136,7 @@ void one_way(const TransportBench& tb, int from, void* data, int count, int tag)
 // Rank 1's zero-byte acknowledgement that a message landed, which rank 0 waits for.
 void acknowledge(const TransportBench& tb) { one_way(tb, kReceiver, nullptr, 0, kAckTag); }
 
-// Rank 1 checks the last message that arrived (at `received`, by default its message buffer)
-// against A's values, and both ranks learn the count; then the bytes.
+// Rank 1 checks the last message (at `received`, else its message buffer); both learn the count.
 void check_delivery(benchmark::State& state, TransportBench& tb, std::size_t bytes,
                     const void* received = nullptr) {
     std::uint64_t wrong = 0;
@@ -171,9 +165,8 @@ void time_messages(benchmark::State& state, One&& one) {
     }
 }
 
-// Times batches of kBatch messages queued by `queue_one` on `stream`: the slower rank's wall time
-// from a barrier to its stream's end, over the batch, after a barrier and one untimed (NCCL's
-// first connects). Returns the seconds per message, summed over the iterations.
+// Times batches of kBatch `queue_one`s: the slower rank's wall time from a barrier to `stream`'s
+// end over kBatch, after one untimed (NCCL's first connects). Returns those seconds' sum.
 template <typename QueueOne>
 double time_batches(benchmark::State& state, Stream& stream, QueueOne&& queue_one) {
     barrier();
@@ -223,8 +216,7 @@ void transport_mpi_pinned(benchmark::State& state, TransportBench& tb, std::size
     check_delivery(state, tb, bytes);
 }
 
-// The ipc transport (of `slots` slots), message i through slot i % slots. Its slots start
-// poisoned, so a copy that never came fails the check.
+// Message i through slot i % slots; the slots start poisoned, so a missing copy fails the check.
 template <std::size_t slots>
 void transport_ipc(benchmark::State& state, TransportBench& tb, std::size_t bytes) {
     Transport& ipc = tb.sized(TransportBench::Kind::ipc, bytes, slots);
@@ -298,8 +290,7 @@ Benchmarks transport_benchmarks(TransportBench& tb) {
 }
 
 #if GPURELAY_HAVE_CUDA
-// A plain ncclSend (rank 0) / ncclRecv (rank 1) loop. Rank 1's message buffer, where the loop
-// lands, starts poisoned, so stale data from an earlier benchmark cannot pass the check.
+// A plain ncclSend (rank 0) / ncclRecv (rank 1) loop into a poisoned buffer (no stale pass).
 void transport_nccl_plain(benchmark::State& state, TransportBench& tb, const PlainNcclComm& nccl,
                           std::size_t bytes) {
     if (tb.rank == kReceiver) {
@@ -343,9 +334,8 @@ struct CollectiveBench {
     PlainNcclComm nccl;
 };
 
-// Times batches of one plain collective of `bytes`, checks the last result on every rank against
-// A's formula (the root's tensor; the sum of the shares, exact by construction) and reports
-// nccl-tests' algbw (bytes / time) and busbw (algbw times the bus factor), in GB/s.
+// Checks the last result against A's formula (the root's tensor; the shares' sum, exact by
+// construction); reports nccl-tests' algbw (bytes / time) and busbw (algbw x bus factor), in GB/s.
 void collective_plain(benchmark::State& state, CollectiveBench& cb, Collective collective,
                       std::size_t bytes) {
     const std::size_t count = bytes / 4;
@@ -388,7 +378,6 @@ void add_collectives(Benchmarks& list, CollectiveBench& cb) {
 }
 #endif
 
-// Registers each benchmark at each size, then runs them; every rank ends with the same code.
 int run_all(const MpiSession& session, const Benchmarks& list,
             const std::vector<std::size_t>& sizes) {
     for (const auto& [name, body] : list) {

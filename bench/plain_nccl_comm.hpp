@@ -12,8 +12,7 @@ namespace gpurelay::bench {
 
 class PlainNcclComm {
   public:
-    // Rank `rank` of `size` over MPI_COMM_WORLD (collective where size > 1): rank 0 makes NCCL's
-    // id and sends it to the others.
+    // Rank `rank` of `size` over MPI_COMM_WORLD (collective where size > 1); rank 0 makes the id.
     PlainNcclComm(int size, int rank) {
         ncclUniqueId id{};
         if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));

@@ -11,9 +11,8 @@ Per step s, slot k = s % depth, three streams ordered by events (pipeline/step.c
 Formulas: kernels/formula.hpp, in int64 tensors masked to 32 bits. The one host sync is at the
 end: the GPU's count, and y of the last step against a_value_py on the host. Exit 3 if wrong.
 
-lab/gpu-check's stage small runs it beside gpurelay's 4 KiB steps (--json $OUT/torch_NAME.json
-beside gpurelay's NAME.json), then lab/lib/torch_vs_gpurelay.py $OUT compares them. Without
-PyTorch or a GPU it says so in one line and exits 2 (0 with --skip-without-gpu).
+lab/gpu-check's stage small runs it beside gpurelay's 4 KiB steps, for lab/lib/torch_vs_gpurelay.py
+to compare. Without PyTorch or a GPU it says so in one line and exits 2 (0 with --skip-without-gpu).
 """
 import argparse
 import json
@@ -75,7 +74,6 @@ def parse_count(text):
 
 class Parser(argparse.ArgumentParser):
     def error(self, message):
-        """Bad input: one line, exit 2."""
         self.exit(2, f"torch_pipeline: {message}\n")
 
 
@@ -261,8 +259,8 @@ def main(argv=None):
     seconds = timed(torch, queue, firsts[warm:])
     last = firsts[-1] + (g - 1 if args.graphs else 0)
     wrong = int(pipe.wrong.item())
-    # y of the last step on the host, against the formula in Python (every element up to 64Ki,
-    # else every n/64Ki-th and the last).
+    # y of the last step against the formula in Python: every element up to 64Ki, else every
+    # n/64Ki-th and the last.
     n = args.elements
     idx = list(range(0, n - 1, max(1, n // 65536))) + [n - 1]
     y = pipe.y[last % d].cpu()[torch.tensor(idx)].tolist()

@@ -77,17 +77,14 @@ LAWS = {"log": lambda n: math.log2(n), "linear": lambda n: n, "quadratic": lambd
 
 
 def fit(points, law):
-    """Least squares of value = a + b law(n): (a, b, R²), R² the square of the correlation (the
-    values vary: growth() calls a spread under half the mean constant first)."""
+    """Least squares value = a + b law(n): (a, b, correlation²); growth() passes varying values."""
     xs, ys = [LAWS[law](n) for n, _ in points], [v for _, v in points]
     b, a = statistics.linear_regression(xs, ys)
     return a, b, statistics.correlation(xs, ys) ** 2
 
 
 def growth(values):
-    """How {ranks: value} grows from 8 ranks up: constant when it spreads by less than half its
-    mean; else the growing law of a + b law(n) that fits best by least squares, with its R²
-    ("unclear" under 0.8: noise, the scheduler's on an oversubscribed machine)."""
+    """How {ranks: value} grows from 8 ranks up, as the module says ("unclear": noise)."""
     points = [(n, v) for n, v in values.items() if n >= 8] or list(values.items())
     ys = [v for _, v in points]
     if len(points) < 2 or max(ys) - min(ys) <= 0.5 * abs(sum(ys) / len(ys)):
@@ -103,8 +100,7 @@ def growth(values):
 
 
 def launch(opts, n, args, folder, quiet):
-    """One counted launch into `folder`: its counts, stdout.txt and summary.json. Exits on a
-    failed or unverified run."""
+    """One counted launch into `folder` (counts, stdout.txt, summary.json); exits if it failed."""
     os.makedirs(folder)
     summary = os.path.join(folder, "summary.json")
     command = (shlex.split(opts.mpirun) + ["-np", str(n)] +
@@ -121,8 +117,7 @@ def launch(opts, n, args, folder, quiet):
 
 
 def measure(opts, pattern, n, tmp):
-    """One case's two launches (or, with --from, what they left): the counts, JSON and report
-    length of each."""
+    """One case's two launches (or, with --from, what they left): counts, JSON, report length."""
     case = {"steps": opts.steps}
     for name, steps, quiet in zip(("short", "long"), opts.steps, (False, True)):
         folder = os.path.join(tmp, f"{pattern.replace(' ', '_')}_np{n}_{name}")

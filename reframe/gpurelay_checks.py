@@ -1,9 +1,7 @@
 """ReFrame checks for gpurelay: the pair (sizes and transports as parameters), the relay and the
-collectives. Each run verifies itself (sanity: its verification line and its exit code) and
-writes a JSON summary, from which the performance variables come, held against references per
-system as sites hold nccl-tests'. docs/OPERATIONS.md, "For site administrators", runs them:
-  reframe -C reframe/settings.py --system local-slurm -c reframe/gpurelay_checks.py -r
-with -S binary=PREFIX/bin/gpurelay where gpurelay is not on PATH, -S device=cpu without GPUs."""
+collectives. Each run verifies itself (sanity: its verification line and exit code); its JSON
+summary's figures are held against references per system as sites hold nccl-tests'. How to run
+them: docs/OPERATIONS.md, "For site administrators"."""
 import json
 import math
 import os
@@ -21,10 +19,9 @@ def _shown(figure, part=None):
     return figure["value"] if part is None else figure["ci95"][part]
 
 
-# The performance variables and where the JSON summary (--summary-json) holds them: the one
-# place that knows its layout (docs/OUTPUT.md); a pass's figures are the last pass's (overlap on,
-# the last of overlap = "compare"). A figure gpurelay withheld is left out of the log, unless a
-# reference names it: then it is NaN, which no reference passes.
+# The performance variables and where the JSON summary holds them (the one place that knows its
+# layout, docs/OUTPUT.md): a pass's figures are the last pass's (overlap on). A withheld figure is
+# left out of the log unless a reference names it: then it is NaN, which no reference passes.
 PERF_VARIABLES = {
     "time_per_step": ("ms", lambda s: _shown(s["passes"][-1]["figures"]["time_per_step_ms"])),
     "transfer_bw": ("GB/s", lambda s: _shown(s["passes"][-1]["figures"]["transfer_gbps"])),
@@ -34,10 +31,9 @@ PERF_VARIABLES = {
     "slowest_pair_step": ("ms", lambda s: max(p["step_ms"] for p in s["passes"][-1]["pairs"])),
 }
 
-# References per system:partition and check ("PATTERN TRANSPORT SIZE"): {variable: (value,
-# lower, upper)}, the bounds fractions of the value (None: unbounded), as ReFrame takes them.
-# A check without one is logged, not judged. Set a system's from a first run of these checks
-# (docs/OPERATIONS.md). The H200's are docs/PERFORMANCE.md's two-GPU transfer (depth 2, NVLink).
+# References per system:partition and check ("PATTERN TRANSPORT SIZE"): {variable: (value, lower,
+# upper)}, bounds as fractions of the value (None: unbounded); a check without one is logged, not
+# judged. Set from a first run (docs/OPERATIONS.md); the H200's: PERFORMANCE.md's two-GPU transfer.
 REFERENCES = {
     "h200:gpu": {
         "pairs nccl 4Mi": {"transfer_bw": (286.3, -0.10, None)},

@@ -1,7 +1,6 @@
-"""ReFrame site configuration for gpurelay's checks: the local Slurm cluster of
-scripts/local-slurm (export SLURM_CONF=DIR/slurm.conf first) and a workstation (mpirun on this
-machine). A site adds its own system beside these, or its partitions to its own configuration;
-pick one with --system NAME."""
+"""ReFrame site configuration for gpurelay's checks: scripts/local-slurm's cluster (export
+SLURM_CONF=DIR/slurm.conf first) and a workstation (mpirun here). A site adds its own system or
+partitions beside these; pick one with --system NAME."""
 
 site_configuration = {
     "systems": [

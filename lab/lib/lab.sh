@@ -1,8 +1,7 @@
 # The lab's one library, sourced by lab/gpu-check and by each stage it starts (stage_* in the
 # files sourced at the end). Its state is in the environment, so that under_mps keeps it:
 #   LAB_WORK  the work folder: gpu.txt, build-*.log, a folder per stage; h5/ holds the files
-#   LAB_CPU   1 on the CPU path: launches get --device cpu, nothing uses MPS, nvidia-smi or
-#             compute-sanitizer
+#   LAB_CPU   1 on the CPU path: --device cpu, no MPS, nvidia-smi or compute-sanitizer
 #   dir       the running stage's folder, $LAB_WORK/STAGE
 #   BIN       the gpurelay a launch runs (this tree's, unless a stage sets $old)
 #   MPI_OPTS  mpirun's options beside its defaults (--bind-to none, --mca ...)
@@ -21,7 +20,6 @@ long_run=(--elements 1Ki --overlap on --c-elements 0 --steps "$(cpu && echo 2000
 # 20 ms a step on the GPU (ipc under MPS to staged MPI), so that the steps outlast the stop.
 held_run=(--elements 16Mi --steps 100000 --warmup 2 --c-elements 1Mi --c-iterations 16)
 
-# The GPU's facts (or the CPU's), once per work folder.
 gpu_facts() {
     if cpu; then
         echo "CPU path: $(uname -n), $(nproc) cores"
@@ -31,8 +29,7 @@ gpu_facts() {
     fi | tee "$LAB_WORK/gpu.txt"
 }
 
-# build_tree DIR NAME: the tree at DIR built with the benchmarks (log $LAB_WORK/build-NAME.log);
-# on the GPU machine with CUDA, its tests run by the machine's python3.
+# build_tree DIR NAME: the tree at DIR built with the benchmarks (log $LAB_WORK/build-NAME.log).
 build_tree() {
     local log=$LAB_WORK/build-$2.log gpu=(-DGPURELAY_CUDA=ON -DGPURELAY_PYTHON="$(command -v python3)")
     cpu && gpu=()
@@ -46,8 +43,7 @@ build_tree() {
     fi
 }
 
-# on_path ARGS...: gpurelay's flags for this machine, into the array run_args: on the CPU path
-# --device cpu in place of any --device.
+# on_path ARGS...: gpurelay's flags into the array run_args; on the CPU path --device cpu only.
 on_path() {
     run_args=("$@")
     cpu || return 0
@@ -71,8 +67,7 @@ gpurelay() {
 # said LOG: the line gpurelay ended with (an error, a stop, failed verification), not its header.
 said() { grep '^gpurelay: ' "$1" | grep -vm1 ' rank(s), ' | cut -c1-160; }
 
-# launch NAME NP ARGS...: one launch into $dir/NAME.json, $dir/results.csv (tag NAME) and
-# $dir/NAME.log; prints and returns its exit code.
+# launch NAME NP ARGS...: one launch into $dir/NAME.{json,log} and $dir/results.csv (tag NAME).
 launch() {
     local name=$1 np=$2 code
     shift 2
@@ -96,16 +91,15 @@ expect() {
         "$(said "$dir/$1.log")"
 }
 
-# under_mps COMMAND...: COMMAND (a function here, or a program) with every launch's ranks sharing
-# the GPU through one MPS daemon (scripts/with-mps); on the CPU path as it is.
+# under_mps COMMAND...: COMMAND with every launch's ranks sharing the GPU through one MPS daemon.
 under_mps() {
     cpu && { "$@"; return; }
     # shellcheck disable=SC2016  # expanded by the inner shell
     scripts/with-mps bash -c 'source lab/lib/lab.sh && "$@"' under_mps "$@"
 }
 
-# alternate REPS COMMAND...: COMMAND with the old tree's gpurelay (TREE=old) then this tree's
-# (TREE=new), REPS times (REP=1..REPS): launches alternated, so that drift hits both alike.
+# alternate REPS COMMAND...: COMMAND with the old tree's gpurelay then this tree's, REPS times:
+# alternated, so that drift hits both alike.
 alternate() {
     local reps=$1 rep
     shift
@@ -125,9 +119,8 @@ compared() {
     tail -n 1 "$dir/cmp_$name.txt" | cut -c1-160
 }
 
-# in_steps LOG PID: waits (60 s at most) until launcher PID's run is in its timed steps: a
-# progress line (one each 10 s) that is not its last, since the header comes a second or more
-# before the warm-up ends; fails when the launcher ends first.
+# in_steps LOG PID: waits (60 s at most) for launcher PID's timed steps: a progress line that is
+# not its last (the header comes before the warm-up ends); fails when the launcher ends first.
 in_steps() {
     local t=0
     until grep -E '^progress: ' "$1" 2>/dev/null | grep -qvE 'step ([0-9]+) of \1;'; do
@@ -138,10 +131,8 @@ in_steps() {
 
 pause() { sleep "$(python3 -c 'import random; print(round(random.uniform(0.2, 3), 2))')"; }
 
-# stopped NAME NP PICK ARGS...: a launch whose PICK-th rank process (by start) is SIGSTOPped 0.2
-# to 3 s after in_steps (ARGS must outlast 13 s: long_run); the others' timeout_s (3 s) must end
-# the job with exit 4 and one line naming the wait. Prints the exit code, the seconds from the
-# stop to the end and that line.
+# stopped NAME NP PICK ARGS...: the PICK-th rank process SIGSTOPped 0.2 to 3 s after in_steps
+# (ARGS outlast 13 s: long_run); the others' timeout_s (3 s) must end the job: exit 4, one line.
 stopped() {
     local name=$1 np=$2 pick=$3 out=$scratch/stop.h5 log=$dir/$1.log pid code start launcher
     shift 3
@@ -172,9 +163,8 @@ in_bound() {
     echo "stopped in their steps, exit 4 within 8 s: $(grep -cE 'in its steps: exit 4 after [0-8] s' "$1") of $2"
 }
 
-# resumed NAME NP ARGS...: a launch run through, and the same launch stopped by SIGTERM 0.2 to
-# 3 s after in_steps (ARGS must outlast 13 s: long_run), which must end it (exit 143, the stop
-# line naming its step), then --resume'd to exit 0; their /y must be identical.
+# resumed NAME NP ARGS...: a launch run through, and the same SIGTERMed 0.2 to 3 s after in_steps
+# (ARGS as for stopped), exit 143, then --resume'd to exit 0; their /y must be identical.
 resumed() {
     local name=$1 np=$2 whole=$scratch/$1-whole.h5 cut=$scratch/$1-cut.h5 log=$dir/$1.log code \
         launcher line
@@ -210,9 +200,8 @@ same_y() {
     fi
 }
 
-# sanitized TOOL NAME NP PROGRAM ARGS...: NP ranks of PROGRAM under compute-sanitizer --tool
-# TOOL: the exit code, how many ranks' summaries are clean, and the other reports, NCCL's handled
-# probes (cudaFuncGetAttributes on kernels not built for this GPU) counted apart.
+# sanitized TOOL NAME NP PROGRAM ARGS...: NP ranks of PROGRAM under compute-sanitizer; NCCL's
+# handled probes (cudaFuncGetAttributes on kernels not built for this GPU) counted apart.
 sanitized() {
     local tool=$1 name=$2 np=$3 log=$dir/$2.log
     shift 3
@@ -230,11 +219,9 @@ sanitized() {
         "$reports other reports ($probes of them NCCL's handled probes)"
 }
 
-# tables WHAT ARGS...: lab/lib/tables.py's table WHAT, also into $dir/WHAT.txt.
 tables() { python3 lab/lib/tables.py "$@" | tee "$dir/$1.txt"; }
 
-# benched NAME SECONDS COMMAND...: a benchmark program within SECONDS, its JSON $dir/NAME.json
-# and its output $dir/NAME.txt.
+# benched NAME SECONDS COMMAND...: a benchmark within SECONDS into $dir/NAME.json and NAME.txt.
 benched() {
     local name=$1 seconds=$2
     shift 2

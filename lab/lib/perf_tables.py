@@ -1,13 +1,10 @@
 """The tables of docs/PERFORMANCE.md, made from a lab/gpu-check stage's folder.
 
-usage: python3 lab/lib/perf_tables.py DIR [--update DOC] [--commit HASH] [--only NAME,...]
-
 DIR is a stage's folder (small, ipc, collectives, bench, pair) or one under docs/results/: its
-bench-*.json, results CSVs, JSON summaries (NAME.json, the run tagged NAME) and mps/ (the ipc
-stage under MPS). Prints each table they make between `<!-- table NAME -->` and `<!-- end table
-NAME -->`; --update DOC replaces those blocks of DOC instead. Each table ends with its data's
-date and commit (--commit HASH, else the data's hash). --only keeps the named tables. Exits 2
-when DIR holds nothing to tabulate.
+bench-*.json, results CSVs, JSON summaries (NAME.json: the run tagged NAME) and mps/ (the ipc
+stage under MPS). Prints each table between `<!-- table NAME -->` and `<!-- end table NAME -->`
+(--update DOC replaces DOC's blocks), ending with its data's date and commit. Exits 2 when DIR
+holds nothing to tabulate.
 """
 import argparse
 import csv
@@ -43,8 +40,7 @@ def table(header, rows):
 
 
 def bench(path):
-    """({(family, bytes): run}, context) from a Google Benchmark JSON file; aggregates and
-    failed runs are left out. "floor/np1/eager/4096/..." is family "floor/np1/eager"."""
+    """({(family, bytes): run}, context) less aggregates and failures ("fa/m/4096/...": fa/m)."""
     if not os.path.exists(path):
         return {}, {}
     with open(path) as f:
@@ -58,9 +54,7 @@ def bench(path):
 
 
 def runs_in(folder):
-    """{tag: run} as the results CSV has it (the pass without overlap in
-    time_per_step_no_overlap_ms); a JSON summary NAME.json adds or replaces run NAME. A tag's
-    rows at several sizes are runs "TAG elements=N" (tensor_bytes=N in a CSV without elements)."""
+    """{tag: run} of the CSVs and NAME.json summaries; a tag at several sizes: "TAG elements=N"."""
     runs = {}
     for path in sorted(glob.glob(os.path.join(folder, "*.csv"))):
         with open(path, newline="") as f:
@@ -126,8 +120,7 @@ def kernels(folder):
 
 
 def run_rows(runs, tags):
-    """The compare-mode table of the runs named in `tags` that the folder has: header, rows,
-    dates and hashes."""
+    """The compare-mode table (header, rows, dates, hashes) of the runs of `tags` there are."""
     used = [(tag, runs[tag]) for tag in tags if tag in runs]
     rows = [[tag, r["world_size"], r["transport"], size_name(int(r["tensor_bytes"])),
              fmt(num(r["time_per_step_no_overlap_ms"]), 4), fmt(num(r["time_per_step_ms"]), 4),

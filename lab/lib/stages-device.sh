@@ -40,8 +40,7 @@ stage_device_correct() {
     grep -h "verification" "$dir"/np*.log | sort | uniq -c
 }
 
-# Without the reuse wait (debug_skip_reuse_wait), A writes a slot again before a slow C lets B
-# read it: verification must fail.
+# Without the reuse wait, A rewrites a slot before a slow C lets B read it: verification must fail.
 stage_device_reuse() {
     local race=(--elements 4Ki --depth 1 --steps 6 --warmup 1 --overlap on --c-elements 64Mi
         --c-iterations 4000 --calibrate false --write last)

@@ -3,8 +3,7 @@
 # shellcheck shell=bash disable=SC2154  # new, mpi, dir, scratch, the runs: lab/lib/lab.sh's
 big=(--elements 64Mi --depth 2 --overlap compare --steps 50 --warmup 5)
 
-# checked NAME SCRIPT NP [FLAGS...] -- ARGS...: a tests/integration/SCRIPT case (every element
-# of /y read back from the file by the formula); its exit and its verdict.
+# checked NAME SCRIPT NP [FLAGS...] -- ARGS...: a tests/integration/SCRIPT case; exit, verdict.
 checked() {
     local name=$1 script=$2 np=$3 flags=()
     shift 3
@@ -16,8 +15,8 @@ checked() {
     echo "$name: exit $? $(grep -m1 '^ok' "$dir/$name.log")"
 }
 
-# overlap_matched PREFIX NP STEPS ARGS...: 64 Mi values with overlap off and C of 64 iterations,
-# then overlap compare at depth 1 and 2 with C made as long as the transfer was.
+# overlap_matched PREFIX NP STEPS ARGS...: overlap compare at depth 1 and 2 with C made as long
+# as the transfer was (measured with overlap off and C of 64 iterations).
 overlap_matched() {
     local prefix=$1 np=$2 steps=$3 depth c
     shift 3
@@ -94,9 +93,8 @@ stage_graphs() {
     done
 }
 
-# ipc_runs: two ranks on one GPU: bench_transport's ipc beside a device copy, 64 and 256 MiB steps
-# over ipc, ipc sm and MPI (a light C), np 1 and 4, what auto picks, the dropped reuse wait,
-# overlap with C as long as the transfer.
+# ipc_runs: two ranks on one GPU: bench_transport's ipc beside a device copy, steps over ipc, ipc
+# sm and MPI (a light C), np 1 and 4, what auto picks, the dropped reuse wait, overlap matched.
 ipc_runs() {
     mkdir -p "$dir"
     GPURELAY_BENCH_MAX_BYTES=256M benched bench-transport-ipc 200 "${mpi[@]}" -np 2 \
@@ -219,8 +217,7 @@ stage_suite() {
     grep -E 'tests passed|tests failed|Not Run|Failed|\*\*\*' "$dir/suite.log" | tail -20
 }
 
-# sizes_of NAME NP ARGS...: the nine sizes 4 KiB to 256 MiB in one launch, then one launch
-# each; the wall time of each way into walls.txt.
+# sizes_of NAME NP ARGS...: nine sizes in one launch, then a launch each; their walls.txt.
 sizes_of() {
     local name=$1 np=$2 start n
     shift 2

@@ -9,8 +9,7 @@ way_tag() {
     echo "${tag//--/}"
 }
 
-# sized SIZE WAY: a relay's size flags into the array size_args: 4k (2000 steps) or 64M (100
-# steps, 30 over staged MPI), overlap on, C off, the last y written, the default depth (2).
+# sized SIZE WAY: a relay's size flags (4k or 64M) into the array size_args; the default depth.
 sized() {
     size_args=(--elements 1Ki --steps 2000 --warmup 100)
     [[ $1 == 64M ]] && size_args=(--elements 64Mi --steps 100 --warmup 5)
@@ -95,8 +94,7 @@ stage_hostmpi() {
     tables relay "$dir"
 }
 
-# bench_line: plain MPI between host buffers, no gpurelay; -np 4 is a line of 3 against 2 pairs,
-# -np 6 a line of 4 against 3; unbound.
+# bench_line: plain MPI between host buffers; -np 4: a line of 3 against 2 pairs, 6: 4 v 3; unbound.
 stage_mpiline() {
     local mech np opts
     for mech in default cma; do for np in 4 6; do
@@ -110,8 +108,8 @@ stage_mpiline() {
     tables mpiline "$dir"
 }
 
-# relays_of SIZE [WAY...]: relays of 2, 3 and 4 stages of SIZE over each WAY (all three by
-# default), named for the tree and repetition alternate gives (else new).
+# relays_of SIZE [WAY...]: relays of 2, 3 and 4 stages over each WAY (default all), named for
+# alternate's tree and repetition.
 relays_of() {
     local size=$1 n way
     shift

@@ -1,6 +1,5 @@
-# Figures a reader can take at face value (docs/PERFORMANCE.md): identical launches compared, a
-# real and a known difference found, old tree against new, NCCL against nccl-tests, stopped
-# peers and the stress driver on the GPU.
+# Figures a reader can take at face value (docs/PERFORMANCE.md): noise, a known difference found,
+# old tree against new, NCCL against nccl-tests, stopped peers and the stress driver on the GPU.
 # shellcheck shell=bash disable=SC2154  # new, mpi, dir, scratch, the runs: lab/lib/lab.sh's; ways
 tiny=(--transport nccl --elements 1Ki --depth 2 --overlap on --steps 3000 --warmup 100
     --write none --c-elements 0)
@@ -71,8 +70,7 @@ stage_nccltests() {
     grep -E "^ +[0-9]" "$dir/sendrecv_perf.txt" | head -12
 }
 
-# A peer SIGSTOPped during ipc, ipc sm and staged MPI steps of 16 Mi values, two ranks on the
-# GPU, three times each, time-sliced and under MPS.
+# A peer SIGSTOPped in ipc, ipc sm and staged MPI steps of 16 Mi values, two ranks, three times.
 stop_each() {
     local way
     for _ in 1 2 3; do

@@ -79,8 +79,7 @@ def median(rows, column):
 
 
 def sizes(path, walls):
-    """Per transport and size, the median step over the repetitions of the one launch of nine
-    sizes (tags one_WAY_REP) against the launches of one size each (sep_WAY_REP_SIZE)."""
+    """Per transport and size, the median step in one launch of nine sizes against one each."""
     runs = {}
     with open(path, newline="") as f:
         for r in csv.DictReader(f):

@@ -1,12 +1,8 @@
 """bench/torch_pipeline.py's time per step against gpurelay's, on the same GPU (the target:
 gpurelay at least 20x faster at 4 KiB).
 
-usage: torch_vs_gpurelay.py DIR                      (each DIR/torch_NAME.json beside DIR/NAME.json)
-       torch_vs_gpurelay.py --pair TORCH GPURELAY [--pair ...]
-
-TORCH is torch_pipeline.py's --json; GPURELAY a gpurelay summary JSON (its last pass's
-time_per_step_ms). Prints a markdown table, one row per pair. Exits 1 when a pair differs in
-tensor size or type (its ratio would mean nothing), a run failed its check, or there is no pair.
+TORCH is torch_pipeline.py's --json, GPURELAY a gpurelay summary. Prints a markdown row per pair;
+exits 1 on a pair of unlike tensors (no meaningful ratio), a failed check, or no pair.
 """
 import argparse
 import glob

@@ -1,11 +1,10 @@
 // A count of the collective MPI calls each rank takes part in, through MPI's profiling interface
-// (mpirun -x LD_PRELOAD=libgpurelay_mpi_counts.so -x GPURELAY_MPI_COUNTS=DIR ...). A call counts
-// as over the world when its communicator (a file's or window's group) holds every rank: a
-// duplicate that keeps every rank waits for the slowest as the world does. Gathers add the bytes
-// this rank receives; each call its time inside. At MPI_Finalize each rank writes
-// DIR/rank-R.json: the calls by name over the world and over fewer ranks, their totals, the
-// gathered bytes, the seconds inside MPI_Init and each call, and from MPI_Init's return to each
-// call's first. Without GPURELAY_MPI_COUNTS it counts and writes nothing.
+// (preloaded: mpi_counts.py's mpirun_flags). A call counts as over the world when its
+// communicator (a file's or window's group) holds every rank: such a duplicate waits for the
+// slowest as the world does. At MPI_Finalize each rank writes DIR/rank-R.json: the calls by name
+// over the world and over fewer ranks, their totals, the bytes gathers received, the seconds
+// inside MPI_Init and each call, and from MPI_Init's return to each call's first. Without
+// GPURELAY_MPI_COUNTS it counts and writes nothing.
 #include <mpi.h>
 
 #include <chrono>
@@ -201,9 +200,9 @@ void write_counts() {
         add_gathered(receives, comm, counts, per_rank, recv_type); \
         return P##name args;                                       \
     }
-// The parameters that families of calls share, and the arguments that pass them on: a
-// reduction's; a gather's, scatter's or all-to-all's two sides (the v forms' counts and
-// displacements apart); a collective read's or write's; a window's allocation.
+// The parameters that families of calls share, and the arguments passing them on: a reduction's;
+// a gather's, scatter's or all-to-all's two sides (v forms apart); an MPI-IO call's; an
+// allocation's.
 #define REDUCE(...) (const void* send, void* recv, int n, MPI_Datatype type, MPI_Op op, __VA_ARGS__)
 #define REDUCE_ARGS(...) (send, recv, n, type, op, __VA_ARGS__)
 #define SIDES(...)                                                                 \

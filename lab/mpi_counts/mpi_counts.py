@@ -14,14 +14,12 @@ VARIABLE = "GPURELAY_MPI_COUNTS"
 
 
 def mpirun_flags(library, folder):
-    """Open MPI's mpirun flags that preload the count into every rank and name its folder (-x
-    sets them for the ranks only, not for mpirun itself)."""
+    """Open MPI's flags preloading the count into every rank, naming its folder (-x: ranks only)."""
     return ["-x", "LD_PRELOAD=" + os.path.abspath(library), "-x", VARIABLE + "=" + folder]
 
 
 def read(folder, ranks=None):
-    """Every rank's counts, by rank; raises ValueError when a rank's file is missing (the rank
-    never reached MPI_Finalize, or the count was not preloaded)."""
+    """Every rank's counts; ValueError for a missing rank file (no MPI_Finalize, or no preload)."""
     found = {}
     for path in glob.glob(os.path.join(folder, "rank-*.json")):
         with open(path) as f:

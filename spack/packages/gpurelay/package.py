@@ -1,11 +1,9 @@
-# gpurelay as a site adds it: spack repo add <checkout>/spack; spack install gpurelay
-# (docs/OPERATIONS.md, "For site administrators").
+# gpurelay for a site: spack repo add <checkout>/spack (docs/OPERATIONS.md, site administrators).
 import os
 
 from spack.package import *
 
-# The checkout that holds this repository: version main is its branch, and the tarball of a
-# version is made from it with git archive (docs/OPERATIONS.md gives the command).
+# This repository's checkout: version main is its branch; a version's tarball is its git archive.
 CHECKOUT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
