@@ -1,6 +1,5 @@
-"""Where the tools find gpurelay, how they start it, where they write: a checkout's
-build/app/gpurelay and outputs/, or installed PREFIX/bin/gpurelay and ./outputs/ (users cannot
-write into a site's prefix)."""
+"""Where the tools find gpurelay, how they start it, where they write: a checkout's outputs/, or
+installed ./outputs/ (users cannot write into a site's prefix)."""
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

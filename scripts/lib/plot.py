@@ -1,6 +1,5 @@
-"""Plots a gpurelay results CSV as PNG figures (bandwidth against size, the overlap and its
-speedup, scaling against the ranks, the bus bandwidth), every point a median with its 95%
-interval, and a JSON summary's pairs (pair_plot.py). scripts/help/plot.txt says what each shows."""
+"""Plots a gpurelay results CSV as PNG figures, every point a median with its 95% interval, and a
+JSON summary's pairs (pair_plot.py). scripts/help/plot.txt says what each shows."""
 import argparse
 import math
 import os
@@ -22,8 +21,7 @@ LATER_COLUMNS = {"graphs", "pattern", "group_size"}
 DERIVED = {"elements": "tensor_bytes", "pairs": "world_size"}
 SIZE_COLUMNS = {"elements", "c_elements"}  # counts, shown as 256Ki
 BYTE_COLUMNS = {"tensor_bytes", "chunk"}    # bytes, shown as 1 MiB
-# Set on each row from its run's file: "true" when a host ran more ranks than it gave them cores.
-CROWDED = "oversubscribed"
+CROWDED = "oversubscribed"  # set on each row from its run's file (mark_oversubscribed)
 
 
 def format_bytes(value):
@@ -92,8 +90,8 @@ OWN_INTERVAL = {"time_per_step_ms", "transfer_gbps", "busbw_gbps", "aggregate_gb
 
 
 class Point:
-    """One configuration at one x: its launches' median, its interval (`kind`: "ci95", "ratio"
-    of two, "range", or None: one launch with none), how many launches, which MARKS they carry."""
+    """One configuration at one x: its launches' median, interval (`kind`: "ci95", "ratio" of two,
+    "range", or None: one launch with none), how many launches, which MARKS they carry."""
 
     def __init__(self, x, median, low, high, rows, launches=None, kind="range"):
         self.x, self.median, self.low, self.high, self.kind = x, median, low, high, kind
@@ -167,8 +165,7 @@ def x_text(column, x):
 
 
 def rows_on_lines(name, rows, x_column, y_column, base_columns):
-    """The rows with x and y of configurations measured at two x or more; a lone dot (another
-    study's row in a shared CSV) left out, each listed with its reason."""
+    """The rows with x and y of configurations measured at two x or more; lone dots listed."""
     columns = split_columns(rows, x_column, base_columns)
     labels = line_labels(columns, list({tuple(r.get(c, "") for c in columns) for r in rows}))
     xs_of, missing = {}, []
@@ -244,8 +241,8 @@ def natural_key(values):
 
 
 def line_labels(columns, keys, always=()):
-    """{key: "col=value ..."} naming the columns in `always` and those that differ between the
-    keys (the title holds the rest); every column when that leaves none."""
+    """{key: "col=value ..."} of the columns in `always` and those that differ (the title holds
+    the rest); every column when that leaves none."""
     varied = [i for i in range(len(columns))
               if columns[i] in always or len({key[i] for key in keys}) > 1]
     if not varied:
@@ -362,8 +359,7 @@ def note_points(name, data, x_column):
 
 def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, labels,
                line_base=("transport", "backend")):
-    """A line per line_base (and varying column): y against x, the withheld said on the figure.
-    labels: (x label, y label, title)."""
+    """A line per line_base (and varying column): y against x; labels: (x, y, title)."""
     if skip_single(name, x_column, rows, x_column):
         return None
     withheld = withheld_rows(rows, y_column)
@@ -424,8 +420,8 @@ def plot_bus_bandwidth(rows, out_dir, plt):
 
 
 def overlap_speedups(rows, x_column, lines):
-    """{label: [Point]} of compare rows' overlap_speedup and of on rows against off rows, over one
-    set of line columns (without overlap): one legend for both."""
+    """{label: [Point]} of compare rows' overlap_speedup and of on rows against off rows, one
+    legend for both."""
     speedup_lines = [c for c in lines if c != "overlap"]
     compare_rows = [r for r in rows if r.get("overlap") == "compare"]
     groups = {key + ("compare",): line for key, line in

@@ -1,6 +1,5 @@
-"""Runs gpurelay's fault and interruption cases (a rank stopped or killed at a random moment, a
-stuck step, SIGTERM then --resume) over and over, K launches at once, each under a hard bound,
-and counts the launches that hang or end wrong. scripts/help/stress.txt (its --help) says how."""
+"""Runs gpurelay's fault and interruption cases over and over, K launches at once, each under a
+hard bound, and counts the launches that hang or end wrong. scripts/help/stress.txt says how."""
 import argparse
 import concurrent.futures
 import contextlib

@@ -1,6 +1,5 @@
-"""Runs gpurelay over a Cartesian grid of deck keys, a results-CSV row per point (a combination of
-the other keys and one size): a launch per combination with its sizes, skipping the points done,
-here or as a Slurm job array (--slurm). scripts/help/sweep.txt (its --help) says how."""
+"""Runs gpurelay over a Cartesian grid of deck keys, a launch per combination with its sizes, here
+or as a Slurm job array, skipping the points done. scripts/help/sweep.txt (its --help) says how."""
 
 import argparse
 import csv
@@ -29,12 +28,9 @@ SWEEPABLE_KEYS = [
     "staging", "write", "flush_every", "timeout_s", "pattern", "group_size",
 ]
 RESERVED_KEYS = ["output", "overwrite", "quiet", "results_csv", "tag", "summary_json"]
-# Not a deck key: the ranks, for scaling studies; to the launcher and the tag, never to gpurelay.
-NP_KEY = "np"
-# A launch's repeat number (--repeat): in its tag and file name, and gpurelay's key repeat.
-REPEAT_KEY = "repeat"
-# The key whose values share a launch: one launch of gpurelay runs every size of a combination.
-ELEMENTS_KEY = "elements"
+NP_KEY = "np"  # the ranks: to the launcher and the tag, never to gpurelay
+REPEAT_KEY = "repeat"  # --repeat's number: in the tag and file name, and gpurelay's key repeat
+ELEMENTS_KEY = "elements"  # one launch runs every size of a combination
 NO_KEYS_TAG = "sweep"  # the rows' tag where elements alone is swept: no key names them
 # Values go into a space-separated tag and a command line: keep them to plain tokens.
 VALUE_PATTERN = re.compile(r"^[A-Za-z0-9_.:+\-]+$")
@@ -76,8 +72,7 @@ def parse_axis(text, allow_any_key):
 
 
 def binary_sizes(binary, spec, source):
-    """The counts gpurelay reads `spec` as (--print-sizes: the grammar of sizes and its limits are
-    the binary's alone); UsageError with its line where it refuses the spec."""
+    """The counts gpurelay --print-sizes reads `spec` as (the grammar is the binary's alone)."""
     try:
         asked = subprocess.run([binary, "--print-sizes", spec], capture_output=True, text=True,
                                timeout=120, check=False)
@@ -113,8 +108,7 @@ def sizes_of(values, source, binary):
 
 
 def deck_sizes(deck, binary):
-    """The deck's sizes [(text, count)]; None when it sets none (one size) or this Python cannot
-    read TOML (before 3.11): the combination is then done once its tag has a row."""
+    """The deck's sizes [(text, count)]; None when it sets none or Python < 3.11 has no tomllib."""
     if not deck:
         return None
     try:
@@ -129,7 +123,6 @@ def deck_sizes(deck, binary):
     if isinstance(value, int) and not isinstance(value, bool):
         return [(str(value), value)]
     if isinstance(value, str):
-        # A list or a range, as the deck's elements may be: the binary reads it whole.
         counts = binary_sizes(binary, value, f"the elements of {deck}")
         if ":" in value:
             return [(size_text(count), count) for count in counts]
@@ -172,8 +165,7 @@ class Grid:
         return combination[:at] + [(ELEMENTS_KEY, value)] + combination[at:]
 
     def label(self, point):
-        """A point's name: its combination, with its size where elements is swept or the
-        combination has several ("elements=1Ki c_iterations=2")."""
+        """A point's name: its combination, with its size where elements is swept or has several."""
         combination, size = point
         if size is None or (not self.swept and len(self.sizes) == 1):
             return tag_of(combination)
@@ -207,8 +199,7 @@ READABLE_NAME_MAX = 160
 
 
 def output_name(tag):
-    """A launch's HDF5 file name, its keys with commas for spaces ("np=2,elements=1Ki_4Ki.h5");
-    one too long keeps what fits and adds a hash of the whole."""
+    """Its HDF5 file, "np=2,elements=1Ki_4Ki.h5"; one too long keeps what fits, plus a hash."""
     name = tag.replace(" ", ",")
     if len(name) <= READABLE_NAME_MAX:
         return name + ".h5"
@@ -435,8 +426,7 @@ def uncovered(launch, covered):
 
 
 def failed_points(grid, launch, code, csv_path):
-    """[(point, exit code as listed)] of those without a verified row; all if it failed yet wrote
-    every row."""
+    """[(point, exit code as listed)] without a verified row; all if it failed yet wrote each."""
     rows = read_done(csv_path)
     failed = []
     for point in launch.points:
@@ -449,7 +439,6 @@ def failed_points(grid, launch, code, csv_path):
     return failed
 
 
-# The figures whose spread over the repeats the sweep prints at its end.
 SPREAD_FIGURES = ("time_per_step_ms", "transfer_gbps")
 
 
