@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # What the shell tools of scripts/ share (`source lib/tool.sh NAME`): root (the checkout's, or
-# PREFIX/libexec installed); die, bad input said as one line "NAME: reason" on stderr and exit 2;
-# value_of; mpirun_launcher; alive; marked; end_marked.
+# PREFIX/libexec installed); die, bad input said as "NAME: reason" on stderr and exit 2.
 set -euo pipefail
 tool_name="$1"
 # shellcheck disable=SC2034  # the tools'
