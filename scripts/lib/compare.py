@@ -1,5 +1,4 @@
-"""Compares gpurelay results, NEW against BASE, telling a change from the noise between launches
-(medians, 95% intervals, Mann-Whitney p, Holm): scripts/help/compare.txt (its --help) says how."""
+"""Compares gpurelay results, NEW against BASE, telling a change from noise (help/compare.txt)."""
 import argparse
 import csv
 import json

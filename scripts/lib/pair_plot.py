@@ -1,6 +1,5 @@
-"""scripts/plot --json: every pair's transfer bandwidth from a JSON summary, slowest first, the
-slow ones named. A withheld rate (null) is on no axis: where any is, every pair's transfer time is
-drawn instead, the withheld ones hollow."""
+"""scripts/plot --json: every pair's transfer bandwidth from a JSON summary, slowest first. A
+withheld rate is on no axis: where any is, every pair's time is drawn instead, those hollow."""
 import json
 import statistics
 import textwrap

@@ -1,5 +1,4 @@
-"""Plots a gpurelay results CSV as PNG figures, every point a median with its 95% interval, and a
-JSON summary's pairs (pair_plot.py). scripts/help/plot.txt says what each shows."""
+"""Plots a results CSV and a JSON summary's pairs as PNG figures (help/plot.txt says which)."""
 import argparse
 import math
 import os
@@ -134,8 +133,7 @@ def withheld_rows(rows, y_column):
             continue
         named = dict(part.split(":", 1) for part in (row.get("withheld") or "").split(";")
                      if ":" in part)
-        # The row's own rule, else the first reason its phase times cannot be read (which
-        # withholds every figure built on them).
+        # The row's own rule, else the first reason its phase times (and all built on them) are out.
         reason = (named.get(y_column)
                   or (row.get("phase_times_unreadable_because") or "").split(";")[0])
         if reason:
@@ -181,7 +179,6 @@ def rows_on_lines(name, rows, x_column, y_column, base_columns):
               + "; ".join(missing))
     kept = {key for key, xs in xs_of.items() if len(xs) > 1}
     if not kept:
-        # Every configuration is a lone dot: show them all rather than nothing.
         print(f"{name}: no configuration was measured at two {x_column} values; "
               "plotting single points")
         return rows
@@ -485,8 +482,7 @@ def plot_overlap(rows, out_dir, plt):
 
 
 def plot_scaling(rows, out_dir, plt):
-    # Against the ranks, alike in every pattern: pairs counts receivers (3 for a broadcast over 4
-    # ranks, 4 for an all-reduce).
+    # Against the ranks, alike in every pattern: pairs counts receivers (3 for a 4-rank broadcast).
     return plot_lines(rows, out_dir, plt, "scaling.png", "world_size", "aggregate_gbps",
                       count_axis,
                       ("ranks (world_size)",
@@ -496,8 +492,7 @@ def plot_scaling(rows, out_dir, plt):
 
 
 def file_oversubscribed(path, world_size):
-    """'true'/'false': whether a run's file says a host ran more ranks than the cores they may
-    use; '' where it cannot say (no file, no h5py, another run's file)."""
+    """'true'/'false': whether a host ran more ranks than its cores (the run's file); '' unknown."""
     try:
         import h5py
         with h5py.File(path, "r") as f:

@@ -1,5 +1,4 @@
-"""Runs gpurelay's fault and interruption cases over and over, K launches at once, each under a
-hard bound, and counts the launches that hang or end wrong. scripts/help/stress.txt says how."""
+"""Runs gpurelay's fault cases K at once, counting the hung or wrong ends (help/stress.txt)."""
 import argparse
 import concurrent.futures
 import contextlib

@@ -1,5 +1,4 @@
-"""Runs gpurelay over a Cartesian grid of deck keys, a launch per combination with its sizes, here
-or as a Slurm job array, skipping the points done. scripts/help/sweep.txt (its --help) says how."""
+"""Runs gpurelay over a Cartesian grid of deck keys, skipping the points done (help/sweep.txt)."""
 
 import argparse
 import csv
@@ -193,9 +192,7 @@ class Launch:
             (ELEMENTS_KEY, text) for text, _ in (self.sizes if grid.swept else [])]
 
 
-# Longest readable part of a launch's file name: well under the 255 bytes a name may have, with
-# room for the hash and the side files gpurelay writes beside its output.
-READABLE_NAME_MAX = 160
+READABLE_NAME_MAX = 160  # of the 255 bytes a name may have: room for a hash and side files
 
 
 def output_name(tag):
@@ -280,8 +277,8 @@ def launcher_for(combination, args):
     return layout.mpirun(np)
 
 
-# Array tasks submitted by --slurm, a row each, for a later run to ask squeue which still run:
-# the tag and the sizes (counts separated by spaces; empty for the deck's size).
+# Array tasks submitted by --slurm, for a later run to ask squeue which still run; elements: the
+# counts separated by spaces, empty for the deck's size.
 SUBMITTED_FILE = "slurm-jobs.csv"
 SUBMITTED_COLUMNS = ["job_id", "task", "tag", "elements"]
 
@@ -319,9 +316,8 @@ def active_points(out_dir):
         raise UsageError(f"{os.path.join(out_dir, SUBMITTED_FILE)} lists Slurm jobs, but squeue "
                          "is not on PATH to say which still run; run this where Slurm is, or "
                          "remove that file once the jobs have ended")
-    # -r: one line per array task, pending ones included; %F the array's job id (the id sbatch
-    # printed, which slurm-jobs.csv holds), %K the task index. Not %A: a task that has started
-    # is listed under a job id of its own there.
+    # -r: a line per array task, pending ones too; %F the array's job id (sbatch printed it), %K
+    # the task index. Not %A: a task that has started is listed under a job id of its own there.
     result = subprocess.run(["squeue", "--me", "-h", "-r", "-o", "%F %K %T"],
                             capture_output=True, text=True, check=False)
     if result.returncode != 0:
@@ -467,8 +463,7 @@ def repeat_summary(csv_path):
 
 def run_here(grid, launches, total, args):
     """Runs the pending launches in grid order, but while none has succeeded, after a failure the
-    one that tries most values untried. Once those run take every value of every key and all
-    failed alike (exit code and message), the rest would too: the sweep stops."""
+    one that tries most values untried; stops once those run take every value and failed alike."""
     failed = []  # (label, exit code as listed) per point
     ways = set()  # (exit code, reason) per failed launch
     succeeded = points_done = number = 0
