@@ -15,8 +15,7 @@ while (($#)); do
     esac
     shift
 done
-# What this script cannot do here, said in one line (exit 4).
-fail() {
+fail() { # what this script cannot do here, in one line
     echo "install-deps.sh: $*" >&2
     exit 4
 }
@@ -50,7 +49,6 @@ candidate_of() {
     apt-cache policy "$1" 2>/dev/null | sed -n 's/^ *Candidate: *//p'
 }
 
-# Whether apt has a candidate for every package named.
 has_candidates() {
     local p
     for p; do [[ ! "$(candidate_of "$p")" =~ ^(|\(none\))$ ]] || return 1; done
@@ -101,7 +99,6 @@ enable_non_free() {
     read -r id codename < <(. /etc/os-release && echo "${ID:-} ${VERSION_CODENAME:-}")
     [[ "$id" == debian && -n "$codename" ]] ||
         fail "--nsys needs Debian (its non-free nsight-systems packages)"
-    # The first Debian archive URI in the sources (one-line or deb822 form).
     uri="$({ cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
         /etc/apt/sources.list.d/*.sources 2>/dev/null || true; } |
         grep -oE 'https?://[^ ]*/debian/?( |$)' | head -n 1 | tr -d ' ' || true)"

@@ -1,5 +1,4 @@
-"""Compares gpurelay results, NEW against BASE, telling a change from the noise between launches
-(medians, 95% intervals, Mann-Whitney p, Holm): scripts/help/compare.txt (its --help) says how."""
+"""Compares gpurelay results, NEW against BASE, telling a change from noise (help/compare.txt)."""
 import argparse
 import csv
 import json
@@ -22,8 +21,7 @@ except ImportError as missing:
 # Config keys of where a run's outputs went or how it was watched: not what it measured.
 NOT_CONFIGURATION = {"output", "overwrite", "resume", "summary_json", "results_csv", "quiet",
                      "tag", "timeout_s", "profile_steps", "flush_every", "repeat"}
-# The tests' knobs (debug_delay_us: a slow rank) stand for a change of code, what a comparison is
-# for: they never make two runs incomparable.
+# The tests' knobs (debug_delay_us) stand for a change of code: never a reason not to compare.
 DEBUG_PREFIX = "debug_"
 # The results CSV's columns that make a row's configuration (those both files have), but the GPU's
 # name and tensor_bytes (elements' bytes). Not timing: timing = auto's choice varies.
@@ -99,8 +97,7 @@ def json_pass_sample(p, readable):
 
 
 def csv_row_samples(row):
-    """{pass name: Sample} of a results-CSV row, in run order: for compare rows the off pass's
-    time per step, then the main pass (overlap = compare: the on pass)."""
+    """{pass name: Sample} of a results-CSV row, in run order (a compare row's off pass first)."""
     def spread(phase, median_column):
         return relative_spread(row.get(f"{phase}_ms_p50") or row.get(median_column),
                                row.get(f"{phase}_ms_p99"))
@@ -137,8 +134,7 @@ def check_configurations(first, first_name, other, other_name, across=()):
 
 
 def json_groups(sides, across=()):
-    """[{case label: {pass: [Sample]}}] per side, from [(side name, [(path, cases)])], matched
-    by size, each case of the configuration of its size's first."""
+    """[{case label: {pass: [Sample]}}] per side, from [(side name, [(path, cases)])], by size."""
     sizes = [{(c.get("config") or {}).get("elements") for _, found in files for c in found}
              for _, files in sides]
     # One size a side: compared as they are, so that a different size says so below.
@@ -265,10 +261,9 @@ def holm(rows):
 
 
 def mann_whitney_p(x, y):
-    """The two-sided Mann-Whitney U p: exact without ties where a side has at most 8 values, else
-    the normal approximation with tie and continuity corrections (SciPy's "auto", named so that
-    every SciPy agrees); 1 where all values are equal, where SciPy 1.10 gives 1 and 1.18 NaN,
-    which would sort anywhere in Holm's order and hide every other row's change."""
+    """The two-sided Mann-Whitney U p: SciPy's "auto", named so that every SciPy agrees; 1 where
+    all values are equal (SciPy 1.18's NaN would sort anywhere in Holm's order and hide every
+    other row's change)."""
     values = list(x) + list(y)
     distinct = len(set(values))
     if distinct == 1:
@@ -375,8 +370,7 @@ def notes(counts, tested):
     return said
 
 
-# Stands for the "--" between the sides while argparse reads the options (no path holds a NUL).
-SEPARATOR = "\0--"
+SEPARATOR = "\0--"  # the "--" between the sides while argparse reads (no path holds a NUL)
 
 
 def read_sides(base_paths, new_paths, across=()):

@@ -1,16 +1,10 @@
 #!/usr/bin/env bash
-# The stderr of a launcher (mpirun, srun) running gpurelay, less its restatement of an exit that
-# gpurelay explained; used by scripts/run and the Slurm templates as
+# The stderr of a launcher (mpirun, srun) running gpurelay, less its restatement (mpirun 4.1's two
+# banners, its "Forwarding signal", srun's "Exited with exit code") of an exit a "gpurelay: ..."
+# line explained; no launcher option drops these alone (docs/OPERATIONS.md). All else passes at
+# once, in order; a restatement is held until the input ends (it may precede the ranks' last
+# lines) and printed then if no gpurelay line came. Started as
 #   LAUNCHER ... 2> >(trap '' INT TERM USR1 USR2 HUP; exec scripts/lib/launcher_stderr.sh >&2)
-# Ending with a code of their own (2, 3, 138, 143), the ranks agreed and one said why
-# ("gpurelay: ..."); the restatement reads as a crash: mpirun 4.1's two banners ("Primary job
-# terminated normally, but ..." and "mpirun detected that one or more processes exited with
-# non-zero status ..."), "mpirun: Forwarding signal 10 to job", srun's "srun: error: NODE: tasks
-# 0-1: Exited with exit code N" a node. Nothing drops these alone (`mpirun -q` drops all its own
-# messages, orte_abort_on_non_zero_status=0 the exit code; srun --quiet keeps its line). So only
-# they are dropped, once gpurelay has said why; all else passes at once, in order. A
-# restatement is held until the input ends (it may precede the ranks' last lines) and printed
-# then if no gpurelay line came.
 set -euo pipefail
 
 # It outlives the signals meant for the launcher (Ctrl-C, timeout -s USR1 and Slurm's reach the

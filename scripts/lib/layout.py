@@ -1,6 +1,4 @@
-"""Where the tools find gpurelay, how they start it, where they write: a checkout's
-build/app/gpurelay and outputs/, or installed PREFIX/bin/gpurelay and ./outputs/ (users cannot
-write into a site's prefix)."""
+"""Where the tools find gpurelay and write (installed: ./outputs/, not into a site's prefix)."""
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

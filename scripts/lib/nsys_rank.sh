@@ -1,13 +1,9 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317  # cleanup runs from the EXIT trap
-# One rank of scripts/profile, started by the launcher (mpirun, srun) in place of the rank:
-#   nsys_rank.sh FINISH_TIMEOUT NSYS_COMMAND...
-# Runs NSYS_COMMAND (nsys profile ... gpurelay ...) with a TMPDIR of its own, so that ranks on one
-# node share no nsys session manager, one nsys starting at a time on a node (until gpurelay
-# runs): nsys instances starting at once collide ("Agent launcher failed", "Connection to the
-# Agent lost", a hang). Once gpurelay has ended, nsys has FINISH_TIMEOUT seconds to write the
-# report; then it is stopped (exit 124). Every way out ends each process marked as this rank's
-# (nsys's agent leaves its session and process group).
+# One rank of scripts/profile in the launcher's place: NSYS_COMMAND with a TMPDIR of its own (no
+# shared nsys session manager), one nsys starting at a time on a node (nsys starting at once
+# collide: "Agent launcher failed", a hang); FINISH_TIMEOUT s after gpurelay ends, nsys is stopped.
+# Every way out ends each process marked as this rank's (nsys's agent leaves its process group).
 # Exit status: nsys's (gpurelay's), 124 when nsys hung after gpurelay, 143/130 on a signal.
 set -euo pipefail
 shopt -s extglob
@@ -43,8 +39,8 @@ rank="${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-${PMIX_RANK:-0}}}"
 marker="GPURELAY_PROFILE_RANK=${GPURELAY_PROFILE_RUN:-$$}/$rank"
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/gpurelay-nsys.XXXXXX")"
 
-# The scratch folder first (scripts/profile ends this script too when it takes long); then the
-# marked processes, SIGKILL after 3 s for those that ignore SIGTERM (nsys's agent does).
+# The scratch folder first (scripts/profile may end this script too); then the marked processes,
+# SIGKILL after 3 s for those that ignore SIGTERM (nsys's agent does).
 cleanup() {
     rm -rf "$scratch"
     end_marked "$marker" 0 31 "profile: rank $rank: ending" "of nsys"

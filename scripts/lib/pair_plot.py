@@ -1,7 +1,5 @@
-"""scripts/plot --json: every pair's (hop's, group's) transfer bandwidth from a JSON summary,
-slowest first, the slow ones (passes[].pairs[].slow, the report's rule) named with ranks and
-hosts. A withheld rate (null, with the pair's "withheld" rule) is on no axis: where any is, every
-pair's transfer time is drawn instead, the withheld ones hollow."""
+"""scripts/plot --json: every pair's transfer bandwidth from a JSON summary, slowest first. A
+withheld rate is on no axis: where any is, every pair's time is drawn instead, those hollow."""
 import json
 import statistics
 import textwrap
@@ -10,9 +8,7 @@ from tool import UsageError
 
 # Slow pairs named on the figure itself, slowest first; the terminal lists every one.
 NAMED_ON_FIGURE = 10
-# The report's margin (report/summary.cpp, kSlowPairMargin): the dashed line where a pair's
-# transfer becomes slow.
-SLOW_MARGIN = 0.10
+SLOW_MARGIN = 0.10  # report/summary.cpp's kSlowPairMargin: the dashed line where slow begins
 
 
 def read_summary(path):

@@ -1,6 +1,4 @@
-"""Plots a gpurelay results CSV as PNG figures (bandwidth against size, the overlap and its
-speedup, scaling against the ranks, the bus bandwidth), every point a median with its 95%
-interval, and a JSON summary's pairs (pair_plot.py). scripts/help/plot.txt says what each shows."""
+"""Plots a results CSV and a JSON summary's pairs as PNG figures (help/plot.txt says which)."""
 import argparse
 import math
 import os
@@ -22,8 +20,7 @@ LATER_COLUMNS = {"graphs", "pattern", "group_size"}
 DERIVED = {"elements": "tensor_bytes", "pairs": "world_size"}
 SIZE_COLUMNS = {"elements", "c_elements"}  # counts, shown as 256Ki
 BYTE_COLUMNS = {"tensor_bytes", "chunk"}    # bytes, shown as 1 MiB
-# Set on each row from its run's file: "true" when a host ran more ranks than it gave them cores.
-CROWDED = "oversubscribed"
+CROWDED = "oversubscribed"  # set on each row from its run's file (mark_oversubscribed)
 
 
 def format_bytes(value):
@@ -92,8 +89,8 @@ OWN_INTERVAL = {"time_per_step_ms", "transfer_gbps", "busbw_gbps", "aggregate_gb
 
 
 class Point:
-    """One configuration at one x: its launches' median, its interval (`kind`: "ci95", "ratio"
-    of two, "range", or None: one launch with none), how many launches, which MARKS they carry."""
+    """One configuration at one x: its launches' median, interval (`kind`: "ci95", "ratio" of two,
+    "range", or None: one launch with none), how many launches, which MARKS they carry."""
 
     def __init__(self, x, median, low, high, rows, launches=None, kind="range"):
         self.x, self.median, self.low, self.high, self.kind = x, median, low, high, kind
@@ -136,8 +133,7 @@ def withheld_rows(rows, y_column):
             continue
         named = dict(part.split(":", 1) for part in (row.get("withheld") or "").split(";")
                      if ":" in part)
-        # The row's own rule, else the first reason its phase times cannot be read (which
-        # withholds every figure built on them).
+        # The row's own rule, else the first reason its phase times (and all built on them) are out.
         reason = (named.get(y_column)
                   or (row.get("phase_times_unreadable_because") or "").split(";")[0])
         if reason:
@@ -167,8 +163,7 @@ def x_text(column, x):
 
 
 def rows_on_lines(name, rows, x_column, y_column, base_columns):
-    """The rows with x and y of configurations measured at two x or more; a lone dot (another
-    study's row in a shared CSV) left out, each listed with its reason."""
+    """The rows with x and y of configurations measured at two x or more; lone dots listed."""
     columns = split_columns(rows, x_column, base_columns)
     labels = line_labels(columns, list({tuple(r.get(c, "") for c in columns) for r in rows}))
     xs_of, missing = {}, []
@@ -184,7 +179,6 @@ def rows_on_lines(name, rows, x_column, y_column, base_columns):
               + "; ".join(missing))
     kept = {key for key, xs in xs_of.items() if len(xs) > 1}
     if not kept:
-        # Every configuration is a lone dot: show them all rather than nothing.
         print(f"{name}: no configuration was measured at two {x_column} values; "
               "plotting single points")
         return rows
@@ -244,8 +238,8 @@ def natural_key(values):
 
 
 def line_labels(columns, keys, always=()):
-    """{key: "col=value ..."} naming the columns in `always` and those that differ between the
-    keys (the title holds the rest); every column when that leaves none."""
+    """{key: "col=value ..."} of the columns in `always` and those that differ (the title holds
+    the rest); every column when that leaves none."""
     varied = [i for i in range(len(columns))
               if columns[i] in always or len({key[i] for key in keys}) > 1]
     if not varied:
@@ -362,8 +356,7 @@ def note_points(name, data, x_column):
 
 def plot_lines(rows, out_dir, plt, name, x_column, y_column, axis, labels,
                line_base=("transport", "backend")):
-    """A line per line_base (and varying column): y against x, the withheld said on the figure.
-    labels: (x label, y label, title)."""
+    """A line per line_base (and varying column): y against x; labels: (x, y, title)."""
     if skip_single(name, x_column, rows, x_column):
         return None
     withheld = withheld_rows(rows, y_column)
@@ -424,8 +417,8 @@ def plot_bus_bandwidth(rows, out_dir, plt):
 
 
 def overlap_speedups(rows, x_column, lines):
-    """{label: [Point]} of compare rows' overlap_speedup and of on rows against off rows, over one
-    set of line columns (without overlap): one legend for both."""
+    """{label: [Point]} of compare rows' overlap_speedup and of on rows against off rows, one
+    legend for both."""
     speedup_lines = [c for c in lines if c != "overlap"]
     compare_rows = [r for r in rows if r.get("overlap") == "compare"]
     groups = {key + ("compare",): line for key, line in
@@ -489,8 +482,7 @@ def plot_overlap(rows, out_dir, plt):
 
 
 def plot_scaling(rows, out_dir, plt):
-    # Against the ranks, alike in every pattern: pairs counts receivers (3 for a broadcast over 4
-    # ranks, 4 for an all-reduce).
+    # Against the ranks, alike in every pattern: pairs counts receivers (3 for a 4-rank broadcast).
     return plot_lines(rows, out_dir, plt, "scaling.png", "world_size", "aggregate_gbps",
                       count_axis,
                       ("ranks (world_size)",
@@ -500,8 +492,7 @@ def plot_scaling(rows, out_dir, plt):
 
 
 def file_oversubscribed(path, world_size):
-    """'true'/'false': whether a run's file says a host ran more ranks than the cores they may
-    use; '' where it cannot say (no file, no h5py, another run's file)."""
+    """'true'/'false': whether a host ran more ranks than its cores (the run's file); '' unknown."""
     try:
         import h5py
         with h5py.File(path, "r") as f:

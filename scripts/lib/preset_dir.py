@@ -1,5 +1,4 @@
-"""Prints a CMake configure preset's binaryDir from the preset files, the one source of truth, for
-scripts/test, run and bench: `inherits` followed, the macros a binaryDir uses expanded."""
+"""Prints a CMake configure preset's binaryDir (`inherits` followed, its macros expanded)."""
 
 import argparse
 import json

@@ -1,5 +1,4 @@
-"""Reading the results CSV (a row per run and size) and the JSON summary (its "cases" with several
-sizes). A figure withheld is an empty cell or a null: number() reads it as None."""
+"""Reading the results CSV and the JSON summary; a figure withheld (empty, null) reads as None."""
 import csv
 import math
 
@@ -9,8 +8,7 @@ CONFIG_COLUMNS = [
     "tensor_bytes", "steps", "warmup", "depth", "overlap", "blocking", "graphs", "c_elements",
     "c_iterations", "pairing", "chunk", "pattern", "group_size",
 ]
-# How a count is named where no text of the user's names it: in the largest binary unit it is a
-# whole number of.
+# A count is named in the largest binary unit it is a whole number of.
 SIZE_UNITS = [("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)]
 
 

@@ -6,9 +6,8 @@ CONFIDENCE = 0.95
 
 
 def median_interval(values):
-    """(least, largest) of the CONFIDENCE interval of the median of the values: the k-th least to
-    the k-th largest for the largest k that holds the median with that chance, 1 - 2
-    P(Binomial(n, 1/2) < k); None where too few values give one (fewer than 6 at 95%). Counted in
+    """The k-th least and k-th largest value for the largest k that holds the median with chance
+    CONFIDENCE, 1 - 2 P(Binomial(n, 1/2) < k); None for fewer than 6 values at 95%. Counted in
     fractions, so that no rounding moves a bound."""
     n, below, k = len(values), 0, 0
     for i in range(n // 2):

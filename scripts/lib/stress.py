@@ -1,6 +1,4 @@
-"""Runs gpurelay's fault and interruption cases (a rank stopped or killed at a random moment, a
-stuck step, SIGTERM then --resume) over and over, K launches at once, each under a hard bound,
-and counts the launches that hang or end wrong. scripts/help/stress.txt (its --help) says how."""
+"""Runs gpurelay's fault cases K at once, counting the hung or wrong ends (help/stress.txt)."""
 import argparse
 import concurrent.futures
 import contextlib

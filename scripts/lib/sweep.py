@@ -1,6 +1,4 @@
-"""Runs gpurelay over a Cartesian grid of deck keys, a results-CSV row per point (a combination of
-the other keys and one size): a launch per combination with its sizes, skipping the points done,
-here or as a Slurm job array (--slurm). scripts/help/sweep.txt (its --help) says how."""
+"""Runs gpurelay over a Cartesian grid of deck keys, skipping the points done (help/sweep.txt)."""
 
 import argparse
 import csv
@@ -29,12 +27,9 @@ SWEEPABLE_KEYS = [
     "staging", "write", "flush_every", "timeout_s", "pattern", "group_size",
 ]
 RESERVED_KEYS = ["output", "overwrite", "quiet", "results_csv", "tag", "summary_json"]
-# Not a deck key: the ranks, for scaling studies; to the launcher and the tag, never to gpurelay.
-NP_KEY = "np"
-# A launch's repeat number (--repeat): in its tag and file name, and gpurelay's key repeat.
-REPEAT_KEY = "repeat"
-# The key whose values share a launch: one launch of gpurelay runs every size of a combination.
-ELEMENTS_KEY = "elements"
+NP_KEY = "np"  # the ranks: to the launcher and the tag, never to gpurelay
+REPEAT_KEY = "repeat"  # --repeat's number: in the tag and file name, and gpurelay's key repeat
+ELEMENTS_KEY = "elements"  # one launch runs every size of a combination
 NO_KEYS_TAG = "sweep"  # the rows' tag where elements alone is swept: no key names them
 # Values go into a space-separated tag and a command line: keep them to plain tokens.
 VALUE_PATTERN = re.compile(r"^[A-Za-z0-9_.:+\-]+$")
@@ -76,8 +71,7 @@ def parse_axis(text, allow_any_key):
 
 
 def binary_sizes(binary, spec, source):
-    """The counts gpurelay reads `spec` as (--print-sizes: the grammar of sizes and its limits are
-    the binary's alone); UsageError with its line where it refuses the spec."""
+    """The counts gpurelay --print-sizes reads `spec` as (the grammar is the binary's alone)."""
     try:
         asked = subprocess.run([binary, "--print-sizes", spec], capture_output=True, text=True,
                                timeout=120, check=False)
@@ -113,8 +107,7 @@ def sizes_of(values, source, binary):
 
 
 def deck_sizes(deck, binary):
-    """The deck's sizes [(text, count)]; None when it sets none (one size) or this Python cannot
-    read TOML (before 3.11): the combination is then done once its tag has a row."""
+    """The deck's sizes [(text, count)]; None when it sets none or Python < 3.11 has no tomllib."""
     if not deck:
         return None
     try:
@@ -129,7 +122,6 @@ def deck_sizes(deck, binary):
     if isinstance(value, int) and not isinstance(value, bool):
         return [(str(value), value)]
     if isinstance(value, str):
-        # A list or a range, as the deck's elements may be: the binary reads it whole.
         counts = binary_sizes(binary, value, f"the elements of {deck}")
         if ":" in value:
             return [(size_text(count), count) for count in counts]
@@ -172,8 +164,7 @@ class Grid:
         return combination[:at] + [(ELEMENTS_KEY, value)] + combination[at:]
 
     def label(self, point):
-        """A point's name: its combination, with its size where elements is swept or the
-        combination has several ("elements=1Ki c_iterations=2")."""
+        """A point's name: its combination, with its size where elements is swept or has several."""
         combination, size = point
         if size is None or (not self.swept and len(self.sizes) == 1):
             return tag_of(combination)
@@ -201,14 +192,11 @@ class Launch:
             (ELEMENTS_KEY, text) for text, _ in (self.sizes if grid.swept else [])]
 
 
-# Longest readable part of a launch's file name: well under the 255 bytes a name may have, with
-# room for the hash and the side files gpurelay writes beside its output.
-READABLE_NAME_MAX = 160
+READABLE_NAME_MAX = 160  # of the 255 bytes a name may have: room for a hash and side files
 
 
 def output_name(tag):
-    """A launch's HDF5 file name, its keys with commas for spaces ("np=2,elements=1Ki_4Ki.h5");
-    one too long keeps what fits and adds a hash of the whole."""
+    """Its HDF5 file, "np=2,elements=1Ki_4Ki.h5"; one too long keeps what fits, plus a hash."""
     name = tag.replace(" ", ",")
     if len(name) <= READABLE_NAME_MAX:
         return name + ".h5"
@@ -289,8 +277,8 @@ def launcher_for(combination, args):
     return layout.mpirun(np)
 
 
-# Array tasks submitted by --slurm, a row each, for a later run to ask squeue which still run:
-# the tag and the sizes (counts separated by spaces; empty for the deck's size).
+# Array tasks submitted by --slurm, for a later run to ask squeue which still run; elements: the
+# counts separated by spaces, empty for the deck's size.
 SUBMITTED_FILE = "slurm-jobs.csv"
 SUBMITTED_COLUMNS = ["job_id", "task", "tag", "elements"]
 
@@ -328,9 +316,8 @@ def active_points(out_dir):
         raise UsageError(f"{os.path.join(out_dir, SUBMITTED_FILE)} lists Slurm jobs, but squeue "
                          "is not on PATH to say which still run; run this where Slurm is, or "
                          "remove that file once the jobs have ended")
-    # -r: one line per array task, pending ones included; %F the array's job id (the id sbatch
-    # printed, which slurm-jobs.csv holds), %K the task index. Not %A: a task that has started
-    # is listed under a job id of its own there.
+    # -r: a line per array task, pending ones too; %F the array's job id (sbatch printed it), %K
+    # the task index. Not %A: a task that has started is listed under a job id of its own there.
     result = subprocess.run(["squeue", "--me", "-h", "-r", "-o", "%F %K %T"],
                             capture_output=True, text=True, check=False)
     if result.returncode != 0:
@@ -435,8 +422,7 @@ def uncovered(launch, covered):
 
 
 def failed_points(grid, launch, code, csv_path):
-    """[(point, exit code as listed)] of those without a verified row; all if it failed yet wrote
-    every row."""
+    """[(point, exit code as listed)] without a verified row; all if it failed yet wrote each."""
     rows = read_done(csv_path)
     failed = []
     for point in launch.points:
@@ -449,7 +435,6 @@ def failed_points(grid, launch, code, csv_path):
     return failed
 
 
-# The figures whose spread over the repeats the sweep prints at its end.
 SPREAD_FIGURES = ("time_per_step_ms", "transfer_gbps")
 
 
@@ -478,8 +463,7 @@ def repeat_summary(csv_path):
 
 def run_here(grid, launches, total, args):
     """Runs the pending launches in grid order, but while none has succeeded, after a failure the
-    one that tries most values untried. Once those run take every value of every key and all
-    failed alike (exit code and message), the rest would too: the sweep stops."""
+    one that tries most values untried; stops once those run take every value and failed alike."""
     failed = []  # (label, exit code as listed) per point
     ways = set()  # (exit code, reason) per failed launch
     succeeded = points_done = number = 0

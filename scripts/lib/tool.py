@@ -1,5 +1,4 @@
-"""How the Python tools talk to the user: --help prints scripts/help/TOOL.txt, bad input is one
-line on stderr, "TOOL: reason", and exit 2."""
+"""How the Python tools talk to the user: --help, and bad input as "TOOL: reason", exit 2."""
 import argparse
 import os
 import sys

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # What the shell tools of scripts/ share (`source lib/tool.sh NAME`): root (the checkout's, or
-# PREFIX/libexec installed); die, bad input said as one line "NAME: reason" on stderr and exit 2;
-# value_of; mpirun_launcher; alive; marked; end_marked.
+# PREFIX/libexec installed); die, bad input said as "NAME: reason" on stderr and exit 2.
 set -euo pipefail
 tool_name="$1"
 # shellcheck disable=SC2034  # the tools'
@@ -38,9 +37,8 @@ marked() {
         sed -n 's#^/proc/\([0-9]*\)/environ$#\1#p'
 }
 
-# end_marked MARKER TERM_AT TRIES SAY...: ends the processes marked MARKER, looking every 0.1 s
-# for TRIES times: SIGTERM at try TERM_AT, SIGKILL to those left after the last (said as "SAY N
-# leftover process(es) SAY2 with SIGKILL"). `ended`: every pid it saw, once each.
+# end_marked MARKER TERM_AT TRIES SAY SAY2: ends the processes marked MARKER, looking every 0.1 s
+# TRIES times: SIGTERM at try TERM_AT, SIGKILL (said) after the last. `ended`: every pid it saw.
 end_marked() {
     local pids=() tries
     ended=()

@@ -1,7 +1,6 @@
 # shellcheck shell=bash
-# Sourced by the batch templates here: the environment that lets Open MPI and NCCL start on a
-# plain node and an InfiniBand one, and the gpurelay flags given after the script on the sbatch
-# line. Found from the job's record, in a checkout or PREFIX/share/gpurelay/slurm/.
+# Sourced by the batch templates here: the Open MPI and NCCL environment of a plain node and an
+# InfiniBand one, and the gpurelay flags given after the script on the sbatch line.
 
 # --- NCCL ---------------------------------------------------------------------------------
 # Warnings and errors only. INFO once on a new machine logs each pair's path (P2P/NVLink, SHM,
@@ -12,17 +11,15 @@ export NCCL_DEBUG="${NCCL_DEBUG:-WARN}"
 export NCCL_NVLS_ENABLE=0
 
 # --- Open MPI (transport = "mpi", and the bootstrap of NCCL) ---------------------------------
-# The pml is Open MPI's choice: UCX (InfiniBand, RoCE) where the node has such a device, else ob1
-# (shared memory, TCP). OMPI_MCA_pml=ucx fails without InfiniBand ("PML ucx cannot be selected":
-# Open MPI 4.1 needs a pml_ucx_tls transport, all InfiniBand or GPU ones; UCX_TLS=sm,self hides
-# them). Set UCX_TLS or UCX_NET_DEVICES (mlx5_0:1) only to pin a site's choice. openib only warns
-# of its deprecation beside UCX. No CUDA-aware MPI: the MPI path stages through pinned buffers.
+# The pml is Open MPI's choice: UCX where the node has InfiniBand or RoCE, else ob1 (pml=ucx fails
+# without: Open MPI 4.1's pml_ucx_tls are all InfiniBand or GPU transports). Set UCX_TLS or
+# UCX_NET_DEVICES (mlx5_0:1) only to pin a site's choice. openib only warns of its deprecation.
+# No CUDA-aware MPI: the MPI path stages through pinned buffers.
 export OMPI_MCA_btl="${OMPI_MCA_btl:-^openib}"
 
 # --- gpurelay ---------------------------------------------------------------------------------
-# The binary, decks and the launcher's filter: a checkout's build/app/gpurelay, inputs/ and
-# scripts/lib/, or PREFIX/bin/gpurelay, share/gpurelay/inputs/ and libexec/gpurelay/lib/.
-# GPURELAY_BINARY picks another (relative to the submit folder, where outputs/ goes).
+# The binary, decks and the launcher's filter, of a checkout or of PREFIX; GPURELAY_BINARY picks
+# another (relative to the submit folder, where outputs/ goes).
 slurm_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck disable=SC2034  # gpurelay_decks is the templates'
 if [[ -f "$slurm_dir/../../CMakeLists.txt" ]]; then
@@ -41,9 +38,8 @@ gpurelay_binary="${GPURELAY_BINARY:-$gpurelay_binary}"
 }
 mkdir -p outputs # gpurelay refuses an output folder that does not exist
 
-# launcher_stderr_open: fd $launcher_stderr into lib/launcher_stderr.sh, which drops the
-# launcher's restatement of an exit gpurelay explained ("srun: error: ... Exited with exit code
-# 2"); launcher_stderr_close waits until it has written all (the job's end would end it).
+# launcher_stderr_open: fd $launcher_stderr into lib/launcher_stderr.sh; launcher_stderr_close
+# waits until it has written all (the job's end would end it).
 launcher_stderr_open() {
     exec {launcher_stderr}> >(
         trap '' INT TERM USR1 USR2 HUP
