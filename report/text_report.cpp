@@ -27,7 +27,6 @@ std::string timing_reason(const PassSummary& p) {
                        p.timing == "phases" ? "not " : "", number_text("{:g}", kTimingAutoBelowMs));
 }
 
-// A judged figure as shown: its value and interval, `scale` times them ("5.518 [5.330, 5.850]").
 std::string shown(const Figure& f, double scale = 1) {
     return interval_text(scale * f.value, scale * f.lo, scale * f.hi);
 }
