@@ -1,5 +1,4 @@
-// What the placement says, the likely causes of an unstable step and what to do; judge.cpp reads
-// the same facts to decide what the figures measure.
+// What the placement says, an unstable step's likely causes and what to do (judge.cpp reads them).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -37,7 +36,6 @@ std::vector<SharedGpu> time_sliced_gpus(const RunSummary& s) {
     return shared;
 }
 
-// Whether a rank runs on other NUMA nodes than its GPU's (both known).
 bool away_from_gpu(const RankInfo& rank) {
     return !rank.gpu_numa.empty() && !rank.core_numa.empty() && rank.core_numa != rank.gpu_numa;
 }
@@ -107,7 +105,6 @@ std::string placement_remedy(const RunSummary& s, bool misplaced) {
            " (" + binding_command(s) + ")";
 }
 
-// The likely causes of an unstable step on this run, and what to do about each.
 void causes_and_remedies(const RunSummary& s, const PassSummary& p,
                          std::vector<std::string>& causes, std::vector<std::string>& remedies) {
     for (const HostLoad& load : oversubscribed_hosts(s))
@@ -120,7 +117,6 @@ void causes_and_remedies(const RunSummary& s, const PassSummary& p,
     }
     if (const CrowdedRanks crowded = crowded_ranks(s); !crowded.ranks.empty())
         causes.push_back(crowded_text(crowded));
-    // The clocks moved or were held down over the timed steps.
     const std::string names = clock_slowdown_names(p.clock_reasons);
     if (p.clocks_measured && ((p.clock_reasons != 0 && !names.empty()) ||
                               p.sm_clock_end_mhz < 0.95 * p.sm_clock_start_mhz)) {
@@ -145,7 +141,6 @@ void causes_and_remedies(const RunSummary& s, const PassSummary& p,
 void print_clocks(std::FILE* out, const RunSummary& s, const PassSummary& p) {
     if (s.backend != "cuda") return;
     if (!p.clocks_measured) {
-        // Said once, with the first pass.
         if (&p == &s.passes.front())
             fmt::print(out,
                        "  GPU clock: not measured (no NVML in this build, or its calls failed)\n");

@@ -14,7 +14,6 @@
 namespace gpurelay {
 namespace {
 
-// The width the wrapped lines (config) keep to.
 constexpr std::size_t kReportColumns = 100;
 
 std::string human_bytes(double bytes) {
@@ -81,14 +80,12 @@ std::string counted(const std::vector<std::string>& values, std::size_t shown) {
     return text;
 }
 
-// "3" or "2 to 4": the range of a count over the hosts.
 std::string count_range(const std::map<std::string, std::size_t>& per_host) {
     const auto [least, most] = std::minmax_element(
         per_host.begin(), per_host.end(), [](auto& a, auto& b) { return a.second < b.second; });
     return range_text(least->second, most->second);
 }
 
-// The ranks in two lines, each distinct value with its count, the commonest first.
 void print_rank_summary(std::FILE* out, const RunSummary& s) {
     std::map<std::string, std::size_t> ranks_per_host, gpus_per_host;
     std::set<std::string> gpu_seen;
@@ -139,7 +136,6 @@ void print_resume(std::FILE* out, const RunSummary& s) {
 
 std::string memory_text(const RunSummary& s) {
     const Config& c = s.config;
-    // A run of several sizes makes its slots for the largest.
     const std::string slots = fmt::format(
         "tensor slots of {}{}, 2 x {} on a consumer and {} on a producer{}",
         human_bytes(c.largest().tensor_bytes()), c.several_sizes() ? " (the largest size)" : "",

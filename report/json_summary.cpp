@@ -9,7 +9,6 @@
 namespace gpurelay {
 namespace {
 
-// Each phase's distribution as measured, by phase name, with its median's 95% interval.
 nlohmann::json phases_json(const PassSummary& p) {
     nlohmann::json j;
     for (const PhaseInfo& phase : kPhases) {
@@ -22,7 +21,6 @@ nlohmann::json phases_json(const PassSummary& p) {
     return j;
 }
 
-// One judged figure: its value as measured, unit, interval, verdict and, where withheld, why.
 nlohmann::json figure_json(const Figure& f, const FigureName& name) {
     nlohmann::json j = {{"value", f.value},
                         {"unit", name.unit},
@@ -41,8 +39,7 @@ nlohmann::json pair_json(const PairFigures& f, const Figure& rate) {
     return j;
 }
 
-// The pass's judged figures: each under "figures", and as rendered (null where withheld) in
-// the field of its name, where readers have found it since the first layout.
+// Each figure under "figures", and rendered (null where withheld) in its first layout's field.
 void add_pass_figures(const PassJudgement& judged, nlohmann::json& j) {
     for (std::size_t i = 0; i < kPassFigCount; ++i) {
         const Figure& f = judged.figures[i];
@@ -108,8 +105,7 @@ nlohmann::json rank_json(const RankInfo& r) {
     return j;
 }
 
-// The ceilings as measured; the run's judged figures (the speedup, perfect overlap, the
-// attribution): each under "figures", and rendered in the fields of the first layout.
+// The ceilings; the run's figures under "figures", and rendered in the first layout's fields.
 void add_overlap_figures(const RunSummary& s, const Judgement& judged, nlohmann::json& j) {
     if (s.ceilings.measured) {
         const Ceilings& c = s.ceilings;
@@ -141,8 +137,7 @@ void add_overlap_figures(const RunSummary& s, const Judgement& judged, nlohmann:
     }
 }
 
-// Whether the phase times can be read, and where not, why: every figure built on them is then
-// withheld (its verdict under "figures"; the phases' distributions stay in phases_ms).
+// Whether the phase times can be read, and where not, why (docs/OUTPUT.md says what it withholds).
 nlohmann::json reading_json(const Judgement& judged) {
     nlohmann::json j = {{"readable", judged.readable()},
                         {"reasons", nlohmann::json::array()},

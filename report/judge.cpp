@@ -1,5 +1,4 @@
-// The judgement of every figure (judge.hpp): whether the run's phase times can be read, each
-// figure's value and interval, and the rules that withhold a figure of their own.
+// The judgement of every figure (judge.hpp).
 #include "report/judge.hpp"
 
 #include <fmt/format.h>
@@ -61,8 +60,6 @@ std::string transfer_waits(const RunSummary& s, const PassSummary& p) {
     return fmt::format("at {:.2g}% of its bare transfer's speed", 100 * share);
 }
 
-// The perfect overlap the report gives: with the ceilings, the attribution's (the transfer and C
-// at their ceilings); without, the overlapped model of the overlap=off medians.
 double perfect_overlap_ms(const RunSummary& s) {
     const OverlapAttribution a = attribute_overlap(s);
     return a.measured ? a.perfect_ms : s.overlap_ideal_ms;
@@ -333,7 +330,6 @@ void withhold(Figure& f, const Rule& by, std::string why) {
     f.why = std::move(why);
 }
 
-// A rate over its ceiling; `what` names it.
 void hold_to_ceiling(Figure& f, double ceiling, const std::string& what) {
     if (!(f.value > kCeilingTolerance * ceiling)) return;
     // Said without the rate: a figure withheld is shown nowhere, not even as a reason.
@@ -434,7 +430,6 @@ std::string joined(const std::vector<Finding>& findings, bool codes, const char*
     return text;
 }
 
-// What keeps an attribution's terms from explaining the step ("" when they do).
 std::string attribution_flaw(const OverlapAttribution& a) {
     const double share = kAttributionRestShare * a.step_ms;
     std::vector<std::string> flaws;

@@ -51,8 +51,7 @@ std::string results_csv_row(const RunSummary& run);  // one line, without newlin
 inline constexpr std::size_t kSlowestNamed = 5;
 inline constexpr std::size_t kRanksListed = 4;
 inline constexpr std::size_t kLinksListed = 2 + kSlowestNamed;
-// A pass's links summarised: the transfers' and steps' distributions, how many are flagged slow,
-// and the kSlowestNamed slowest (indices).
+// A pass's links summarised; `slowest`: the indices of the kSlowestNamed slowest.
 struct LinkSpread {
     std::size_t count = 0, flagged = 0;
     PhaseStats transfer{}, step{};

@@ -16,16 +16,13 @@ using R = const CsvRow&;
 std::string csv_bool(bool value) { return value ? "true" : "false"; }
 const PassSummary& main_pass(R r) { return r.run.main_pass(); }
 const PassJudgement& main_judged(R r) { return r.judged.passes.back(); }
-// A judged figure as the CSV renders it: empty where withheld or not measured.
 std::string shown_cell(R r, PassFig f) { return csv_number(main_judged(r)[f].rendered()); }
 std::string run_cell(R r, RunFig figure) { return csv_number(r.judged[figure].rendered()); }
-// A phase's figure: empty where the phase times cannot be read (the step's period stands).
 std::string phase_cell(R r, Phase phase, double value) {
     return phase == Phase::step || r.judged.readable() ? csv_number(value) : "";
 }
 
-// The figures of the main pass and of the run that a rule of their own withholds (the reading's
-// are said by phase_times_unreadable_because): "transfer_gbps:no_transfer;...".
+// The figures a rule of their own withholds (not the reading's): "transfer_gbps:no_transfer;...".
 std::string withheld_cell(R r) {
     std::string cell;
     auto add = [&](const Figure& f, const char* name) {
@@ -42,28 +39,23 @@ std::string withheld_cell(R r) {
     return cell;
 }
 
-// Named PHASE + suffix: step_ms_p99, b_cv (a ratio, without unit).
 constexpr std::pair<const char*, double PhaseStats::*> kDistributionColumns[] = {
     {"_ms_p50", &PhaseStats::p50},
     {"_ms_p90", &PhaseStats::p90},
     {"_ms_p99", &PhaseStats::p99},
     {"_cv", &PhaseStats::cv}};
 
-// A column of a table whose rows are `Row`s.
 template <typename Row>
 struct Column {
     const char* name;
     std::string (*cell)(const Row&);
 };
-// A column of its own cell; or, where `cell` is kDeckKey, the deck key of the column's name, as
-// the key table writes it.
+// A column whose `cell` is kDeckKey holds the deck key of its name, as the key table writes it.
 using ColumnSpec = Column<CsvRow>;
 constexpr std::string (*kDeckKey)(R) = nullptr;
 
-// The main pass's relay figures; nullptr for other patterns (their relay cells are empty).
 const RelayFigures* relay(R r) { return main_pass(r).relay ? &*main_pass(r).relay : nullptr; }
 
-// The columns before the phase medians.
 const ColumnSpec kRunColumns[] = {
     {"tag", kDeckKey},
     {"timestamp", [](R r) { return r.run.timestamp; }},
@@ -94,7 +86,6 @@ const ColumnSpec kRunColumns[] = {
     {"steps_per_s", [](R r) { return shown_cell(r, PassFig::steps_per_s); }},
 };
 
-// The columns after the phase medians.
 const ColumnSpec kPassColumns[] = {
     {"transfer_gbps", [](R r) { return shown_cell(r, PassFig::transfer_rate); }},
     {"aggregate_gbps", [](R r) { return shown_cell(r, PassFig::aggregate_rate); }},
@@ -118,23 +109,19 @@ const ColumnSpec kPassColumns[] = {
     {"group_size", [](R r) { return std::to_string(r.run.group_size); }},
     {"algbw_gbps", [](R r) { return shown_cell(r, PassFig::transfer_rate); }},
     {"busbw_gbps", [](R r) { return shown_cell(r, PassFig::bus_rate); }},
-    // How the main pass was timed ("sampled:16"); its timed steps the phase medians are over.
     {"timing", [](R r) { return main_pass(r).timing; }},
     {"phase_timed_steps", [](R r) { return std::to_string(main_pass(r).phase_timed_steps); }},
-    // The main pass against this launch's ceilings (calibrate = true; empty otherwise).
     {"ceiling_transfer_ms",
      [](R r) { return r.run.ceilings.measured ? csv_number(r.run.ceilings.transfer_ms) : ""; }},
     {"transfer_vs_ceiling", [](R r) { return shown_cell(r, PassFig::transfer_vs_ceiling); }},
     {"a_vs_copy", [](R r) { return shown_cell(r, PassFig::a_vs_copy); }},
     {"b_vs_copy", [](R r) { return shown_cell(r, PassFig::b_vs_copy); }},
     {"c_vs_alone", [](R r) { return shown_cell(r, PassFig::c_vs_alone); }},
-    // The HDF5 file the row's measurements and /y are in, as the run resolved it.
     {"output", kDeckKey},
     {"slow_steps", [](R r) { return std::to_string(main_pass(r).slow_steps); }},
     {"slow_pairs", [](R r) { return std::to_string(link_spread(main_pass(r).pairs).flagged); }},
 };
 
-// The judgements and what came later.
 const ColumnSpec kJudgedColumns[] = {
     {"step_unstable", [](R r) { return csv_bool(step_stability(main_pass(r)).unstable); }},
     {"sm_clock_start_mhz", [](R r) { return csv_number(main_pass(r).sm_clock_start_mhz); }},
@@ -142,18 +129,14 @@ const ColumnSpec kJudgedColumns[] = {
     {"sm_clock_max_mhz", [](R r) { return csv_number(main_pass(r).sm_clock_max_mhz); }},
     {"clock_slowdowns",
      [](R r) { return csv_text(clock_slowdown_names(main_pass(r).clock_reasons)); }},
-    // Which launch of a repeated configuration the row is (scripts/sweep --repeat).
     {"repeat", kDeckKey},
-    // A relay's (empty for other patterns), as the JSON's passes[].relay.
     {"relay_stages", [](R r) { return relay(r) ? std::to_string(relay(r)->stages) : ""; }},
     {"relay_slowest_hop_ms",
      [](R r) { return relay(r) ? phase_cell(r, Phase::recv, slowest_hop_ms(main_pass(r))) : ""; }},
     {"relay_period_over_slowest_hop",
      [](R r) { return shown_cell(r, PassFig::relay_period_over_hop); }},
     {"relay_fill_ms", [](R r) { return relay(r) ? csv_number(relay(r)->fill_ms) : ""; }},
-    // Who queued the steps: the host, or the device's persistent roles.
     {"launch", kDeckKey},
-    // Whether the phase times can be read; where not, the reasons' codes joined by ';'.
     {"phase_times_readable", [](R r) { return csv_bool(r.judged.readable()); }},
     {"phase_times_unreadable_because", [](R r) { return csv_text(r.judged.codes()); }},
     {"mean_step_ms", [](R r) { return shown_cell(r, PassFig::mean_step); }},
@@ -180,8 +163,7 @@ void append_columns(std::vector<CsvColumn>& columns, const ColumnSpec (&specs)[N
     }
 }
 
-// The columns in file order, older columns keeping their places: the run's, each timed phase's
-// median, the pass's, the distributions, the judged columns and the intervals.
+// The columns in file order (docs/OUTPUT.md), older columns keeping their places.
 std::vector<CsvColumn> make_results_csv_columns() {
     std::vector<CsvColumn> columns;
     append_columns(columns, kRunColumns);
@@ -221,7 +203,6 @@ struct LinkRow {
     const PairFigures& link;
     const Figure& rate;  // its judged transfer rate
 };
-// A field of rank `rank` as a cell ("" for a rank the run does not list).
 std::string rank_cell(const RunSummary& run, int rank, std::string RankInfo::*field) {
     return rank >= 0 && static_cast<std::size_t>(rank) < run.ranks.size()
                ? csv_text(run.ranks[static_cast<std::size_t>(rank)].*field)
@@ -230,7 +211,6 @@ std::string rank_cell(const RunSummary& run, int rank, std::string RankInfo::*fi
 using L = const LinkRow&;
 const Column<LinkRow> kLinkColumns[] = {
     {"pass", [](L l) { return std::string(l.pass.overlap ? "on" : "off"); }},
-    // The pair, a relay's hop or a collective's group, numbered as the report and the JSON do.
     {"link", [](L l) { return std::to_string(l.link.pair); }},
     {"producer", [](L l) { return std::to_string(l.link.producer); }},
     {"consumer", [](L l) { return std::to_string(l.link.consumer); }},
@@ -241,11 +221,9 @@ const Column<LinkRow> kLinkColumns[] = {
     {"transfer_ms", [](L l) { return csv_number(l.link.transfer_ms); }},
     {"transfer_gbps", [](L l) { return csv_number(l.rate.rendered()); }},
     {"slow", [](L l) { return csv_bool(l.link.slow); }},
-    // The rule that withholds the link's rate (empty where shown), as the JSON's pairs[].
     {"withheld", [](L l) { return std::string(l.rate.reason()); }},
 };
 
-// The join columns, then `lead` and the names of `columns`.
 template <typename Columns>
 std::string side_header(std::string lead, const Columns& columns) {
     std::string header;

@@ -139,7 +139,6 @@ std::array<LogHistogram, kPhaseCount> reduce_histograms(MPI_Comm comm, const Pas
     return merged;
 }
 
-// A median with its 95% interval.
 struct Median {
     double value, lo, hi;
 };
@@ -194,7 +193,6 @@ void summarize_slow_steps(const std::vector<RankMedians>& medians, PassSummary& 
     summary.slow_step_numbers = numbers;
 }
 
-// The verification totals over every rank, on every rank.
 void reduce_verification(MPI_Comm comm, const Config& config, const PairPlacement& placement,
                          const PassResult& result, PassSummary& summary) {
     const bool consumer = placement.role != Role::producer;
@@ -358,7 +356,6 @@ RelayFigures summarize_relay(MPI_Comm comm, const PairPlacement& placement,
                              const PassResult& result) {
     const bool consumer = placement.role != Role::producer;
     const auto timed = static_cast<double>(result.end_step - result.timed_from);
-    // Where a stage's host spends its period: µs per timed step.
     auto per_step_us = [&](double ms) { return timed > 0 ? 1000.0 * ms / timed : kNaN; };
     struct Stage {
         StageFigures figures;

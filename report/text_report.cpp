@@ -27,12 +27,10 @@ std::string timing_reason(const PassSummary& p) {
                        p.timing == "phases" ? "not " : "", number_text("{:g}", kTimingAutoBelowMs));
 }
 
-// A judged figure as shown: its value and interval, `scale` times them ("5.518 [5.330, 5.850]").
 std::string shown(const Figure& f, double scale = 1) {
     return interval_text(scale * f.value, scale * f.lo, scale * f.hi);
 }
 
-// The pass's heading; its phase table where the phase times can be read.
 void print_phase_table(std::FILE* out, const PassSummary& p, bool readable) {
     fmt::print(out, "\n{}: {} timed steps from step {}{}\n", pass_name(p.overlap), p.timed_steps,
                p.timed_from,
@@ -60,7 +58,6 @@ void add_rate(std::vector<std::string>& parts, const std::string& label, const F
     }
 }
 
-// The transfer (or, driven by the device, the hand-off) and the rates the judgement shows.
 void print_rates(std::FILE* out, const RunSummary& s, const PassJudgement& j) {
     const Config& c = s.config;
     std::vector<std::string> parts;
@@ -89,8 +86,6 @@ void print_rates(std::FILE* out, const RunSummary& s, const PassJudgement& j) {
     }
 }
 
-// The time per step (the median period; the mean beside it), the aggregate where shown, the cold
-// step, and the host's time per step.
 void print_step(std::FILE* out, const RunSummary& s, const PassSummary& p, const PassJudgement& j) {
     const Figure& aggregate = j[PassFig::aggregate_rate];
     fmt::print(out,
@@ -113,7 +108,6 @@ void print_step(std::FILE* out, const RunSummary& s, const PassSummary& p, const
                queued, duration_text_us(p.host_callback_us));
 }
 
-// The pass against this launch's ceilings, each ratio the judgement shows.
 void print_ceilings(std::FILE* out, const RunSummary& s, const PassJudgement& j) {
     const Ceilings& c = s.ceilings;
     struct Ratio {
@@ -135,7 +129,6 @@ void print_ceilings(std::FILE* out, const RunSummary& s, const PassJudgement& j)
                fmt::join(parts, "; "));
 }
 
-// How the pass was timed; the step model where the judgement shows it.
 void print_timing(std::FILE* out, const RunSummary& s, const PassSummary& p,
                   const PassJudgement& j) {
     const Config& c = s.config;
@@ -168,7 +161,6 @@ void print_timing(std::FILE* out, const RunSummary& s, const PassSummary& p,
     }
 }
 
-// The attribution where shown; where it explains nothing, what it cannot explain.
 void print_attribution(std::FILE* out, const RunSummary& s, const Judgement& j) {
     const Figure& step = j[RunFig::attributed_step];
     if (step.shown()) {
@@ -187,7 +179,6 @@ void print_attribution(std::FILE* out, const RunSummary& s, const Judgement& j) 
     }
 }
 
-// The overlap speedup with its interval and what it means; perfect overlap and its attribution.
 void print_overlap(std::FILE* out, const RunSummary& s, const Judgement& j) {
     const Figure& speedup = j[RunFig::speedup];
     if (!speedup.measured()) return;
@@ -245,7 +236,6 @@ void print_verdict(std::FILE* out, const RunSummary& s, const Judgement& j) {
                number_text("{:.1f}", s.main_pass().write_wait_ms));
 }
 
-// Where the phase times cannot be read, once before the passes: why, and where the figures are.
 void print_reading(std::FILE* out, const RunSummary& s, const Judgement& j) {
     if (j.readable()) return;
     fmt::print(out,
@@ -273,7 +263,6 @@ void print_table_head(std::FILE* out, const RunSummary& first) {
                "/ceiling", "", "");
 }
 
-// After the table: the sizes whose phase times cannot be read and why, once.
 void print_unreadable_sizes(std::FILE* out, const std::vector<Judgement>& judged,
                             std::size_t first) {
     std::vector<int> rows;
@@ -322,8 +311,7 @@ std::string link_label(const RunSummary& s, const PairFigures& f) {
                        f.pair / hops);
 }
 
-// Each hop's transfer against its bare transfer, measured alone in the same launch, where the
-// judgement shows it: one a line up to kLinksListed hops, else their median and extremes.
+// Each hop's transfer over its bare one: a line each up to kLinksListed, else median and extremes.
 void print_hop_ceilings(std::FILE* out, const PassSummary& pass, const PassJudgement& judged) {
     std::vector<double> ratios;
     for (const Figure& hop : judged.hops) {
@@ -351,7 +339,6 @@ void print_hop_ceilings(std::FILE* out, const PassSummary& pass, const PassJudge
     }
 }
 
-// A stage's line; its phases' medians only where they can be read (`phases`).
 std::string stage_line(const StageFigures& f, bool phases) {
     return fmt::format(
         "  stage {} of group {} (rank {}): step {} ms; {}host per step: queueing {}, reading back "
@@ -366,8 +353,7 @@ std::string stage_line(const StageFigures& f, bool phases) {
         duration_text_us(f.host_callback_us), f.x_mismatches, f.c_mismatches);
 }
 
-// Every stage one a line up to kLinksListed, else the stages' periods summarised, the
-// kSlowestNamed slowest, and every stage that counted a wrong element (up to kSlowestNamed).
+// Beyond kLinksListed stages: their periods, the slowest and those that counted a wrong element.
 void print_stages(std::FILE* out, const RelayFigures& relay, bool phases) {
     const std::vector<StageFigures>& stages = relay.stage_figures;
     if (stages.size() <= kLinksListed) {
@@ -398,13 +384,11 @@ void print_stages(std::FILE* out, const RelayFigures& relay, bool phases) {
     for (const StageFigures* f : wrong) fmt::print(out, "  {}\n", stage_line(*f, phases));
 }
 
-// A pass's links: one a line up to kLinksListed, else their summary and the slowest.
 void print_links(std::FILE* out, const RunSummary& s, const PassSummary& p,
                  const PassJudgement& judged) {
     const std::string name = link_name(s.config.pattern);
     const std::string slow_note =
         fmt::format("  SLOW: over {:g}% slower than the median {}", 100 * kSlowPairMargin, name);
-    // The transfer is a phase time, its rate a judged figure: each where shown.
     const bool transfers = judged[PassFig::transfer].shown();
     auto line = [&](std::size_t i, const std::string& flag) {
         const PairFigures& f = p.pairs[i];
@@ -442,7 +426,6 @@ void print_links(std::FILE* out, const RunSummary& s, const PassSummary& p,
     for (const std::size_t i : spread.slowest) fmt::print(out, "  {}\n", line(i, "  SLOW"));
 }
 
-// A relay's headline: the period, the slowest hop, the fill latency.
 void print_relay(std::FILE* out, const PassSummary& pass, const PassJudgement& judged) {
     if (!pass.relay) return;
     const RelayFigures& relay = *pass.relay;
@@ -451,7 +434,6 @@ void print_relay(std::FILE* out, const PassSummary& pass, const PassJudgement& j
     if (hop >= 0) {
         const PairFigures& h = pass.pairs[static_cast<std::size_t>(hop)];
         const int hops = std::max(relay.stages - 1, 1);
-        // The hop's transfer and the period over it, each where the judgement shows it.
         const Figure& over = judged[PassFig::relay_period_over_hop];
         slowest = fmt::format(
             "hop {}, stage {} -> {} of group {} (ranks {} -> {}){}{}", h.pair, h.pair % hops,

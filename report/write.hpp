@@ -15,8 +15,7 @@ void write_file_atomically(const std::string& path, const std::string& text);
 void append_results_csv(const std::string& path, const std::vector<RunSummary>& runs);
 // Throws a usage error if `path`, or a side table of it, holds rows under another header.
 void check_results_csv_header(const std::string& path);
-// The side tables beside the results CSV: NAME.ranks.csv (`links` false) and NAME.links.csv,
-// each led by the results CSV's columns that join it to its run.
+// The side table beside the results CSV: NAME.ranks.csv (`links` false) or NAME.links.csv.
 std::string side_table_path(const std::string& results_csv, bool links);
 
 // --- Inside report/ -----------------------------------------------------------------------------
