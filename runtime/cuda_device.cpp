@@ -140,10 +140,9 @@ class CudaDevice final : public Device {
             },
             heap_fn));
     }
-    // With unified addressing (which copy_async's cudaMemcpyDefault relies on too), pinned host
-    // memory and device memory, this process's or a peer's mapped here, have one address on the
-    // GPU and the host. GEQ compares cyclically, as reached (slot_flags.hpp) does. A stuck hold is
-    // caught where the host waits on the stream, and whoever should set the word has its own bound.
+    // Unified addressing (as cudaMemcpyDefault assumes) gives pinned host and device memory, ours
+    // or a peer's, one address on GPU and host. GEQ compares cyclically as reached() does. A stuck
+    // hold is caught where the host waits; the word's setter has its own bound.
     void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                    const char*) override {
         driver_check(
@@ -152,8 +151,7 @@ class CudaDevice final : public Device {
                       reinterpret_cast<CUdeviceptr>(word), value, CU_STREAM_WAIT_VALUE_GEQ),
             "cuStreamWaitValue32");
     }
-    // The default flags fence the stream's earlier writes (a copy) before the word: whoever sees
-    // the value sees the bytes.
+    // The default flags fence the stream's earlier writes (a copy) before the word (device.hpp).
     void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
         driver_check(
             StreamMemOps::get("a stream's sequence word")
@@ -187,8 +185,7 @@ CudaStream::~CudaStream() {
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
-// Inside a capture a wait is an edge from the record of the same event in that capture (see
-// graph.hpp): a plain wait, as outside one.
+// Inside a capture, an edge from the same event's record in that capture (graph.hpp).
 void CudaStream::wait(Event& event) {
     CUDA_CHECK(cudaStreamWaitEvent(stream_, dynamic_cast<CudaEvent&>(event).handle(), 0));
 }

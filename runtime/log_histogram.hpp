@@ -1,8 +1,7 @@
-// A mergeable histogram of times in log-spaced buckets, DDSketch's design: bucket i holds the
-// values in (lowest x gamma^(i-1), lowest x gamma^i] and stands for 2 lowest gamma^i / (gamma + 1),
-// within kRelativeError of each of them, and so is any order statistic or quantile read back.
-// Memory is constant however many values are added, and two histograms merge by adding their
-// counts (an MPI sum). Beside the counts: the exact count, sum, sum of squares, least, largest.
+// A mergeable histogram of times in log-spaced buckets (DDSketch): bucket i holds (lowest x
+// gamma^(i-1), lowest x gamma^i] and stands for 2 lowest gamma^i / (gamma + 1), within
+// kRelativeError of each, as is any quantile read back. Constant memory; merged by adding counts
+// (an MPI sum). Beside the counts: exact count, sum, sum of squares, least, largest.
 #pragma once
 
 #include <cstddef>

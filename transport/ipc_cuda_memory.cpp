@@ -1,11 +1,10 @@
 // The ipc transport's memory on the GPU: CUDA IPC. The consumer's receive slots and the words it
-// waits on (arrived) are one allocation it exports, the words its producer waits on (released)
-// one of the producer's: each side waits only on its own memory, so no wait polls across NVLink.
-// Shared as file descriptors (cuMemCreate: cuda_vmm_memory.hpp says why) where both sides can,
-// else with cudaIpcGetMemHandle. Ordering is by flags and stream memory operations, not
-// interprocess events: cudaStreamWaitEvent binds to the latest record when called, which would
-// need a per-step host handshake; a flag that only grows is right whenever the wait is queued,
-// and the GPU's front end waits (cuStreamWaitValue32), so no wait or copy takes an SM.
+// waits on (arrived) are one allocation it exports, the words its producer waits on (released) one
+// of the producer's: each side waits only on its own memory, so no wait polls across NVLink. Shared
+// as file descriptors (cuMemCreate: cuda_vmm_memory.hpp says why) where both sides can, else by
+// cudaIpcGetMemHandle. Ordered by flags, not interprocess events, which bind to the latest record
+// when the wait is called (a per-step host handshake); a flag that only grows is right whenever the
+// wait is queued, and the GPU's front end waits (cuStreamWaitValue32): no SM.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <unistd.h>
@@ -28,7 +27,6 @@ namespace {
 constexpr std::size_t kAlign = 4096;
 constexpr int kHandleTag = 7301;
 
-// A descriptor this process owns, closed when it goes out of scope.
 struct Descriptor {
     int fd;
     ~Descriptor() { close(fd); }
@@ -94,8 +92,7 @@ class CudaIpcMemory final : public IpcMemory {
         producer_base_ = static_cast<char*>(producer ? mine() : theirs_);
     }
 
-    // Maps the peer's memory here, for this side's GPU: its descriptor (VMM, over a Unix socket)
-    // or its IPC handle.
+    // Maps the peer's memory for this GPU: its descriptor (VMM, over a Unix socket) or IPC handle.
     void map_theirs(MPI_Comm comm, int peer, const Export& in, bool vmm, int ordinal,
                     std::chrono::milliseconds timeout) {
         if (!vmm) {
@@ -143,7 +140,6 @@ class CudaIpcMemory final : public IpcMemory {
     }
 
   private:
-    // This process's own memory: the plain allocation, or the one made for descriptors.
     void* mine() const { return mine_vmm_ ? mine_vmm_->data() : mine_.data(); }
 
     // Before the peer can map them: its first wait or write comes after the set-up.

@@ -1,6 +1,5 @@
-// The ipc transport's memory on the CPU path: each consumer's slots and flags live in its segment
-// of one MPI-3 shared-memory window over the node's ranks, which its producer maps too, so the
-// producer's host stream copies straight into the consumer's slot (one copy, as on a GPU).
+// The ipc transport's memory on the CPU path: each consumer's slots and flags in its segment of a
+// node-wide MPI-3 shared-memory window, which its producer's host stream copies straight into.
 #include <algorithm>
 #include <cstring>
 

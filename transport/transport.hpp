@@ -1,6 +1,5 @@
-// Moving tensors from a producer to a consumer through a ring of slots. Like every queued call
-// here, each call returns once its work is queued: the data have left or arrived only when the
-// stream gets past it.
+// Moving tensors from a producer to a consumer through a ring of slots. Each call returns once its
+// work is queued: the data have left or arrived only when the stream gets past it.
 #pragma once
 
 #include <mpi.h>
@@ -75,10 +74,8 @@ PairFactory make_mpi_host_transport;
 PairFactory make_mpi_staged_transport;
 // NCCL point-to-point (the id is broadcast from `comm`'s rank 0). A usage error without NCCL.
 PairFactory make_nccl_transport;
-// The consumer's slots in memory its producer maps (same node only): CUDA IPC on the GPU, an
-// MPI-3 shared-memory window on the CPU path; the producer copies into them (a copy engine on the
-// GPU), or A writes into them (produce_in_place), and the slots' flags order the uses. A usage
-// error when a pair spans two nodes.
+// The consumer's slots in memory its producer maps (same node only; ipc_transport.cpp): CUDA IPC on
+// the GPU, an MPI-3 shared-memory window on the CPU path. A usage error across two nodes.
 PairFactory make_ipc_transport;
 
 // A relay's middle stage's slot protocol: await and release on the inbound link's transport,
@@ -88,11 +85,10 @@ std::unique_ptr<Transport> make_relay_transport(std::unique_ptr<Transport> inbou
                                                 std::unique_ptr<Transport> outbound, Device& device,
                                                 std::size_t slots);
 
-// --- Collectives over a group: one collective over `group` (an MPI communicator of just the
-// group's ranks; its rank 0 is the root) per call, every rank of the group calling in step order.
-// Broadcast: the root passes `send` (and `recv` when it keeps a copy), the others only `recv`.
-// All-reduce: every rank passes `send` (its share) and `recv` (where the sum lands), summed as
-// `type`. Throws a runtime error for sides that do not suit the collective and this rank.
+// --- Collectives: one over `group` (an MPI communicator of the group's ranks; its rank 0 is the
+// root) per call, every rank calling in step order. Broadcast: the root passes `send` (and `recv`
+// when it keeps a copy), the others only `recv`. All-reduce: every rank passes `send` (its share)
+// and `recv` (where the sum lands), summed as `type`. Wrong sides: a runtime error.
 enum class ReduceType { float32, float64 };
 
 class CollectiveCall {
@@ -108,14 +104,12 @@ class CollectiveCall {
 using CollectiveFactory = std::unique_ptr<CollectiveCall>(MPI_Comm group, Collective op,
                                                           ReduceType type, Device& device,
                                                           const TransportOptions& options);
-// MPI_Ibcast / MPI_Iallreduce between host buffers (the CPU path), on the stream's own thread, in
-// `chunk_bytes` pieces.
+// MPI_Ibcast / MPI_Iallreduce on the stream's thread (the CPU path), in `chunk_bytes` pieces.
 CollectiveFactory make_mpi_host_collective;
 // The same collective for device buffers, through one pinned staging buffer: copied out on the
 // stream, MPI on a proxy thread, copied back in on the stream.
 CollectiveFactory make_mpi_staged_collective;
-// ncclBroadcast / ncclAllReduce on a communicator of the group's ranks. A usage error without
-// NCCL.
+// ncclBroadcast / ncclAllReduce over the group's ranks. A usage error without NCCL.
 CollectiveFactory make_nccl_collective;
 
 // The slot protocol over a collective: the producer's slots are what the rank contributes, the
