@@ -185,7 +185,6 @@ CudaStream::~CudaStream() {
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
-// Inside a capture, an edge from the same event's record in that capture (graph.hpp).
 void CudaStream::wait(Event& event) {
     CUDA_CHECK(cudaStreamWaitEvent(stream_, dynamic_cast<CudaEvent&>(event).handle(), 0));
 }

@@ -46,7 +46,6 @@ inline Error runtime_error(const std::string& message) { return Error(ExitCode::
 // go to this handler; main installs one that prints the line and ends every rank of the job.
 using FatalHandler = void (*)(const Error& error) noexcept;
 void set_fatal_handler(FatalHandler handler);
-// The installed handler, or nullptr.
 FatalHandler fatal_handler();
 // Calls the handler with `error` (a runtime error when it is not an Error); without one (before
 // MPI is up), prints "gpurelay: MESSAGE" on stderr and exits with the error's code.

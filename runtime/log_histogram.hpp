@@ -24,8 +24,7 @@ class LogHistogram {
     // How many buckets every histogram has (2,996).
     static std::size_t bucket_count();
     static std::size_t bucket_of(double value);
-    // What bucket i stands for (0 for bucket 0, kHighest for the last): read back clamped to the
-    // least and largest value added.
+    // Bucket i's value (bucket 0: 0, the last: kHighest), read back clamped to least and largest.
     static double bucket_value(std::size_t bucket);
 
     // The exact figures beside the counts: over ranks, sums add and extremes take the extreme.
@@ -54,8 +53,7 @@ class LogHistogram {
     double cv() const;
     // The k-th least value (k from 0), within kRelativeError; the least and the largest exact.
     double at_rank(std::uint64_t k) const;
-    // numpy.percentile's default ("linear") at q in [0, 1], between at_rank(floor((n - 1) q))
-    // and the next.
+    // numpy.percentile's "linear" default at q in [0, 1]: at_rank(floor((n - 1) q)) to the next.
     double quantile(double q) const;
     // How many values lie above `bound`, counted by bucket (a bucket whose value is above it).
     std::uint64_t count_above(double bound) const;

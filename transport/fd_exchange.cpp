@@ -44,8 +44,7 @@ class Socket {
     int fd_;
 };
 
-// Calls `op` (bind or connect) on `fd` with the abstract-namespace address `name` (a leading
-// NUL: no file, gone with the socket).
+// Calls `op` (bind or connect) on `fd` at the abstract address `name` (leading NUL: no file).
 int with_address(int (*op)(int, const sockaddr*, socklen_t), int fd, const char* name) {
     sockaddr_un address{};
     address.sun_family = AF_UNIX;

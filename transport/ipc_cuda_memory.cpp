@@ -119,8 +119,7 @@ class CudaIpcMemory final : public IpcMemory {
     void* slot(std::size_t k) const override {
         return consumer_base_ + words_bytes_ + k * slot_stride_;
     }
-    // arrived[k] in the consumer's allocation, released[k] in the producer's (at offsets that do
-    // not meet when one process plays both roles).
+    // arrived[k] in the consumer's memory, released[k] in the producer's (apart in one process).
     std::uint32_t* arrived(std::size_t k) const override {
         return reinterpret_cast<std::uint32_t*>(consumer_base_) + k;
     }

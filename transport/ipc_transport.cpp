@@ -39,8 +39,7 @@ class IpcTransport final : public Transport {
                ")";
     }
 
-    // In place, A writes the consumer's slot and so waits for its release first; a copy waits
-    // for it at publish, after A has written the producer's own slot.
+    // In place A writes the consumer's slot, so waits for its release; a copy waits at publish.
     void* acquire(std::size_t k, Stream& stream) override {
         if (!options_.produce_in_place) return own_[k].data();
         wait_for_release(k, stream);

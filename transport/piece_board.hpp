@@ -39,8 +39,7 @@ class PieceBoard {
                    std::chrono::microseconds(100));
     }
 
-    // The same, queued on `stream`: the mark once the work before it is done, the hold before
-    // the work after it.
+    // The same, on `stream`: the mark after the work before it, the hold before the work after it.
     void mark_on(std::uint64_t ticket, std::size_t piece, Stream& stream) {
         device_.write_word(word(piece), static_cast<std::uint32_t>(ticket), stream);
     }

@@ -36,8 +36,7 @@ class Transport {
     virtual const void* await(std::size_t k, Stream& stream) = 0;
     // Consumer: queued on `stream` after the last reader of slot k.
     virtual void release(std::size_t k, Stream& stream) = 0;
-    // Whether await only waits for what the producer's side has written (ipc; a rank sending to
-    // itself): then the consumer has nothing to run beside C.
+    // Whether await only waits on the producer's writes (ipc, to itself): nothing runs beside C.
     virtual bool receive_waits() const = 0;
     // Every stream of this rank is idle: the orderings queued so far are met, and the next work
     // may be a graph capture (whose waits may name only events recorded in the same capture).
@@ -45,8 +44,7 @@ class Transport {
     // The bytes of each tensor from now on, at most a slot's: a run of several sizes moves each
     // in turn through the same slots. Called only while every stream of the rank is idle.
     virtual void set_tensor_bytes(std::size_t bytes) = 0;
-    // Throws if the transport has failed in the background (NCCL's asynchronous errors; the
-    // communicator is aborted first, which unblocks this rank's NCCL kernels).
+    // Throws if the transport failed in the background (NCCL's async errors, after an abort).
     virtual void check_health() {}
     // launch = "device": this rank's flags of one side, for kernels that run the protocol
     // themselves, in memory they may write (their counts stay there between passes); null where
@@ -100,14 +98,12 @@ class CollectiveCall {
     virtual void check_health() {}
 };
 
-// One collective over `group` per call; each factory uses what it needs of the arguments.
 using CollectiveFactory = std::unique_ptr<CollectiveCall>(MPI_Comm group, Collective op,
                                                           ReduceType type, Device& device,
                                                           const TransportOptions& options);
 // MPI_Ibcast / MPI_Iallreduce on the stream's thread (the CPU path), in `chunk_bytes` pieces.
 CollectiveFactory make_mpi_host_collective;
-// The same collective for device buffers, through one pinned staging buffer: copied out on the
-// stream, MPI on a proxy thread, copied back in on the stream.
+// Device buffers, via one pinned staging buffer: copies on the stream, MPI on a proxy thread.
 CollectiveFactory make_mpi_staged_collective;
 // ncclBroadcast / ncclAllReduce over the group's ranks. A usage error without NCCL.
 CollectiveFactory make_nccl_collective;
