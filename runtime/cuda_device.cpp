@@ -16,10 +16,9 @@
 namespace gpurelay {
 namespace {
 
-// A blocking cudaStreamSynchronize would never notice a peer that died in an NCCL kernel, so the
-// host polls `query`, checks the transport, and gives up after the timeout naming `what`: a spin
-// of 100 us, then pauses up to 200 us under `sparing` (any sleep lasts the ~50 us timer slack, by
-// when the GPU may have run dry of the few small steps queued ahead).
+// A blocking sync would miss a peer dead in an NCCL kernel: the host polls `query`, checks the
+// transport, gives up after the timeout naming `what`; spins 100 us, then pauses up to 200 us under
+// `sparing` (a sleep lasts the ~50 us timer slack: the GPU may run dry of the few steps queued).
 void wait_for_gpu(const std::function<cudaError_t()>& query, const WaitPolicy& policy,
                   const char* what) {
     const bool done = poll_until(

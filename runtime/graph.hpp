@@ -16,10 +16,9 @@ class Graph {
     virtual void launch(Stream& stream) = 0;
 };
 
-// While one lives, work queued on its streams is recorded, not run. An ordering event recorded
-// on one of its streams and waited on by another becomes an edge between the graph's own nodes,
-// so a wait in the capture must name an event recorded in the same capture. A timing event
-// becomes an event node, recorded again by every replay, for the host to read.
+// While one lives, work queued on its streams is recorded, not run. An ordering event recorded on
+// one stream and waited on by another becomes an edge between the graph's nodes, so a capture's
+// waits must name events recorded in it; a timing event, a node each replay records for the host.
 class GraphCapture {
   public:
     virtual ~GraphCapture() = default;

@@ -17,8 +17,7 @@ class CollectiveTransport final : public SlotRingTransport {
 
     std::string name() const override { return call_->name(); }
 
-    // A rank that plays both sides runs the collective on its receive stream, which reads the
-    // send slot there: A may write it again once that has.
+    // Both sides: the collective reads the send slot on the receive stream; A rewrites it after.
     void* acquire(std::size_t k, Stream& stream) override {
         if (both()) read_.wait(k, stream);
         return send_[k].data();

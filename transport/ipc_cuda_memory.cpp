@@ -32,8 +32,7 @@ struct Descriptor {
     ~Descriptor() { close(fd); }
 };
 
-// What one side tells the other at set-up: first whether it can share memory as a file
-// descriptor (both must, or neither uses it), then its memory.
+// What each side sends at set-up: whether it can share a descriptor (used if both can), its memory.
 struct Hello {
     int vmm;
     char pci_bus_id[32];

@@ -71,8 +71,7 @@ class MpiStagedTransport final : public SlotRingTransport {
                      "MPI send to rank " + std::to_string(peer));
             send_done_.mark(ticket, 0);
         });
-        // In stream order the send ends when MPI is done with the staging buffer, so the next
-        // send on this stream may refill it.
+        // In stream order the send ends once MPI is done with staging: the next send may refill it.
         send_done_.wait_on(ticket, 0, stream, "MPI send");
     }
 

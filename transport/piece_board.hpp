@@ -23,9 +23,8 @@ class PieceBoard {
         std::memset(words_.data(), 0, pieces * sizeof(std::uint32_t));
     }
 
-    // From a host thread: piece `piece` of message `ticket` (from 1, growing; the words keep its
-    // low 32 bits, compared in wrap-around order) is done. Marks only grow: a late mark of an older
-    // message does not take the piece back.
+    // From a host thread: piece `piece` of message `ticket` (from 1 up; low 32 bits, wrap-around
+    // order) is done. Marks only grow: an older message's late mark takes nothing back.
     void mark(std::uint64_t ticket, std::size_t piece) {
         if (reached(*word(piece), static_cast<std::uint32_t>(ticket))) return;
         store_release(word(piece), static_cast<std::uint32_t>(ticket));

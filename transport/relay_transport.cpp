@@ -14,9 +14,8 @@ class RelayTransport final : public Transport {
 
     std::string name() const override { return outbound_->name(); }
 
-    // B writes slot k on the compute stream while the send of its previous use may still be
-    // reading it on the producer stream: the write waits for that send, then for whatever the
-    // link's own reuse rule asks (the next stage's release, for ipc in place).
+    // B writes slot k on the compute stream; its previous send may read it on the producer stream:
+    // the write waits for that send, then the link's reuse rule (ipc in place: the next release).
     void* acquire(std::size_t k, Stream& stream) override {
         sent_.wait(k, stream);
         return outbound_->acquire(k, stream);
