@@ -36,8 +36,7 @@ class CudaStream final : public Stream {
 // The CUDA stream behind `stream`; throws if it is a host stream.
 cudaStream_t cuda_handle(Stream& stream);
 
-// Starts a capture of `origin`'s work and of `joined`'s (forked from `origin`, joined back at the
-// end), thread-local: other threads (the writer, NCCL's proxy) keep calling CUDA meanwhile.
+// Thread-local: other threads (the writer, NCCL's proxy) keep calling CUDA while this one captures.
 std::unique_ptr<GraphCapture> begin_cuda_capture(CudaStream& origin,
                                                  std::vector<CudaStream*> joined);
 

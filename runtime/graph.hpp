@@ -1,5 +1,4 @@
-// Stream work recorded once and replayed with one launch: a CUDA graph on the GPU path. The
-// orchestration asks the device for a capture, queues work as usual, and keeps the graph.
+// Stream work recorded once (under a device's capture) and replayed with one launch: a CUDA graph.
 #pragma once
 
 #include <memory>

@@ -1,5 +1,4 @@
-// The slot protocol over a collective call, run once the rank's last side is queued (the root of
-// a broadcast that keeps no copy: at publish; every other rank: at await).
+// The collective slot protocol: run at publish by a broadcast root keeping no copy, else at await.
 #include "transport/slot_ring.hpp"
 
 namespace gpurelay {

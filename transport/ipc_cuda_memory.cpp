@@ -1,10 +1,9 @@
-// The ipc transport's memory on the GPU: CUDA IPC. The consumer's receive slots and the words it
-// waits on (arrived) are one allocation it exports, the words its producer waits on (released) one
-// of the producer's: each side waits only on its own memory, so no wait polls across NVLink. Shared
-// as file descriptors (cuMemCreate: cuda_vmm_memory.hpp says why) where both sides can, else by
-// cudaIpcGetMemHandle. Ordered by flags, not interprocess events, which bind to the latest record
-// when the wait is called (a per-step host handshake); a flag that only grows is right whenever the
-// wait is queued, and the GPU's front end waits (cuStreamWaitValue32): no SM.
+// The ipc transport's memory on the GPU. The consumer's slots and arrived words are one allocation
+// it exports, the producer's released words one of its own: each side waits only on its own memory,
+// so no wait polls across NVLink. Shared as file descriptors (cuMemCreate, see cuda_vmm_memory.hpp)
+// where both can, else by cudaIpcGetMemHandle. Ordered by flags, not interprocess events (bound to
+// the latest record at the call: a per-step host handshake); a flag that only grows is right
+// whenever the wait is queued, and the GPU's front end waits on it: no wait or copy takes an SM.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <unistd.h>

@@ -30,8 +30,7 @@ class IpcMemory {
 
 inline std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
-// The CPU path: the consumers' slots and words in one MPI-3 shared-memory window over the node's
-// ranks (collective over `comm`; every rank's pair must be on its node).
+// The CPU path: one node-wide MPI-3 shared-memory window (collective over `comm`; pairs on a node).
 std::unique_ptr<IpcMemory> open_host_ipc_memory(MPI_Comm comm, const PairPlacement& placement,
                                                 const TransportOptions& options);
 // The GPU path: CUDA IPC (ipc_cuda_memory.cpp), collective over `comm`; a usage error without CUDA.

@@ -1,7 +1,6 @@
-// MPI for device buffers through pinned host buffers, in pieces: the copy of piece p+1 overlaps the
-// MPI transfer of piece p. MPI runs on proxy threads, one per direction, told of each piece through
-// sequence words (PieceBoard): the ordering stays on the streams, the queuing host thread never
-// blocks, and no stream's wait holds another's (a relay stage has both).
+// MPI for device buffers via pinned host buffers in pieces (copying p+1 overlaps sending p), on
+// proxy threads, one a direction, told of pieces by PieceBoard: ordering stays on the streams, the
+// queuing thread never blocks, no stream's wait holds another's (a relay stage has both).
 #include <algorithm>
 #include <climits>
 #include <vector>

@@ -1,6 +1,5 @@
-// A relay's middle stage: the consumer of the link before it and the producer on the link after
-// it. Each link is a pair transport of its own, keeping its own reuse rule; what the middle stage
-// adds is that B writes the outgoing slot on one stream and the send reads it on another.
+// A relay's middle stage (transport.hpp): B writes the outgoing slot on one stream, the send reads
+// it on another; each link keeps its own reuse rule.
 #include "transport/slot_ring.hpp"
 
 namespace gpurelay {

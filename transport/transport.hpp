@@ -1,5 +1,4 @@
-// Moving tensors from a producer to a consumer through a ring of slots. Each call returns once its
-// work is queued: the data have left or arrived only when the stream gets past it.
+// Tensors from producer to consumer through a ring of slots; each call only queues its work.
 #pragma once
 
 #include <mpi.h>
