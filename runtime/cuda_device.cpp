@@ -48,8 +48,7 @@ class CudaEvent final : public Event {
     CudaEvent(const CudaEvent&) = delete;
     CudaEvent& operator=(const CudaEvent&) = delete;
 
-    // Inside a capture, a timing event becomes an event node (the host reads it at each replay);
-    // an ordering event only an edge between the graph's own nodes, which costs a replay nothing.
+    // Captured, an ordering event is only an edge (graph.hpp), which costs a replay nothing.
     void record(Stream& stream) override {
         auto& cuda_stream = dynamic_cast<CudaStream&>(stream);
         if (cuda_stream.capturing() && use_ == EventUse::timing) {
@@ -150,7 +149,6 @@ class CudaDevice final : public Device {
                       reinterpret_cast<CUdeviceptr>(word), value, CU_STREAM_WAIT_VALUE_GEQ),
             "cuStreamWaitValue32");
     }
-    // The default flags fence the stream's earlier writes (a copy) before the word (device.hpp).
     void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
         driver_check(
             StreamMemOps::get("a stream's sequence word")

@@ -10,8 +10,7 @@ namespace gpurelay {
 class Graph {
   public:
     virtual ~Graph() = default;
-    // Queues one replay of the captured work on `stream`: the whole graph runs after the work
-    // queued on `stream` before it, and work queued after it waits for the whole graph.
+    // Queues one replay on `stream`; the whole graph follows earlier work and precedes later work.
     virtual void launch(Stream& stream) = 0;
 };
 

@@ -46,7 +46,6 @@ class HostIpcMemory final : public IpcMemory {
         MPI_Aint segment_bytes = 0;
         int unit = 1;
         MPI_CHECK(MPI_Win_shared_query(window_, consumer, &segment_bytes, &unit, &base_));
-        // Sequence words start at 0: no use yet.
         if (mine != nullptr) std::fill_n(static_cast<char*>(mine), words_bytes_, 0);
         // The consumer's zeroed words are in place before its producer's first use of them.
         MPI_CHECK(MPI_Barrier(node_));

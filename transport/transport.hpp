@@ -92,7 +92,6 @@ class CollectiveCall {
   public:
     virtual ~CollectiveCall() = default;
     virtual std::string name() const = 0;
-    // Queues one collective of `bytes` on `stream`.
     virtual void run(const void* send, void* recv, std::size_t bytes, Stream& stream) = 0;
     virtual void check_health() {}
 };
