@@ -16,10 +16,9 @@
 namespace gpurelay {
 namespace {
 
-// A blocking cudaStreamSynchronize would never notice a peer that died in an NCCL kernel, so the
-// host polls `query`, checks the transport, and gives up after the timeout naming `what`: a spin
-// of 100 us, then pauses up to 200 us under `sparing` (any sleep lasts the ~50 us timer slack, by
-// when the GPU may have run dry of the few small steps queued ahead).
+// A blocking sync would miss a peer dead in an NCCL kernel: the host polls `query`, checks the
+// transport, gives up after the timeout naming `what`; spins 100 us, then pauses up to 200 us under
+// `sparing` (a sleep lasts the ~50 us timer slack: the GPU may run dry of the few steps queued).
 void wait_for_gpu(const std::function<cudaError_t()>& query, const WaitPolicy& policy,
                   const char* what) {
     const bool done = poll_until(
@@ -49,8 +48,7 @@ class CudaEvent final : public Event {
     CudaEvent(const CudaEvent&) = delete;
     CudaEvent& operator=(const CudaEvent&) = delete;
 
-    // Inside a capture, a timing event becomes an event node (the host reads it at each replay);
-    // an ordering event only an edge between the graph's own nodes, which costs a replay nothing.
+    // Captured, an ordering event is only an edge (graph.hpp), which costs a replay nothing.
     void record(Stream& stream) override {
         auto& cuda_stream = dynamic_cast<CudaStream&>(stream);
         if (cuda_stream.capturing() && use_ == EventUse::timing) {
@@ -140,10 +138,9 @@ class CudaDevice final : public Device {
             },
             heap_fn));
     }
-    // With unified addressing (which copy_async's cudaMemcpyDefault relies on too), pinned host
-    // memory and device memory, this process's or a peer's mapped here, have one address on the
-    // GPU and the host. GEQ compares cyclically, as reached (slot_flags.hpp) does. A stuck hold is
-    // caught where the host waits on the stream, and whoever should set the word has its own bound.
+    // Unified addressing (as cudaMemcpyDefault assumes) gives pinned host and device memory, ours
+    // or a peer's, one address on GPU and host. GEQ compares cyclically as reached() does. A stuck
+    // hold is caught where the host waits; the word's setter has its own bound.
     void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                    const char*) override {
         driver_check(
@@ -152,8 +149,6 @@ class CudaDevice final : public Device {
                       reinterpret_cast<CUdeviceptr>(word), value, CU_STREAM_WAIT_VALUE_GEQ),
             "cuStreamWaitValue32");
     }
-    // The default flags fence the stream's earlier writes (a copy) before the word: whoever sees
-    // the value sees the bytes.
     void write_word(std::uint32_t* word, std::uint32_t value, Stream& stream) override {
         driver_check(
             StreamMemOps::get("a stream's sequence word")
@@ -187,8 +182,6 @@ CudaStream::~CudaStream() {
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
-// Inside a capture a wait is an edge from the record of the same event in that capture (see
-// graph.hpp): a plain wait, as outside one.
 void CudaStream::wait(Event& event) {
     CUDA_CHECK(cudaStreamWaitEvent(stream_, dynamic_cast<CudaEvent&>(event).handle(), 0));
 }

@@ -34,8 +34,7 @@ inline void driver_check(CUresult result, const char* call) {
                         std::to_string(static_cast<int>(result)));
 }
 
-// The driver's stream memory operations: a stream holds until a 32-bit word reaches a value, or
-// sets one, with the GPU's front end doing it (no SM, no host thread).
+// Stream memory ops: the GPU's front end (no SM or host thread) waits for a 32-bit word or sets it.
 struct StreamMemOps {
     PFN_cuStreamWaitValue32_v11070 wait = nullptr;
     PFN_cuStreamWriteValue32_v11070 write = nullptr;

@@ -1,5 +1,4 @@
-// CUDA streams and graph captures behind the Stream/GraphCapture interfaces (CUDA events are
-// cuda_device.cpp's alone). Only CUDA builds include this.
+// CUDA streams and graph captures behind Stream and GraphCapture (events are cuda_device.cpp's).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -37,9 +36,7 @@ class CudaStream final : public Stream {
 // The CUDA stream behind `stream`; throws if it is a host stream.
 cudaStream_t cuda_handle(Stream& stream);
 
-// Starts a capture of `origin`'s work (and of each of `joined`'s, forked from `origin` at the
-// start and joined back at the end), in thread-local mode: other threads (the writer, NCCL's
-// proxy) keep calling CUDA while this one captures (cuda_graph.cpp).
+// Thread-local: other threads (the writer, NCCL's proxy) keep calling CUDA while this one captures.
 std::unique_ptr<GraphCapture> begin_cuda_capture(CudaStream& origin,
                                                  std::vector<CudaStream*> joined);
 

@@ -1,5 +1,4 @@
-// The device a rank drives: the CPU (host queues, host memory) or one CUDA GPU. The orchestration
-// makes its streams, events and buffers here and never asks which one it has.
+// The device a rank drives: the CPU or one CUDA GPU, which the orchestration never asks about.
 #pragma once
 
 #include <chrono>
@@ -26,9 +25,8 @@ struct DeviceInfo {
     std::size_t free_memory = 0;
 };
 
-// How long the host may wait on device work (past `timeout`, a runtime error), and what it checks
-// meanwhile. It does not abort the NCCL communicator, which would wait for the very work that is
-// stuck to free device memory; ending the process does not.
+// How long the host may wait on device work (then a runtime error) and what it checks meanwhile;
+// not an NCCL abort, which would wait for the stuck work to free device memory (an exit does not).
 struct WaitPolicy {
     std::chrono::milliseconds timeout = kDefaultTimeout;
     std::function<void()> poll;  // may throw (e.g. NCCL reports an asynchronous error)
@@ -55,10 +53,9 @@ class Device {
     virtual void fill_async(void* dst, int byte, std::size_t bytes, Stream& stream) = 0;
     // Queues a host function on `stream`, in stream order; it must not call CUDA.
     virtual void enqueue_host(std::function<void()> fn, Stream& stream) = 0;
-    // Queues on `stream` a hold until the sequence word `word` (slot_flags.hpp), in allocate_host
-    // memory or a GPU's, reaches `value`. On a GPU the stream's front end waits
-    // (cuStreamWaitValue32), where a blocking host function would hold the one thread that runs
-    // every stream's host functions. `what` names the wait past the timeout.
+    // Queues on `stream` a hold until `word` (slot_flags.hpp; allocate_host or device memory)
+    // reaches `value`, by the GPU's front end (cuStreamWaitValue32): a blocking host function would
+    // hold the one thread running all host functions. `what` names it in a timeout.
     virtual void wait_word(const std::uint32_t* word, std::uint32_t value, Stream& stream,
                            const char* what) = 0;
     // Queues on `stream` setting the word to `value` once everything before it is done and its
@@ -79,7 +76,6 @@ int cuda_device_count();
 // How this process's GPU (bus id `mine`) reaches `peer`'s on the node, as `nvidia-smi topo -m`
 // would say ("same GPU, time-sliced", "peer access over PCIe"...), or why it is unknown.
 std::string describe_peer_link(const std::string& mine, const std::string& peer);
-// Whether this build has the CUDA path.
 bool cuda_built();
 // "13.0 (driver 13.0)", or "none" when built without CUDA.
 std::string cuda_version_string();

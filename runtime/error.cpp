@@ -24,7 +24,6 @@ namespace {
 std::atomic<FatalHandler> installed_handler{nullptr};
 std::atomic<bool> process_ending{false};
 
-// Without a handler there is no job to end yet: this process says why and exits.
 [[noreturn]] void exit_with(const Error& error) noexcept {
     claim_process_end();
     std::fprintf(stderr, "gpurelay: %s\n", error.what());

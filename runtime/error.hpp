@@ -46,15 +46,13 @@ inline Error runtime_error(const std::string& message) { return Error(ExitCode::
 // go to this handler; main installs one that prints the line and ends every rank of the job.
 using FatalHandler = void (*)(const Error& error) noexcept;
 void set_fatal_handler(FatalHandler handler);
-// The installed handler, or nullptr.
 FatalHandler fatal_handler();
 // Calls the handler with `error` (a runtime error when it is not an Error); without one (before
 // MPI is up), prints "gpurelay: MESSAGE" on stderr and exits with the error's code.
 [[noreturn]] void fail_fatally(std::exception_ptr error) noexcept;
-// Whoever ends the process calls this first. It returns in the first thread to call it; any other
-// thread (several waits of one rank may run out together) sleeps until that one has ended the
-// process, so a rank prints one line and calls MPI_Abort once: Open MPI's abort, called from two
-// threads at once, crashed in its message formatting (exit 139 instead of the error's code).
+// Whoever ends the process calls this first. It returns in the first thread to call it; others
+// (several waits of one rank may time out together) sleep until it has ended the process, so a rank
+// prints one line and calls MPI_Abort once: Open MPI's abort from two threads crashed (exit 139).
 void claim_process_end() noexcept;
 
 }  // namespace gpurelay

@@ -1,5 +1,4 @@
-// The clock sample from NVML: one session for the process, opened on first use; any failure
-// leaves the figure unmeasured rather than failing the run.
+// NVML's clock sample, one session per process opened on first use; failures leave it unmeasured.
 #include <nvml.h>
 
 #include <cstdlib>

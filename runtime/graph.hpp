@@ -1,5 +1,4 @@
-// Stream work recorded once and replayed with one launch: a CUDA graph on the GPU path. The
-// orchestration asks the device for a capture, queues work as usual, and keeps the graph.
+// Stream work recorded once (under a device's capture) and replayed with one launch: a CUDA graph.
 #pragma once
 
 #include <memory>
@@ -11,15 +10,13 @@ namespace gpurelay {
 class Graph {
   public:
     virtual ~Graph() = default;
-    // Queues one replay of the captured work on `stream`: the whole graph runs after the work
-    // queued on `stream` before it, and work queued after it waits for the whole graph.
+    // Queues one replay on `stream`; the whole graph follows earlier work and precedes later work.
     virtual void launch(Stream& stream) = 0;
 };
 
-// While one lives, work queued on its streams is recorded, not run. An ordering event recorded
-// on one of its streams and waited on by another becomes an edge between the graph's own nodes,
-// so a wait in the capture must name an event recorded in the same capture. A timing event
-// becomes an event node, recorded again by every replay, for the host to read.
+// While one lives, work queued on its streams is recorded, not run. An ordering event recorded on
+// one stream and waited on by another becomes an edge between the graph's nodes, so a capture's
+// waits must name events recorded in it; a timing event, a node each replay records for the host.
 class GraphCapture {
   public:
     virtual ~GraphCapture() = default;

@@ -31,8 +31,7 @@ class HostStream final : public Stream {
     void wait(Event& event) override;
     void synchronize() override;
 
-    // Queues `op` for this stream's thread. An exception from `op` is kept, later operations are
-    // skipped, and synchronize() rethrows it.
+    // Queues `op` on this stream's thread; an exception skips later ops, synchronize() rethrows it.
     void enqueue(std::function<void()> op);
 
     // How many host streams (worker threads) this process has now, held against the cores.

@@ -1,8 +1,7 @@
-// A mergeable histogram of times in log-spaced buckets, DDSketch's design: bucket i holds the
-// values in (lowest x gamma^(i-1), lowest x gamma^i] and stands for 2 lowest gamma^i / (gamma + 1),
-// within kRelativeError of each of them, and so is any order statistic or quantile read back.
-// Memory is constant however many values are added, and two histograms merge by adding their
-// counts (an MPI sum). Beside the counts: the exact count, sum, sum of squares, least, largest.
+// A mergeable histogram of times in log-spaced buckets (DDSketch): bucket i holds (lowest x
+// gamma^(i-1), lowest x gamma^i] and stands for 2 lowest gamma^i / (gamma + 1), within
+// kRelativeError of each, as is any quantile read back. Constant memory; merged by adding counts
+// (an MPI sum). Beside the counts: exact count, sum, sum of squares, least, largest.
 #pragma once
 
 #include <cstddef>
@@ -25,8 +24,7 @@ class LogHistogram {
     // How many buckets every histogram has (2,996).
     static std::size_t bucket_count();
     static std::size_t bucket_of(double value);
-    // What bucket i stands for (0 for bucket 0, kHighest for the last): read back clamped to the
-    // least and largest value added.
+    // Bucket i's value (bucket 0: 0, the last: kHighest), read back clamped to least and largest.
     static double bucket_value(std::size_t bucket);
 
     // The exact figures beside the counts: over ranks, sums add and extremes take the extreme.
@@ -55,8 +53,7 @@ class LogHistogram {
     double cv() const;
     // The k-th least value (k from 0), within kRelativeError; the least and the largest exact.
     double at_rank(std::uint64_t k) const;
-    // numpy.percentile's default ("linear") at q in [0, 1], between at_rank(floor((n - 1) q))
-    // and the next.
+    // numpy.percentile's "linear" default at q in [0, 1]: at_rank(floor((n - 1) q)) to the next.
     double quantile(double q) const;
     // How many values lie above `bound`, counted by bucket (a bucket whose value is above it).
     std::uint64_t count_above(double bound) const;

@@ -21,8 +21,7 @@ Placement this_process_placement(const std::string& pci_bus_id);
 
 // Sorted, distinct numbers as ranges: {0,1,2,3,7} -> "0-3,7".
 std::string range_list_text(const std::vector<int>& numbers);
-// The numbers such a text lists, sorted and distinct: "0-3,7" -> {0,1,2,3,7}; {} for "" or for a
-// text that is not a range list.
+// The numbers such a text lists, sorted and distinct: "0-3,7" -> {0,1,2,3,7}; {} if not a list.
 std::vector<int> range_list_numbers(const std::string& text);
 
 }  // namespace gpurelay

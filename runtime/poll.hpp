@@ -1,9 +1,8 @@
-// How a host thread waits on another thread, process or the GPU: it looks, and between looks
-// yields its core (most waits end within microseconds), then sleeps in doubling pauses: `prompt`
-// keeps each at the shortest sleep (~50 us, the timer slack); `sparing` lets them grow to the
-// caller's longest (up to 1 ms), so where threads outnumber cores a waiting one leaves the working
-// ones a core. Late wake-ups compound: a relay stage that wakes late finds its next wait longer
-// (docs/PERFORMANCE.md's relay section, the staged relay before and after `host_wait`).
+// How a host thread waits on a thread, process or the GPU: it looks, yielding its core between
+// looks (most waits end within microseconds), then sleeps in doubling pauses: `prompt` keeps each
+// at ~50 us (timer slack), `sparing` grows them to the caller's longest (up to 1 ms) to leave
+// working threads a core where threads outnumber cores. Late wake-ups compound: a relay stage
+// waking late finds its next wait longer (docs/PERFORMANCE.md's relay section).
 #pragma once
 
 #include <chrono>
@@ -26,11 +25,10 @@ void set_host_wait(HostWaitChoice choice);
 HostWaitChoice host_wait();
 const char* to_string(HostWait wait);
 
-// The rule `auto` applies. On the GPU path `prompt`: the hosts' threads only feed and wait for
-// the GPU, and a late wake-up idles it (the staged pair at 64 Mi, docs/PERFORMANCE.md's relay
-// section). On the CPU path, where the host streams do the work, `prompt` when every node has
-// a core for each of its ranks' working threads (`threads` on the busiest node, `cores` the
-// fewest any node's ranks may use), else `sparing`; unknown cores (0) count as too few.
+// The rule `auto` applies. GPU path: `prompt`, as the hosts' threads only feed and wait for the GPU
+// and a late wake-up idles it (the staged pair at 64 Mi, docs/PERFORMANCE.md's relay section). CPU
+// path: `prompt` if every node has a core per working thread of its ranks (`threads` on the busiest
+// node, `cores` the fewest any node's ranks may use; 0, unknown, is too few), else `sparing`.
 HostWait host_wait_for(bool cuda_path, int threads, int cores);
 
 // One wait: how long it yields before it sleeps, and its longest pause under `sparing`.

@@ -33,7 +33,6 @@ bool wait_on_host(const std::uint32_t* word, std::uint32_t value,
                   std::chrono::steady_clock::time_point deadline,
                   std::chrono::microseconds longest_pause) {
     const auto look = [&] { return reached(load_acquire(word), value); };
-    // A store of this process ends a pause at once.
     const auto pause = [&](std::chrono::microseconds length) {
         std::unique_lock lock(wake_mutex());
         woken().wait_for(lock, length, look);

@@ -1,5 +1,4 @@
-// A pointer and a length that host code and CUDA kernels both take (nvcc builds C++17, no
-// std::span).
+// A pointer and a length that host code and CUDA kernels both take (nvcc: C++17, no std::span).
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,5 @@
-// Streams and events that the orchestration uses the same way on the CPU and on the GPU.
-// A call only queues work; an event records a point in a stream's queue; a wait makes a stream
-// (not the host) hold until the event's latest recorded point has been reached.
+// Streams and events used alike on the CPU and the GPU. A call only queues work; an event records a
+// point in a stream's queue; a wait makes a stream (not the host) hold until that point is reached.
 #pragma once
 
 #include <memory>

@@ -1,6 +1,5 @@
-// timeout_s's default, written once below every library: the key's default in Config (so the key
-// table, --help and CONFIG.md show it), and the bound of every wait with no deck to read (before
-// the deck is read, in the benchmarks and the unit tests).
+// timeout_s's default, written once below every library: Config's default for the key (the key
+// table, --help, CONFIG.md) and the bound of every wait with no deck read (benchmarks, unit tests).
 #pragma once
 
 #include <chrono>

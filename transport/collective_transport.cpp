@@ -1,5 +1,4 @@
-// The slot protocol over a collective call, run once the rank's last side is queued (the root of
-// a broadcast that keeps no copy: at publish; every other rank: at await).
+// The collective slot protocol: run at publish by a broadcast root keeping no copy, else at await.
 #include "transport/slot_ring.hpp"
 
 namespace gpurelay {
@@ -17,8 +16,7 @@ class CollectiveTransport final : public SlotRingTransport {
 
     std::string name() const override { return call_->name(); }
 
-    // A rank that plays both sides runs the collective on its receive stream, which reads the
-    // send slot there: A may write it again once that has.
+    // Both sides: the collective reads the send slot on the receive stream; A rewrites it after.
     void* acquire(std::size_t k, Stream& stream) override {
         if (both()) read_.wait(k, stream);
         return send_[k].data();

@@ -1,5 +1,4 @@
-// Builds without CUDA have no NCCL and no CUDA IPC (and no CUDA device to ask for it): asking for
-// either is a usage error.
+// Without CUDA there is no NCCL, CUDA IPC or CUDA device: asking for either is a usage error.
 #include "runtime/error.hpp"
 #include "transport/ipc_memory.hpp"
 

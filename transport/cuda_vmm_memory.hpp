@@ -29,7 +29,6 @@ class VmmMemory {
     int export_fd() const;
 
   private:
-    // Maps `size` of `handle` at an address aligned to `alignment`, for GPU `device`.
     VmmMemory(unsigned long long handle, std::size_t size, int device, std::size_t alignment);
 
     unsigned long long handle_;       // CUmemGenericAllocationHandle

@@ -30,7 +30,6 @@ constexpr std::size_t kNameBytes = 64;
                         std::strerror(errno) + ")");
 }
 
-// A socket descriptor, closed when it goes out of scope.
 class Socket {
   public:
     explicit Socket(int fd) : fd_(fd) {
@@ -45,8 +44,7 @@ class Socket {
     int fd_;
 };
 
-// Calls `op` (bind or connect) on `fd` with the abstract-namespace address `name` (a leading
-// NUL: no file, gone with the socket).
+// Calls `op` (bind or connect) on `fd` at the abstract address `name` (leading NUL: no file).
 int with_address(int (*op)(int, const sockaddr*, socklen_t), int fd, const char* name) {
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
@@ -56,7 +54,6 @@ int with_address(int (*op)(int, const sockaddr*, socklen_t), int fd, const char*
     return op(fd, reinterpret_cast<const sockaddr*>(&address), length);
 }
 
-// Waits until `fd` is ready for `events`, at most `timeout`.
 void await(int fd, short events, std::chrono::milliseconds timeout, const char* what) {
     pollfd p{fd, events, 0};
     int ready = 0;

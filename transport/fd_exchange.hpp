@@ -1,6 +1,5 @@
-// Passing a file descriptor between two processes of one node: SCM_RIGHTS over a Unix socket in
-// Linux's abstract namespace (no file is made), which MPI cannot carry. The ipc transport's
-// memory travels so where CUDA exports it as a descriptor (cuMemExportToShareableHandle).
+// Passing a file descriptor, which MPI cannot carry, between two processes of a node: SCM_RIGHTS
+// over a Unix socket in Linux's abstract namespace (no file), for ipc memory CUDA exports as one.
 #pragma once
 
 #include <mpi.h>

@@ -1,11 +1,9 @@
-// The ipc transport's memory on the GPU: CUDA IPC. The consumer's receive slots and the words it
-// waits on (arrived) are one allocation it exports, the words its producer waits on (released)
-// one of the producer's: each side waits only on its own memory, so no wait polls across NVLink.
-// Shared as file descriptors (cuMemCreate: cuda_vmm_memory.hpp says why) where both sides can,
-// else with cudaIpcGetMemHandle. Ordering is by flags and stream memory operations, not
-// interprocess events: cudaStreamWaitEvent binds to the latest record when called, which would
-// need a per-step host handshake; a flag that only grows is right whenever the wait is queued,
-// and the GPU's front end waits (cuStreamWaitValue32), so no wait or copy takes an SM.
+// The ipc transport's memory on the GPU. The consumer's slots and arrived words are one allocation
+// it exports, the producer's released words one of its own: each side waits only on its own memory,
+// so no wait polls across NVLink. Shared as file descriptors (cuMemCreate, see cuda_vmm_memory.hpp)
+// where both can, else by cudaIpcGetMemHandle. Ordered by flags, not interprocess events (bound to
+// the latest record at the call: a per-step host handshake); a flag that only grows is right
+// whenever the wait is queued, and the GPU's front end waits on it: no wait or copy takes an SM.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <unistd.h>
@@ -28,14 +26,12 @@ namespace {
 constexpr std::size_t kAlign = 4096;
 constexpr int kHandleTag = 7301;
 
-// A descriptor this process owns, closed when it goes out of scope.
 struct Descriptor {
     int fd;
     ~Descriptor() { close(fd); }
 };
 
-// What one side tells the other at set-up: first whether it can share memory as a file
-// descriptor (both must, or neither uses it), then its memory.
+// What each side sends at set-up: whether it can share a descriptor (used if both can), its memory.
 struct Hello {
     int vmm;
     char pci_bus_id[32];
@@ -94,8 +90,7 @@ class CudaIpcMemory final : public IpcMemory {
         producer_base_ = static_cast<char*>(producer ? mine() : theirs_);
     }
 
-    // Maps the peer's memory here, for this side's GPU: its descriptor (VMM, over a Unix socket)
-    // or its IPC handle.
+    // Maps the peer's memory for this GPU: its descriptor (VMM, over a Unix socket) or IPC handle.
     void map_theirs(MPI_Comm comm, int peer, const Export& in, bool vmm, int ordinal,
                     std::chrono::milliseconds timeout) {
         if (!vmm) {
@@ -122,8 +117,7 @@ class CudaIpcMemory final : public IpcMemory {
     void* slot(std::size_t k) const override {
         return consumer_base_ + words_bytes_ + k * slot_stride_;
     }
-    // arrived[k] in the consumer's allocation, released[k] in the producer's (at offsets that do
-    // not meet when one process plays both roles).
+    // arrived[k] in the consumer's memory, released[k] in the producer's (apart in one process).
     std::uint32_t* arrived(std::size_t k) const override {
         return reinterpret_cast<std::uint32_t*>(consumer_base_) + k;
     }
@@ -143,7 +137,6 @@ class CudaIpcMemory final : public IpcMemory {
     }
 
   private:
-    // This process's own memory: the plain allocation, or the one made for descriptors.
     void* mine() const { return mine_vmm_ ? mine_vmm_->data() : mine_.data(); }
 
     // Before the peer can map them: its first wait or write comes after the set-up.

@@ -1,6 +1,5 @@
-// The ipc transport's memory on the CPU path: each consumer's slots and flags live in its segment
-// of one MPI-3 shared-memory window over the node's ranks, which its producer maps too, so the
-// producer's host stream copies straight into the consumer's slot (one copy, as on a GPU).
+// The ipc transport's memory on the CPU path: each consumer's slots and flags in its segment of a
+// node-wide MPI-3 shared-memory window, which its producer's host stream copies straight into.
 #include <algorithm>
 #include <cstring>
 
@@ -47,7 +46,6 @@ class HostIpcMemory final : public IpcMemory {
         MPI_Aint segment_bytes = 0;
         int unit = 1;
         MPI_CHECK(MPI_Win_shared_query(window_, consumer, &segment_bytes, &unit, &base_));
-        // Sequence words start at 0: no use yet.
         if (mine != nullptr) std::fill_n(static_cast<char*>(mine), words_bytes_, 0);
         // The consumer's zeroed words are in place before its producer's first use of them.
         MPI_CHECK(MPI_Barrier(node_));

@@ -1,6 +1,5 @@
-// The ipc transport's memory (private to transport/): the consumer's receive slots, mapped into
-// its producer's process, their flags (runtime/slot_flags.hpp), and the copy and the wait the
-// protocol queues. An MPI-3 shared-memory window on the CPU path, CUDA IPC on the GPU.
+// The ipc transport's memory (private to transport/): the consumer's receive slots mapped into its
+// producer's process, their flags, the copy and the wait; an MPI-3 window (CPU) or CUDA IPC (GPU).
 #pragma once
 
 #include <cstddef>
@@ -31,14 +30,10 @@ class IpcMemory {
 
 inline std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
-// The CPU path: the consumers' slots and words in one MPI-3 shared-memory window over the node's
-// ranks (collective over `comm`; every rank's pair must be on its node).
+// The CPU path: one node-wide MPI-3 shared-memory window (collective over `comm`; pairs on a node).
 std::unique_ptr<IpcMemory> open_host_ipc_memory(MPI_Comm comm, const PairPlacement& placement,
                                                 const TransportOptions& options);
-// The GPU path: the consumer's slots and its arrived words in its device memory, the producer's
-// released words in its own, each shared with the other as a file descriptor (cuMemCreate) or,
-// where either side's driver cannot, with cudaIpcGetMemHandle (collective over `comm`). Throws a
-// usage error when built without CUDA.
+// The GPU path: CUDA IPC (ipc_cuda_memory.cpp), collective over `comm`; a usage error without CUDA.
 std::unique_ptr<IpcMemory> open_cuda_ipc_memory(MPI_Comm comm, const PairPlacement& placement,
                                                 const TransportOptions& options, Device& device);
 

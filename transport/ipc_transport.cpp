@@ -1,7 +1,6 @@
-// The ipc transport: the producer writes straight into its consumer's receive slot, in one copy
-// (a GPU's copy engine; memcpy on the CPU path), or A itself does (ipc_engine = "sm"), and the
-// slots' flags order each slot's uses across the two processes, every wait and signal queued on a
-// stream: the host never waits for the peer. IpcMemory says where the slots and flags live.
+// The ipc transport: the producer copies straight into its consumer's receive slot (copy engine;
+// memcpy on the CPU path), or A writes it (ipc_engine = "sm"); the slots' flags order their uses
+// across processes, each wait and signal queued on a stream: the host never waits for the peer.
 #include <new>
 #include <vector>
 
@@ -40,8 +39,7 @@ class IpcTransport final : public Transport {
                ")";
     }
 
-    // In place, A writes the consumer's slot and so waits for its release first; a copy waits
-    // for it at publish, after A has written the producer's own slot.
+    // In place A writes the consumer's slot, so waits for its release; a copy waits at publish.
     void* acquire(std::size_t k, Stream& stream) override {
         if (!options_.produce_in_place) return own_[k].data();
         wait_for_release(k, stream);
@@ -97,7 +95,6 @@ class IpcTransport final : public Transport {
         return flags;
     }
 
-    // The reuse wait before the producer writes slot k for its next use.
     void wait_for_release(std::size_t k, Stream& stream) {
         if (!producer_->reuse_wait) return;
         memory_->wait_word(producer_->inbound[k], producer_->expected(k), stream,

@@ -106,9 +106,8 @@ class MpiHostCollective final : public CollectiveCall {
     MpiCollectiveCall call_;
 };
 
-// Device buffers: the stream copies the tensor into one pinned staging buffer, a proxy thread
-// runs MPI on it in place, and the stream, waiting for the proxy through sequence words
-// (PieceBoard), copies the result out; the next call's copy in follows, so one buffer serves all.
+// Device buffers (transport.hpp): MPI in place on a proxy thread, waited for through PieceBoard;
+// the next call's copy-in follows the copy-out, so one staging buffer serves all.
 class MpiStagedCollective final : public CollectiveCall {
   public:
     MpiStagedCollective(MPI_Comm group, Collective op, ReduceType type, Device& device,

@@ -1,5 +1,4 @@
-// The CPU path's transport: each send or receive runs MPI on the thread of the stream it was
-// queued on, so it starts only when the stream reaches it, like a CUDA stream operation.
+// The CPU path's transport: MPI runs on its stream's thread, starting when the stream reaches it.
 #include "mpi/error.hpp"
 #include "mpi/wait.hpp"
 #include "runtime/host_stream.hpp"

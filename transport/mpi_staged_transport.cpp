@@ -1,8 +1,6 @@
-// MPI for device buffers through pinned host buffers, in pieces: the copy of piece p+1 overlaps
-// the MPI transfer of piece p. MPI runs on proxy threads, one per direction, which the streams tell
-// of each piece through sequence words (PieceBoard): the ordering stays on the streams, the host
-// thread that queues the work never blocks, and no stream's wait holds another's (a relay stage
-// has both).
+// MPI for device buffers via pinned host buffers in pieces (copying p+1 overlaps sending p), on
+// proxy threads, one a direction, told of pieces by PieceBoard: ordering stays on the streams, the
+// queuing thread never blocks, no stream's wait holds another's (a relay stage has both).
 #include <algorithm>
 #include <climits>
 #include <vector>
@@ -72,8 +70,7 @@ class MpiStagedTransport final : public SlotRingTransport {
                      "MPI send to rank " + std::to_string(peer));
             send_done_.mark(ticket, 0);
         });
-        // In stream order the send ends when MPI is done with the staging buffer, so the next
-        // send on this stream may refill it.
+        // In stream order the send ends once MPI is done with staging: the next send may refill it.
         send_done_.wait_on(ticket, 0, stream, "MPI send");
     }
 

@@ -19,9 +19,8 @@ namespace {
 class NcclComm {
   public:
     explicit NcclComm(MPI_Comm comm) {
-        // Graph mixing off (not in 2.28's ncclConfig_t; a value set is kept): a captured call
-        // then adds no event nodes (3 instead of 5). gpurelay runs no eager call beside a graph,
-        // nor graphs on parallel streams, which mixing is for.
+        // Graph mixing off (not in 2.28's ncclConfig_t; a value set is kept): a captured call then
+        // adds no event nodes (3, not 5). We run no eager call beside a graph, nor parallel graphs.
         setenv("NCCL_GRAPH_MIXING_SUPPORT", "0", 0);
         int size = 1;
         MPI_CHECK(MPI_Comm_rank(comm, &rank_));

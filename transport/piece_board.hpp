@@ -1,8 +1,7 @@
-// Progress marks shared by a staged transport's streams and its MPI proxy thread: for each piece
-// of a message, the newest ticket (message number) whose piece is done. The marks are sequence
-// words in the device's host memory, so a stream sets them and holds for them itself (on a GPU,
-// its front end). Host functions could not: CUDA runs every stream's host functions on one
-// thread, so a relay stage's receive, held until its data arrived, would hold its own send.
+// Progress marks shared by a staged transport's streams and its MPI proxy thread: per piece of a
+// message, the newest ticket (message number) whose piece is done. They are sequence words in host
+// memory that a stream sets and holds for itself (on a GPU, its front end); host functions could
+// not: CUDA runs them all on one thread, so a relay stage's held receive would hold its own send.
 #pragma once
 
 #include <chrono>
@@ -24,16 +23,14 @@ class PieceBoard {
         std::memset(words_.data(), 0, pieces * sizeof(std::uint32_t));
     }
 
-    // From a host thread: piece `piece` of message `ticket` is done (tickets start at 1 and only
-    // grow; the words keep their low 32 bits, compared in wrap-around order). Marks only grow: a
-    // late mark of an older message does not take the piece back.
+    // From a host thread: piece `piece` of message `ticket` (from 1 up; low 32 bits, wrap-around
+    // order) is done. Marks only grow: an older message's late mark takes nothing back.
     void mark(std::uint64_t ticket, std::size_t piece) {
         if (reached(*word(piece), static_cast<std::uint32_t>(ticket))) return;
         store_release(word(piece), static_cast<std::uint32_t>(ticket));
     }
-    // Blocks the calling thread until piece `piece` of message `ticket` is done; ticket 0 is
-    // always done. Throws a runtime error naming `what` after `timeout`. On a GPU the stream
-    // writes the words, and its store wakes no thread: a look comes at most 100 us late.
+    // Blocks until piece `piece` of message `ticket` is done (ticket 0 always is), or a runtime
+    // error naming `what` after `timeout`. A GPU's store wakes no thread: a look is <= 100 us late.
     void wait(std::uint64_t ticket, std::size_t piece, std::chrono::milliseconds timeout,
               const char* what) const {
         if (ticket == 0) return;
@@ -41,8 +38,7 @@ class PieceBoard {
                    std::chrono::microseconds(100));
     }
 
-    // The same, queued on `stream`: the mark once the work before it is done, the hold before
-    // the work after it.
+    // The same, on `stream`: the mark after the work before it, the hold before the work after it.
     void mark_on(std::uint64_t ticket, std::size_t piece, Stream& stream) {
         device_.write_word(word(piece), static_cast<std::uint32_t>(ticket), stream);
     }

@@ -1,6 +1,5 @@
-// A relay's middle stage: the consumer of the link before it and the producer on the link after
-// it. Each link is a pair transport of its own, keeping its own reuse rule; what the middle stage
-// adds is that B writes the outgoing slot on one stream and the send reads it on another.
+// A relay's middle stage (transport.hpp): B writes the outgoing slot on one stream, the send reads
+// it on another; each link keeps its own reuse rule.
 #include "transport/slot_ring.hpp"
 
 namespace gpurelay {
@@ -14,9 +13,8 @@ class RelayTransport final : public Transport {
 
     std::string name() const override { return outbound_->name(); }
 
-    // B writes slot k on the compute stream while the send of its previous use may still be
-    // reading it on the producer stream: the write waits for that send, then for whatever the
-    // link's own reuse rule asks (the next stage's release, for ipc in place).
+    // B writes slot k on the compute stream; its previous send may read it on the producer stream:
+    // the write waits for that send, then the link's reuse rule (ipc in place: the next release).
     void* acquire(std::size_t k, Stream& stream) override {
         sent_.wait(k, stream);
         return outbound_->acquire(k, stream);

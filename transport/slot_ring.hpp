@@ -1,6 +1,5 @@
-// What transport/'s files share (private to it): the send and receive slots of the transports
-// that move bytes between their own buffers, the ordering events between a rank's streams, and
-// the check of a collective's sides.
+// What transport/'s files share (private to it): the slots of the transports that move bytes
+// between their own buffers, the ordering events between a rank's streams, the collectives' check.
 #pragma once
 
 #include <cstddef>
@@ -92,8 +91,7 @@ class SlotRingTransport : public Transport {
     void release(std::size_t k, Stream& stream) override { free_.record(k, stream); }
     bool receive_waits() const override { return false; }
     void streams_idle() override { free_.streams_idle(); }
-    // The receive slots are poisoned again: a step of a new size cannot pass on what a step of the
-    // last size left.
+    // Poisoned again: a step of a new size cannot pass on what a step of the last size left.
     void set_tensor_bytes(std::size_t bytes) override {
         check_tensor_bytes(bytes, options_.slot_bytes);
         std::vector<void*> landing;

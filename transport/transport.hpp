@@ -1,6 +1,4 @@
-// Moving tensors from a producer to a consumer through a ring of slots. Like every queued call
-// here, each call returns once its work is queued: the data have left or arrived only when the
-// stream gets past it.
+// Tensors from producer to consumer through a ring of slots; each call only queues its work.
 #pragma once
 
 #include <mpi.h>
@@ -37,8 +35,7 @@ class Transport {
     virtual const void* await(std::size_t k, Stream& stream) = 0;
     // Consumer: queued on `stream` after the last reader of slot k.
     virtual void release(std::size_t k, Stream& stream) = 0;
-    // Whether await only waits for what the producer's side has written (ipc; a rank sending to
-    // itself): then the consumer has nothing to run beside C.
+    // Whether await only waits on the producer's writes (ipc, to itself): nothing runs beside C.
     virtual bool receive_waits() const = 0;
     // Every stream of this rank is idle: the orderings queued so far are met, and the next work
     // may be a graph capture (whose waits may name only events recorded in the same capture).
@@ -46,8 +43,7 @@ class Transport {
     // The bytes of each tensor from now on, at most a slot's: a run of several sizes moves each
     // in turn through the same slots. Called only while every stream of the rank is idle.
     virtual void set_tensor_bytes(std::size_t bytes) = 0;
-    // Throws if the transport has failed in the background (NCCL's asynchronous errors; the
-    // communicator is aborted first, which unblocks this rank's NCCL kernels).
+    // Throws if the transport failed in the background (NCCL's async errors, after an abort).
     virtual void check_health() {}
     // launch = "device": this rank's flags of one side, for kernels that run the protocol
     // themselves, in memory they may write (their counts stay there between passes); null where
@@ -75,10 +71,8 @@ PairFactory make_mpi_host_transport;
 PairFactory make_mpi_staged_transport;
 // NCCL point-to-point (the id is broadcast from `comm`'s rank 0). A usage error without NCCL.
 PairFactory make_nccl_transport;
-// The consumer's slots in memory its producer maps (same node only): CUDA IPC on the GPU, an
-// MPI-3 shared-memory window on the CPU path; the producer copies into them (a copy engine on the
-// GPU), or A writes into them (produce_in_place), and the slots' flags order the uses. A usage
-// error when a pair spans two nodes.
+// The consumer's slots in memory its producer maps (same node only; ipc_transport.cpp): CUDA IPC on
+// the GPU, an MPI-3 shared-memory window on the CPU path. A usage error across two nodes.
 PairFactory make_ipc_transport;
 
 // A relay's middle stage's slot protocol: await and release on the inbound link's transport,
@@ -88,34 +82,28 @@ std::unique_ptr<Transport> make_relay_transport(std::unique_ptr<Transport> inbou
                                                 std::unique_ptr<Transport> outbound, Device& device,
                                                 std::size_t slots);
 
-// --- Collectives over a group: one collective over `group` (an MPI communicator of just the
-// group's ranks; its rank 0 is the root) per call, every rank of the group calling in step order.
-// Broadcast: the root passes `send` (and `recv` when it keeps a copy), the others only `recv`.
-// All-reduce: every rank passes `send` (its share) and `recv` (where the sum lands), summed as
-// `type`. Throws a runtime error for sides that do not suit the collective and this rank.
+// --- Collectives: one over `group` (an MPI communicator of the group's ranks; its rank 0 is the
+// root) per call, every rank calling in step order. Broadcast: the root passes `send` (and `recv`
+// when it keeps a copy), the others only `recv`. All-reduce: every rank passes `send` (its share)
+// and `recv` (where the sum lands), summed as `type`. Wrong sides: a runtime error.
 enum class ReduceType { float32, float64 };
 
 class CollectiveCall {
   public:
     virtual ~CollectiveCall() = default;
     virtual std::string name() const = 0;
-    // Queues one collective of `bytes` on `stream`.
     virtual void run(const void* send, void* recv, std::size_t bytes, Stream& stream) = 0;
     virtual void check_health() {}
 };
 
-// One collective over `group` per call; each factory uses what it needs of the arguments.
 using CollectiveFactory = std::unique_ptr<CollectiveCall>(MPI_Comm group, Collective op,
                                                           ReduceType type, Device& device,
                                                           const TransportOptions& options);
-// MPI_Ibcast / MPI_Iallreduce between host buffers (the CPU path), on the stream's own thread, in
-// `chunk_bytes` pieces.
+// MPI_Ibcast / MPI_Iallreduce on the stream's thread (the CPU path), in `chunk_bytes` pieces.
 CollectiveFactory make_mpi_host_collective;
-// The same collective for device buffers, through one pinned staging buffer: copied out on the
-// stream, MPI on a proxy thread, copied back in on the stream.
+// Device buffers, via one pinned staging buffer: copies on the stream, MPI on a proxy thread.
 CollectiveFactory make_mpi_staged_collective;
-// ncclBroadcast / ncclAllReduce on a communicator of the group's ranks. A usage error without
-// NCCL.
+// ncclBroadcast / ncclAllReduce over the group's ranks. A usage error without NCCL.
 CollectiveFactory make_nccl_collective;
 
 // The slot protocol over a collective: the producer's slots are what the rank contributes, the

@@ -1,5 +1,4 @@
-// The one table of transports, most preferred first (auto's order): a new transport is its own
-// file (its protocol and factory), its row here, and its tests.
+// The transports, in auto's order; a new one is its own file (protocol, factory), a row, tests.
 #include "transport/transport_table.hpp"
 
 #include <array>
@@ -7,8 +6,7 @@
 namespace gpurelay {
 namespace {
 
-// MPI's two forms run the same host-side work, which a CUDA graph cannot replay, and which no
-// kernel can wait on.
+// MPI's two forms run the same host-side work: no CUDA graph can replay it, no kernel wait on it.
 constexpr std::string_view kMpiNoGraphs =
     "the MPI transports run host-side work (MPI calls, staging threads) that a CUDA graph cannot "
     "capture";

@@ -1,7 +1,6 @@
-// The transports a run can open, one row each: what it needs and allows, why where it does not,
-// and its factories. Validation, auto's choice and CONFIG.md read the rows (config/transport_
-// choice.cpp), set-up makes the chosen row's transport (app/setup.cpp), and the report names what
-// was opened (Transport::name): no other code tells one transport from another.
+// The transports a run can open, one row each: what it needs and allows, why not, its factories.
+// Validation, auto's choice and CONFIG.md read the rows (config/transport_choice.cpp), set-up makes
+// the chosen row's transport (app/setup.cpp), the report names it: no other code tells them apart.
 #pragma once
 
 #include <span>
@@ -11,7 +10,6 @@
 
 namespace gpurelay {
 
-// What a transport needs and allows.
 struct TransportAllows {
     bool cuda_path = false;  // runs on the CUDA path
     bool cpu_path = false;   // runs on the CPU path
@@ -25,8 +23,7 @@ struct TransportAllows {
     bool device_launch = false;
 };
 
-// Why a transport does not allow what a run asks, where it does not: the reason the refusal
-// gives.
+// Why a transport refuses what a run asks: the reason the refusal gives.
 struct TransportWhyNot {
     std::string_view graphs = {};         // its work cannot be captured
     std::string_view collectives = {};    // it runs no collective
@@ -34,7 +31,6 @@ struct TransportWhyNot {
     std::string_view staging = {};        // staging = "on" does not suit it (on the CPU path)
 };
 
-// One transport: its name, what it allows and why not, and how it is made.
 struct TransportRow {
     std::string_view name;  // as a deck names it (MPI's two forms share "mpi": staging picks)
     TransportAllows allows;
