@@ -101,9 +101,8 @@ class ResultFile {
     static ResultFile reopen(MPI_Comm comm, const std::string& path, bool overwrite,
                              const ResultFileLayout& layout, const Attributes& attributes);
 
-    // Rank 0, while no rank has the file open: a root attribute, read serially; none when the file
-    // or attribute is missing; a usage error when not HDF5 or not a scalar string, integer or
-    // float.
+    // Rank 0, no rank having the file open: a root attribute, read serially; none when missing; a
+    // usage error when not HDF5 or not a scalar string, integer or float.
     static std::optional<AttributeValue> read_root_attribute(const std::string& file_path,
                                                              const std::string& name);
 

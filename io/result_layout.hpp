@@ -47,8 +47,7 @@ H5Dataset open_declared_dataset(hid_t file, const std::string& file_path,
 void make_partial(const std::string& partial_path, const ResultFileLayout& layout,
                   const Attributes& attributes);
 
-// Rank 0, before any rank opens it: PATH.partial must be unfinished, with every dataset of
-// `layout`.
+// Rank 0, before any rank opens it: PATH.partial is unfinished, with every dataset of `layout`.
 void check_resumable(const std::string& partial_path, const ResultFileLayout& layout);
 
 // Rank 0 only: check_target()'s rule for PATH itself and its working names.

@@ -31,9 +31,8 @@ class StopVote {
     StopVote(const StopVote&) = delete;
     StopVote& operator=(const StopVote&) = delete;
 
-    // Called after each step by the loop that queues the steps (across passes and sizes). Returns
-    // the signal every rank agreed to stop on, from then on, or 0; between two votes it only
-    // counts.
+    // Called after each step by the loop that queues them (across passes and sizes): the signal
+    // every rank agreed to stop on, from then on, or 0; between two votes it only counts.
     int after_step();
 
     // Times that end passes (duration); deadlines_passed(): the most any rank had passed in the

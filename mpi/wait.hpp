@@ -1,5 +1,4 @@
-// MPI waits with a deadline: a peer that never answers becomes an error naming the wait, not a
-// hang.
+// MPI waits with a deadline: a silent peer becomes an error naming the wait, not a hang.
 #pragma once
 
 #include <mpi.h>
