@@ -117,7 +117,8 @@ struct ResultFile::State {
         });
     }
 
-    // Collective: the .partial (checked on rank 0 already) and every dataset of `layout`.
+    // Collective: opens the .partial (checked on rank 0 already) and its datasets and writes
+    // `attributes`; `complete` stays 0 and /step as it is.
     void open_objects(const ResultFileLayout& layout, const Attributes& attributes) {
         file = H5File(
             h5_check(H5Fopen(partial_path.c_str(), H5F_ACC_RDWR, parallel_file_access(comm).get()),
