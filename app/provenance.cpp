@@ -210,9 +210,7 @@ const PassMeasure kPassMeasures[] = {
     {"cold_step_ms", [](Run, Pass p) { return p.cold_step_ms; }},
 };
 
-// One line per pair (group), as the JSON's pairs: its ranks, median step and transfer, its rate
-// as measured and the rule that withholds it, and whether it is flagged slow. Every one, at any
-// count.
+// One line per pair (group), as the JSON's pairs, every one at any count.
 std::string pairs_text(const PassSummary& p, const PassJudgement& judged) {
     std::string text;
     char line[200];
@@ -276,9 +274,8 @@ void add_judged(Attributes& timings, const std::string& name, const Figure& figu
     if (figure.withheld_by) timings.emplace_back(name + "_withheld", std::string(figure.reason()));
 }
 
-// /timings/PASS: the judged figures (the pass's, then on the last pass, the one of a compare
-// run's speedup and attribution, the run's), counts, timing and spread, the measurements and
-// flags, then the run's judgement of the phase times, the pairs and a relay's figures.
+// /timings/PASS: the judged figures (on the last pass also the run's), counts, timing and spread,
+// the measurements and flags, then the run's judgement of phases, pairs and a relay's figures.
 Attributes timing_attributes(Run s, const Judgement& judged, std::size_t pass) {
     const PassSummary& p = s.passes[pass];
     Attributes timings;

@@ -1,5 +1,4 @@
-// What travels with the results: the versions of everything the run used, the time, and the
-// root attributes of the result file (the resolved deck, versions, hosts and devices).
+// What travels with the results: versions, the time, and the result file's root attributes.
 #pragma once
 
 #include <string>
@@ -16,15 +15,13 @@ namespace gpurelay {
 // --version: a line each for gpurelay (and its git hash), CUDA, NCCL, MPI, HDF5, and where the
 // binary, its decks and batch templates are installed (or that it is not).
 std::string version_text();
-// The source tree's commit when this binary was built ("1a2b3c4d5e6f", with "-dirty" when
-// tracked files had changes), or "unknown" when the tree was not a git repository of its own.
+// The build's commit ("1a2b3c4d5e6f", "-dirty" with changes), or "unknown" outside git.
 std::string git_hash();
 // The same as version_text() on one line, for the report and the JSON summary.
 std::string versions_line();
 // Now, as "2026-12-01T09:00:00Z".
 std::string utc_timestamp();
-// The result file's root attributes: every resolved key (typed), the deck, the versions, the
-// backend and transport, and every rank's host, device and placement.
+// Every resolved key (typed), the deck, the versions, and every rank's host, device and placement.
 Attributes root_attributes(const Setup& setup, const std::vector<std::string>& hosts,
                            const std::vector<std::string>& gpus,
                            const std::vector<Placement>& placements);

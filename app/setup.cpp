@@ -79,7 +79,6 @@ RunFacts gather_facts(const Setup& setup, int size) {
     return facts;
 }
 
-// Frees a communicator at the end of its scope.
 struct FreeComm {
     MPI_Comm& comm;
     ~FreeComm() { MPI_Comm_free(&comm); }

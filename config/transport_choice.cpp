@@ -1,6 +1,5 @@
-// Which transport runs: the request's candidates from the transports' table (most preferred
-// first), each held against its row's needs and what the ranks found; every name a message
-// gives comes from the table's rows.
+// Which transport runs: the request's candidates from the transports' table, each held against
+// its row's needs and what the ranks found; every name a message gives comes from the table.
 #include "config/transport_choice.hpp"
 
 #include <algorithm>

@@ -1,5 +1,4 @@
-// Inside config/: the text form of one value, read and written the same way for every key
-// (whether the text came from a flag or a deck), and quoted the same way in every error.
+// Inside config/: one value's text form, read, written and quoted alike for every key.
 #pragma once
 
 #include <charconv>
@@ -17,8 +16,7 @@ extern const std::string_view kKeysMarkdown;
 
 inline constexpr std::uint64_t kMax32 = std::numeric_limits<std::uint32_t>::max();
 
-// The value as it appears in an error message: quoted, with control characters escaped so
-// that the message stays on one line.
+// Quoted, control characters escaped so that the message stays on one line.
 std::string quote_for_message(std::string_view text);
 // Throws the usage error "LABEL: expected WHAT, got 'TEXT'".
 [[noreturn]] void throw_expected(std::string_view label, std::string_view what,
@@ -31,11 +29,9 @@ std::optional<T> read_whole(std::string_view text) {
     if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
     return value;
 }
-// A whole-string integer: no sign other than '-', no spaces, no trailing junk.
 std::int64_t parse_int(std::string_view label, std::string_view text, std::int64_t min);
-// A whole-string finite number.
+// Finite.
 double parse_real(std::string_view label, std::string_view text);
-// "true" or "false".
 bool parse_bool(std::string_view label, std::string_view text);
 // Shortest text that reads back to the same double, always with a '.' or an exponent so that
 // TOML sees a float and an integer key would reject it.

@@ -1,6 +1,4 @@
-// The HDF5 wrapper (h5.hpp): HDF5's error stack as one line, the serial read-only open, the table
-// of element types, scalar attributes (variable-length UTF-8 strings, int64, float64, h5py's enum
-// booleans), a dataset's notes, hyperslab writes, and the library's version.
+// The HDF5 wrapper (h5.hpp).
 #include "io/h5.hpp"
 
 #include <hdf5_hl.h>

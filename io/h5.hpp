@@ -1,6 +1,5 @@
-// The HDF5 C API made safe, HighFive's idea in one small file: RAII for every id, checked calls
-// that fail as one exception with one line of text, each ElementType's stored and held types,
-// scalar attributes, a dataset's notes and hyperslab writes.
+// The HDF5 C API made safe (HighFive's idea, small): RAII ids, checked calls that fail as one
+// exception with one line of text, attributes, notes and hyperslab writes.
 #pragma once
 
 #include <hdf5.h>
@@ -14,8 +13,7 @@
 
 namespace gpurelay {
 
-// Owns one HDF5 id of the kind that `Close` (H5Fclose, H5Dclose, ...) closes; move-only, a
-// negative id (a failed call) owns nothing, and the destructor never throws.
+// Owns one HDF5 id that `Close` closes; a negative id (a failed call) owns nothing.
 template <herr_t (*Close)(hid_t)>
 class H5Handle {
   public:
@@ -36,7 +34,6 @@ class H5Handle {
     hid_t get() const noexcept { return id_; }
     bool valid() const noexcept { return id_ >= 0; }
     explicit operator bool() const noexcept { return valid(); }
-    // Gives up ownership without closing.
     hid_t release() noexcept { return std::exchange(id_, H5I_INVALID_HID); }
     // Closes now and returns the status, so that a file's final flush can fail as an exception.
     herr_t close() noexcept { return id_ < 0 ? 0 : Close(release()); }
@@ -55,8 +52,8 @@ using H5Datatype = H5Handle<H5Tclose>;
 using H5PropertyList = H5Handle<H5Pclose>;
 using H5Attribute = H5Handle<H5Aclose>;
 
-// Turns HDF5's automatic error printing off while a ResultFile call runs (one exception, not a
-// stack dump on stderr from every rank), and restores the previous handler after.
+// HDF5's error printing off while a ResultFile call runs: one exception, not a stack dump on
+// stderr from every rank.
 class QuietHdf5Errors {
   public:
     QuietHdf5Errors() noexcept {
@@ -79,8 +76,7 @@ class QuietHdf5Errors {
 // message on HDF5's error stack (where the failure was first seen), and clears the stack.
 [[noreturn]] void throw_hdf5_error(std::string_view call, std::string_view what = {});
 
-// Returns `result` (an id, herr_t or htri_t), or throws as above when it is negative: the message
-// is made only on failure.
+// `result` (an id, herr_t or htri_t), or throws as above when it is negative.
 template <typename Result>
 Result h5_check(Result result, std::string_view call, std::string_view what = {}) {
     if (result < 0) throw_hdf5_error(call, what);
@@ -101,20 +97,18 @@ std::string stored_type_name(hid_t type);
 // Collective (every rank writes the same attribute metadata). Replaces an attribute of that name.
 void write_attribute(hid_t object, const std::string& name, const AttributeValue& value);
 
-// Reads a scalar attribute as the AttributeValue alternative of its class: any string (variable
-// or fixed length), any integer (as int64), any float (as double); none when there is no such
-// attribute. `what` names it in messages.
+// A scalar attribute: any string, any integer (as int64), any float (as double); none when there
+// is no such attribute. `what` names it in messages.
 std::optional<AttributeValue> read_attribute(hid_t object, const std::string& name,
                                              const std::string& what);
 
-// Serial or collective alike: writes `notes` on `dataset` (units, description, dimension labels).
+// Serial or collective alike.
 void write_notes(hid_t dataset, const DatasetNotes& notes, const std::string& what);
 
-// Writes each group's attributes on it (the groups must exist).
+// The groups must exist.
 void write_group_attributes(hid_t file, const GroupAttributes& groups);
 
-// Writes the hyperslab start[..] + count[..] of `dataset` from `values` contiguous values in
-// memory: no staging copy, the buffer goes straight to MPI-IO.
+// From `values` contiguous values: no staging copy, the buffer goes straight to MPI-IO.
 void write_hyperslab(hid_t dataset, const hsize_t* start, const hsize_t* count, hsize_t values,
                      hid_t type, hid_t transfer, const void* data, const std::string& what);
 

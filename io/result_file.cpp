@@ -1,6 +1,4 @@
-// An open result file, collective over its ranks: made (rank 0 makes the whole PATH.partial
-// serially, then every rank opens it) or reopened to resume, its rows written independently by
-// each rank, flushes, and the close that marks it complete and gives it its final name.
+// An open result file (result_file.hpp): made or reopened, rows written, flushed and closed.
 #include "io/result_file.hpp"
 
 #include <hdf5.h>
@@ -22,7 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// File access for every rank of `comm` through MPI-IO.
 H5PropertyList parallel_file_access(MPI_Comm comm) {
     H5PropertyList file_access(h5_check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)"));
     h5_check(H5Pset_fapl_mpio(file_access.get(), comm, MPI_INFO_NULL), "H5Pset_fapl_mpio");
@@ -42,7 +39,6 @@ struct ResultFile::State {
         std::uint64_t rows;
         std::uint64_t cols;
     };
-    // A row set's /y and /step, and its rows' length.
     struct Rows {
         H5Dataset y, step;
         std::uint64_t elements = 0;
@@ -100,7 +96,6 @@ struct ResultFile::State {
         if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
     }
 
-    // `f` on every id but the file's.
     template <typename F>
     void each_object(F f) {
         for (auto& entry : matrices) f(entry.second.dataset);
@@ -122,8 +117,8 @@ struct ResultFile::State {
         });
     }
 
-    // Collective: opens the existing .partial (checked on rank 0 already) and every dataset of
-    // `layout`, and writes `attributes`; `complete` stays 0 and /step as it is.
+    // Collective: opens the .partial (checked on rank 0 already) and its datasets and writes
+    // `attributes`; `complete` stays 0 and /step as it is.
     void open_objects(const ResultFileLayout& layout, const Attributes& attributes) {
         file = H5File(
             h5_check(H5Fopen(partial_path.c_str(), H5F_ACC_RDWR, parallel_file_access(comm).get()),

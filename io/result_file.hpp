@@ -1,8 +1,6 @@
-// The run's HDF5 result file, written with parallel HDF5 (MPI-IO) by every rank of a communicator:
-// /y [pairs, rows, elements], /step [rows], 2-D matrices that ranks fill row by row, and root
-// attributes (provenance and `complete`). It is written as PATH.partial, renamed to PATH only when
-// the run completes. Collective calls (create, reopen, flush, close, the destructor) are made by
-// every rank, in the same order, with the same arguments; HDF5 here is not thread-safe.
+// The run's HDF5 result file, written by every rank with parallel HDF5 as PATH.partial, renamed to
+// PATH when the run completes. Collective calls (create, reopen, flush, close, the destructor) are
+// made by every rank in the same order with the same arguments; HDF5 here is not thread-safe.
 #pragma once
 
 #include <mpi.h>
@@ -20,7 +18,6 @@ namespace gpurelay {
 
 // Element type of a dataset; stored little-endian IEEE / two's complement.
 enum class ElementType { float32, float64, uint64, int64 };
-// The ElementType of the C++ type T.
 template <typename T>
 constexpr ElementType element_type() {
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> ||
@@ -43,16 +40,14 @@ struct MatrixSpec {
     std::string row_label = {}, col_label = {};  // its dimension names ("rank", "step")
 };
 
-// What a dataset says about itself: its "units" and "description" attributes and the names of
-// its dimensions (HDF5 dimension labels, which h5py reads as dataset.dims[i].label).
+// A dataset's "units" and "description" attributes and dimension labels (h5py: dims[i].label).
 struct DatasetNotes {
     std::string units, description;
     std::vector<std::string> dims;
 };
 
-// Attribute values: a UTF-8 string (variable length), an int64, a float64, a boolean (stored as
-// h5py stores one: an 8-bit enum {FALSE = 0, TRUE = 1}, read as numpy.bool_), or a list of
-// integers, written as a 1-D int64 array (the root's `elements`; never read back).
+// A bool is stored as h5py stores one (an 8-bit enum {FALSE = 0, TRUE = 1}); a list of integers
+// as a 1-D int64 array (the root's `elements`; never read back).
 using AttributeValue =
     std::variant<std::string, std::int64_t, double, bool, std::vector<std::int64_t>>;
 using Attributes = std::vector<std::pair<std::string, AttributeValue>>;
@@ -82,47 +77,37 @@ struct ResultFileLayout {
 
 class ResultFile {
   public:
-    // Collective over `comm`; the caller holds the output's lock (OutputLock). Rank 0 applies
-    // check_target() and makes the whole file serially as PATH.partial.tmp, renamed PATH.partial:
-    // /y (contiguous, not filled), /step, every matrix (NaN for floats, 0 for integers), the root
-    // `attributes` and `complete` = 0, so a failure there is one error on every rank. Then every
-    // rank opens it (MPI-IO).
+    // Collective; the caller holds the OutputLock. Rank 0 applies check_target() and makes the
+    // whole file serially as PATH.partial.tmp, renamed PATH.partial (matrices NaN or 0, `complete`
+    // = 0), so a failure there is one error on every rank; then every rank opens it (MPI-IO).
     static ResultFile create(MPI_Comm comm, const std::string& path, bool overwrite,
                              const ResultFileLayout& layout, const Attributes& attributes);
 
-    // Not collective; rank 0, before any file work: create()'s rule for `path`. Its folder exists
-    // and takes new names; it and its working names (.partial, .partial.tmp, .lock) fit the file
-    // system; PATH and PATH.partial are nothing or regular files; an existing PATH needs
-    // `overwrite`, and so does a PATH.partial that --resume could finish. Usage errors.
+    // Rank 0, before any file work: create()'s rule for `path` (usage errors). Its folder takes new
+    // names; PATH and PATH.partial are nothing or regular files; an existing PATH needs
+    // `overwrite`, and so does a PATH.partial that --resume could finish.
     static void check_target(const std::string& path, bool overwrite);
 
     // How to start afresh over a PATH.partial that --resume cannot continue, as check_target()
-    // rules: "run again without --resume ...", or "... with --overwrite" where the file holds a
-    // finished or stopped run that a fresh run keeps.
+    // rules: "run again without --resume ...", or "... with --overwrite".
     static std::string fresh_start_advice(const std::string& path);
 
-    // Not collective; rank 0: gives a PATH.partial that is already complete (its run ended between
-    // the close and the rename) its final name, under check_target()'s rule.
+    // Rank 0: renames a complete PATH.partial (its run ended before the rename), as check_target().
     static void publish_complete_partial(const std::string& path, bool overwrite);
 
-    // Collective over `comm`: reopens PATH.partial, left by a stopped run, for a resumed run to
-    // fill in the remaining rows. Every rank leaves with rank 0's usage error when PATH.partial
-    // does not exist, PATH exists without `overwrite`, the .partial is not HDF5 or has `complete`
-    // != 0, or a dataset of `layout` is missing or of another shape or type (/step must hold
+    // Collective: reopens a stopped run's PATH.partial for --resume; every rank leaves with rank
+    // 0's usage error when it is missing, not HDF5, complete, or unlike `layout` (/step must hold
     // `written_steps`). Writes `attributes` on the root and flushes, keeping the rows written.
     static ResultFile reopen(MPI_Comm comm, const std::string& path, bool overwrite,
                              const ResultFileLayout& layout, const Attributes& attributes);
 
-    // Not collective; rank 0, while no rank has the file open: the root attribute `name` of
-    // `file_path`, read serially, e.g. a .partial's `config_toml` before a resume. None when the
-    // file or the attribute does not exist; a usage error when the file is not HDF5 or the
-    // attribute is not a scalar string, integer or float.
+    // Rank 0, no rank having the file open: a root attribute, read serially; none when missing; a
+    // usage error when not HDF5 or not a scalar string, integer or float.
     static std::optional<AttributeValue> read_root_attribute(const std::string& file_path,
                                                              const std::string& name);
 
-    // Independent (the calling rank only; errors on it alone): writes row `row` (an index into
-    // written_steps) of pair `pair` in the `set`-th /y (0 without row sets) from `elements`
-    // values of y_type at `data`.
+    // Independent (errors on the calling rank alone): row `row` (an index into written_steps) of
+    // `pair` in the `set`-th /y (0 without row sets), `elements` values of y_type.
     void write_y_row(std::size_t set, std::uint64_t pair, std::uint64_t row, const void* data);
     // Independent: sets which step row `row` of the `set`-th /y holds (/step), for a row the
     // layout could not place before the run (the last step of a run its duration ended).
@@ -130,8 +115,7 @@ class ResultFile {
     // Independent: writes row `row` of the matrix declared as `path`, `cols` values of its type.
     void write_matrix_row(const std::string& path, std::uint64_t row, const void* data);
 
-    // Collective: flushes what every rank has written so far to disk.
-    void flush();
+    void flush();  // collective
 
     // Collective: writes `group_attributes` on their (existing) groups ("/" for the root) and
     // flushes: what a finished part of the run (one size of several) says of itself.
@@ -150,14 +134,12 @@ class ResultFile {
     ResultFile& operator=(ResultFile&&) noexcept;
     ResultFile(const ResultFile&) = delete;
     ResultFile& operator=(const ResultFile&) = delete;
-    // Collective when close() was not called: closes the file quietly (never throws, no rename),
-    // leaving PATH.partial with complete = 0.
+    // Collective when close() was not called: closes quietly, leaving PATH.partial incomplete.
     ~ResultFile();
 
   private:
     struct State;
     explicit ResultFile(std::unique_ptr<State> state) noexcept;
-    // The open file's state for `call`; a runtime error once moved from or closed.
     State& open_state(const char* call);
     std::unique_ptr<State> state_;
 };

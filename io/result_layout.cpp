@@ -1,7 +1,5 @@
-// The serial side of a result file (rank 0 alone): the datasets a layout declares, by name, type
-// and shape, made in a new file or found again in one to resume, and the checks on a layout; the
-// rule for the output's names (PATH, PATH.partial and the working names beside them), what a fresh
-// run may replace, and the rename that publishes a finished file.
+// The serial side of a result file (rank 0 alone): a layout's datasets made or found again, its
+// checks, the rule for the output's names, and the rename that publishes a finished file.
 #include "io/result_layout.hpp"
 
 #include <hdf5_hl.h>
@@ -95,8 +93,7 @@ void create_rows(hid_t file, const ResultFileLayout& layout, const RowSet& set, 
              "H5DSattach_scale(" + y_name + ", " + step_name + ")");
 }
 
-// Rank 0 only: every dataset of `layout` (allocated, matrices filled), /step and the root
-// attributes with complete = 0, in `file` opened serially.
+// Rank 0 only: every dataset of `layout` and the root attributes with complete = 0.
 void create_structure(hid_t file, const ResultFileLayout& layout, const Attributes& attributes) {
     H5PropertyList link_create(h5_check(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate(link create)"));
     h5_check(H5Pset_create_intermediate_group(link_create.get(), 1),

@@ -1,6 +1,5 @@
-// Inside io/: a ResultFileLayout's datasets, named once for making the file and for opening it
-// again, the checks a layout and its attributes pass before any file work, and the rule for the
-// output's names.
+// Inside io/: a layout's datasets, named once for making and reopening the file, its checks, and
+// the rule for the output's names.
 #pragma once
 
 #include <hdf5.h>
@@ -26,7 +25,6 @@ void validate_layout(const ResultFileLayout& layout);
 // Attribute names must be non-empty and not "complete" (the file's own).
 void validate_attributes(const Attributes& attributes);
 
-// One dataset that a layout declares: where it lies, what it holds and its exact shape.
 struct DeclaredDataset {
     std::string name;  // absolute ("/timings/step_s")
     ElementType type;
@@ -39,28 +37,23 @@ std::vector<RowSet> row_sets(const ResultFileLayout& layout);
 // Each set's y and step (when the layout has written steps), then the matrices as declared.
 std::vector<DeclaredDataset> declared_datasets(const ResultFileLayout& layout);
 
-// Opens the declared dataset in `file` (named `file_path` in messages); a usage error naming the
-// dataset when it is missing or its type or shape differs from the declaration.
+// A usage error naming the dataset when it is missing or its type or shape differs.
 H5Dataset open_declared_dataset(hid_t file, const std::string& file_path,
                                 const DeclaredDataset& declared);
 
-// Rank 0 only: replaces a stale PATH.partial by the whole file made serially (every dataset
-// allocated, the matrices filled, /step and the root attributes with complete = 0) under a
-// temporary name, then renamed: so no collective call can fail on one rank while the others wait
-// in it (a full disk, a quota, a killed rank), and a .partial is readable from the moment it
-// exists.
+// Rank 0 only: the whole file made serially under a temporary name, then renamed over PATH.partial:
+// so no collective call can fail on one rank while the others wait in it (a full disk, a quota, a
+// killed rank), and a .partial is readable from the moment it exists.
 void make_partial(const std::string& partial_path, const ResultFileLayout& layout,
                   const Attributes& attributes);
 
-// Rank 0 only, serially, before any rank opens the file for writing: the existing PATH.partial
-// must be an unfinished result file with every dataset of `layout`, /step holding its steps.
+// Rank 0, before any rank opens it: PATH.partial is unfinished, with every dataset of `layout`.
 void check_resumable(const std::string& partial_path, const ResultFileLayout& layout);
 
-// Rank 0 only: the final name may be taken only with `overwrite`; the folder must take new names,
-// and the names the output is written under beside its final one must fit the file system.
+// Rank 0 only: check_target()'s rule for PATH itself and its working names.
 void check_final_path(const std::string& path, bool overwrite);
 
-// Rank 0 only, after every rank closed the file: gives the finished file its final name.
+// Rank 0 only, after every rank closed the file.
 void publish_partial(const std::string& partial_path, const std::string& path, bool overwrite);
 
 }  // namespace gpurelay

@@ -1,5 +1,5 @@
-// The datasets of a gpurelay result file, named in one place: the layout the file is created (or
-// reopened) with and the path of every write come from here, so the two cannot drift apart.
+// The result file's datasets, named in one place for the layout and every write, so the two
+// cannot drift apart.
 #pragma once
 
 #include <cstdint>
@@ -18,8 +18,7 @@ class ResultSchema {
         std::uint64_t ranks = 1;
         std::uint64_t recorded = 0;  // the columns of /timings and /verification (step_record)
         std::uint64_t elements = 0;
-        // A run of several sizes: each size's elements, in run order, each with its datasets in a
-        // group of its own (case_group). Empty: one size, `elements`, at the root.
+        // Several sizes in run order, each in its own group (case_group); empty: `elements`.
         std::vector<std::uint64_t> sizes;
         ElementType y_type = ElementType::float32;
         std::vector<std::int64_t> written_steps;  // the rows of /y; empty: no /y
@@ -32,10 +31,9 @@ class ResultSchema {
     // several sizes, all of these in each size's group.
     ResultFileLayout layout() const;
 
-    // Where size i of a run of several sizes keeps its datasets: "/cases/0". Every path below
-    // takes the group it lies in ("" for the root, a run of one size).
+    // "/cases/0". Every path below takes the group it lies in ("" for the root, a run of one size).
     static std::string case_group(std::size_t i);
-    // "overlap_on" or "overlap_off": the group of a pass's datasets.
+    // "overlap_on" or "overlap_off".
     static std::string pass_group(bool overlap);
     // Rank r's times of `phase`, one per step, in row r: "/timings/overlap_on/a".
     static std::string timings_path(std::string_view group, bool overlap, std::string_view phase);
@@ -52,7 +50,6 @@ class ResultSchema {
     static std::string c_mismatches_path(std::string_view group, bool overlap);
 
   private:
-    // The datasets of one size under `group`.
     void add_size(ResultFileLayout& layout, const std::string& group) const;
     void add_histograms(ResultFileLayout& layout, const std::string& group) const;
 

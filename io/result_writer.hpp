@@ -19,12 +19,10 @@ namespace gpurelay {
 
 class ResultWriter {
   public:
-    // What checking one row on the host found: how many elements it sampled, how many differ.
-    struct RowCheckResult {
+    struct RowCheckResult {  // elements sampled, and how many differ
         std::uint64_t checked = 0;
         std::uint64_t mismatches = 0;
     };
-    // Checks a row on the host before it is written.
     using RowCheck = std::function<RowCheckResult(const void* row, std::int64_t step)>;
 
     ResultWriter(Device& device, ResultFile& file, std::uint64_t pair, std::size_t row_bytes,
@@ -38,14 +36,11 @@ class ResultWriter {
         void* host;    // where the row is copied to
         Event* ready;  // to be recorded on the stream after the copy
     };
-    // A free staging buffer; blocks (and counts the time as the pipeline waiting on I/O) while
-    // all are queued or being written.
+    // A free staging buffer; blocks (counted as waiting on I/O) while all are queued or written.
     Slot acquire();
-    // Hands `slot` to the writer thread: once `slot.ready` is reached, the row is checked and
-    // written as row `row` (holding step `step`).
+    // Once `slot.ready` is reached, the writer thread checks the row and writes it as row `row`.
     void submit(const Slot& slot, std::uint64_t row, std::int64_t step);
-    // Blocks until every submitted row is in the file.
-    void drain();
+    void drain();  // blocks until every submitted row is in the file
     // Once drained: the rows from now on go to the file's `set`-th /y (a run of several sizes),
     // `row_bytes` each (at most the size the writer was made with), checked by `check`.
     void switch_rows(std::size_t set, std::size_t row_bytes, RowCheck check);

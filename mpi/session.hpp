@@ -11,9 +11,7 @@ namespace gpurelay {
 
 class MpiSession {
   public:
-    // Initialises MPI with MPI_THREAD_MULTIPLE and makes MPI errors return codes on
-    // MPI_COMM_WORLD (MPI_CHECK turns them into exceptions). Throws if that thread level is
-    // missing.
+    // MPI_THREAD_MULTIPLE (throws if missing); MPI errors return codes (MPI_CHECK throws them).
     MpiSession(int* argc, char*** argv);
     ~MpiSession();
     MpiSession(const MpiSession&) = delete;
@@ -21,7 +19,6 @@ class MpiSession {
 
     int world_rank() const { return world_rank_; }
     int world_size() const { return world_size_; }
-    // Rank among the ranks of this node (MPI_Comm_split_type shared memory).
     int local_rank() const { return local_rank_; }
     const std::string& host_name() const { return host_name_; }
 
@@ -32,10 +29,8 @@ class MpiSession {
     std::string host_name_;
 };
 
-// The ranks of `comm` on this node (MPI_Comm_split_type, shared memory), in their order in
-// `comm`, for one scope. Collective over `comm`: callers bound it with their Deadline. Freed at
-// the end of the scope, but not while an exception unwinds it (a peer may be gone), as an MPI
-// error ends the rank anyway.
+// The ranks of `comm` on this node, for one scope; collective (callers bound it with a Deadline).
+// Not freed while an exception unwinds it (a peer may be gone; an MPI error ends the rank anyway).
 class NodeComm {
   public:
     explicit NodeComm(MPI_Comm comm);
@@ -54,13 +49,11 @@ class NodeComm {
 // Rank `rank` of communicator `from` in communicator `to`, or MPI_UNDEFINED.
 int rank_in(MPI_Comm from, MPI_Comm to, int rank);
 
-// Whether world rank `peer` shares this process's node (MPI's shared-memory node, as the ipc
-// transport needs it), agreed over `comm` (collective): false on every rank when any pair of
-// the job is split across nodes.
+// Collective: whether world rank `peer` shares this node (as ipc needs it); false on every rank
+// when any pair of the job is split across nodes.
 bool every_pair_on_one_node(MPI_Comm comm, int peer);
 
-// Collective over MPI_COMM_WORLD of `size` ranks: one string per rank (at most 255 characters
-// each) gathered onto every rank, in rank order.
+// Collective over MPI_COMM_WORLD: one string per rank (at most 255 characters), in rank order.
 std::vector<std::string> allgather_strings(const std::string& mine, int size);
 // Collective over `comm`: rank 0's `text` (of any length) on every rank, the wait named `what`.
 std::string broadcast_text(MPI_Comm comm, std::string text, const std::string& what);

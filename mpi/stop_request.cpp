@@ -124,10 +124,8 @@ int StopVote::after_step() {
     return 0;
 }
 
-// MPI moves a non-blocking collective on only inside MPI calls, and NCCL's and ipc's steps make
-// none: untouched, the vote's rounds (log2 of the ranks) would run only in the next vote's wait,
-// every rank waiting there for the slowest. A look (MPI_Test) kLooksPerVote times a cadence moves
-// them on between votes, at a fraction of a microsecond a step.
+// MPI moves a non-blocking collective on only inside MPI calls, which NCCL's and ipc's steps make
+// none of: untouched, its rounds would all run in the next vote's wait (docs/STRUCTURE.md).
 void StopVote::look_at_vote() {
     if (request_ == MPI_REQUEST_NULL) return;
     const std::int64_t every = std::max<std::int64_t>(1, cadence_ / kLooksPerVote);

@@ -1,7 +1,5 @@
-// Stopping early on SIGTERM (Slurm's time limit), SIGINT (Ctrl-C) or SIGUSR1 (which mpirun
-// forwards to every rank without killing them after it, as it does for SIGTERM): the handler only
-// records the signal; the ranks agree, at a cadence and without blocking a step, on the step after
-// which every rank stops, so the file is closed collectively.
+// Stopping early on SIGTERM, SIGINT or SIGUSR1 (which mpirun forwards without killing the ranks
+// after it): the handler only records the signal; the ranks agree on the step to stop after.
 #pragma once
 
 #include <mpi.h>
@@ -15,45 +13,30 @@
 
 namespace gpurelay {
 
-// Installs the SIGTERM, SIGINT and SIGUSR1 handlers (async-signal-safe: they set a flag).
-void install_stop_handlers();
-// The signal received so far (SIGTERM, SIGINT, SIGUSR1) or 0.
-int stop_signal();
-// "SIGTERM", "SIGINT" or "SIGUSR1".
+void install_stop_handlers();  // async-signal-safe: they set a flag
+int stop_signal();             // the signal received so far, or 0
 const char* stop_signal_name(int signal);
-// What a run stopped by `signal` exits with: 128 + the signal's number, as a shell reports it.
+// 128 + the signal's number, as a shell reports it.
 ExitCode stopped_exit_code(int signal);
 
-// The ranks' vote to stop (docs/STRUCTURE.md, "The stop vote"), over the world at a cadence of
-// steps every rank agrees on, so that no step waits for the world: a non-blocking all-reduce
-// (MPI_MAX) of the signal this rank has seen, its time per step since its previous vote and the
-// deadlines its clock has passed, posted after step b_n and waited for where the next is posted,
-// after b_(n+1). It returns the same on every rank, and so every rank derives the same next
-// cadence and the same step to stop after:
-//   K = at least `lag`, else the steps that last 1 ms (at least 128 of them), but no more than
-//       last 0.5 s, from the slowest rank's time per step in the last vote returned; and at most
-//       twice the last K (from `lag` at the start), since a short cadence's few steps measure the
-//       host queueing them ahead of the device, not the steps.
-// A stop lands at most two cadences after the signal once the cadence has settled.
+// The ranks' vote to stop (docs/STRUCTURE.md, "The stop vote" gives the cadence's rule and why):
+// a non-blocking all-reduce (MPI_MAX) of signal, time per step and deadlines passed, posted at one
+// vote's step and waited for at the next, so every rank derives the same cadence and stop step.
 class StopVote {
   public:
-    // `comm`: the ranks that stop together (duplicated: votes in flight never meet the caller's
-    // collectives). `timeout`: the longest a vote waits for the others' loops. `lag`: the steps a
-    // loop must be free to run ahead of the slowest's, the shortest cadence (a relay's first
-    // stage runs a step ahead of each stage behind it, or the line never fills).
+    // `comm` is duplicated (votes in flight never meet the caller's collectives). `lag`: the
+    // shortest cadence, the steps a loop may run ahead of the slowest (a relay's group size).
     StopVote(MPI_Comm comm, std::chrono::milliseconds timeout, int lag = 1);
     ~StopVote();
     StopVote(const StopVote&) = delete;
     StopVote& operator=(const StopVote&) = delete;
 
-    // Called after each step on every rank, in order, by the loop that queues the steps (across
-    // passes and sizes: it counts its calls). Returns the signal every rank agreed to stop on (the
-    // largest seen), from then on, or 0 to go on. Between two votes it only counts.
+    // Called after each step by the loop that queues them (across passes and sizes): the signal
+    // every rank agreed to stop on, from then on, or 0; between two votes it only counts.
     int after_step();
 
-    // Times that end passes (duration): each vote carries how many this rank's clock has passed;
-    // deadlines_passed() is the most any rank sent in the last vote returned (alike on every
-    // rank after the same step; it only grows).
+    // Times that end passes (duration); deadlines_passed(): the most any rank had passed in the
+    // last vote returned (alike on every rank after the same step; it only grows).
     void set_deadlines(std::vector<std::chrono::steady_clock::time_point> deadlines) {
         deadlines_ = std::move(deadlines);
     }
