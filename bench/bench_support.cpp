@@ -170,7 +170,7 @@ void say(const MpiSession& session, const std::string& text) {
 bool gpu_on_every_rank() { return summed(cuda_device_count() > 0 ? 0 : 1) == 0; }
 
 void barrier() {
-    const Deadline bound("the barrier before a message");
+    const Deadline bound("a barrier that keeps the ranks' benchmark phases in step");
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
